@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages dnncast needs, only those missing.
+# Idempotent and quiet when everything is present; works as root or through sudo.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libtorch-dev                      # executor (libtorch 1.13, CPU)
+  libxgboost-dev xgboost            # learners; xgboost's CMake config names /usr/bin/xgboost
+  libsqlite3-dev                    # dataset store
+  nlohmann-json3-dev                # JSON formats
+  libcli11-dev                      # command line
+  libeigen3-dev                     # linear learners
+  libgtest-dev libgmock-dev         # tests
+  libbenchmark-dev                  # bench/
+  python3-torch python3-torchvision # cross-checks against torchvision
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "setup.sh: need root or sudo to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+echo "setup.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,20 @@
+// Subcommands of `dnncast`. Each takes the arguments after its name and returns the exit code;
+// bad input is thrown as InputError and becomes one line on stderr and exit code 2 in main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dnncast::cli {
+
+using Args = std::vector<std::string>;
+
+int run_inspect(const Args& args);
+int run_profile(const Args& args);
+int run_dataset(const Args& args);   // dataset stats | export | import | merge
+int run_campaign(const Args& args);
+int run_train(const Args& args);
+int run_evaluate(const Args& args);
+int run_predict(const Args& args);
+
+}  // namespace dnncast::cli

@@ -1,0 +1,65 @@
+// Entry point of the `dnncast` command: dispatches to a subcommand; every error that reaches
+// here becomes one line on stderr and a non-zero exit code, never a crash.
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "graph/error.h"
+
+namespace {
+
+struct Command {
+  std::function<int(const dnncast::cli::Args&)> run;
+  const char* summary;
+};
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> table{
+      {"inspect", {dnncast::cli::run_inspect, "per-layer shapes, parameters, MACs and memory of a model"}},
+      {"profile", {dnncast::cli::run_profile, "measure real training iterations with libtorch"}},
+      {"dataset", {dnncast::cli::run_dataset, "stats, export, import and merge of measurement databases"}},
+      {"campaign", {dnncast::cli::run_campaign, "run a profiling plan into a database, resumably"}},
+      {"train", {dnncast::cli::run_train, "fit a predictor bundle from a database"}},
+      {"evaluate", {dnncast::cli::run_evaluate, "error of learned predictors beside the noise floor"}},
+      {"predict", {dnncast::cli::run_predict, "forecast time per iteration/epoch and peak memory"}},
+  };
+  return table;
+}
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: dnncast COMMAND [options]   (dnncast COMMAND --help for its options)\n\ncommands:\n");
+  for (const auto& [name, command] : commands()) std::fprintf(out, "  %-10s %s\n", name.c_str(), command.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  auto found = commands().find(name);
+  if (found == commands().end()) {
+    std::fprintf(stderr, "dnncast: unknown command '%s'\n", name.c_str());
+    usage(stderr);
+    return 2;
+  }
+  dnncast::cli::Args args(argv + 2, argv + argc);
+  try {
+    return found->second.run(args);
+  } catch (const dnncast::InputError& error) {
+    std::fprintf(stderr, "dnncast %s: error: %s\n", name.c_str(), error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dnncast %s: internal error: %s\n", name.c_str(), error.what());
+    return 3;
+  }
+}

@@ -1,0 +1,2 @@
+// Module data: see DESIGN.md. (This file goes away when the module has real sources.)
+namespace dnncast {}

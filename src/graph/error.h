@@ -1,0 +1,25 @@
+// Two kinds of checks, never mixed (STYLE.md):
+//   InputError  - the user gave us something wrong; message names what and where.
+//   DNNCAST_ASSERT - a bug in dnncast; never reachable from user input.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace dnncast {
+
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+  // Adds outer context on the way up: "while importing graph.json: node 'c1': ..."
+  InputError with_context(const std::string& context) const {
+    return InputError(context + ": " + what());
+  }
+};
+
+[[noreturn]] void internal_assert_fail(const char* expr, const char* file, int line);
+
+}  // namespace dnncast
+
+#define DNNCAST_ASSERT(cond) \
+  do { if (!(cond)) ::dnncast::internal_assert_fail(#cond, __FILE__, __LINE__); } while (0)

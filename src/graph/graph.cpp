@@ -1,0 +1,230 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <queue>
+#include <sstream>
+
+#include "graph/error.h"
+#include "graph/op_registry.h"
+
+namespace dnncast {
+
+namespace {
+
+std::string where(const Node& node) { return "node '" + node.name + "' (" + node.op + ")"; }
+
+const AttrValue& require(const Node& node, const std::string& key) {
+  auto found = node.attrs.find(key);
+  if (found == node.attrs.end()) throw InputError(where(node) + ": missing attribute '" + key + "'");
+  return found->second;
+}
+
+}  // namespace
+
+int64_t Node::attr_int(const std::string& key) const {
+  const AttrValue& value = require(*this, key);
+  if (auto integer = std::get_if<int64_t>(&value)) return *integer;
+  throw InputError(where(*this) + ": attribute '" + key + "' must be an integer");
+}
+
+int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
+  return has_attr(key) ? attr_int(key) : fallback;
+}
+
+double Node::attr_float(const std::string& key, double fallback) const {
+  auto found = attrs.find(key);
+  if (found == attrs.end()) return fallback;
+  if (auto real = std::get_if<double>(&found->second)) return *real;
+  if (auto integer = std::get_if<int64_t>(&found->second)) return static_cast<double>(*integer);
+  throw InputError(where(*this) + ": attribute '" + key + "' must be a number");
+}
+
+std::string Node::attr_str(const std::string& key, const std::string& fallback) const {
+  auto found = attrs.find(key);
+  if (found == attrs.end()) return fallback;
+  if (auto text = std::get_if<std::string>(&found->second)) return *text;
+  throw InputError(where(*this) + ": attribute '" + key + "' must be a string");
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& key) const {
+  const AttrValue& value = require(*this, key);
+  if (auto list = std::get_if<std::vector<int64_t>>(&value)) return *list;
+  if (auto integer = std::get_if<int64_t>(&value)) return {*integer};
+  throw InputError(where(*this) + ": attribute '" + key + "' must be a list of integers");
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<int64_t>& fallback) const {
+  return has_attr(key) ? attr_ints(key) : fallback;
+}
+
+int Graph::add(Node node) {
+  if (node.name.empty()) throw InputError("a node of op '" + node.op + "' has no name");
+  if (index_by_name_.count(node.name)) throw InputError("duplicate node name '" + node.name + "'");
+  for (int input : node.inputs) {
+    if (input < 0 || input >= size())
+      throw InputError(where(node) + ": input index " + std::to_string(input) + " does not precede it");
+  }
+  int index = size();
+  index_by_name_[node.name] = index;
+  nodes_.push_back(std::move(node));
+  return index;
+}
+
+int Graph::find(const std::string& node_name) const {
+  auto found = index_by_name_.find(node_name);
+  return found == index_by_name_.end() ? -1 : found->second;
+}
+
+std::vector<std::vector<int>> Graph::consumers() const {
+  std::vector<std::vector<int>> result(nodes_.size());
+  for (int index = 0; index < size(); ++index)
+    for (int input : nodes_[static_cast<size_t>(index)].inputs) result[static_cast<size_t>(input)].push_back(index);
+  return result;
+}
+
+std::vector<int> Graph::outputs() const {
+  std::vector<int> result;
+  auto users = consumers();
+  for (int index = 0; index < size(); ++index)
+    if (users[static_cast<size_t>(index)].empty()) result.push_back(index);
+  return result;
+}
+
+std::vector<int> Graph::inputs() const {
+  std::vector<int> result;
+  for (int index = 0; index < size(); ++index)
+    if (nodes_[static_cast<size_t>(index)].op == "Input") result.push_back(index);
+  return result;
+}
+
+void Graph::infer_shapes() {
+  for (int index = 0; index < size(); ++index) infer_node(index);
+}
+
+void Graph::infer_node(int index) {
+  const OpRegistry& registry = OpRegistry::instance();
+  {
+    Node& node = nodes_[static_cast<size_t>(index)];
+    const OpDef* def = nullptr;
+    try {
+      def = &registry.get(node.op);
+    } catch (const InputError& error) {
+      throw error.with_context("node '" + node.name + "'");
+    }
+    int count = static_cast<int>(node.inputs.size());
+    if (count < def->min_inputs || (def->max_inputs >= 0 && count > def->max_inputs)) {
+      std::string expected = def->min_inputs == def->max_inputs
+                                 ? std::to_string(def->min_inputs)
+                                 : std::to_string(def->min_inputs) + ".." +
+                                       (def->max_inputs < 0 ? std::string("any") : std::to_string(def->max_inputs));
+      throw InputError(where(node) + ": expected " + expected + " inputs, got " + std::to_string(count));
+    }
+    for (const std::string& key : def->required_attrs)
+      if (!node.has_attr(key)) throw InputError(where(node) + ": missing attribute '" + key + "'");
+    OpView view{node, {}};
+    for (int input : node.inputs) {
+      if (input < 0 || input >= index)
+        throw InputError(where(node) + ": input " + std::to_string(input) + " does not precede it");
+      view.inputs.push_back(&nodes_[static_cast<size_t>(input)]);
+    }
+    node.dtype = def->dtype ? def->dtype(view) : (view.inputs.empty() ? DType::F32 : view.inputs[0]->dtype);
+    node.shape = def->shape(view);
+    for (int64_t dim : node.shape.dims)
+      if (dim <= 0) throw InputError(where(node) + ": output shape " + node.shape.to_string() + " has an empty dimension");
+  }
+}
+
+void Graph::validate() {
+  if (nodes_.empty()) throw InputError("graph '" + name + "' has no nodes");
+  if (inputs().empty()) throw InputError("graph '" + name + "' has no Input node");
+  std::map<std::string, int> seen;
+  for (int index = 0; index < size(); ++index) {
+    const Node& node = nodes_[static_cast<size_t>(index)];
+    if (!seen.emplace(node.name, index).second) throw InputError("duplicate node name '" + node.name + "'");
+  }
+  infer_shapes();
+}
+
+Graph Graph::from_named(std::string graph_name, std::string graph_family, std::vector<NamedNode> named) {
+  std::map<std::string, size_t> position;
+  for (size_t item = 0; item < named.size(); ++item) {
+    const std::string& node_name = named[item].node.name;
+    if (node_name.empty()) throw InputError("node #" + std::to_string(item) + " has no name");
+    if (!position.emplace(node_name, item).second) throw InputError("duplicate node name '" + node_name + "'");
+  }
+  // Kahn's algorithm; ties broken by the order given, so an ordered file stays as it is.
+  std::vector<int> pending(named.size(), 0);
+  std::vector<std::vector<size_t>> users(named.size());
+  for (size_t item = 0; item < named.size(); ++item) {
+    for (const std::string& input_name : named[item].input_names) {
+      auto found = position.find(input_name);
+      if (found == position.end())
+        throw InputError(where(named[item].node) + ": input '" + input_name + "' is not a node of the graph");
+      users[found->second].push_back(item);
+      ++pending[item];
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t item = 0; item < named.size(); ++item)
+    if (pending[item] == 0) ready.push(item);
+  Graph graph;
+  graph.name = std::move(graph_name);
+  graph.family = std::move(graph_family);
+  while (!ready.empty()) {
+    size_t item = ready.top();
+    ready.pop();
+    Node node = named[item].node;
+    node.inputs.clear();
+    for (const std::string& input_name : named[item].input_names) node.inputs.push_back(graph.find(input_name));
+    graph.add(std::move(node));
+    for (size_t user : users[item])
+      if (--pending[user] == 0) ready.push(user);
+  }
+  if (graph.size() != static_cast<int>(named.size())) {
+    for (size_t item = 0; item < named.size(); ++item)
+      if (pending[item] > 0) throw InputError(where(named[item].node) + ": part of a cycle");
+  }
+  graph.validate();
+  return graph;
+}
+
+std::string Graph::architecture_hash() const {
+  // FNV-1a 64 over a canonical text: op, attributes (sorted by key), input positions, dtype.
+  // Input shapes are configuration (batch, image size), not architecture, so only their rank enters.
+  std::ostringstream text;
+  for (const Node& node : nodes_) {
+    text << node.op << '(';
+    for (int input : node.inputs) text << input << ',';
+    text << ")[";
+    if (node.op == "Input") {
+      text << "rank=" << node.attr_ints("shape", {}).size() << ";";
+    } else {
+      for (const auto& [key, value] : node.attrs) {
+        text << key << '=';
+        std::visit(
+            [&text](const auto& v) {
+              using T = std::decay_t<decltype(v)>;
+              if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+                for (int64_t item : v) text << item << ',';
+              } else {
+                text << v;
+              }
+            },
+            value);
+        text << ';';
+      }
+    }
+    text << ']' << dtype_name(node.dtype) << '\n';
+  }
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char byte : text.str()) {
+    hash ^= byte;
+    hash *= 1099511628211ULL;
+  }
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
+  return buffer;
+}
+
+}  // namespace dnncast

@@ -1,0 +1,85 @@
+// The graph IR: nodes in topological order, one output tensor per node.
+// A node's inputs are the indices of the nodes producing them; parameters (weights,
+// biases, norm affine terms) are implied by the op and its attributes, not nodes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace dnncast {
+
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+
+struct Node {
+  std::string name;   // unique in the graph, torchvision-style path ("layer1.0.conv1")
+  std::string op;     // op registry name ("Conv2d")
+  std::map<std::string, AttrValue> attrs;
+  std::vector<int> inputs;  // producer node indices, all smaller than this node's index
+  TensorShape shape;        // output shape, filled by Graph::infer_shapes()
+  DType dtype = DType::F32;  // output element type
+
+  bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
+  // Typed getters throw InputError naming the node and attribute when missing or mistyped.
+  int64_t attr_int(const std::string& key) const;
+  int64_t attr_int(const std::string& key, int64_t fallback) const;
+  double attr_float(const std::string& key, double fallback) const;
+  std::string attr_str(const std::string& key, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& key) const;
+  std::vector<int64_t> attr_ints(const std::string& key, const std::vector<int64_t>& fallback) const;
+};
+
+class Graph {
+ public:
+  std::string name;  // model name ("resnet50", "synthetic:42")
+  std::string family;  // architecture family ("resnet", "synthetic")
+
+  // Appends a node; its inputs must already be in the graph. Returns its index.
+  // Throws InputError on a duplicate name or an input index out of range.
+  int add(Node node);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<Node>& mutable_nodes() { return nodes_; }
+  const Node& node(int index) const { return nodes_.at(static_cast<size_t>(index)); }
+  int size() const { return static_cast<int>(nodes_.size()); }
+  int find(const std::string& node_name) const;  // -1 when absent
+
+  // Indices of nodes nobody consumes (normally one: the network's output).
+  std::vector<int> outputs() const;
+  // Indices of "Input" nodes.
+  std::vector<int> inputs() const;
+  // Consumers of each node, by index.
+  std::vector<std::vector<int>> consumers() const;
+
+  // Runs every op's shape rule in order, filling Node::shape and Node::dtype.
+  // Throws InputError("node 'x' (Conv2d): ...") on the first inconsistency.
+  void infer_shapes();
+  // Same for one node whose producers are already inferred (builders call it as they go).
+  void infer_node(int index);
+
+  // Checks structure (inputs precede their consumers, names unique, input counts and
+  // attributes as the op declares) and shapes. Throws InputError naming the node.
+  void validate();
+
+  // Builds a graph from nodes given in any order with inputs by name: resolves names,
+  // rejects dangling inputs and cycles, orders topologically (stable), infers shapes.
+  struct NamedNode {
+    Node node;
+    std::vector<std::string> input_names;
+  };
+  static Graph from_named(std::string name, std::string family, std::vector<NamedNode> nodes);
+
+  // Stable hash of the architecture (ops, attributes, connectivity, shapes); node names
+  // and the graph name do not enter it. 16 hex digits.
+  std::string architecture_hash() const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::map<std::string, int> index_by_name_;
+};
+
+}  // namespace dnncast

@@ -1,0 +1,53 @@
+// Small helpers shared by the op declarations (internal to src/graph).
+#pragma once
+
+#include <array>
+
+#include "graph/op_registry.h"
+
+namespace dnncast::ops {
+
+inline int64_t bytes_of(const TensorShape& shape, DType dtype) { return shape.numel() * dtype_bytes(dtype); }
+inline int64_t out_bytes(const OpView& view) { return bytes_of(view.node.shape, view.node.dtype); }
+inline int64_t in_bytes(const OpView& view, int index) { return bytes_of(view.in(index), view.in_dtype(index)); }
+inline int64_t all_in_bytes(const OpView& view) {
+  int64_t total = 0;
+  for (size_t index = 0; index < view.inputs.size(); ++index) total += in_bytes(view, static_cast<int>(index));
+  return total;
+}
+
+// A 2-D attribute given as one value or two ([h, w]).
+inline std::array<int64_t, 2> pair_attr(const OpView& view, const std::string& key, int64_t fallback) {
+  std::vector<int64_t> values = view.node.attr_ints(key, {fallback, fallback});
+  if (values.size() == 1) values.push_back(values[0]);
+  view.check(values.size() == 2, "attribute '" + key + "' needs 1 or 2 values");
+  return {values[0], values[1]};
+}
+
+// Output length of a sliding window (conv/pool), PyTorch's formula.
+inline int64_t window_out(int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
+                          bool ceil_mode) {
+  int64_t span = size + 2 * padding - dilation * (kernel - 1) - 1;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // PyTorch: with ceil_mode the last window must start inside the input or left padding.
+  if (ceil_mode && (out - 1) * stride >= size + padding) --out;
+  return out;
+}
+
+inline SavedTensor saved_input(const OpView& view, int index, const std::string& what = "input") {
+  return {SavedTensor::Kind::Input, index, in_bytes(view, index), what};
+}
+inline SavedTensor saved_output(const OpView& view, const std::string& what = "output") {
+  return {SavedTensor::Kind::Output, 0, out_bytes(view), what};
+}
+inline SavedTensor saved_extra(int64_t bytes, const std::string& what) {
+  return {SavedTensor::Kind::Extra, 0, bytes, what};
+}
+
+inline void require_rank(const OpView& view, int input, int rank) {
+  view.check(view.in(input).rank() == rank, "expected rank " + std::to_string(rank) + " input, got " +
+                                                std::to_string(view.in(input).rank()) + " (" +
+                                                view.in(input).to_string() + ")");
+}
+
+}  // namespace dnncast::ops

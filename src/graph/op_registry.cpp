@@ -1,0 +1,74 @@
+#include "graph/op_registry.h"
+
+#include "graph/error.h"
+
+namespace dnncast {
+
+void OpView::fail(const std::string& message) const {
+  throw InputError("node '" + node.name + "' (" + node.op + "): " + message);
+}
+
+int64_t OpCost::saved_bytes() const {
+  int64_t total = 0;
+  for (const SavedTensor& tensor : saved) total += tensor.bytes;
+  return total;
+}
+
+OpRegistry::OpRegistry() {
+  register_input_ops(*this);
+  register_conv_ops(*this);
+  register_linear_ops(*this);
+  register_norm_ops(*this);
+  register_activation_ops(*this);
+  register_pool_ops(*this);
+  register_elementwise_ops(*this);
+  register_shape_ops(*this);
+  register_attention_ops(*this);
+  register_loss_ops(*this);
+}
+
+const OpRegistry& OpRegistry::instance() {
+  static const OpRegistry registry;
+  return registry;
+}
+
+void OpRegistry::add(OpDef def) {
+  DNNCAST_ASSERT(!def.name.empty() && def.shape != nullptr && def.cost != nullptr);
+  DNNCAST_ASSERT(defs_.count(def.name) == 0);
+  std::string key = def.name;
+  defs_.emplace(std::move(key), std::move(def));
+}
+
+const OpDef& OpRegistry::get(const std::string& name) const {
+  auto found = defs_.find(name);
+  if (found != defs_.end()) return found->second;
+  std::string known;
+  for (const auto& entry : defs_) known += (known.empty() ? "" : ", ") + entry.first;
+  throw InputError("unknown op '" + name + "' (known ops: " + known + ")");
+}
+
+std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> result;
+  for (const auto& entry : defs_) result.push_back(entry.first);
+  return result;
+}
+
+OpView view_of(const Graph& graph, int node_index) {
+  const Node& node = graph.node(node_index);
+  OpView view{node, {}};
+  for (int input : node.inputs) view.inputs.push_back(&graph.node(input));
+  return view;
+}
+
+OpCost node_cost(const Graph& graph, int node_index) {
+  OpView view = view_of(graph, node_index);
+  return OpRegistry::instance().get(view.node.op).cost(view);
+}
+
+std::string node_kind(const Graph& graph, int node_index) {
+  OpView view = view_of(graph, node_index);
+  const OpDef& def = OpRegistry::instance().get(view.node.op);
+  return def.kind ? def.kind(view) : def.name;
+}
+
+}  // namespace dnncast

@@ -1,0 +1,100 @@
+// One declaration per op: shape rule, cost (MACs, FLOPs fwd/bwd, params, bytes) and the
+// tensors it keeps for backward, together (onnx OpSchema / ggml op_flops style).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace dnncast {
+
+// What a rule sees: the node and its producers (whose shapes are already inferred).
+struct OpView {
+  const Node& node;
+  std::vector<const Node*> inputs;
+
+  const TensorShape& in(int index) const { return inputs.at(static_cast<size_t>(index))->shape; }
+  DType in_dtype(int index) const { return inputs.at(static_cast<size_t>(index))->dtype; }
+  // InputError("node 'name' (Op): message")
+  [[noreturn]] void fail(const std::string& message) const;
+  void check(bool condition, const std::string& message) const {
+    if (!condition) fail(message);
+  }
+};
+
+// A tensor kept alive from forward to backward.
+struct SavedTensor {
+  enum class Kind { Input, Output, Extra };
+  Kind kind;
+  int index;        // input position for Kind::Input; 0 otherwise
+  int64_t bytes;    // size of the saved tensor
+  std::string what;  // "input", "output", "mask", "indices", "mean+invstd", ...
+};
+
+struct OpCost {
+  int64_t macs = 0;         // multiply-accumulates of conv/linear/matmul, forward
+  int64_t flops_fwd = 0;    // floating point operations, forward (a MAC counts 2)
+  int64_t flops_bwd = 0;    // floating point operations, backward (input + weight grads)
+  int64_t params = 0;       // trainable parameters the op owns
+  int64_t buffers = 0;      // non-trainable state (BatchNorm running stats), elements
+  int64_t bytes_read = 0;   // forward: inputs + parameters read
+  int64_t bytes_written = 0;  // forward: output written
+  std::vector<SavedTensor> saved;  // kept for backward
+
+  int64_t saved_bytes() const;
+};
+
+struct OpDef {
+  std::string name;      // "Conv2d"
+  std::string category;  // "conv", "linear", "norm", "activation", "pool", "elementwise",
+                         // "shape", "attention", "embedding", "loss", "input", "regularization"
+  int min_inputs = 1;
+  int max_inputs = 1;    // -1: any number
+  std::vector<std::string> required_attrs;
+  std::function<TensorShape(const OpView& view)> shape;
+  std::function<OpCost(const OpView& view)> cost;  // node.shape already inferred
+  // Finer kind for features ("DepthwiseConv2d" for a Conv2d with groups == in_channels);
+  // nullptr means the kind is the op name.
+  std::function<std::string(const OpView& view)> kind;
+  // Output element type; nullptr means the first input's (F32 when there is none).
+  std::function<DType(const OpView& view)> dtype;
+};
+
+class OpRegistry {
+ public:
+  static const OpRegistry& instance();
+
+  // Throws InputError listing every known op name when `name` is unknown.
+  const OpDef& get(const std::string& name) const;
+  bool has(const std::string& name) const { return defs_.count(name) != 0; }
+  std::vector<std::string> names() const;
+
+  void add(OpDef def);  // duplicate names are a bug (assert)
+
+ private:
+  OpRegistry();
+  std::map<std::string, OpDef> defs_;
+};
+
+// Convenience: cost and kind of one node of a shape-inferred graph.
+OpView view_of(const Graph& graph, int node_index);
+OpCost node_cost(const Graph& graph, int node_index);
+std::string node_kind(const Graph& graph, int node_index);
+
+// Every op group registers itself here (one function per source file of ops).
+void register_input_ops(OpRegistry& registry);
+void register_conv_ops(OpRegistry& registry);
+void register_linear_ops(OpRegistry& registry);
+void register_norm_ops(OpRegistry& registry);
+void register_activation_ops(OpRegistry& registry);
+void register_pool_ops(OpRegistry& registry);
+void register_elementwise_ops(OpRegistry& registry);
+void register_shape_ops(OpRegistry& registry);
+void register_attention_ops(OpRegistry& registry);
+void register_loss_ops(OpRegistry& registry);
+
+}  // namespace dnncast

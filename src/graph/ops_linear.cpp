@@ -1,0 +1,40 @@
+// Linear: y = x W^T + b over the last dimension. Attributes: out_features, bias (0/1, default 1).
+// MACs = rows * in_features * out_features where rows = numel(x) / in_features.
+// FLOPs fwd = 2 MACs (+ rows*out for the bias); bwd = 4 MACs (+ rows*out).
+// Saved for backward: the input.
+#include "graph/op_helpers.h"
+
+namespace dnncast {
+
+void register_linear_ops(OpRegistry& registry) {
+  OpDef linear;
+  linear.name = "Linear";
+  linear.category = "linear";
+  linear.required_attrs = {"out_features"};
+  linear.shape = [](const OpView& view) {
+    view.check(view.in(0).rank() >= 2, "expected an input of rank 2 or more, got " + view.in(0).to_string());
+    int64_t out_features = view.node.attr_int("out_features");
+    view.check(out_features > 0, "out_features must be positive");
+    TensorShape out = view.in(0);
+    out.dims.back() = out_features;
+    return out;
+  };
+  linear.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t in_features = view.in(0).dims.back();
+    int64_t out_features = view.node.shape.dims.back();
+    int64_t rows = view.in(0).numel() / in_features;
+    bool bias = view.node.attr_int("bias", 1) != 0;
+    cost.macs = rows * in_features * out_features;
+    cost.params = in_features * out_features + (bias ? out_features : 0);
+    cost.flops_fwd = 2 * cost.macs + (bias ? rows * out_features : 0);
+    cost.flops_bwd = 4 * cost.macs + (bias ? rows * out_features : 0);
+    cost.bytes_read = ops::in_bytes(view, 0) + cost.params * dtype_bytes(view.node.dtype);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_input(view, 0)};
+    return cost;
+  };
+  registry.add(linear);
+}
+
+}  // namespace dnncast

@@ -1,0 +1,2 @@
+// Module hardware: see DESIGN.md. (This file goes away when the module has real sources.)
+namespace dnncast {}

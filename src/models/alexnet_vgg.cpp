@@ -1,0 +1,7 @@
+#include "models/zoo.h"
+
+namespace dnncast {
+
+void register_alexnet_vgg(std::vector<ZooEntry>& /*entries*/) {}
+
+}  // namespace dnncast

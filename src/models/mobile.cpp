@@ -1,0 +1,7 @@
+#include "models/zoo.h"
+
+namespace dnncast {
+
+void register_mobile(std::vector<ZooEntry>& /*entries*/) {}
+
+}  // namespace dnncast

@@ -1,0 +1,47 @@
+// The model zoo: classic architectures by torchvision's names, and transformer encoders/decoders.
+// Parameter counts equal torchvision's exactly (auxiliary classifiers off).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace dnncast {
+
+struct ModelSpec {
+  int64_t batch = 1;
+  std::vector<int64_t> input;  // C x H x W for images; empty = the model's default
+  int64_t seq_len = 0;         // tokens for sequence models; 0 = the model's default
+  int64_t num_classes = 1000;  // classifier outputs (vocabulary size stays fixed for LMs)
+};
+
+struct ZooEntry {
+  std::string name;     // "resnet50"
+  std::string family;   // "resnet"
+  std::string kind;     // "cnn" or "transformer"
+  std::vector<int64_t> default_input;  // C x H x W (cnn) or {seq_len} (transformer)
+  std::function<Graph(const ModelSpec& spec)> build;
+};
+
+// All zoo models, sorted by name.
+const std::vector<ZooEntry>& zoo();
+// Throws InputError "unknown model 'resnet5' (did you mean resnet50, resnet18?)".
+const ZooEntry& zoo_entry(const std::string& name);
+// Builds a zoo model; fills the spec's defaults; throws InputError on a bad spec.
+Graph build_zoo_model(const std::string& name, ModelSpec spec);
+
+// Up to `count` known names closest to `name` (edit distance), for error messages.
+std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known, size_t count = 3);
+
+// Each family file registers its models here.
+void register_alexnet_vgg(std::vector<ZooEntry>& entries);
+void register_resnet(std::vector<ZooEntry>& entries);
+void register_densenet(std::vector<ZooEntry>& entries);
+void register_inception(std::vector<ZooEntry>& entries);   // googlenet, inception_v3
+void register_mobile(std::vector<ZooEntry>& entries);      // mobilenet v2/v3, mnasnet, shufflenet, squeezenet
+void register_efficient(std::vector<ZooEntry>& entries);   // efficientnet, regnet, convnext
+void register_transformers(std::vector<ZooEntry>& entries);  // vit_b_16, bert_base, gpt2_small
+
+}  // namespace dnncast

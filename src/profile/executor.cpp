@@ -1,0 +1,2 @@
+// The libtorch executor (filled in by the profiler work).
+namespace dnncast {}
