@@ -144,6 +144,23 @@ void Graph::validate() {
     if (!seen.emplace(node.name, index).second) throw InputError("duplicate node name '" + node.name + "'");
   }
   infer_shapes();
+  // Weight tying (Linear attr tied_to): the named node must be an Embedding whose table has the
+  // shape of this layer's weight, out_features x in_features.
+  for (const Node& node : nodes_) {
+    if (!node.has_attr("tied_to")) continue;
+    if (node.op != "Linear") throw InputError(where(node) + ": only Linear takes the attribute 'tied_to'");
+    std::string target_name = node.attr_str("tied_to", "");
+    int target = find(target_name);
+    if (target < 0 || nodes_[static_cast<size_t>(target)].op != "Embedding")
+      throw InputError(where(node) + ": tied_to '" + target_name + "' is not an Embedding node of the graph");
+    const Node& table = nodes_[static_cast<size_t>(target)];
+    int64_t in_features = nodes_[static_cast<size_t>(node.inputs.at(0))].shape.dims.back();
+    if (table.attr_int("num_embeddings") != node.shape.dims.back() || table.attr_int("embedding_dim") != in_features)
+      throw InputError(where(node) + ": tied_to '" + target_name + "' has a " +
+                       std::to_string(table.attr_int("num_embeddings")) + " x " +
+                       std::to_string(table.attr_int("embedding_dim")) + " table, this layer's weight is " +
+                       std::to_string(node.shape.dims.back()) + " x " + std::to_string(in_features));
+  }
 }
 
 Graph Graph::from_named(std::string graph_name, std::string graph_family, std::vector<NamedNode> named) {

@@ -1,7 +1,10 @@
 // Small helpers shared by the op declarations (internal to src/graph).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <string>
+#include <vector>
 
 #include "graph/op_registry.h"
 
@@ -42,6 +45,35 @@ inline SavedTensor saved_output(const OpView& view, const std::string& what = "o
 }
 inline SavedTensor saved_extra(int64_t bytes, const std::string& what) {
   return {SavedTensor::Kind::Extra, 0, bytes, what};
+}
+
+// Axis in [-rank, rank) -> [0, rank); InputError naming the node otherwise.
+inline int normalize_axis(const OpView& view, int64_t axis, int rank) {
+  int64_t normal = axis < 0 ? axis + rank : axis;
+  view.check(normal >= 0 && normal < rank,
+             "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  return static_cast<int>(normal);
+}
+
+// NumPy broadcasting of two shapes (trailing dimensions aligned).
+inline std::vector<int64_t> broadcast_dims(const OpView& view, const std::vector<int64_t>& left_dims,
+                                           const std::vector<int64_t>& right_dims) {
+  size_t rank = std::max(left_dims.size(), right_dims.size());
+  std::vector<int64_t> dims(rank);
+  for (size_t axis = 0; axis < rank; ++axis) {
+    int64_t left = axis < rank - left_dims.size() ? 1 : left_dims[axis - (rank - left_dims.size())];
+    int64_t right = axis < rank - right_dims.size() ? 1 : right_dims[axis - (rank - right_dims.size())];
+    view.check(left == right || left == 1 || right == 1, "cannot broadcast " + TensorShape(left_dims).to_string() +
+                                                             " with " + TensorShape(right_dims).to_string());
+    dims[axis] = std::max(left, right);
+  }
+  return dims;
+}
+
+inline int64_t product(const std::vector<int64_t>& dims) {
+  int64_t result = 1;
+  for (int64_t dim : dims) result *= dim;
+  return result;
 }
 
 inline void require_rank(const OpView& view, int input, int rank) {

@@ -1,8 +1,235 @@
-// Attention and embedding ops (MatMul, scaled dot-product attention, Embedding, Softmax, LayerNorm...).
+// Attention and embedding ops.
+//
+// MatMul (2 inputs a: B_a x m x k, b: B_b x k x n, rank >= 2 each; batch dims B broadcast as in
+//   torch.matmul): output B x m x n. MACs = numel(B) * m * k * n; FLOPs fwd = 2 MACs, bwd = 4 MACs
+//   (both operand gradients). Saves both operands as torch.matmul does: as given when either is a
+//   plain matrix (the other's batch folds into rows) or when an operand already has the full batch;
+//   otherwise the copy expanded to the broadcast batch (numel(B) x rows x cols).
+// Softmax (axis, default -1): FLOPs fwd = 5 per element (max, subtract, exp, sum, divide),
+//   bwd = 4 per element (y*g, row sum, subtract, multiply). Saves its output.
+// Embedding (num_embeddings, embedding_dim): i64 indices of any shape -> f32 indices.shape x dim.
+//   params = num_embeddings * embedding_dim. FLOPs fwd 0 (a gather), bwd = 1 per output element
+//   (gradient rows accumulated into the table). bytes read = indices + gathered rows. Saves the indices.
+//   Executors draw index values below num_embeddings.
+// ScaledDotProductAttention (3 inputs q: N x h x L x d, k: N x h x S x d, v: N x h x S x dv;
+//   attrs causal 0/1 (default 0), dropout_p (default 0)): output N x h x L x dv, as libtorch 1.13's
+//   math implementation computes it: q' = q / sqrt(d); P = softmax(q' k^T [+ causal mask]);
+//   [P = dropout(P)]; out = P v. scores = N*h*L*S.
+//   MACs = N*h*L*S*(d + dv)  (= 2*N*h*L*L*d for self-attention with dv = d).
+//   FLOPs fwd = 2 MACs + N*h*L*d (scale) + 5 per score (softmax) + 1 per score when causal (mask)
+//     + 2 per score with dropout; bwd = 4 MACs + N*h*L*d + 4 per score + 1 per score with dropout.
+//   Saved (autograd of the math path): the scaled q (a new tensor, q's size), k, v, the attention
+//   probabilities (scores elements); with dropout also its 1-byte mask and the dropped probabilities.
+//   bytes: read q, k, v and the materialised score matrices once; written: output and those matrices.
+// PositionEmbedding (length): x + table[:L] for x: N x L x D and a learnable table length x D
+//   (length >= L: BERT's 512, ViT's 197). params = length * D. FLOPs fwd = 1 per element, bwd = 1 per
+//   element (the table gradient sums over the batch). Nothing saved.
+// ClassToken: prepends a learnable 1 x 1 x D token: N x L x D -> N x (L+1) x D. params = D. FLOPs
+//   fwd 0 (a copy), bwd N*D (the token gradient sums over the batch). Nothing saved.
 #include "graph/op_helpers.h"
 
 namespace dnncast {
 
-void register_attention_ops(OpRegistry& /*registry*/) {}
+namespace {
+
+struct AttentionGeometry {
+  int64_t batch_heads, query_len, key_len, head_dim, value_dim;
+  bool causal;
+  double dropout_p;
+
+  int64_t scores() const { return batch_heads * query_len * key_len; }
+  int64_t macs() const { return scores() * (head_dim + value_dim); }
+};
+
+AttentionGeometry attention_geometry(const OpView& view) {
+  for (int input = 0; input < 3; ++input) ops::require_rank(view, input, 4);
+  const TensorShape& q = view.in(0);
+  const TensorShape& k = view.in(1);
+  const TensorShape& v = view.in(2);
+  view.check(q[0] == k[0] && q[0] == v[0] && q[1] == k[1] && q[1] == v[1],
+             "q " + q.to_string() + ", k " + k.to_string() + ", v " + v.to_string() +
+                 " must agree in batch and heads (N x heads x L x d)");
+  view.check(q[3] == k[3], "q " + q.to_string() + " and k " + k.to_string() + " differ in head size");
+  view.check(k[2] == v[2], "k " + k.to_string() + " and v " + v.to_string() + " differ in length");
+  AttentionGeometry g;
+  g.batch_heads = q[0] * q[1];
+  g.query_len = q[2];
+  g.key_len = k[2];
+  g.head_dim = q[3];
+  g.value_dim = v[3];
+  g.causal = view.node.attr_int("causal", 0) != 0;
+  g.dropout_p = view.node.attr_float("dropout_p", 0.0);
+  view.check(g.dropout_p >= 0.0 && g.dropout_p < 1.0, "dropout_p must be in [0, 1)");
+  return g;
+}
+
+}  // namespace
+
+void register_attention_ops(OpRegistry& registry) {
+  OpDef matmul;
+  matmul.name = "MatMul";
+  matmul.category = "linear";
+  matmul.min_inputs = 2;
+  matmul.max_inputs = 2;
+  matmul.shape = [](const OpView& view) {
+    const TensorShape& a = view.in(0);
+    const TensorShape& b = view.in(1);
+    view.check(a.rank() >= 2 && b.rank() >= 2,
+               "expected inputs of rank 2 or more, got " + a.to_string() + " and " + b.to_string());
+    view.check(a.dims.back() == b[b.rank() - 2], "inner dimensions differ: " + a.to_string() + " @ " + b.to_string());
+    std::vector<int64_t> batch = ops::broadcast_dims(view, std::vector<int64_t>(a.dims.begin(), a.dims.end() - 2),
+                                                     std::vector<int64_t>(b.dims.begin(), b.dims.end() - 2));
+    batch.push_back(a[a.rank() - 2]);
+    batch.push_back(b.dims.back());
+    return TensorShape(batch);
+  };
+  matmul.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t inner = view.in(0).dims.back();
+    cost.macs = view.node.shape.numel() * inner;  // batch * m * n * k
+    cost.flops_fwd = 2 * cost.macs;
+    cost.flops_bwd = 4 * cost.macs;
+    cost.bytes_read = ops::all_in_bytes(view);
+    cost.bytes_written = ops::out_bytes(view);
+    int64_t batch =
+        view.node.shape.numel() / (view.node.shape.dims.back() * view.node.shape[view.node.shape.rank() - 2]);
+    bool folds = view.in(0).rank() == 2 || view.in(1).rank() == 2;
+    for (int input = 0; input < 2; ++input) {
+      const TensorShape& operand = view.in(input);
+      int64_t matrix = operand.dims.back() * operand[operand.rank() - 2];
+      if (folds || operand.numel() / matrix == batch) {
+        cost.saved.push_back(ops::saved_input(view, input));
+      } else {
+        cost.saved.push_back(ops::saved_extra(batch * matrix * dtype_bytes(view.in_dtype(input)), "broadcast operand"));
+      }
+    }
+    return cost;
+  };
+  registry.add(matmul);
+
+  OpDef softmax;
+  softmax.name = "Softmax";
+  softmax.category = "activation";
+  softmax.shape = [](const OpView& view) {
+    ops::normalize_axis(view, view.node.attr_int("axis", -1), view.in(0).rank());
+    return view.in(0);
+  };
+  softmax.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t elements = view.node.shape.numel();
+    cost.flops_fwd = 5 * elements;
+    cost.flops_bwd = 4 * elements;
+    cost.bytes_read = ops::in_bytes(view, 0);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_output(view)};
+    return cost;
+  };
+  registry.add(softmax);
+
+  OpDef embedding;
+  embedding.name = "Embedding";
+  embedding.category = "embedding";
+  embedding.required_attrs = {"num_embeddings", "embedding_dim"};
+  embedding.shape = [](const OpView& view) {
+    view.check(view.in_dtype(0) == DType::I64,
+               std::string("expected i64 indices, got ") + dtype_name(view.in_dtype(0)) + " input");
+    int64_t rows = view.node.attr_int("num_embeddings");
+    int64_t dim = view.node.attr_int("embedding_dim");
+    view.check(rows > 0 && dim > 0, "num_embeddings and embedding_dim must be positive");
+    TensorShape out = view.in(0);
+    out.dims.push_back(dim);
+    return out;
+  };
+  embedding.dtype = [](const OpView&) { return DType::F32; };
+  embedding.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t outputs = view.node.shape.numel();
+    cost.params = view.node.attr_int("num_embeddings") * view.node.attr_int("embedding_dim");
+    cost.flops_bwd = outputs;
+    cost.bytes_read = ops::in_bytes(view, 0) + ops::out_bytes(view);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_input(view, 0, "indices")};
+    return cost;
+  };
+  registry.add(embedding);
+
+  OpDef attention;
+  attention.name = "ScaledDotProductAttention";
+  attention.category = "attention";
+  attention.min_inputs = 3;
+  attention.max_inputs = 3;
+  attention.shape = [](const OpView& view) {
+    AttentionGeometry g = attention_geometry(view);
+    const TensorShape& q = view.in(0);
+    return TensorShape{q[0], q[1], g.query_len, g.value_dim};
+  };
+  attention.cost = [](const OpView& view) {
+    AttentionGeometry g = attention_geometry(view);
+    OpCost cost;
+    int64_t scores = g.scores();
+    int64_t element = dtype_bytes(view.node.dtype);
+    bool dropout = g.dropout_p > 0.0;
+    int64_t scaled_q = g.batch_heads * g.query_len * g.head_dim;
+    cost.macs = g.macs();
+    cost.flops_fwd = 2 * cost.macs + scaled_q + 5 * scores + (g.causal ? scores : 0) + (dropout ? 2 * scores : 0);
+    cost.flops_bwd = 4 * cost.macs + scaled_q + 4 * scores + (dropout ? scores : 0);
+    int64_t matrices = (dropout ? 3 : 2) * scores * element;  // scores, probabilities[, dropped]
+    cost.bytes_read = ops::all_in_bytes(view) + matrices;
+    cost.bytes_written = ops::out_bytes(view) + matrices + (dropout ? scores : 0);
+    cost.saved = {ops::saved_extra(scaled_q * element, "scaled q"), ops::saved_input(view, 1, "k"),
+                  ops::saved_input(view, 2, "v"), ops::saved_extra(scores * element, "attention probabilities")};
+    if (dropout) {
+      cost.saved.push_back(ops::saved_extra(scores, "dropout mask"));
+      cost.saved.push_back(ops::saved_extra(scores * element, "dropped probabilities"));
+    }
+    return cost;
+  };
+  registry.add(attention);
+
+  OpDef position;
+  position.name = "PositionEmbedding";
+  position.category = "embedding";
+  position.required_attrs = {"length"};
+  position.shape = [](const OpView& view) {
+    ops::require_rank(view, 0, 3);
+    int64_t length = view.node.attr_int("length");
+    view.check(length > 0, "length must be positive");
+    view.check(view.in(0)[1] <= length, "sequence of " + std::to_string(view.in(0)[1]) +
+                                            " positions exceeds the table's " + std::to_string(length));
+    return view.in(0);
+  };
+  position.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t elements = view.node.shape.numel();
+    int64_t dim = view.in(0)[2];
+    cost.params = view.node.attr_int("length") * dim;
+    cost.flops_fwd = elements;
+    cost.flops_bwd = elements;
+    cost.bytes_read = ops::in_bytes(view, 0) + view.in(0)[1] * dim * dtype_bytes(view.node.dtype);
+    cost.bytes_written = ops::out_bytes(view);
+    return cost;
+  };
+  registry.add(position);
+
+  OpDef class_token;
+  class_token.name = "ClassToken";
+  class_token.category = "embedding";
+  class_token.shape = [](const OpView& view) {
+    ops::require_rank(view, 0, 3);
+    TensorShape out = view.in(0);
+    out.dims[1] += 1;
+    return out;
+  };
+  class_token.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t dim = view.in(0)[2];
+    cost.params = dim;
+    cost.flops_bwd = view.in(0)[0] * dim;
+    cost.bytes_read = ops::in_bytes(view, 0) + dim * dtype_bytes(view.node.dtype);
+    cost.bytes_written = ops::out_bytes(view);
+    return cost;
+  };
+  registry.add(class_token);
+}
 
 }  // namespace dnncast

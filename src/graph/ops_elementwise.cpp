@@ -2,6 +2,10 @@
 // Add: FLOPs fwd = 1 per output element, bwd = reductions over broadcast axes (~1 per output);
 //   nothing saved. Mul: fwd 1, bwd 2 per output (one product per operand); saves both operands.
 // Dropout (attr p): fwd 2 per element (mask, scale), bwd 1; saves a 1-byte mask per element.
+//   p = 0 is the identity in PyTorch (F.dropout returns its input): no cost, nothing saved.
+// LayerScale (attr axis, default 1): y = x * gamma with a learnable gamma broadcast along `axis`
+//   (torchvision ConvNeXt's layer_scale of shape C x 1 x 1 on NCHW). params = size of that axis;
+//   FLOPs fwd 1 per element, bwd 2 per element (input and gamma gradients); saves its input.
 #include "graph/op_helpers.h"
 
 namespace dnncast {
@@ -72,6 +76,7 @@ void register_elementwise_ops(OpRegistry& registry) {
   };
   dropout.cost = [](const OpView& view) {
     OpCost cost;
+    if (view.node.attr_float("p", 0.5) == 0.0) return cost;
     int64_t elements = view.node.shape.numel();
     cost.flops_fwd = 2 * elements;
     cost.flops_bwd = elements;
@@ -81,6 +86,27 @@ void register_elementwise_ops(OpRegistry& registry) {
     return cost;
   };
   registry.add(dropout);
+
+  OpDef layer_scale;
+  layer_scale.name = "LayerScale";
+  layer_scale.category = "elementwise";
+  layer_scale.shape = [](const OpView& view) {
+    ops::normalize_axis(view, view.node.attr_int("axis", 1), view.in(0).rank());
+    return view.in(0);
+  };
+  layer_scale.cost = [](const OpView& view) {
+    OpCost cost;
+    int axis = ops::normalize_axis(view, view.node.attr_int("axis", 1), view.in(0).rank());
+    int64_t elements = view.node.shape.numel();
+    cost.params = view.in(0)[axis];
+    cost.flops_fwd = elements;
+    cost.flops_bwd = 2 * elements;
+    cost.bytes_read = ops::in_bytes(view, 0) + cost.params * dtype_bytes(view.node.dtype);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_input(view, 0)};
+    return cost;
+  };
+  registry.add(layer_scale);
 }
 
 }  // namespace dnncast

@@ -2,6 +2,9 @@
 // MACs = rows * in_features * out_features where rows = numel(x) / in_features.
 // FLOPs fwd = 2 MACs (+ rows*out for the bias); bwd = 4 MACs (+ rows*out).
 // Saved for backward: the input.
+// Attr tied_to (optional): the name of an Embedding node whose weight this layer shares (GPT-2's
+// LM head); the weight then counts in that node's params, not here (the bias still does).
+// Graph::validate checks that the node exists and its table is out_features x in_features.
 #include "graph/op_helpers.h"
 
 namespace dnncast {
@@ -15,6 +18,7 @@ void register_linear_ops(OpRegistry& registry) {
     view.check(view.in(0).rank() >= 2, "expected an input of rank 2 or more, got " + view.in(0).to_string());
     int64_t out_features = view.node.attr_int("out_features");
     view.check(out_features > 0, "out_features must be positive");
+    view.node.attr_str("tied_to", "");  // type check; the target is checked by Graph::validate
     TensorShape out = view.in(0);
     out.dims.back() = out_features;
     return out;
@@ -26,10 +30,12 @@ void register_linear_ops(OpRegistry& registry) {
     int64_t rows = view.in(0).numel() / in_features;
     bool bias = view.node.attr_int("bias", 1) != 0;
     cost.macs = rows * in_features * out_features;
-    cost.params = in_features * out_features + (bias ? out_features : 0);
+    bool tied = !view.node.attr_str("tied_to", "").empty();
+    int64_t weights = in_features * out_features + (bias ? out_features : 0);
+    cost.params = weights - (tied ? in_features * out_features : 0);
     cost.flops_fwd = 2 * cost.macs + (bias ? rows * out_features : 0);
     cost.flops_bwd = 4 * cost.macs + (bias ? rows * out_features : 0);
-    cost.bytes_read = ops::in_bytes(view, 0) + cost.params * dtype_bytes(view.node.dtype);
+    cost.bytes_read = ops::in_bytes(view, 0) + weights * dtype_bytes(view.node.dtype);
     cost.bytes_written = ops::out_bytes(view);
     cost.saved = {ops::saved_input(view, 0)};
     return cost;

@@ -2,6 +2,13 @@
 // BatchNorm2d (attrs eps, momentum): params 2C (weight, bias), buffers 2C+1 (running mean/var,
 //   num_batches_tracked). FLOPs fwd = 7 per element (mean, variance: 3; normalise, scale, shift: 4),
 //   bwd = 9 per element. Saved: input, plus per-channel mean and inverse std (2C floats).
+// LayerNorm (normalized_shape: the last k dims of the input, eps, elementwise_affine default 1):
+//   params 2*prod(normalized_shape) when affine. rows = numel / prod(normalized_shape).
+// GroupNorm (groups, eps, affine default 1): input N x C x *, C divisible by groups; params 2C when
+//   affine. rows = N * groups.
+// Both: FLOPs fwd = 5 per element (mean 1, variance 2, normalise 2) + 2 with affine (scale, shift);
+//   bwd = 7 per element + 2 with affine (weight and bias gradients). Saved (native_layer_norm /
+//   native_group_norm): the input and per-row mean and inverse std (2 * rows floats).
 #include "graph/op_helpers.h"
 
 namespace dnncast {
@@ -28,6 +35,71 @@ void register_norm_ops(OpRegistry& registry) {
     return cost;
   };
   registry.add(batchnorm);
+
+  OpDef layernorm;
+  layernorm.name = "LayerNorm";
+  layernorm.category = "norm";
+  layernorm.required_attrs = {"normalized_shape"};
+  layernorm.shape = [](const OpView& view) {
+    const TensorShape& in = view.in(0);
+    std::vector<int64_t> normalized = view.node.attr_ints("normalized_shape");
+    view.check(!normalized.empty(), "normalized_shape is empty");
+    view.check(
+        in.rank() >= static_cast<int>(normalized.size()),
+        "normalized_shape " + TensorShape(normalized).to_string() + " has more axes than the input " + in.to_string());
+    size_t offset = in.dims.size() - normalized.size();
+    for (size_t axis = 0; axis < normalized.size(); ++axis)
+      view.check(in.dims[offset + axis] == normalized[axis], "normalized_shape " + TensorShape(normalized).to_string() +
+                                                                 " does not match the last dimensions of the input " +
+                                                                 in.to_string());
+    view.check(view.node.attr_float("eps", 1e-5) >= 0.0, "eps must be non-negative");
+    return in;
+  };
+  layernorm.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t normalized = ops::product(view.node.attr_ints("normalized_shape"));
+    bool affine = view.node.attr_int("elementwise_affine", 1) != 0;
+    int64_t elements = view.in(0).numel();
+    int64_t rows = elements / normalized;
+    cost.params = affine ? 2 * normalized : 0;
+    cost.flops_fwd = (affine ? 7 : 5) * elements;
+    cost.flops_bwd = (affine ? 9 : 7) * elements;
+    cost.bytes_read = ops::in_bytes(view, 0) + cost.params * dtype_bytes(view.node.dtype);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_input(view, 0), ops::saved_extra(2 * rows * 4, "mean+rstd")};
+    return cost;
+  };
+  registry.add(layernorm);
+
+  OpDef groupnorm;
+  groupnorm.name = "GroupNorm";
+  groupnorm.category = "norm";
+  groupnorm.required_attrs = {"groups"};
+  groupnorm.shape = [](const OpView& view) {
+    const TensorShape& in = view.in(0);
+    view.check(in.rank() >= 2, "expected an input N x C x ..., got " + in.to_string());
+    int64_t groups = view.node.attr_int("groups");
+    view.check(groups > 0, "groups must be positive");
+    view.check(in[1] % groups == 0,
+               "channels " + std::to_string(in[1]) + " not divisible by groups " + std::to_string(groups));
+    view.check(view.node.attr_float("eps", 1e-5) >= 0.0, "eps must be non-negative");
+    return in;
+  };
+  groupnorm.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t channels = view.in(0)[1];
+    bool affine = view.node.attr_int("affine", 1) != 0;
+    int64_t elements = view.in(0).numel();
+    int64_t rows = view.in(0)[0] * view.node.attr_int("groups");
+    cost.params = affine ? 2 * channels : 0;
+    cost.flops_fwd = (affine ? 7 : 5) * elements;
+    cost.flops_bwd = (affine ? 9 : 7) * elements;
+    cost.bytes_read = ops::in_bytes(view, 0) + cost.params * dtype_bytes(view.node.dtype);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_input(view, 0), ops::saved_extra(2 * rows * 4, "mean+rstd")};
+    return cost;
+  };
+  registry.add(groupnorm);
 }
 
 }  // namespace dnncast

@@ -1,23 +1,49 @@
-// Shape ops: no arithmetic. Flatten (start_dim default 1, end_dim default -1) is a view;
-// Concat (axis default 1) copies its inputs into the output. Nothing saved for backward.
+// Shape ops: no arithmetic, nothing saved for backward.
+// Flatten (start_dim default 1, end_dim default -1): a view, no cost.
+// Concat (axis default 1): copies its inputs into the output (bytes read + written).
+// Reshape (shape: ints; one -1 is inferred from the element count; 0 keeps the input's dimension
+//   at that position): a view, no cost.
+// Permute (dims: a permutation of the axes, negatives allowed), Transpose (dim0, dim1): views in
+//   PyTorch, no cost; attr contiguous=1 (default 0) adds the copy of .contiguous(): bytes read and
+//   written = the tensor.
+// Slice (axis, start, end; negatives count from the end, end clamped to the size, step 1): the view
+//   x[..., start:end, ...], no cost.
+// ChannelShuffle (groups): N x C x H x W with C divisible by groups; torchvision's
+//   view/transpose/contiguous/view is one copy: bytes read + written, no FLOPs.
 #include "graph/op_helpers.h"
 
 namespace dnncast {
 
 namespace {
 
-int normalize_axis(const OpView& view, int64_t axis, int rank) {
-  int64_t normal = axis < 0 ? axis + rank : axis;
-  view.check(normal >= 0 && normal < rank,
-             "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
-  return static_cast<int>(normal);
-}
+using ops::normalize_axis;
 
 OpCost copy_cost(const OpView& view) {
   OpCost cost;
   cost.bytes_read = ops::all_in_bytes(view);
   cost.bytes_written = ops::out_bytes(view);
   return cost;
+}
+
+OpCost view_cost(const OpView& view) {
+  if (view.node.attr_int("contiguous", 0) != 0) return copy_cost(view);
+  return OpCost{};
+}
+
+TensorShape permuted(const OpView& view, const std::vector<int64_t>& dims) {
+  const TensorShape& in = view.in(0);
+  view.check(static_cast<int>(dims.size()) == in.rank(), "permutation " + TensorShape(dims).to_string() + " has " +
+                                                             std::to_string(dims.size()) + " axes, input " +
+                                                             in.to_string() + " has " + std::to_string(in.rank()));
+  std::vector<bool> used(dims.size(), false);
+  TensorShape out;
+  for (int64_t axis : dims) {
+    int normal = normalize_axis(view, axis, in.rank());
+    view.check(!used[static_cast<size_t>(normal)], "axis " + std::to_string(axis) + " repeated in the permutation");
+    used[static_cast<size_t>(normal)] = true;
+    out.dims.push_back(in[normal]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -62,6 +88,108 @@ void register_shape_ops(OpRegistry& registry) {
   };
   concat.cost = copy_cost;
   registry.add(concat);
+
+  OpDef reshape;
+  reshape.name = "Reshape";
+  reshape.category = "shape";
+  reshape.required_attrs = {"shape"};
+  reshape.shape = [](const OpView& view) {
+    const TensorShape& in = view.in(0);
+    std::vector<int64_t> dims = view.node.attr_ints("shape");
+    view.check(!dims.empty(), "attribute 'shape' is empty");
+    int inferred = -1;
+    int64_t known = 1;
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      if (dims[axis] == -1) {
+        view.check(inferred < 0, "attribute 'shape' " + TensorShape(dims).to_string() + " has more than one -1");
+        inferred = static_cast<int>(axis);
+        continue;
+      }
+      if (dims[axis] == 0) {
+        view.check(static_cast<int>(axis) < in.rank(), "shape entry 0 at position " + std::to_string(axis) +
+                                                           " but the input " + in.to_string() + " has rank " +
+                                                           std::to_string(in.rank()));
+        dims[axis] = in[static_cast<int>(axis)];
+      }
+      view.check(dims[axis] > 0, "shape entry " + std::to_string(dims[axis]) + " must be positive, 0 or -1");
+      known *= dims[axis];
+    }
+    if (inferred >= 0) {
+      view.check(in.numel() % known == 0, "cannot reshape " + in.to_string() + " (" + std::to_string(in.numel()) +
+                                              " elements) with -1 and " + std::to_string(known) + " known");
+      dims[static_cast<size_t>(inferred)] = in.numel() / known;
+    }
+    TensorShape out(dims);
+    view.check(out.numel() == in.numel(), "cannot reshape " + in.to_string() + " (" + std::to_string(in.numel()) +
+                                              " elements) into " + out.to_string() + " (" +
+                                              std::to_string(out.numel()) + ")");
+    return out;
+  };
+  reshape.cost = [](const OpView&) { return OpCost{}; };
+  registry.add(reshape);
+
+  OpDef permute;
+  permute.name = "Permute";
+  permute.category = "shape";
+  permute.required_attrs = {"dims"};
+  permute.shape = [](const OpView& view) { return permuted(view, view.node.attr_ints("dims")); };
+  permute.cost = view_cost;
+  registry.add(permute);
+
+  OpDef transpose;
+  transpose.name = "Transpose";
+  transpose.category = "shape";
+  transpose.required_attrs = {"dim0", "dim1"};
+  transpose.shape = [](const OpView& view) {
+    int rank = view.in(0).rank();
+    int dim0 = normalize_axis(view, view.node.attr_int("dim0"), rank);
+    int dim1 = normalize_axis(view, view.node.attr_int("dim1"), rank);
+    std::vector<int64_t> dims(static_cast<size_t>(rank));
+    for (int axis = 0; axis < rank; ++axis) dims[static_cast<size_t>(axis)] = axis;
+    std::swap(dims[static_cast<size_t>(dim0)], dims[static_cast<size_t>(dim1)]);
+    return permuted(view, dims);
+  };
+  transpose.cost = view_cost;
+  registry.add(transpose);
+
+  OpDef slice;
+  slice.name = "Slice";
+  slice.category = "shape";
+  slice.required_attrs = {"axis", "start", "end"};
+  slice.shape = [](const OpView& view) {
+    TensorShape out = view.in(0);
+    int axis = normalize_axis(view, view.node.attr_int("axis"), out.rank());
+    int64_t size = out[axis];
+    int64_t start = view.node.attr_int("start");
+    int64_t end = view.node.attr_int("end");
+    if (start < 0) start += size;
+    if (end < 0) end += size;
+    end = std::min(end, size);
+    view.check(start >= 0 && start < end, "empty or out-of-range slice [" +
+                                              std::to_string(view.node.attr_int("start")) + ", " +
+                                              std::to_string(view.node.attr_int("end")) + ") of axis " +
+                                              std::to_string(axis) + " (size " + std::to_string(size) + ")");
+    out.dims[static_cast<size_t>(axis)] = end - start;
+    return out;
+  };
+  slice.cost = [](const OpView&) { return OpCost{}; };
+  registry.add(slice);
+
+  OpDef shuffle;
+  shuffle.name = "ChannelShuffle";
+  shuffle.category = "shape";
+  shuffle.required_attrs = {"groups"};
+  shuffle.shape = [](const OpView& view) {
+    ops::require_rank(view, 0, 4);
+    int64_t groups = view.node.attr_int("groups");
+    int64_t channels = view.in(0)[1];
+    view.check(groups > 0, "groups must be positive");
+    view.check(channels % groups == 0,
+               "channels " + std::to_string(channels) + " not divisible by groups " + std::to_string(groups));
+    return view.in(0);
+  };
+  shuffle.cost = copy_cost;
+  registry.add(shuffle);
 }
 
 }  // namespace dnncast

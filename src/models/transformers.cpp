@@ -1,7 +1,205 @@
+// Transformers, named after their reference implementations' module paths:
+//   vit_b_16    torchvision/models/vision_transformer.py (patch 16, 12 layers, d 768, 12 heads, MLP 3072,
+//               LayerNorm eps 1e-6, dropout 0 so no Dropout nodes). Self-attention as torch 1.13's
+//               nn.MultiheadAttention computes it in training: one packed in_proj GEMM (3D x D + bias),
+//               a contiguous copy splitting q, k, v into heads, SDPA, a contiguous copy merging heads,
+//               out_proj. Parameters equal torchvision's (86,567,656 at 224x224 and 1000 classes).
+//   bert_base   Hugging Face BertForSequenceClassification: BertModel (token 30522 x 768, position
+//               512 x 768, token type 2 x 768 embeddings, LayerNorm eps 1e-12, 12 post-LN layers with
+//               separate query/key/value, GELU MLP 3072, pooler Linear + Tanh; 109,482,240 parameters)
+//               plus dropout and classifier Linear(768, num_classes). Inputs: input_ids and
+//               token_type_ids, both i64 N x L; no attention mask (all tokens valid). Dropout 0.1.
+//   gpt2_small  Hugging Face GPT2LMHeadModel: token 50257 x 768 and position 1024 x 768 embeddings,
+//               12 pre-LN layers (packed c_attn split into q, k, v, causal attention, GELU MLP 3072),
+//               ln_f, LM head tied to the token embedding (124,439,808 parameters). Dropout 0.1.
+// Reshapes use 0 / -1 and Flatten so that no attribute depends on the batch or the sequence length.
+#include "graph/builder.h"
+#include "graph/error.h"
 #include "models/zoo.h"
 
 namespace dnncast {
 
-void register_transformers(std::vector<ZooEntry>& /*entries*/) {}
+namespace {
+
+constexpr int64_t kHidden = 768;
+constexpr int64_t kHeads = 12;
+constexpr int64_t kLayers = 12;
+constexpr int64_t kMlp = 3072;
+
+int layer_norm(GraphBuilder& b, const std::string& name, int x, double eps) {
+  return b.op(name, "LayerNorm", {x}, {{"normalized_shape", std::vector<int64_t>{kHidden}}, {"eps", eps}});
+}
+
+// N x L x D -> N x heads x L x D/heads, a view (Hugging Face's transpose_for_scores / _split_heads).
+int split_heads(GraphBuilder& b, const std::string& name, int x) {
+  int y = b.op(name + "_view", "Reshape", {x}, {{"shape", std::vector<int64_t>{0, 0, kHeads, kHidden / kHeads}}});
+  return b.op(name + "_heads", "Permute", {y}, {{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
+}
+
+// N x heads x L x d -> N x L x D through a contiguous copy (context.permute(0, 2, 1, 3).contiguous().view).
+int merge_heads(GraphBuilder& b, const std::string& prefix, int x) {
+  int y = b.op(prefix + "merge_heads", "Permute", {x},
+               {{"dims", std::vector<int64_t>{0, 2, 1, 3}}, {"contiguous", int64_t{1}}});
+  return b.op(prefix + "merge_view", "Flatten", {y}, {{"start_dim", int64_t{2}}});
+}
+
+int attention(GraphBuilder& b, const std::string& name, int q, int k, int v, bool causal, double dropout_p) {
+  return b.op(name, "ScaledDotProductAttention", {q, k, v},
+              {{"causal", int64_t{causal ? 1 : 0}}, {"dropout_p", dropout_p}});
+}
+
+// ---- vit_b_16 ----------------------------------------------------------------------------------
+
+// torch 1.13 F.multi_head_attention_forward with a packed in_proj: the projection is unflattened to
+// 3 x D, moved to the front and made contiguous, then each of q, k, v is viewed as heads.
+int vit_self_attention(GraphBuilder& b, const std::string& prefix, int x) {
+  int64_t head_dim = kHidden / kHeads;
+  int qkv = b.linear(prefix + "in_proj", x, 3 * kHidden);
+  qkv = b.op(prefix + "in_proj_view", "Reshape", {qkv}, {{"shape", std::vector<int64_t>{0, 0, 3, kHeads, head_dim}}});
+  qkv = b.op(prefix + "in_proj_heads", "Permute", {qkv},
+             {{"dims", std::vector<int64_t>{2, 0, 3, 1, 4}}, {"contiguous", int64_t{1}}});  // 3 x N x h x L x d
+  int parts[3];
+  const char* names[3] = {"q", "k", "v"};
+  for (int part = 0; part < 3; ++part) {
+    int slice = b.op(prefix + names[part], "Slice", {qkv},
+                     {{"axis", int64_t{0}}, {"start", int64_t{part}}, {"end", int64_t{part + 1}}});
+    parts[part] = b.op(prefix + names[part] + "_heads", "Flatten", {slice},
+                       {{"start_dim", int64_t{0}}, {"end_dim", int64_t{1}}});  // N x h x L x d
+  }
+  int context = attention(b, prefix + "attention", parts[0], parts[1], parts[2], false, 0.0);
+  context = merge_heads(b, prefix, context);
+  return b.linear(prefix + "out_proj", context, kHidden);
+}
+
+Graph build_vit_b_16(const ModelSpec& spec) {
+  constexpr int64_t kPatch = 16;
+  int64_t channels = spec.input[0], height = spec.input[1], width = spec.input[2];
+  if (height % kPatch != 0 || width % kPatch != 0)
+    throw InputError("vit_b_16 needs an image size divisible by the patch size 16, got " + std::to_string(height) +
+                     "x" + std::to_string(width));
+  GraphBuilder b("vit_b_16", "vit");
+  int x = b.input(TensorShape{spec.batch, channels, height, width});
+  x = b.conv("conv_proj", x, kHidden, kPatch, kPatch, 0, 1, true);
+  x = b.op("conv_proj_flatten", "Reshape", {x}, {{"shape", std::vector<int64_t>{0, 0, -1}}});  // N x D x P
+  x = b.op("conv_proj_permute", "Permute", {x}, {{"dims", std::vector<int64_t>{0, 2, 1}}});    // N x P x D
+  x = b.op("class_token", "ClassToken", {x});
+  int64_t tokens = (height / kPatch) * (width / kPatch) + 1;
+  x = b.op("encoder.pos_embedding", "PositionEmbedding", {x}, {{"length", tokens}});
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    std::string prefix = "encoder.layers.encoder_layer_" + std::to_string(layer) + ".";
+    int y = layer_norm(b, prefix + "ln_1", x, 1e-6);
+    y = vit_self_attention(b, prefix + "self_attention.", y);
+    x = b.add(prefix + "add_1", y, x);
+    y = layer_norm(b, prefix + "ln_2", x, 1e-6);
+    y = b.linear(prefix + "mlp.0", y, kMlp);
+    y = b.act(prefix + "mlp.1", "GELU", y);
+    y = b.linear(prefix + "mlp.3", y, kHidden);
+    x = b.add(prefix + "add_2", x, y);
+  }
+  x = layer_norm(b, "encoder.ln", x, 1e-6);
+  x = b.op("class_token_select", "Slice", {x}, {{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", int64_t{1}}});
+  x = b.flatten("class_token_flatten", x, 1);
+  b.linear("heads.head", x, spec.num_classes);
+  return b.finish();
+}
+
+// ---- bert_base ---------------------------------------------------------------------------------
+
+Graph build_bert_base(const ModelSpec& spec) {
+  constexpr int64_t kVocab = 30522, kPositions = 512, kTokenTypes = 2;
+  constexpr double kEps = 1e-12, kDropout = 0.1;
+  if (spec.seq_len > kPositions)
+    throw InputError("bert_base takes at most " + std::to_string(kPositions) + " tokens, got " +
+                     std::to_string(spec.seq_len));
+  GraphBuilder b("bert_base", "bert");
+  int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
+  int types = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "token_type_ids");
+  int x =
+      b.op("embeddings.word_embeddings", "Embedding", {ids}, {{"num_embeddings", kVocab}, {"embedding_dim", kHidden}});
+  int type_rows = b.op("embeddings.token_type_embeddings", "Embedding", {types},
+                       {{"num_embeddings", kTokenTypes}, {"embedding_dim", kHidden}});
+  x = b.add("embeddings.add_token_type", x, type_rows);
+  x = b.op("embeddings.position_embeddings", "PositionEmbedding", {x}, {{"length", kPositions}});
+  x = layer_norm(b, "embeddings.LayerNorm", x, kEps);
+  x = b.dropout("embeddings.dropout", x, kDropout);
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    std::string prefix = "encoder.layer." + std::to_string(layer) + ".";
+    std::string self = prefix + "attention.self.";
+    int q = split_heads(b, self + "query", b.linear(self + "query", x, kHidden));
+    int k = split_heads(b, self + "key", b.linear(self + "key", x, kHidden));
+    int v = split_heads(b, self + "value", b.linear(self + "value", x, kHidden));
+    int y = attention(b, self + "attention", q, k, v, false, kDropout);
+    y = merge_heads(b, self, y);
+    y = b.linear(prefix + "attention.output.dense", y, kHidden);
+    y = b.dropout(prefix + "attention.output.dropout", y, kDropout);
+    y = b.add(prefix + "attention.output.add", y, x);
+    x = layer_norm(b, prefix + "attention.output.LayerNorm", y, kEps);
+    y = b.linear(prefix + "intermediate.dense", x, kMlp);
+    y = b.act(prefix + "intermediate.intermediate_act_fn", "GELU", y);
+    y = b.linear(prefix + "output.dense", y, kHidden);
+    y = b.dropout(prefix + "output.dropout", y, kDropout);
+    y = b.add(prefix + "output.add", y, x);
+    x = layer_norm(b, prefix + "output.LayerNorm", y, kEps);
+  }
+  // Pooler: the first token's hidden state.
+  x = b.op("pooler.first_token", "Slice", {x}, {{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", int64_t{1}}});
+  x = b.flatten("pooler.first_token_flatten", x, 1);
+  x = b.linear("pooler.dense", x, kHidden);
+  x = b.act("pooler.activation", "Tanh", x);
+  x = b.dropout("dropout", x, kDropout);
+  b.linear("classifier", x, spec.num_classes);
+  return b.finish();
+}
+
+// ---- gpt2_small --------------------------------------------------------------------------------
+
+Graph build_gpt2_small(const ModelSpec& spec) {
+  constexpr int64_t kVocab = 50257, kPositions = 1024;
+  constexpr double kEps = 1e-5, kDropout = 0.1;
+  if (spec.seq_len > kPositions)
+    throw InputError("gpt2_small takes at most " + std::to_string(kPositions) + " tokens, got " +
+                     std::to_string(spec.seq_len));
+  GraphBuilder b("gpt2_small", "gpt2");
+  int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
+  int x = b.op("transformer.wte", "Embedding", {ids}, {{"num_embeddings", kVocab}, {"embedding_dim", kHidden}});
+  x = b.op("transformer.wpe", "PositionEmbedding", {x}, {{"length", kPositions}});
+  x = b.dropout("transformer.drop", x, kDropout);
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    std::string prefix = "transformer.h." + std::to_string(layer) + ".";
+    std::string attn = prefix + "attn.";
+    int y = layer_norm(b, prefix + "ln_1", x, kEps);
+    int qkv = b.linear(attn + "c_attn", y, 3 * kHidden);
+    int parts[3];
+    const char* names[3] = {"query", "key", "value"};
+    for (int part = 0; part < 3; ++part) {
+      int slice = b.op(attn + names[part], "Slice", {qkv},
+                       {{"axis", int64_t{-1}}, {"start", part * kHidden}, {"end", (part + 1) * kHidden}});
+      parts[part] = split_heads(b, attn + names[part], slice);
+    }
+    y = attention(b, attn + "attention", parts[0], parts[1], parts[2], true, kDropout);
+    y = merge_heads(b, attn, y);
+    y = b.linear(attn + "c_proj", y, kHidden);
+    y = b.dropout(attn + "resid_dropout", y, kDropout);
+    x = b.add(prefix + "add_1", y, x);
+    y = layer_norm(b, prefix + "ln_2", x, kEps);
+    y = b.linear(prefix + "mlp.c_fc", y, kMlp);
+    y = b.act(prefix + "mlp.act", "GELU", y);
+    y = b.linear(prefix + "mlp.c_proj", y, kHidden);
+    y = b.dropout(prefix + "mlp.dropout", y, kDropout);
+    x = b.add(prefix + "add_2", y, x);
+  }
+  x = layer_norm(b, "transformer.ln_f", x, kEps);
+  b.op("lm_head", "Linear", {x},
+       {{"out_features", kVocab}, {"bias", int64_t{0}}, {"tied_to", std::string("transformer.wte")}});
+  return b.finish();
+}
+
+}  // namespace
+
+void register_transformers(std::vector<ZooEntry>& entries) {
+  entries.push_back({"vit_b_16", "vit", "cnn", {3, 224, 224}, build_vit_b_16});
+  entries.push_back({"bert_base", "bert", "transformer", {128}, build_bert_base});
+  entries.push_back({"gpt2_small", "gpt2", "transformer", {1024}, build_gpt2_small});
+}
 
 }  // namespace dnncast
