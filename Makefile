@@ -19,7 +19,7 @@ test-slow: build
 	@cd $(BUILD) && ctest -L slow --output-on-failure
 
 demo: build
-	@$(BUILD)/dnncast inspect resnet50
+	@$(BUILD)/dnncast predict resnet50 --batch 32 --input 3x224x224
 
 # ASan + UBSan build of everything, and the same test suite under it.
 sanitize: setup

@@ -1,8 +1,48 @@
+// `dnncast campaign PLAN.json --db DATA.db [--shard i/N] [--dry-run]`: measure a plan into a
+// dataset, resumably (docs/DATASET.md).
+#include <CLI/CLI.hpp>
+
 #include "cli/commands.h"
+#include "data/campaign.h"
+#include "data/plan.h"
 #include "graph/error.h"
 
 namespace dnncast::cli {
 
-int run_campaign(const Args&) { throw InputError("campaign: not available yet"); }
+int run_campaign(const Args& args) {
+  CLI::App app(
+      "Measure every run of a plan into a dataset. Runs already in the dataset are skipped, so "
+      "running it again resumes; each run is committed as it finishes (docs/DATASET.md).",
+      "dnncast campaign");
+  std::string plan_path, db_path, shard_text = "0/1", cpus_text;
+  data::CampaignOptions options;
+  std::string progress = "auto";
+  app.add_option("PLAN", plan_path, "plan JSON (data/plans/*.json)")->required();
+  app.add_option("--db", db_path, "dataset file, created when missing")->required();
+  app.add_option("--shard", shard_text, "measure only configurations whose index mod N == i (Slurm job arrays)");
+  app.add_flag("--dry-run", options.dry_run, "validate the plan and list what would run; measure nothing");
+  app.add_option("--cpus", cpus_text, "pin the campaign and its measurements to these CPUs (\"0-1\")");
+  app.add_option("--max-runs", options.max_runs, "stop after this many new measurements");
+  app.add_option("--stop-after", options.stop_after_s, "start no new measurement after this many seconds");
+  app.add_option("--progress", progress, "bar | lines | auto (bar on a terminal)")
+      ->check(CLI::IsMember({"bar", "lines", "auto"}));
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    throw InputError(error.what() + std::string(" (see --help)"));
+  }
+  if (options.max_runs < 0) throw InputError("--max-runs must not be negative");
+  if (options.stop_after_s < 0) throw InputError("--stop-after must not be negative");
+  options.db_path = db_path;
+  options.shard = data::parse_shard(shard_text);
+  if (!cpus_text.empty()) options.cpus = data::parse_cpu_list(cpus_text);
+  options.progress_bar = progress == "bar" ? 1 : progress == "lines" ? 0 : -1;
+  data::Plan plan = data::load_plan(plan_path);  // validated completely before anything is measured
+  data::run_campaign(plan, options);
+  return 0;
+}
 
 }  // namespace dnncast::cli

@@ -1,8 +1,116 @@
+// `dnncast dataset stats | export | import | merge`: inspect and move measurement databases.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
 #include "cli/commands.h"
+#include "data/csv.h"
+#include "data/merge.h"
+#include "data/stats.h"
+#include "data/store.h"
 #include "graph/error.h"
 
 namespace dnncast::cli {
 
-int run_dataset(const Args&) { throw InputError("dataset: not available yet"); }
+namespace {
+
+// CLI11 parse: --help prints and returns 0; a parse error becomes InputError (exit 2).
+bool parse(CLI::App& app, const Args& args, int& exit_code) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& help) {
+    exit_code = app.exit(help);  // prints the help of the subcommand asked about
+    return false;
+  } catch (const CLI::ParseError& error) {
+    throw InputError(error.what() + std::string(" (see --help)"));
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_dataset(const Args& args) {
+  CLI::App app("stats, export, import and merge of measurement databases (docs/DATASET.md)", "dnncast dataset");
+  app.require_subcommand(1);
+
+  CLI::App* stats = app.add_subcommand("stats", "counts by environment, family, status; range of every option");
+  std::string stats_db;
+  bool stats_json = false;
+  stats->add_option("DB", stats_db, "dataset file")->required();
+  stats->add_flag("--json", stats_json, "print JSON");
+
+  CLI::App* export_command = app.add_subcommand("export", "write every run as CSV");
+  std::string export_db, export_out;
+  bool export_csv_flag = false, export_graphs = false;
+  export_command->add_flag("--csv", export_csv_flag, "CSV format (the only one)")->required();
+  export_command->add_option("DB", export_db, "dataset file")->required();
+  export_command->add_option("-o,--output", export_out, "output file (default: stdout)");
+  export_command->add_flag("--graphs", export_graphs, "add each network's graph JSON (self-contained file)");
+
+  CLI::App* import_command = app.add_subcommand("import", "read runs from CSV into a dataset");
+  std::string import_csv_path, import_db;
+  import_command->add_option("--csv", import_csv_path, "CSV file written by export")->required();
+  import_command->add_option("--db", import_db, "dataset file (created when missing)")->required();
+
+  CLI::App* merge = app.add_subcommand("merge", "merge datasets, skipping runs already present");
+  std::vector<std::string> merge_inputs;
+  std::string merge_out;
+  merge->add_option("INPUTS", merge_inputs, "datasets to merge")->required();
+  merge->add_option("-o,--output", merge_out, "merged dataset (created when missing)")->required();
+
+  int exit_code = 0;
+  if (!parse(app, args, exit_code)) return exit_code;
+
+  if (stats->parsed()) {
+    data::Store store = data::Store::open(stats_db, data::Database::Mode::ReadOnly);
+    nlohmann::json result = data::dataset_stats(store);
+    if (stats_json)
+      std::cout << result.dump(2) << "\n";
+    else
+      std::cout << data::format_stats(result);
+    return 0;
+  }
+  if (export_command->parsed()) {
+    data::Store store = data::Store::open(export_db, data::Database::Mode::ReadOnly);
+    if (export_out.empty()) {
+      data::export_csv(store, std::cout, export_graphs);
+      std::cout.flush();
+      if (!std::cout) throw InputError("export: cannot write to standard output");
+      return 0;
+    }
+    std::string partial = export_out + ".partial";
+    {
+      std::ofstream out(partial, std::ios::binary);
+      if (!out) throw InputError("export: cannot write '" + partial + "'");
+      data::export_csv(store, out, export_graphs);
+      out.flush();
+      if (!out) throw InputError("export: writing '" + partial + "' failed");
+    }
+    if (std::rename(partial.c_str(), export_out.c_str()) != 0)
+      throw InputError("export: cannot rename '" + partial + "' to '" + export_out + "'");
+    std::fprintf(stderr, "wrote %lld runs to %s\n", static_cast<long long>(store.run_count()), export_out.c_str());
+    return 0;
+  }
+  if (import_command->parsed()) {
+    std::ifstream in(import_csv_path, std::ios::binary);
+    if (!in) throw InputError("import: cannot open '" + import_csv_path + "'");
+    data::Store store = data::Store::open(import_db, data::Database::Mode::Create);
+    data::ImportSummary summary = data::import_csv(store, in, import_csv_path);
+    std::printf("imported %lld rows into %s: %lld new runs, %lld already present\n",
+                static_cast<long long>(summary.rows), import_db.c_str(), static_cast<long long>(summary.inserted),
+                static_cast<long long>(summary.duplicates));
+    return 0;
+  }
+  if (merge->parsed()) {
+    data::MergeSummary summary = data::merge_datasets(merge_inputs, merge_out);
+    std::printf("merged %zu datasets into %s: %lld runs read, %lld new, %lld duplicates skipped\n", merge_inputs.size(),
+                merge_out.c_str(), static_cast<long long>(summary.runs_read), static_cast<long long>(summary.inserted),
+                static_cast<long long>(summary.duplicates));
+    return 0;
+  }
+  return 2;
+}
 
 }  // namespace dnncast::cli

@@ -1,8 +1,80 @@
+// `dnncast evaluate --db DATA --split random|family|batch|env`: held-out error of the learned
+// predictor beside the analytic baseline and the noise floor (apps/evaluate.h).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "apps/evaluate.h"
 #include "cli/commands.h"
 #include "graph/error.h"
+#include "learn/learner.h"
 
 namespace dnncast::cli {
 
-int run_evaluate(const Args&) { throw InputError("evaluate: not available yet"); }
+int run_evaluate(const Args& args) {
+  CLI::App app(
+      "Error of the learned predictor on held-out configurations (MRE, median and p90 relative error, share\n"
+      "within 10%) for time and memory, beside the noise floor of the same data and a least-squares roofline.",
+      "dnncast evaluate");
+  std::string db, split = "random", learner = "auto", target, environment, time_column = "median";
+  double budget_s = 60;
+  int folds = 5, threads = 1;
+  int64_t seed = 1;
+  bool as_json = false, markdown = false, quiet = false;
+  app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
+  app.add_option("--split", split, "random | family | batch | env (default random)");
+  app.add_option("--learner", learner, "auto (AutoML on the training part) or a learner name");
+  app.add_option("--budget-s", budget_s, "AutoML budget per target, seconds (default 60)");
+  app.add_option("--folds", folds, "AutoML folds and family-split folds (default 5)");
+  app.add_option("--target", target, "time | memory (default: both when the data has memory)");
+  app.add_option("--env", environment, "evaluate on one environment of the dataset");
+  app.add_option("--time-column", time_column, "median (default) or normalised");
+  app.add_option("--seed", seed, "seed of splits and search (default 1)");
+  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
+  app.add_flag("--json", as_json, "print JSON");
+  app.add_flag("--markdown", markdown, "print a docs/RESULTS.md-ready table");
+  std::string cv_groups = "network";
+  app.add_option("--cv-groups", cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
+  app.add_flag("--quiet", quiet, "no progress on stderr");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    std::string message = error.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    throw InputError(message + " (see dnncast evaluate --help)");
+  }
+  if (learner != "auto") learn::learner_info(learner);
+  if (!target.empty() && target != "time" && target != "memory")
+    throw InputError("unknown --target '" + target + "' (known: time, memory)");
+  if (!(budget_s > 0)) throw InputError("--budget-s must be positive");
+  if (folds < 2) throw InputError("--folds must be at least 2");
+  if (threads < 1) throw InputError("--threads must be at least 1");
+  learn::set_fit_threads(threads);
+
+  apps::TableOptions table_options;
+  table_options.time_column = time_column;
+  table_options.environment = environment;
+  apps::TrainingTable table = apps::load_training_table(db, table_options);
+  apps::EvaluateOptions options;
+  options.split = split;
+  options.learner = learner;
+  options.budget_s = budget_s;
+  options.folds = folds;
+  options.seed = static_cast<uint64_t>(seed);
+  if (!target.empty()) options.targets = {target};
+  options.log = quiet ? nullptr : &std::cerr;
+  options.cv_groups = cv_groups;
+  apps::EvaluationReport report = apps::evaluate(table, options);
+  if (as_json) std::cout << report.to_json().dump(2) << "\n";
+  else if (markdown) std::cout << report.markdown();
+  else std::cout << report.text();
+  return 0;
+}
 
 }  // namespace dnncast::cli

@@ -1,8 +1,116 @@
+// `dnncast train --db DATA --target time|memory|all --out DIR`: AutoML over the learners on a
+// dataset, refit of the best, written as a predictor bundle (apps/predictor.h).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "apps/predictor.h"
 #include "cli/commands.h"
 #include "graph/error.h"
+#include "learn/learner.h"
 
 namespace dnncast::cli {
 
-int run_train(const Args&) { throw InputError("train: not available yet"); }
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ','))
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+}  // namespace
+
+int run_train(const Args& args) {
+  CLI::App app(
+      "Fit a predictor bundle from a dataset: k-fold AutoML over learners and hyperparameters within a time\n"
+      "budget, the best refit on all configurations. --target all writes OUT/time and, when the dataset has\n"
+      "peak bytes, OUT/memory (the layout of data/predictors/NAME).",
+      "dnncast train");
+  std::string db, target = "all", out, learners_text, environment, time_column = "median";
+  double budget_s = 60;
+  int folds = 5, threads = 1;
+  int64_t seed = 1;
+  bool quiet = false;
+  app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
+  app.add_option("--target", target, "time | memory | all (default all)");
+  app.add_option("--out", out, "output folder")->required();
+  app.add_option("--budget-s", budget_s, "AutoML time budget per target, seconds (default 60)");
+  app.add_option("--folds", folds, "cross-validation folds (default 5)");
+  app.add_option("--learners", learners_text, "comma-separated learners to search (default all: " + [] {
+    std::string names;
+    for (const std::string& name : learn::learner_names()) names += (names.empty() ? "" : ",") + name;
+    return names;
+  }() + ")");
+  app.add_option("--env", environment, "train on one environment of the dataset (hash, label or slug)");
+  app.add_option("--time-column", time_column, "median (default) or normalised (probe-scaled) iteration time");
+  app.add_option("--seed", seed, "seed of folds and random search (default 1)");
+  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
+  std::string cv_groups = "network";
+  app.add_option("--cv-groups", cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
+  app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    std::string message = error.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    throw InputError(message + " (see dnncast train --help)");
+  }
+  if (target != "time" && target != "memory" && target != "all")
+    throw InputError("unknown --target '" + target + "' (known: time, memory, all)");
+  if (!(budget_s > 0)) throw InputError("--budget-s must be positive");
+  if (folds < 2) throw InputError("--folds must be at least 2, got " + std::to_string(folds));
+  if (threads < 1) throw InputError("--threads must be at least 1");
+  learn::set_fit_threads(threads);
+  std::vector<std::string> learners = split_list(learners_text);
+  for (const std::string& name : learners) learn::learner_info(name);  // unknown names fail before any work
+
+  apps::TableOptions table_options;
+  table_options.time_column = time_column;
+  table_options.environment = environment;
+  apps::TrainingTable table = apps::load_training_table(db, table_options);
+  if (!quiet) {
+    std::fprintf(stderr, "train: %zu configurations (%lld runs) from %s\n", table.samples.size(),
+                 static_cast<long long>(table.runs_used), db.c_str());
+    for (const std::string& note : table.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  }
+
+  std::vector<std::pair<std::string, std::string>> jobs;  // target, folder
+  if (target == "all") {
+    jobs.emplace_back("time", out + "/time");
+    if (table.has_memory()) jobs.emplace_back("memory", out + "/memory");
+    else std::fprintf(stderr, "note: no memory predictor: some configurations have no peak bytes\n");
+  } else {
+    jobs.emplace_back(target, out);
+  }
+  for (const auto& [job_target, folder] : jobs) {
+    apps::TrainOptions options;
+    options.target = job_target;
+    options.budget_s = budget_s;
+    options.folds = folds;
+    options.seed = static_cast<uint64_t>(seed);
+    options.learners = learners;
+    options.log = quiet ? nullptr : &std::cerr;
+    options.cv_groups = cv_groups;
+    if (!quiet) std::fprintf(stderr, "train %s:\n", job_target.c_str());
+    apps::Predictor predictor = apps::train_predictor(table, options);
+    predictor.save(folder);
+    const apps::Manifest& manifest = predictor.manifest();
+    std::printf("wrote %s: %s predictor, %s (%s), CV MRE %.2f%% over %zu configurations\n", folder.c_str(),
+                job_target.c_str(), manifest.learner.c_str(), manifest.transform.name().c_str(),
+                100 * manifest.cv.at("mre").get<double>(), table.samples.size());
+  }
+  return 0;
+}
 
 }  // namespace dnncast::cli

@@ -16,5 +16,6 @@ int run_campaign(const Args& args);
 int run_train(const Args& args);
 int run_evaluate(const Args& args);
 int run_predict(const Args& args);
+int run_memory(const Args& args);
 
 }  // namespace dnncast::cli

@@ -25,6 +25,7 @@ const std::map<std::string, Command>& commands() {
       {"train", {dnncast::cli::run_train, "fit a predictor bundle from a database"}},
       {"evaluate", {dnncast::cli::run_evaluate, "error of learned predictors beside the noise floor"}},
       {"predict", {dnncast::cli::run_predict, "forecast time per iteration/epoch and peak memory"}},
+      {"memory", {dnncast::cli::run_memory, "simulated peak memory of training: breakdown, fits, largest batch"}},
   };
   return table;
 }

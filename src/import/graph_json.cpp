@@ -1,5 +1,7 @@
 #include "import/graph_json.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -11,19 +13,49 @@ using nlohmann::json;
 
 namespace {
 
+// Bounds that keep every shape, element and FLOP count of a graph read from outside far from
+// int64 overflow: no real network has an attribute near 2^31 or a tensor near 2^40 elements.
+constexpr int64_t kMaxIntegerAttr = (int64_t{1} << 31) - 1;
+constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+
+int64_t bounded_integer(const json& value, const std::string& where) {
+  bool in_range = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(kMaxIntegerAttr)
+                                             : std::llabs(value.get<int64_t>()) <= kMaxIntegerAttr;
+  if (!in_range)
+    throw InputError(where + ": value " + value.dump() + " is out of range (at most " + std::to_string(kMaxIntegerAttr) +
+                     " in magnitude)");
+  return value.get<int64_t>();
+}
+
+// Element count of `dims`, or -1 when it exceeds kMaxTensorElements (or a dimension is not positive).
+int64_t bounded_numel(const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t dim : dims) {
+    if (dim <= 0) return -1;
+    if (count > kMaxTensorElements / dim) return -1;
+    count *= dim;
+  }
+  return count;
+}
+
+std::string too_large(const Node& node) {
+  return "node '" + node.name + "' (" + node.op + "): output shape " + node.shape.to_string() + " has more than " +
+         std::to_string(kMaxTensorElements) + " elements";
+}
+
 json attr_to_json(const AttrValue& value) {
   return std::visit([](const auto& v) { return json(v); }, value);
 }
 
 AttrValue attr_from_json(const json& value, const std::string& where) {
-  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_number_integer()) return bounded_integer(value, where);
   if (value.is_number_float()) return value.get<double>();
   if (value.is_string()) return value.get<std::string>();
   if (value.is_array()) {
     std::vector<int64_t> list;
     for (const json& item : value) {
       if (!item.is_number_integer()) throw InputError(where + ": list attributes must hold integers");
-      list.push_back(item.get<int64_t>());
+      list.push_back(bounded_integer(item, where));
     }
     return list;
   }
@@ -69,6 +101,7 @@ Graph graph_from_json(const json& document, const std::string& source) {
     std::string family = document.value("family", std::string("custom"));
     std::vector<Graph::NamedNode> named;
     std::vector<std::vector<int64_t>> declared_shapes;
+    std::vector<std::string> declared_dtypes;
     for (size_t item = 0; item < nodes.size(); ++item) {
       const json& entry = nodes[item];
       std::string where = "node #" + std::to_string(item);
@@ -94,6 +127,14 @@ Graph graph_from_json(const json& document, const std::string& source) {
         for (const auto& [key, value] : attrs.items())
           node.node.attrs[key] = attr_from_json(value, where + " attribute '" + key + "'");
       }
+      // An Input's size is checked before shapes are inferred (products of its dimensions).
+      if (node.node.op == "Input" && node.node.has_attr("shape")) {
+        std::vector<int64_t> dims = node.node.attr_ints("shape");
+        bool positive = std::all_of(dims.begin(), dims.end(), [](int64_t dim) { return dim > 0; });
+        if (positive && bounded_numel(dims) < 0)
+          throw InputError("node '" + node.node.name + "' (Input): shape " + TensorShape(dims).to_string() +
+                           " has more than " + std::to_string(kMaxTensorElements) + " elements");
+      }
       std::vector<int64_t> shape;
       if (entry.contains("shape")) {
         const json& dims = entry["shape"];
@@ -103,14 +144,33 @@ Graph graph_from_json(const json& document, const std::string& source) {
           shape.push_back(dim.get<int64_t>());
         }
       }
+      std::string dtype;
+      if (entry.contains("dtype")) {
+        const json& declared = entry["dtype"];
+        if (!declared.is_string()) throw InputError(where + ": 'dtype' must be a string");
+        try {
+          dtype = dtype_name(parse_dtype(declared.get<std::string>()));
+        } catch (const InputError& error) {
+          throw error.with_context(where);
+        }
+      }
       declared_shapes.push_back(shape);
+      declared_dtypes.push_back(dtype);
       named.push_back(std::move(node));
     }
     std::map<std::string, std::vector<int64_t>> shape_by_name;
-    for (size_t item = 0; item < named.size(); ++item)
+    std::map<std::string, std::string> dtype_by_name;
+    for (size_t item = 0; item < named.size(); ++item) {
       if (!declared_shapes[item].empty()) shape_by_name[named[item].node.name] = declared_shapes[item];
+      if (!declared_dtypes[item].empty()) dtype_by_name[named[item].node.name] = declared_dtypes[item];
+    }
     Graph graph = Graph::from_named(name, family, std::move(named));
     for (const Node& node : graph.nodes()) {
+      if (bounded_numel(node.shape.dims) < 0) throw InputError(too_large(node));
+      auto declared_dtype = dtype_by_name.find(node.name);
+      if (declared_dtype != dtype_by_name.end() && declared_dtype->second != dtype_name(node.dtype))
+        throw InputError("node '" + node.name + "' (" + node.op + "): declared dtype " + declared_dtype->second +
+                         " but its inputs give " + dtype_name(node.dtype));
       auto declared = shape_by_name.find(node.name);
       if (declared != shape_by_name.end() && declared->second != node.shape.dims)
         throw InputError("node '" + node.name + "' (" + node.op + "): declared shape " +

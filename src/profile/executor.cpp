@@ -1,2 +1,991 @@
-// The libtorch executor (filled in by the profiler work).
-namespace dnncast {}
+// The libtorch executor: an IR graph becomes parameters + a forward function over ATen ops, and
+// measure_in_process runs the training iterations of the measurement protocol on it.
+//
+// Fidelity choices (what PyTorch code of the same network does, torchvision in particular):
+// - parameters are created exactly as each op's OpCost::params counts them (checked every run);
+// - BatchNorm runs in training mode and updates running stats and num_batches_tracked;
+// - ReLU/ReLU6/SiLU/Hardswish run in place (inplace=True in torchvision) when that is safe: their
+//   input has no other consumer and comes from an op that does not keep its output for backward;
+// - an intermediate tensor is released as soon as its last consumer ran (as Python drops it);
+// - zero_grad() of libtorch 1.13 zeroes the gradients in place, like torch 1.13's Python default.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <new>
+#include <set>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
+#include <torch/cuda.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+#include <torch/version.h>
+
+#ifdef DNNCAST_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include "graph/error.h"
+#include "graph/op_registry.h"
+#include "profile/internal.h"
+
+namespace dnncast::profile {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::vector<int64_t> pair_of(const Node& node, const std::string& key, int64_t fallback) {
+  std::vector<int64_t> values = node.attr_ints(key, {fallback, fallback});
+  if (values.size() == 1) values.push_back(values[0]);
+  return values;
+}
+
+int64_t wrap_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// --- Fault injection for the tests of the isolation (DNNCAST_PROFILE_FAULT=kind:node) ----------
+// kind = throw (a C++ exception), abort (SIGABRT), hang (sleeps past any timeout). Read once.
+struct Fault {
+  std::string kind, node;
+};
+const Fault& fault() {
+  static const Fault value = [] {
+    Fault parsed;
+    const char* text = std::getenv("DNNCAST_PROFILE_FAULT");
+    if (text == nullptr) return parsed;
+    std::string spec = text;
+    size_t colon = spec.find(':');
+    if (colon == std::string::npos) return parsed;
+    parsed.kind = spec.substr(0, colon);
+    parsed.node = spec.substr(colon + 1);
+    return parsed;
+  }();
+  return value;
+}
+void maybe_fault(const Node& node) {
+  const Fault& f = fault();
+  if (f.kind.empty() || f.node != node.name) return;
+  if (f.kind == "throw") throw std::runtime_error("injected fault in node '" + node.name + "'");
+  if (f.kind == "abort") std::abort();
+  if (f.kind == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// --- The module --------------------------------------------------------------------------------
+
+struct NodeState {
+  std::vector<at::Tensor> params;   // trainable, torch order (weight, bias)
+  std::vector<at::Tensor> buffers;  // running stats, implied loss targets, masks
+};
+
+class GraphModule;
+
+struct OpImpl {
+  // Creates the node's parameters and buffers.
+  std::function<void(GraphModule& module, int index, NodeState& state)> make;
+  // Runs the node. `inplace` allows an in-place activation (the caller checked it is safe).
+  std::function<at::Tensor(const Node& node, const std::vector<at::Tensor>& in, NodeState& state, bool inplace)> forward;
+};
+
+const std::map<std::string, OpImpl>& op_impls();
+
+class GraphModule {
+ public:
+  GraphModule(const Graph& graph, at::Device device, bool init_values) : graph_(graph), device_(device), init_(init_values) {
+    states_.resize(static_cast<size_t>(graph.size()));
+    consumers_ = graph.consumers();
+    std::vector<int> outputs = graph.outputs();
+    is_output_.assign(static_cast<size_t>(graph.size()), false);
+    for (int output : outputs) is_output_[static_cast<size_t>(output)] = true;
+    for (int index = 0; index < graph.size(); ++index) {
+      const Node& node = graph.node(index);
+      auto found = op_impls().find(node.op);
+      DNNCAST_ASSERT(found != op_impls().end());  // check_supported ran before
+      impls_.push_back(&found->second);
+      found->second.make(*this, index, states_[static_cast<size_t>(index)]);
+    }
+    // Parameters in graph order, each tensor once (a tied Linear shares its Embedding's weight).
+    std::set<const void*> seen;
+    for (NodeState& state : states_)
+      for (at::Tensor& param : state.params)
+        if (seen.insert(param.unsafeGetTensorImpl()).second) parameters_.push_back(param);
+    for (at::Tensor& param : parameters_) param.set_requires_grad(true);
+    inplace_safe_ = compute_inplace_safe();
+  }
+
+  const Graph& graph() const { return graph_; }
+  at::Device device() const { return device_; }
+  bool init_values() const { return init_; }
+  NodeState& state(int index) { return states_.at(static_cast<size_t>(index)); }
+  const std::vector<at::Tensor>& parameters() const { return parameters_; }
+  int64_t parameter_count() const {
+    int64_t total = 0;
+    for (const at::Tensor& param : parameters_) total += param.numel();
+    return total;
+  }
+  at::TensorOptions float_options() const { return at::TensorOptions().device(device_).dtype(at::kFloat); }
+
+  // A new parameter of `shape`: uniform(-bound, bound) (bound 0 = constant `fill`).
+  at::Tensor new_param(at::IntArrayRef shape, double bound, double fill = 0) const {
+    if (!init_) return at::empty(shape, float_options());
+    if (bound > 0) return at::empty(shape, float_options()).uniform_(-bound, bound);
+    return at::full(shape, fill, float_options());
+  }
+  at::Tensor new_normal(at::IntArrayRef shape, double std) const {
+    if (!init_) return at::empty(shape, float_options());
+    return at::randn(shape, float_options()) * std;
+  }
+
+  at::Tensor run_node(int index, const std::vector<at::Tensor>& inputs, bool allow_inplace) {
+    const Node& node = graph_.node(index);
+    maybe_fault(node);
+    return impls_[static_cast<size_t>(index)]->forward(node, inputs, states_[static_cast<size_t>(index)],
+                                                       allow_inplace && inplace_safe_[static_cast<size_t>(index)]);
+  }
+
+  // Forward over the whole graph. `graph_inputs[i]` feeds the i-th Input node (graph order).
+  // Returns the outputs' tensors (graph order); `dtypes`, when given, receives every node's output type.
+  std::vector<at::Tensor> forward(const std::vector<at::Tensor>& graph_inputs, bool allow_inplace,
+                                  std::vector<at::ScalarType>* dtypes = nullptr) {
+    size_t count = static_cast<size_t>(graph_.size());
+    std::vector<at::Tensor> values(count);
+    std::vector<size_t> pending(count);
+    for (size_t index = 0; index < count; ++index) pending[index] = consumers_[index].size();
+    if (dtypes) dtypes->assign(count, at::kFloat);
+    size_t next_input = 0;
+    std::vector<at::Tensor> inputs;
+    for (int index = 0; index < graph_.size(); ++index) {
+      const Node& node = graph_.node(index);
+      inputs.clear();
+      if (node.op == "Input") {
+        inputs.push_back(graph_inputs.at(next_input++));
+      } else {
+        for (int producer : node.inputs) inputs.push_back(values[static_cast<size_t>(producer)]);
+      }
+      values[static_cast<size_t>(index)] = run_node(index, inputs, allow_inplace);
+      if (dtypes) (*dtypes)[static_cast<size_t>(index)] = values[static_cast<size_t>(index)].scalar_type();
+      inputs.clear();
+      for (int producer : node.inputs) {
+        auto slot = static_cast<size_t>(producer);
+        if (--pending[slot] == 0 && !is_output_[slot]) values[slot].reset();
+      }
+    }
+    std::vector<at::Tensor> outputs;
+    for (int output : graph_.outputs()) outputs.push_back(values[static_cast<size_t>(output)]);
+    return outputs;
+  }
+
+ private:
+  std::vector<bool> compute_inplace_safe() const {
+    static const std::set<std::string> kInplaceOps{"ReLU", "ReLU6", "SiLU", "Hardswish"};
+    static const std::set<std::string> kFreshOutput{"Conv2d", "ConvTranspose2d", "BatchNorm2d", "LayerNorm",
+                                                    "GroupNorm", "Linear", "Add"};
+    std::vector<bool> safe(static_cast<size_t>(graph_.size()), false);
+    for (int index = 0; index < graph_.size(); ++index) {
+      const Node& node = graph_.node(index);
+      if (!kInplaceOps.count(node.op) || node.inputs.size() != 1) continue;
+      int producer = node.inputs[0];
+      const Node& source = graph_.node(producer);
+      if (!kFreshOutput.count(source.op) || consumers_[static_cast<size_t>(producer)].size() != 1) continue;
+      if (source.op == "Add" && source.shape != node.shape) continue;
+      safe[static_cast<size_t>(index)] = true;
+    }
+    return safe;
+  }
+
+  const Graph& graph_;
+  at::Device device_;
+  bool init_;
+  std::vector<NodeState> states_;
+  std::vector<const OpImpl*> impls_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> is_output_;
+  std::vector<bool> inplace_safe_;
+  std::vector<at::Tensor> parameters_;
+};
+
+// --- Op implementations ------------------------------------------------------------------------
+
+void no_params(GraphModule&, int, NodeState&) {}
+
+OpImpl unary(std::function<at::Tensor(const at::Tensor&)> out_of_place,
+             std::function<at::Tensor(at::Tensor&)> in_place = nullptr) {
+  OpImpl impl;
+  impl.make = no_params;
+  impl.forward = [out_of_place, in_place](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool inplace) {
+    if (inplace && in_place) {
+      at::Tensor target = in[0];
+      return in_place(target);
+    }
+    return out_of_place(in[0]);
+  };
+  return impl;
+}
+
+// Fan-in bound of PyTorch's default init of conv/linear (kaiming_uniform with a = sqrt(5)).
+double fan_in_bound(int64_t fan_in) { return fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0; }
+
+std::map<std::string, OpImpl> make_impls() {
+  std::map<std::string, OpImpl> impls;
+
+  impls["Input"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0]; }};
+
+  impls["Conv2d"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        int64_t in_channels = g.node(node.inputs[0]).shape[1];
+        int64_t groups = node.attr_int("groups", 1);
+        std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
+        int64_t fan_in = in_channels / groups * kernel[0] * kernel[1];
+        s.params.push_back(m.new_param({node.attr_int("out_channels"), in_channels / groups, kernel[0], kernel[1]},
+                                       fan_in_bound(fan_in)));
+        if (node.attr_int("bias", 1) != 0) s.params.push_back(m.new_param({node.attr_int("out_channels")}, fan_in_bound(fan_in)));
+      },
+      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        c10::optional<at::Tensor> bias;
+        if (s.params.size() > 1) bias = s.params[1];
+        return at::conv2d(in[0], s.params[0], bias, pair_of(node, "stride", 1), pair_of(node, "padding", 0),
+                          pair_of(node, "dilation", 1), node.attr_int("groups", 1));
+      }};
+
+  impls["ConvTranspose2d"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        int64_t in_channels = g.node(node.inputs[0]).shape[1];
+        int64_t out_channels = node.attr_int("out_channels");
+        int64_t groups = node.attr_int("groups", 1);
+        std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
+        // PyTorch's fan-in of a transposed conv weight (C_in x C_out/g x kh x kw) is its dim 1 * kh * kw.
+        int64_t fan_in = out_channels / groups * kernel[0] * kernel[1];
+        s.params.push_back(m.new_param({in_channels, out_channels / groups, kernel[0], kernel[1]}, fan_in_bound(fan_in)));
+        if (node.attr_int("bias", 1) != 0) s.params.push_back(m.new_param({out_channels}, fan_in_bound(fan_in)));
+      },
+      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        c10::optional<at::Tensor> bias;
+        if (s.params.size() > 1) bias = s.params[1];
+        return at::conv_transpose2d(in[0], s.params[0], bias, pair_of(node, "stride", 1), pair_of(node, "padding", 0),
+                                    pair_of(node, "output_padding", 0), node.attr_int("groups", 1),
+                                    pair_of(node, "dilation", 1));
+      }};
+
+  impls["Linear"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        int64_t in_features = g.node(node.inputs[0]).shape.dims.back();
+        int64_t out_features = node.attr_int("out_features");
+        std::string tied = node.attr_str("tied_to", "");
+        if (!tied.empty()) {
+          int target = g.find(tied);
+          if (target < 0 || target >= index || g.node(target).op != "Embedding")
+            throw InputError("node '" + node.name + "': tied_to '" + tied + "' must name an Embedding node before it");
+          s.params.push_back(m.state(target).params.at(0));  // the same tensor: one parameter
+        } else {
+          s.params.push_back(m.new_param({out_features, in_features}, fan_in_bound(in_features)));
+        }
+        if (node.attr_int("bias", 1) != 0) s.params.push_back(m.new_param({out_features}, fan_in_bound(in_features)));
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        c10::optional<at::Tensor> bias;
+        if (s.params.size() > 1) bias = s.params[1];
+        return at::linear(in[0], s.params[0], bias);
+      }};
+
+  impls["BatchNorm2d"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        int64_t channels = m.graph().node(m.graph().node(index).inputs[0]).shape[1];
+        s.params.push_back(m.new_param({channels}, 0, 1.0));
+        s.params.push_back(m.new_param({channels}, 0, 0.0));
+        s.buffers.push_back(at::zeros({channels}, m.float_options()));
+        s.buffers.push_back(at::ones({channels}, m.float_options()));
+        s.buffers.push_back(at::zeros({}, m.float_options().dtype(at::kLong)));  // num_batches_tracked
+      },
+      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        {
+          at::NoGradGuard no_grad;
+          s.buffers[2].add_(1);
+        }
+        return at::batch_norm(in[0], s.params[0], s.params[1], s.buffers[0], s.buffers[1], /*training=*/true,
+                              node.attr_float("momentum", 0.1), node.attr_float("eps", 1e-5), /*cudnn_enabled=*/true);
+      }};
+
+  impls["LayerNorm"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Node& node = m.graph().node(index);
+        if (node.attr_int("elementwise_affine", 1) == 0) return;
+        std::vector<int64_t> shape = node.attr_ints("normalized_shape");
+        s.params.push_back(m.new_param(shape, 0, 1.0));
+        s.params.push_back(m.new_param(shape, 0, 0.0));
+      },
+      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        c10::optional<at::Tensor> weight, bias;
+        if (!s.params.empty()) {
+          weight = s.params[0];
+          bias = s.params[1];
+        }
+        return at::layer_norm(in[0], node.attr_ints("normalized_shape"), weight, bias, node.attr_float("eps", 1e-5));
+      }};
+
+  impls["GroupNorm"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Node& node = m.graph().node(index);
+        if (node.attr_int("affine", 1) == 0) return;
+        int64_t channels = m.graph().node(node.inputs[0]).shape[1];
+        s.params.push_back(m.new_param({channels}, 0, 1.0));
+        s.params.push_back(m.new_param({channels}, 0, 0.0));
+      },
+      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        c10::optional<at::Tensor> weight, bias;
+        if (!s.params.empty()) {
+          weight = s.params[0];
+          bias = s.params[1];
+        }
+        return at::group_norm(in[0], node.attr_int("groups"), weight, bias, node.attr_float("eps", 1e-5));
+      }};
+
+  impls["LayerScale"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        const TensorShape& in = g.node(node.inputs[0]).shape;
+        int64_t axis = wrap_axis(node.attr_int("axis", 1), in.rank());
+        std::vector<int64_t> shape{in[static_cast<int>(axis)]};
+        for (int64_t rest = axis + 1; rest < in.rank(); ++rest) shape.push_back(1);
+        s.params.push_back(m.new_param(shape, 0, 1e-6));  // torchvision ConvNeXt's layer_scale init
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) { return s.params[0] * in[0]; }};
+
+  impls["ReLU"] = unary([](const at::Tensor& x) { return at::relu(x); }, [](at::Tensor& x) { return at::relu_(x); });
+  impls["ReLU6"] = unary([](const at::Tensor& x) { return at::hardtanh(x, 0, 6); },
+                         [](at::Tensor& x) { return at::hardtanh_(x, 0, 6); });
+  impls["GELU"] = unary([](const at::Tensor& x) { return at::gelu(x); });
+  impls["SiLU"] = unary([](const at::Tensor& x) { return at::silu(x); }, [](at::Tensor& x) { return at::silu_(x); });
+  impls["Sigmoid"] = unary([](const at::Tensor& x) { return at::sigmoid(x); });
+  impls["Tanh"] = unary([](const at::Tensor& x) { return at::tanh(x); });
+  impls["Hardswish"] = unary([](const at::Tensor& x) { return at::hardswish(x); },
+                             [](at::Tensor& x) { return at::hardswish_(x); });
+  impls["Hardsigmoid"] = unary([](const at::Tensor& x) { return at::hardsigmoid(x); });
+
+  impls["Softmax"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                        return at::softmax(in[0], node.attr_int("axis", -1));
+                      }};
+  impls["Add"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0] + in[1]; }};
+  impls["Mul"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0] * in[1]; }};
+  impls["Dropout"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                        double p = node.attr_float("p", 0.5);
+                        if (p == 0.0) return in[0];
+                        return at::dropout(in[0], p, /*train=*/true);
+                      }};
+
+  impls["MaxPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                          std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
+                          return at::max_pool2d(in[0], kernel, node.attr_ints("stride", kernel), pair_of(node, "padding", 0),
+                                                pair_of(node, "dilation", 1), node.attr_int("ceil_mode", 0) != 0);
+                        }};
+  impls["AvgPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                          std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
+                          return at::avg_pool2d(in[0], kernel, node.attr_ints("stride", kernel), pair_of(node, "padding", 0),
+                                                node.attr_int("ceil_mode", 0) != 0,
+                                                node.attr_int("count_include_pad", 1) != 0);
+                        }};
+  impls["AdaptiveAvgPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                                  return at::adaptive_avg_pool2d(in[0], pair_of(node, "output_size", 1));
+                                }};
+
+  impls["Flatten"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                        return at::flatten(in[0], node.attr_int("start_dim", 1), node.attr_int("end_dim", -1));
+                      }};
+  impls["Concat"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                       return at::cat(in, node.attr_int("axis", 1));
+                     }};
+  impls["Reshape"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                        std::vector<int64_t> dims = node.attr_ints("shape");
+                        for (size_t axis = 0; axis < dims.size(); ++axis)
+                          if (dims[axis] == 0) dims[axis] = in[0].size(static_cast<int64_t>(axis));
+                        return at::reshape(in[0], dims);
+                      }};
+  impls["Permute"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                        at::Tensor out = in[0].permute(node.attr_ints("dims"));
+                        return node.attr_int("contiguous", 0) != 0 ? out.contiguous() : out;
+                      }};
+  impls["Transpose"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                          at::Tensor out = in[0].transpose(node.attr_int("dim0"), node.attr_int("dim1"));
+                          return node.attr_int("contiguous", 0) != 0 ? out.contiguous() : out;
+                        }};
+  impls["Slice"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                      int64_t axis = wrap_axis(node.attr_int("axis"), in[0].dim());
+                      int64_t size = in[0].size(axis);
+                      int64_t start = node.attr_int("start");
+                      int64_t end = node.attr_int("end");
+                      if (start < 0) start += size;
+                      if (end < 0) end += size;
+                      return in[0].slice(axis, start, std::min(end, size));
+                    }};
+  impls["ChannelShuffle"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                               // torchvision shufflenetv2.channel_shuffle: view, transpose, contiguous, view.
+                               const at::Tensor& x = in[0];
+                               int64_t groups = node.attr_int("groups");
+                               int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+                               return x.view({n, groups, c / groups, h, w}).transpose(1, 2).contiguous().view({n, c, h, w});
+                             }};
+
+  impls["MatMul"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                       return at::matmul(in[0], in[1]);
+                     }};
+  impls["Embedding"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Node& node = m.graph().node(index);
+        s.params.push_back(m.new_normal({node.attr_int("num_embeddings"), node.attr_int("embedding_dim")}, 1.0));
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) { return at::embedding(s.params[0], in[0]); }};
+  impls["ScaledDotProductAttention"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        if (node.attr_int("causal", 0) == 0) return;
+        int64_t query_len = g.node(node.inputs[0]).shape[2];
+        int64_t key_len = g.node(node.inputs[1]).shape[2];
+        // Positions a query may not see: key index > query index (upper triangle).
+        s.buffers.push_back(at::ones({query_len, key_len}, m.float_options().dtype(at::kBool)).triu(1));
+      },
+      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        // libtorch 1.13's math attention: scale q, q k^T, [mask], softmax, [dropout], times v.
+        double scale = 1.0 / std::sqrt(static_cast<double>(in[0].size(-1)));
+        at::Tensor scores = at::matmul(in[0] * scale, in[1].transpose(-2, -1));
+        if (!s.buffers.empty()) scores = scores.masked_fill(s.buffers[0], -std::numeric_limits<double>::infinity());
+        at::Tensor probabilities = at::softmax(scores, -1);
+        double p = node.attr_float("dropout_p", 0.0);
+        if (p > 0) probabilities = at::dropout(probabilities, p, true);
+        return at::matmul(probabilities, in[2]);
+      }};
+  impls["PositionEmbedding"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        int64_t dim = g.node(node.inputs[0]).shape[2];
+        s.params.push_back(m.new_normal({1, node.attr_int("length"), dim}, 0.02));
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        int64_t length = in[0].size(1);
+        if (length == s.params[0].size(1)) return in[0] + s.params[0];
+        return in[0] + s.params[0].slice(1, 0, length);
+      }};
+  impls["ClassToken"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        int64_t dim = g.node(g.node(index).inputs[0]).shape[2];
+        s.params.push_back(m.new_param({1, 1, dim}, 0, 0.0));  // torchvision ViT: zeros
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        const at::Tensor& x = in[0];
+        return at::cat({s.params[0].expand({x.size(0), -1, -1}), x}, 1);
+      }};
+
+  impls["CrossEntropyLoss"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const TensorShape& logits = g.node(g.node(index).inputs[0]).shape;
+        std::vector<int64_t> target_shape;
+        for (int axis = 0; axis < logits.rank(); ++axis)
+          if (axis != 1) target_shape.push_back(logits[axis]);
+        at::TensorOptions options = m.float_options().dtype(at::kLong);
+        s.buffers.push_back(m.init_values() ? at::randint(logits[1], target_shape, options) : at::empty(target_shape, options));
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        return at::cross_entropy_loss(in[0], s.buffers[0]);
+      }};
+  impls["MSELoss"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        if (node.inputs.size() == 2) return;
+        std::vector<int64_t> shape = g.node(node.inputs[0]).shape.dims;
+        s.buffers.push_back(m.init_values() ? at::randn(shape, m.float_options()) : at::empty(shape, m.float_options()));
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        const at::Tensor& target = in.size() == 2 ? in[1] : s.buffers[0];
+        return at::mse_loss(in[0], target);
+      }};
+  return impls;
+}
+
+const std::map<std::string, OpImpl>& op_impls() {
+  static const std::map<std::string, OpImpl> impls = make_impls();
+  return impls;
+}
+
+// --- Training ----------------------------------------------------------------------------------
+
+// Autocast for the forward and loss (torch.autocast's C++ equivalent).
+class AutocastScope {
+ public:
+  AutocastScope(const std::string& precision, bool cuda) : enabled_(precision != "fp32"), cuda_(cuda) {
+    if (!enabled_) return;
+    at::ScalarType dtype = precision == "bf16" ? at::kBFloat16 : at::kHalf;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::DeviceType type = cuda_ ? at::kCUDA : at::kCPU;
+    at::autocast::set_autocast_enabled(type, true);
+    at::autocast::set_autocast_dtype(type, dtype);
+#else
+    if (cuda_) {
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    } else {
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    }
+#endif
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, false);
+#else
+    if (cuda_) {
+      at::autocast::set_enabled(false);
+    } else {
+      at::autocast::set_cpu_enabled(false);
+    }
+#endif
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_, cuda_;
+};
+
+void synchronize(const at::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+
+// Graph inputs: random floats; i64 indices below the smallest table that reads them (2 otherwise).
+std::vector<at::Tensor> make_inputs(const Graph& graph, const at::Device& device) {
+  std::vector<std::vector<int>> consumers = graph.consumers();
+  std::vector<at::Tensor> inputs;
+  for (int index : graph.inputs()) {
+    const Node& node = graph.node(index);
+    at::TensorOptions options = at::TensorOptions().device(device);
+    if (node.dtype == DType::I64) {
+      int64_t bound = 0;
+      for (int consumer : consumers[static_cast<size_t>(index)]) {
+        const Node& user = graph.node(consumer);
+        if (user.op == "Embedding") {
+          int64_t rows = user.attr_int("num_embeddings");
+          bound = bound == 0 ? rows : std::min(bound, rows);
+        }
+      }
+      inputs.push_back(at::randint(bound > 0 ? bound : 2, node.shape.dims, options.dtype(at::kLong)));
+    } else {
+      at::ScalarType type = node.dtype == DType::F16 ? at::kHalf : node.dtype == DType::BF16 ? at::kBFloat16 : at::kFloat;
+      inputs.push_back(at::randn(node.shape.dims, options.dtype(type)));
+    }
+  }
+  return inputs;
+}
+
+// The loss of the outputs: a loss node is the loss; an N x C output gets cross-entropy on random
+// labels (a classifier); an N x ... x V output whose V is the row count of an Embedding of the graph
+// gets token-level cross-entropy (a language model head); anything else MSE against a random
+// target of its shape.
+class LossFunction {
+ public:
+  LossFunction(const Graph& graph, const at::Device& device) {
+    std::set<int64_t> vocabularies;
+    for (const Node& node : graph.nodes())
+      if (node.op == "Embedding") vocabularies.insert(node.attr_int("num_embeddings"));
+    for (int output : graph.outputs()) {
+      const Node& node = graph.node(output);
+      Target target;
+      if (OpRegistry::instance().get(node.op).category == "loss") {
+        target.kind = Target::Kind::Given;
+      } else if (node.shape.rank() >= 3 && vocabularies.count(node.shape.dims.back()) && node.dtype != DType::I64) {
+        target.kind = Target::Kind::Tokens;
+        std::vector<int64_t> label_shape(node.shape.dims.begin(), node.shape.dims.end() - 1);
+        target.tensor = at::randint(node.shape.dims.back(), label_shape, at::TensorOptions().device(device).dtype(at::kLong));
+      } else if (node.shape.rank() == 2 && node.dtype != DType::I64) {
+        target.kind = Target::Kind::Classes;
+        target.tensor = at::randint(node.shape[1], {node.shape[0]}, at::TensorOptions().device(device).dtype(at::kLong));
+      } else {
+        target.kind = Target::Kind::Values;
+        target.tensor = at::randn(node.shape.dims, at::TensorOptions().device(device));
+      }
+      targets_.push_back(target);
+    }
+  }
+
+  at::Tensor operator()(const std::vector<at::Tensor>& outputs) const {
+    at::Tensor total;
+    for (size_t index = 0; index < outputs.size(); ++index) {
+      const Target& target = targets_[index];
+      at::Tensor loss;
+      if (target.kind == Target::Kind::Given) {
+        loss = outputs[index];
+      } else if (target.kind == Target::Kind::Classes) {
+        loss = at::cross_entropy_loss(outputs[index], target.tensor);
+      } else if (target.kind == Target::Kind::Tokens) {
+        const at::Tensor& logits = outputs[index];
+        loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), target.tensor.reshape({-1}));
+      } else {
+        loss = at::mse_loss(outputs[index], target.tensor);
+      }
+      total = total.defined() ? total + loss : loss;
+    }
+    return total;
+  }
+
+ private:
+  struct Target {
+    enum class Kind { Given, Classes, Tokens, Values } kind;
+    at::Tensor tensor;
+  };
+  std::vector<Target> targets_;
+};
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, const std::vector<at::Tensor>& params) {
+  if (name == "sgd") return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.01).momentum(0.9));
+  if (name == "adam") return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
+  return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
+}
+
+int64_t optimizer_state_bytes(torch::optim::Optimizer& optimizer) {
+  int64_t total = 0;
+  auto add = [&](const at::Tensor& tensor) {
+    if (tensor.defined()) total += static_cast<int64_t>(tensor.nbytes());
+  };
+  for (auto& entry : optimizer.state()) {
+    torch::optim::OptimizerParamState* state = entry.second.get();
+    if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(state)) {
+      add(sgd->momentum_buffer());
+    } else if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(state)) {
+      add(adam->exp_avg());
+      add(adam->exp_avg_sq());
+      add(adam->max_exp_avg_sq());
+    } else if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(state)) {
+      add(adamw->exp_avg());
+      add(adamw->exp_avg_sq());
+      add(adamw->max_exp_avg_sq());
+    }
+  }
+  return total;
+}
+
+struct Trainer {
+  Trainer(const Graph& graph, const TrainConfig& config, at::Device device)
+      : config(config), device(device), module(graph, device, true), loss_fn(graph, device) {
+    inputs = make_inputs(graph, device);
+    optimizer = make_optimizer(config.optimizer, module.parameters());
+  }
+
+  // One training iteration; returns its wall time (device synchronised before and after).
+  double iteration(std::vector<at::ScalarType>* dtypes = nullptr) {
+    synchronize(device);
+    Clock::time_point start = Clock::now();
+    optimizer->zero_grad();
+    at::Tensor loss;
+    {
+      AutocastScope autocast(config.precision, device.is_cuda());
+      loss = loss_fn(module.forward(inputs, /*allow_inplace=*/true, dtypes));
+    }
+    loss.backward();
+    optimizer->step();
+    synchronize(device);
+    return ms_since(start);
+  }
+
+  const TrainConfig& config;
+  at::Device device;
+  GraphModule module;
+  LossFunction loss_fn;
+  std::vector<at::Tensor> inputs;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+// Per-layer mode: each node alone, fresh inputs of its producers' shapes and observed dtypes.
+std::vector<LayerTime> time_layers(Trainer& trainer, const std::vector<at::ScalarType>& dtypes) {
+  const Graph& graph = trainer.module.graph();
+  std::vector<int> input_nodes = graph.inputs();
+  std::vector<LayerTime> layers;
+  for (int index = 0; index < graph.size(); ++index) {
+    const Node& node = graph.node(index);
+    if (node.op == "Input") continue;
+    std::vector<at::Tensor> inputs;
+    for (int producer : node.inputs) {
+      const Node& source = graph.node(producer);
+      auto position = std::find(input_nodes.begin(), input_nodes.end(), producer);
+      if (position != input_nodes.end()) {
+        inputs.push_back(trainer.inputs[static_cast<size_t>(position - input_nodes.begin())]);
+        continue;
+      }
+      at::ScalarType type = dtypes[static_cast<size_t>(producer)];
+      at::TensorOptions options = at::TensorOptions().device(trainer.device).dtype(type);
+      if (at::isFloatingType(type)) {
+        inputs.push_back(at::randn(source.shape.dims, options).set_requires_grad(true));
+      } else {
+        inputs.push_back(at::zeros(source.shape.dims, options));
+      }
+    }
+    std::vector<double> forward_ms, backward_ms;
+    Clock::time_point node_start = Clock::now();
+    for (int rep = 0; rep < 50; ++rep) {
+      for (at::Tensor& input : inputs)
+        if (input.requires_grad()) input.mutable_grad() = at::Tensor();
+      synchronize(trainer.device);
+      Clock::time_point start = Clock::now();
+      at::Tensor out;
+      {
+        AutocastScope autocast(trainer.config.precision, trainer.device.is_cuda());
+        out = trainer.module.run_node(index, inputs, /*allow_inplace=*/false);
+      }
+      synchronize(trainer.device);
+      double forward = ms_since(start);
+      double backward = 0;
+      if (out.requires_grad()) {
+        at::Tensor grad = out.dim() == 0 ? at::ones_like(out) : at::randn_like(out);
+        synchronize(trainer.device);
+        start = Clock::now();
+        out.backward(grad);
+        synchronize(trainer.device);
+        backward = ms_since(start);
+      }
+      if (rep == 0) continue;  // warm-up
+      forward_ms.push_back(forward);
+      backward_ms.push_back(backward);
+      if (forward_ms.size() >= 3 && ms_since(node_start) > 50) break;
+    }
+    layers.push_back({node.name, node.op, detail::percentile(forward_ms, 0.5), detail::percentile(backward_ms, 0.5)});
+  }
+  return layers;
+}
+
+bool is_out_of_memory_message(const std::string& text) {
+  return text.find("can't allocate memory") != std::string::npos || text.find("out of memory") != std::string::npos ||
+         text.find("dnncast memory limit") != std::string::npos || text.find("bad_alloc") != std::string::npos;
+}
+
+void setup_threads(int64_t threads) {
+  at::set_num_threads(static_cast<int>(threads));
+  static bool interop_set = false;
+  if (!interop_set) {
+    interop_set = true;
+    try {
+      at::set_num_interop_threads(1);
+    } catch (const std::exception&) {
+      // Already fixed by earlier work in this process (in-process measurements in tests).
+    }
+  }
+}
+
+}  // namespace
+
+// --- Public API ----------------------------------------------------------------------------------
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> names;
+  for (const auto& entry : op_impls()) names.push_back(entry.first);
+  return names;
+}
+
+void check_supported(const Graph& graph) {
+  const auto& impls = op_impls();
+  for (const Node& node : graph.nodes()) {
+    if (impls.count(node.op)) continue;
+    std::string known;
+    for (const std::string& name : supported_ops()) known += (known.empty() ? "" : ", ") + name;
+    throw InputError("graph '" + graph.name + "': the executor lacks op '" + node.op + "' (node '" + node.name +
+                     "'); it runs: " + known);
+  }
+}
+
+int64_t module_param_count(const Graph& graph) {
+  check_supported(graph);
+  GraphModule module(graph, at::Device(at::kCPU), /*init_values=*/false);
+  return module.parameter_count();
+}
+
+namespace detail {
+bool cuda_available() { return torch::cuda::is_available(); }
+}  // namespace detail
+
+double reference_probe_ms() {
+  // Chosen once: the least contended probe seen on the development machine (docs/MEASUREMENT.md:
+  // AMD EPYC, 2 vCPUs, Debian 12's libtorch 1.13, Release build; lowest probe medians of the
+  // 40-minute noise-floor run in data/noise/ were 118-125 ms). So a normalised time estimates the
+  // time on that machine when nothing else runs. Normalised times are comparable within one
+  // environment; across environments only the raw times mean anything.
+  return 120.0;
+}
+
+double run_probe_ms() {
+  int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  at::NoGradGuard no_grad;
+  // Deterministic operands (no RNG state touched): a fixed GEMM and a fixed 3x3 convolution.
+  at::Tensor a = at::sin(at::arange(256 * 256, at::kFloat)).reshape({256, 256});
+  at::Tensor b = at::cos(at::arange(256 * 256, at::kFloat)).reshape({256, 256});
+  at::Tensor image = at::sin(at::arange(32 * 32 * 32, at::kFloat)).reshape({1, 32, 32, 32});
+  at::Tensor kernel = at::cos(at::arange(32 * 32 * 9, at::kFloat)).reshape({32, 32, 3, 3}) * 0.1;
+  auto pass = [&] {
+    at::Tensor c = a;
+    for (int step = 0; step < 8; ++step) c = at::mm(c, b) * (1.0 / 256);
+    at::Tensor y = image;
+    for (int step = 0; step < 4; ++step) y = at::conv2d(y, kernel, {}, 1, 1) * 0.1;
+    return c.sum().item<double>() + y.sum().item<double>();
+  };
+  pass();
+  std::vector<double> times;
+  for (int rep = 0; rep < 5; ++rep) {
+    Clock::time_point start = Clock::now();
+    pass();
+    times.push_back(ms_since(start));
+  }
+  at::set_num_threads(threads);
+  return detail::percentile(times, 0.5);
+}
+
+Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in, const Limits& limits) {
+  Clock::time_point wall_start = Clock::now();
+  Measurement m;
+  TrainConfig config = config_in;
+  try {
+    validate_config(config);
+    config.precision = canonical_precision(config.precision);
+    config.optimizer = canonical_optimizer(config.optimizer);
+    config.device = canonical_device(config.device);
+    check_supported(graph);
+  } catch (const InputError& error) {
+    m.status = "error";
+    m.message = error.what();
+    return m;
+  }
+  if (config.threads == 0) config.threads = static_cast<int64_t>(detail::allowed_cpus().size());
+  setup_threads(config.threads);
+  m.env = detect_environment(config);
+  at::Device device = config.device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  bool cuda = device.is_cuda();
+  detail::install_tracking_allocator();
+  detail::EnergyMeter energy(config.device);
+  m.energy_note = energy.note();
+
+  try {
+    m.probe_before_ms = run_probe_ms();
+    // The limit holds for the training only (the probes are ours, not the network's).
+    detail::set_tracked_limit(cuda ? 0 : limits.memory_bytes);
+    at::manual_seed(static_cast<uint64_t>(config.seed));
+    Trainer trainer(graph, config, device);
+    m.params = trainer.module.parameter_count();
+    int64_t ir_params = graph_param_count(graph);
+    if (m.params != ir_params)
+      throw std::logic_error("parameter count mismatch: module " + std::to_string(m.params) + ", IR " +
+                             std::to_string(ir_params) + " (bug in the executor or an op's cost rule)");
+
+    // Memory baseline: parameters, buffers, inputs, targets; gradients and optimizer state come later.
+    synchronize(device);
+    m.baseline_bytes = detail::tracked_live_bytes();
+    detail::reset_tracked_peak();
+#ifdef DNNCAST_TORCH_CUDA
+    if (cuda) {
+      c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+      auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+      m.baseline_bytes = stats.allocated_bytes[0].current;
+    }
+#endif
+
+    // Warm-up: until the last two iterations are no longer clearly faster than the best before them.
+    double warmup_budget_s = limits.warmup_budget_s > 0 ? limits.warmup_budget_s : limits.time_budget_s;
+    std::vector<at::ScalarType> dtypes;
+    std::vector<double> warmup;
+    Clock::time_point warmup_start = Clock::now();
+    for (;;) {
+      warmup.push_back(trainer.iteration(warmup.empty() ? &dtypes : nullptr));
+      size_t count = warmup.size();
+      if (count >= 3) {
+        double best_before = *std::min_element(warmup.begin(), warmup.end() - 2);
+        if (warmup[count - 1] >= 0.98 * best_before && warmup[count - 2] >= 0.98 * best_before) break;
+      }
+      if (count >= 2 && ms_since(warmup_start) > warmup_budget_s * 1000) break;
+    }
+    m.warmup_iterations = static_cast<int64_t>(warmup.size());
+
+    // Timing.
+    m.loadavg_before = detail::loadavg_1min();
+    detail::CpuSample cpu_before = detail::sample_cpu();
+    double energy_before = energy.read_j();
+    Clock::time_point timing_start = Clock::now();
+    for (;;) {
+      m.iteration_ms.push_back(trainer.iteration());
+      auto count = static_cast<int64_t>(m.iteration_ms.size());
+      if (count >= limits.max_iterations) break;
+      if (count < limits.min_iterations) continue;
+      if (ms_since(timing_start) > limits.time_budget_s * 1000) break;
+      if (count >= 6 && detail::median_rel_ci(m.iteration_ms) <= limits.ci_target) break;
+    }
+    double energy_after = energy.read_j();
+    detail::CpuSample cpu_after = detail::sample_cpu();
+    m.loadavg_after = detail::loadavg_1min();
+    m.load_other_cpus = detail::other_busy_cpus(cpu_before, cpu_after);
+    if (energy.available())
+      m.energy_j = (energy_after - energy_before) / static_cast<double>(m.iteration_ms.size());
+
+    m.peak_bytes = detail::tracked_peak_bytes() - m.baseline_bytes;
+#ifdef DNNCAST_TORCH_CUDA
+    if (cuda) {
+      auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+      m.peak_bytes = stats.allocated_bytes[0].peak - m.baseline_bytes;
+      m.peak_reserved_bytes = stats.reserved_bytes[0].peak;
+    }
+#endif
+    m.time_ms = detail::summarize(m.iteration_ms);
+    detail::set_tracked_limit(0);
+    m.probe_after_ms = run_probe_ms();
+    double probe_mean = (m.probe_before_ms + m.probe_after_ms) / 2;
+    m.time_ms_normalised = probe_mean > 0 ? m.time_ms.median * reference_probe_ms() / probe_mean : 0;
+
+    for (const at::Tensor& param : trainer.module.parameters()) {
+      m.param_bytes += static_cast<int64_t>(param.nbytes());
+      if (param.grad().defined()) m.grad_bytes += static_cast<int64_t>(param.grad().nbytes());
+    }
+    m.optimizer_state_bytes = optimizer_state_bytes(*trainer.optimizer);
+
+    if (config.per_layer) {
+      m.layers = time_layers(trainer, dtypes);
+      for (const LayerTime& layer : m.layers) m.layer_sum_ms += layer.forward_ms + layer.backward_ms;
+      m.layer_gap_ms = m.time_ms.median - m.layer_sum_ms;
+    }
+  } catch (const std::bad_alloc&) {
+    m.status = "oom";
+    m.message = "std::bad_alloc (memory outside the tracked tensors ran out, or the address-space limit)";
+  } catch (const std::exception& error) {
+    std::string text = error.what();
+    text = text.substr(0, text.find("\nException raised from"));  // drop c10's C++ stack trace
+    bool oom = detail::tracked_refused() || dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr ||
+               is_out_of_memory_message(text);
+    m.status = oom ? "oom" : "error";
+    m.message = text;
+  }
+  if (m.status != "ok") {
+    m.iteration_ms.clear();
+    m.layers.clear();
+  }
+  detail::set_tracked_limit(0);
+  m.wall_s = ms_since(wall_start) / 1000;
+  return m;
+}
+
+}  // namespace dnncast::profile

@@ -1,0 +1,159 @@
+// Prediction speed (issue goals: resnet50 forecast including featurization under 100 us; a batch
+// sweep of one graph over 100,000 configurations a second). Uses the first shipped predictor set
+// in data/predictors, or else an XGBoost model with the default hyperparameters fitted here on
+// zoo feature rows (the same size of model AutoML usually picks).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "apps/model_source.h"
+#include "apps/predictor.h"
+#include "features/featurizer.h"
+#include "models/zoo.h"
+
+namespace {
+
+using namespace dnncast;
+
+features::HardwareFeatures bench_hardware() { return {2, false, 0, 0, int64_t{8} << 30}; }
+
+std::unique_ptr<apps::Predictor> make_predictor() {
+  std::string root = apps::default_predictor_root();
+  std::vector<std::string> sets = apps::shipped_predictor_sets(root);
+  if (!sets.empty()) return std::make_unique<apps::Predictor>(apps::Predictor::load(sets.front() + "/time"));
+  // Fallback: rows of a few zoo models x batches, a smooth made-up target.
+  std::vector<std::vector<double>> rows;
+  std::vector<double> targets;
+  for (const char* name : {"resnet18", "resnet50", "vgg11", "mobilenet_v2", "squeezenet1_1", "densenet121"}) {
+    ModelSpec spec;
+    spec.input = {3, 64, 64};
+    features::GraphFeatures graph = features::graph_features(build_zoo_model(name, spec));
+    for (int64_t batch = 1; batch <= 64; batch *= 2)
+      for (int64_t threads : {1, 2}) {
+        features::TrainingConfig config;
+        config.batch = batch;
+        config.threads = threads;
+        rows.push_back(features::featurize(graph, config, bench_hardware()));
+        targets.push_back(1e-7 * graph.flops_train_per_sample * static_cast<double>(batch) / static_cast<double>(threads) + 2);
+      }
+  }
+  learn::Matrix x(static_cast<int64_t>(rows.size()), static_cast<int64_t>(features::feature_count()));
+  for (size_t row = 0; row < rows.size(); ++row)
+    for (size_t col = 0; col < rows[row].size(); ++col) x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
+  apps::Manifest manifest;
+  manifest.target = "time";
+  manifest.unit = "ms";
+  manifest.feature_version = features::kFeatureVersion;
+  manifest.features = features::feature_names();
+  manifest.columns = apps::varying_columns(x);
+  learn::Matrix selected(x.rows(), static_cast<int64_t>(manifest.columns.size()));
+  for (size_t index = 0; index < manifest.columns.size(); ++index)
+    selected.col(static_cast<int64_t>(index)) = x.col(manifest.columns[index]);
+  learn::Vector y = Eigen::Map<learn::Vector>(targets.data(), static_cast<int64_t>(targets.size())).array().log();
+  auto learner = learn::make_learner("xgboost");
+  learner->fit(selected, y);
+  manifest.learner = "xgboost";
+  manifest.hyperparameters = learner->hyperparameters();
+  manifest.transform = learn::TargetTransform::log();
+  return std::make_unique<apps::Predictor>(manifest, std::move(learner));
+}
+
+apps::Predictor& predictor() {
+  static std::unique_ptr<apps::Predictor> instance = make_predictor();
+  return *instance;
+}
+
+// resnet50 at 3x224x224 and batch 32.
+const Graph& resnet50() {
+  static const Graph graph = [] {
+    ModelSpec spec;
+    spec.batch = 32;
+    return build_zoo_model("resnet50", spec);
+  }();
+  return graph;
+}
+
+features::TrainingConfig config_at(int64_t batch) {
+  features::TrainingConfig config;
+  config.batch = batch;
+  config.threads = 2;
+  return config;
+}
+
+// The whole forecast from a built graph: one featurization pass at batch 32, the model.
+void BM_PredictResnet50(benchmark::State& state) {
+  apps::Predictor& model = predictor();
+  const Graph& graph = resnet50();
+  for (auto _ : state) {
+    std::vector<double> row = features::featurize_graph(graph, config_at(32), bench_hardware());
+    benchmark::DoNotOptimize(model.predict_one(row));
+  }
+}
+BENCHMARK(BM_PredictResnet50)->Unit(benchmark::kMicrosecond);
+
+// The same, also building resnet50 from the zoo (what `dnncast predict resnet50` does).
+void BM_PredictResnet50FromZoo(benchmark::State& state) {
+  apps::Predictor& model = predictor();
+  for (auto _ : state) {
+    ModelSpec spec;
+    spec.batch = 32;
+    Graph graph = load_model("resnet50", spec);
+    std::vector<double> row = features::featurize_graph(graph, config_at(32), bench_hardware());
+    benchmark::DoNotOptimize(model.predict_one(row));
+  }
+}
+BENCHMARK(BM_PredictResnet50FromZoo)->Unit(benchmark::kMicrosecond);
+
+// Parts of it: the single featurization pass, and the batch-independent split a sweep uses.
+void BM_FeaturizeResnet50(benchmark::State& state) {
+  const Graph& graph = resnet50();
+  for (auto _ : state) benchmark::DoNotOptimize(features::featurize_graph(graph, config_at(32), bench_hardware()));
+}
+BENCHMARK(BM_FeaturizeResnet50)->Unit(benchmark::kMicrosecond);
+
+void BM_GraphFeaturesResnet50(benchmark::State& state) {
+  const Graph& graph = resnet50();
+  for (auto _ : state) benchmark::DoNotOptimize(features::graph_features(graph));
+}
+BENCHMARK(BM_GraphFeaturesResnet50)->Unit(benchmark::kMicrosecond);
+
+void BM_PredictOneCachedGraph(benchmark::State& state) {
+  apps::Predictor& model = predictor();
+  features::GraphFeatures graph_part = features::graph_features(resnet50());
+  int64_t batch = 1;
+  for (auto _ : state) {
+    std::vector<double> row = features::featurize(graph_part, config_at(batch), bench_hardware());
+    benchmark::DoNotOptimize(model.predict_one(row));
+    batch = batch % 256 + 1;
+  }
+}
+BENCHMARK(BM_PredictOneCachedGraph)->Unit(benchmark::kMicrosecond);
+
+// A batch sweep of one graph: featurize every configuration (fixed + batch x per-sample part) into
+// one row-major block of 1024 rows and predict the block at once.
+void BM_BatchSweep(benchmark::State& state) {
+  apps::Predictor& model = predictor();
+  features::GraphFeatures graph_part = features::graph_features(resnet50());
+  int64_t configs = state.range(0);
+  const int64_t block = 1024;
+  size_t columns = features::feature_count();
+  std::vector<double> rows(static_cast<size_t>(block) * columns);
+  std::vector<apps::Forecast> forecasts(static_cast<size_t>(block));
+  for (auto _ : state) {
+    for (int64_t start = 0; start < configs; start += block) {
+      int64_t count = std::min(block, configs - start);
+      for (int64_t index = 0; index < count; ++index)
+        features::featurize(graph_part, config_at(start + index + 1), bench_hardware(), rows.data() + index * columns);
+      model.predict_rows(rows.data(), count, forecasts.data());
+      benchmark::DoNotOptimize(forecasts.data());
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * configs);
+}
+BENCHMARK(BM_BatchSweep)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,367 @@
+#include "apps/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "graph/error.h"
+
+namespace dnncast::apps {
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<double> repeats_of(const Sample& sample, const std::string& target) {
+  return target == "time" ? sample.times_ms : sample.peak_bytes;
+}
+
+int column(const char* name) {
+  int index = features::feature_index(name);
+  DNNCAST_ASSERT(index >= 0);
+  return index;
+}
+
+// The same transform with its reference columns found among `columns` (a fold's own selection);
+// a reference constant in this fold is dropped (the intercept carries it), and with none left the
+// transform is plain log.
+learn::TargetTransform resolve_transform(learn::TargetTransform transform, const std::vector<int>& columns) {
+  if (transform.kind != learn::TargetTransform::Kind::LogRatio && transform.kind != learn::TargetTransform::Kind::LogResidual)
+    return transform;
+  std::vector<int> resolved;
+  std::vector<std::string> names;
+  for (const std::string& name : transform.reference_names) {
+    auto found = std::find(columns.begin(), columns.end(), features::feature_index(name));
+    if (found == columns.end()) continue;
+    resolved.push_back(static_cast<int>(found - columns.begin()));
+    names.push_back(name);
+  }
+  if (resolved.empty() || (transform.kind == learn::TargetTransform::Kind::LogRatio && resolved.size() != 1))
+    return learn::TargetTransform::log();
+  transform.reference_columns = resolved;
+  transform.reference_names = names;
+  return transform;
+}
+
+learn::Matrix select(const learn::Matrix& x, const std::vector<int64_t>& rows, const std::vector<int>& columns) {
+  learn::Matrix result(static_cast<int64_t>(rows.size()), static_cast<int64_t>(columns.size()));
+  for (size_t row = 0; row < rows.size(); ++row)
+    for (size_t col = 0; col < columns.size(); ++col)
+      result(static_cast<int64_t>(row), static_cast<int64_t>(col)) = x(rows[row], columns[col]);
+  return result;
+}
+
+std::string percent(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * value);
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(const TrainingTable& table,
+                                                                               const std::string& split, int folds,
+                                                                               uint64_t seed, std::string* description) {
+  int64_t rows = static_cast<int64_t>(table.samples.size());
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> result;
+  auto add = [&](std::vector<int64_t> test) {
+    std::sort(test.begin(), test.end());
+    result.emplace_back(learn::complement(rows, test), std::move(test));
+  };
+  if (split == "random") {
+    // One 80/20 split: the first of five shuffled folds is the test part.
+    add(learn::kfold_indices(rows, 5, seed).front());
+    *description = "random 80/20 split of configurations";
+  } else if (split == "family") {
+    std::map<std::string, int64_t> ids;
+    std::vector<int64_t> groups;
+    for (const Sample& sample : table.samples) groups.push_back(ids.emplace(sample.family, static_cast<int64_t>(ids.size())).first->second);
+    if (ids.size() < 2)
+      throw InputError("split 'family' needs at least 2 architecture families; the dataset has " + std::to_string(ids.size()));
+    for (auto& test : learn::group_kfold_indices(groups, folds, seed)) add(std::move(test));
+    *description = "leave-family-out: " + std::to_string(result.size()) + " folds over " + std::to_string(ids.size()) +
+                   " families; each family is predicted by a model that never saw it";
+  } else if (split == "batch") {
+    std::map<int64_t, int64_t> per_batch;
+    for (const Sample& sample : table.samples) ++per_batch[sample.config.batch];
+    if (per_batch.size() < 2)
+      throw InputError("split 'batch' needs at least 2 batch sizes; the dataset has " + std::to_string(per_batch.size()));
+    // Largest batches first until about 20% of the configurations are held out.
+    int64_t held = 0, threshold = per_batch.rbegin()->first;
+    for (auto entry = per_batch.rbegin(); entry != per_batch.rend(); ++entry) {
+      if (held > 0 && held + entry->second > rows / 5) break;
+      held += entry->second;
+      threshold = entry->first;
+      if (std::next(entry) == std::prev(per_batch.rend())) break;  // keep at least one batch for training
+    }
+    std::vector<int64_t> test;
+    for (int64_t row = 0; row < rows; ++row)
+      if (table.samples[static_cast<size_t>(row)].config.batch >= threshold) test.push_back(row);
+    add(std::move(test));
+    *description = "leave-batch-out: train on batch < " + std::to_string(threshold) + ", test on batch >= " +
+                   std::to_string(threshold) + " (extrapolation)";
+  } else if (split == "env") {
+    std::map<std::string, std::vector<int64_t>> by_environment;
+    for (int64_t row = 0; row < rows; ++row) by_environment[table.samples[static_cast<size_t>(row)].environment_hash].push_back(row);
+    if (by_environment.size() < 2)
+      throw InputError("split 'env' needs at least 2 environments; the dataset has " + std::to_string(by_environment.size()));
+    for (auto& [hash, test] : by_environment) add(test);
+    *description = "cross-environment: each of " + std::to_string(by_environment.size()) +
+                   " environments predicted by a model trained on the others";
+  } else {
+    throw InputError("unknown split '" + split + "' (known: random, family, batch, env)");
+  }
+  for (const auto& [train, test] : result)
+    if (train.empty() || test.empty()) throw InputError("split '" + split + "' leaves an empty training or test part");
+  return result;
+}
+
+learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats) {
+  std::vector<double> errors;
+  for (const std::vector<double>& values : repeats) {
+    if (values.size() < 2) continue;
+    double sum = 0;
+    for (double value : values) sum += value;
+    for (double value : values) {
+      if (!(value > 0)) continue;
+      double others = (sum - value) / static_cast<double>(values.size() - 1);
+      errors.push_back(std::abs(others - value) / value);
+    }
+  }
+  return learn::error_stats(errors);
+}
+
+std::vector<double> baseline_predictions(const TrainingTable& table, const std::string& target,
+                                         const std::vector<int64_t>& train, const std::vector<int64_t>& test) {
+  std::vector<int> design_columns =
+      target == "time" ? std::vector<int>{column("total.flops_train"), column("total.bytes_accessed"), column("config.batch")}
+                       : std::vector<int>{column("est.train_memory_bytes"), column("total.act_bytes"), column("config.batch")};
+  auto group_of = [&](int64_t row) {
+    const Sample& sample = table.samples[static_cast<size_t>(row)];
+    return sample.environment_hash + "|" + std::to_string(target == "time" ? sample.config.threads : 0);
+  };
+  auto value_of = [&](int64_t row) {
+    const Sample& sample = table.samples[static_cast<size_t>(row)];
+    return target == "time" ? sample.time_ms() : sample.peak();
+  };
+  // Weighted least squares: each row divided by its target, so the fit minimizes relative error.
+  auto fit = [&](const std::vector<int64_t>& rows) {
+    int64_t parameters = static_cast<int64_t>(design_columns.size()) + 1;
+    learn::Matrix a(static_cast<int64_t>(rows.size()), parameters);
+    learn::Vector b(static_cast<int64_t>(rows.size()));
+    for (size_t index = 0; index < rows.size(); ++index) {
+      int64_t row = rows[index];
+      double weight = 1.0 / value_of(row);
+      for (size_t col = 0; col < design_columns.size(); ++col)
+        a(static_cast<int64_t>(index), static_cast<int64_t>(col)) = table.x(row, design_columns[col]) * weight;
+      a(static_cast<int64_t>(index), parameters - 1) = weight;
+      b(static_cast<int64_t>(index)) = 1.0;
+    }
+    // Columns scaled to unit norm for conditioning (FLOPs ~1e9, batch ~10).
+    learn::Vector scale = a.colwise().norm().transpose();
+    for (int64_t col = 0; col < parameters; ++col) {
+      if (scale(col) == 0) scale(col) = 1;
+      a.col(col) /= scale(col);
+    }
+    learn::Vector coefficients = a.colPivHouseholderQr().solve(b);
+    return learn::Vector(coefficients.array() / scale.array());
+  };
+  std::map<std::string, std::vector<int64_t>> train_groups;
+  for (int64_t row : train) train_groups[group_of(row)].push_back(row);
+  learn::Vector global = fit(train);
+  std::map<std::string, learn::Vector> models;
+  for (const auto& [group, rows] : train_groups)
+    if (static_cast<int64_t>(rows.size()) >= 2 * static_cast<int64_t>(design_columns.size() + 1)) models[group] = fit(rows);
+  double smallest = HUGE_VAL;
+  for (int64_t row : train) smallest = std::min(smallest, value_of(row));
+  std::vector<double> predictions;
+  for (int64_t row : test) {
+    auto found = models.find(group_of(row));
+    const learn::Vector& coefficients = found != models.end() ? found->second : global;
+    double value = coefficients(static_cast<int64_t>(design_columns.size()));
+    for (size_t col = 0; col < design_columns.size(); ++col)
+      value += coefficients(static_cast<int64_t>(col)) * table.x(row, design_columns[col]);
+    predictions.push_back(std::max(value, 0.1 * smallest));  // a line can go negative; a time cannot
+  }
+  return predictions;
+}
+
+EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& options) {
+  EvaluationReport report;
+  report.dataset = table.dataset;
+  report.split = options.split;
+  report.configurations = static_cast<int64_t>(table.samples.size());
+  report.runs = table.runs_used;
+  report.environments = static_cast<int64_t>(table.environments.size());
+  std::set<std::string> networks, families;
+  for (const Sample& sample : table.samples) {
+    networks.insert(sample.network_hash);
+    families.insert(sample.family);
+  }
+  report.networks = static_cast<int64_t>(networks.size());
+  report.families = static_cast<int64_t>(families.size());
+  report.notes = table.notes;
+
+  std::vector<std::string> targets = options.targets;
+  if (targets.empty()) {
+    targets.push_back("time");
+    if (table.has_memory()) targets.push_back("memory");
+    else report.notes.push_back("memory not evaluated: some configurations have no peak bytes");
+  }
+  auto splits = make_split(table, options.split, options.folds, options.seed, &report.split_description);
+
+  for (const std::string& target : targets) {
+    learn::Vector y = targets_of(table, target);
+    TargetEvaluation evaluation;
+    evaluation.target = target;
+    evaluation.folds = static_cast<int>(splits.size());
+
+    // Choose the candidate on the first training part only (the test parts stay unseen).
+    learn::Candidate candidate;
+    {
+      const std::vector<int64_t>& train = splits.front().first;
+      learn::Matrix full = learn::select_rows(table.x, train);
+      std::vector<int> columns = varying_columns(full);
+      if (columns.empty()) throw InputError("the training part has no varying feature");
+      learn::Matrix x = select(table.x, train, columns);
+      learn::Vector y_train = learn::select_rows(y, train);
+      std::vector<learn::TargetTransform> transforms = transforms_for(target, columns);
+      if (options.learner == "auto") {
+        learn::AutoMLOptions automl;
+        automl.budget_s = options.budget_s;
+        automl.folds = options.folds;
+        automl.seed = options.seed;
+        automl.transforms = transforms;
+        automl.groups = cv_groups_of(table, train, options.cv_groups);
+        automl.log = options.log;
+        if (options.log) *options.log << "evaluate " << target << ": AutoML on the first training part (" << train.size() << " configurations)\n";
+        learn::AutoMLResult result = learn::run_automl(x, y_train, automl);
+        candidate = result.best().candidate;
+        if (options.log) *options.log << learn::format_leaderboard(result, 5);
+      } else {
+        // A fixed learner with its defaults; only the target transform is chosen, by CV on this part.
+        std::vector<int64_t> groups = cv_groups_of(table, train, options.cv_groups);
+        auto folds = groups.empty() ? learn::kfold_indices(x.rows(), options.folds, options.seed)
+                                    : learn::group_kfold_indices(groups, options.folds, options.seed);
+        double best_mre = HUGE_VAL;
+        for (const learn::TargetTransform& transform : transforms) {
+          learn::Candidate trial{options.learner, learn::make_learner(options.learner)->hyperparameters(), transform};
+          learn::CandidateResult scored = learn::cross_validate(x, y_train, trial, folds);
+          if (scored.error.empty() && scored.cv.mre < best_mre) {
+            best_mre = scored.cv.mre;
+            candidate = trial;
+          }
+        }
+        if (candidate.learner.empty()) throw InputError("learner " + options.learner + " failed on every target transform");
+      }
+    }
+    evaluation.learner = candidate.learner;
+    evaluation.transform = candidate.transform.name();
+    evaluation.hyperparameters = candidate.hyperparameters;
+
+    std::vector<double> model_errors, baseline_errors;
+    std::vector<std::vector<double>> test_repeats;
+    for (const auto& [train, test] : splits) {
+      std::vector<int> columns = varying_columns(learn::select_rows(table.x, train));
+      learn::Candidate fold_candidate = candidate;
+      fold_candidate.transform = resolve_transform(candidate.transform, columns);
+      learn::Matrix x_train = select(table.x, train, columns);
+      learn::FittedModel model = learn::fit_candidate(x_train, learn::select_rows(y, train), fold_candidate);
+      learn::Vector predicted = model.predict(select(table.x, test, columns));
+      std::vector<double> baseline = baseline_predictions(table, target, train, test);
+      for (size_t index = 0; index < test.size(); ++index) {
+        std::vector<double> repeats = repeats_of(table.samples[static_cast<size_t>(test[index])], target);
+        for (double truth : repeats) {
+          model_errors.push_back(std::abs(predicted(static_cast<int64_t>(index)) - truth) / truth);
+          baseline_errors.push_back(std::abs(baseline[index] - truth) / truth);
+        }
+        test_repeats.push_back(std::move(repeats));
+      }
+      evaluation.test_configurations += static_cast<int64_t>(test.size());
+    }
+    evaluation.model = learn::error_stats(model_errors);
+    evaluation.baseline = learn::error_stats(baseline_errors);
+    evaluation.noise_floor = noise_floor(test_repeats);
+    if (evaluation.noise_floor.count == 0)
+      report.notes.push_back(target + ": no configuration has 2 or more repeats; the noise floor is unknown");
+    report.targets.push_back(std::move(evaluation));
+  }
+  return report;
+}
+
+json EvaluationReport::to_json() const {
+  json targets_json = json::array();
+  for (const TargetEvaluation& target : targets)
+    targets_json.push_back({{"target", target.target},
+                            {"learner", target.learner},
+                            {"transform", target.transform},
+                            {"hyperparameters", target.hyperparameters},
+                            {"folds", target.folds},
+                            {"test_configurations", target.test_configurations},
+                            {"model", target.model.to_json()},
+                            {"baseline", target.baseline.to_json()},
+                            {"noise_floor", target.noise_floor.to_json()}});
+  return {{"dataset", dataset},         {"split", split},         {"split_description", split_description},
+          {"configurations", configurations}, {"runs", runs},      {"networks", networks},
+          {"families", families},       {"environments", environments}, {"targets", targets_json},
+          {"notes", notes}};
+}
+
+std::string EvaluationReport::markdown() const {
+  std::ostringstream out;
+  out << "Split `" << split << "`: " << split_description << ". Dataset `" << dataset << "`: " << configurations
+      << " configurations (" << runs << " runs) of " << networks << " networks in " << families << " families, "
+      << environments << " environment" << (environments == 1 ? "" : "s") << ".\n\n";
+  for (const TargetEvaluation& target : targets) {
+    out << "**" << (target.target == "time" ? "Time per iteration" : "Peak memory") << "** (" << target.test_configurations
+        << " test configurations, " << target.model.count << " test runs)\n\n";
+    out << "| predictor | MRE | median | p90 | within ±10% |\n|---|---:|---:|---:|---:|\n";
+    auto line = [&](const std::string& name, const learn::ErrorStats& stats) {
+      if (stats.count == 0) {
+        out << "| " << name << " | n/a | n/a | n/a | n/a |\n";
+        return;
+      }
+      out << "| " << name << " | " << percent(stats.mre) << " | " << percent(stats.median_re) << " | "
+          << percent(stats.p90_re) << " | " << percent(stats.within_10pct) << " |\n";
+    };
+    line("learned: " + target.learner + ", " + target.transform, target.model);
+    line("analytic roofline (least squares)", target.baseline);
+    line("noise floor (repeat vs. mean of the other repeats)", target.noise_floor);
+    out << "\n";
+  }
+  for (const std::string& note : notes) out << "- " << note << "\n";
+  return out.str();
+}
+
+std::string EvaluationReport::text() const {
+  std::ostringstream out;
+  out << "dataset " << dataset << ": " << configurations << " configurations, " << runs << " runs, " << networks
+      << " networks, " << families << " families, " << environments << " environment(s)\n";
+  out << "split " << split << ": " << split_description << "\n";
+  char line[256];
+  for (const TargetEvaluation& target : targets) {
+    out << "\n" << target.target << " (" << target.test_configurations << " test configurations, " << target.model.count
+        << " runs)\n";
+    std::snprintf(line, sizeof line, "  %-44s %8s %8s %8s %8s\n", "predictor", "MRE", "median", "p90", "<=10%");
+    out << line;
+    auto row = [&](const std::string& name, const learn::ErrorStats& stats) {
+      if (stats.count == 0) {
+        std::snprintf(line, sizeof line, "  %-44s %8s\n", name.c_str(), "n/a");
+      } else {
+        std::snprintf(line, sizeof line, "  %-44s %8s %8s %8s %8s\n", name.c_str(), percent(stats.mre).c_str(),
+                      percent(stats.median_re).c_str(), percent(stats.p90_re).c_str(), percent(stats.within_10pct).c_str());
+      }
+      out << line;
+    };
+    row("learned (" + target.learner + ", " + target.transform + ")", target.model);
+    row("analytic roofline (least squares)", target.baseline);
+    row("noise floor (repeat vs. other repeats)", target.noise_floor);
+  }
+  for (const std::string& note : notes) out << "note: " << note << "\n";
+  return out.str();
+}
+
+}  // namespace dnncast::apps

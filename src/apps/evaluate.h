@@ -1,0 +1,74 @@
+// `dnncast evaluate`: error of the learned predictor on held-out configurations, beside the noise
+// floor of the same data and an analytic baseline (DESIGN.md "Evaluation protocol").
+//
+// Splits (over configurations; all repeats of one configuration stay on one side):
+//   random  one shuffled 80/20 split
+//   family  grouped k-fold over architecture families: every family is predicted by a model that
+//           never saw it (zero-shot)
+//   batch   train on the smaller batch sizes, test on the largest ones (about 20% of configurations)
+//   env     train on all environments but one, test on it, for each environment
+// Errors are computed against every repeat (one measurement each), which is what the noise floor
+// measures too: the error of predicting one repeat by the mean of the other repeats of its
+// configuration. The baseline is a roofline fitted by weighted least squares (relative error) on
+// the training part, per (environment, threads): time = a*FLOPs + b*bytes + c*batch + d;
+// memory = a*(parameter+optimizer+saved bytes) + b*activation bytes + c*batch + d.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/predictor.h"
+#include "learn/metrics.h"
+
+namespace dnncast::apps {
+
+struct EvaluateOptions {
+  std::string split = "random";  // random | family | batch | env
+  std::string learner = "auto";  // "auto" = AutoML on the first training part; or a learner name (defaults)
+  double budget_s = 60;          // AutoML budget per target
+  int folds = 5;                 // AutoML cross-validation folds; also family-split folds
+  uint64_t seed = 1;
+  std::vector<std::string> targets;  // empty: time, and memory when every configuration has peak bytes
+  std::string cv_groups = "network";  // AutoML folds keep networks whole (see TrainOptions)
+  std::ostream* log = nullptr;
+};
+
+struct TargetEvaluation {
+  std::string target;  // "time" | "memory"
+  std::string learner, transform;
+  nlohmann::json hyperparameters;
+  learn::ErrorStats model, baseline, noise_floor;
+  int64_t test_configurations = 0;
+  int folds = 0;
+};
+
+struct EvaluationReport {
+  std::string dataset, split, split_description;
+  int64_t configurations = 0, runs = 0, networks = 0, families = 0, environments = 0;
+  std::vector<TargetEvaluation> targets;
+  std::vector<std::string> notes;
+  nlohmann::json to_json() const;
+  std::string markdown() const;  // docs/RESULTS.md-ready
+  std::string text() const;
+};
+
+// (train, test) index lists over the table's samples. Throws InputError when the split cannot be
+// made (one family, one batch size, one environment, an unknown split name).
+std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(const TrainingTable& table,
+                                                                               const std::string& split, int folds,
+                                                                               uint64_t seed, std::string* description);
+
+// The noise floor of a set of samples: each repeat predicted by the mean of the other repeats.
+learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats);
+
+// Roofline baseline predictions for `test` rows, fitted on `train` rows.
+std::vector<double> baseline_predictions(const TrainingTable& table, const std::string& target,
+                                         const std::vector<int64_t>& train, const std::vector<int64_t>& test);
+
+EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& options);
+
+}  // namespace dnncast::apps

@@ -1,0 +1,654 @@
+#include "apps/predictor.h"
+
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "data/network_source.h"
+#include "graph/error.h"
+#include "hardware/hardware.h"
+#include "import/graph_json.h"
+#include "learn/metrics.h"
+
+namespace dnncast::apps {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Environments
+
+features::HardwareFeatures hardware_of(const data::EnvironmentRecord& environment) {
+  features::HardwareFeatures hardware;
+  hardware.cores = environment.cores;
+  hardware.memory_bytes = environment.memory_bytes;
+  if (!environment.gpu_name.empty()) {
+    hardware.gpu = true;
+    if (const hardware::DeviceSpec* device = hardware::match_gpu_name(environment.gpu_name)) {
+      hardware.peak_flops_f32 = device->peak_flops_f32;
+      hardware.memory_bandwidth_bytes_s = device->memory_bandwidth_bytes_s;
+      hardware.memory_bytes = device->memory_bytes;
+    }
+  }
+  // CPU peaks depend on SIMD flags the dataset does not record: unknown (0) rather than guessed.
+  return hardware;
+}
+
+std::string environment_label(const data::EnvironmentRecord& environment) {
+  if (!environment.gpu_name.empty()) return environment.gpu_name;
+  std::string model = environment.cpu_model.empty() ? "unknown CPU" : environment.cpu_model;
+  return model + " (" + std::to_string(environment.cores) + " CPUs)";
+}
+
+std::string environment_slug(const data::EnvironmentRecord& environment) {
+  std::string base = environment.gpu_name.empty()
+                         ? (environment.cpu_model.empty() ? "cpu" : environment.cpu_model) + " " +
+                               std::to_string(environment.cores) + "cpu"
+                         : environment.gpu_name;
+  std::string slug;
+  for (char c : base) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!slug.empty() && slug.back() != '-') {
+      slug += '-';
+    }
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return slug;
+}
+
+json environment_to_json(const data::EnvironmentRecord& environment) {
+  return {{"hash", environment.hash()},
+          {"label", environment_label(environment)},
+          {"slug", environment_slug(environment)},
+          {"cpu_model", environment.cpu_model},
+          {"cores", environment.cores},
+          {"threads", environment.threads},
+          {"memory_bytes", environment.memory_bytes},
+          {"gpu_name", environment.gpu_name},
+          {"gpu_driver", environment.gpu_driver},
+          {"torch_version", environment.torch_version},
+          {"build_type", environment.build_type}};
+}
+
+data::EnvironmentRecord environment_from_json(const json& document) {
+  data::EnvironmentRecord environment;
+  environment.cpu_model = document.at("cpu_model").get<std::string>();
+  environment.cores = document.at("cores").get<int64_t>();
+  environment.threads = document.at("threads").get<int64_t>();
+  environment.memory_bytes = document.at("memory_bytes").get<int64_t>();
+  environment.gpu_name = document.at("gpu_name").get<std::string>();
+  environment.gpu_driver = document.value("gpu_driver", "");
+  environment.torch_version = document.value("torch_version", "");
+  environment.build_type = document.value("build_type", "");
+  return environment;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training table
+
+double Sample::time_ms() const {
+  double sum = 0;
+  for (double value : times_ms) sum += value;
+  return times_ms.empty() ? 0 : sum / static_cast<double>(times_ms.size());
+}
+
+double Sample::peak() const {
+  double sum = 0;
+  for (double value : peak_bytes) sum += value;
+  return peak_bytes.empty() ? 0 : sum / static_cast<double>(peak_bytes.size());
+}
+
+bool TrainingTable::has_memory() const {
+  return !samples.empty() &&
+         std::all_of(samples.begin(), samples.end(), [](const Sample& sample) { return !sample.peak_bytes.empty(); });
+}
+
+namespace {
+
+// The graph of a stored network at batch 1 and a run's input: rebuilt from its source, or else
+// from the stored graph JSON with the Input shape replaced.
+Graph network_graph(const data::NetworkRecord& network, const data::RunConfig& config) {
+  data::RunConfig at_one = config;
+  at_one.batch = 1;
+  try {
+    return data::build_network(data::parse_model_source(network.source), at_one);
+  } catch (const InputError& first) {
+    if (network.graph_json.empty()) throw;
+    Graph graph = read_graph_json(network.graph_json, "network " + network.name);
+    for (Node& node : graph.mutable_nodes()) {
+      if (node.op != "Input") continue;
+      std::vector<int64_t> shape{1};
+      if (!config.input.empty()) shape.insert(shape.end(), config.input.begin(), config.input.end());
+      else if (config.seq_len > 0) shape.push_back(config.seq_len);
+      else throw;
+      node.attrs["shape"] = shape;
+    }
+    graph.infer_shapes();
+    return graph;
+  }
+}
+
+bool matches_environment(const data::EnvironmentRecord& environment, const std::string& wanted) {
+  return wanted == environment.hash() || wanted == environment_label(environment) || wanted == environment_slug(environment);
+}
+
+}  // namespace
+
+TrainingTable load_training_table(const std::string& db_path, const TableOptions& options) {
+  if (options.time_column != "median" && options.time_column != "normalised")
+    throw InputError("unknown time column '" + options.time_column + "' (known: median, normalised)");
+  if (!fs::exists(db_path)) throw InputError("dataset " + db_path + " does not exist");
+  data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
+  TrainingTable table;
+  table.dataset = db_path;
+
+  std::map<std::string, data::EnvironmentRecord> environments;
+  for (const data::EnvironmentRecord& environment : store.environments()) environments[environment.hash()] = environment;
+  if (!options.environment.empty()) {
+    bool found = false;
+    std::string known;
+    for (const auto& [hash, environment] : environments) {
+      found = found || matches_environment(environment, options.environment);
+      known += (known.empty() ? "" : ", ") + environment_slug(environment) + " (" + hash + ")";
+    }
+    if (!found)
+      throw InputError("environment '" + options.environment + "' is not in " + db_path +
+                       " (known: " + (known.empty() ? "none" : known) + ")");
+  }
+  std::map<std::string, data::NetworkRecord> networks;
+  for (data::NetworkRecord& network : store.networks(true)) networks[network.hash] = std::move(network);
+
+  // Group ok runs by (environment, network, configuration).
+  std::map<std::tuple<std::string, std::string, data::RunConfig>, size_t> index;
+  std::map<std::string, int64_t> skipped_by_cause;
+  for (const data::RunRecord& run : store.runs()) {
+    auto environment = environments.find(run.environment_hash);
+    if (environment == environments.end()) continue;
+    if (!options.environment.empty() && !matches_environment(environment->second, options.environment)) continue;
+    if (run.result.status != "ok") {
+      ++skipped_by_cause["status " + run.result.status];
+      continue;
+    }
+    std::optional<double> time =
+        options.time_column == "median" ? run.result.time_ms_median : run.result.time_ms_normalised;
+    if (!time || !(*time > 0)) {
+      ++skipped_by_cause["no " + options.time_column + " time"];
+      continue;
+    }
+    auto key = std::make_tuple(run.environment_hash, run.network_hash, run.config);
+    auto [position, inserted] = index.emplace(key, table.samples.size());
+    if (inserted) {
+      Sample sample;
+      sample.environment_hash = run.environment_hash;
+      sample.network_hash = run.network_hash;
+      const data::NetworkRecord& network = networks.at(run.network_hash);
+      sample.network_name = network.name;
+      sample.family = network.family;
+      sample.config = run.config;
+      table.samples.push_back(std::move(sample));
+    }
+    Sample& sample = table.samples[position->second];
+    sample.times_ms.push_back(*time);
+    if (run.result.peak_bytes && *run.result.peak_bytes > 0) sample.peak_bytes.push_back(static_cast<double>(*run.result.peak_bytes));
+    ++table.runs_used;
+  }
+
+  // Featurize: one graph per (network, input), scaled to each batch.
+  std::map<std::string, features::GraphFeatures> graph_cache;
+  std::map<std::string, std::string> graph_errors;
+  std::vector<Sample> kept;
+  std::vector<std::vector<double>> rows;
+  for (Sample& sample : table.samples) {
+    std::string key = sample.network_hash + "|" + sample.config.input_text() + "|" + std::to_string(sample.config.seq_len);
+    auto cached = graph_cache.find(key);
+    if (cached == graph_cache.end() && graph_errors.count(key) == 0) {
+      try {
+        graph_cache.emplace(key, features::graph_features(network_graph(networks.at(sample.network_hash), sample.config)));
+        cached = graph_cache.find(key);
+      } catch (const InputError& error) {
+        graph_errors[key] = error.what();
+      }
+    }
+    if (cached == graph_cache.end()) {
+      ++skipped_by_cause["network " + sample.network_name + " not rebuildable: " + graph_errors[key]];
+      table.runs_skipped += static_cast<int64_t>(sample.times_ms.size());
+      table.runs_used -= static_cast<int64_t>(sample.times_ms.size());
+      continue;
+    }
+    features::TrainingConfig config;
+    config.batch = sample.config.batch;
+    config.optimizer = sample.config.optimizer;
+    config.precision = sample.config.precision;
+    config.threads = sample.config.threads;
+    rows.push_back(features::featurize(cached->second, config, hardware_of(environments.at(sample.environment_hash))));
+    table.environments[sample.environment_hash] = environments.at(sample.environment_hash);
+    kept.push_back(std::move(sample));
+  }
+  table.samples = std::move(kept);
+  for (const auto& [cause, count] : skipped_by_cause) {
+    if (cause.rfind("status ", 0) == 0 || cause.rfind("no ", 0) == 0) table.runs_skipped += count;
+    table.notes.push_back(std::to_string(count) + (cause.rfind("network", 0) == 0 ? " configurations skipped: " : " runs skipped: ") + cause);
+  }
+  if (table.samples.empty())
+    throw InputError("dataset " + db_path + " has no successful run to learn from" +
+                     (table.notes.empty() ? std::string() : " (" + table.notes.front() + ")"));
+  size_t columns = features::feature_count();
+  table.x.resize(static_cast<int64_t>(rows.size()), static_cast<int64_t>(columns));
+  for (size_t row = 0; row < rows.size(); ++row)
+    for (size_t col = 0; col < columns; ++col) table.x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
+  return table;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bundles
+
+json Manifest::to_json() const {
+  json environments_json = json::array();
+  for (const data::EnvironmentRecord& environment : environments) environments_json.push_back(environment_to_json(environment));
+  return {{"format", kPredictorFormat},
+          {"target", target},
+          {"unit", unit},
+          {"feature_version", feature_version},
+          {"features", features},
+          {"columns", columns},
+          {"learner", learner},
+          {"hyperparameters", hyperparameters},
+          {"transform", transform.to_json()},
+          {"interval", {{"quantiles", {0.05, 0.95}}, {"log_ratio_low", interval_low}, {"log_ratio_high", interval_high}}},
+          {"environments", environments_json},
+          {"training", training},
+          {"cv", cv},
+          {"leaderboard", leaderboard}};
+}
+
+Predictor::Predictor(Manifest manifest, std::unique_ptr<learn::Learner> learner, std::string dir)
+    : manifest_(std::move(manifest)), learner_(std::move(learner)), dir_(std::move(dir)) {}
+
+Predictor Predictor::load(const std::string& dir) {
+  std::string path = dir + "/manifest.json";
+  std::ifstream in(path);
+  if (!in) throw InputError("no predictor bundle at " + dir + " (" + path + " is missing)");
+  json document;
+  try {
+    document = json::parse(in);
+  } catch (const json::exception& error) {
+    throw InputError(path + ": not valid JSON: " + error.what());
+  }
+  Manifest manifest;
+  try {
+    std::string format = document.at("format").get<std::string>();
+    if (format != kPredictorFormat)
+      throw InputError(path + ": format '" + format + "', this build reads '" + kPredictorFormat + "'");
+    manifest.feature_version = document.at("feature_version").get<int>();
+    if (manifest.feature_version != features::kFeatureVersion)
+      throw InputError("predictor " + dir + " was trained with feature version " +
+                       std::to_string(manifest.feature_version) + ", this build computes version " +
+                       std::to_string(features::kFeatureVersion) + ": retrain it with `dnncast train`");
+    manifest.features = document.at("features").get<std::vector<std::string>>();
+    if (manifest.features != features::feature_names())
+      throw InputError("predictor " + dir + ": its feature list differs from this build's version " +
+                       std::to_string(features::kFeatureVersion) + " list: retrain it with `dnncast train`");
+    manifest.target = document.at("target").get<std::string>();
+    if (manifest.target != "time" && manifest.target != "memory")
+      throw InputError(path + ": unknown target '" + manifest.target + "'");
+    manifest.unit = document.at("unit").get<std::string>();
+    manifest.columns = document.at("columns").get<std::vector<int>>();
+    for (int column : manifest.columns)
+      if (column < 0 || column >= static_cast<int>(features::feature_count()))
+        throw InputError(path + ": feature column " + std::to_string(column) + " out of range");
+    manifest.learner = document.at("learner").get<std::string>();
+    manifest.hyperparameters = document.at("hyperparameters");
+    manifest.transform = learn::TargetTransform::from_json(document.at("transform"));
+    for (int column : manifest.transform.reference_columns)
+      if (column >= static_cast<int>(manifest.columns.size())) throw InputError(path + ": transform reference column out of range");
+    manifest.interval_low = document.at("interval").at("log_ratio_low").get<double>();
+    manifest.interval_high = document.at("interval").at("log_ratio_high").get<double>();
+    for (const json& environment : document.at("environments")) manifest.environments.push_back(environment_from_json(environment));
+    if (manifest.environments.empty()) throw InputError(path + ": no training environment");
+    manifest.training = document.value("training", json::object());
+    manifest.cv = document.value("cv", json::object());
+    manifest.leaderboard = document.value("leaderboard", json::array());
+  } catch (const json::exception& error) {
+    throw InputError(path + ": " + error.what());
+  }
+  std::unique_ptr<learn::Learner> learner = learn::load_learner(manifest.learner, manifest.hyperparameters, dir);
+  return Predictor(std::move(manifest), std::move(learner), dir);
+}
+
+void Predictor::save(const std::string& dir) const {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw InputError("cannot create " + dir + ": " + error.message());
+  learner_->save(dir);
+  std::ofstream out(dir + "/manifest.json");
+  out << manifest_.to_json().dump(1) << "\n";
+  if (!out) throw InputError("cannot write " + dir + "/manifest.json");
+}
+
+void Predictor::predict_rows(const double* rows, int64_t count, Forecast* out) const {
+  int64_t stride = static_cast<int64_t>(features::feature_count());
+  int64_t width = static_cast<int64_t>(manifest_.columns.size());
+  std::vector<float> selected(static_cast<size_t>(count * width));
+  for (int64_t row = 0; row < count; ++row) {
+    const double* source = rows + row * stride;
+    float* target = selected.data() + row * width;
+    for (int64_t col = 0; col < width; ++col) target[col] = static_cast<float>(source[manifest_.columns[static_cast<size_t>(col)]]);
+  }
+  std::vector<double> raw(static_cast<size_t>(count));
+  learner_->predict_rows(selected.data(), count, width, raw.data());
+  double low = std::exp(manifest_.interval_low), high = std::exp(manifest_.interval_high);
+  for (int64_t row = 0; row < count; ++row) {
+    double reference = manifest_.transform.reference(selected.data() + row * width);
+    double value = manifest_.transform.inverse_one(reference, raw[static_cast<size_t>(row)]);
+    out[row] = {value, value * low, value * high};
+  }
+}
+
+std::vector<Forecast> Predictor::predict(const learn::Matrix& rows) const {
+  if (rows.cols() != static_cast<int64_t>(features::feature_count()))
+    throw InputError("predictor: rows have " + std::to_string(rows.cols()) + " features, expected " +
+                     std::to_string(features::feature_count()));
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> row_major = rows;
+  std::vector<Forecast> result(static_cast<size_t>(rows.rows()));
+  predict_rows(row_major.data(), rows.rows(), result.data());
+  return result;
+}
+
+Forecast Predictor::predict_one(const std::vector<double>& row) const {
+  if (row.size() != features::feature_count())
+    throw InputError("predictor: a row of " + std::to_string(row.size()) + " features, expected " +
+                     std::to_string(features::feature_count()));
+  Forecast forecast;
+  predict_rows(row.data(), 1, &forecast);
+  return forecast;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training
+
+learn::Vector targets_of(const TrainingTable& table, const std::string& target) {
+  learn::Vector y(static_cast<int64_t>(table.samples.size()));
+  for (size_t row = 0; row < table.samples.size(); ++row) {
+    const Sample& sample = table.samples[row];
+    if (target == "time") {
+      y(static_cast<int64_t>(row)) = sample.time_ms();
+    } else if (target == "memory") {
+      if (sample.peak_bytes.empty())
+        throw InputError("dataset " + table.dataset + ": configuration of " + sample.network_name + " at batch " +
+                         std::to_string(sample.config.batch) + " has no peak bytes; cannot train a memory predictor");
+      y(static_cast<int64_t>(row)) = sample.peak();
+    } else {
+      throw InputError("unknown target '" + target + "' (known: time, memory)");
+    }
+  }
+  return y;
+}
+
+std::vector<int> varying_columns(const learn::Matrix& x) {
+  std::vector<int> columns;
+  for (int64_t col = 0; col < x.cols(); ++col)
+    if (x.rows() > 0 && (x.col(col).array() != x(0, col)).any()) columns.push_back(static_cast<int>(col));
+  return columns;
+}
+
+std::vector<learn::TargetTransform> transforms_for(const std::string& target, const std::vector<int>& columns) {
+  auto position = [&](const std::string& name) {
+    auto found = std::find(columns.begin(), columns.end(), features::feature_index(name));
+    return found == columns.end() ? -1 : static_cast<int>(found - columns.begin());
+  };
+  std::vector<learn::TargetTransform> transforms{learn::TargetTransform::log()};
+  std::string ratio = target == "time" ? "est.flops_per_thread" : "est.train_memory_bytes";
+  if (position(ratio) >= 0) transforms.push_back(learn::TargetTransform::log_ratio(position(ratio), ratio));
+  // The roofline's terms (apps/evaluate.h), fitted inside each training part.
+  std::vector<std::string> roofline =
+      target == "time"
+          ? std::vector<std::string>{"est.flops_per_thread", "total.flops_train", "total.bytes_accessed", "config.batch"}
+          : std::vector<std::string>{"est.train_memory_bytes", "total.act_bytes", "total.param_bytes", "config.batch"};
+  learn::TargetTransform residual = learn::TargetTransform::log_residual({}, {});
+  for (const std::string& name : roofline)
+    if (position(name) >= 0) {
+      residual.reference_columns.push_back(position(name));
+      residual.reference_names.push_back(name);
+    }
+  if (!residual.reference_columns.empty()) transforms.push_back(residual);
+  if (target == "memory") transforms.push_back(learn::TargetTransform::identity());
+  return transforms;
+}
+
+std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by) {
+  if (by == "none") return {};
+  if (by != "network" && by != "family") throw InputError("unknown CV grouping '" + by + "' (known: network, family, none)");
+  std::map<std::string, int64_t> ids;
+  std::vector<int64_t> groups;
+  for (int64_t row : rows) {
+    const Sample& sample = table.samples[static_cast<size_t>(row)];
+    const std::string& key = by == "network" ? sample.network_hash : sample.family;
+    groups.push_back(ids.emplace(key, static_cast<int64_t>(ids.size())).first->second);
+  }
+  // Fewer groups than folds cannot be cross-validated by group: plain folds then.
+  return ids.size() >= 4 ? groups : std::vector<int64_t>{};
+}
+
+namespace {
+
+std::string utc_now_text() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+json leaderboard_json(const learn::AutoMLResult& result, size_t top) {
+  json rows = json::array();
+  for (size_t rank = 0; rank < result.leaderboard.size() && rank < top; ++rank) {
+    const learn::CandidateResult& entry = result.leaderboard[rank];
+    json row{{"learner", entry.candidate.learner},
+             {"hyperparameters", entry.candidate.hyperparameters},
+             {"transform", entry.candidate.transform.name()},
+             {"seconds", entry.seconds}};
+    if (entry.error.empty()) row["cv"] = entry.cv.to_json();
+    else row["error"] = entry.error;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+Predictor train_predictor(const TrainingTable& table, const TrainOptions& options) {
+  learn::Vector y = targets_of(table, options.target);
+  std::vector<int> columns = varying_columns(table.x);
+  if (columns.empty()) throw InputError("dataset " + table.dataset + ": every configuration has the same features");
+  learn::Matrix x(table.x.rows(), static_cast<int64_t>(columns.size()));
+  for (size_t index = 0; index < columns.size(); ++index) x.col(static_cast<int64_t>(index)) = table.x.col(columns[index]);
+
+  learn::AutoMLOptions automl;
+  automl.budget_s = options.budget_s;
+  automl.folds = options.folds;
+  automl.seed = options.seed;
+  automl.learners = options.learners;
+  automl.transforms = transforms_for(options.target, columns);
+  automl.log = options.log;
+  automl.max_candidates = options.max_candidates;
+  std::vector<int64_t> all_rows(table.samples.size());
+  for (size_t row = 0; row < all_rows.size(); ++row) all_rows[row] = static_cast<int64_t>(row);
+  automl.groups = cv_groups_of(table, all_rows, options.cv_groups);
+  if (x.rows() < 2 * std::max(2, options.folds))
+    throw InputError("dataset " + table.dataset + " is too small to train on: " + std::to_string(x.rows()) +
+                     " configurations, need at least " + std::to_string(2 * std::max(2, options.folds)));
+  learn::AutoMLResult result = learn::run_automl(x, y, automl);
+  const learn::CandidateResult& best = result.best();
+
+  // Interval: quantiles of log(truth / out-of-fold prediction).
+  std::vector<double> log_ratios;
+  for (int64_t row = 0; row < y.size(); ++row)
+    if (best.out_of_fold(row) > 0) log_ratios.push_back(std::log(y(row) / best.out_of_fold(row)));
+
+  learn::FittedModel model = learn::fit_candidate(x, y, best.candidate);
+  Manifest manifest;
+  manifest.target = options.target;
+  manifest.unit = options.target == "time" ? "ms" : "bytes";
+  manifest.feature_version = features::kFeatureVersion;
+  manifest.features = features::feature_names();
+  manifest.columns = columns;
+  manifest.learner = best.candidate.learner;
+  manifest.hyperparameters = model.learner->hyperparameters();
+  manifest.transform = model.transform;
+  manifest.interval_low = learn::quantile(log_ratios, 0.05);
+  manifest.interval_high = learn::quantile(log_ratios, 0.95);
+  for (const auto& [hash, environment] : table.environments) manifest.environments.push_back(environment);
+
+  std::set<std::string> networks, families, optimizers, precisions, inputs;
+  std::set<int64_t> batches, threads;
+  for (const Sample& sample : table.samples) {
+    networks.insert(sample.network_hash);
+    families.insert(sample.family);
+    batches.insert(sample.config.batch);
+    optimizers.insert(sample.config.optimizer);
+    precisions.insert(sample.config.precision);
+    threads.insert(sample.config.threads);
+    inputs.insert(sample.config.input.empty() ? "seq " + std::to_string(sample.config.seq_len) : sample.config.input_text());
+  }
+  manifest.training = {{"dataset", fs::path(table.dataset).filename().string()},
+                       {"configurations", table.samples.size()},
+                       {"runs", table.runs_used},
+                       {"networks", networks.size()},
+                       {"families", families},
+                       {"batch_min", *batches.begin()},
+                       {"batch_max", *batches.rbegin()},
+                       {"optimizers", optimizers},
+                       {"precisions", precisions},
+                       {"threads", threads},
+                       {"inputs", inputs},
+                       {"trained_at", utc_now_text()},
+                       {"budget_s", options.budget_s},
+                       {"candidates_tried", result.leaderboard.size()},
+                       {"cv_groups", automl.groups.empty() ? std::string("none") : options.cv_groups}};
+  json cv = best.cv.to_json();
+  cv["folds"] = options.folds;
+  manifest.cv = cv;
+  manifest.leaderboard = leaderboard_json(result, 10);
+  if (options.log != nullptr) *options.log << learn::format_leaderboard(result);
+  return Predictor(std::move(manifest), std::move(model.learner));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Predictor sets
+
+const data::EnvironmentRecord& PredictorSet::environment() const {
+  DNNCAST_ASSERT(time.has_value());
+  return time->manifest().environments.front();
+}
+
+PredictorSet load_predictor_set(const std::string& dir) {
+  PredictorSet set;
+  set.dir = dir;
+  if (fs::exists(dir + "/manifest.json")) {
+    Predictor predictor = Predictor::load(dir);
+    if (predictor.manifest().target == "time") set.time.emplace(std::move(predictor));
+    else throw InputError("predictor " + dir + " forecasts " + predictor.manifest().target + ", not time; give its set's folder");
+    return set;
+  }
+  if (!fs::exists(dir + "/time/manifest.json"))
+    throw InputError("no predictor at " + dir + " (expected " + dir + "/manifest.json or " + dir + "/time/manifest.json)");
+  set.time.emplace(Predictor::load(dir + "/time"));
+  if (fs::exists(dir + "/memory/manifest.json")) set.memory.emplace(Predictor::load(dir + "/memory"));
+  return set;
+}
+
+std::vector<std::string> shipped_predictor_sets(const std::string& root) {
+  std::vector<std::string> sets;
+  std::error_code error;
+  if (root.empty() || !fs::is_directory(root, error)) return sets;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, error))
+    if (entry.is_directory() && (fs::exists(entry.path() / "time" / "manifest.json") || fs::exists(entry.path() / "manifest.json")))
+      sets.push_back(entry.path().string());
+  std::sort(sets.begin(), sets.end());
+  return sets;
+}
+
+namespace {
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+data::EnvironmentRecord set_environment(const std::string& dir) {
+  std::string path = fs::exists(dir + "/time/manifest.json") ? dir + "/time/manifest.json" : dir + "/manifest.json";
+  std::ifstream in(path);
+  try {
+    json document = json::parse(in);
+    return environment_from_json(document.at("environments").at(0));
+  } catch (const json::exception& error) {
+    throw InputError(path + ": " + error.what());
+  }
+}
+
+}  // namespace
+
+SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::string& device,
+                               const hardware::HostInfo& host) {
+  std::string wanted = lower(device);
+  std::vector<data::EnvironmentRecord> environments;
+  for (const std::string& dir : sets) environments.push_back(set_environment(dir));
+  auto known = [&] {
+    std::string text;
+    for (size_t index = 0; index < sets.size(); ++index)
+      text += (text.empty() ? "" : ", ") + fs::path(sets[index]).filename().string() + " (" +
+              environment_label(environments[index]) + ")";
+    return text.empty() ? std::string("none") : text;
+  };
+  if (wanted.empty() || wanted == "cpu") {
+    int fallback = -1;
+    for (size_t index = 0; index < sets.size(); ++index) {
+      const data::EnvironmentRecord& environment = environments[index];
+      if (!environment.gpu_name.empty()) continue;
+      if (environment.cpu_model == host.cpu_model && environment.cores == host.logical_cores) return {sets[index], ""};
+      if (fallback < 0) fallback = static_cast<int>(index);
+    }
+    if (fallback >= 0)
+      return {sets[static_cast<size_t>(fallback)],
+              "no predictor was trained on this machine (" + (host.cpu_model.empty() ? "unknown CPU" : host.cpu_model) +
+                  ", " + std::to_string(host.logical_cores) + " CPUs); forecasting for " +
+                  environment_label(environments[static_cast<size_t>(fallback)]) + " instead"};
+    throw InputError("no CPU predictor is known (known predictors: " + known() + ")");
+  }
+  const hardware::DeviceSpec* catalogue_device = nullptr;
+  for (const hardware::DeviceSpec& spec : hardware::device_catalogue())
+    if (spec.name == wanted) catalogue_device = &spec;
+  for (size_t index = 0; index < sets.size(); ++index) {
+    const data::EnvironmentRecord& environment = environments[index];
+    std::vector<std::string> names{lower(fs::path(sets[index]).filename().string()), environment_slug(environment),
+                                   lower(environment_label(environment)), environment.hash(), lower(environment.gpu_name)};
+    if (std::find(names.begin(), names.end(), wanted) != names.end()) return {sets[index], ""};
+    if (catalogue_device != nullptr && !environment.gpu_name.empty() &&
+        hardware::match_gpu_name(environment.gpu_name) == catalogue_device)
+      return {sets[index], ""};
+  }
+  throw InputError("no predictor for device '" + device + "' (known predictors: " + known() +
+                   "; train one with `dnncast train --db DATA --out data/predictors/NAME`)");
+}
+
+std::string default_predictor_root() {
+  if (const char* override_root = std::getenv("DNNCAST_PREDICTORS")) return override_root;
+  // Walk up from the executable (build/dnncast -> the source tree's data/predictors).
+  std::error_code error;
+  fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      if (fs::is_directory(dir / "data" / "predictors", error)) return (dir / "data" / "predictors").string();
+      if (dir == dir.root_path()) break;
+    }
+  }
+  return "";
+}
+
+}  // namespace dnncast::apps

@@ -1,0 +1,171 @@
+// Predictor bundles (DESIGN.md "Formats"): a folder with manifest.json (target, feature list and
+// version, learner, hyperparameters, target transform, training environment and size, CV metrics,
+// prediction interval) and the learner's own file. Also the training table: a dataset's runs
+// grouped into configurations, featurized.
+//
+// Layout of a predictor set (what `dnncast train --target all` writes and data/predictors/ ships):
+//   SET/time/manifest.json + model file      time per iteration, ms
+//   SET/memory/manifest.json + model file    peak bytes (when the dataset has them)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/store.h"
+#include "features/featurizer.h"
+#include "hardware/hardware.h"
+#include "learn/automl.h"
+#include "learn/learner.h"
+
+namespace dnncast::apps {
+
+inline constexpr const char* kPredictorFormat = "dnncast-predictor/1";
+
+// Hardware descriptors of a stored environment (GPU peaks from the catalogue; CPU peaks unknown).
+features::HardwareFeatures hardware_of(const data::EnvironmentRecord& environment);
+// "AMD EPYC 7B13 (2 CPUs)" or the GPU name.
+std::string environment_label(const data::EnvironmentRecord& environment);
+// Lower-case slug of the label for folder names: "amd-epyc-7b13-2cpu".
+std::string environment_slug(const data::EnvironmentRecord& environment);
+nlohmann::json environment_to_json(const data::EnvironmentRecord& environment);
+data::EnvironmentRecord environment_from_json(const nlohmann::json& document);
+
+// One measured configuration: all ok repeats of (environment, network, configuration).
+struct Sample {
+  std::string environment_hash;
+  std::string network_hash, network_name, family;
+  data::RunConfig config;
+  std::vector<double> times_ms;    // one per repeat (median of its iterations)
+  std::vector<double> peak_bytes;  // one per repeat that recorded it
+  double time_ms() const;          // mean of the repeats
+  double peak() const;             // mean of the repeats; 0 when none
+};
+
+struct TrainingTable {
+  std::string dataset;  // path
+  std::vector<Sample> samples;
+  learn::Matrix x;  // samples x features::feature_count()
+  std::map<std::string, data::EnvironmentRecord> environments;  // by hash
+  int64_t runs_used = 0;       // ok runs behind the samples
+  int64_t runs_skipped = 0;    // failed runs, and runs whose network could not be rebuilt
+  std::vector<std::string> notes;  // why runs were skipped, one line per cause
+  bool has_memory() const;     // every sample has peak bytes
+};
+
+struct TableOptions {
+  std::string time_column = "median";  // "median" (time_ms_median) or "normalised" (time_ms_normalised)
+  std::string environment;             // keep only this environment (hash, label or slug); "" = all
+};
+
+// Reads a dataset and featurizes every configuration. Throws InputError when the file is not a
+// dataset, the environment is unknown (listing the known ones) or no successful run is left.
+TrainingTable load_training_table(const std::string& db_path, const TableOptions& options = {});
+
+struct Manifest {
+  std::string target;  // "time" | "memory"
+  std::string unit;    // "ms" | "bytes"
+  int feature_version = 0;
+  std::vector<std::string> features;
+  std::vector<int> columns;  // feature columns the learner reads, in order
+  std::string learner;
+  nlohmann::json hyperparameters;
+  learn::TargetTransform transform;
+  double interval_low = 0, interval_high = 0;  // quantiles of log(truth / prediction) from CV: 5%, 95%
+  std::vector<data::EnvironmentRecord> environments;
+  nlohmann::json training;    // rows, runs, networks, families, batches, dataset, trained_at
+  nlohmann::json cv;          // folds, mre, median_re, p90_re, within_10pct
+  nlohmann::json leaderboard;  // the AutoML table, best first
+  nlohmann::json to_json() const;
+};
+
+struct Forecast {
+  double value = 0, low = 0, high = 0;
+};
+
+class Predictor {
+ public:
+  // Throws InputError naming the folder: missing or malformed manifest, another format, another
+  // feature version ("trained with feature version 0, this build computes version 1: retrain it").
+  static Predictor load(const std::string& dir);
+  void save(const std::string& dir) const;  // creates dir
+
+  const Manifest& manifest() const { return manifest_; }
+  const std::string& dir() const { return dir_; }
+  // rows: full feature rows (features::feature_count() columns each).
+  std::vector<Forecast> predict(const learn::Matrix& rows) const;
+  Forecast predict_one(const std::vector<double>& row) const;
+  // `count` full feature rows stored one after the other (row-major); forecasts into `out`.
+  void predict_rows(const double* rows, int64_t count, Forecast* out) const;
+
+  Predictor(Manifest manifest, std::unique_ptr<learn::Learner> learner, std::string dir = "");
+  Predictor(Predictor&&) = default;
+  Predictor& operator=(Predictor&&) = default;
+
+ private:
+  Manifest manifest_;
+  std::shared_ptr<learn::Learner> learner_;
+  std::string dir_;
+};
+
+struct TrainOptions {
+  std::string target = "time";  // "time" | "memory"
+  double budget_s = 60;
+  int folds = 5;
+  uint64_t seed = 1;
+  std::vector<std::string> learners;  // empty = all
+  int64_t max_candidates = 0;         // 0 = until the budget is spent
+  // Cross-validation folds keep each network whole ("network", default: the choice favours models
+  // that generalize to unseen networks), each family whole ("family"), or are plain ("none").
+  std::string cv_groups = "network";
+  std::ostream* log = nullptr;
+};
+
+// Group ids of the table's samples for grouped folds ("network" | "family"; "none" = empty).
+std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by);
+
+// Target values of a table: mean time (ms) or peak bytes per sample. Throws InputError for memory
+// when some sample has no peak bytes.
+learn::Vector targets_of(const TrainingTable& table, const std::string& target);
+// Columns that vary in the table (constant ones carry no information for any learner).
+std::vector<int> varying_columns(const learn::Matrix& x);
+// Transforms AutoML tries for a target: log, and log relative to the analytic cost column
+// (FLOPs per thread for time, the training-memory estimate for memory); for memory also the
+// identity (peak bytes are close to a linear function of byte counts).
+std::vector<learn::TargetTransform> transforms_for(const std::string& target, const std::vector<int>& columns);
+
+// AutoML on the table, refit of the best candidate on all of it; leaderboard in the manifest.
+// Throws InputError on an unknown target or learner, or a table too small to train on.
+Predictor train_predictor(const TrainingTable& table, const TrainOptions& options);
+
+// A time and (optional) memory predictor of one environment.
+struct PredictorSet {
+  std::string dir;
+  std::optional<Predictor> time, memory;
+  const data::EnvironmentRecord& environment() const;
+};
+// DIR with manifest.json (one bundle), or DIR/time and DIR/memory.
+PredictorSet load_predictor_set(const std::string& dir);
+// The folders under `root` (data/predictors) that hold predictor sets, sorted.
+std::vector<std::string> shipped_predictor_sets(const std::string& root);
+// The set to use for a device: `device` matches a set's folder name, environment slug, label, hash
+// or GPU (a catalogue name such as "t4" matches a driver name "Tesla T4"); "" or "cpu" takes the
+// CPU set of this host's CPU model and core count, else the first CPU set with a note saying so.
+// Throws InputError listing the known sets when nothing matches.
+struct SetChoice {
+  std::string dir;
+  std::string note;  // non-empty when the choice is a fallback
+};
+SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::string& device,
+                               const hardware::HostInfo& host);
+// data/predictors of this source tree: $DNNCAST_PREDICTORS, else the compiled-in source dir, else
+// found upward from the executable's folder.
+std::string default_predictor_root();
+
+}  // namespace dnncast::apps

@@ -1,0 +1,222 @@
+// `dnncast memory MODEL --batch N`: simulated peak memory of training (src/memory/simulator.h),
+// its breakdown at the peak, whether it fits in a given size (--fits) and the largest batch that
+// does (--max-batch). Loads no DL framework; resnet50 simulates in well under a millisecond.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "apps/model_source.h"
+#include "cli/commands.h"
+#include "graph/error.h"
+#include "memory/simulator.h"
+#include "models/zoo.h"
+
+namespace dnncast::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::vector<int64_t> parse_image_input(const std::string& text) {
+  TensorShape shape;
+  try {
+    shape = parse_shape(text);
+  } catch (const InputError& error) {
+    throw error.with_context("--input");
+  }
+  if (shape.rank() != 3)
+    throw InputError("--input '" + text + "': expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
+  return shape.dims;
+}
+
+json breakdown_json(const memory::MemoryBreakdown& b) {
+  return {{"parameter_bytes", b.parameter_bytes},         {"buffer_and_input_bytes", b.state_bytes},
+          {"gradient_bytes", b.gradient_bytes},           {"optimizer_state_bytes", b.optimizer_state_bytes},
+          {"activation_bytes", b.activation_bytes},       {"transient_bytes", b.transient_bytes}};
+}
+
+void print_row(const char* label, int64_t bytes, int64_t total) {
+  double share = total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total) : 0;
+  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), memory::format_bytes(bytes).c_str(), share);
+}
+
+}  // namespace
+
+int run_memory(const Args& args) {
+  CLI::App app(
+      "Simulated peak memory of training MODEL (zero_grad, forward, loss, backward, optimizer step), allocation by\n"
+      "allocation as libtorch 1.13 makes them, through an allocator model: cpu = the profiler's tracking allocator\n"
+      "(peak_bytes equals `dnncast profile`'s), cuda = PyTorch's caching allocator (unverified, docs/MEMORY.md).\n"
+      "Bytes accept units: 4096, 512MiB, 24GiB, 1.5GB.",
+      "dnncast memory");
+  std::string model, input_text, optimizer = "sgd", precision = "fp32", device = "cpu", fits_text, max_batch_text,
+                                  context_text;
+  int64_t batch = 1, seq_len = 0, classes = 0, threads = 1, batch_cap = int64_t{1} << 20;
+  bool as_json = false, timeline = false;
+  app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
+  app.add_option("--batch", batch, "batch size (default 1)");
+  CLI::Option* input_option = app.add_option("--input", input_text, "image input CxHxW (default: the model's)");
+  CLI::Option* seq_option = app.add_option("--seq", seq_len, "sequence length of a sequence model");
+  input_option->excludes(seq_option);
+  CLI::Option* classes_option = app.add_option("--classes", classes, "classifier outputs (default 1000)");
+  app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
+  app.add_option("--precision", precision, "fp32 (the only precision modelled)");
+  app.add_option("--device", device, "cpu | cuda (default cpu; the cuda model is unverified)");
+  app.add_option("--threads", threads, "intra-op threads of the run (default 1, as dnncast profile)");
+  app.add_option("--fits", fits_text, "answer whether training fits in this many bytes (e.g. 24GiB)");
+  app.add_option("--max-batch", max_batch_text, "largest batch whose training fits in this many bytes");
+  app.add_option("--batch-cap", batch_cap, "largest batch --max-batch tries (default 1048576)");
+  app.add_option("--cuda-context", context_text, "cuda: bytes the CUDA context takes on the device (default 0)");
+  app.add_flag("--timeline", timeline, "also print the highest live bytes of every node's forward and backward");
+  app.add_flag("--json", as_json, "print JSON instead of a summary");
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    std::string message = error.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    throw InputError(message + " (see dnncast memory --help)");
+  }
+
+  if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
+  if (threads <= 0) throw InputError("--threads must be a positive integer, got " + std::to_string(threads));
+  if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
+  memory::MemoryConfig config;
+  config.optimizer = optimizer;
+  config.precision = precision;
+  config.device = device;
+  config.threads = threads;
+  config.keep_timeline = timeline;
+  if (!context_text.empty()) config.cuda_context_bytes = memory::parse_bytes(context_text, "--cuda-context");
+  const int64_t fits_limit = fits_text.empty() ? 0 : memory::parse_bytes(fits_text, "--fits");
+  const int64_t batch_limit = max_batch_text.empty() ? 0 : memory::parse_bytes(max_batch_text, "--max-batch");
+
+  ModelSpec spec;
+  spec.batch = batch;
+  if (input_option->count() > 0) spec.input = parse_image_input(input_text);
+  if (seq_option->count() > 0) {
+    if (seq_len <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len));
+    spec.seq_len = seq_len;
+  }
+  if (classes_option->count() > 0) {
+    if (classes <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes));
+    spec.num_classes = classes;
+  }
+  Graph graph = load_model(model, spec);
+  memory::MemoryReport report = memory::simulate_memory(graph, config);
+
+  memory::MaxBatchResult best;
+  if (batch_limit > 0) {
+    memory::MemoryConfig search = config;
+    search.keep_timeline = false;
+    best = memory::max_batch(
+        [&](int64_t candidate) {
+          ModelSpec candidate_spec = spec;
+          candidate_spec.batch = candidate;
+          return load_model(model, candidate_spec);
+        },
+        search, batch_limit, batch_cap);
+  }
+
+  // The input's shape without the batch dimension (C x H x W, or the sequence length).
+  std::string input_shape;
+  if (!graph.inputs().empty()) {
+    std::vector<int64_t> dims = graph.node(graph.inputs().front()).shape.dims;
+    if (dims.size() > 1) dims.erase(dims.begin());
+    input_shape = TensorShape(dims).to_string();
+  }
+  if (as_json) {
+    json doc = {{"model", model},
+                {"graph_hash", graph.architecture_hash()},
+                {"config",
+                 {{"batch", batch}, {"input", input_shape}, {"optimizer", config.optimizer}, {"precision", "fp32"},
+                  {"device", report.device}, {"threads", threads}}},
+                {"baseline_bytes", report.baseline_bytes},
+                {"peak_bytes", report.peak_bytes},
+                {"peak_total_bytes", report.peak_total_bytes},
+                {"required_bytes", report.required_bytes},
+                {"breakdown", breakdown_json(report.at_peak)},
+                {"peak",
+                 {{"iteration", report.peak_iteration},
+                  {"phase", memory::phase_name(report.peak_phase)},
+                  {"node", report.peak_node_name.empty() ? json(nullptr) : json(report.peak_node_name)},
+                  {"allocation", report.peak_what}}}};
+    if (report.device == "cuda")
+      doc["cuda"] = {{"peak_allocated_bytes", report.peak_allocated_bytes},
+                     {"peak_reserved_bytes", report.peak_reserved_bytes},
+                     {"context_bytes", report.cuda_context_bytes},
+                     {"verified", false}};
+    if (fits_limit > 0) doc["fits"] = {{"limit_bytes", fits_limit}, {"fits", report.required_bytes <= fits_limit}};
+    if (batch_limit > 0)
+      doc["max_batch"] = {{"limit_bytes", batch_limit},
+                          {"batch", best.batch},
+                          {"required_bytes", best.required_bytes},
+                          {"next_required_bytes", best.next_required_bytes},
+                          {"simulations", best.simulations}};
+    if (timeline) {
+      json entries = json::array();
+      for (const memory::TimelineEntry& entry : report.timeline)
+        entries.push_back({{"iteration", entry.iteration},
+                           {"phase", memory::phase_name(entry.phase)},
+                           {"node", entry.node >= 0 ? json(graph.node(entry.node).name) : json(nullptr)},
+                           {"start_bytes", entry.start_bytes - report.baseline_bytes},
+                           {"max_bytes", entry.max_bytes - report.baseline_bytes},
+                           {"end_bytes", entry.end_bytes - report.baseline_bytes}});
+      doc["timeline"] = entries;
+    }
+    std::cout << doc.dump(2) << std::endl;
+    return 0;
+  }
+
+  std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", model.c_str(),
+              static_cast<long long>(batch), input_shape.c_str(), config.optimizer.c_str(), report.device.c_str(),
+              static_cast<long long>(threads));
+  std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
+              memory::format_bytes(report.peak_bytes).c_str(), memory::format_bytes(report.baseline_bytes).c_str(),
+              memory::format_bytes(report.peak_total_bytes).c_str());
+  if (report.device == "cuda")
+    std::printf("cuda model     peak allocated %s, peak reserved %s, context %s (unverified: docs/MEMORY.md)\n",
+                memory::format_bytes(report.peak_allocated_bytes).c_str(),
+                memory::format_bytes(report.peak_reserved_bytes).c_str(),
+                memory::format_bytes(report.cuda_context_bytes).c_str());
+  std::printf("at the peak    iteration %d, %s%s%s\n", report.peak_iteration, memory::phase_name(report.peak_phase),
+              report.peak_node_name.empty() ? "" : " of ", report.peak_node_name.c_str());
+  const memory::MemoryBreakdown& b = report.at_peak;
+  print_row("parameters", b.parameter_bytes, report.peak_total_bytes);
+  print_row("buffers + inputs + labels", b.state_bytes, report.peak_total_bytes);
+  print_row("gradients", b.gradient_bytes, report.peak_total_bytes);
+  print_row("optimizer state", b.optimizer_state_bytes, report.peak_total_bytes);
+  print_row("activations (kept for backward)", b.activation_bytes, report.peak_total_bytes);
+  print_row("transient (grads, workspaces)", b.transient_bytes, report.peak_total_bytes);
+  if (fits_limit > 0)
+    std::printf("fits in %s: %s (needs %s)\n", memory::format_bytes(fits_limit).c_str(),
+                report.required_bytes <= fits_limit ? "yes" : "no", memory::format_bytes(report.required_bytes).c_str());
+  if (batch_limit > 0) {
+    if (best.batch == 0)
+      std::printf("largest batch in %s: none (batch 1 needs %s)\n", memory::format_bytes(batch_limit).c_str(),
+                  memory::format_bytes(best.next_required_bytes).c_str());
+    else
+      std::printf("largest batch in %s: %lld (needs %s%s%s)\n", memory::format_bytes(batch_limit).c_str(),
+                  static_cast<long long>(best.batch), memory::format_bytes(best.required_bytes).c_str(),
+                  best.next_required_bytes > 0 ? "; one more needs " : "",
+                  best.next_required_bytes > 0 ? memory::format_bytes(best.next_required_bytes).c_str() : "");
+  }
+  if (timeline) {
+    std::printf("\n%-4s %-9s %-40s %14s %14s\n", "iter", "phase", "node", "max above base", "end above base");
+    for (const memory::TimelineEntry& entry : report.timeline)
+      std::printf("%-4d %-9s %-40s %14lld %14lld\n", entry.iteration, memory::phase_name(entry.phase),
+                  entry.node >= 0 ? graph.node(entry.node).name.c_str() : "-",
+                  static_cast<long long>(entry.max_bytes - report.baseline_bytes),
+                  static_cast<long long>(entry.end_bytes - report.baseline_bytes));
+  }
+  return 0;
+}
+
+}  // namespace dnncast::cli

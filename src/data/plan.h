@@ -1,0 +1,93 @@
+// Campaign plans: which networks to measure under which training configurations (docs/DATASET.md).
+// A plan is JSON ("format": "dnncast-plan/1") with one or more groups; each group lists models
+// (zoo names, {"family": F}, {"synthetic": [FIRST, LAST]}, {"graph": "file.json"}), batches, image
+// inputs or sequence lengths, optimizers, precisions, thread counts, and a sampling strategy
+// (grid | random | latin_hypercube) with a seed, and optionally max_train_gflops: configurations
+// whose training FLOPs per iteration (forward + backward, batch included) exceed it are left out
+// of the grid before sampling, which bounds the time of a campaign on a small machine. Expansion is deterministic: the
+// same plan gives the same configurations in the same order on every machine, which is what makes --shard i/N work.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/network_source.h"
+#include "data/store.h"
+
+namespace dnncast::data {
+
+// Per-measurement protocol settings (mapped onto the profiler's TrainConfig/Limits).
+struct MeasureOptions {
+  double time_budget_s = 5;        // timing stops when the median is tight or this runs out
+  double warmup_budget_s = 0;      // 0 = time_budget_s
+  double target_rel_ci = 0.02;     // relative half-width of the median's 95% confidence interval
+  double timeout_s = 300;          // child killed after this: status timeout
+  int64_t memory_limit_bytes = 0;  // above it: status oom; 0 = 90% of the memory available
+  int64_t min_iterations = 5;      // timed iterations at least
+  int64_t max_iterations = 100000;
+};
+
+// One configuration of a plan; it is measured `repeats` times (repeat index 0..repeats-1).
+struct PlanEntry {
+  int network = 0;  // index into Plan::networks
+  RunConfig config;
+};
+
+// A network at one size (image input or sequence length), as validation built it at batch 1.
+struct PlanNetwork {
+  ModelRef model;
+  std::vector<int64_t> input;  // C x H x W, or empty
+  int64_t seq_len = 0;
+  std::string hash, name, family;
+  double train_flops_per_sample = 0;  // forward + backward FLOPs of one sample (OpCost)
+};
+
+struct Plan {
+  std::string name;    // recorded on every run
+  std::string source;  // the file it came from
+  int64_t repeats = 1;
+  MeasureOptions measure;
+  std::vector<PlanNetwork> networks;
+  std::vector<PlanEntry> entries;  // deterministic order; shards take entry index mod N
+  int64_t run_count() const { return repeats * static_cast<int64_t>(entries.size()); }
+};
+
+// Option values the profiler accepts (profile/measure.h; checked by plan validation, which also
+// turns the aliases f32/f16 into fp32/fp16). Combinations (fp16 on cpu) are checked by the campaign.
+const std::vector<std::string>& known_optimizers();
+const std::vector<std::string>& known_precisions();
+const std::vector<std::string>& known_devices();
+
+// Parses, expands and validates a plan: every model resolves, every value is in range, every
+// (network, input) pair builds. Throws InputError naming the file and the entry
+// ("plan.json: groups[1].models[2]: unknown model 'resnet5' ..."). Relative graph paths are
+// resolved against `base_dir`.
+Plan parse_plan(const nlohmann::json& document, const std::string& source, const std::string& base_dir);
+Plan load_plan(const std::string& path);
+
+// --shard i/N: 0 <= i < N.
+struct Shard {
+  int64_t index = 0;
+  int64_t count = 1;
+};
+Shard parse_shard(const std::string& text);  // "3/10"; throws InputError
+// Indices of the plan entries that belong to a shard (entry index mod N == i).
+std::vector<size_t> shard_entries(const Plan& plan, const Shard& shard);
+
+// Deterministic pseudo-random numbers (SplitMix64): the same sequence on every platform, unlike
+// std::uniform_int_distribution, so plans sample identically everywhere.
+class PlanRandom {
+ public:
+  explicit PlanRandom(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  uint64_t below(uint64_t bound);  // uniform in [0, bound), bound > 0
+  double unit();                   // uniform in [0, 1)
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace dnncast::data

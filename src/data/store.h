@@ -1,0 +1,146 @@
+// The dataset: one SQLite file (WAL mode) of environments, networks and measured runs
+// (DESIGN.md "Formats"; the schema is printed in docs/DATASET.md). Each run is committed in its
+// own transaction, so a process killed at any moment loses at most the run it was measuring.
+// A run is identified by network hash + configuration + environment hash + repeat index; a second
+// insert of the same identity is ignored (resume, merge).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "data/sqlite.h"
+
+namespace dnncast::data {
+
+// Version of the schema this build writes; older files are migrated on open, newer ones refused.
+inline constexpr int kSchemaVersion = 1;
+
+// Where a measurement ran. The hash covers every field except `host`, so identical machines of a
+// cluster (Slurm nodes) share one environment; the host of each run is kept on the run.
+struct EnvironmentRecord {
+  int64_t id = 0;  // row id in one database (0 = not stored)
+  std::string cpu_model;
+  int64_t cores = 0;         // logical CPUs of the machine
+  int64_t threads = 0;       // CPUs this process may use (affinity mask)
+  int64_t memory_bytes = 0;  // physical memory
+  std::string gpu_name;      // "" on CPU-only machines
+  std::string gpu_driver;
+  std::string torch_version;  // "" when built without libtorch
+  std::string build_type;     // "Release", ...
+  std::string host;
+
+  std::string hash() const;  // 16 hex digits
+};
+
+struct NetworkRecord {
+  int64_t id = 0;
+  std::string hash;        // Graph::architecture_hash()
+  std::string name;        // "resnet18", "synthetic:42"
+  std::string family;      // "resnet", "synthetic"
+  std::string source;      // how to rebuild it: "zoo:resnet18", "synthetic:42", "file:path/to/graph.json"
+  std::string graph_json;  // the graph at batch 1 and the input it was first measured with
+};
+
+// The training configuration of a run (the options a campaign varies).
+struct RunConfig {
+  int64_t batch = 1;
+  std::vector<int64_t> input;  // C x H x W of image models; empty for sequence models
+  int64_t seq_len = 0;         // tokens of sequence models; 0 for image models
+  std::string optimizer = "sgd";
+  std::string precision = "fp32";
+  int64_t threads = 1;
+  std::string device = "cpu";
+
+  std::string input_text() const;  // "3x64x64", "" when empty
+  bool operator<(const RunConfig& other) const;
+  bool operator==(const RunConfig& other) const;
+};
+std::vector<int64_t> parse_input_text(const std::string& text);  // "3x64x64" -> {3,64,64}; throws InputError
+
+inline const std::vector<std::string>& run_statuses() {
+  static const std::vector<std::string> statuses{"ok", "oom", "error", "timeout"};
+  return statuses;
+}
+
+// What was measured (DESIGN.md "Measurement protocol"). Unset optionals are NULL in the file.
+struct RunResult {
+  std::string status = "ok";  // ok | oom | error | timeout
+  std::string message;        // why it failed, or notes
+  std::optional<double> time_ms_median, time_ms_p10, time_ms_p90, time_ms_mean;
+  int64_t iterations = 0;             // timed iterations behind the statistics
+  std::optional<double> time_rel_ci;  // achieved relative half-width of the median's 95% CI
+  int64_t warmup_iterations = 0;
+  std::optional<double> time_ms_normalised;               // median scaled by the probe (machine speed drift removed)
+  std::optional<double> probe_ms_before, probe_ms_after;  // fixed reference workload timed around the run
+  std::optional<int64_t> peak_bytes;                      // highest live bytes during the iterations minus the baseline
+  std::optional<int64_t> baseline_bytes;                  // live bytes before the first iteration (parameters, inputs)
+  std::optional<double> energy_j;                         // per iteration, where the hardware measures it
+  std::optional<double> load_other_cpus;                  // mean CPUs kept busy by other processes while measuring
+  std::optional<double> wall_s;                           // whole measurement including warm-up and process start
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  int64_t network_id = 0;      // filled by Store::runs(); ignored on insert
+  int64_t environment_id = 0;  // filled by Store::runs(); required on insert
+  std::string network_hash;    // filled by Store::runs()
+  std::string environment_hash;
+  RunConfig config;
+  int64_t repeat_index = 0;
+  RunResult result;
+  std::string cpus;  // CPUs the measurement was pinned to ("0-1")
+  std::string host;
+  std::string plan;         // name of the campaign plan that produced it
+  std::string measured_at;  // UTC, ISO 8601 ("2024-05-01T12:00:00Z")
+};
+
+// Identity of a run inside one environment: network hash + configuration + repeat index.
+using RunKey = std::tuple<std::string, RunConfig, int64_t>;
+
+class Store {
+ public:
+  // Opens (or creates) a dataset; sets WAL mode; migrates an older schema; refuses a newer one
+  // with InputError naming both versions. ReadOnly never creates nor migrates.
+  static Store open(const std::string& path, Database::Mode mode = Database::Mode::Create);
+
+  int schema_version();
+  const std::string& path() const { return db_.path(); }
+
+  // Returns the row id of this environment, inserting it when new (matched by hash).
+  int64_t ensure_environment(const EnvironmentRecord& environment);
+  // Returns the row id of this network, inserting it when new (matched by hash).
+  int64_t ensure_network(const NetworkRecord& network);
+  // Inserts the network (if new) and the run in one transaction. False when a run with the same
+  // identity already exists (nothing changes then).
+  bool insert_run(const NetworkRecord& network, const RunRecord& run);
+
+  // The identities of all runs stored for one environment (to skip them on resume).
+  std::set<RunKey> run_keys(int64_t environment_id);
+  bool has_run(int64_t environment_id, const std::string& network_hash, const RunConfig& config, int64_t repeat_index);
+
+  std::vector<EnvironmentRecord> environments();
+  std::vector<NetworkRecord> networks(bool with_graphs = true);
+  std::optional<NetworkRecord> network_by_hash(const std::string& hash);
+  std::vector<RunRecord> runs();  // ordered by id
+  int64_t run_count();
+
+  // "ok" or SQLite's list of problems.
+  std::string integrity_check();
+  Database& db() { return db_; }
+
+ private:
+  explicit Store(Database db) : db_(std::move(db)) {}
+  void migrate(bool read_only);
+  Database db_;
+};
+
+// Current UTC time as ISO 8601 ("2024-05-01T12:00:00Z").
+std::string utc_now();
+// FNV-1a 64 of a text, 16 hex digits (the same hash family as Graph::architecture_hash).
+std::string fnv1a_hex(const std::string& text);
+
+}  // namespace dnncast::data

@@ -1,2 +1,0 @@
-// Module features: see DESIGN.md. (This file goes away when the module has real sources.)
-namespace dnncast {}

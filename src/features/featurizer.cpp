@@ -1,0 +1,492 @@
+#include "features/featurizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "graph/error.h"
+#include "graph/op_registry.h"
+
+namespace dnncast::features {
+
+namespace {
+
+struct KindSpec {
+  const char* kind;
+  std::vector<const char*> aliases;  // other op or kind names folded into this kind
+};
+
+// Version 1 of the kind list. Order is part of the feature version.
+const std::vector<KindSpec>& kind_specs() {
+  static const std::vector<KindSpec> specs{
+      {"Input", {}},
+      {"Conv2d", {}},
+      {"DepthwiseConv2d", {}},
+      {"GroupedConv2d", {}},
+      {"ConvTranspose2d", {}},
+      {"Linear", {}},
+      {"MatMul", {"BatchMatMul", "Bmm", "BMM", "Matmul"}},
+      {"BatchNorm2d", {"BatchNorm"}},
+      {"LayerNorm", {}},
+      {"GroupNorm", {}},
+      {"ReLU", {}},
+      {"ReLU6", {}},
+      {"GELU", {}},
+      {"SiLU", {}},
+      {"Sigmoid", {}},
+      {"Tanh", {}},
+      {"Hardswish", {}},
+      {"Hardsigmoid", {}},
+      {"MaxPool2d", {}},
+      {"AvgPool2d", {}},
+      {"AdaptiveAvgPool2d", {}},
+      {"Add", {}},
+      {"Mul", {"LayerScale"}},
+      {"Concat", {"Cat"}},
+      {"Flatten", {}},
+      {"Reshape", {"View"}},
+      {"Permute", {"Transpose"}},
+      {"Slice", {}},
+      {"Dropout", {"StochasticDepth"}},
+      {"Softmax", {}},
+      {"Embedding", {}},
+      {"Attention", {"ScaledDotProductAttention", "SDPA", "MultiheadAttention"}},
+      {"ChannelShuffle", {}},
+      {"Loss", {"CrossEntropyLoss", "CrossEntropy", "MSELoss"}},
+      {"Other", {}},
+  };
+  return specs;
+}
+
+struct KindTables {
+  std::vector<std::string> kinds;
+  std::unordered_map<std::string, int> by_name;
+};
+
+const KindTables& kind_tables() {
+  static const KindTables tables = [] {
+    KindTables result;
+    for (const KindSpec& spec : kind_specs()) {
+      int index = static_cast<int>(result.kinds.size());
+      result.kinds.push_back(spec.kind);
+      DNNCAST_ASSERT(result.by_name.emplace(spec.kind, index).second);
+      for (const char* alias : spec.aliases) DNNCAST_ASSERT(result.by_name.emplace(alias, index).second);
+    }
+    return result;
+  }();
+  return tables;
+}
+
+// Per-kind block: these quantities, in this order.
+enum KindField { kCount, kMacs, kFlops, kParams, kActBytes, kSavedBytes, kKindFields };
+const char* const kKindFieldNames[kKindFields] = {"count", "macs", "flops", "params", "act_bytes", "saved_bytes"};
+
+// Column positions of everything after the structural matrix.
+struct Layout {
+  std::vector<std::string> names;
+  std::unordered_map<std::string, int> index;
+  int kinds = 0;
+  int kind_block = 0;  // first per-kind column
+  int conn_block = 0;  // first connection column
+  int add(const std::string& name) {
+    int column = static_cast<int>(names.size());
+    DNNCAST_ASSERT(index.emplace(name, column).second);
+    names.push_back(name);
+    return column;
+  }
+  int at(const std::string& name) const {
+    auto found = index.find(name);
+    DNNCAST_ASSERT(found != index.end());
+    return found->second;
+  }
+};
+
+const std::vector<std::string> kOptimizers{"sgd", "adam", "adamw", "rmsprop", "adagrad"};
+
+const std::vector<const char*> kTotals{
+    "total.nodes", "total.edges", "total.macs", "total.flops_fwd", "total.flops_bwd", "total.flops_train",
+    "total.params", "total.param_bytes", "total.buffers", "total.act_bytes", "total.saved_bytes",
+    "total.bytes_read", "total.bytes_accessed",
+    "graph.depth", "graph.max_channels", "graph.max_spatial", "graph.max_act_bytes", "graph.max_layer_params",
+    "graph.max_fanout", "graph.branch_nodes", "graph.merge_nodes",
+    "input.channels", "input.height", "input.width", "input.pixels", "input.seq_len"};
+const std::vector<const char*> kConfig{"config.batch", "config.threads", "config.precision_bytes",
+                                       "config.opt_state_bytes"};
+const std::vector<const char*> kHardware{"hw.cores", "hw.gpu", "hw.peak_flops", "hw.mem_bandwidth", "hw.memory_bytes"};
+const std::vector<const char*> kDerived{"est.flops_per_thread", "est.compute_s", "est.memory_s",
+                                        "est.train_memory_bytes", "log.batch", "log.threads", "log.flops_train",
+                                        "log.params", "log.saved_bytes", "log.act_bytes"};
+
+const Layout& layout() {
+  static const Layout table = [] {
+    Layout result;
+    const std::vector<std::string>& kinds = kind_tables().kinds;
+    result.kinds = static_cast<int>(kinds.size());
+    result.kind_block = 0;
+    for (const std::string& kind : kinds)
+      for (const char* field : kKindFieldNames) result.add("kind." + kind + "." + field);
+    result.conn_block = static_cast<int>(result.names.size());
+    for (const std::string& from : kinds)
+      for (const std::string& to : kinds) result.add("conn." + from + "->" + to);
+    for (const char* name : kTotals) result.add(name);
+    for (const char* name : kConfig) result.add(name);
+    for (const std::string& optimizer : kOptimizers) result.add("config.opt." + optimizer);
+    result.add("config.opt.other");
+    for (const char* name : kHardware) result.add(name);
+    for (const char* name : kDerived) result.add(name);
+    return result;
+  }();
+  return table;
+}
+
+// Resolved columns, looked up once.
+struct Columns {
+  int batch, threads, precision_bytes, opt_state_bytes, opt_first, opt_other;
+  int hw_cores, hw_gpu, hw_peak, hw_bandwidth, hw_memory;
+  int est_flops_per_thread, est_compute_s, est_memory_s, est_train_memory, log_batch, log_threads, log_flops,
+      log_params, log_saved, log_act;
+  int total_bytes_accessed, total_act_bytes, total_param_bytes, total_flops_train, total_saved_bytes, total_params;
+};
+
+const Columns& columns() {
+  static const Columns c = [] {
+    const Layout& l = layout();
+    Columns result{};
+    result.batch = l.at("config.batch");
+    result.threads = l.at("config.threads");
+    result.precision_bytes = l.at("config.precision_bytes");
+    result.opt_state_bytes = l.at("config.opt_state_bytes");
+    result.opt_first = l.at("config.opt.sgd");
+    result.opt_other = l.at("config.opt.other");
+    result.hw_cores = l.at("hw.cores");
+    result.hw_gpu = l.at("hw.gpu");
+    result.hw_peak = l.at("hw.peak_flops");
+    result.hw_bandwidth = l.at("hw.mem_bandwidth");
+    result.hw_memory = l.at("hw.memory_bytes");
+    result.est_flops_per_thread = l.at("est.flops_per_thread");
+    result.est_compute_s = l.at("est.compute_s");
+    result.est_memory_s = l.at("est.memory_s");
+    result.est_train_memory = l.at("est.train_memory_bytes");
+    result.log_batch = l.at("log.batch");
+    result.log_threads = l.at("log.threads");
+    result.log_flops = l.at("log.flops_train");
+    result.log_params = l.at("log.params");
+    result.log_saved = l.at("log.saved_bytes");
+    result.log_act = l.at("log.act_bytes");
+    result.total_bytes_accessed = l.at("total.bytes_accessed");
+    result.total_act_bytes = l.at("total.act_bytes");
+    result.total_param_bytes = l.at("total.param_bytes");
+    result.total_flops_train = l.at("total.flops_train");
+    result.total_saved_bytes = l.at("total.saved_bytes");
+    result.total_params = l.at("total.params");
+    return result;
+  }();
+  return c;
+}
+
+double log1p_safe(double value) { return std::log1p(std::max(0.0, value)); }
+
+}  // namespace
+
+const std::vector<std::string>& op_kinds() { return kind_tables().kinds; }
+
+int kind_index(const std::string& kind, const std::string& category) {
+  const KindTables& tables = kind_tables();
+  auto found = tables.by_name.find(kind);
+  if (found != tables.by_name.end()) return found->second;
+  if (category == "loss") return tables.by_name.at("Loss");
+  if (category == "attention") return tables.by_name.at("Attention");
+  return tables.by_name.at("Other");
+}
+
+const std::vector<std::string>& feature_names() { return layout().names; }
+size_t feature_count() { return layout().names.size(); }
+int feature_index(const std::string& name) {
+  auto found = layout().index.find(name);
+  return found == layout().index.end() ? -1 : found->second;
+}
+
+int optimizer_state_per_param(const std::string& optimizer) {
+  if (optimizer == "adam" || optimizer == "adamw") return 2;
+  if (optimizer == "sgd" || optimizer == "rmsprop" || optimizer == "adagrad") return 1;
+  return 0;
+}
+
+std::string canonical_precision(const std::string& precision) {
+  if (precision == "f32" || precision == "fp32") return "fp32";
+  if (precision == "f16" || precision == "fp16") return "fp16";
+  if (precision == "bf16") return "bf16";
+  throw InputError("unknown precision '" + precision + "' (known: fp32, fp16, bf16)");
+}
+
+int precision_bytes(const std::string& precision) { return canonical_precision(precision) == "fp32" ? 4 : 2; }
+
+namespace {
+
+// Every graph-dependent column at the graph's own batch (nothing divided yet).
+std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shape) {
+  const Layout& l = layout();
+  const OpRegistry& registry = OpRegistry::instance();
+  std::vector<double> values(l.names.size(), 0.0);
+
+  int nodes = graph.size();
+  std::vector<int> kind_of(static_cast<size_t>(nodes));
+  std::vector<int> depth(static_cast<size_t>(nodes), 1);
+  std::vector<int> fanout(static_cast<size_t>(nodes), 0);
+  double max_channels = 0, max_spatial = 0, max_act_bytes = 0, max_layer_params = 0;
+  double edges = 0, merge_nodes = 0;
+  double macs = 0, flops_fwd = 0, flops_bwd = 0, params = 0, param_bytes = 0, buffers = 0, act_bytes = 0,
+         saved_bytes = 0, act_read = 0;
+  for (int node_index = 0; node_index < nodes; ++node_index) {
+    const Node& node = graph.node(node_index);
+    OpView view = view_of(graph, node_index);
+    const OpDef& def = registry.get(node.op);
+    OpCost cost = def.cost(view);
+    std::string kind = def.kind ? def.kind(view) : def.name;
+    int kind_column = kind_index(kind, def.category);
+    kind_of[static_cast<size_t>(node_index)] = kind_column;
+
+    double out_bytes = static_cast<double>(node.shape.numel() * dtype_bytes(node.dtype));
+    double saved = static_cast<double>(cost.saved_bytes());
+    double* block = &values[static_cast<size_t>(l.kind_block + kind_column * kKindFields)];
+    block[kCount] += 1;
+    block[kMacs] += static_cast<double>(cost.macs);
+    block[kFlops] += static_cast<double>(cost.flops_fwd + cost.flops_bwd);
+    block[kParams] += static_cast<double>(cost.params);
+    block[kActBytes] += out_bytes;
+    block[kSavedBytes] += saved;
+
+    macs += static_cast<double>(cost.macs);
+    flops_fwd += static_cast<double>(cost.flops_fwd);
+    flops_bwd += static_cast<double>(cost.flops_bwd);
+    params += static_cast<double>(cost.params);
+    param_bytes += static_cast<double>(cost.params * dtype_bytes(node.dtype));
+    buffers += static_cast<double>(cost.buffers);
+    act_bytes += out_bytes;
+    saved_bytes += saved;
+    for (const Node* producer : view.inputs)
+      act_read += static_cast<double>(producer->shape.numel() * dtype_bytes(producer->dtype));
+
+    for (int producer : node.inputs) {
+      values[static_cast<size_t>(l.conn_block + kind_of[static_cast<size_t>(producer)] * l.kinds + kind_column)] += 1;
+      depth[static_cast<size_t>(node_index)] =
+          std::max(depth[static_cast<size_t>(node_index)], depth[static_cast<size_t>(producer)] + 1);
+      ++fanout[static_cast<size_t>(producer)];
+      edges += 1;
+    }
+    if (node.inputs.size() > 1) merge_nodes += 1;
+    const TensorShape& shape = node.shape;
+    if (shape.rank() == 4) {
+      max_channels = std::max(max_channels, static_cast<double>(shape[1]));
+      max_spatial = std::max(max_spatial, static_cast<double>(shape[2] * shape[3]));
+    } else if (shape.rank() >= 2 && node.dtype != DType::I64) {
+      max_channels = std::max(max_channels, static_cast<double>(shape.dims.back()));
+    }
+    max_act_bytes = std::max(max_act_bytes, out_bytes);
+    max_layer_params = std::max(max_layer_params, static_cast<double>(cost.params));
+  }
+
+  auto set = [&](const char* name, double value) { values[static_cast<size_t>(l.at(name))] = value; };
+  set("total.nodes", nodes);
+  set("total.edges", edges);
+  set("total.macs", macs);
+  set("total.flops_fwd", flops_fwd);
+  set("total.flops_bwd", flops_bwd);
+  set("total.flops_train", flops_fwd + flops_bwd);
+  set("total.params", params);
+  set("total.param_bytes", param_bytes);
+  set("total.buffers", buffers);
+  set("total.act_bytes", act_bytes);
+  set("total.saved_bytes", saved_bytes);
+  set("total.bytes_read", act_read + param_bytes);
+  set("total.bytes_accessed", act_read + act_bytes + param_bytes);
+  set("graph.depth", nodes > 0 ? *std::max_element(depth.begin(), depth.end()) : 0);
+  set("graph.max_channels", max_channels);
+  set("graph.max_spatial", max_spatial);
+  set("graph.max_act_bytes", max_act_bytes);
+  set("graph.max_layer_params", max_layer_params);
+  set("graph.max_fanout", nodes > 0 ? *std::max_element(fanout.begin(), fanout.end()) : 0);
+  set("graph.branch_nodes", static_cast<double>(std::count_if(fanout.begin(), fanout.end(), [](int f) { return f > 1; })));
+  set("graph.merge_nodes", merge_nodes);
+  if (input_shape.rank() == 4) {
+    set("input.channels", static_cast<double>(input_shape[1]));
+    set("input.height", static_cast<double>(input_shape[2]));
+    set("input.width", static_cast<double>(input_shape[3]));
+    set("input.pixels", static_cast<double>(input_shape[2] * input_shape[3]));
+  } else if (input_shape.rank() >= 2) {
+    set("input.seq_len", static_cast<double>(input_shape[1]));
+  }
+  return values;
+}
+
+// The same graph with every Input's batch (first dimension) replaced; false when its shapes do
+// not re-infer (a Reshape that spells the batch out, say).
+bool rebatch(const Graph& graph, int64_t batch, Graph& out) {
+  out = graph;
+  for (Node& node : out.mutable_nodes()) {
+    if (node.op != "Input") continue;
+    std::vector<int64_t> shape = node.attr_ints("shape");
+    if (shape.empty()) return false;
+    shape[0] = batch;
+    node.attrs["shape"] = shape;
+  }
+  try {
+    out.infer_shapes();
+  } catch (const InputError&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+static const TensorShape& checked_input_shape(const Graph& graph) {
+  std::vector<int> input_nodes = graph.inputs();
+  if (input_nodes.empty()) throw InputError("graph '" + graph.name + "' has no Input node to featurize");
+  const TensorShape& input_shape = graph.node(input_nodes.front()).shape;
+  if (input_shape.rank() < 1 || input_shape[0] < 1)
+    throw InputError("graph '" + graph.name + "': input shape " + input_shape.to_string() + " has no batch dimension");
+  return input_shape;
+}
+
+GraphFeatures graph_features(const Graph& graph) {
+  const Layout& l = layout();
+  const TensorShape& input_shape = checked_input_shape(graph);
+
+  GraphFeatures result;
+  result.graph_batch = input_shape[0];
+  double batch = static_cast<double>(result.graph_batch);
+  std::vector<double> at_batch = accumulate(graph, input_shape);
+  // Most quantities are proportional to the batch, but not all (BatchNorm keeps per-channel
+  // statistics; parameters do not grow): a second point at batch + 1 splits each column into
+  // fixed + per-sample exactly for every quantity affine in the batch.
+  Graph next;
+  if (rebatch(graph, result.graph_batch + 1, next)) {
+    std::vector<double> at_next = accumulate(next, input_shape);
+    result.per_sample.resize(at_batch.size());
+    result.fixed.resize(at_batch.size());
+    for (size_t column = 0; column < at_batch.size(); ++column) {
+      result.per_sample[column] = at_next[column] - at_batch[column];
+      result.fixed[column] = at_batch[column] - batch * result.per_sample[column];
+    }
+  } else {
+    // Counts, parameters and shape maxima stay; the rest is taken as proportional.
+    result.fixed = at_batch;
+    result.per_sample.assign(at_batch.size(), 0.0);
+    for (size_t kind = 0; kind < static_cast<size_t>(l.kinds); ++kind)
+      for (int field : {kMacs, kFlops, kActBytes, kSavedBytes}) {
+        size_t column = static_cast<size_t>(l.kind_block) + kind * kKindFields + static_cast<size_t>(field);
+        result.per_sample[column] = at_batch[column] / batch;
+        result.fixed[column] = 0;
+      }
+    for (const char* name : {"total.macs", "total.flops_fwd", "total.flops_bwd", "total.flops_train", "total.act_bytes",
+                             "total.saved_bytes", "graph.max_act_bytes"}) {
+      size_t column = static_cast<size_t>(l.at(name));
+      result.per_sample[column] = at_batch[column] / batch;
+      result.fixed[column] = 0;
+    }
+    double param_bytes = at_batch[static_cast<size_t>(l.at("total.param_bytes"))];
+    for (const char* name : {"total.bytes_read", "total.bytes_accessed"}) {
+      size_t column = static_cast<size_t>(l.at(name));
+      result.per_sample[column] = (at_batch[column] - param_bytes) / batch;
+      result.fixed[column] = param_bytes;
+    }
+  }
+  // Counts and structure never depend on the batch; clear rounding noise in them.
+  for (size_t column = static_cast<size_t>(l.conn_block); column < static_cast<size_t>(l.conn_block + l.kinds * l.kinds);
+       ++column)
+    result.per_sample[column] = 0;
+
+  auto fixed_of = [&](const char* name) { return result.fixed[static_cast<size_t>(l.at(name))]; };
+  auto per_sample_of = [&](const char* name) { return result.per_sample[static_cast<size_t>(l.at(name))]; };
+  result.flops_train_per_sample = per_sample_of("total.flops_train");
+  result.bytes_per_sample = per_sample_of("total.bytes_accessed");
+  result.saved_bytes_per_sample = per_sample_of("total.saved_bytes");
+  result.saved_bytes_fixed = fixed_of("total.saved_bytes");
+  result.param_bytes = fixed_of("total.param_bytes");
+  result.params = static_cast<int64_t>(fixed_of("total.params"));
+  return result;
+}
+
+namespace {
+
+void check_config(const TrainingConfig& config) {
+  if (config.batch < 1) throw InputError("batch must be at least 1, got " + std::to_string(config.batch));
+  if (config.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(config.threads));
+}
+
+// Configuration, hardware and derived columns; the graph columns of `row` are already at the batch.
+void fill_config(const TrainingConfig& config, const HardwareFeatures& hardware, double* row) {
+  const Columns& c = columns();
+  double batch = static_cast<double>(config.batch);
+  double threads = static_cast<double>(config.threads);
+  int state = optimizer_state_per_param(config.optimizer);
+  double param_bytes = row[c.total_param_bytes];
+  row[c.batch] = batch;
+  row[c.threads] = threads;
+  row[c.precision_bytes] = precision_bytes(config.precision);
+  row[c.opt_state_bytes] = param_bytes * state;
+  bool known_optimizer = false;
+  for (size_t optimizer = 0; optimizer < kOptimizers.size(); ++optimizer) {
+    bool match = config.optimizer == kOptimizers[optimizer];
+    row[c.opt_first + static_cast<int>(optimizer)] = match ? 1.0 : 0.0;
+    known_optimizer = known_optimizer || match;
+  }
+  row[c.opt_other] = known_optimizer ? 0.0 : 1.0;
+
+  row[c.hw_cores] = static_cast<double>(hardware.cores);
+  row[c.hw_gpu] = hardware.gpu ? 1.0 : 0.0;
+  row[c.hw_peak] = hardware.peak_flops_f32;
+  row[c.hw_bandwidth] = hardware.memory_bandwidth_bytes_s;
+  row[c.hw_memory] = static_cast<double>(hardware.memory_bytes);
+
+  double flops = row[c.total_flops_train];
+  row[c.est_flops_per_thread] = flops / threads;
+  double usable_peak = hardware.peak_flops_f32;
+  if (!hardware.gpu && hardware.cores > 0)
+    usable_peak *= std::min(threads, static_cast<double>(hardware.cores)) / static_cast<double>(hardware.cores);
+  row[c.est_compute_s] = usable_peak > 0 ? flops / usable_peak : 0.0;
+  row[c.est_memory_s] =
+      hardware.memory_bandwidth_bytes_s > 0 ? row[c.total_bytes_accessed] / hardware.memory_bandwidth_bytes_s : 0.0;
+  row[c.est_train_memory] = param_bytes * (2.0 + state) + row[c.total_saved_bytes];
+  row[c.log_batch] = std::log(batch);
+  row[c.log_threads] = std::log(threads);
+  row[c.log_flops] = log1p_safe(flops);
+  row[c.log_params] = log1p_safe(row[c.total_params]);
+  row[c.log_saved] = log1p_safe(row[c.total_saved_bytes]);
+  row[c.log_act] = log1p_safe(row[c.total_act_bytes]);
+}
+
+}  // namespace
+
+void featurize(const GraphFeatures& graph, const TrainingConfig& config, const HardwareFeatures& hardware,
+               double* row) {
+  check_config(config);
+  size_t count = graph.fixed.size();
+  DNNCAST_ASSERT(count == feature_count() && graph.per_sample.size() == count);
+  double batch = static_cast<double>(config.batch);
+  const double* fixed = graph.fixed.data();
+  const double* per_sample = graph.per_sample.data();
+  for (size_t column = 0; column < count; ++column) row[column] = fixed[column] + batch * per_sample[column];
+  fill_config(config, hardware, row);
+}
+
+std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& config, const HardwareFeatures& hardware) {
+  check_config(config);
+  const TensorShape& input_shape = checked_input_shape(graph);
+  if (input_shape[0] != config.batch)
+    throw InputError("graph '" + graph.name + "' is built at batch " + std::to_string(input_shape[0]) +
+                     ", the configuration asks for batch " + std::to_string(config.batch));
+  std::vector<double> row = accumulate(graph, input_shape);
+  fill_config(config, hardware, row.data());
+  return row;
+}
+
+std::vector<double> featurize(const GraphFeatures& graph, const TrainingConfig& config,
+                              const HardwareFeatures& hardware) {
+  std::vector<double> row(feature_count());
+  featurize(graph, config, hardware, row.data());
+  return row;
+}
+
+}  // namespace dnncast::features

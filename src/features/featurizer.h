@@ -1,0 +1,91 @@
+// Features of one (network, training configuration, hardware) triple: DNNAbacus's network
+// structural matrix (per op kind: count, MACs, FLOPs, parameters, activation and saved bytes;
+// op-kind -> op-kind connection counts) with totals, depth and widths, the configuration and the
+// hardware. The list is versioned: a predictor trained on version N refuses features of another.
+//
+// Speed: the graph-dependent part is computed once (GraphFeatures) and scaled per batch, so a
+// batch sweep of a fixed graph costs one multiply-add per feature and configuration.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace dnncast::features {
+
+// Bump whenever a feature is added, removed, reordered or computed differently.
+inline constexpr int kFeatureVersion = 1;
+#define DNNCAST_FEATURE_VERSION ::dnncast::features::kFeatureVersion
+
+// The op kinds of the structural matrix in feature order (node_kind() names); the last is "Other",
+// which takes every kind not listed.
+const std::vector<std::string>& op_kinds();
+// Index into op_kinds() of a node kind or op name (aliases such as "Transpose" -> "Permute" and
+// registry categories such as "loss" are folded in); unknown kinds give the index of "Other".
+int kind_index(const std::string& kind, const std::string& category = "");
+
+// What is being trained, and how (the options a campaign varies).
+struct TrainingConfig {
+  int64_t batch = 1;
+  std::string optimizer = "sgd";  // sgd | adam | adamw | rmsprop | adagrad | other
+  std::string precision = "fp32";  // fp32 | fp16 | bf16 (f32, f16 accepted)
+  int64_t threads = 1;            // CPU threads of the training process
+};
+
+// The machine it runs on; 0 = unknown.
+struct HardwareFeatures {
+  int64_t cores = 0;                    // logical CPUs
+  bool gpu = false;
+  double peak_flops_f32 = 0;            // FLOP/s of the whole device
+  double memory_bandwidth_bytes_s = 0;  // bytes/s
+  int64_t memory_bytes = 0;
+};
+
+// The graph-dependent part of the features, at one sample and independent of the batch.
+// row = fixed + batch * per_sample, then the configuration and hardware columns are written.
+struct GraphFeatures {
+  std::vector<double> fixed;       // feature_count() values
+  std::vector<double> per_sample;  // feature_count() values
+  int64_t graph_batch = 1;         // the batch the graph was built with
+  // Totals used by baselines and derived columns (per sample unless said otherwise).
+  double flops_train_per_sample = 0;   // forward + backward
+  double bytes_per_sample = 0;         // activation bytes read + written, forward
+  double saved_bytes_per_sample = 0;   // kept for backward
+  double saved_bytes_fixed = 0;        // kept for backward whatever the batch (BatchNorm statistics)
+  double param_bytes = 0;              // batch-independent
+  int64_t params = 0;
+};
+
+// Computes the graph part. The graph must be shape-inferred and have an Input node (whose first
+// dimension is the batch); throws InputError naming the graph otherwise. Each quantity is split
+// into fixed + per-sample from the graph at its batch and at batch + 1 (exact for quantities
+// affine in the batch); a graph that does not re-infer at batch + 1 is taken as proportional.
+GraphFeatures graph_features(const Graph& graph);
+
+// Names of all features, in row order (stable within one kFeatureVersion).
+const std::vector<std::string>& feature_names();
+size_t feature_count();
+// Index of a feature by name; -1 when there is none.
+int feature_index(const std::string& name);
+
+// Writes feature_count() values to `row`. Throws InputError on a batch or thread count < 1 or an
+// unknown precision.
+void featurize(const GraphFeatures& graph, const TrainingConfig& config, const HardwareFeatures& hardware,
+               double* row);
+std::vector<double> featurize(const GraphFeatures& graph, const TrainingConfig& config,
+                              const HardwareFeatures& hardware);
+// One configuration of a graph built at its batch: a single pass over the nodes (the fastest way to
+// one forecast). Equals featurize(graph_features(graph), config, hardware). Throws InputError when
+// config.batch differs from the graph's batch.
+std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& config, const HardwareFeatures& hardware);
+
+// The optimizer's persistent state in values per parameter (momentum buffer: 1; Adam: 2).
+int optimizer_state_per_param(const std::string& optimizer);
+// "f32"/"fp32" -> "fp32", "f16"/"fp16" -> "fp16", "bf16"; throws InputError listing the known ones.
+std::string canonical_precision(const std::string& precision);
+// Bytes per element of a precision name ("fp32" -> 4).
+int precision_bytes(const std::string& precision);
+
+}  // namespace dnncast::features

@@ -1,0 +1,125 @@
+#include "memory/allocators.h"
+
+#include "graph/error.h"
+
+namespace dnncast::memory {
+
+namespace {
+constexpr int64_t kMinBlockSize = 512;
+constexpr int64_t kSmallSize = 1 << 20;          // largest request served by the small pool
+constexpr int64_t kSmallBuffer = 2 << 20;        // small pool segment
+constexpr int64_t kLargeBuffer = 20 << 20;       // large pool segment for requests under kMinLargeAlloc
+constexpr int64_t kMinLargeAlloc = 10 << 20;
+constexpr int64_t kRoundLarge = 2 << 20;
+}  // namespace
+
+int64_t CudaCachingAllocatorModel::round_size(int64_t bytes) {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+int64_t CudaCachingAllocatorModel::segment_size(int64_t rounded) {
+  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return kLargeBuffer;
+  return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+int CudaCachingAllocatorModel::new_block(const Block& block) {
+  if (!free_block_ids_.empty()) {
+    int id = free_block_ids_.back();
+    free_block_ids_.pop_back();
+    blocks_[static_cast<size_t>(id)] = block;
+    return id;
+  }
+  blocks_.push_back(block);
+  return static_cast<int>(blocks_.size()) - 1;
+}
+
+void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
+  const int64_t size = round_size(bytes);
+  const bool small = size <= kSmallSize;
+  std::set<Key>& free_blocks = pool(small);
+  int id = -1;
+  auto found = free_blocks.lower_bound(Key{size, -1});
+  if (found != free_blocks.end()) {
+    auto located = by_address_.lower_bound({found->second, -1});
+    DNNCAST_ASSERT(located != by_address_.end() && located->first == found->second);
+    id = located->second;
+    by_address_.erase(located);
+    free_blocks.erase(found);
+  } else {
+    Block segment;
+    segment.address = next_address_;
+    segment.size = segment_size(size);
+    segment.small = small;
+    next_address_ += segment.size;
+    reserved_ += segment.size;
+    ++segments_;
+    id = new_block(segment);
+  }
+  Block& block = blocks_[static_cast<size_t>(id)];
+  const int64_t remaining = block.size - size;
+  const bool split = small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+  if (split) {
+    Block rest;
+    rest.address = block.address + size;
+    rest.size = remaining;
+    rest.small = small;
+    rest.prev = id;
+    rest.next = block.next;
+    int rest_id = new_block(rest);
+    Block& owner = blocks_[static_cast<size_t>(id)];  // new_block may have reallocated
+    if (owner.next >= 0) blocks_[static_cast<size_t>(owner.next)].prev = rest_id;
+    owner.next = rest_id;
+    owner.size = size;
+    pool(small).insert({remaining, rest.address});
+    by_address_.insert({rest.address, rest_id});
+  }
+  Block& owner = blocks_[static_cast<size_t>(id)];
+  owner.allocated = true;
+  allocated_ += owner.size;
+  if (static_cast<size_t>(buffer) >= block_of_buffer_.size()) block_of_buffer_.resize(static_cast<size_t>(buffer) + 1, -1);
+  block_of_buffer_[static_cast<size_t>(buffer)] = id;
+}
+
+void CudaCachingAllocatorModel::free(int buffer) {
+  DNNCAST_ASSERT(buffer >= 0 && static_cast<size_t>(buffer) < block_of_buffer_.size());
+  int id = block_of_buffer_[static_cast<size_t>(buffer)];
+  DNNCAST_ASSERT(id >= 0);
+  block_of_buffer_[static_cast<size_t>(buffer)] = -1;
+  Block& block = blocks_[static_cast<size_t>(id)];
+  allocated_ -= block.size;
+  block.allocated = false;
+  // Merge with free neighbours of the same segment.
+  auto absorb = [&](int neighbour) {
+    Block& other = blocks_[static_cast<size_t>(neighbour)];
+    pool(other.small).erase({other.size, other.address});
+    by_address_.erase({other.address, neighbour});
+  };
+  int prev = blocks_[static_cast<size_t>(id)].prev;
+  if (prev >= 0 && !blocks_[static_cast<size_t>(prev)].allocated) {
+    absorb(prev);
+    Block& left = blocks_[static_cast<size_t>(prev)];
+    Block& self = blocks_[static_cast<size_t>(id)];
+    left.size += self.size;
+    left.next = self.next;
+    if (self.next >= 0) blocks_[static_cast<size_t>(self.next)].prev = prev;
+    free_block_ids_.push_back(id);
+    id = prev;
+  }
+  int next = blocks_[static_cast<size_t>(id)].next;
+  if (next >= 0 && !blocks_[static_cast<size_t>(next)].allocated) {
+    absorb(next);
+    Block& self = blocks_[static_cast<size_t>(id)];
+    Block& right = blocks_[static_cast<size_t>(next)];
+    self.size += right.size;
+    self.next = right.next;
+    if (right.next >= 0) blocks_[static_cast<size_t>(right.next)].prev = id;
+    free_block_ids_.push_back(next);
+  }
+  const Block& merged = blocks_[static_cast<size_t>(id)];
+  pool(merged.small).insert({merged.size, merged.address});
+  by_address_.insert({merged.address, id});
+}
+
+}  // namespace dnncast::memory

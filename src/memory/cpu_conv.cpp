@@ -1,0 +1,338 @@
+#include "memory/cpu_conv.h"
+
+#include <algorithm>
+
+namespace dnncast::memory {
+
+namespace {
+
+constexpr int64_t kF32 = 4;
+// oneDNN's scratchpad registry adds this much per booked buffer (alignment slack).
+constexpr int64_t kScratchSlack = 128;
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Scratchpad of a primitive: the booked buffers, each with its slack; 0 when nothing is booked.
+int64_t scratchpad(std::initializer_list<int64_t> entries) {
+  int64_t total = 0;
+  for (int64_t entry : entries)
+    if (entry > 0) total += entry + kScratchSlack;
+  return total;
+}
+
+// One oneDNN primitive as ideep runs it: the sizes of the reordered (non-plain) tensors; 0 means
+// the tensor is used in ATen's plain layout as it is.
+struct Primitive {
+  int64_t src = 0, weights = 0, dst = 0;  // bytes in the primitive's format, 0 = plain
+  int64_t scratch = 0;
+};
+
+class RecipeWriter {
+ public:
+  explicit RecipeWriter(std::vector<Step>& steps) : steps_(steps) {}
+  int32_t alloc(int64_t bytes, int32_t slot = -1) {
+    if (slot < 0) slot = next_temp_++;
+    steps_.push_back({Step::Alloc, slot, bytes});
+    return slot;
+  }
+  void free(int32_t slot) { steps_.push_back({Step::Free, slot, 0}); }
+
+ private:
+  std::vector<Step>& steps_;
+  int32_t next_temp_ = kFirstTemp;
+};
+
+// Largest divisor of `blocks` up to 8, or `blocks` itself when that divisor is 1 (oneDNN's
+// bcast blocking of the 1x1 backward-weights kernel, as observed).
+int64_t bcast_blocks(int64_t blocks) {
+  for (int64_t divisor = std::min<int64_t>(blocks, 8); divisor > 1; --divisor)
+    if (blocks % divisor == 0) return divisor;
+  return blocks;
+}
+
+void slow_recipe(const ConvShape& s, ConvRecipe& recipe) {
+  const int64_t x = s.batch * s.in_channels * s.in_h * s.in_w * kF32;
+  const int64_t y = s.batch * s.out_channels * s.out_h * s.out_w * kF32;
+  const int64_t w = s.out_channels * (s.in_channels / s.groups) * s.kernel_h * s.kernel_w * kF32;
+  const int64_t b = s.out_channels * kF32;
+  const bool columns = s.kernel_h != 1 || s.kernel_w != 1 || s.stride_h != 1 || s.stride_w != 1 || s.pad_h != 0 ||
+                       s.pad_w != 0;
+  RecipeWriter fwd(recipe.forward), bwd(recipe.backward);
+  if (s.groups == 1) {
+    recipe.backend = "slow";
+    const int64_t col = s.batch * s.in_channels * s.kernel_h * s.kernel_w * s.out_h * s.out_w * kF32;
+    int32_t finput = columns ? fwd.alloc(col) : -1;
+    fwd.alloc(y, kSlotOutput);
+    if (columns) fwd.free(finput);
+    int32_t grad_copy = s.grad_copy ? bwd.alloc(y) : -1;
+    if (s.input_grad) bwd.alloc(x, kSlotGradInput);
+    if (s.bias) bwd.alloc(b, kSlotGradBias);
+    bwd.alloc(w, kSlotGradWeight);
+    if (columns) bwd.free(bwd.alloc(col));
+    if (grad_copy >= 0) bwd.free(grad_copy);
+    return;
+  }
+  // Grouped: libtorch runs each group on narrowed (copied when batch > 1) tensors and concatenates.
+  recipe.backend = "slow-grouped";
+  const int64_t g = s.groups, xg = x / g, yg = y / g, wg = w / g, bg = b / g;
+  const bool copies = s.batch > 1;
+  std::vector<int32_t> outs;
+  for (int64_t group = 0; group < g; ++group) {
+    int32_t in_copy = copies ? fwd.alloc(xg) : -1;
+    outs.push_back(fwd.alloc(yg));
+    if (copies) fwd.free(in_copy);
+  }
+  fwd.alloc(y, kSlotOutput);
+  for (int32_t slot : outs) fwd.free(slot);
+  std::vector<int32_t> gis, gws, gbs;
+  for (int64_t group = 0; group < g; ++group) {
+    int32_t grad_copy = copies ? bwd.alloc(yg) : -1;
+    int32_t in_copy = copies ? bwd.alloc(xg) : -1;
+    if (s.input_grad) gis.push_back(bwd.alloc(xg));
+    if (s.bias) gbs.push_back(bwd.alloc(bg));
+    gws.push_back(bwd.alloc(wg));
+    if (copies) {
+      bwd.free(in_copy);
+      bwd.free(grad_copy);
+    }
+  }
+  if (s.input_grad) bwd.alloc(x, kSlotGradInput);
+  bwd.alloc(w, kSlotGradWeight);
+  if (s.bias) bwd.alloc(b, kSlotGradBias);
+  for (int32_t slot : gbs) bwd.free(slot);
+  for (int32_t slot : gws) bwd.free(slot);
+  for (int32_t slot : gis) bwd.free(slot);
+}
+
+// Channels-last input (ConvNeXt after its permutes): mkldnn_convolution allocates the NHWC output
+// up front and oneDNN (brgemm kernels) reads and writes NHWC directly; only weights are reordered.
+// Depthwise backward-weights runs a grouped jit kernel whose 16x16-per-group blocked weights are
+// 256 times the weight. Read off ConvNeXt's allocation log; other channels-last shapes reuse it.
+void channels_last_recipe(const ConvShape& s, ConvRecipe& recipe) {
+  const int64_t c = s.in_channels, o = s.out_channels, g = s.groups, ks = s.kernel_h * s.kernel_w;
+  const int64_t x = s.batch * c * s.in_h * s.in_w * kF32;
+  const int64_t y = s.batch * o * s.out_h * s.out_w * kF32;
+  const int64_t w = o * (c / g) * ks * kF32;
+  const int64_t b = o * kF32;
+  const bool depthwise = g > 1 && g == c && g == o;
+  RecipeWriter f(recipe.forward), bw(recipe.backward);
+  if (depthwise) {
+    recipe.backend = "mkldnn-nhwc:brdgmm_dw/jit_dw/jit";
+    f.alloc(y, kSlotOutput);
+    int32_t scratch = f.alloc(4096 + kScratchSlack);
+    f.free(f.alloc(round_up(g, 16) * ks * kF32));
+    f.free(scratch);
+    int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
+    if (s.input_grad) {
+      bw.alloc(x, kSlotGradInput);
+      bw.free(bw.alloc(round_up(g, 16) * ks * kF32));
+    }
+    int32_t diff_w = bw.alloc(g * 16 * 16 * ks * kF32);
+    int32_t scratch_w = bw.alloc(c * 16 * kF32 + kScratchSlack);
+    int32_t diff_b = s.bias ? bw.alloc(b) : -1;
+    bw.free(scratch_w);
+    if (s.bias) bw.alloc(b, kSlotGradBias);
+    int32_t dense = bw.alloc(w);
+    bw.alloc(w, kSlotGradWeight);  // .to(): the weight's layout
+    bw.free(dense);
+    bw.free(diff_w);
+    if (diff_b >= 0) bw.free(diff_b);
+    if (grad_copy >= 0) bw.free(grad_copy);
+    return;
+  }
+  recipe.backend = "mkldnn-nhwc:brgconv/jit/jit";
+  // weight.contiguous(channels_last) is a copy unless the kernel is 1x1 or the input one channel
+  const bool weight_copy = c / g > 1 && ks > 1;
+  recipe.weight_grad_contiguous = !weight_copy;
+  int32_t wcl = weight_copy ? f.alloc(w) : -1;
+  f.alloc(y, kSlotOutput);
+  int32_t scratch = f.alloc(8064 + kScratchSlack);
+  f.free(f.alloc(round_up(o, 32) * c * ks * kF32));
+  f.free(scratch);
+  if (wcl >= 0) f.free(wcl);
+  int32_t wcl_b = weight_copy ? bw.alloc(w) : -1;
+  int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
+  const int64_t blocked = round_up(o, 16) * round_up(c, 16) * ks * kF32;
+  if (s.input_grad) {
+    bw.alloc(x, kSlotGradInput);
+    bw.free(bw.alloc(blocked));
+  }
+  int32_t diff_w = bw.alloc(blocked);
+  int32_t diff_b = s.bias ? bw.alloc(b) : -1;
+  if (s.bias) bw.alloc(b, kSlotGradBias);
+  int32_t dense = bw.alloc(w);
+  bw.alloc(w, kSlotGradWeight);
+  bw.free(dense);
+  bw.free(diff_w);
+  if (diff_b >= 0) bw.free(diff_b);
+  if (grad_copy >= 0) bw.free(grad_copy);
+  if (wcl_b >= 0) bw.free(wcl_b);
+}
+
+}  // namespace
+
+ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
+  ConvRecipe recipe;
+  if (s.channels_last) {
+    channels_last_recipe(s, recipe);
+    return recipe;
+  }
+  const bool strided = s.stride_h > 1 || s.stride_w > 1;
+  const bool dilated = s.dilation_h > 1 || s.dilation_w > 1;
+  const bool one_by_one = s.kernel_h == 1 && s.kernel_w == 1;
+  // ATen's use_mkldnn() for f32 CPU tensors.
+  const bool mkldnn = (strided || dilated || s.batch >= 16 || !one_by_one || threads > 1) &&
+                      (s.groups > 1 || (s.kernel_w > 3 && s.kernel_h > 3) || s.batch > 1 ||
+                       s.batch * s.in_channels * s.in_h * s.in_w > 20480);
+  if (!mkldnn) {
+    slow_recipe(s, recipe);
+    return recipe;
+  }
+  RecipeWriter bw(recipe.backward);
+  // convolution_backward makes a non-contiguous gradient (a view from a Concat's backward)
+  // contiguous first and frees the copy at the end.
+  const int32_t grad_copy = s.grad_copy ? bw.alloc(s.batch * s.out_channels * s.out_h * s.out_w * kF32) : -1;
+
+  const int64_t n = s.batch, c = s.in_channels, o = s.out_channels, g = s.groups;
+  const int64_t icg = c / g, ocg = o / g, ks = s.kernel_h * s.kernel_w;
+  const int64_t x = n * c * s.in_h * s.in_w * kF32;
+  const int64_t y = n * o * s.out_h * s.out_w * kF32;
+  const int64_t w = o * icg * ks * kF32;
+  const int64_t b = o * kF32;
+  const int64_t nthr = std::max<int64_t>(threads, 1);
+  auto act_in = [&](int64_t block) { return n * round_up(c, block) * s.in_h * s.in_w * kF32; };
+  auto act_out = [&](int64_t block) { return n * round_up(o, block) * s.out_h * s.out_w * kF32; };
+  auto bias_pad = [&](int64_t block) { return s.bias && o % block != 0 ? round_up(o, block) * kF32 : 0; };
+  // The jit kernels reject a left padding wider than the output row (small maps, big kernels).
+  const bool pad_reject = s.pad_w > s.out_w || s.pad_h > s.out_h;
+  auto gemm = [&](bool weights_pass) {
+    const int64_t col = nthr * icg * ks * s.out_h * s.out_w * kF32;
+    return Primitive{0, 0, 0, weights_pass ? scratchpad({col, 4 * w}) : scratchpad({col})};
+  };
+
+  Primitive fwd, bwd_data, bwd_weights;
+  std::string names[3];
+  const bool depthwise = g > 1 && g == c && g == o;
+  if (depthwise) {
+    const int64_t wsz = round_up(g, 16) * ks * kF32;
+    Primitive jit{act_in(16), wsz, act_out(16), 0};
+    fwd = jit;
+    fwd.scratch = scratchpad({bias_pad(16)});
+    names[0] = "jit_dw";
+    if (pad_reject) {
+      fwd = gemm(false);
+      names[0] = "gemm";
+    }
+    bwd_data = jit;
+    names[1] = "jit_dw";
+    if (s.kernel_h == 3 && s.kernel_w == 3 && s.in_h >= 3 && s.in_w >= 3) {
+      bwd_weights = jit;
+      names[2] = "jit_dw";
+    } else {
+      bwd_weights = gemm(true);
+      names[2] = "gemm";
+    }
+  } else if (g > 1) {
+    const int64_t block = icg % 16 == 0 && ocg % 16 == 0 ? 16 : icg % 8 == 0 && ocg % 8 == 0 ? 8
+                          : icg % 4 == 0 && ocg % 4 == 0 ? 4 : 0;
+    if (block == 0) {
+      fwd = gemm(false);
+      bwd_data = gemm(false);
+      bwd_weights = gemm(true);
+      names[0] = names[1] = names[2] = "gemm";
+    } else {
+      const int64_t wsz = g * round_up(ocg, block) * round_up(icg, block) * ks * kF32;
+      Primitive jit{act_in(block), wsz, act_out(block), scratchpad({bias_pad(block)})};
+      fwd = pad_reject ? gemm(false) : jit;
+      bwd_data = pad_reject ? gemm(false) : Primitive{jit.src, jit.weights, jit.dst, 0};
+      names[0] = names[1] = pad_reject ? "gemm" : "jit";
+      if (block == 16) {
+        bwd_weights = jit;
+        names[2] = "jit";
+      } else if (block == 8 && s.kernel_h <= s.in_h && s.kernel_w <= s.in_w) {
+        bwd_weights = Primitive{act_in(8), wsz, act_out(8), scratchpad({bias_pad(8)})};
+        names[2] = "jit:avx2";
+      } else {
+        bwd_weights = gemm(true);
+        names[2] = "gemm";
+      }
+    }
+  } else if (one_by_one && !pad_reject) {
+    const int64_t wsz = round_up(o, 16) * round_up(c, 16) * kF32;
+    const int64_t rtus = strided ? nthr * round_up(c, 16) * s.out_h * s.out_w * kF32 : 0;
+    const int64_t rtus_weights = strided ? nthr * bcast_blocks(round_up(c, 16) / 16) * 16 * s.out_h * s.out_w * kF32 : 0;
+    fwd = {act_in(16), wsz, act_out(16), scratchpad({rtus, bias_pad(16)})};
+    bwd_data = {act_in(16), wsz, act_out(16), scratchpad({rtus})};
+    bwd_weights = {act_in(16), wsz, act_out(16), scratchpad({rtus_weights, bias_pad(16)})};
+    names[0] = names[1] = names[2] = "jit_1x1";
+  } else {
+    const int64_t wsz = round_up(o, 16) * round_up(c, 16) * ks * kF32;
+    if (pad_reject) {
+      fwd = gemm(false);
+      bwd_data = gemm(false);
+      names[0] = names[1] = "gemm";
+    } else {
+      // Fewer than 16 input channels: the "first convolution" kernel reads the plain input.
+      fwd = c < 16 ? Primitive{0, round_up(o, 16) * c * ks * kF32, act_out(16), scratchpad({bias_pad(16)})}
+                   : Primitive{act_in(16), wsz, act_out(16), scratchpad({bias_pad(16)})};
+      bwd_data = {act_in(16), wsz, act_out(16), 0};
+      names[0] = names[1] = "jit";
+    }
+    if (s.kernel_h > 14 || s.kernel_w > 14) {
+      bwd_weights = gemm(true);
+      names[2] = "gemm";
+    } else if (c <= 3) {
+      bwd_weights = {0, round_up(o, 16) * c * ks * kF32, act_out(16), scratchpad({bias_pad(16)})};
+      names[2] = "jit";
+    } else if (c % 16 == 0 || c > 16) {
+      bwd_weights = {act_in(16), wsz, act_out(16), scratchpad({bias_pad(16)})};
+      names[2] = "jit";
+    } else if (c % 8 == 0 && s.kernel_h <= s.in_h && s.kernel_w <= s.in_w) {
+      bwd_weights = {act_in(8), round_up(o, 8) * round_up(c, 8) * ks * kF32, act_out(8), scratchpad({bias_pad(8)})};
+      names[2] = "jit:avx2";
+    } else {
+      bwd_weights = gemm(true);
+      names[2] = "gemm";
+    }
+  }
+  recipe.backend = "mkldnn:" + names[0] + "/" + (s.input_grad ? names[1] : "-") + "/" + names[2];
+
+  // Forward: scratchpad, reordered src and weights, the primitive's dst; then the dense output.
+  RecipeWriter f(recipe.forward);
+  int32_t scratch = fwd.scratch ? f.alloc(fwd.scratch) : -1;
+  int32_t src = fwd.src ? f.alloc(fwd.src) : -1;
+  int32_t weights = fwd.weights ? f.alloc(fwd.weights) : -1;
+  int32_t dst = f.alloc(fwd.dst ? fwd.dst : y);
+  if (weights >= 0) f.free(weights);
+  if (src >= 0) f.free(src);
+  if (scratch >= 0) f.free(scratch);
+  f.alloc(y, kSlotOutput);
+  f.free(dst);
+
+  if (s.input_grad) {
+    int32_t diff_dst = bwd_data.dst ? bw.alloc(bwd_data.dst) : -1;
+    int32_t wei = bwd_data.weights ? bw.alloc(bwd_data.weights) : -1;
+    int32_t diff_src = bw.alloc(bwd_data.src ? bwd_data.src : x);
+    if (bwd_data.scratch) bw.free(bw.alloc(bwd_data.scratch));
+    if (wei >= 0) bw.free(wei);
+    if (diff_dst >= 0) bw.free(diff_dst);
+    bw.alloc(x, kSlotGradInput);
+    bw.free(diff_src);
+  }
+  int32_t diff_dst = bwd_weights.dst ? bw.alloc(bwd_weights.dst) : -1;
+  int32_t src_w = bwd_weights.src ? bw.alloc(bwd_weights.src) : -1;
+  int32_t diff_w = bw.alloc(bwd_weights.weights ? bwd_weights.weights : w);
+  int32_t scratch_w = bwd_weights.scratch ? bw.alloc(bwd_weights.scratch) : -1;
+  int32_t diff_b = s.bias ? bw.alloc(b) : -1;
+  if (scratch_w >= 0) bw.free(scratch_w);
+  if (src_w >= 0) bw.free(src_w);
+  if (diff_dst >= 0) bw.free(diff_dst);
+  if (s.bias) bw.alloc(b, kSlotGradBias);
+  bw.alloc(w, kSlotGradWeight);
+  bw.free(diff_w);
+  if (diff_b >= 0) bw.free(diff_b);
+  if (grad_copy >= 0) bw.free(grad_copy);
+  return recipe;
+}
+
+}  // namespace dnncast::memory

@@ -1,0 +1,212 @@
+#include "memory/simulator.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "graph/error.h"
+#include "memory/allocators.h"
+#include "memory/training_trace.h"
+
+namespace dnncast::memory {
+
+namespace {
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+int64_t& category_slot(MemoryBreakdown& breakdown, Category category) {
+  switch (category) {
+    case Category::Parameter: return breakdown.parameter_bytes;
+    case Category::State: return breakdown.state_bytes;
+    case Category::Gradient: return breakdown.gradient_bytes;
+    case Category::OptimizerState: return breakdown.optimizer_state_bytes;
+    case Category::Activation: return breakdown.activation_bytes;
+    case Category::Transient: return breakdown.transient_bytes;
+  }
+  return breakdown.transient_bytes;
+}
+
+}  // namespace
+
+MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
+  std::string precision = lower(config.precision);
+  if (precision != "fp32" && precision != "f32")
+    throw InputError("precision '" + config.precision + "': the memory simulator models fp32 only");
+  TraceOptions options;
+  options.optimizer = lower(config.optimizer);
+  options.device = lower(config.device);
+  options.threads = config.threads;
+  options.iterations = 2;
+  if (config.cuda_context_bytes < 0) throw InputError("the CUDA context size must not be negative");
+  Program program = trace_training(graph, options);
+
+  MemoryReport report;
+  report.device = options.device;
+  const bool cuda = options.device == "cuda";
+  const std::vector<Event>& events = program.events();
+  report.events = static_cast<int64_t>(events.size());
+
+  // One pass: live bytes (the CPU tracker's count), per-category live bytes, the CUDA model.
+  CudaCachingAllocatorModel cuda_model;
+  MemoryBreakdown live_by_category;
+  std::vector<Category> category_of(program.buffer_count(), Category::Transient);
+  int64_t live = 0, peak_live = -1, peak_allocated = 0, peak_reserved = 0;
+  bool baseline_taken = false;
+  TimelineEntry current;
+  bool have_current = false;
+  auto flush_timeline = [&]() {
+    if (have_current && config.keep_timeline) report.timeline.push_back(current);
+    have_current = false;
+  };
+  for (const Event& event : events) {
+    if (event.iteration > 0 && !baseline_taken) {
+      baseline_taken = true;
+      report.baseline_bytes = live;
+      peak_live = live;
+      if (cuda) {
+        peak_allocated = cuda_model.allocated_bytes();
+        peak_reserved = cuda_model.reserved_bytes();
+      }
+    }
+    if (config.keep_timeline && event.iteration > 0 &&
+        (!have_current || current.iteration != event.iteration || current.phase != event.phase ||
+         current.node != event.node)) {
+      flush_timeline();
+      current = TimelineEntry{event.iteration, event.phase, event.node, live, live, live};
+      have_current = true;
+    }
+    const auto buffer = static_cast<size_t>(event.buffer);
+    if (event.kind == Event::Alloc) {
+      category_of[buffer] = event.category;
+      live += event.bytes;
+      category_slot(live_by_category, event.category) += event.bytes;
+      if (cuda) cuda_model.malloc(event.buffer, event.bytes);
+    } else if (event.kind == Event::Free) {
+      live -= event.bytes;
+      category_slot(live_by_category, category_of[buffer]) -= event.bytes;
+      if (cuda) cuda_model.free(event.buffer);
+    } else {
+      category_slot(live_by_category, category_of[buffer]) -= event.bytes;
+      category_of[buffer] = event.category;
+      category_slot(live_by_category, event.category) += event.bytes;
+    }
+    if (have_current) {
+      current.max_bytes = std::max(current.max_bytes, live);
+      current.end_bytes = live;
+    }
+    if (!baseline_taken) continue;
+    if (cuda) {
+      peak_allocated = std::max(peak_allocated, cuda_model.allocated_bytes());
+      peak_reserved = std::max(peak_reserved, cuda_model.reserved_bytes());
+    }
+    if (event.kind == Event::Alloc && live > peak_live) {
+      peak_live = live;
+      report.at_peak = live_by_category;
+      report.peak_iteration = event.iteration;
+      report.peak_phase = event.phase;
+      report.peak_node = event.node;
+      report.peak_what = event.what;
+    }
+  }
+  flush_timeline();
+  if (!baseline_taken) report.baseline_bytes = live;
+  report.peak_bytes = std::max<int64_t>(peak_live, report.baseline_bytes) - report.baseline_bytes;
+  report.peak_total_bytes = report.baseline_bytes + report.peak_bytes;
+  if (report.peak_node >= 0) report.peak_node_name = graph.node(report.peak_node).name;
+  if (cuda) {
+    report.peak_allocated_bytes = peak_allocated;
+    report.peak_reserved_bytes = peak_reserved;
+    report.cuda_context_bytes = config.cuda_context_bytes;
+    report.required_bytes = peak_reserved + config.cuda_context_bytes;
+  } else {
+    report.required_bytes = report.peak_total_bytes;
+  }
+  return report;
+}
+
+int64_t parse_bytes(const std::string& text, const std::string& what) {
+  auto fail = [&]() -> int64_t {
+    throw InputError(what + " '" + text + "': expected a size in bytes, optionally with a unit (4096, 512MiB, 24GiB, 1.5GB)");
+  };
+  if (text.empty()) return fail();
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return fail();
+  }
+  std::string unit = lower(text.substr(used));
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  double scale = 1;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib") scale = 1024.0;
+  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  else if (unit == "tb") scale = 1e12;
+  else throw InputError(what + " '" + text + "': unknown unit '" + text.substr(used) + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  double bytes = value * scale;
+  if (!std::isfinite(bytes) || bytes <= 0) throw InputError(what + " must be positive, got '" + text + "'");
+  if (bytes > 9.0e18) throw InputError(what + " '" + text + "' is too large");
+  return static_cast<int64_t>(std::llround(bytes));
+}
+
+std::string format_bytes(int64_t bytes) {
+  char text[64];
+  double value = static_cast<double>(bytes);
+  if (bytes >= (int64_t{1} << 30)) std::snprintf(text, sizeof text, "%.2f GiB", value / (1 << 30));
+  else if (bytes >= (int64_t{1} << 20)) std::snprintf(text, sizeof text, "%.1f MiB", value / (1 << 20));
+  else if (bytes >= 1024) std::snprintf(text, sizeof text, "%.1f KiB", value / 1024);
+  else std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
+  return text;
+}
+
+MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
+                         int64_t limit_bytes, int64_t batch_cap) {
+  if (limit_bytes <= 0) throw InputError("memory limit must be positive");
+  if (batch_cap < 1) throw InputError("batch cap must be at least 1");
+  MaxBatchResult result;
+  auto required = [&](int64_t batch) {
+    ++result.simulations;
+    return simulate_memory(build(batch), config).required_bytes;
+  };
+  int64_t fits = 0, fits_bytes = 0;  // largest batch known to fit
+  int64_t fails = 0, fails_bytes = 0;  // smallest batch known not to fit (0 = none yet)
+  for (int64_t batch = 1;; batch = std::min(batch * 2, batch_cap)) {
+    int64_t bytes = required(batch);
+    if (bytes <= limit_bytes) {
+      fits = batch;
+      fits_bytes = bytes;
+      if (batch == batch_cap) break;
+    } else {
+      fails = batch;
+      fails_bytes = bytes;
+      break;
+    }
+  }
+  while (fails > 0 && fails - fits > 1) {
+    int64_t middle = fits + (fails - fits) / 2;
+    int64_t bytes = required(middle);
+    if (bytes <= limit_bytes) {
+      fits = middle;
+      fits_bytes = bytes;
+    } else {
+      fails = middle;
+      fails_bytes = bytes;
+    }
+  }
+  result.batch = fits;
+  result.required_bytes = fits_bytes;
+  result.next_required_bytes = fails > 0 ? fails_bytes : 0;
+  return result;
+}
+
+}  // namespace dnncast::memory

@@ -1,0 +1,95 @@
+// Peak memory of training a graph, simulated allocation by allocation (no DL framework loaded).
+//
+// The allocation program of dnncast's training iterations (training_trace.h: what libtorch 1.13
+// allocates and releases, and when) is replayed through an allocator model:
+//   cpu  - the profiler's tracking allocator: live bytes as requested by libtorch. peak_bytes is
+//          what `dnncast profile` reports: highest live bytes during the iterations minus the
+//          live bytes before the first one (parameters, buffers, inputs, labels).
+//   cuda - PyTorch's CUDA caching allocator (allocators.h): peak allocated and peak reserved,
+//          plus a per-device CUDA context constant. Unverified: no GPU was available when it was
+//          written (docs/MEMORY.md).
+// Only fp32 is modelled.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "memory/program.h"
+
+namespace dnncast::memory {
+
+struct MemoryConfig {
+  std::string optimizer = "sgd";   // sgd (momentum 0.9) | adam | adamw
+  std::string precision = "fp32";  // fp32 only (f32 accepted)
+  std::string device = "cpu";      // cpu | cuda
+  int64_t threads = 1;             // intra-op threads of the run (the profiler's default is 1)
+  int64_t cuda_context_bytes = 0;  // cuda: the driver/runtime context, counted in required_bytes
+  bool keep_timeline = false;      // fill MemoryReport::timeline
+};
+
+// Live bytes by category (requested sizes) at the peak.
+struct MemoryBreakdown {
+  int64_t parameter_bytes = 0;        // trainable parameters
+  int64_t state_bytes = 0;            // buffers (BatchNorm running stats), inputs, labels
+  int64_t gradient_bytes = 0;         // parameter gradients
+  int64_t optimizer_state_bytes = 0;  // momentum / Adam moments
+  int64_t activation_bytes = 0;       // forward tensors alive: saved for backward or not yet consumed
+  int64_t transient_bytes = 0;        // activation gradients, kernel workspaces, temporaries
+};
+
+// Highest live bytes within one node's forward or backward (or a phase without a node).
+struct TimelineEntry {
+  int iteration = 0;
+  Phase phase = Phase::Setup;
+  int node = -1;                // IR node index, -1 for loss / optimizer / engine work
+  int64_t start_bytes = 0;      // live bytes when it started
+  int64_t max_bytes = 0;        // highest live bytes while it ran
+  int64_t end_bytes = 0;
+};
+
+struct MemoryReport {
+  std::string device;
+  int64_t baseline_bytes = 0;        // live before the first iteration
+  int64_t peak_bytes = 0;            // highest live during the iterations minus baseline_bytes
+  int64_t peak_total_bytes = 0;      // baseline_bytes + peak_bytes
+  // cuda only: the caching allocator model (rounded blocks; segments), totals incl. the baseline
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t cuda_context_bytes = 0;
+  // What must fit: cpu = peak_total_bytes (what the profiler's memory limit is checked against);
+  // cuda = peak_reserved_bytes + cuda_context_bytes.
+  int64_t required_bytes = 0;
+  MemoryBreakdown at_peak;
+  int peak_iteration = 0;
+  Phase peak_phase = Phase::Setup;
+  int peak_node = -1;               // IR node running at the peak, -1 for none
+  std::string peak_node_name;       // "" when none
+  std::string peak_what;            // label of the allocation that reached the peak
+  std::vector<TimelineEntry> timeline;  // keep_timeline only
+  int64_t events = 0;               // allocations + releases simulated
+};
+
+// Throws InputError for an unsupported optimizer/precision/device or an op the executor lacks.
+MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config);
+
+// "24GiB", "512MiB", "1.5GB", "1e9", "4096", "2G" (K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024,
+// KB/MB/GB/TB powers of 1000). Throws InputError naming `what` and the text.
+int64_t parse_bytes(const std::string& text, const std::string& what = "bytes");
+std::string format_bytes(int64_t bytes);  // "1.50 GiB", "512.0 MiB", "812 B"
+
+struct MaxBatchResult {
+  int64_t batch = 0;                // largest batch that fits; 0 when batch 1 does not
+  int64_t required_bytes = 0;       // at `batch` (0 when batch is 0)
+  int64_t next_required_bytes = 0;  // at batch + 1
+  int64_t simulations = 0;
+};
+
+// Exponential search for a batch that does not fit, then binary search; `build(batch)` returns
+// the graph at that batch. A batch above `batch_cap` is not tried (the result is then batch_cap).
+MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
+                         int64_t limit_bytes, int64_t batch_cap = int64_t{1} << 20);
+
+}  // namespace dnncast::memory

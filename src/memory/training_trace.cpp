@@ -1,0 +1,1317 @@
+#include "memory/training_trace.h"
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/op_registry.h"
+#include "memory/cpu_conv.h"
+
+namespace dnncast::memory {
+
+namespace {
+
+constexpr int64_t kF32 = 4;
+constexpr int64_t kI64 = 8;
+
+std::vector<int64_t> pair_attr(const Node& node, const std::string& key, int64_t fallback) {
+  std::vector<int64_t> values = node.attr_ints(key, {fallback, fallback});
+  if (values.size() == 1) values.push_back(values[0]);
+  return values;
+}
+
+int64_t bytes_of(const Node& node) { return node.shape.numel() * dtype_bytes(node.dtype); }
+
+// Whether a slice / narrow along `axis` of a contiguous tensor of `dims` stays contiguous:
+// only when every dimension before it has size 1.
+bool narrow_is_contiguous(const std::vector<int64_t>& dims, int axis) {
+  for (int before = 0; before < axis; ++before)
+    if (dims[static_cast<size_t>(before)] != 1) return false;
+  return true;
+}
+
+// Memory layout of a strided tensor: its logical dimensions from the outermost to the innermost
+// in memory. rank 0 stands for the plain (row-major) layout of whatever rank.
+struct Layout {
+  int8_t rank = 0;
+  std::array<int8_t, 8> order{};
+
+  static Layout plain(int rank_in) {
+    Layout layout;
+    layout.rank = static_cast<int8_t>(rank_in);
+    for (int dim = 0; dim < rank_in; ++dim) layout.order[static_cast<size_t>(dim)] = static_cast<int8_t>(dim);
+    return layout;
+  }
+  // NCHW sizes stored as NHWC.
+  static Layout nhwc() {
+    Layout layout;
+    layout.rank = 4;
+    layout.order = {0, 2, 3, 1, 0, 0, 0, 0};
+    return layout;
+  }
+  // The layout of x.permute(dims) (out dim i is in dim dims[i]).
+  Layout permuted(const std::vector<int64_t>& dims) const {
+    const int count = static_cast<int>(dims.size());
+    Layout base = rank == 0 ? plain(count) : *this;
+    if (base.rank != count) return plain(count);
+    std::array<int8_t, 8> position{};  // input dim -> output dim
+    for (int out = 0; out < count; ++out) {
+      int64_t in = dims[static_cast<size_t>(out)];
+      if (in < 0) in += count;
+      position[static_cast<size_t>(in)] = static_cast<int8_t>(out);
+    }
+    Layout result;
+    result.rank = base.rank;
+    for (int slot = 0; slot < count; ++slot)
+      result.order[static_cast<size_t>(slot)] = position[static_cast<size_t>(base.order[static_cast<size_t>(slot)])];
+    return result;
+  }
+  bool identity() const {
+    for (int slot = 0; slot < rank; ++slot)
+      if (order[static_cast<size_t>(slot)] != slot) return false;
+    return true;
+  }
+  // Memory order of the dimensions larger than one (the only ones strides constrain).
+  std::vector<int> significant(const std::vector<int64_t>& sizes) const {
+    std::vector<int> dims;
+    if (rank == 0) {
+      for (size_t dim = 0; dim < sizes.size(); ++dim)
+        if (sizes[dim] != 1) dims.push_back(static_cast<int>(dim));
+      return dims;
+    }
+    for (int slot = 0; slot < rank; ++slot) {
+      int dim = order[static_cast<size_t>(slot)];
+      if (static_cast<size_t>(dim) < sizes.size() && sizes[static_cast<size_t>(dim)] != 1) dims.push_back(dim);
+    }
+    return dims;
+  }
+  bool contiguous(const std::vector<int64_t>& sizes) const {
+    std::vector<int> dims = significant(sizes);
+    return std::is_sorted(dims.begin(), dims.end());
+  }
+  // NCHW sizes stored NHWC (channels-last), and not also plain-contiguous.
+  bool channels_last(const std::vector<int64_t>& sizes) const {
+    if (sizes.size() != 4 || contiguous(sizes)) return false;
+    std::vector<int> dims = significant(sizes), expected;
+    for (int dim : {0, 2, 3, 1})
+      if (sizes[static_cast<size_t>(dim)] != 1) expected.push_back(dim);
+    return dims == expected;
+  }
+};
+
+// A forward value: a view of a storage (buffer) with autograd metadata.
+struct Tensor {
+  int buffer = -1;      // storage; -1 for a zero-size tensor
+  int64_t bytes = 0;    // bytes of this view
+  bool contiguous = true;
+  bool channels_last = false;
+  bool dense = true;    // covers its storage without gaps (false for a narrowed view)
+  Layout layout;        // rank 0: plain
+  int grad_fn = -1;     // autograd node producing it
+  int param = -1;       // parameter id (a leaf that requires grad)
+  bool requires_grad() const { return grad_fn >= 0 || param >= 0; }
+};
+
+// A gradient handed along the backward pass; `buffer` carries one reference (or is -1: undefined).
+struct Grad {
+  int buffer = -1;
+  int64_t bytes = 0;
+  bool contiguous = true;
+  bool channels_last = false;
+  Layout layout;
+  bool dense = true;
+  bool shared_tensor = false;  // the same tensor also went to another edge (AddBackward0)
+};
+
+Grad make_grad(int buffer, int64_t bytes, bool contiguous) {
+  Grad grad;
+  grad.buffer = buffer;
+  grad.bytes = bytes;
+  grad.contiguous = contiguous;
+  grad.dense = contiguous;
+  return grad;
+}
+
+// Element strides of a dense tensor of `sizes` stored in `layout`'s order.
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& sizes, const Layout& layout) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  Layout order = layout.rank == static_cast<int>(sizes.size()) ? layout : Layout::plain(static_cast<int>(sizes.size()));
+  int64_t stride = 1;
+  for (int slot = order.rank - 1; slot >= 0; --slot) {
+    auto dim = static_cast<size_t>(order.order[static_cast<size_t>(slot)]);
+    strides[dim] = stride;
+    stride *= sizes[dim];
+  }
+  return strides;
+}
+
+// The layout of a tensor with these strides: dimensions by decreasing stride (ties: in order).
+Layout layout_of_strides(const std::vector<int64_t>& strides) {
+  Layout layout;
+  layout.rank = static_cast<int8_t>(strides.size());
+  std::vector<int> dims(strides.size());
+  for (size_t dim = 0; dim < dims.size(); ++dim) dims[dim] = static_cast<int>(dim);
+  std::stable_sort(dims.begin(), dims.end(), [&](int a, int b) { return strides[static_cast<size_t>(a)] > strides[static_cast<size_t>(b)]; });
+  for (size_t slot = 0; slot < dims.size(); ++slot) layout.order[slot] = static_cast<int8_t>(dims[slot]);
+  return layout;
+}
+
+// ATen's rule for reshape as a view (computeStride): the new shape must split or merge only
+// dimensions that are contiguous with each other. Returns false when reshape copies.
+bool view_strides(const std::vector<int64_t>& old_sizes, const std::vector<int64_t>& old_strides,
+                  const std::vector<int64_t>& new_sizes, std::vector<int64_t>& new_strides) {
+  new_strides.assign(new_sizes.size(), 1);
+  if (old_sizes.empty()) return true;
+  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  int64_t chunk_base_stride = old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t tensor_d = static_cast<int64_t>(old_sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= old_sizes[static_cast<size_t>(tensor_d)];
+    const bool chunk_end = tensor_d == 0 || (old_sizes[static_cast<size_t>(tensor_d - 1)] != 1 &&
+                                             old_strides[static_cast<size_t>(tensor_d - 1)] != tensor_numel * chunk_base_stride);
+    if (!chunk_end) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[static_cast<size_t>(view_d)] == 1)) {
+      new_strides[static_cast<size_t>(view_d)] = view_numel * chunk_base_stride;
+      view_numel *= new_sizes[static_cast<size_t>(view_d)];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return false;
+    if (tensor_d > 0) {
+      chunk_base_stride = old_strides[static_cast<size_t>(tensor_d - 1)];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  return view_d == -1;
+}
+
+// A new result of an element-wise op on `source`: TensorIterator keeps a dense input's layout,
+// and allocates a plain tensor for anything else.
+template <typename T, typename S>
+void follow_layout(T& result, const S& source) {
+  if (!source.dense) return;
+  result.layout = source.layout;
+  result.contiguous = source.contiguous;
+  result.channels_last = source.channels_last;
+}
+
+// Sets the layout flags of a value of `sizes`.
+template <typename T>
+T& with_layout(T& value, const Layout& layout, const std::vector<int64_t>& sizes) {
+  value.layout = layout;
+  value.contiguous = layout.contiguous(sizes);
+  value.channels_last = layout.channels_last(sizes);
+  return value;
+}
+
+Tensor make_tensor(int buffer, int64_t bytes, int grad_fn, int param = -1) {
+  Tensor tensor;
+  tensor.buffer = buffer;
+  tensor.bytes = bytes;
+  tensor.grad_fn = grad_fn;
+  tensor.param = param;
+  return tensor;
+}
+
+struct Edge {
+  enum Kind : uint8_t { None, Node, Param };
+  Kind kind = None;
+  int target = -1;
+};
+
+class Trace;
+using BackwardFn = std::function<std::vector<Grad>(Trace& trace, const Grad& grad)>;
+
+struct GradNode {
+  int ir_node = -1;
+  std::vector<int> saved;  // buffers held until this node's backward ran (one reference each)
+  std::vector<Edge> edges;
+  BackwardFn backward;
+  Grad input;  // the incoming gradient, summed over consumers
+  bool received = false;
+};
+
+struct Parameter {
+  int buffer = -1;
+  int64_t bytes = 0;
+  int grad = -1;
+  std::vector<int> state;  // optimizer state buffers
+};
+
+class Trace {
+ public:
+  Trace(const Graph& graph, const TraceOptions& options)
+      : graph_(graph), options_(options), cpu_(options.device != "cuda"), consumers_(graph.consumers()) {
+    is_output_.assign(static_cast<size_t>(graph.size()), false);
+    outputs_ = graph.outputs();
+    for (int output : outputs_) is_output_[static_cast<size_t>(output)] = true;
+    compute_inplace_safe();
+  }
+
+  Program run() {
+    program_.reserve(static_cast<size_t>(graph_.size()) * 40 * static_cast<size_t>(options_.iterations + 1));
+    setup();
+    for (int iteration = 1; iteration <= options_.iterations; ++iteration) train(iteration);
+    return std::move(program_);
+  }
+
+  Program& program() { return program_; }
+  int64_t threads() const { return std::max<int64_t>(options_.threads, 1); }
+
+  // The convolution recipe of node `index` (cached: the same shapes every iteration).
+  const ConvRecipe& conv_recipe(int index, const ConvShape& shape) {
+    if (conv_cache_.empty()) conv_cache_.resize(static_cast<size_t>(graph_.size()));
+    std::unique_ptr<ConvRecipe>& slot = conv_cache_[static_cast<size_t>(index)][shape.grad_copy ? 1 : 0];
+    if (slot) return *slot;
+    if (cpu_) {
+      slot = std::make_unique<ConvRecipe>(cpu_conv_recipe(shape, threads()));
+      return *slot;
+    }
+    // cuDNN: the output and the gradients; workspaces are not modelled (docs/MEMORY.md).
+    slot = std::make_unique<ConvRecipe>();
+    const int64_t out_bytes = shape.batch * shape.out_channels * shape.out_h * shape.out_w * kF32;
+    const int64_t in_bytes = shape.batch * shape.in_channels * shape.in_h * shape.in_w * kF32;
+    const int64_t weight_bytes =
+        shape.out_channels * (shape.in_channels / shape.groups) * shape.kernel_h * shape.kernel_w * kF32;
+    slot->forward.push_back({Step::Alloc, kSlotOutput, out_bytes});
+    if (shape.input_grad) slot->backward.push_back({Step::Alloc, kSlotGradInput, in_bytes});
+    slot->backward.push_back({Step::Alloc, kSlotGradWeight, weight_bytes});
+    if (shape.bias) slot->backward.push_back({Step::Alloc, kSlotGradBias, shape.out_channels * kF32});
+    return *slot;
+  }
+  bool cpu() const { return cpu_; }
+
+  Grad new_grad(int64_t bytes, const char* what = "grad") {
+    return make_grad(program_.alloc(bytes, Category::Transient, what), bytes, true);
+  }
+  Grad share(const Grad& grad, int64_t bytes, bool contiguous) {
+    program_.retain(grad.buffer);
+    return make_grad(grad.buffer, bytes, contiguous);
+  }
+  // An ATen op with a Python scalar operand: the wrapped double tensor and its f32 copy.
+  // (CPU tensors: not in a CUDA allocator's count.)
+  void scalar_temps(bool convert = true) {
+    if (!cpu_) return;
+    int wrapped = program_.alloc(8, Category::Transient, "scalar");
+    if (convert) program_.temp(4, "scalar");
+    program_.release(wrapped);
+  }
+
+ private:
+  // --- setup: the profiler's baseline ---------------------------------------------------------
+  void setup() {
+    program_.set_context(0, Phase::Setup, -1);
+    node_params_.resize(static_cast<size_t>(graph_.size()));
+    for (int index = 0; index < graph_.size(); ++index) {
+      const Node& node = graph_.node(index);
+      program_.set_node(index);
+      make_params(index, node);
+    }
+    program_.set_node(-1);
+    // Loss targets of the LossFunction: class labels for an N x C output, a tensor for others.
+    for (int output : outputs_) {
+      const Node& node = graph_.node(output);
+      if (OpRegistry::instance().get(node.op).category == "loss") continue;
+      if (node.shape.rank() == 2 && node.dtype != DType::I64)
+        targets_.push_back(program_.alloc(node.shape[0] * kI64, Category::State, "labels"));
+      else
+        targets_.push_back(program_.alloc(bytes_of(node), Category::State, "target"));
+    }
+    for (int index : graph_.inputs()) input_buffers_.push_back(program_.alloc(bytes_of(graph_.node(index)), Category::State, "input"));
+  }
+
+  int add_param(int64_t bytes) {
+    Parameter param;
+    param.buffer = program_.alloc(bytes, Category::Parameter, "parameter");
+    param.bytes = bytes;
+    params_.push_back(param);
+    return static_cast<int>(params_.size()) - 1;
+  }
+  void add_buffer(int64_t bytes, const char* what) { program_.alloc(bytes, Category::State, what); }
+
+  void make_params(int index, const Node& node) {
+    std::vector<int>& ids = node_params_[static_cast<size_t>(index)];
+    const std::string& op = node.op;
+    auto in_shape = [&](int input) -> const TensorShape& { return graph_.node(node.inputs.at(static_cast<size_t>(input))).shape; };
+    if (op == "Conv2d" || op == "ConvTranspose2d") {
+      int64_t in_channels = in_shape(0)[1];
+      int64_t out_channels = node.attr_int("out_channels");
+      int64_t groups = node.attr_int("groups", 1);
+      std::vector<int64_t> kernel = pair_attr(node, "kernel", 1);
+      ids.push_back(add_param(out_channels * (in_channels / groups) * kernel[0] * kernel[1] * kF32));
+      if (node.attr_int("bias", 1) != 0) ids.push_back(add_param(out_channels * kF32));
+    } else if (op == "Linear") {
+      int64_t in_features = in_shape(0).dims.back();
+      int64_t out_features = node.attr_int("out_features");
+      std::string tied = node.attr_str("tied_to", "");
+      int target = tied.empty() ? -1 : graph_.find(tied);
+      if (target >= 0 && target < index && !node_params_[static_cast<size_t>(target)].empty())
+        ids.push_back(node_params_[static_cast<size_t>(target)][0]);
+      else
+        ids.push_back(add_param(out_features * in_features * kF32));
+      if (node.attr_int("bias", 1) != 0) ids.push_back(add_param(out_features * kF32));
+    } else if (op == "BatchNorm2d") {
+      int64_t channels = in_shape(0)[1];
+      ids.push_back(add_param(channels * kF32));
+      ids.push_back(add_param(channels * kF32));
+      add_buffer(channels * kF32, "running_mean");
+      add_buffer(channels * kF32, "running_var");
+      add_buffer(kI64, "num_batches_tracked");
+    } else if (op == "LayerNorm") {
+      if (node.attr_int("elementwise_affine", 1) == 0) return;
+      int64_t elements = TensorShape(node.attr_ints("normalized_shape")).numel();
+      ids.push_back(add_param(elements * kF32));
+      ids.push_back(add_param(elements * kF32));
+    } else if (op == "GroupNorm") {
+      if (node.attr_int("affine", 1) == 0) return;
+      ids.push_back(add_param(in_shape(0)[1] * kF32));
+      ids.push_back(add_param(in_shape(0)[1] * kF32));
+    } else if (op == "LayerScale" || op == "ClassToken" || op == "PositionEmbedding" || op == "Embedding") {
+      int64_t params = node_cost(graph_, index).params;
+      if (op == "Embedding" || op == "PositionEmbedding") program_.temp(params * kF32, "randn");  // randn * std
+      ids.push_back(add_param(params * kF32));
+    } else if (op == "ScaledDotProductAttention") {
+      if (node.attr_int("causal", 0) != 0) {
+        int64_t cells = in_shape(0)[2] * in_shape(1)[2];
+        program_.temp(cells, "ones");
+        add_buffer(cells, "causal_mask");
+      }
+    } else if (op == "CrossEntropyLoss") {
+      const TensorShape& logits = in_shape(0);
+      add_buffer(logits.numel() / logits[1] * kI64, "labels");
+    } else if (op == "MSELoss") {
+      if (node.inputs.size() == 1) add_buffer(in_shape(0).numel() * kF32, "target");
+    } else {
+      // Every other op the executor runs owns no parameters; a new op with parameters must get
+      // a recipe here (the profiler checks the same count).
+      DNNCAST_ASSERT(node_cost(graph_, index).params == 0);
+    }
+  }
+
+  // --- the executor's in-place rule (GraphModule::compute_inplace_safe) ------------------------
+  void compute_inplace_safe() {
+    static const std::set<std::string> kInplaceOps{"ReLU", "ReLU6", "SiLU", "Hardswish"};
+    static const std::set<std::string> kFreshOutput{"Conv2d", "ConvTranspose2d", "BatchNorm2d", "LayerNorm",
+                                                    "GroupNorm", "Linear", "Add"};
+    inplace_safe_.assign(static_cast<size_t>(graph_.size()), false);
+    for (int index = 0; index < graph_.size(); ++index) {
+      const Node& node = graph_.node(index);
+      if (!kInplaceOps.count(node.op) || node.inputs.size() != 1) continue;
+      int producer = node.inputs[0];
+      const Node& source = graph_.node(producer);
+      if (!kFreshOutput.count(source.op) || consumers_[static_cast<size_t>(producer)].size() != 1) continue;
+      if (source.op == "Add" && source.shape != node.shape) continue;
+      inplace_safe_[static_cast<size_t>(index)] = true;
+    }
+  }
+
+  // --- one training iteration ------------------------------------------------------------------
+  void train(int iteration) {
+    iteration_ = iteration;
+    // zero_grad(): gradients are zeroed in place (libtorch 1.13), nothing is allocated.
+    program_.set_context(iteration, Phase::Forward, -1);
+    std::vector<Tensor> outputs = forward();
+    program_.set_context(iteration, Phase::Loss, -1);
+    Tensor loss = compute_loss(outputs);
+    for (Tensor& output : outputs) program_.release(output.buffer);
+    program_.set_context(iteration, Phase::Backward, -1);
+    backward(loss);
+    program_.set_context(iteration, Phase::Optimizer, -1);
+    step();
+    program_.release(loss.buffer);
+    // Nodes never reached (outputs that do not lead to the loss) go with the graph.
+    for (GradNode& node : nodes_)
+      for (int buffer : node.saved) program_.release(buffer);
+    nodes_.clear();
+  }
+
+  std::vector<Tensor> forward() {
+    const size_t count = static_cast<size_t>(graph_.size());
+    std::vector<Tensor> values(count);
+    std::vector<size_t> pending(count);
+    for (size_t index = 0; index < count; ++index) pending[index] = consumers_[index].size();
+    size_t next_input = 0;
+    for (int index = 0; index < graph_.size(); ++index) {
+      const Node& node = graph_.node(index);
+      program_.set_node(index);
+      std::vector<Tensor> inputs;
+      if (node.op == "Input") {
+        Tensor input;
+        input.buffer = input_buffers_.at(next_input++);
+        input.bytes = bytes_of(node);
+        inputs.push_back(input);
+      } else {
+        for (int producer : node.inputs) inputs.push_back(values[static_cast<size_t>(producer)]);
+      }
+      values[static_cast<size_t>(index)] = run_node(index, node, inputs);
+      for (int producer : node.inputs) {
+        auto slot = static_cast<size_t>(producer);
+        if (--pending[slot] == 0 && !is_output_[slot]) program_.release(values[slot].buffer);
+      }
+    }
+    program_.set_node(-1);
+    std::vector<Tensor> outputs;
+    for (int output : outputs_) {
+      Tensor value = values[static_cast<size_t>(output)];
+      program_.retain(value.buffer);
+      outputs.push_back(value);
+    }
+    for (int output : outputs_) program_.release(values[static_cast<size_t>(output)].buffer);
+    return outputs;
+  }
+
+  // --- autograd --------------------------------------------------------------------------------
+  Edge edge_of(const Tensor& tensor) const {
+    if (tensor.grad_fn >= 0) return Edge{Edge::Node, tensor.grad_fn};
+    if (tensor.param >= 0) return Edge{Edge::Param, tensor.param};
+    return Edge{};
+  }
+  Edge param_edge(int ir_node, size_t position) const {
+    const std::vector<int>& ids = node_params_.at(static_cast<size_t>(ir_node));
+    if (position >= ids.size()) return Edge{};
+    return Edge{Edge::Param, ids[position]};
+  }
+
+  // Creates the node when any edge needs a gradient; takes over one reference of each saved
+  // buffer (callers retain inputs they save; new buffers pass their creation reference).
+  int make_node(int ir_node, std::vector<int> saved, std::vector<Edge> edges, BackwardFn backward) {
+    bool needed = false;
+    for (const Edge& edge : edges) needed = needed || edge.kind != Edge::None;
+    if (!needed) {
+      for (int buffer : saved) program_.release(buffer);
+      return -1;
+    }
+    GradNode node;
+    node.ir_node = ir_node;
+    node.saved = std::move(saved);
+    node.edges = std::move(edges);
+    node.backward = std::move(backward);
+    nodes_.push_back(std::move(node));
+    return static_cast<int>(nodes_.size()) - 1;
+  }
+
+  void route(const Edge& edge, Grad grad, std::vector<std::pair<int, Grad>>& accumulate) {
+    if (edge.kind == Edge::None || grad.buffer < 0) {
+      program_.release(grad.buffer);
+      return;
+    }
+    if (edge.kind == Edge::Param) {
+      accumulate.emplace_back(edge.target, grad);
+      return;
+    }
+    GradNode& target = nodes_[static_cast<size_t>(edge.target)];
+    if (!target.received) {
+      target.input = grad;
+      target.received = true;
+      return;
+    }
+    // InputBuffer::accumulate: old + new, out of place.
+    Grad sum = new_grad(grad.bytes, "grad sum");  // old + new: laid out like old
+    follow_layout(sum, target.input);
+    program_.release(target.input.buffer);
+    program_.release(grad.buffer);
+    target.input = sum;
+  }
+
+  void accumulate_grad(int param_id, Grad grad) {
+    Parameter& param = params_[static_cast<size_t>(param_id)];
+    if (param.grad < 0) {
+      // AccumulateGrad steals a gradient tensor nobody else holds that has the parameter's
+      // layout -- with its whole storage, even when it is a view into a bigger one.
+      if (grad.contiguous && !grad.shared_tensor) {
+        param.grad = grad.buffer;
+        program_.relabel(param.grad, Category::Gradient);
+        return;
+      }
+      param.grad = program_.alloc(param.bytes, Category::Gradient, "grad clone");
+    }
+    program_.release(grad.buffer);  // added in place into .grad
+  }
+
+  void backward(const Tensor& loss) {
+    if (loss.grad_fn < 0) return;
+    int ones = program_.alloc(kF32, Category::Transient, "ones_like");
+    program_.retain(ones);
+    GradNode& root = nodes_[static_cast<size_t>(loss.grad_fn)];
+    root.input = make_grad(ones, kF32, true);
+    root.received = true;
+    for (int index = static_cast<int>(nodes_.size()) - 1; index >= 0; --index) {
+      GradNode& node = nodes_[static_cast<size_t>(index)];
+      if (!node.received) continue;
+      program_.set_node(node.ir_node);
+      Grad input = node.input;
+      node.received = false;
+      std::vector<Grad> grads = node.backward(*this, input);
+      program_.release(input.buffer);
+      for (int buffer : node.saved) program_.release(buffer);
+      node.saved.clear();
+      DNNCAST_ASSERT(grads.size() == node.edges.size());
+      std::vector<std::pair<int, Grad>> accumulate;
+      for (size_t edge = 0; edge < grads.size(); ++edge) route(node.edges[edge], grads[edge], accumulate);
+      for (auto& [param, grad] : accumulate) accumulate_grad(param, grad);
+    }
+    program_.set_node(-1);
+    program_.release(ones);
+  }
+
+  // --- optimizer step (libtorch 1.13 torch::optim) ---------------------------------------------
+  void step() {
+    const std::string& name = options_.optimizer;
+    for (Parameter& param : params_) {
+      if (param.grad < 0) continue;
+      if (name == "sgd") {
+        if (param.state.empty()) {
+          param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "momentum"));
+        } else {
+          scalar_temps();  // buf.mul_(momentum)
+        }
+        continue;
+      }
+      if (name == "adamw") scalar_temps();  // p.mul_(1 - lr * weight_decay)
+      if (param.state.empty()) {
+        param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg"));
+        param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg_sq"));
+      }
+      scalar_temps();  // exp_avg.mul_(beta1)
+      scalar_temps();  // exp_avg_sq.mul_(beta2)
+      int root = program_.alloc(param.bytes, Category::Transient, "sqrt");
+      int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
+      int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+      int denom = program_.alloc(param.bytes, Category::Transient, "denom");
+      program_.release(converted);
+      program_.release(wrapped);
+      scalar_temps();  // .add_(eps)
+      program_.release(root);
+      program_.release(denom);  // after p.addcdiv_(exp_avg, denom, -step_size)
+    }
+  }
+
+  // --- loss (executor's LossFunction) ----------------------------------------------------------
+  Tensor cross_entropy(const Tensor& logits, int64_t logits_bytes, int labels) {
+    int log_probs = program_.alloc(logits_bytes, Category::Activation, "log_softmax");
+    int lsm = make_node(-1, {}, {edge_of(logits)}, [logits_bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(logits_bytes)};
+    });
+    Tensor log_probs_tensor = make_tensor(log_probs, logits_bytes, lsm);
+    if (lsm >= 0) {
+      program_.retain(log_probs);
+      nodes_[static_cast<size_t>(lsm)].saved.push_back(log_probs);  // LogSoftmaxBackward0: result
+    }
+    (void)labels;
+    int output = program_.alloc(kF32, Category::Activation, "loss");
+    int total_weight = program_.alloc(kF32, Category::Activation, "total_weight");
+    program_.retain(log_probs);
+    int nll = make_node(-1, {log_probs, total_weight}, {edge_of(log_probs_tensor)}, [logits_bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(logits_bytes)};
+    });
+    program_.release(log_probs);
+    return make_tensor(output, kF32, nll);
+  }
+
+  Tensor mse(const Tensor& prediction, int64_t bytes, int target) {
+    (void)target;
+    int output = program_.alloc(kF32, Category::Activation, "loss");
+    program_.retain(prediction.buffer);
+    int node = make_node(-1, {prediction.buffer}, {edge_of(prediction)}, [bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(bytes)};
+    });
+    return make_tensor(output, kF32, node);
+  }
+
+  Tensor compute_loss(const std::vector<Tensor>& outputs) {
+    Tensor total;
+    size_t target = 0;
+    for (size_t index = 0; index < outputs.size(); ++index) {
+      const Node& node = graph_.node(outputs_[index]);
+      Tensor loss;
+      if (OpRegistry::instance().get(node.op).category == "loss") {
+        loss = outputs[index];
+        program_.retain(loss.buffer);
+      } else if (node.shape.rank() == 2 && node.dtype != DType::I64) {
+        loss = cross_entropy(outputs[index], bytes_of(node), targets_.at(target++));
+      } else {
+        loss = mse(outputs[index], bytes_of(node), targets_.at(target++));
+      }
+      if (total.buffer < 0 && total.grad_fn < 0) {
+        total = loss;
+        continue;
+      }
+      int sum = program_.alloc(kF32, Category::Activation, "loss sum");
+      int node_id = make_node(-1, {}, {edge_of(total), edge_of(loss)}, [](Trace& t, const Grad& grad) {
+        return std::vector<Grad>{t.share(grad, kF32, true), t.share(grad, kF32, true)};
+      });
+      program_.release(total.buffer);
+      program_.release(loss.buffer);
+      total = make_tensor(sum, kF32, node_id);
+    }
+    return total;
+  }
+
+  // --- the ops ---------------------------------------------------------------------------------
+  Tensor new_output(int64_t bytes, const char* what = "output") {
+    return make_tensor(program_.alloc(bytes, Category::Activation, what), bytes, -1);
+  }
+  // A new output laid out like `source` (TensorIterator follows its inputs' layout).
+  Tensor like(int64_t bytes, const Tensor& source) {
+    Tensor out = new_output(bytes);
+    follow_layout(out, source);
+    return out;
+  }
+  Tensor view(const Tensor& input, int64_t bytes, bool contiguous) {
+    program_.retain(input.buffer);
+    Tensor out = input;
+    out.bytes = bytes;
+    out.contiguous = contiguous;
+    out.param = -1;
+    return out;
+  }
+  int saved(const Tensor& tensor) {
+    program_.retain(tensor.buffer);
+    return tensor.buffer;
+  }
+
+  Tensor run_node(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_conv(int index, const Node& node, const Tensor& x);
+  Tensor run_batchnorm(int index, const Node& node, const Tensor& x);
+  Tensor run_activation(int index, const Node& node, const Tensor& x);
+  Tensor run_linear(int index, const Node& node, const Tensor& x);
+  Tensor run_generic(int index, const Node& node, const std::vector<Tensor>& in);
+
+  const Graph& graph_;
+  TraceOptions options_;
+  bool cpu_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> is_output_;
+  std::vector<int> outputs_;
+  std::vector<bool> inplace_safe_;
+  Program program_;
+  std::vector<Parameter> params_;
+  std::vector<std::vector<int>> node_params_;
+  std::vector<int> targets_;
+  std::vector<int> input_buffers_;
+  std::vector<GradNode> nodes_;
+  std::vector<std::array<std::unique_ptr<ConvRecipe>, 2>> conv_cache_;
+  int iteration_ = 0;
+};
+
+// Runs a recipe's steps: slot buffers; the kept slots are returned (or passed in `keep`).
+void run_steps(Program& program, const std::vector<Step>& steps, std::vector<int>& slots, Category kept_category) {
+  for (const Step& step : steps) {
+    auto slot = static_cast<size_t>(step.slot);
+    if (slot >= slots.size()) slots.resize(slot + 1, -1);
+    if (step.kind == Step::Alloc) {
+      bool kept = step.slot < kFirstTemp;
+      slots[slot] = program.alloc(step.bytes, kept ? kept_category : Category::Transient, kept ? "output" : "workspace");
+    } else {
+      program.release(slots[slot]);
+      slots[slot] = -1;
+    }
+  }
+}
+
+Tensor Trace::run_conv(int index, const Node& node, const Tensor& x) {
+  const TensorShape& in = graph_.node(node.inputs[0]).shape;
+  ConvShape s;
+  s.batch = in[0];
+  s.in_channels = in[1];
+  s.in_h = in[2];
+  s.in_w = in[3];
+  s.out_channels = node.attr_int("out_channels");
+  std::vector<int64_t> kernel = pair_attr(node, "kernel", 1), stride = pair_attr(node, "stride", 1),
+                       padding = pair_attr(node, "padding", 0), dilation = pair_attr(node, "dilation", 1);
+  s.kernel_h = kernel[0];
+  s.kernel_w = kernel[1];
+  s.stride_h = stride[0];
+  s.stride_w = stride[1];
+  s.pad_h = padding[0];
+  s.pad_w = padding[1];
+  s.dilation_h = dilation[0];
+  s.dilation_w = dilation[1];
+  s.groups = node.attr_int("groups", 1);
+  s.out_h = node.shape[2];
+  s.out_w = node.shape[3];
+  s.bias = node.attr_int("bias", 1) != 0;
+  s.input_grad = x.requires_grad();
+  s.channels_last = cpu_ && x.channels_last;
+  const int64_t out_bytes = bytes_of(node);
+  const int64_t in_bytes = x.bytes;
+  // A non-contiguous input (neither plain nor channels-last) is made contiguous first.
+  const bool copy_input = cpu_ && !x.contiguous && !x.channels_last;
+  int copy = copy_input ? program_.alloc(in_bytes, Category::Transient, "contiguous") : -1;
+  std::vector<int> slots;
+  run_steps(program_, conv_recipe(index, s).forward, slots, Category::Activation);
+  program_.release(copy);
+  Tensor out = make_tensor(slots[kSlotOutput], out_bytes, -1);
+  const std::vector<int64_t> out_dims = node.shape.dims, in_dims = in.dims;
+  if (s.channels_last) with_layout(out, Layout::nhwc(), out_dims);
+  out.grad_fn = make_node(index, {saved(x)}, {edge_of(x), param_edge(index, 0), s.bias ? param_edge(index, 1) : Edge{}},
+                          [index, s, copy_input, in_bytes, out_dims, in_dims](Trace& t, const Grad& grad) {
+                            ConvShape shape = s;
+                            shape.grad_copy = t.cpu() && (shape.channels_last ? !grad.channels_last : !grad.contiguous);
+                            const ConvRecipe& backward = t.conv_recipe(index, shape);
+                            int copy = copy_input ? t.program().alloc(in_bytes, Category::Transient, "contiguous") : -1;
+                            std::vector<int> slots;
+                            run_steps(t.program(), backward.backward, slots, Category::Transient);
+                            t.program().release(copy);
+                            slots.resize(kFirstTemp, -1);
+                            auto result = [&](int slot) {
+                              int buffer = slots[static_cast<size_t>(slot)];
+                              return make_grad(buffer, buffer >= 0 ? t.program().bytes(buffer) : 0, true);
+                            };
+                            Grad gi = result(kSlotGradInput);
+                            if (shape.channels_last) with_layout(gi, Layout::nhwc(), in_dims);
+                            Grad gw = result(kSlotGradWeight);
+                            gw.contiguous = backward.weight_grad_contiguous;
+                            return std::vector<Grad>{gi, gw, result(kSlotGradBias)};
+                          });
+  return out;
+}
+
+Tensor Trace::run_batchnorm(int index, const Node& node, const Tensor& x) {
+  const TensorShape& in = graph_.node(node.inputs[0]).shape;
+  const int64_t channel_bytes = in[1] * kF32;
+  const int64_t image_size = in.numel() / in[0] / in[1];
+  const int64_t bytes = x.bytes;
+  const bool cpu = cpu_;
+  const int64_t nthreads = threads();
+  int mean = -1, invstd = -1;
+  if (cpu) {
+    program_.temp(kI64, "scalar");  // num_batches_tracked.add_(1): the wrapped integer
+    mean = program_.alloc(channel_bytes, Category::Activation, "save_mean");
+    invstd = program_.alloc(channel_bytes, Category::Activation, "save_invstd");
+    int sum_mean = program_.alloc(channel_bytes, Category::Transient, "mean");
+    int var_sum = program_.alloc(channel_bytes, Category::Transient, "var_sum");
+    // An N x C x 1 x 1 input takes the channels-last statistics kernel, with a per-thread buffer.
+    if (image_size == 1) program_.temp(nthreads * channel_bytes, "stats buffer");
+    program_.release(var_sum);
+    program_.release(sum_mean);
+  } else {
+    mean = program_.alloc(channel_bytes, Category::Activation, "save_mean");
+    invstd = program_.alloc(channel_bytes, Category::Activation, "save_invstd");
+  }
+  Tensor out = new_output(bytes);
+  if (cpu) {
+    int alpha = program_.alloc(channel_bytes, Category::Transient, "alpha");
+    program_.temp(channel_bytes, "beta");
+    program_.release(alpha);
+  }
+  out.grad_fn = make_node(index, {saved(x), mean, invstd}, {edge_of(x), param_edge(index, 0), param_edge(index, 1)},
+                          [bytes, channel_bytes, image_size, cpu, nthreads](Trace& t, const Grad&) {
+                            Program& p = t.program();
+                            int first = cpu ? p.alloc(bytes, Category::Transient, "grad_input") : -1;
+                            Grad gw = t.new_grad(channel_bytes), gb = t.new_grad(channel_bytes);
+                            Grad gi = t.new_grad(bytes);
+                            p.release(first);
+                            if (cpu && image_size == 1) p.temp(2 * nthreads * channel_bytes, "reduce buffer");
+                            return std::vector<Grad>{gi, gw, gb};
+                          });
+  return out;
+}
+
+Tensor Trace::run_activation(int index, const Node& node, const Tensor& x) {
+  const std::string& op = node.op;
+  const int64_t bytes = x.bytes;
+  const bool inplace = inplace_safe_[static_cast<size_t>(index)];
+  // threshold_backward(grad, result) & co: a new tensor laid out like the incoming gradient.
+  auto grad_like_incoming = [bytes](Trace& t, const Grad& grad) {
+    Grad out = t.new_grad(bytes);
+    follow_layout(out, grad);
+    return std::vector<Grad>{out};
+  };
+  // Which tensor autograd keeps: ReLU, Sigmoid, Tanh their result; the others their input (an
+  // in-place variant keeps a clone of its input, except relu_ which keeps its result).
+  const bool saves_result = op == "ReLU" || op == "Sigmoid" || op == "Tanh";
+  if (inplace) {
+    if (op == "ReLU") {
+      Tensor out = view(x, bytes, x.contiguous);
+      out.grad_fn = make_node(index, {saved(out)}, {edge_of(x)}, grad_like_incoming);
+      return out;
+    }
+    int clone = program_.alloc(bytes, Category::Activation, "clone");
+    Tensor out = view(x, bytes, x.contiguous);
+    out.grad_fn = make_node(index, {clone}, {edge_of(x)}, grad_like_incoming);
+    return out;
+  }
+  Tensor out = like(bytes, x);
+  std::vector<int> keep{saves_result ? saved(out) : saved(x)};
+  out.grad_fn = make_node(index, keep, {edge_of(x)}, grad_like_incoming);
+  return out;
+}
+
+Tensor Trace::run_linear(int index, const Node& node, const Tensor& x) {
+  const int64_t out_bytes = bytes_of(node);
+  const int64_t in_bytes = x.bytes;
+  const bool bias = node.attr_int("bias", 1) != 0;
+  const int64_t weight_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
+  const int64_t bias_bytes = node.shape.dims.back() * kF32;
+  const int rank = graph_.node(node.inputs[0]).shape.rank();
+  const bool input_grad = x.requires_grad();
+  if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
+    // addmm(bias, input, weight.t()): AddmmBackward0 gives mat1, mat2; the bias gradient is summed
+    // over rows by the engine; outputs are routed bias, input, weight (via TBackward0).
+    Tensor out = new_output(out_bytes);
+    out.grad_fn = make_node(index, {saved(x)}, {param_edge(index, 1), edge_of(x), param_edge(index, 0)},
+                            [in_bytes, weight_bytes, bias_bytes, input_grad](Trace& t, const Grad&) {
+                              Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                              Grad gw = t.new_grad(weight_bytes);
+                              Grad gb = t.new_grad(bias_bytes, "sum_to");
+                              return std::vector<Grad>{gb, gi, gw};
+                            });
+    return out;
+  }
+  // matmul(input, weight.t()): the input folded to 2-D (a copy when it is not contiguous), mm,
+  // _unsafe_view back, then add_(bias) in place. Backward: AddBackward0 sums the bias gradient,
+  // UnsafeViewBackward0 reshapes (a copy of a non-contiguous gradient), MmBackward0 gives the
+  // weight gradient first.
+  int folded = !x.contiguous ? program_.alloc(in_bytes, Category::Activation, "contiguous") : -1;
+  Tensor out = new_output(out_bytes);
+  int mm = make_node(index, {folded >= 0 ? folded : saved(x)}, {edge_of(x), param_edge(index, 0)},
+                     [in_bytes, weight_bytes, input_grad](Trace& t, const Grad&) {
+                       Grad gw = t.new_grad(weight_bytes);
+                       Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                       return std::vector<Grad>{gi, gw};
+                     });
+  Tensor mm_out = out;
+  mm_out.grad_fn = mm;
+  out.grad_fn = make_node(index, {}, {edge_of(mm_out)}, [out_bytes](Trace& t, const Grad& grad) {
+    if (grad.contiguous) return std::vector<Grad>{t.share(grad, out_bytes, true)};
+    return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
+  });
+  if (bias) {
+    Tensor viewed = out;
+    out.grad_fn = make_node(index, {}, {edge_of(viewed), param_edge(index, 1)}, [bias_bytes](Trace& t, const Grad& grad) {
+      Grad passed = grad;
+      t.program().retain(grad.buffer);
+      return std::vector<Grad>{passed, t.new_grad(bias_bytes, "sum_to")};
+    });
+  }
+  return out;
+}
+
+Tensor Trace::run_generic(int index, const Node& node, const std::vector<Tensor>& in) {
+  // Approximation from the op's declaration: output, its saved tensors, one gradient per input.
+  OpCost cost = node_cost(graph_, index);
+  Tensor out = new_output(bytes_of(node));
+  std::vector<int> keep;
+  for (const SavedTensor& saved_tensor : cost.saved) {
+    if (saved_tensor.kind == SavedTensor::Kind::Input)
+      keep.push_back(saved(in.at(static_cast<size_t>(saved_tensor.index))));
+    else if (saved_tensor.kind == SavedTensor::Kind::Output)
+      keep.push_back(saved(out));
+    else
+      keep.push_back(program_.alloc(saved_tensor.bytes, Category::Activation, "saved"));
+  }
+  std::vector<Edge> edges;
+  std::vector<int64_t> sizes;
+  for (const Tensor& tensor : in) {
+    edges.push_back(edge_of(tensor));
+    sizes.push_back(tensor.bytes);
+  }
+  for (size_t position = 0; position < node_params_[static_cast<size_t>(index)].size(); ++position) {
+    edges.push_back(param_edge(index, position));
+    sizes.push_back(params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][position])].bytes);
+  }
+  out.grad_fn = make_node(index, keep, edges, [sizes](Trace& t, const Grad&) {
+    std::vector<Grad> grads;
+    for (int64_t bytes : sizes) grads.push_back(t.new_grad(bytes));
+    return grads;
+  });
+  return out;
+}
+
+Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op;
+  const int64_t out_bytes = bytes_of(node);
+  if (op == "Input") {
+    Tensor input = in[0];
+    program_.retain(input.buffer);
+    return input;
+  }
+  if (op == "Conv2d") return run_conv(index, node, in[0]);
+  if (op == "BatchNorm2d") return run_batchnorm(index, node, in[0]);
+  if (op == "ReLU" || op == "ReLU6" || op == "SiLU" || op == "Hardswish" || op == "GELU" || op == "Sigmoid" ||
+      op == "Tanh" || op == "Hardsigmoid")
+    return run_activation(index, node, in[0]);
+  if (op == "Linear") return run_linear(index, node, in[0]);
+
+  const Tensor& x = in[0];
+  const std::vector<int64_t>& out_dims = node.shape.dims;
+  if (op == "MaxPool2d") {
+    Tensor out = new_output(out_bytes);
+    int indices = program_.alloc(node.shape.numel() * kI64, Category::Activation, "indices");
+    const int64_t in_bytes = x.bytes;
+    out.grad_fn = make_node(index, {saved(x), indices}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(in_bytes)};
+    });
+    return out;
+  }
+  if (op == "AvgPool2d" || op == "AdaptiveAvgPool2d") {
+    const bool mean = op == "AdaptiveAvgPool2d" && node.shape[2] == 1 && node.shape[3] == 1;
+    Tensor out = new_output(out_bytes);
+    if (mean && cpu_) scalar_temps();  // mean: sum, then div_ by the element count
+    const int64_t in_bytes = x.bytes;
+    const bool cpu = cpu_;
+    out.grad_fn = make_node(index, {saved(x)}, {edge_of(x)}, [in_bytes, mean, cpu](Trace& t, const Grad&) {
+      if (!mean || !cpu) return std::vector<Grad>{t.new_grad(in_bytes)};
+      // grad.expand(sizes) / count
+      int wrapped = t.program().alloc(8, Category::Transient, "scalar");
+      int converted = t.program().alloc(4, Category::Transient, "scalar");
+      Grad gi = t.new_grad(in_bytes);
+      t.program().release(converted);
+      t.program().release(wrapped);
+      return std::vector<Grad>{gi};
+    });
+    return out;
+  }
+  if (op == "Flatten" || op == "Reshape") {
+    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+    if (op == "Flatten" && in_shape.rank() == node.shape.rank()) return view(x, x.bytes, x.contiguous);  // no-op
+    const int64_t bytes = x.bytes;
+    const std::vector<int64_t> in_dims = in_shape.dims;
+    // reshape: a view when the strides allow it (ATen's computeStride), a copy otherwise; the same
+    // for the gradient on the way back.
+    std::vector<int64_t> strides;
+    const bool viewable = x.dense && view_strides(in_dims, dense_strides(in_dims, x.layout), out_dims, strides);
+    Tensor out;
+    if (viewable) {
+      out = view(x, bytes, x.contiguous);
+      with_layout(out, layout_of_strides(strides), out_dims);
+    } else {
+      out = new_output(bytes, "reshape copy");
+    }
+    out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, out_dims, in_dims](Trace& t, const Grad& grad) {
+      std::vector<int64_t> grad_strides;
+      if (grad.dense && view_strides(out_dims, dense_strides(out_dims, grad.layout), in_dims, grad_strides)) {
+        Grad passed = t.share(grad, bytes, true);
+        with_layout(passed, layout_of_strides(grad_strides), in_dims);
+        return std::vector<Grad>{passed};
+      }
+      return std::vector<Grad>{t.new_grad(bytes, "reshape")};
+    });
+    return out;
+  }
+  if (op == "Add") {
+    const Tensor& y = in[1];
+    Tensor out = like(out_bytes, x.bytes == out_bytes ? x : y);
+    const int64_t a_bytes = x.bytes, b_bytes = y.bytes;
+    out.grad_fn = make_node(index, {}, {edge_of(x), edge_of(y)}, [out_bytes, a_bytes, b_bytes](Trace& t, const Grad& grad) {
+      auto pass = [&](int64_t bytes) {
+        if (bytes != out_bytes) return t.new_grad(bytes, "sum_to");
+        Grad shared = grad;
+        shared.shared_tensor = a_bytes == b_bytes;
+        t.program().retain(grad.buffer);
+        return shared;
+      };
+      Grad ga = pass(a_bytes);
+      Grad gb = pass(b_bytes);
+      return std::vector<Grad>{ga, gb};
+    });
+    return out;
+  }
+  if (op == "Mul" || op == "LayerScale") {
+    // LayerScale is gamma * x with gamma a parameter (the executor's operand order).
+    Tensor a = x, b = op == "Mul" ? in[1] : x;
+    if (op == "LayerScale") {
+      const int param = node_params_[static_cast<size_t>(index)][0];
+      a = make_tensor(params_[static_cast<size_t>(param)].buffer, params_[static_cast<size_t>(param)].bytes, -1, param);
+      b = x;
+    }
+    Tensor out = like(out_bytes, a.bytes == out_bytes ? a : b);
+    std::vector<int> keep;
+    if (b.requires_grad()) keep.push_back(saved(a));  // other's grad needs self
+    if (a.requires_grad()) keep.push_back(saved(b));  // self's grad needs other
+    const int64_t a_bytes = a.bytes, b_bytes = b.bytes;
+    const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+    out.grad_fn = make_node(index, keep, {edge_of(a), edge_of(b)}, [out_bytes, a_bytes, b_bytes, need_a, need_b](Trace& t, const Grad& grad) {
+      // MulBackward0 computes other's gradient (grad * self) first, then self's (grad * other),
+      // both laid out like the incoming gradient.
+      auto product = [&]() {
+        Grad full = t.new_grad(out_bytes);
+        follow_layout(full, grad);
+        return full;
+      };
+      Grad gb = need_b ? product() : Grad{};
+      Grad ga = need_a ? product() : Grad{};
+      // validate_outputs: broadcast operands are summed back to their shape, self first.
+      if (ga.buffer >= 0 && a_bytes != out_bytes) {
+        Grad reduced = t.new_grad(a_bytes, "sum_to");
+        t.program().release(ga.buffer);
+        ga = reduced;
+      }
+      if (gb.buffer >= 0 && b_bytes != out_bytes) {
+        Grad reduced = t.new_grad(b_bytes, "sum_to");
+        t.program().release(gb.buffer);
+        gb = reduced;
+      }
+      return std::vector<Grad>{ga, gb};
+    });
+    return out;
+  }
+  if (op == "Dropout") {
+    double p = node.attr_float("p", 0.5);
+    if (p == 0.0) return view(x, x.bytes, x.contiguous);
+    const int64_t bytes = x.bytes;
+    int noise = program_.alloc(bytes, Category::Activation, "dropout noise");
+    if (cpu_) scalar_temps();  // noise.div_(1 - p)
+    Tensor out = like(bytes, x);
+    out.grad_fn = make_node(index, {noise}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(bytes)};
+    });
+    return out;
+  }
+  if (op == "Concat") {
+    Tensor out = new_output(out_bytes);
+    int axis = static_cast<int>(node.attr_int("axis", 1));
+    if (axis < 0) axis += node.shape.rank();
+    const bool views_contiguous = in.size() == 1 || narrow_is_contiguous(node.shape.dims, axis);
+    std::vector<Edge> edges;
+    std::vector<int64_t> sizes;
+    for (const Tensor& tensor : in) {
+      edges.push_back(edge_of(tensor));
+      sizes.push_back(tensor.bytes);
+    }
+    out.grad_fn = make_node(index, {}, edges, [sizes, views_contiguous](Trace& t, const Grad& grad) {
+      std::vector<Grad> grads;
+      for (int64_t bytes : sizes) grads.push_back(t.share(grad, bytes, views_contiguous));
+      return grads;
+    });
+    return out;
+  }
+  if (op == "Slice") {
+    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+    int axis = static_cast<int>(node.attr_int("axis"));
+    if (axis < 0) axis += in_shape.rank();
+    const bool whole = node.shape == in_shape;
+    Tensor out = view(x, out_bytes, x.contiguous && (whole || narrow_is_contiguous(in_shape.dims, axis)));
+    out.dense = out.contiguous;
+    const int64_t in_bytes = x.bytes;
+    out.grad_fn = make_node(index, {}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(in_bytes, "slice_backward")};
+    });
+    return out;
+  }
+  if (op == "ChannelShuffle") {
+    // view, transpose, contiguous (a copy), view: backward reshapes a transposed gradient (a copy).
+    const int64_t bytes = x.bytes;
+    Tensor out = new_output(bytes, "shuffle copy");
+    out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(bytes, "reshape")};
+    });
+    return out;
+  }
+  if (op == "Permute" || op == "Transpose") {
+    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+    std::vector<int64_t> dims;
+    if (op == "Permute") {
+      dims = node.attr_ints("dims");
+    } else {
+      for (int dim = 0; dim < in_shape.rank(); ++dim) dims.push_back(dim);
+      int64_t dim0 = node.attr_int("dim0"), dim1 = node.attr_int("dim1");
+      if (dim0 < 0) dim0 += in_shape.rank();
+      if (dim1 < 0) dim1 += in_shape.rank();
+      std::swap(dims[static_cast<size_t>(dim0)], dims[static_cast<size_t>(dim1)]);
+    }
+    std::vector<int64_t> inverse(dims.size());
+    for (size_t out = 0; out < dims.size(); ++out) {
+      int64_t in_dim = dims[out] < 0 ? dims[out] + static_cast<int64_t>(dims.size()) : dims[out];
+      inverse[static_cast<size_t>(in_dim)] = static_cast<int64_t>(out);
+    }
+    const int64_t bytes = x.bytes;
+    const bool contiguous_copy = node.attr_int("contiguous", 0) != 0;
+    Tensor out;
+    if (contiguous_copy) {
+      out = new_output(bytes, "contiguous");
+    } else {
+      out = view(x, bytes, false);
+      Layout base = x.layout.rank == 0 ? Layout::plain(in_shape.rank()) : x.layout;
+      with_layout(out, base.permuted(dims), out_dims);
+    }
+    const std::vector<int64_t> in_dims = in_shape.dims;
+    out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, inverse, in_dims](Trace& t, const Grad& grad) {
+      Grad permuted = t.share(grad, bytes, false);
+      permuted.dense = grad.dense;
+      Layout base = grad.layout.rank == 0 ? Layout::plain(static_cast<int>(in_dims.size())) : grad.layout;
+      with_layout(permuted, base.permuted(inverse), in_dims);
+      return std::vector<Grad>{permuted};
+    });
+    return out;
+  }
+  if (op == "LayerNorm" || op == "GroupNorm") {
+    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+    int64_t rows = 0, normalized = 0;
+    if (op == "LayerNorm") {
+      normalized = TensorShape(node.attr_ints("normalized_shape")).numel();
+      rows = in_shape.numel() / normalized;
+    } else {
+      rows = in_shape[0] * node.attr_int("groups");
+      normalized = in_shape.numel() / rows;
+    }
+    const int64_t bytes = x.bytes;
+    int copy = !x.contiguous && cpu_ ? program_.alloc(bytes, Category::Transient, "contiguous") : -1;
+    Tensor out = new_output(bytes);
+    int mean = program_.alloc(rows * kF32, Category::Activation, "mean");
+    int rstd = program_.alloc(rows * kF32, Category::Activation, "rstd");
+    program_.release(copy);
+    const bool affine = !node_params_[static_cast<size_t>(index)].empty();
+    const int64_t param_bytes = affine ? params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes : 0;
+    const int64_t nthreads = threads();
+    const bool cpu = cpu_;
+    out.grad_fn = make_node(index, {saved(x), mean, rstd}, {edge_of(x), param_edge(index, 0), param_edge(index, 1)},
+                            [bytes, param_bytes, normalized, nthreads, cpu](Trace& t, const Grad& grad) {
+                              int copy = cpu && !grad.contiguous ? t.program().alloc(bytes, Category::Transient, "contiguous") : -1;
+                              Grad gi = t.new_grad(bytes);
+                              Grad gw = param_bytes ? t.new_grad(param_bytes) : Grad{};
+                              Grad gb = param_bytes ? t.new_grad(param_bytes) : Grad{};
+                              if (cpu) t.program().temp(nthreads * 2 * normalized * kF32, "dgamma buffer");
+                              t.program().release(copy);
+                              return std::vector<Grad>{gi, gw, gb};
+                            });
+    return out;
+  }
+  if (op == "Softmax") {
+    Tensor out = new_output(out_bytes);
+    out.grad_fn = make_node(index, {saved(out)}, {edge_of(x)}, [out_bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(out_bytes)};
+    });
+    return out;
+  }
+  if (op == "ClassToken") {
+    // cat({token.expand(N, -1, -1), x}, 1): CatBackward0 hands out narrowed views; the token's
+    // ExpandBackward0 sums over the batch.
+    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+    Tensor out = new_output(out_bytes);
+    const int64_t token_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
+    const int64_t x_bytes = x.bytes;
+    const bool views_contiguous = in_shape[0] == 1;
+    out.grad_fn = make_node(index, {}, {param_edge(index, 0), edge_of(x)},
+                            [token_bytes, x_bytes, views_contiguous, out_bytes](Trace& t, const Grad& grad) {
+                              (void)out_bytes;
+                              // batch 1: expand was a no-op, the token's gradient is the view itself
+                              Grad token = views_contiguous ? t.share(grad, token_bytes, true) : t.new_grad(token_bytes, "sum_to");
+                              return std::vector<Grad>{token, t.share(grad, x_bytes, views_contiguous)};
+                            });
+    return out;
+  }
+  if (op == "PositionEmbedding") {
+    // x + table (or table[:, :L]): the table's gradient is summed over the batch (batch 1: the
+    // incoming gradient itself).
+    Tensor out = like(out_bytes, x);
+    const int64_t table_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
+    const bool same = table_bytes == out_bytes;
+    out.grad_fn = make_node(index, {}, {edge_of(x), param_edge(index, 0)}, [table_bytes, same](Trace& t, const Grad& grad) {
+      Grad passed = grad;
+      passed.shared_tensor = same;
+      t.program().retain(grad.buffer);
+      Grad table = same ? passed : t.new_grad(table_bytes, "sum_to");
+      if (same) t.program().retain(grad.buffer);
+      return std::vector<Grad>{passed, table};
+    });
+    return out;
+  }
+  if (op == "ScaledDotProductAttention") {
+    // libtorch 1.13's math path as the executor writes it: (q * scale) @ k^T, softmax, @ v; the
+    // scores stay alive until the op returns; autograd keeps q * scale, k, the probabilities, v.
+    const TensorShape& q_shape = graph_.node(node.inputs[0]).shape;
+    const TensorShape& k_shape = graph_.node(node.inputs[1]).shape;
+    const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * kF32;
+    const int64_t q_bytes = in[0].bytes, k_bytes = in[1].bytes, v_bytes = in[2].bytes;
+    const bool causal = node.attr_int("causal", 0) != 0;
+    const double dropout_p = node.attr_float("dropout_p", 0.0);
+    int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
+    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    int scaled_q = program_.alloc(q_bytes, Category::Activation, "q * scale");
+    program_.release(converted);
+    program_.release(wrapped);
+    const bool cpu = cpu_;
+    int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu](Trace& t, const Grad&) {
+      int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
+      int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
+      Grad g = t.new_grad(q_bytes);
+      t.program().release(scalar_f32);
+      t.program().release(scalar);
+      return std::vector<Grad>{g};
+    });
+    Tensor scaled = make_tensor(scaled_q, q_bytes, scaled_node);
+    // scores = bmm(q', k^T): BmmBackward0 gives mat2's gradient (k^T, a transposed view) first.
+    int scores = program_.alloc(scores_bytes, Category::Activation, "scores");
+    program_.retain(scaled_q);
+    int bmm1 = make_node(index, {scaled_q, saved(in[1])}, {edge_of(scaled), edge_of(in[1])},
+                         [q_bytes, k_bytes](Trace& t, const Grad&) {
+                           Grad gk = t.new_grad(k_bytes);
+                           gk.contiguous = false;  // the gradient of k^T, transposed back
+                           gk.dense = true;
+                           Grad gq = t.new_grad(q_bytes);
+                           return std::vector<Grad>{gq, gk};
+                         });
+    Tensor scores_tensor = make_tensor(scores, scores_bytes, bmm1);
+    program_.release(scaled_q);
+    if (causal) {
+      int masked = program_.alloc(scores_bytes, Category::Activation, "masked scores");
+      int mask_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
+        return std::vector<Grad>{t.new_grad(scores_bytes)};
+      });
+      program_.release(scores);
+      scores = masked;
+      scores_tensor = make_tensor(masked, scores_bytes, mask_node);
+    }
+    int probabilities = program_.alloc(scores_bytes, Category::Activation, "softmax");
+    int softmax_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(scores_bytes)};
+    });
+    program_.retain(probabilities);
+    nodes_[static_cast<size_t>(softmax_node)].saved.push_back(probabilities);
+    Tensor probs = make_tensor(probabilities, scores_bytes, softmax_node);
+    if (dropout_p > 0) {
+      int noise = program_.alloc(scores_bytes, Category::Activation, "dropout noise");
+      scalar_temps();
+      int dropped = program_.alloc(scores_bytes, Category::Activation, "dropout");
+      int drop_node = make_node(index, {noise}, {edge_of(probs)}, [scores_bytes](Trace& t, const Grad&) {
+        return std::vector<Grad>{t.new_grad(scores_bytes)};
+      });
+      program_.release(probabilities);
+      probabilities = dropped;
+      probs = make_tensor(dropped, scores_bytes, drop_node);
+    }
+    Tensor out = new_output(out_bytes);
+    program_.retain(probabilities);
+    out.grad_fn = make_node(index, {probabilities, saved(in[2])}, {edge_of(probs), edge_of(in[2])},
+                            [scores_bytes, v_bytes](Trace& t, const Grad&) {
+                              Grad gv = t.new_grad(v_bytes);
+                              Grad gp = t.new_grad(scores_bytes);
+                              return std::vector<Grad>{gp, gv};
+                            });
+    program_.release(probabilities);
+    program_.release(scores);  // the local `scores` goes when the op returns
+    return out;
+  }
+  if (op == "CrossEntropyLoss") {
+    const TensorShape& logits = graph_.node(node.inputs[0]).shape;
+    return cross_entropy(x, logits.numel() * kF32, -1);
+  }
+  if (op == "MSELoss") return mse(x, x.bytes, -1);
+  return run_generic(index, node, in);
+}
+
+}  // namespace
+
+Program trace_training(const Graph& graph, const TraceOptions& options) {
+  if (options.optimizer != "sgd" && options.optimizer != "adam" && options.optimizer != "adamw")
+    throw InputError("optimizer '" + options.optimizer + "': expected sgd, adam or adamw");
+  if (options.device != "cpu" && options.device != "cuda")
+    throw InputError("device '" + options.device + "': expected cpu or cuda");
+  if (options.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(options.threads));
+  if (options.iterations < 1) throw InputError("iterations must be at least 1");
+  for (const Node& node : graph.nodes())
+    if (node.dtype != DType::F32 && node.dtype != DType::I64)
+      throw InputError("node '" + node.name + "' has dtype " + dtype_name(node.dtype) +
+                       ": the memory simulator models fp32 training only");
+  Trace trace(graph, options);
+  return trace.run();
+}
+
+}  // namespace dnncast::memory

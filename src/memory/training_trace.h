@@ -1,0 +1,32 @@
+// The allocation program of dnncast's training iterations (src/profile/executor.cpp) as libtorch
+// 1.13 runs them: every tensor the executor, ATen, oneDNN and the autograd engine allocate and
+// release, in order, for setup (the profiler's baseline) and `iterations` training iterations.
+//
+// Replayed here, not measured: the executor's choices (parameters per op, in-place activations,
+// tensors released after their last consumer, zero_grad in place), autograd's (one node per op,
+// saved tensors released after the node's backward, gradients accumulated out of place, nodes run
+// in reverse creation order, AccumulateGrad stealing the first gradient), and each op's kernels'
+// own allocations (cpu_conv.h for convolutions). Ops without a recipe fall back to their OpDef's
+// saved tensors (approximate; docs/MEMORY.md lists which are exact).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graph/graph.h"
+#include "memory/program.h"
+
+namespace dnncast::memory {
+
+struct TraceOptions {
+  std::string optimizer = "sgd";  // sgd (momentum 0.9) | adam | adamw, as the executor builds them
+  std::string device = "cpu";     // cpu: libtorch's CPU kernels; cuda: the same autograd program
+                                  // without oneDNN's reorders and scratch (unverified)
+  int64_t threads = 1;            // intra-op threads (backend choice, per-thread scratch)
+  int iterations = 2;             // iteration 2 and later repeat each other
+};
+
+// Graph must be shape-inferred. Throws InputError for an op the executor cannot run.
+Program trace_training(const Graph& graph, const TraceOptions& options);
+
+}  // namespace dnncast::memory

@@ -1,0 +1,651 @@
+// Measurement in a child process (fork + exec of this same program), statistics, JSON, repeats.
+//
+// Why exec and not a bare fork: a forked copy of a process whose OpenMP pool already ran can hang
+// in its first parallel region (libgomp is not fork-safe), and a fresh process is what "repeats in
+// separate processes" means (fresh allocator state, fresh thread pool). The child is the same
+// executable: a static initializer below notices DNNCAST_MEASURE_CHILD in the environment, reads
+// the request (graph JSON + config + limits) from the socket it names, measures, writes the
+// Measurement as JSON back and exits before main() runs.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "graph/error.h"
+#include "graph/op_registry.h"
+#include "import/graph_json.h"
+#include "profile/internal.h"
+
+namespace dnncast::profile {
+
+using nlohmann::json;
+
+// --- Configuration -------------------------------------------------------------------------------
+
+std::string canonical_optimizer(const std::string& name) {
+  if (name == "sgd" || name == "adam" || name == "adamw") return name;
+  throw InputError("unknown optimizer '" + name + "' (valid: sgd, adam, adamw)");
+}
+
+std::string canonical_precision(const std::string& name) {
+  if (name == "fp32" || name == "f32") return "fp32";
+  if (name == "bf16") return "bf16";
+  if (name == "fp16" || name == "f16") return "fp16";
+  throw InputError("unknown precision '" + name + "' (valid: fp32, bf16, fp16)");
+}
+
+std::string canonical_device(const std::string& name) {
+  if (name == "cpu" || name == "cuda") return name;
+  throw InputError("unknown device '" + name + "' (valid: cpu, cuda)");
+}
+
+void validate_config(const TrainConfig& config) {
+  canonical_optimizer(config.optimizer);
+  std::string precision = canonical_precision(config.precision);
+  std::string device = canonical_device(config.device);
+  if (config.threads < 0) throw InputError("threads must be >= 0 (0 = all allowed CPUs), got " + std::to_string(config.threads));
+  auto allowed = static_cast<int64_t>(detail::allowed_cpus().size());
+  if (config.threads > allowed)
+    throw InputError("threads " + std::to_string(config.threads) + " is more than the " + std::to_string(allowed) +
+                     " CPUs this process may use");
+  if (device == "cpu" && precision == "fp16")
+    throw InputError("precision fp16 needs device cuda (on cpu libtorch autocasts to bf16 only)");
+  if (device == "cuda" && !detail::cuda_available())
+    throw InputError("device cuda: this build's libtorch (" + detail::torch_version() +
+                     ") has no CUDA or no GPU is visible; build against a CUDA libtorch with -DTorch_DIR=...");
+}
+
+// --- Statistics ----------------------------------------------------------------------------------
+
+namespace detail {
+
+double percentile(std::vector<double> values, double fraction) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  double position = fraction * static_cast<double>(values.size() - 1);
+  auto below = static_cast<size_t>(std::floor(position));
+  size_t above = std::min(below + 1, values.size() - 1);
+  double weight = position - static_cast<double>(below);
+  return values[below] * (1 - weight) + values[above] * weight;
+}
+
+double median_rel_ci(const std::vector<double>& values) {
+  size_t count = values.size();
+  if (count < 6) return std::numeric_limits<double>::infinity();
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  double spread = 1.96 * std::sqrt(static_cast<double>(count)) / 2;
+  auto lower_rank = static_cast<int64_t>(std::floor(static_cast<double>(count) / 2 - spread));
+  auto upper_rank = static_cast<int64_t>(std::ceil(static_cast<double>(count) / 2 + spread)) + 1;
+  lower_rank = std::max<int64_t>(lower_rank, 1);
+  upper_rank = std::min<int64_t>(upper_rank, static_cast<int64_t>(count));
+  double median = percentile(sorted, 0.5);
+  if (median <= 0) return std::numeric_limits<double>::infinity();
+  double half_width = (sorted[static_cast<size_t>(upper_rank - 1)] - sorted[static_cast<size_t>(lower_rank - 1)]) / 2;
+  return half_width / median;
+}
+
+TimeStats summarize(const std::vector<double>& times_ms) {
+  TimeStats stats;
+  stats.n = static_cast<int64_t>(times_ms.size());
+  if (times_ms.empty()) return stats;
+  stats.median = percentile(times_ms, 0.5);
+  stats.p10 = percentile(times_ms, 0.1);
+  stats.p90 = percentile(times_ms, 0.9);
+  stats.mean = std::accumulate(times_ms.begin(), times_ms.end(), 0.0) / static_cast<double>(times_ms.size());
+  stats.rel_ci = median_rel_ci(times_ms);
+  return stats;
+}
+
+}  // namespace detail
+
+// --- JSON ----------------------------------------------------------------------------------------
+
+json to_json(const Environment& env) {
+  return json{{"cpu_model", env.cpu_model},         {"cores", env.cores},
+              {"threads", env.threads},             {"cpus", env.cpus},
+              {"memory_bytes", env.memory_bytes},   {"gpu_name", env.gpu_name},
+              {"gpu_driver", env.gpu_driver},       {"torch_version", env.torch_version},
+              {"build_type", env.build_type},       {"host", env.host}};
+}
+
+namespace {
+
+Environment environment_from_json(const json& doc) {
+  Environment env;
+  if (!doc.is_object()) return env;
+  env.cpu_model = doc.value("cpu_model", "");
+  env.cores = doc.value("cores", int64_t{0});
+  env.threads = doc.value("threads", int64_t{0});
+  env.cpus = doc.value("cpus", "");
+  env.memory_bytes = doc.value("memory_bytes", int64_t{0});
+  env.gpu_name = doc.value("gpu_name", "");
+  env.gpu_driver = doc.value("gpu_driver", "");
+  env.torch_version = doc.value("torch_version", "");
+  env.build_type = doc.value("build_type", "");
+  env.host = doc.value("host", "");
+  return env;
+}
+
+json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+double number_or(const json& doc, const char* key, double fallback) {
+  auto found = doc.find(key);
+  return found != doc.end() && found->is_number() ? found->get<double>() : fallback;
+}
+
+int64_t int_or(const json& doc, const char* key, int64_t fallback) {
+  auto found = doc.find(key);
+  return found != doc.end() && found->is_number() ? found->get<int64_t>() : fallback;
+}
+
+}  // namespace
+
+json to_json(const Measurement& m) {
+  bool ok = m.status == "ok";
+  json doc;
+  doc["status"] = m.status;
+  doc["message"] = m.message;
+  if (ok) {
+    doc["time_ms"] = {{"median", m.time_ms.median}, {"p10", m.time_ms.p10},   {"p90", m.time_ms.p90},
+                      {"mean", m.time_ms.mean},     {"n", m.time_ms.n},       {"rel_ci", finite_or_null(m.time_ms.rel_ci)}};
+    doc["time_ms_normalised"] = m.time_ms_normalised;
+    doc["peak_bytes"] = m.peak_bytes;
+  } else {
+    doc["time_ms"] = nullptr;
+    doc["time_ms_normalised"] = nullptr;
+    doc["peak_bytes"] = nullptr;
+  }
+  doc["iteration_ms"] = m.iteration_ms;
+  doc["warmup_iterations"] = m.warmup_iterations;
+  doc["probe_ms"] = {{"before", m.probe_before_ms}, {"after", m.probe_after_ms}, {"reference", reference_probe_ms()}};
+  doc["baseline_bytes"] = m.baseline_bytes;
+  doc["peak_reserved_bytes"] = m.peak_reserved_bytes;
+  doc["params"] = m.params;
+  doc["param_bytes"] = m.param_bytes;
+  doc["grad_bytes"] = m.grad_bytes;
+  doc["optimizer_state_bytes"] = m.optimizer_state_bytes;
+  doc["energy_j"] = m.energy_j ? json(*m.energy_j) : json(nullptr);
+  doc["energy_note"] = m.energy_note;
+  if (!m.layers.empty()) {
+    json layers = json::array();
+    for (const LayerTime& layer : m.layers)
+      layers.push_back({{"node", layer.node}, {"op", layer.op}, {"forward_ms", layer.forward_ms}, {"backward_ms", layer.backward_ms}});
+    doc["layers"] = layers;
+    doc["layer_sum_ms"] = m.layer_sum_ms;
+    doc["layer_gap_ms"] = m.layer_gap_ms;
+  }
+  doc["load"] = {{"other_cpus", m.load_other_cpus}, {"loadavg_before", m.loadavg_before}, {"loadavg_after", m.loadavg_after}};
+  doc["wall_s"] = m.wall_s;
+  doc["env"] = to_json(m.env);
+  return doc;
+}
+
+Measurement measurement_from_json(const json& doc) {
+  Measurement m;
+  m.status = doc.value("status", "error");
+  m.message = doc.value("message", "");
+  if (doc.contains("time_ms") && doc["time_ms"].is_object()) {
+    const json& time = doc["time_ms"];
+    m.time_ms.median = number_or(time, "median", 0);
+    m.time_ms.p10 = number_or(time, "p10", 0);
+    m.time_ms.p90 = number_or(time, "p90", 0);
+    m.time_ms.mean = number_or(time, "mean", 0);
+    m.time_ms.n = int_or(time, "n", 0);
+    m.time_ms.rel_ci = number_or(time, "rel_ci", std::numeric_limits<double>::infinity());
+  }
+  if (doc.contains("iteration_ms") && doc["iteration_ms"].is_array()) m.iteration_ms = doc["iteration_ms"].get<std::vector<double>>();
+  m.warmup_iterations = int_or(doc, "warmup_iterations", 0);
+  if (doc.contains("probe_ms") && doc["probe_ms"].is_object()) {
+    m.probe_before_ms = number_or(doc["probe_ms"], "before", 0);
+    m.probe_after_ms = number_or(doc["probe_ms"], "after", 0);
+  }
+  m.time_ms_normalised = number_or(doc, "time_ms_normalised", 0);
+  m.baseline_bytes = int_or(doc, "baseline_bytes", 0);
+  m.peak_bytes = int_or(doc, "peak_bytes", 0);
+  m.peak_reserved_bytes = int_or(doc, "peak_reserved_bytes", 0);
+  m.params = int_or(doc, "params", 0);
+  m.param_bytes = int_or(doc, "param_bytes", 0);
+  m.grad_bytes = int_or(doc, "grad_bytes", 0);
+  m.optimizer_state_bytes = int_or(doc, "optimizer_state_bytes", 0);
+  if (doc.contains("energy_j") && doc["energy_j"].is_number()) m.energy_j = doc["energy_j"].get<double>();
+  m.energy_note = doc.value("energy_note", "");
+  if (doc.contains("layers") && doc["layers"].is_array()) {
+    for (const json& layer : doc["layers"])
+      m.layers.push_back({layer.value("node", ""), layer.value("op", ""), number_or(layer, "forward_ms", 0),
+                          number_or(layer, "backward_ms", 0)});
+    m.layer_sum_ms = number_or(doc, "layer_sum_ms", 0);
+    m.layer_gap_ms = number_or(doc, "layer_gap_ms", 0);
+  }
+  if (doc.contains("load") && doc["load"].is_object()) {
+    m.load_other_cpus = number_or(doc["load"], "other_cpus", 0);
+    m.loadavg_before = number_or(doc["load"], "loadavg_before", 0);
+    m.loadavg_after = number_or(doc["load"], "loadavg_after", 0);
+  }
+  m.wall_s = number_or(doc, "wall_s", 0);
+  if (doc.contains("env")) m.env = environment_from_json(doc["env"]);
+  return m;
+}
+
+namespace {
+
+json config_to_json(const TrainConfig& config) {
+  return json{{"optimizer", config.optimizer}, {"precision", config.precision}, {"threads", config.threads},
+              {"device", config.device},       {"per_layer", config.per_layer},  {"seed", config.seed}};
+}
+
+TrainConfig config_from_json(const json& doc) {
+  TrainConfig config;
+  config.optimizer = doc.at("optimizer").get<std::string>();
+  config.precision = doc.at("precision").get<std::string>();
+  config.threads = doc.at("threads").get<int64_t>();
+  config.device = doc.at("device").get<std::string>();
+  config.per_layer = doc.at("per_layer").get<bool>();
+  config.seed = doc.at("seed").get<uint64_t>();
+  return config;
+}
+
+json limits_to_json(const Limits& limits) {
+  return json{{"memory_bytes", limits.memory_bytes},     {"timeout_s", limits.timeout_s},
+              {"time_budget_s", limits.time_budget_s},   {"warmup_budget_s", limits.warmup_budget_s},
+              {"ci_target", limits.ci_target},           {"min_iterations", limits.min_iterations},
+              {"max_iterations", limits.max_iterations}};
+}
+
+Limits limits_from_json(const json& doc) {
+  Limits limits;
+  limits.memory_bytes = doc.at("memory_bytes").get<int64_t>();
+  limits.timeout_s = doc.at("timeout_s").get<double>();
+  limits.time_budget_s = doc.at("time_budget_s").get<double>();
+  limits.warmup_budget_s = doc.at("warmup_budget_s").get<double>();
+  limits.ci_target = doc.at("ci_target").get<double>();
+  limits.min_iterations = doc.at("min_iterations").get<int64_t>();
+  limits.max_iterations = doc.at("max_iterations").get<int64_t>();
+  return limits;
+}
+
+// --- Child side ----------------------------------------------------------------------------------
+
+constexpr const char* kChildEnv = "DNNCAST_MEASURE_CHILD";
+
+int g_child_fd = -1;
+char g_oom_reply[512];
+size_t g_oom_reply_size = 0;
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t written = ::write(fd, data, size);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+  return true;
+}
+
+// An allocation refused inside an OpenMP region cannot unwind (std::terminate -> abort); the
+// refusal is still an out-of-memory result, so say so before dying.
+void on_abort(int) {
+  if (g_child_fd >= 0 && detail::tracked_refused() && g_oom_reply_size > 0) {
+    write_all(g_child_fd, g_oom_reply, g_oom_reply_size);
+    _exit(0);
+  }
+  signal(SIGABRT, SIG_DFL);
+  raise(SIGABRT);
+}
+
+int64_t vm_size_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::stoll(line.substr(7)) * 1024;
+  return 0;
+}
+
+[[noreturn]] void child_main(int fd) {
+  g_child_fd = fd;
+  std::string request;
+  char buffer[65536];
+  for (;;) {
+    ssize_t got = ::read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    request.append(buffer, static_cast<size_t>(got));
+  }
+  Measurement result;
+  try {
+    json doc = json::parse(request);
+    TrainConfig config = config_from_json(doc.at("config"));
+    Limits limits = limits_from_json(doc.at("limits"));
+    // Pin first, before libtorch starts any thread: the first `threads` CPUs we may use.
+    std::vector<int> cpus = detail::allowed_cpus();
+    if (config.threads > 0 && static_cast<int64_t>(cpus.size()) > config.threads) cpus.resize(static_cast<size_t>(config.threads));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus) CPU_SET(cpu, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+    if (config.threads == 0) config.threads = static_cast<int64_t>(cpus.size());
+
+    if (limits.memory_bytes <= 0) limits.memory_bytes = detail::mem_available_bytes() * 9 / 10;
+    if (config.device == "cpu" && limits.memory_bytes > 0) {
+      // Backstop for memory outside the tracked tensors (oneDNN/MKL scratch, malloc arenas,
+      // thread stacks): address space = what is mapped now + the limit + 2 GiB of slack.
+      rlim_t cap = static_cast<rlim_t>(vm_size_bytes() + limits.memory_bytes + (int64_t{2} << 30));
+      rlimit rl{cap, cap};
+      setrlimit(RLIMIT_AS, &rl);
+    }
+    int size = std::snprintf(g_oom_reply, sizeof(g_oom_reply),
+                             "{\"status\":\"oom\",\"message\":\"tensor memory above the limit of %lld bytes "
+                             "(refused inside a parallel region)\"}",
+                             static_cast<long long>(limits.memory_bytes));
+    g_oom_reply_size = size > 0 ? static_cast<size_t>(size) : 0;
+    signal(SIGABRT, on_abort);
+
+    Graph graph = graph_from_json(doc.at("graph"), "measurement request");
+    result = measure_in_process(graph, config, limits);
+  } catch (const std::exception& error) {
+    result = Measurement{};
+    result.status = "error";
+    result.message = std::string("child: ") + error.what();
+  }
+  std::string reply = to_json(result).dump();
+  write_all(fd, reply.data(), reply.size());
+  ::close(fd);
+  _exit(0);
+}
+
+bool child_hook() {
+  const char* spec = std::getenv(kChildEnv);
+  if (spec == nullptr) return false;
+  int fd = std::atoi(spec);
+  unsetenv(kChildEnv);
+  child_main(fd);
+}
+
+// Runs at static initialisation of any program that links this file (the dnncast CLI, tests).
+const bool g_is_child = child_hook();
+
+// --- Parent side ---------------------------------------------------------------------------------
+
+std::string signal_text(int number) {
+  const char* name = strsignal(number);
+  return "signal " + std::to_string(number) + " (" + (name ? name : "?") + ")";
+}
+
+std::string tail(const std::string& text, size_t count) {
+  std::string trimmed = text.size() > count ? "..." + text.substr(text.size() - count) : text;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
+  for (char& c : trimmed)
+    if (c == '\n') c = ' ';
+  return trimmed;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, const Limits& limits) {
+  (void)g_is_child;
+  TrainConfig config = config_in;
+  validate_config(config);
+  config.optimizer = canonical_optimizer(config.optimizer);
+  config.precision = canonical_precision(config.precision);
+  config.device = canonical_device(config.device);
+  check_supported(graph);
+  if (limits.timeout_s <= 0) throw InputError("timeout must be positive");
+  if (limits.memory_bytes < 0) throw InputError("memory limit must be >= 0 bytes");
+
+  std::string request = json{{"graph", graph_to_json(graph)}, {"config", config_to_json(config)},
+                             {"limits", limits_to_json(limits)}}.dump();
+
+  int sockets[2];
+  int err_pipe[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
+    throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(sockets[0]);
+    ::close(sockets[1]);
+    throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  }
+  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
+  std::string env_entry = std::string(kChildEnv) + "=" + std::to_string(sockets[1]);
+  std::vector<char*> child_env;
+  child_env.push_back(env_entry.data());
+  for (char** entry = environ; *entry != nullptr; ++entry)
+    if (std::strncmp(*entry, kChildEnv, std::strlen(kChildEnv)) != 0) child_env.push_back(*entry);
+  child_env.push_back(nullptr);
+  char exe_name[] = "dnncast-measure";
+  char* child_argv[] = {exe_name, nullptr};
+  int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  pid_t parent_pid = getpid();
+
+  double start_s = now_s();
+  pid_t pid = fork();
+  if (pid < 0) {
+    ::close(sockets[0]);
+    ::close(sockets[1]);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    if (devnull >= 0) ::close(devnull);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent_pid) _exit(127);
+    if (devnull >= 0) dup2(devnull, 1);
+    dup2(err_pipe[1], 2);
+    fcntl(sockets[1], F_SETFD, 0);  // keep the socket across exec
+    execve("/proc/self/exe", child_argv, child_env.data());
+    _exit(127);
+  }
+  ::close(sockets[1]);
+  ::close(err_pipe[1]);
+  if (devnull >= 0) ::close(devnull);
+  int channel = sockets[0];
+  fcntl(channel, F_SETFL, fcntl(channel, F_GETFL) | O_NONBLOCK);
+  fcntl(err_pipe[0], F_SETFL, fcntl(err_pipe[0], F_GETFL) | O_NONBLOCK);
+
+  std::string reply, child_stderr;
+  size_t sent = 0;
+  bool channel_open = true, err_open = true, timed_out = false;
+  char buffer[65536];
+  while (channel_open || err_open) {
+    double left_s = limits.timeout_s - (now_s() - start_s);
+    if (left_s <= 0) {
+      timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd fds[2];
+    nfds_t count = 0;
+    if (channel_open) fds[count++] = {channel, static_cast<short>(POLLIN | (sent < request.size() ? POLLOUT : 0)), 0};
+    if (err_open) fds[count++] = {err_pipe[0], POLLIN, 0};
+    int ready = poll(fds, count, static_cast<int>(std::min(left_s * 1000 + 1, 1000.0)));
+    if (ready < 0 && errno != EINTR) break;
+    for (nfds_t index = 0; index < count && ready > 0; ++index) {
+      if (fds[index].revents == 0) continue;
+      if (fds[index].fd == channel) {
+        if ((fds[index].revents & POLLOUT) && sent < request.size()) {
+          ssize_t written = send(channel, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+          if (written > 0) sent += static_cast<size_t>(written);
+          if (sent == request.size()) shutdown(channel, SHUT_WR);
+          if (written < 0 && errno != EAGAIN && errno != EINTR) sent = request.size();  // child gone
+        }
+        if (fds[index].revents & (POLLIN | POLLHUP | POLLERR)) {
+          ssize_t got = ::read(channel, buffer, sizeof(buffer));
+          if (got > 0) {
+            reply.append(buffer, static_cast<size_t>(got));
+          } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+            channel_open = false;
+          }
+        }
+      } else {
+        ssize_t got = ::read(err_pipe[0], buffer, sizeof(buffer));
+        if (got > 0) {
+          child_stderr.append(buffer, static_cast<size_t>(got));
+          if (child_stderr.size() > 65536) child_stderr.erase(0, child_stderr.size() - 16384);
+        } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+          err_open = false;
+        }
+      }
+    }
+  }
+  ::close(channel);
+  ::close(err_pipe[0]);
+  int wait_status = 0;
+  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  double wall_s = now_s() - start_s;
+
+  Measurement result;
+  if (timed_out) {
+    result.status = "timeout";
+    result.message = "killed after the timeout of " + std::to_string(limits.timeout_s) + " s";
+    if (!child_stderr.empty()) result.message += "; stderr: " + tail(child_stderr, 300);
+  } else {
+    bool parsed = false;
+    if (!reply.empty()) {
+      try {
+        result = measurement_from_json(json::parse(reply));
+        parsed = true;
+      } catch (const std::exception&) {
+        parsed = false;
+      }
+    }
+    if (!parsed) {
+      result = Measurement{};
+      if (WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL) {
+        result.status = "oom";
+        result.message = "child killed by SIGKILL without a result (the kernel's out-of-memory killer?)";
+      } else if (WIFSIGNALED(wait_status)) {
+        result.status = "error";
+        result.message = "child died with " + signal_text(WTERMSIG(wait_status));
+      } else {
+        result.status = "error";
+        result.message = "child exited with code " + std::to_string(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1) +
+                         " without a result";
+      }
+      if (!child_stderr.empty()) result.message += "; stderr: " + tail(child_stderr, 600);
+    }
+  }
+  result.wall_s = wall_s;
+  if (result.env.cpu_model.empty()) result.env = detect_environment(config);
+  return result;
+}
+
+std::vector<Measurement> measure_repeats(const Graph& graph, const TrainConfig& config, const Limits& limits,
+                                         int64_t repeats) {
+  if (repeats < 1) throw InputError("repeat must be >= 1, got " + std::to_string(repeats));
+  std::vector<Measurement> results;
+  for (int64_t index = 0; index < repeats; ++index) results.push_back(measure_isolated(graph, config, limits));
+  return results;
+}
+
+Measurement combine_repeats(const std::vector<Measurement>& repeats) {
+  DNNCAST_ASSERT(!repeats.empty());
+  std::vector<const Measurement*> ok;
+  for (const Measurement& m : repeats)
+    if (m.status == "ok") ok.push_back(&m);
+  Measurement combined;
+  for (const Measurement& m : repeats) {
+    if (m.status != "ok") {
+      combined.status = m.status;
+      combined.message = m.message;
+      break;
+    }
+  }
+  double wall = 0;
+  for (const Measurement& m : repeats) wall += m.wall_s;
+  if (ok.empty()) {
+    combined.env = repeats.front().env;
+    combined.energy_note = repeats.front().energy_note;
+    combined.wall_s = wall;
+    return combined;
+  }
+  auto median_of = [&](auto field) {
+    std::vector<double> values;
+    for (const Measurement* m : ok) values.push_back(field(*m));
+    return detail::percentile(values, 0.5);
+  };
+  auto mean_of = [&](auto field) {
+    double sum = 0;
+    for (const Measurement* m : ok) sum += field(*m);
+    return sum / static_cast<double>(ok.size());
+  };
+  const Measurement& first = *ok.front();
+  std::string status = combined.status, message = combined.message;
+  combined = Measurement{};
+  combined.status = status;
+  combined.message = message;
+  if (ok.size() != repeats.size())
+    combined.message = std::to_string(repeats.size() - ok.size()) + " of " + std::to_string(repeats.size()) +
+                       " repeats failed (first: " + status + ": " + message + "); statistics over the others";
+  combined.time_ms.median = median_of([](const Measurement& m) { return m.time_ms.median; });
+  combined.time_ms.p10 = median_of([](const Measurement& m) { return m.time_ms.p10; });
+  combined.time_ms.p90 = median_of([](const Measurement& m) { return m.time_ms.p90; });
+  combined.time_ms.mean = mean_of([](const Measurement& m) { return m.time_ms.mean; });
+  combined.time_ms.rel_ci = median_of([](const Measurement& m) { return m.time_ms.rel_ci; });
+  for (const Measurement* m : ok) combined.time_ms.n += m->time_ms.n;
+  combined.time_ms_normalised = median_of([](const Measurement& m) { return m.time_ms_normalised; });
+  combined.warmup_iterations = first.warmup_iterations;
+  combined.probe_before_ms = mean_of([](const Measurement& m) { return m.probe_before_ms; });
+  combined.probe_after_ms = mean_of([](const Measurement& m) { return m.probe_after_ms; });
+  for (const Measurement* m : ok) {
+    combined.peak_bytes = std::max(combined.peak_bytes, m->peak_bytes);
+    combined.peak_reserved_bytes = std::max(combined.peak_reserved_bytes, m->peak_reserved_bytes);
+  }
+  combined.baseline_bytes = first.baseline_bytes;
+  combined.params = first.params;
+  combined.param_bytes = first.param_bytes;
+  combined.grad_bytes = first.grad_bytes;
+  combined.optimizer_state_bytes = first.optimizer_state_bytes;
+  bool all_energy = std::all_of(ok.begin(), ok.end(), [](const Measurement* m) { return m->energy_j.has_value(); });
+  if (all_energy) combined.energy_j = mean_of([](const Measurement& m) { return *m.energy_j; });
+  combined.energy_note = first.energy_note;
+  combined.layers = first.layers;
+  for (size_t index = 0; index < combined.layers.size(); ++index) {
+    bool same = std::all_of(ok.begin(), ok.end(), [&](const Measurement* m) {
+      return m->layers.size() == first.layers.size() && m->layers[index].node == first.layers[index].node;
+    });
+    if (!same) break;
+    combined.layers[index].forward_ms = median_of([&](const Measurement& m) { return m.layers[index].forward_ms; });
+    combined.layers[index].backward_ms = median_of([&](const Measurement& m) { return m.layers[index].backward_ms; });
+  }
+  if (!combined.layers.empty()) {
+    combined.layer_sum_ms = 0;
+    for (const LayerTime& layer : combined.layers) combined.layer_sum_ms += layer.forward_ms + layer.backward_ms;
+    combined.layer_gap_ms = combined.time_ms.median - combined.layer_sum_ms;
+  }
+  combined.load_other_cpus = mean_of([](const Measurement& m) { return m.load_other_cpus; });
+  combined.loadavg_before = first.loadavg_before;
+  combined.loadavg_after = ok.back()->loadavg_after;
+  combined.wall_s = wall;
+  combined.env = first.env;
+  return combined;
+}
+
+int64_t graph_param_count(const Graph& graph) {
+  int64_t total = 0;
+  for (int index = 0; index < graph.size(); ++index) total += node_cost(graph, index).params;
+  return total;
+}
+
+}  // namespace dnncast::profile

@@ -1,0 +1,160 @@
+// Measuring real training iterations with libtorch (DESIGN.md "Measurement protocol",
+// docs/MEASUREMENT.md). This header is torch-free: anything may include it; only the .cpp files
+// of src/profile see libtorch.
+//
+// One measurement = one child process (fork): build the graph as a libtorch module, warm up until
+// iteration times stop falling, time iterations until the median is tight or the budget runs out,
+// time a fixed reference probe before and after, and send the result back as JSON over a pipe.
+// Out of memory, a crash, a timeout become a status; the calling process carries on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/graph.h"
+
+namespace dnncast::profile {
+
+// What to train. The batch and input size are the graph's own (build the graph at the batch and
+// input you want measured: build_zoo_model(name, {batch, input, ...})).
+struct TrainConfig {
+  std::string optimizer = "sgd";   // sgd (momentum 0.9) | adam | adamw
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (f32 / f16 accepted as aliases)
+  int64_t threads = 1;             // intra-op threads; the child is pinned to this many CPUs; 0 = all allowed
+  std::string device = "cpu";      // cpu | cuda
+  bool per_layer = false;          // also time forward and backward of each node (LayerTime)
+  uint64_t seed = 0;               // parameters, inputs and labels are drawn from this seed
+};
+
+// Canonical spellings ("f32" -> "fp32", "f16" -> "fp16"); InputError listing the valid values.
+std::string canonical_optimizer(const std::string& name);
+std::string canonical_precision(const std::string& name);
+std::string canonical_device(const std::string& name);
+// Throws InputError naming what is wrong: unknown optimizer/precision/device, threads < 0 or more
+// than the CPUs this process may use, cuda without a CUDA libtorch or GPU, a precision the device
+// lacks (fp16 on cpu).
+void validate_config(const TrainConfig& config);
+
+struct Limits {
+  int64_t memory_bytes = 0;      // CPU: live bytes the tracking allocator grants (above it: status
+                                 // oom); also caps the child's address space. 0 = 90% of MemAvailable
+  double timeout_s = 300;        // the child is killed after this: status timeout
+  double time_budget_s = 5;      // timing stops when the CI target is reached or this runs out
+  double warmup_budget_s = 0;    // warm-up stops when times stop falling or this runs out; 0 = time_budget_s
+  double ci_target = 0.02;       // relative half-width of the 95% confidence interval of the median
+  int64_t min_iterations = 5;    // timed iterations at least (even past the budget; the timeout still holds)
+  int64_t max_iterations = 100000;
+};
+
+// Statistics of timed training iterations, milliseconds per iteration.
+struct TimeStats {
+  double median = 0, p10 = 0, p90 = 0, mean = 0;
+  int64_t n = 0;           // timed iterations
+  double rel_ci = 0;       // achieved relative half-width of the median's 95% CI
+};
+
+// Per-layer mode: each node benchmarked alone (fresh inputs of its producers' shapes, its own
+// parameters), forward and backward (grad of its inputs and parameters) timed separately.
+struct LayerTime {
+  std::string node;  // node name
+  std::string op;    // op name
+  double forward_ms = 0;
+  double backward_ms = 0;  // 0 for ops without a backward (Input)
+};
+
+// Where the measurement ran.
+struct Environment {
+  std::string cpu_model;      // /proc/cpuinfo "model name"
+  int64_t cores = 0;          // logical CPUs of the machine
+  int64_t threads = 0;        // intra-op threads the measurement used
+  std::string cpus;           // CPUs the child was pinned to ("0-1")
+  int64_t memory_bytes = 0;   // physical memory (MemTotal)
+  std::string gpu_name;       // "" unless device = cuda
+  std::string gpu_driver;
+  std::string torch_version;  // "1.13.0" (TORCH_VERSION_* of the build)
+  std::string build_type;     // CMAKE_BUILD_TYPE of dnncast
+  std::string host;
+};
+
+struct Measurement {
+  std::string status = "ok";  // ok | oom | error | timeout
+  std::string message;        // why it was not ok ("" when ok)
+
+  TimeStats time_ms;          // iteration = zero_grad + forward + loss + backward + optimizer step
+  std::vector<double> iteration_ms;  // every timed iteration, in order
+  int64_t warmup_iterations = 0;
+  double probe_before_ms = 0, probe_after_ms = 0;  // reference probe (run_probe_ms) around the timing
+  double time_ms_normalised = 0;  // median * reference_probe_ms() / mean(probe_before_ms, probe_after_ms)
+
+  // Memory. CPU: live bytes of the tracking allocator. baseline = before the first iteration
+  // (parameters, inputs, labels; optimizer state is created lazily so it is in the peak);
+  // peak_bytes = highest live bytes during the iterations minus the baseline.
+  // CUDA: the caching allocator's peak allocated (peak_bytes) and reserved, same baseline rule.
+  int64_t baseline_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t peak_reserved_bytes = 0;  // CUDA only
+  // Parameters and training state, bytes (exact, from the module's tensors after one step).
+  int64_t params = 0;  // parameter count; equals the sum of the IR's OpCost::params (checked)
+  int64_t param_bytes = 0, grad_bytes = 0, optimizer_state_bytes = 0;
+
+  std::optional<double> energy_j;  // joules per iteration, where the hardware measures it
+  std::string energy_note;         // where it came from, or why it is null
+
+  std::vector<LayerTime> layers;   // per_layer only, graph order
+  double layer_sum_ms = 0;         // sum of forward + backward over layers
+  double layer_gap_ms = 0;         // time_ms.median - layer_sum_ms (loss, optimizer, framework overhead)
+
+  // Load: CPUs kept busy by other processes while timing (from /proc/stat, ours subtracted),
+  // and /proc/loadavg's 1-minute value before and after.
+  double load_other_cpus = 0;
+  double loadavg_before = 0, loadavg_after = 0;
+  double wall_s = 0;  // whole child: start, build, warm-up, timing, probes
+
+  Environment env;
+};
+
+// Ops the executor can run, sorted.
+std::vector<std::string> supported_ops();
+// Throws InputError "graph 'g': the executor lacks op 'Foo' (node 'x'); it runs: ..." when a node's op
+// is not supported. Call it before measuring to turn a bad graph into exit code 2.
+void check_supported(const Graph& graph);
+
+// One measurement in a forked child process with the limits. Never throws for failures inside the
+// child: they come back as status oom / error / timeout. Throws InputError for a bad config or an
+// unsupported graph (checked before forking).
+Measurement measure_isolated(const Graph& graph, const TrainConfig& config, const Limits& limits);
+// `repeats` measurements, each in its own child, one after the other.
+std::vector<Measurement> measure_repeats(const Graph& graph, const TrainConfig& config, const Limits& limits,
+                                         int64_t repeats);
+// The same measurement in this process (no isolation; an OOM or crash is this process's). For the
+// child itself and for tests. Failures are returned as a status as far as they can be caught.
+Measurement measure_in_process(const Graph& graph, const TrainConfig& config, const Limits& limits);
+
+// Combines repeats: status = first non-ok (else ok); time statistics = medians of the repeats'
+// statistics; peak_bytes = the largest; probes and load = means; env and per-layer of the first ok.
+Measurement combine_repeats(const std::vector<Measurement>& repeats);
+
+// Builds the module only (no training) and returns its parameter count. Throws InputError for an
+// unsupported op.
+int64_t module_param_count(const Graph& graph);
+// Sum of OpCost::params over the graph (what module_param_count must equal).
+int64_t graph_param_count(const Graph& graph);
+
+// The drift probe: a fixed GEMM + convolution workload on one thread (~30 ms here), median of
+// several passes, in this process. reference_probe_ms() is the constant of this build that
+// normalised times are scaled to (the probe's median on the machine this build was tuned on).
+double run_probe_ms();
+double reference_probe_ms();
+
+// Fingerprint of this machine and build (no child process).
+Environment detect_environment(const TrainConfig& config);
+
+nlohmann::json to_json(const Measurement& measurement);
+Measurement measurement_from_json(const nlohmann::json& document);  // inverse of to_json
+nlohmann::json to_json(const Environment& environment);
+
+}  // namespace dnncast::profile

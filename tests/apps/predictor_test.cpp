@@ -1,0 +1,298 @@
+// Predictor bundles, the training table, evaluation and predictor-set lookup, on a real dataset
+// file whose times follow a known function of the networks' real FLOPs (so a correct pipeline
+// must recover it), plus the bundles shipped in data/predictors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "apps/evaluate.h"
+#include "apps/predictor.h"
+#include "data/network_source.h"
+#include "graph/op_registry.h"
+#include "graph/error.h"
+#include "learn/learner.h"
+
+namespace dnncast::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_dir(const std::string& name) {
+  std::string dir = std::string(DNNCAST_BINARY_DIR) + "/test_apps_tmp/" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+data::EnvironmentRecord test_environment(const std::string& gpu = "") {
+  data::EnvironmentRecord environment;
+  environment.cpu_model = "Test CPU 9000";
+  environment.cores = 2;
+  environment.threads = 2;
+  environment.memory_bytes = int64_t{8} << 30;
+  environment.gpu_name = gpu;
+  environment.build_type = "Release";
+  return environment;
+}
+
+struct Truth {
+  double time_ms, peak_bytes;
+};
+
+// The "machine" of this dataset: time = 3e-8 ms/FLOP + 0.2 ms per sample + 1 ms, memory =
+// 4 x parameter bytes + saved bytes + 1 MB; repeats differ by +-2%.
+Truth truth_of(const Graph& graph_at_batch) {
+  double flops = 0, saved = 0, params = 0;
+  for (int node = 0; node < graph_at_batch.size(); ++node) {
+    OpCost cost = node_cost(graph_at_batch, node);
+    flops += static_cast<double>(cost.flops_fwd + cost.flops_bwd);
+    saved += static_cast<double>(cost.saved_bytes());
+    params += static_cast<double>(cost.params);
+  }
+  double batch = static_cast<double>(graph_at_batch.node(0).shape[0]);
+  return {3e-8 * flops + 0.2 * batch + 1.0, 16 * params + saved + 1e6};
+}
+
+// Writes a dataset: `networks` zoo/synthetic models x batches 1..32 at 32x32, 2 repeats each,
+// plus one failed (oom) run.
+std::string make_dataset(const std::string& name, const std::vector<std::string>& sources, double noise) {
+  std::string dir = temp_dir(name);
+  std::string path = dir + "/data.db";
+  data::Store store = data::Store::open(path);
+  int64_t environment_id = store.ensure_environment(test_environment());
+  learn::Rng rng(5);
+  for (const std::string& source : sources) {
+    data::ModelRef model = data::parse_model_source(source);
+    for (int64_t batch : {1, 2, 4, 8, 16, 32}) {
+      data::RunConfig config;
+      config.batch = batch;
+      config.input = {3, 32, 32};
+      config.precision = "fp32";
+      config.threads = 1;
+      Truth truth = truth_of(data::build_network(model, config));
+      data::NetworkRecord network = data::network_record(model, config);
+      for (int64_t repeat = 0; repeat < 2; ++repeat) {
+        data::RunRecord run;
+        run.environment_id = environment_id;
+        run.config = config;
+        run.repeat_index = repeat;
+        run.result.time_ms_median = truth.time_ms * (1 + (repeat == 0 ? noise : -noise));
+        run.result.peak_bytes = static_cast<int64_t>(truth.peak_bytes);
+        run.measured_at = "2024-01-01T00:00:00Z";
+        store.insert_run(network, run);
+      }
+    }
+  }
+  data::RunRecord failed;
+  failed.environment_id = environment_id;
+  failed.config.batch = 64;
+  failed.config.input = {3, 32, 32};
+  failed.result.status = "oom";
+  failed.measured_at = "2024-01-01T00:00:00Z";
+  store.insert_run(data::network_record(data::parse_model_source(sources.front()), failed.config), failed);
+  return path;
+}
+
+const std::vector<std::string> kSources{"zoo:resnet18", "zoo:squeezenet1_1", "zoo:mobilenet_v2", "zoo:vgg11",
+                                        "synthetic:1",  "synthetic:2",       "synthetic:3",      "synthetic:4"};
+
+class PredictorPipeline : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { dataset_ = new std::string(make_dataset("pipeline", kSources, 0.02)); }
+  static void TearDownTestSuite() { delete dataset_; }
+  static std::string* dataset_;
+};
+std::string* PredictorPipeline::dataset_ = nullptr;
+
+TEST_F(PredictorPipeline, TableGroupsRepeatsAndSkipsFailures) {
+  TrainingTable table = load_training_table(*dataset_);
+  EXPECT_EQ(table.samples.size(), kSources.size() * 6);
+  EXPECT_EQ(table.runs_used, static_cast<int64_t>(kSources.size() * 12));
+  EXPECT_EQ(table.runs_skipped, 1);
+  ASSERT_FALSE(table.notes.empty());
+  EXPECT_NE(table.notes.front().find("oom"), std::string::npos) << table.notes.front();
+  EXPECT_EQ(table.x.rows(), static_cast<int64_t>(table.samples.size()));
+  EXPECT_EQ(table.x.cols(), static_cast<int64_t>(features::feature_count()));
+  EXPECT_TRUE(table.has_memory());
+  for (const Sample& sample : table.samples) {
+    ASSERT_EQ(sample.times_ms.size(), 2u);
+    EXPECT_NEAR(sample.time_ms(), (sample.times_ms[0] + sample.times_ms[1]) / 2, 1e-12);
+  }
+  EXPECT_THROW(load_training_table(*dataset_, {"median", "no-such-env"}), InputError);
+  EXPECT_THROW(load_training_table(*dataset_, {"p50", ""}), InputError);
+  EXPECT_THROW(load_training_table(temp_dir("missing") + "/none.db"), InputError);
+}
+
+TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
+  TrainingTable table = load_training_table(*dataset_);
+  TrainOptions options;
+  options.target = "time";
+  options.budget_s = 30;
+  options.folds = 4;
+  options.learners = {"ridge", "xgboost"};
+  options.max_candidates = 4;
+  Predictor predictor = train_predictor(table, options);
+  const Manifest& manifest = predictor.manifest();
+  EXPECT_EQ(manifest.feature_version, features::kFeatureVersion);
+  EXPECT_EQ(manifest.environments.size(), 1u);
+  EXPECT_EQ(manifest.training["configurations"], table.samples.size());
+  // Times are a smooth function of FLOPs and batch; 2% noise. Held-out error must be small.
+  EXPECT_LT(manifest.cv["mre"].get<double>(), 0.10) << manifest.to_json().dump(1);
+  EXPECT_LT(manifest.interval_low, 0);
+  EXPECT_GT(manifest.interval_high, 0);
+
+  std::string dir = temp_dir("bundle");
+  predictor.save(dir);
+  Predictor loaded = Predictor::load(dir);
+  std::vector<Forecast> before = predictor.predict(table.x), after = loaded.predict(table.x);
+  for (size_t row = 0; row < before.size(); ++row) {
+    EXPECT_NEAR(before[row].value, after[row].value, 1e-6 * before[row].value);
+    EXPECT_LE(after[row].low, after[row].value);
+    EXPECT_GE(after[row].high, after[row].value);
+  }
+
+  // A bundle from another feature version is refused with a clear message.
+  nlohmann::json manifest_json = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
+  manifest_json["feature_version"] = features::kFeatureVersion + 1;
+  std::ofstream(dir + "/manifest.json") << manifest_json.dump();
+  try {
+    Predictor::load(dir);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("feature version"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(Predictor::load(temp_dir("no_bundle")), InputError);
+}
+
+TEST_F(PredictorPipeline, MemoryPredictorIsNearExact) {
+  TrainingTable table = load_training_table(*dataset_);
+  TrainOptions options;
+  options.target = "memory";
+  options.budget_s = 20;
+  options.folds = 4;
+  options.learners = {"ridge", "stepwise"};
+  options.max_candidates = 6;
+  Predictor predictor = train_predictor(table, options);
+  // Memory is an exact linear function of feature columns: a linear learner recovers it.
+  EXPECT_LT(predictor.manifest().cv["mre"].get<double>(), 0.01);
+}
+
+TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
+  TrainingTable table = load_training_table(*dataset_);
+  EvaluateOptions options;
+  options.split = "random";
+  options.learner = "ridge";
+  EvaluationReport report = evaluate(table, options);
+  ASSERT_EQ(report.targets.size(), 2u);
+  const TargetEvaluation& time = report.targets[0];
+  // Two repeats at +-2%: each repeat is 4% away from the other, relative to itself: 2/1.02*2% and 2/0.98*2%.
+  EXPECT_NEAR(time.noise_floor.mre, (0.04 / 1.02 + 0.04 / 0.98) / 2, 1e-9);
+  EXPECT_EQ(time.model.count, 2 * time.test_configurations);
+  // The roofline is the exact form of this dataset's time: its error is the noise (2%).
+  EXPECT_NEAR(time.baseline.mre, 0.02, 0.005);
+  const TargetEvaluation& memory = report.targets[1];
+  EXPECT_EQ(memory.noise_floor.mre, 0);
+  EXPECT_NE(report.markdown().find("| predictor | MRE |"), std::string::npos);
+  EXPECT_EQ(report.to_json()["targets"][0]["target"], "time");
+
+  std::string description;
+  auto family = make_split(table, "family", 3, 1, &description);
+  EXPECT_EQ(family.size(), 3u);
+  for (const auto& [train, test] : family) {
+    std::set<std::string> train_families;
+    for (int64_t row : train) train_families.insert(table.samples[static_cast<size_t>(row)].family);
+    for (int64_t row : test) EXPECT_EQ(train_families.count(table.samples[static_cast<size_t>(row)].family), 0u);
+  }
+  auto batch = make_split(table, "batch", 5, 1, &description);
+  ASSERT_EQ(batch.size(), 1u);
+  for (int64_t row : batch[0].second) EXPECT_EQ(table.samples[static_cast<size_t>(row)].config.batch, 32);
+  EXPECT_THROW(make_split(table, "env", 5, 1, &description), InputError);  // one environment
+  EXPECT_THROW(make_split(table, "weekday", 5, 1, &description), InputError);
+}
+
+TEST(PredictorErrors, TooSmallDatasetIsAnInputError) {
+  std::string path = make_dataset("small", {"zoo:resnet18"}, 0.0);
+  TrainingTable table = load_training_table(path);
+  TrainOptions options;
+  options.budget_s = 1;
+  try {
+    train_predictor(table, options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("too small"), std::string::npos) << error.what();
+  }
+}
+
+TEST(NoiseFloor, HandComputed) {
+  // Repeats {10, 12}: 12 vs 10 is 20% of 10; 10 vs 12 is 1/6 of 12. {5}: no partner, ignored.
+  learn::ErrorStats stats = noise_floor({{10, 12}, {5}});
+  EXPECT_EQ(stats.count, 2);
+  EXPECT_NEAR(stats.mre, (0.2 + 2.0 / 12) / 2, 1e-12);
+}
+
+// Writes a minimal predictor set (a real trained ridge model) for an environment.
+void write_set(const std::string& dir, const data::EnvironmentRecord& environment) {
+  Manifest manifest;
+  manifest.target = "time";
+  manifest.unit = "ms";
+  manifest.feature_version = features::kFeatureVersion;
+  manifest.features = features::feature_names();
+  manifest.columns = {features::feature_index("total.flops_train")};
+  manifest.learner = "ridge";
+  manifest.transform = learn::TargetTransform::log();
+  manifest.environments = {environment};
+  std::unique_ptr<learn::Learner> learner = learn::make_learner("ridge");
+  learn::Matrix x(3, 1);
+  x << 1, 2, 3;
+  learner->fit(x, learn::Vector::LinSpaced(3, 0, 1));
+  manifest.hyperparameters = learner->hyperparameters();
+  Predictor(manifest, std::move(learner)).save(dir + "/time");
+}
+
+TEST(PredictorSets, ChoiceByDeviceAndHost) {
+  std::string root = temp_dir("sets");
+  write_set(root + "/test-cpu", test_environment());
+  write_set(root + "/t4", test_environment("Tesla T4"));
+  std::vector<std::string> sets = shipped_predictor_sets(root);
+  ASSERT_EQ(sets.size(), 2u);
+  hardware::HostInfo host;
+  host.cpu_model = "Test CPU 9000";
+  host.logical_cores = 2;
+  EXPECT_EQ(choose_predictor_set(sets, "", host).dir, root + "/test-cpu");
+  EXPECT_EQ(choose_predictor_set(sets, "", host).note, "");
+  EXPECT_EQ(choose_predictor_set(sets, "t4", host).dir, root + "/t4");
+  EXPECT_EQ(choose_predictor_set(sets, "Tesla T4", host).dir, root + "/t4");
+  host.cpu_model = "Other CPU";
+  SetChoice fallback = choose_predictor_set(sets, "cpu", host);
+  EXPECT_EQ(fallback.dir, root + "/test-cpu");
+  EXPECT_NE(fallback.note.find("Other CPU"), std::string::npos);
+  try {
+    choose_predictor_set(sets, "a100-40gb", host);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("t4 (Tesla T4)"), std::string::npos) << message;
+    EXPECT_NE(message.find("test-cpu (Test CPU 9000 (2 CPUs))"), std::string::npos) << message;
+  }
+  PredictorSet set = load_predictor_set(root + "/t4");
+  EXPECT_TRUE(set.time.has_value());
+  EXPECT_FALSE(set.memory.has_value());
+  EXPECT_EQ(set.environment().gpu_name, "Tesla T4");
+  EXPECT_TRUE(hardware_of(set.environment()).gpu);
+  EXPECT_GT(hardware_of(set.environment()).peak_flops_f32, 8e12);
+}
+
+TEST(ShippedPredictors, LoadWithThisBuildsFeatures) {
+  std::string root = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors";
+  for (const std::string& dir : shipped_predictor_sets(root)) {
+    PredictorSet set = load_predictor_set(dir);
+    ASSERT_TRUE(set.time.has_value()) << dir;
+    EXPECT_EQ(set.time->manifest().feature_version, features::kFeatureVersion) << dir;
+  }
+}
+
+}  // namespace
+}  // namespace dnncast::apps

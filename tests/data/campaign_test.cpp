@@ -1,0 +1,206 @@
+// End-to-end tests of `dnncast campaign` and `dnncast dataset`, run as a user would: the built
+// binary, real measurements (tiny networks, short budgets), SIGKILL at a random moment.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "data/plan.h"
+#include "data/store.h"
+#include "test_util.h"
+
+namespace dnncast::data {
+namespace {
+
+using testing::ScratchDir;
+
+const std::string kDnncast = DNNCAST_BINARY_DIR "/dnncast";
+
+// Four synthetic networks at 8x8 pixels, batch 1: each measurement is a fraction of a second of
+// training plus the process start and the drift probes.
+const char* kTinyPlan = R"({
+  "name": "kill-test",
+  "models": [{"synthetic": [0, 3]}],
+  "inputs": [8],
+  "batches": [1],
+  "threads": [1],
+  "measure": {"time_budget_s": 0.05, "warmup_budget_s": 0.05, "min_iterations": 2, "timeout_s": 60}
+})";
+
+// Starts `dnncast args...` with stdout and stderr going to `log`; returns its pid.
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    std::string program = kDnncast;
+    argv.push_back(program.data());
+    std::vector<std::string> copy = args;
+    for (std::string& arg : copy) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(program.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs dnncast to completion; returns the exit code, output in `output`.
+int run_dnncast(const std::vector<std::string>& args, std::string& output, const ScratchDir& dir) {
+  std::string log = dir.file("run.log");
+  std::remove(log.c_str());
+  int code = wait_exit(spawn(args, log));
+  std::ifstream file(log);
+  std::stringstream text;
+  text << file.rdbuf();
+  output = text.str();
+  return code;
+}
+
+int64_t committed_runs(const std::string& db) {
+  if (access(db.c_str(), F_OK) != 0) return 0;
+  try {
+    Store store = Store::open(db, Database::Mode::ReadOnly);
+    return store.run_count();
+  } catch (const std::exception&) {
+    return 0;  // not created yet, or the schema not committed yet
+  }
+}
+
+std::string row_text(const RunRecord& run) {
+  std::ostringstream text;
+  text << run.id << '|' << run.network_hash << '|' << run.config.input_text() << '|' << run.config.batch << '|'
+       << run.repeat_index << '|' << run.result.status << '|' << run.result.time_ms_median.value_or(-1) << '|'
+       << run.result.peak_bytes.value_or(-1) << '|' << run.measured_at;
+  return text.str();
+}
+
+TEST(Campaign, SurvivesSigkillAndResumesWithoutLossOrDuplicates) {
+#ifndef DNNCAST_HAVE_TORCH
+  GTEST_SKIP() << "built without libtorch: campaigns cannot measure";
+#endif
+  ASSERT_EQ(access(kDnncast.c_str(), X_OK), 0) << kDnncast << " not built";
+  ScratchDir dir;
+  std::string plan_path = dir.file("plan.json");
+  std::ofstream(plan_path) << kTinyPlan;
+  Plan plan = load_plan(plan_path);
+  ASSERT_EQ(plan.run_count(), 4);
+  std::string db = dir.file("kill.db");
+
+  pid_t pid = spawn({"campaign", plan_path, "--db", db, "--progress", "lines"}, dir.file("first.log"));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  while (committed_runs(db) < 2 && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) FAIL() << "campaign ended before it was killed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(committed_runs(db), 2) << "no runs committed in time";
+  // Killed in the middle of the next measurement (it measures almost all the time).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGKILL);
+
+  std::vector<std::string> before;
+  {
+    Store store = Store::open(db, Database::Mode::ReadWrite);
+    EXPECT_EQ(store.integrity_check(), "ok");
+    for (const RunRecord& run : store.runs()) before.push_back(row_text(run));
+  }
+  ASSERT_GE(before.size(), 2u);
+  ASSERT_LT(before.size(), 4u) << "the kill came too late to test anything";
+
+  std::string output;
+  ASSERT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--progress", "bar"}, output, dir), 0) << output;
+  EXPECT_NE(output.find(std::to_string(before.size()) + " already in"), std::string::npos) << output;
+  // The bar is redrawn in place and shows the count, rate, ETA and the last result.
+  EXPECT_NE(output.find("\r["), std::string::npos) << output;
+  EXPECT_NE(output.find("4/4"), std::string::npos) << output;
+  EXPECT_NE(output.find("/min ETA"), std::string::npos) << output;
+  EXPECT_NE(output.find("#0: "), std::string::npos) << output;
+
+  Store store = Store::open(db, Database::Mode::ReadOnly);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  std::vector<RunRecord> after = store.runs();
+  ASSERT_EQ(after.size(), 4u);  // the plan, exactly
+  // Nothing committed before the kill was lost or changed.
+  for (size_t index = 0; index < before.size(); ++index) EXPECT_EQ(row_text(after[index]), before[index]);
+  // Every planned run is there once.
+  std::set<std::string> identities;
+  for (const RunRecord& run : after) {
+    EXPECT_TRUE(identities.insert(run.network_hash + "|" + std::to_string(run.repeat_index)).second);
+    EXPECT_EQ(run.plan, "kill-test");
+    if (run.result.status == "ok") {
+      EXPECT_GT(run.result.time_ms_median.value_or(0), 0);
+      EXPECT_GT(run.result.peak_bytes.value_or(0), 0);
+      EXPECT_GE(run.result.iterations, 2);
+      EXPECT_TRUE(run.result.load_other_cpus.has_value());
+    }
+  }
+  std::set<std::string> planned;
+  for (const PlanEntry& entry : plan.entries)
+    planned.insert(plan.networks[static_cast<size_t>(entry.network)].hash + "|0");
+  EXPECT_EQ(identities, planned);
+
+  // A third run has nothing left to do and measures nothing.
+  ASSERT_EQ(run_dnncast({"campaign", plan_path, "--db", db}, output, dir), 0) << output;
+  EXPECT_NE(output.find("measured 0 runs"), std::string::npos) << output;
+
+  // The dataset commands on the real file: stats, and a CSV round trip into a new database.
+  ASSERT_EQ(run_dnncast({"dataset", "stats", "--json", db}, output, dir), 0) << output;
+  nlohmann::json stats = nlohmann::json::parse(output);
+  EXPECT_EQ(stats["runs"], 4);
+  EXPECT_EQ(stats["by_plan"][0]["plan"], "kill-test");
+  std::string csv = dir.file("runs.csv");
+  ASSERT_EQ(run_dnncast({"dataset", "export", "--csv", db, "-o", csv}, output, dir), 0) << output;
+  ASSERT_EQ(run_dnncast({"dataset", "import", "--csv", csv, "--db", dir.file("copy.db")}, output, dir), 0) << output;
+  EXPECT_NE(output.find("4 new runs"), std::string::npos) << output;
+}
+
+TEST(Campaign, BadPlansFailBeforeMeasuringAnything) {
+  ASSERT_EQ(access(kDnncast.c_str(), X_OK), 0) << kDnncast << " not built";
+  ScratchDir dir;
+  std::string plan_path = dir.file("bad.json");
+  std::ofstream(plan_path) << R"({"name": "bad", "models": [{"synthetic": [0, 2]}, "resnet5"], "inputs": [8],
+                                  "batches": [1]})";
+  std::string db = dir.file("bad.db");
+  std::string output;
+  EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db}, output, dir), 2);
+  EXPECT_NE(output.find("models[1]"), std::string::npos) << output;
+  EXPECT_NE(output.find("unknown model 'resnet5'"), std::string::npos) << output;
+  EXPECT_NE(access(db.c_str(), F_OK), 0) << "a database was created for a bad plan";
+#ifdef DNNCAST_HAVE_TORCH
+  // A configuration the profiler refuses (fp16 on CPU) is a plan error too.
+  std::ofstream(plan_path) << R"({"name": "bad", "models": [{"synthetic": [0, 2]}], "inputs": [8],
+                                  "batches": [1], "precisions": ["fp16"]})";
+  EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db}, output, dir), 2);
+  EXPECT_NE(output.find("fp16"), std::string::npos) << output;
+  EXPECT_NE(access(db.c_str(), F_OK), 0);
+#endif
+  EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--shard", "3/3"}, output, dir), 2);
+  EXPECT_NE(output.find("--shard"), std::string::npos) << output;
+  // A dry run validates and lists, and writes nothing.
+  std::ofstream(plan_path) << kTinyPlan;
+  EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--dry-run", "--shard", "1/2"}, output, dir), 0) << output;
+  EXPECT_NE(output.find("shard 1/2: 2 runs"), std::string::npos) << output;
+  EXPECT_NE(access(db.c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace dnncast::data

@@ -1,0 +1,204 @@
+#include "data/store.h"
+
+#include <gtest/gtest.h>
+
+#include "data/network_source.h"
+#include "graph/error.h"
+#include "import/graph_json.h"
+#include "test_util.h"
+
+namespace dnncast::data {
+namespace {
+
+using testing::ScratchDir;
+using testing::test_environment;
+
+ModelRef zoo_model(const std::string& name) {
+  ModelRef model;
+  model.name = name;
+  return model;
+}
+
+RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t repeat) {
+  RunRecord run;
+  run.environment_id = environment_id;
+  run.config.batch = batch;
+  run.config.input = {3, 32, 32};
+  run.config.optimizer = "adam";
+  run.config.threads = 2;
+  run.repeat_index = repeat;
+  run.result.status = "ok";
+  run.result.message = "note, with \"quotes\"\nand a newline";
+  run.result.time_ms_median = 12.5 + static_cast<double>(batch) / 3;  // not exactly representable in decimal
+  run.result.time_ms_p10 = 11.0;
+  run.result.time_ms_p90 = 14.25;
+  run.result.time_ms_mean = 12.75;
+  run.result.iterations = 17;
+  run.result.peak_bytes = int64_t{123456789} * batch;
+  run.result.load_other_cpus = 0.03;
+  run.cpus = "0-1";
+  run.host = "node01";
+  run.plan = "unit";
+  run.measured_at = "2024-05-01T12:00:00Z";
+  return run;
+}
+
+TEST(Store, RoundTripsEveryField) {
+  ScratchDir dir;
+  std::string path = dir.file("a.db");
+  NetworkRecord network = network_record(zoo_model("resnet18"), [] {
+    RunConfig config;
+    config.input = {3, 32, 32};
+    return config;
+  }());
+  std::vector<RunRecord> written;
+  {
+    Store store = Store::open(path);
+    EXPECT_EQ(store.schema_version(), kSchemaVersion);
+    int64_t environment_id = store.ensure_environment(test_environment());
+    EXPECT_EQ(store.ensure_environment(test_environment()), environment_id);  // matched by hash
+    for (int64_t batch : {1, 4}) {
+      RunRecord run = sample_run(environment_id, batch, 0);
+      EXPECT_TRUE(store.insert_run(network, run));
+      written.push_back(run);
+    }
+    RunRecord failed = sample_run(environment_id, 64, 0);
+    failed.result = RunResult{};
+    failed.result.status = "oom";
+    failed.result.message = "out of memory at 3 GiB";
+    EXPECT_TRUE(store.insert_run(network, failed));
+    written.push_back(failed);
+    EXPECT_FALSE(store.insert_run(network, written[0]));  // same identity: ignored
+    EXPECT_EQ(store.run_count(), 3);
+  }
+  Store store = Store::open(path, Database::Mode::ReadOnly);
+  std::vector<RunRecord> read = store.runs();
+  ASSERT_EQ(read.size(), written.size());
+  for (size_t index = 0; index < read.size(); ++index) {
+    const RunRecord& a = written[index];
+    const RunRecord& b = read[index];
+    EXPECT_EQ(b.network_hash, network.hash);
+    EXPECT_EQ(b.environment_hash, test_environment().hash());
+    EXPECT_EQ(b.config, a.config);
+    EXPECT_EQ(b.config.input, (std::vector<int64_t>{3, 32, 32}));
+    EXPECT_EQ(b.repeat_index, a.repeat_index);
+    EXPECT_EQ(b.result.status, a.result.status);
+    EXPECT_EQ(b.result.message, a.result.message);
+    EXPECT_EQ(b.result.time_ms_median, a.result.time_ms_median);  // bit-exact through REAL
+    EXPECT_EQ(b.result.time_ms_p10, a.result.time_ms_p10);
+    EXPECT_EQ(b.result.time_ms_p90, a.result.time_ms_p90);
+    EXPECT_EQ(b.result.iterations, a.result.iterations);
+    EXPECT_EQ(b.result.peak_bytes, a.result.peak_bytes);
+    EXPECT_EQ(b.result.energy_j.has_value(), false);
+    EXPECT_EQ(b.result.load_other_cpus, a.result.load_other_cpus);
+    EXPECT_EQ(b.cpus, a.cpus);
+    EXPECT_EQ(b.plan, a.plan);
+    EXPECT_EQ(b.measured_at, a.measured_at);
+  }
+  // The stored graph is the network itself: it reads back with the same architecture hash.
+  std::optional<NetworkRecord> stored = store.network_by_hash(network.hash);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->source, "zoo:resnet18");
+  EXPECT_EQ(stored->family, "resnet");
+  EXPECT_EQ(read_graph_json(stored->graph_json, "stored").architecture_hash(), network.hash);
+  EXPECT_EQ(store.environments().at(0).cpu_model, "Test CPU 9000");
+  EXPECT_EQ(store.integrity_check(), "ok");
+}
+
+TEST(Store, UsesWalJournal) {
+  ScratchDir dir;
+  Store store = Store::open(dir.file("w.db"));
+  Statement mode = store.db().prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.step());
+  EXPECT_EQ(mode.get_text(0), "wal");
+}
+
+TEST(Store, RefusesNewerSchema) {
+  ScratchDir dir;
+  std::string path = dir.file("future.db");
+  { Store::open(path); }
+  {
+    Database raw(path, Database::Mode::ReadWrite);
+    raw.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion + 1));
+  }
+  for (Database::Mode mode : {Database::Mode::ReadOnly, Database::Mode::Create}) {
+    try {
+      Store::open(path, mode);
+      FAIL() << "a newer schema was accepted";
+    } catch (const InputError& error) {
+      std::string text = error.what();
+      EXPECT_NE(text.find("schema version " + std::to_string(kSchemaVersion + 1)), std::string::npos) << text;
+      EXPECT_NE(text.find("newer"), std::string::npos) << text;
+    }
+  }
+}
+
+TEST(Store, RefusesForeignFiles) {
+  ScratchDir dir;
+  std::string path = dir.file("other.db");
+  {
+    Database raw(path, Database::Mode::Create);
+    raw.exec("CREATE TABLE t (x INTEGER)");
+  }
+  EXPECT_THROW(Store::open(path), InputError);
+  std::string text_file = dir.file("notes.db");
+  FILE* file = std::fopen(text_file.c_str(), "w");
+  std::fputs("this is not a database, just some text long enough to fill a header......................", file);
+  std::fclose(file);
+  EXPECT_THROW(Store::open(text_file), InputError);
+  EXPECT_THROW(Store::open(dir.file("missing.db"), Database::Mode::ReadOnly), InputError);
+}
+
+TEST(Store, MigratesFromEmptyAndKeepsVersionOnReopen) {
+  ScratchDir dir;
+  std::string path = dir.file("m.db");
+  { Store::open(path); }
+  Database raw(path, Database::Mode::ReadOnly);
+  Statement version = raw.prepare("PRAGMA user_version");
+  ASSERT_TRUE(version.step());
+  EXPECT_EQ(version.get_int(0), kSchemaVersion);
+  Statement tables =
+      raw.prepare("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)");
+  ASSERT_TRUE(tables.step());
+  EXPECT_EQ(tables.get_text(0), "environments,networks,runs");
+}
+
+TEST(Store, RejectsUnknownStatusAndBadConfigs) {
+  ScratchDir dir;
+  Store store = Store::open(dir.file("s.db"));
+  int64_t environment_id = store.ensure_environment(test_environment());
+  RunConfig config;
+  config.input = {3, 32, 32};
+  NetworkRecord network = network_record(zoo_model("resnet18"), config);
+  RunRecord run = sample_run(environment_id, 1, 0);
+  run.result.status = "crashed";
+  EXPECT_THROW(store.insert_run(network, run), InputError);
+  run.result.status = "ok";
+  run.config.batch = 0;  // CHECK (batch > 0) in the schema
+  EXPECT_THROW(store.insert_run(network, run), InputError);
+  EXPECT_EQ(store.run_count(), 0);
+  // A failed insert left no half-written network behind (the run's transaction rolled back).
+  EXPECT_TRUE(store.networks().empty());
+}
+
+TEST(Store, EnvironmentHashIgnoresHostAndMemoryNoise) {
+  EnvironmentRecord a = test_environment(), b = test_environment();
+  b.host = "node02";
+  b.memory_bytes -= 3 << 20;  // a few MiB reserved differently
+  EXPECT_EQ(a.hash(), b.hash());
+  b.cores = 4;
+  EXPECT_NE(a.hash(), b.hash());
+}
+
+TEST(Store, InputText) {
+  RunConfig config;
+  config.input = {3, 64, 48};
+  EXPECT_EQ(config.input_text(), "3x64x48");
+  EXPECT_EQ(parse_input_text("3x64x48"), config.input);
+  EXPECT_TRUE(parse_input_text("").empty());
+  for (const char* bad : {"3x", "x3", "3xx4", "3x-4", "3x4.5", "abc"})
+    EXPECT_THROW(parse_input_text(bad), InputError) << bad;
+}
+
+}  // namespace
+}  // namespace dnncast::data

@@ -1,0 +1,138 @@
+// Metrics, folds, target transforms and the AutoML search.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "graph/error.h"
+#include "learn/automl.h"
+
+namespace dnncast::learn {
+namespace {
+
+TEST(Metrics, HandComputed) {
+  Vector truth(4), predicted(4);
+  truth << 2, 4, 5, 10;
+  predicted << 2.1, 4, 4, 13;  // errors 0.05, 0, 0.2, 0.3
+  ErrorStats stats = error_stats(predicted, truth);
+  EXPECT_EQ(stats.count, 4);
+  EXPECT_NEAR(stats.mre, (0.05 + 0 + 0.2 + 0.3) / 4, 1e-12);
+  EXPECT_NEAR(stats.median_re, (0.05 + 0.2) / 2, 1e-12);
+  EXPECT_NEAR(stats.p90_re, 0.2 + 0.7 * (0.3 - 0.2), 1e-12);  // position 0.9 * 3 = 2.7
+  EXPECT_DOUBLE_EQ(stats.within_10pct, 0.5);
+  truth(1) = 0;
+  EXPECT_THROW(error_stats(predicted, truth), InputError);
+}
+
+TEST(Folds, CoverEveryRowOnceAndKeepGroupsWhole) {
+  auto folds = kfold_indices(23, 5, 7);
+  std::multiset<int64_t> seen;
+  for (const auto& fold : folds) {
+    seen.insert(fold.begin(), fold.end());
+    EXPECT_GE(fold.size(), 4u);
+  }
+  EXPECT_EQ(seen.size(), 23u);
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 23u);
+
+  std::vector<int64_t> groups;
+  for (int64_t row = 0; row < 40; ++row) groups.push_back(row % 7);
+  auto grouped = group_kfold_indices(groups, 3, 1);
+  std::multiset<int64_t> rows;
+  for (const auto& fold : grouped) {
+    std::set<int64_t> fold_groups;
+    for (int64_t row : fold) fold_groups.insert(groups[static_cast<size_t>(row)]);
+    for (size_t other = 0; other < grouped.size(); ++other)
+      if (&grouped[other] != &fold) {
+        for (int64_t row : grouped[other]) EXPECT_EQ(fold_groups.count(groups[static_cast<size_t>(row)]), 0u);
+      }
+    rows.insert(fold.begin(), fold.end());
+  }
+  EXPECT_EQ(rows.size(), 40u);
+  EXPECT_THROW(group_kfold_indices(std::vector<int64_t>(10, 1), 3, 1), InputError);
+}
+
+TEST(Target, TransformsInvert) {
+  Matrix x(3, 2);
+  x << 1, 100, 2, 1000, 3, 10;
+  Vector y(3);
+  y << 0.5, 7, 30;
+  for (TargetTransform transform : {TargetTransform::identity(), TargetTransform::log(), TargetTransform::log_ratio(1, "ref"),
+                                    TargetTransform::log_residual({0, 1}, {"a", "b"})}) {
+    transform.fit(x, y);
+    Vector back = transform.inverse(x, transform.forward(x, y));
+    for (int64_t row = 0; row < 3; ++row) EXPECT_NEAR(back(row), y(row), 1e-12) << transform.name();
+    TargetTransform copy = TargetTransform::from_json(transform.to_json());
+    EXPECT_EQ(copy.name(), transform.name());
+    EXPECT_EQ(copy.floor, transform.floor);
+    EXPECT_EQ(copy.coefficients, transform.coefficients);
+    EXPECT_EQ(copy.clamp_low, transform.clamp_low);
+    EXPECT_EQ(copy.clamp_high, transform.clamp_high);
+  }
+  // Outputs far outside the training targets are held to the widened training range.
+  TargetTransform log = TargetTransform::log();
+  log.fit(x, y);  // log y spans log 0.5 .. log 30: widened by that span on each side
+  Vector wild(1);
+  wild << 50.0;
+  EXPECT_NEAR(log.inverse(x.topRows(1), wild)(0), 30.0 * 60.0, 1e-6);
+  // The residual reference is a least-squares fit: exact when y is linear in the references.
+  Vector linear(3);
+  linear << 2 * 1 + 0.01 * 100 + 3, 2 * 2 + 0.01 * 1000 + 3, 2 * 3 + 0.01 * 10 + 3;
+  TargetTransform residual = TargetTransform::log_residual({0, 1}, {"a", "b"});
+  residual.fit(x, linear);
+  EXPECT_NEAR(residual.coefficients[0], 2, 1e-9);
+  EXPECT_NEAR(residual.coefficients[1], 0.01, 1e-9);
+  EXPECT_NEAR(residual.coefficients[2], 3, 1e-9);
+  EXPECT_LT(residual.forward(x, linear).cwiseAbs().maxCoeff(), 1e-12);
+  Vector negative = y;
+  negative(0) = -1;
+  EXPECT_THROW(TargetTransform::log().forward(x, negative), InputError);
+  EXPECT_THROW(TargetTransform::from_json({{"kind", "sqrt"}}), InputError);
+}
+
+TEST(AutoML, FindsAnAccurateModelAndRanksTheLeaderboard) {
+  // y = exp(1 + x0 + x0*x1) * (1 + 1% noise): exact for stepwise regression in log space.
+  Rng rng(11);
+  int64_t rows = 300;
+  Matrix x(rows, 4);
+  Vector y(rows);
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t col = 0; col < 4; ++col) x(row, col) = rng.unit();
+    y(row) = std::exp(1 + x(row, 0) + x(row, 0) * x(row, 1)) * (1 + 0.01 * rng.normal());
+  }
+  AutoMLOptions options;
+  options.budget_s = 20;
+  options.folds = 4;
+  options.learners = {"ridge", "stepwise", "cart"};
+  options.transforms = {TargetTransform::log(), TargetTransform::identity()};
+  options.max_candidates = 8;
+  std::ostringstream log;
+  options.log = &log;
+  AutoMLResult result = run_automl(x, y, options);
+  ASSERT_EQ(result.leaderboard.size(), 8u);
+  for (size_t rank = 1; rank < result.leaderboard.size(); ++rank)
+    EXPECT_LE(result.leaderboard[rank - 1].cv.mre, result.leaderboard[rank].cv.mre);
+  const CandidateResult& best = result.best();
+  EXPECT_EQ(best.candidate.learner, "stepwise");
+  EXPECT_LT(best.cv.mre, 0.015);  // noise is 1%: mean |noise| = 0.8%
+  EXPECT_EQ(best.cv.count, rows);
+  std::string table = format_leaderboard(result);
+  EXPECT_NE(table.find("stepwise"), std::string::npos);
+  EXPECT_NE(log.str().find("CV MRE"), std::string::npos);
+
+  FittedModel model = fit_candidate(x, y, best.candidate);
+  EXPECT_LT(error_stats(model.predict(x), y).mre, 0.015);
+}
+
+TEST(AutoML, TooFewRowsIsAnInputError) {
+  Matrix x = Matrix::Random(5, 2);
+  Vector y = Vector::Constant(5, 1.0);
+  AutoMLOptions options;
+  EXPECT_THROW(run_automl(x, y, options), InputError);
+  options.learners = {"nope"};
+  Matrix big = Matrix::Random(50, 2);
+  EXPECT_THROW(run_automl(big, Vector::Constant(50, 1.0), options), InputError);
+}
+
+}  // namespace
+}  // namespace dnncast::learn

@@ -1,0 +1,264 @@
+// The memory simulator without a DL framework: allocator model rules, byte parsing, invariants of
+// a simulation (breakdown, baseline, optimizer state), the batch search and the convolution
+// backend rules. Agreement with real profiled runs is in profiled_test.cpp.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "graph/error.h"
+#include "graph/op_registry.h"
+#include "memory/allocators.h"
+#include "memory/cpu_conv.h"
+#include "memory/simulator.h"
+#include "models/synthetic.h"
+#include "models/zoo.h"
+
+namespace dnncast::memory {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+Graph zoo(const std::string& name, int64_t batch, std::vector<int64_t> input = {3, 32, 32}) {
+  ModelSpec spec;
+  spec.batch = batch;
+  spec.input = std::move(input);
+  return build_zoo_model(name, spec);
+}
+
+// --- CUDA caching allocator model: PyTorch 1.13's documented constants and policies ------------
+
+TEST(CudaAllocatorModel, RoundsTo512AndPicksSegmentSizes) {
+  EXPECT_EQ(CudaCachingAllocatorModel::round_size(1), 512);
+  EXPECT_EQ(CudaCachingAllocatorModel::round_size(512), 512);
+  EXPECT_EQ(CudaCachingAllocatorModel::round_size(513), 1024);
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(512), 2 * kMiB);       // small pool
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(kMiB), 2 * kMiB);
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(kMiB + 512), 20 * kMiB);  // large, under 10 MiB
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(10 * kMiB - 512), 20 * kMiB);
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(10 * kMiB), 10 * kMiB);   // rounded to 2 MiB
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(11 * kMiB), 12 * kMiB);
+}
+
+TEST(CudaAllocatorModel, SplitsReusesAndMergesBlocks) {
+  CudaCachingAllocatorModel model;
+  model.malloc(0, 100);
+  model.malloc(1, 100);  // split from the same 2 MiB small segment
+  EXPECT_EQ(model.allocated_bytes(), 1024);
+  EXPECT_EQ(model.reserved_bytes(), 2 * kMiB);
+  model.free(0);
+  model.free(1);
+  EXPECT_EQ(model.allocated_bytes(), 0);
+  EXPECT_EQ(model.reserved_bytes(), 2 * kMiB);  // cached, not returned
+
+  model.malloc(2, 3 * kMiB);   // new 20 MiB large segment, 17 MiB remainder split off
+  model.malloc(3, 15 * kMiB);  // best fit: the 17 MiB remainder, 2 MiB split off
+  model.malloc(4, 2 * kMiB);   // exactly the 2 MiB remainder
+  EXPECT_EQ(model.reserved_bytes(), 22 * kMiB);
+  EXPECT_EQ(model.allocated_bytes(), 20 * kMiB);
+  model.malloc(5, 12 * kMiB);  // no free block: a 12 MiB segment
+  EXPECT_EQ(model.reserved_bytes(), 34 * kMiB);
+  model.free(2);
+  model.free(3);  // merges with the freed 3 MiB block: one 18 MiB free block
+  model.malloc(6, 17 * kMiB);  // 1 MiB left over is not split (it must exceed 1 MiB)
+  EXPECT_EQ(model.allocated_bytes(), 18 * kMiB + 2 * kMiB + 12 * kMiB);
+  EXPECT_EQ(model.reserved_bytes(), 34 * kMiB);
+  EXPECT_EQ(model.segments(), 3);
+}
+
+// --- bytes ---------------------------------------------------------------------------------------
+
+TEST(ParseBytes, AcceptsUnits) {
+  EXPECT_EQ(parse_bytes("4096"), 4096);
+  EXPECT_EQ(parse_bytes("512MiB"), 512 * kMiB);
+  EXPECT_EQ(parse_bytes("24GiB"), int64_t{24} << 30);
+  EXPECT_EQ(parse_bytes("2G"), int64_t{2} << 30);
+  EXPECT_EQ(parse_bytes("1.5GB"), 1500000000);
+  EXPECT_EQ(parse_bytes("100kb"), 100000);
+  EXPECT_EQ(parse_bytes("1e6"), 1000000);
+}
+
+TEST(ParseBytes, RejectsBadText) {
+  for (const char* text : {"", "abc", "12XB", "-5", "0", "GiB", "1e30"}) {
+    try {
+      parse_bytes(text, "--fits");
+      ADD_FAILURE() << "accepted '" << text << "'";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find("--fits"), std::string::npos) << error.what();
+    }
+  }
+}
+
+// --- simulations -----------------------------------------------------------------------------------
+
+TEST(Simulator, BaselineIsParametersBuffersInputsAndLabels) {
+  for (const char* name : {"resnet18", "mobilenet_v2", "densenet121"}) {
+    Graph graph = zoo(name, 3);
+    int64_t expected = 0;
+    for (int index = 0; index < graph.size(); ++index) {
+      OpCost cost = node_cost(graph, index);
+      expected += cost.params * 4;
+      if (graph.node(index).op == "BatchNorm2d") expected += (cost.buffers - 1) * 4 + 8;  // num_batches_tracked: int64
+    }
+    expected += 3 * 3 * 32 * 32 * 4;  // the input
+    expected += 3 * 8;                // int64 labels of the classifier output
+    MemoryReport report = simulate_memory(graph, MemoryConfig{});
+    EXPECT_EQ(report.baseline_bytes, expected) << name;
+  }
+}
+
+TEST(Simulator, BreakdownAddsUpToThePeak) {
+  for (const char* optimizer : {"sgd", "adam", "adamw"}) {
+    MemoryConfig config;
+    config.optimizer = optimizer;
+    Graph graph = zoo("resnet18", 4);
+    MemoryReport report = simulate_memory(graph, config);
+    const MemoryBreakdown& b = report.at_peak;
+    EXPECT_EQ(b.parameter_bytes + b.state_bytes + b.gradient_bytes + b.optimizer_state_bytes + b.activation_bytes +
+                  b.transient_bytes,
+              report.peak_total_bytes)
+        << optimizer;
+    int64_t param_bytes = 0;
+    for (int index = 0; index < graph.size(); ++index) param_bytes += node_cost(graph, index).params * 4;
+    EXPECT_EQ(b.parameter_bytes, param_bytes);
+    // From the second iteration on every parameter has its gradient and its optimizer state.
+    ASSERT_EQ(report.peak_iteration, 2) << optimizer;
+    EXPECT_EQ(b.gradient_bytes, param_bytes) << optimizer;
+    EXPECT_EQ(b.optimizer_state_bytes, (std::string(optimizer) == "sgd" ? 1 : 2) * param_bytes) << optimizer;
+    EXPECT_EQ(report.required_bytes, report.peak_total_bytes);
+  }
+}
+
+TEST(Simulator, PeakGrowsWithTheBatch) {
+  int64_t previous = 0;
+  for (int64_t batch : {1, 2, 4, 8, 16}) {
+    MemoryReport report = simulate_memory(zoo("resnet18", batch), MemoryConfig{});
+    EXPECT_GT(report.peak_bytes, previous) << batch;
+    previous = report.peak_bytes;
+  }
+}
+
+TEST(Simulator, CudaModelRoundsAndCaches) {
+  MemoryConfig config;
+  config.device = "cuda";
+  config.cuda_context_bytes = 300 * kMiB;
+  MemoryReport report = simulate_memory(zoo("resnet18", 8), config);
+  EXPECT_GE(report.peak_allocated_bytes, report.peak_total_bytes);  // blocks are rounded up
+  EXPECT_GE(report.peak_reserved_bytes, report.peak_allocated_bytes);
+  EXPECT_EQ(report.required_bytes, report.peak_reserved_bytes + 300 * kMiB);
+}
+
+TEST(Simulator, RejectsWhatItDoesNotModel) {
+  Graph graph = zoo("resnet18", 1);
+  MemoryConfig bad_optimizer;
+  bad_optimizer.optimizer = "lamb";
+  EXPECT_THROW(simulate_memory(graph, bad_optimizer), InputError);
+  MemoryConfig bf16;
+  bf16.precision = "bf16";
+  EXPECT_THROW(simulate_memory(graph, bf16), InputError);
+  MemoryConfig tpu;
+  tpu.device = "tpu";
+  EXPECT_THROW(simulate_memory(graph, tpu), InputError);
+}
+
+TEST(Simulator, TimelineCoversEveryConvolutionForwardAndBackward) {
+  MemoryConfig config;
+  config.keep_timeline = true;
+  Graph graph = zoo("resnet18", 2);
+  MemoryReport report = simulate_memory(graph, config);
+  std::map<std::pair<int, int>, int> seen;  // (node, phase) -> entries
+  int64_t highest = 0;
+  for (const TimelineEntry& entry : report.timeline) {
+    ++seen[{entry.node, static_cast<int>(entry.phase)}];
+    highest = std::max(highest, entry.max_bytes);
+  }
+  EXPECT_EQ(highest, report.peak_total_bytes);
+  for (int index = 0; index < graph.size(); ++index) {
+    if (graph.node(index).op != "Conv2d" && graph.node(index).op != "BatchNorm2d") continue;
+    EXPECT_EQ((seen[{index, static_cast<int>(Phase::Forward)}]), 2) << graph.node(index).name;
+    EXPECT_EQ((seen[{index, static_cast<int>(Phase::Backward)}]), 2) << graph.node(index).name;
+  }
+}
+
+TEST(MaxBatch, BracketsTheLimit) {
+  MemoryConfig config;
+  auto build = [](int64_t batch) { return zoo("resnet18", batch); };
+  const int64_t limit = 400 * kMiB;
+  MaxBatchResult result = max_batch(build, config, limit);
+  ASSERT_GT(result.batch, 0);
+  EXPECT_LE(result.required_bytes, limit);
+  EXPECT_GT(result.next_required_bytes, limit);
+  EXPECT_EQ(simulate_memory(build(result.batch), config).required_bytes, result.required_bytes);
+  EXPECT_EQ(simulate_memory(build(result.batch + 1), config).required_bytes, result.next_required_bytes);
+  EXPECT_EQ(max_batch(build, config, kMiB).batch, 0);  // not even the parameters fit
+  EXPECT_EQ(max_batch(build, config, int64_t{1} << 40, 16).batch, 16);  // capped
+}
+
+// --- the convolution backend rules (ATen's use_mkldnn, oneDNN's blocked formats) -------------------
+
+ConvShape conv(int64_t n, int64_t c, int64_t hw, int64_t o, int64_t k, int64_t stride, int64_t groups = 1) {
+  ConvShape s;
+  s.batch = n;
+  s.in_channels = c;
+  s.in_h = s.in_w = hw;
+  s.out_channels = o;
+  s.kernel_h = s.kernel_w = k;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = k / 2;
+  s.groups = groups;
+  s.out_h = s.out_w = (hw + 2 * (k / 2) - k) / stride + 1;
+  return s;
+}
+
+int64_t peak_of(const std::vector<Step>& steps) {
+  std::vector<int64_t> sizes(64, 0);
+  int64_t live = 0, peak = 0;
+  for (const Step& step : steps) {
+    if (static_cast<size_t>(step.slot) >= sizes.size()) sizes.resize(static_cast<size_t>(step.slot) + 1, 0);
+    if (step.kind == Step::Alloc) {
+      sizes[static_cast<size_t>(step.slot)] = step.bytes;
+      live += step.bytes;
+    } else {
+      live -= sizes[static_cast<size_t>(step.slot)];
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+TEST(CpuConv, BackendFollowsAtenUseMkldnn) {
+  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 3, 1), 1).backend, "slow");  // batch 1, small, 3x3
+  EXPECT_EQ(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 1).backend, "slow");  // 1x1, one thread, batch < 16
+  EXPECT_NE(cpu_conv_recipe(conv(16, 64, 8, 64, 1, 1), 1).backend.find("mkldnn"), std::string::npos);
+  EXPECT_NE(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 2).backend.find("mkldnn"), std::string::npos);
+  EXPECT_NE(cpu_conv_recipe(conv(2, 64, 8, 64, 3, 1), 1).backend.find("mkldnn"), std::string::npos);
+  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 5, 1), 1).backend.substr(0, 6), "mkldnn");  // kernel > 3
+}
+
+TEST(CpuConv, SlowPathKeepsTheIm2colColumns) {
+  ConvShape s = conv(1, 64, 8, 32, 3, 1);
+  ConvRecipe recipe = cpu_conv_recipe(s, 1);
+  const int64_t columns = 64 * 9 * 8 * 8 * 4, output = 32 * 8 * 8 * 4;
+  EXPECT_EQ(peak_of(recipe.forward), columns + output);
+}
+
+TEST(CpuConv, BlockedFormatsPadChannelsTo16) {
+  // 24 -> 40 channels, 3x3: the reordered input has 32 channels, the blocked output 48.
+  ConvRecipe recipe = cpu_conv_recipe(conv(2, 24, 8, 40, 3, 1), 1);
+  ASSERT_GE(recipe.forward.size(), 3u);
+  EXPECT_EQ(recipe.forward[0].bytes, 2 * 32 * 8 * 8 * 4);       // src reorder
+  EXPECT_EQ(recipe.forward[1].bytes, 48 * 32 * 3 * 3 * 4);      // weights OIhw16i16o
+  EXPECT_EQ(recipe.forward[2].bytes, 2 * 48 * 8 * 8 * 4);       // dst
+}
+
+TEST(Synthetic, EverySeedSimulates) {
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    ModelSpec spec;
+    spec.batch = 1 + static_cast<int64_t>(seed % 8);
+    spec.input = {3, 32, 32};
+    MemoryReport report = simulate_memory(make_synthetic(seed, spec), MemoryConfig{});
+    EXPECT_GT(report.peak_bytes, 0) << seed;
+  }
+}
+
+}  // namespace
+}  // namespace dnncast::memory

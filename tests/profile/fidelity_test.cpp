@@ -1,0 +1,28 @@
+// Fast fidelity check (the full one, resnet18 and mobilenet_v2 with repeats, is in slow/): the
+// executor's squeezenet1_1 (Concat, in-place ReLU, Adam) holds exactly the parameter, gradient and
+// optimizer-state bytes of torchvision's squeezenet1_1 trained by PyTorch 1.13 itself, and its time
+// is of the same order. squeezenet1_1 (1.2 M parameters) keeps this quick.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fidelity_util.h"
+
+namespace dnncast::profile::test {
+namespace {
+
+TEST(Fidelity, Squeezenet11TrainingStateBytesEqualTorchvision) {
+  Comparison c = compare("squeezenet1_1", 2, {3, 64, 64}, "adam", 1, 0.5);
+  ASSERT_EQ(c.ours.status, "ok") << c.ours.message;
+  ASSERT_TRUE(c.theirs.error.empty()) << c.theirs.error;
+  EXPECT_EQ(c.ours.params, c.theirs.params);
+  EXPECT_EQ(c.ours.param_bytes, c.theirs.param_bytes);
+  EXPECT_EQ(c.ours.grad_bytes, c.theirs.grad_bytes);
+  EXPECT_EQ(c.ours.optimizer_state_bytes, c.theirs.optimizer_state_bytes);
+  // One pair on a shared machine: only a gross check of the time (the real one is in slow/).
+  EXPECT_GT(c.ratio, 0.5);
+  EXPECT_LT(c.ratio, 2.0);
+}
+
+}  // namespace
+}  // namespace dnncast::profile::test

@@ -1,0 +1,119 @@
+// Shared by the fidelity tests: run the torchvision reference (tests/profile/torchvision_step.py)
+// and compare with the executor, interleaved, in one run.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/zoo.h"
+#include "profile/measure.h"
+
+namespace dnncast::profile::test {
+
+struct Reference {
+  double median_ms = 0;
+  double probe_ms = 0;  // mean of the drift probe before and after
+  int64_t params = 0, param_bytes = 0, grad_bytes = 0, optimizer_state_bytes = 0;
+  std::string error;
+};
+
+inline Reference run_torchvision(const std::string& model, int64_t batch, const std::string& input,
+                                 const std::string& optimizer, double budget_s) {
+  std::string command = std::string(DNNCAST_PYTHON) + " " + DNNCAST_SOURCE_DIR + "/tests/profile/torchvision_step.py " +
+                        model + " --batch " + std::to_string(batch) + " --input " + input + " --optimizer " +
+                        optimizer + " --threads 1 --budget " + std::to_string(budget_s) + " 2>&1";
+  Reference reference;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    reference.error = "cannot run " + command;
+    return reference;
+  }
+  std::string output;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
+  int status = pclose(pipe);
+  try {
+    nlohmann::json doc = nlohmann::json::parse(output.substr(output.find('{')));
+    reference.median_ms = doc.at("time_ms").at("median").get<double>();
+    reference.probe_ms = (doc.at("probe_ms").at("before").get<double>() + doc.at("probe_ms").at("after").get<double>()) / 2;
+    reference.params = doc.at("params").get<int64_t>();
+    reference.param_bytes = doc.at("param_bytes").get<int64_t>();
+    reference.grad_bytes = doc.at("grad_bytes").get<int64_t>();
+    reference.optimizer_state_bytes = doc.at("optimizer_state_bytes").get<int64_t>();
+  } catch (const std::exception& error) {
+    reference.error = "exit " + std::to_string(status) + ": " + output.substr(0, 2000);
+  }
+  return reference;
+}
+
+// (max - min) / median of a list of medians.
+inline double relative_spread(std::vector<double> values) {
+  if (values.size() < 2) return 0;
+  std::sort(values.begin(), values.end());
+  double median = values.size() % 2 ? values[values.size() / 2]
+                                    : (values[values.size() / 2 - 1] + values[values.size() / 2]) / 2;
+  return (values.back() - values.front()) / median;
+}
+
+inline double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.size() % 2 ? values[values.size() / 2] : (values[values.size() / 2 - 1] + values[values.size() / 2]) / 2;
+}
+
+struct Comparison {
+  std::vector<double> ours_ms, theirs_ms;
+  std::vector<double> ours_normalised, theirs_normalised;  // median * reference probe / probe
+  Measurement ours;     // the last repeat
+  Reference theirs;     // the last repeat
+  double ratio = 0;     // median(ours) / median(theirs)
+  double spread = 0;    // the larger relative spread between repeats of either side
+  double ratio_normalised = 0, spread_normalised = 0;  // the same with drift-normalised times
+};
+
+// `repeats` interleaved pairs (ours, torchvision), each in a fresh process.
+inline Comparison compare(const std::string& model, int64_t batch, std::vector<int64_t> input,
+                          const std::string& optimizer, int repeats, double budget_s) {
+  ModelSpec spec;
+  spec.batch = batch;
+  spec.input = input;
+  Graph graph = build_zoo_model(model, spec);
+  TrainConfig config;
+  config.optimizer = optimizer;
+  Limits limits;
+  limits.time_budget_s = budget_s;
+  limits.warmup_budget_s = budget_s;
+  std::string input_text = std::to_string(input[0]) + "x" + std::to_string(input[1]) + "x" + std::to_string(input[2]);
+  Comparison result;
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    result.ours = measure_isolated(graph, config, limits);
+    result.theirs = run_torchvision(model, batch, input_text, optimizer, budget_s);
+    if (result.ours.status != "ok" || !result.theirs.error.empty()) return result;
+    result.ours_ms.push_back(result.ours.time_ms.median);
+    result.theirs_ms.push_back(result.theirs.median_ms);
+    result.ours_normalised.push_back(result.ours.time_ms_normalised);
+    result.theirs_normalised.push_back(result.theirs.median_ms * reference_probe_ms() / result.theirs.probe_ms);
+    std::printf("  %s repeat %d: executor %.2f ms (normalised %.2f), torchvision %.2f ms (normalised %.2f); "
+                "other load %.2f CPUs\n",
+                model.c_str(), repeat, result.ours.time_ms.median, result.ours_normalised.back(), result.theirs.median_ms,
+                result.theirs_normalised.back(), result.ours.load_other_cpus);
+  }
+  result.ratio = median_of(result.ours_ms) / median_of(result.theirs_ms);
+  result.spread = std::max(relative_spread(result.ours_ms), relative_spread(result.theirs_ms));
+  std::printf("  %s bytes: params %lld / %lld, grads %lld / %lld, optimizer state %lld / %lld (executor / torchvision)\n",
+              model.c_str(), static_cast<long long>(result.ours.param_bytes),
+              static_cast<long long>(result.theirs.param_bytes), static_cast<long long>(result.ours.grad_bytes),
+              static_cast<long long>(result.theirs.grad_bytes), static_cast<long long>(result.ours.optimizer_state_bytes),
+              static_cast<long long>(result.theirs.optimizer_state_bytes));
+  result.ratio_normalised = median_of(result.ours_normalised) / median_of(result.theirs_normalised);
+  result.spread_normalised = std::max(relative_spread(result.ours_normalised), relative_spread(result.theirs_normalised));
+  std::printf("  %s: ratio %.3f, spread between repeats %.3f; drift-normalised: ratio %.3f, spread %.3f\n", model.c_str(),
+              result.ratio, result.spread, result.ratio_normalised, result.spread_normalised);
+  return result;
+}
+
+}  // namespace dnncast::profile::test
