@@ -21,7 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string temp_dir(const std::string& name) {
-  std::string dir = std::string(DNNCAST_BINARY_DIR) + "/test_apps_tmp/" + name;
+  // One folder per test: ctest runs tests of this binary in parallel processes.
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string dir = std::string(DNNCAST_BINARY_DIR) + "/test_apps_tmp/" + test->test_suite_name() + "." +
+                    test->name() + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
