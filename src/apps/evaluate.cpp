@@ -212,6 +212,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     else report.notes.push_back("memory not evaluated: some configurations have no peak bytes");
   }
   auto splits = make_split(table, options.split, options.folds, options.seed, &report.split_description);
+  std::string cv_groups = options.cv_groups.empty() ? (options.split == "family" ? "family" : "network") : options.cv_groups;
 
   for (const std::string& target : targets) {
     learn::Vector y = targets_of(table, target);
@@ -235,7 +236,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         automl.folds = options.folds;
         automl.seed = options.seed;
         automl.transforms = transforms;
-        automl.groups = cv_groups_of(table, train, options.cv_groups);
+        automl.groups = cv_groups_of(table, train, cv_groups);
         automl.log = options.log;
         if (options.log) *options.log << "evaluate " << target << ": AutoML on the first training part (" << train.size() << " configurations)\n";
         learn::AutoMLResult result = learn::run_automl(x, y_train, automl);
@@ -243,7 +244,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         if (options.log) *options.log << learn::format_leaderboard(result, 5);
       } else {
         // A fixed learner with its defaults; only the target transform is chosen, by CV on this part.
-        std::vector<int64_t> groups = cv_groups_of(table, train, options.cv_groups);
+        std::vector<int64_t> groups = cv_groups_of(table, train, cv_groups);
         auto folds = groups.empty() ? learn::kfold_indices(x.rows(), options.folds, options.seed)
                                     : learn::group_kfold_indices(groups, options.folds, options.seed);
         double best_mre = HUGE_VAL;

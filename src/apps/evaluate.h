@@ -33,7 +33,9 @@ struct EvaluateOptions {
   int folds = 5;                 // AutoML cross-validation folds; also family-split folds
   uint64_t seed = 1;
   std::vector<std::string> targets;  // empty: time, and memory when every configuration has peak bytes
-  std::string cv_groups = "network";  // AutoML folds keep networks whole (see TrainOptions)
+  // AutoML folds keep networks ("network") or families ("family") whole, or are plain ("none");
+  // "" = family for the family split (choose what generalizes to unseen families), else network.
+  std::string cv_groups;
   std::ostream* log = nullptr;
 };
 

@@ -35,8 +35,10 @@ int run_evaluate(const Args& args) {
   app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
   app.add_flag("--json", as_json, "print JSON");
   app.add_flag("--markdown", markdown, "print a docs/RESULTS.md-ready table");
-  std::string cv_groups = "network";
-  app.add_option("--cv-groups", cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
+  std::string cv_groups;
+  app.add_option("--cv-groups", cv_groups,
+                 "AutoML folds keep each network whole (network), each family (family), or none; default: family for "
+                 "the family split, network otherwise");
   app.add_flag("--quiet", quiet, "no progress on stderr");
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

@@ -139,6 +139,10 @@ int run_predict(const Args& args) {
       notes.push_back("input " + used + " was not among the trained inputs " + training["inputs"].dump());
   }
 
+  if (training.contains("families") && !graph.family.empty() && !contains(training["families"], graph.family))
+    notes.push_back("family " + graph.family + " is not among the trained families " + training["families"].dump() +
+                    ": a zero-shot forecast");
+
   apps::Forecast time = set.time->predict_one(row);
   json result{{"model", model},
               {"graph", graph.name},

@@ -112,8 +112,9 @@ void print_summary(const std::string& model, const Graph& graph, const profile::
     std::printf("\n%-36s %-26s %12s %12s\n", "node", "op", "forward ms", "backward ms");
     for (const profile::LayerTime& layer : m.layers)
       std::printf("%-36s %-26s %12.3f %12.3f\n", layer.node.c_str(), layer.op.c_str(), layer.forward_ms, layer.backward_ms);
-    std::printf("sum of layers %.2f ms; iteration %.2f ms; gap %.2f ms (loss, optimizer, framework)\n", m.layer_sum_ms,
-                m.time_ms.median, m.layer_gap_ms);
+    std::printf("iteration %.2f ms = layers %.2f + optimizer step %.2f + zero_grad %.2f + gap %.2f ms (loss, gradient\n"
+                "accumulation, dispatch between layers)\n",
+                m.time_ms.median, m.layer_sum_ms, m.optimizer_step_ms, m.zero_grad_ms, m.layer_gap_ms);
   }
 }
 

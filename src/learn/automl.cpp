@@ -17,7 +17,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // Cheap learners first, so a short budget still sees every family of model.
-const std::vector<std::string> kDefaultOrder{"ridge", "stepwise", "cart", "xgboost", "random_forest", "lasso", "mlp"};
+const std::vector<std::string> kDefaultOrder{"mean", "ridge", "stepwise", "cart", "xgboost", "random_forest", "lasso", "mlp"};
 
 }  // namespace
 
@@ -120,6 +120,7 @@ AutoMLResult run_automl(const Matrix& x, const Vector& y, const AutoMLOptions& o
     progressed = false;
     for (const std::string& learner : learners) {
       if (out_of_budget(learner)) continue;
+      if (learner_info(learner).make({})->hyperparameters().empty()) continue;  // nothing to search
       const TargetTransform& transform = transforms[rng.below(transforms.size())];
       nlohmann::json sampled = learner_info(learner).sample(rng);
       run({learner, learner_info(learner).make(sampled)->hyperparameters(), transform});

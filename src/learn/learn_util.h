@@ -48,4 +48,5 @@ LearnerInfo lasso_learner_info();
 LearnerInfo stepwise_learner_info();
 LearnerInfo cart_learner_info();
 LearnerInfo mlp_learner_info();
+LearnerInfo mean_learner_info();
 }  // namespace dnncast::learn

@@ -58,7 +58,7 @@ const std::vector<LearnerInfo>& learner_registry() {
   static const std::vector<LearnerInfo> registry = [] {
     std::vector<LearnerInfo> entries{xgboost_learner_info(), random_forest_learner_info(), ridge_learner_info(),
                                      lasso_learner_info(),   stepwise_learner_info(),      cart_learner_info(),
-                                     mlp_learner_info()};
+                                     mlp_learner_info(),     mean_learner_info()};
     std::sort(entries.begin(), entries.end(), [](const LearnerInfo& a, const LearnerInfo& b) { return a.name < b.name; });
     for (size_t entry = 1; entry < entries.size(); ++entry) DNNCAST_ASSERT(entries[entry - 1].name != entries[entry].name);
     return entries;

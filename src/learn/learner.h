@@ -61,7 +61,7 @@ struct LearnerInfo {
   std::function<nlohmann::json(Rng& rng)> sample;
 };
 
-// All learners, sorted by name: cart, lasso, mlp, random_forest, ridge, stepwise, xgboost.
+// All learners, sorted by name: cart, lasso, mean, mlp, random_forest, ridge, stepwise, xgboost.
 const std::vector<LearnerInfo>& learner_registry();
 std::vector<std::string> learner_names();
 // Throws InputError "unknown learner 'x' (known learners: ...)".

@@ -36,12 +36,15 @@ bool narrow_is_contiguous(const std::vector<int64_t>& dims, int axis) {
 }
 
 // Memory layout of a strided tensor: its logical dimensions from the outermost to the innermost
-// in memory. rank 0 stands for the plain (row-major) layout of whatever rank.
+// in memory. rank 0 stands for the plain (row-major) layout of whatever rank (also used for
+// tensors of more than kMaxRank dimensions, whose layouts are not tracked).
+constexpr int kMaxRank = 8;
 struct Layout {
   int8_t rank = 0;
-  std::array<int8_t, 8> order{};
+  std::array<int8_t, kMaxRank> order{};
 
   static Layout plain(int rank_in) {
+    if (rank_in > kMaxRank) return Layout{};
     Layout layout;
     layout.rank = static_cast<int8_t>(rank_in);
     for (int dim = 0; dim < rank_in; ++dim) layout.order[static_cast<size_t>(dim)] = static_cast<int8_t>(dim);
@@ -51,15 +54,16 @@ struct Layout {
   static Layout nhwc() {
     Layout layout;
     layout.rank = 4;
-    layout.order = {0, 2, 3, 1, 0, 0, 0, 0};
+    layout.order = {0, 2, 3, 1};
     return layout;
   }
   // The layout of x.permute(dims) (out dim i is in dim dims[i]).
   Layout permuted(const std::vector<int64_t>& dims) const {
     const int count = static_cast<int>(dims.size());
+    if (count > kMaxRank) return Layout{};
     Layout base = rank == 0 ? plain(count) : *this;
     if (base.rank != count) return plain(count);
-    std::array<int8_t, 8> position{};  // input dim -> output dim
+    std::array<int8_t, kMaxRank> position{};  // input dim -> output dim
     for (int out = 0; out < count; ++out) {
       int64_t in = dims[static_cast<size_t>(out)];
       if (in < 0) in += count;
@@ -142,6 +146,13 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& sizes, const Layo
   std::vector<int64_t> strides(sizes.size(), 1);
   Layout order = layout.rank == static_cast<int>(sizes.size()) ? layout : Layout::plain(static_cast<int>(sizes.size()));
   int64_t stride = 1;
+  if (order.rank == 0) {  // untracked rank: row-major
+    for (size_t dim = sizes.size(); dim-- > 0;) {
+      strides[dim] = stride;
+      stride *= sizes[dim];
+    }
+    return strides;
+  }
   for (int slot = order.rank - 1; slot >= 0; --slot) {
     auto dim = static_cast<size_t>(order.order[static_cast<size_t>(slot)]);
     strides[dim] = stride;
@@ -152,6 +163,7 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& sizes, const Layo
 
 // The layout of a tensor with these strides: dimensions by decreasing stride (ties: in order).
 Layout layout_of_strides(const std::vector<int64_t>& strides) {
+  if (strides.size() > static_cast<size_t>(kMaxRank)) return Layout{};
   Layout layout;
   layout.rank = static_cast<int8_t>(strides.size());
   std::vector<int> dims(strides.size());

@@ -189,6 +189,8 @@ json to_json(const Measurement& m) {
       layers.push_back({{"node", layer.node}, {"op", layer.op}, {"forward_ms", layer.forward_ms}, {"backward_ms", layer.backward_ms}});
     doc["layers"] = layers;
     doc["layer_sum_ms"] = m.layer_sum_ms;
+    doc["optimizer_step_ms"] = m.optimizer_step_ms;
+    doc["zero_grad_ms"] = m.zero_grad_ms;
     doc["layer_gap_ms"] = m.layer_gap_ms;
   }
   doc["load"] = {{"other_cpus", m.load_other_cpus}, {"loadavg_before", m.loadavg_before}, {"loadavg_after", m.loadavg_after}};
@@ -231,6 +233,8 @@ Measurement measurement_from_json(const json& doc) {
       m.layers.push_back({layer.value("node", ""), layer.value("op", ""), number_or(layer, "forward_ms", 0),
                           number_or(layer, "backward_ms", 0)});
     m.layer_sum_ms = number_or(doc, "layer_sum_ms", 0);
+    m.optimizer_step_ms = number_or(doc, "optimizer_step_ms", 0);
+    m.zero_grad_ms = number_or(doc, "zero_grad_ms", 0);
     m.layer_gap_ms = number_or(doc, "layer_gap_ms", 0);
   }
   if (doc.contains("load") && doc["load"].is_object()) {
@@ -632,7 +636,10 @@ Measurement combine_repeats(const std::vector<Measurement>& repeats) {
   if (!combined.layers.empty()) {
     combined.layer_sum_ms = 0;
     for (const LayerTime& layer : combined.layers) combined.layer_sum_ms += layer.forward_ms + layer.backward_ms;
-    combined.layer_gap_ms = combined.time_ms.median - combined.layer_sum_ms;
+    combined.optimizer_step_ms = median_of([](const Measurement& m) { return m.optimizer_step_ms; });
+    combined.zero_grad_ms = median_of([](const Measurement& m) { return m.zero_grad_ms; });
+    combined.layer_gap_ms =
+        combined.time_ms.median - combined.layer_sum_ms - combined.optimizer_step_ms - combined.zero_grad_ms;
   }
   combined.load_other_cpus = mean_of([](const Measurement& m) { return m.load_other_cpus; });
   combined.loadavg_before = first.loadavg_before;

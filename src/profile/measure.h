@@ -106,7 +106,10 @@ struct Measurement {
 
   std::vector<LayerTime> layers;   // per_layer only, graph order
   double layer_sum_ms = 0;         // sum of forward + backward over layers
-  double layer_gap_ms = 0;         // time_ms.median - layer_sum_ms (loss, optimizer, framework overhead)
+  double optimizer_step_ms = 0;    // per_layer only: optimizer.step() alone, median
+  double zero_grad_ms = 0;         // per_layer only: optimizer.zero_grad() alone, median
+  double layer_gap_ms = 0;         // time_ms.median - layer_sum_ms - optimizer_step_ms - zero_grad_ms
+                                   // (loss, gradient accumulation, dispatch between layers)
 
   // Load: CPUs kept busy by other processes while timing (from /proc/stat, ours subtracted),
   // and /proc/loadavg's 1-minute value before and after.

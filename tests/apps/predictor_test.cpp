@@ -2,6 +2,7 @@
 // file whose times follow a known function of the networks' real FLOPs (so a correct pipeline
 // must recover it), plus the bundles shipped in data/predictors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -21,10 +22,12 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string temp_dir(const std::string& name) {
-  // One folder per test: ctest runs tests of this binary in parallel processes.
+  // One folder per test: ctest runs tests of this binary in parallel processes. Suite set-up has
+  // no current test: one folder per process then.
   const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string dir = std::string(DNNCAST_BINARY_DIR) + "/test_apps_tmp/" + test->test_suite_name() + "." +
-                    test->name() + "/" + name;
+  std::string owner = test != nullptr ? std::string(test->test_suite_name()) + "." + test->name()
+                                      : "suite-" + std::to_string(::getpid());
+  std::string dir = std::string(DNNCAST_BINARY_DIR) + "/test_apps_tmp/" + owner + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -105,7 +108,10 @@ const std::vector<std::string> kSources{"zoo:resnet18", "zoo:squeezenet1_1", "zo
 class PredictorPipeline : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { dataset_ = new std::string(make_dataset("pipeline", kSources, 0.02)); }
-  static void TearDownTestSuite() { delete dataset_; }
+  static void TearDownTestSuite() {
+    fs::remove_all(fs::path(*dataset_).parent_path().parent_path());  // this process's suite folder
+    delete dataset_;
+  }
   static std::string* dataset_;
 };
 std::string* PredictorPipeline::dataset_ = nullptr;

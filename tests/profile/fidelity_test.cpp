@@ -19,9 +19,10 @@ TEST(Fidelity, Squeezenet11TrainingStateBytesEqualTorchvision) {
   EXPECT_EQ(c.ours.param_bytes, c.theirs.param_bytes);
   EXPECT_EQ(c.ours.grad_bytes, c.theirs.grad_bytes);
   EXPECT_EQ(c.ours.optimizer_state_bytes, c.theirs.optimizer_state_bytes);
-  // One pair on a shared machine: only a gross check of the time (the real one is in slow/).
-  EXPECT_GT(c.ratio, 0.5);
-  EXPECT_LT(c.ratio, 2.0);
+  // One pair on a shared machine: only a gross check of the time (the real one is in slow/), on
+  // drift-normalised times (raw ratios of one pair were seen as far apart as 0.51 and 1.41 here).
+  EXPECT_GT(c.ratio_normalised, 0.5);
+  EXPECT_LT(c.ratio_normalised, 2.0);
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+// `dnncast memory` run as a user runs it: the built binary, its stdout, stderr and exit code.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+#include "memory/simulator.h"
+#include "models/zoo.h"
+
+namespace dnncast::memory {
+namespace {
+
+using nlohmann::json;
+
+const std::string kBinary = std::string(DNNCAST_BINARY_DIR) + "/dnncast";
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string shell_quoted(const std::string& arg) {
+  std::string text = "'";
+  for (char c : arg) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return text + "'";
+}
+
+class MemoryCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/dnncast_memory_cli_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    if (std::system(("test -x " + shell_quoted(kBinary)).c_str()) != 0) GTEST_SKIP() << kBinary << " not built";
+  }
+  void TearDown() override { std::system(("rm -rf " + shell_quoted(dir_)).c_str()); }
+
+  Result run(const std::vector<std::string>& args) {
+    std::string command = shell_quoted(kBinary) + " memory";
+    for (const std::string& arg : args) command += " " + shell_quoted(arg);
+    command += " >" + shell_quoted(dir_ + "/out") + " 2>" + shell_quoted(dir_ + "/err");
+    int status = std::system(command.c_str());
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = read_text(dir_ + "/out");
+    result.err = read_text(dir_ + "/err");
+    for (const char* crash : {"terminate", "Aborted", "what()", "internal error", "Segmentation"})
+      EXPECT_EQ(result.err.find(crash), std::string::npos) << command << "\n" << result.err;
+    return result;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(MemoryCli, JsonAgreesWithTheLibrary) {
+  Result result = run({"resnet18", "--batch", "3", "--input", "3x32x32", "--optimizer", "adam", "--json", "--timeline"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  json doc = json::parse(result.out);
+  ModelSpec spec;
+  spec.batch = 3;
+  spec.input = {3, 32, 32};
+  MemoryConfig config;
+  config.optimizer = "adam";
+  MemoryReport report = simulate_memory(build_zoo_model("resnet18", spec), config);
+  EXPECT_EQ(doc["peak_bytes"].get<int64_t>(), report.peak_bytes);
+  EXPECT_EQ(doc["baseline_bytes"].get<int64_t>(), report.baseline_bytes);
+  EXPECT_EQ(doc["config"]["input"], "3x32x32");
+  const json& b = doc["breakdown"];
+  EXPECT_EQ(b["parameter_bytes"].get<int64_t>() + b["buffer_and_input_bytes"].get<int64_t>() +
+                b["gradient_bytes"].get<int64_t>() + b["optimizer_state_bytes"].get<int64_t>() +
+                b["activation_bytes"].get<int64_t>() + b["transient_bytes"].get<int64_t>(),
+            doc["peak_total_bytes"].get<int64_t>());
+  ASSERT_TRUE(doc["timeline"].is_array());
+  int64_t highest = 0;
+  for (const json& entry : doc["timeline"]) highest = std::max(highest, entry["max_bytes"].get<int64_t>());
+  EXPECT_EQ(highest, report.peak_bytes);
+}
+
+TEST_F(MemoryCli, FitsAndMaxBatch) {
+  Result yes = run({"mobilenet_v2", "--input", "3x32x32", "--fits", "1GiB", "--max-batch", "64MiB", "--json"});
+  ASSERT_EQ(yes.exit_code, 0) << yes.err;
+  json doc = json::parse(yes.out);
+  EXPECT_TRUE(doc["fits"]["fits"].get<bool>());
+  const int64_t batch = doc["max_batch"]["batch"].get<int64_t>();
+  EXPECT_GT(batch, 0);
+  EXPECT_LE(doc["max_batch"]["required_bytes"].get<int64_t>(), int64_t{64} << 20);
+  EXPECT_GT(doc["max_batch"]["next_required_bytes"].get<int64_t>(), int64_t{64} << 20);
+
+  Result no = run({"mobilenet_v2", "--input", "3x32x32", "--fits", "1MiB"});
+  ASSERT_EQ(no.exit_code, 0) << no.err;
+  EXPECT_NE(no.out.find("fits in 1.0 MiB: no"), std::string::npos) << no.out;
+}
+
+TEST_F(MemoryCli, BadInputIsOneLineAndExitCode2) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"resnet18", "--batch", "0"},
+                                             {"resnet5"},
+                                             {"resnet18", "--max-batch", "12XB"},
+                                             {"resnet18", "--optimizer", "lamb"},
+                                             {"resnet18", "--precision", "bf16"}}) {
+    Result result = run(args);
+    EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
+    EXPECT_EQ(result.out, "");
+    ASSERT_FALSE(result.err.empty());
+    EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
+    EXPECT_EQ(result.err.rfind("dnncast memory: error: ", 0), 0u) << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace dnncast::memory
