@@ -20,6 +20,9 @@ int run_campaign(const Args& args) {
   app.add_option("PLAN", plan_path, "plan JSON (data/plans/*.json)")->required();
   app.add_option("--db", db_path, "dataset file, created when missing")->required();
   app.add_option("--shard", shard_text, "measure only configurations whose index mod N == i (Slurm job arrays)");
+  std::vector<int64_t> threads;
+  app.add_option("--threads", threads, "measure only configurations with these thread counts (e.g. 1 while the other core is busy)")
+      ->delimiter(',');
   app.add_flag("--dry-run", options.dry_run, "validate the plan and list what would run; measure nothing");
   app.add_option("--cpus", cpus_text, "pin the campaign and its measurements to these CPUs (\"0-1\")");
   app.add_option("--max-runs", options.max_runs, "stop after this many new measurements");
@@ -38,6 +41,9 @@ int run_campaign(const Args& args) {
   if (options.stop_after_s < 0) throw InputError("--stop-after must not be negative");
   options.db_path = db_path;
   options.shard = data::parse_shard(shard_text);
+  for (int64_t count : threads)
+    if (count < 1) throw InputError("--threads: thread counts must be at least 1, got " + std::to_string(count));
+  options.threads = threads;
   if (!cpus_text.empty()) options.cpus = data::parse_cpu_list(cpus_text);
   options.progress_bar = progress == "bar" ? 1 : progress == "lines" ? 0 : -1;
   data::Plan plan = data::load_plan(plan_path);  // validated completely before anything is measured

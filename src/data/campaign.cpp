@@ -290,6 +290,14 @@ CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
   Clock::time_point start = Clock::now();
   CampaignSummary summary;
   std::vector<size_t> entries = shard_entries(plan, options.shard);
+  if (!options.threads.empty()) {
+    std::vector<size_t> kept;
+    for (size_t index : entries)
+      if (std::find(options.threads.begin(), options.threads.end(), plan.entries[index].config.threads) !=
+          options.threads.end())
+        kept.push_back(index);
+    entries.swap(kept);
+  }
   summary.planned = static_cast<int64_t>(entries.size()) * plan.repeats;
 
 #ifndef DNNCAST_HAVE_TORCH

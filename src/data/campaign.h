@@ -16,6 +16,8 @@ namespace dnncast::data {
 struct CampaignOptions {
   std::string db_path;
   Shard shard;
+  std::vector<int64_t> threads;  // measure only configurations with these thread counts (empty = all), e.g.
+                                 // the 1-thread runs on one free core while the other core is busy
   bool dry_run = false;     // print what would run; measure nothing, write nothing
   std::vector<int> cpus;    // pin the runner (and so its measurements) to these CPUs; empty = those allowed now
   int64_t max_runs = 0;     // stop after this many new measurements (0 = no limit)

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "data/campaign.h"
 #include "data/plan.h"
 #include "data/store.h"
 #include "test_util.h"
@@ -200,6 +201,18 @@ TEST(Campaign, BadPlansFailBeforeMeasuringAnything) {
   EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--dry-run", "--shard", "1/2"}, output, dir), 0) << output;
   EXPECT_NE(output.find("shard 1/2: 2 runs"), std::string::npos) << output;
   EXPECT_NE(access(db.c_str(), F_OK), 0);
+  // --threads keeps only the configurations with those thread counts; 0 threads is refused. (The
+  // plan's 2-thread runs need 2 CPUs even in a dry run.)
+  if (allowed_cpus().size() < 2) return;
+  std::ofstream(plan_path) << R"({"name": "threads", "models": [{"synthetic": [0, 2]}], "inputs": [8],
+                                  "batches": [1, 2], "threads": [1, 2]})";
+  EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--dry-run"}, output, dir), 0) << output;
+  EXPECT_NE(output.find("shard 0/1: 12 runs"), std::string::npos) << output;
+  EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--dry-run", "--threads", "2"}, output, dir), 0) << output;
+  EXPECT_NE(output.find("shard 0/1: 6 runs"), std::string::npos) << output;
+  EXPECT_EQ(output.find(" t1 "), std::string::npos) << output;
+  EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--dry-run", "--threads", "0"}, output, dir), 2);
+  EXPECT_NE(output.find("--threads"), std::string::npos) << output;
 }
 
 }  // namespace
