@@ -13,6 +13,7 @@
 #include "apps/predictor.h"
 #include "cli/commands.h"
 #include "graph/error.h"
+#include "memory/simulator.h"
 
 namespace dnncast::cli {
 
@@ -167,12 +168,36 @@ int run_predict(const Args& args) {
     result["epoch_s"] = time.value * static_cast<double>(iterations) / 1000.0;
     result["epoch_iterations"] = iterations;
   }
-  if (set.memory) {
+  // Peak memory: the allocator-exact simulator (docs/MEMORY.md) where it models the configuration;
+  // the learned memory predictor otherwise. peak_bytes is what `dnncast profile` reports (above the
+  // parameters, buffers and inputs held before training); peak_total_bytes includes them.
+  bool simulated = false;
+  const bool gpu_environment = !environment.gpu_name.empty();
+  try {
+    memory::MemoryConfig memory_config;
+    memory_config.optimizer = optimizer;
+    memory_config.precision = precision;
+    memory_config.device = gpu_environment ? "cuda" : "cpu";
+    memory_config.threads = threads;
+    ModelSpec batch_spec = spec;
+    batch_spec.batch = batch;
+    memory::MemoryReport report = memory::simulate_memory(load_model(model, batch_spec), memory_config);
+    result["peak_bytes"] = report.peak_bytes;
+    result["peak_bytes_low"] = report.peak_bytes;
+    result["peak_bytes_high"] = report.peak_bytes;
+    result["peak_total_bytes"] = report.required_bytes;
+    result["memory_source"] = "simulator";
+    simulated = true;
+  } catch (const InputError& error) {
+    notes.push_back(std::string("memory simulator: ") + error.what() + "; peak memory from the learned predictor");
+  }
+  if (!simulated && set.memory) {
     apps::Forecast memory = set.memory->predict_one(row);
     result["peak_bytes"] = std::llround(memory.value);
     result["peak_bytes_low"] = std::llround(memory.low);
     result["peak_bytes_high"] = std::llround(memory.high);
-  } else {
+    result["memory_source"] = set.memory->manifest().learner;
+  } else if (!simulated) {
     notes.push_back("no memory predictor in " + set_dir);
   }
   result["notes"] = notes;
@@ -189,8 +214,13 @@ int run_predict(const Args& args) {
   if (epoch_samples > 0)
     std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", result["epoch_s"].get<double>(),
                 static_cast<long long>(epoch_samples), static_cast<long long>(iterations));
-  if (set.memory)
-    std::printf("  peak memory         %s   (90%% interval %s - %s)\n",
+  if (simulated)
+    std::printf("  peak memory         %s in total: %s held before the first iteration + %s while training (simulated)\n",
+                human_bytes(result["peak_total_bytes"].get<double>()).c_str(),
+                human_bytes(result["peak_total_bytes"].get<double>() - result["peak_bytes"].get<double>()).c_str(),
+                human_bytes(result["peak_bytes"].get<double>()).c_str());
+  else if (!result["peak_bytes"].is_null())
+    std::printf("  peak memory         %s   (90%% interval %s - %s, learned)\n",
                 human_bytes(result["peak_bytes"].get<double>()).c_str(),
                 human_bytes(result["peak_bytes_low"].get<double>()).c_str(),
                 human_bytes(result["peak_bytes_high"].get<double>()).c_str());
