@@ -263,8 +263,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.transform = candidate.transform.name();
     evaluation.hyperparameters = candidate.hyperparameters;
 
-    std::vector<double> model_errors, baseline_errors;
-    std::vector<std::vector<double>> test_repeats;
+    std::vector<double> model_errors, baseline_errors, simulator_errors;
     for (const auto& [train, test] : splits) {
       std::vector<int> columns = varying_columns(learn::select_rows(table.x, train));
       learn::Candidate fold_candidate = candidate;
@@ -279,13 +278,18 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
           model_errors.push_back(std::abs(predicted(static_cast<int64_t>(index)) - truth) / truth);
           baseline_errors.push_back(std::abs(baseline[index] - truth) / truth);
         }
-        test_repeats.push_back(std::move(repeats));
+        double simulated = table.samples[static_cast<size_t>(test[index])].simulated_peak_bytes;
+        if (target == "memory" && simulated > 0)
+          for (double truth : repeats) simulator_errors.push_back(std::abs(simulated - truth) / truth);
       }
       evaluation.test_configurations += static_cast<int64_t>(test.size());
     }
     evaluation.model = learn::error_stats(model_errors);
     evaluation.baseline = learn::error_stats(baseline_errors);
-    evaluation.noise_floor = noise_floor(test_repeats);
+    evaluation.simulator = learn::error_stats(simulator_errors);
+    std::vector<std::vector<double>> all_repeats;
+    for (const Sample& sample : table.samples) all_repeats.push_back(repeats_of(sample, target));
+    evaluation.noise_floor = noise_floor(all_repeats);
     if (evaluation.noise_floor.count == 0)
       report.notes.push_back(target + ": no configuration has 2 or more repeats; the noise floor is unknown");
     report.targets.push_back(std::move(evaluation));
@@ -304,6 +308,7 @@ json EvaluationReport::to_json() const {
                             {"test_configurations", target.test_configurations},
                             {"model", target.model.to_json()},
                             {"baseline", target.baseline.to_json()},
+                            {"simulator", target.simulator.count > 0 ? target.simulator.to_json() : json(nullptr)},
                             {"noise_floor", target.noise_floor.to_json()}});
   return {{"dataset", dataset},         {"split", split},         {"split_description", split_description},
           {"configurations", configurations}, {"runs", runs},      {"networks", networks},
@@ -329,6 +334,7 @@ std::string EvaluationReport::markdown() const {
           << percent(stats.p90_re) << " | " << percent(stats.within_10pct) << " |\n";
     };
     line("learned: " + target.learner + ", " + target.transform, target.model);
+    if (target.target == "memory") line("memory simulator (src/memory, nothing learned)", target.simulator);
     line("analytic roofline (least squares)", target.baseline);
     line("noise floor (repeat vs. mean of the other repeats)", target.noise_floor);
     out << "\n";
@@ -358,6 +364,7 @@ std::string EvaluationReport::text() const {
       out << line;
     };
     row("learned (" + target.learner + ", " + target.transform + ")", target.model);
+    if (target.target == "memory") row("memory simulator (nothing learned)", target.simulator);
     row("analytic roofline (least squares)", target.baseline);
     row("noise floor (repeat vs. other repeats)", target.noise_floor);
   }

@@ -9,7 +9,8 @@
 //   env     train on all environments but one, test on it, for each environment
 // Errors are computed against every repeat (one measurement each), which is what the noise floor
 // measures too: the error of predicting one repeat by the mean of the other repeats of its
-// configuration. The baseline is a roofline fitted by weighted least squares (relative error) on
+// configuration; it is taken over every configuration of the dataset with 2 or more repeats (a
+// property of the data, not of the split). The baseline is a roofline fitted by weighted least squares (relative error) on
 // the training part, per (environment, threads): time = a*FLOPs + b*bytes + c*batch + d;
 // memory = a*(parameter+optimizer+saved bytes) + b*activation bytes + c*batch + d.
 #pragma once
@@ -44,6 +45,7 @@ struct TargetEvaluation {
   std::string learner, transform;
   nlohmann::json hyperparameters;
   learn::ErrorStats model, baseline, noise_floor;
+  learn::ErrorStats simulator;  // memory only: the allocator simulator (src/memory), nothing learned
   int64_t test_configurations = 0;
   int folds = 0;
 };

@@ -15,6 +15,7 @@
 #include "hardware/hardware.h"
 #include "import/graph_json.h"
 #include "learn/metrics.h"
+#include "memory/simulator.h"
 
 namespace dnncast::apps {
 
@@ -112,11 +113,11 @@ bool TrainingTable::has_memory() const {
 
 namespace {
 
-// The graph of a stored network at batch 1 and a run's input: rebuilt from its source, or else
+// The graph of a stored network at a run's input and `batch`: rebuilt from its source, or else
 // from the stored graph JSON with the Input shape replaced.
-Graph network_graph(const data::NetworkRecord& network, const data::RunConfig& config) {
+Graph network_graph(const data::NetworkRecord& network, const data::RunConfig& config, int64_t batch = 1) {
   data::RunConfig at_one = config;
-  at_one.batch = 1;
+  at_one.batch = batch;
   try {
     return data::build_network(data::parse_model_source(network.source), at_one);
   } catch (const InputError& first) {
@@ -124,7 +125,7 @@ Graph network_graph(const data::NetworkRecord& network, const data::RunConfig& c
     Graph graph = read_graph_json(network.graph_json, "network " + network.name);
     for (Node& node : graph.mutable_nodes()) {
       if (node.op != "Input") continue;
-      std::vector<int64_t> shape{1};
+      std::vector<int64_t> shape{batch};
       if (!config.input.empty()) shape.insert(shape.end(), config.input.begin(), config.input.end());
       else if (config.seq_len > 0) shape.push_back(config.seq_len);
       else throw;
@@ -228,6 +229,24 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
     config.precision = sample.config.precision;
     config.threads = sample.config.threads;
     rows.push_back(features::featurize(cached->second, config, hardware_of(environments.at(sample.environment_hash))));
+    if (!sample.peak_bytes.empty()) {
+      // What the simulator says for this configuration, so that evaluate can set it beside the
+      // measurement and the learned memory predictor.
+      const data::EnvironmentRecord& environment = environments.at(sample.environment_hash);
+      memory::MemoryConfig memory_config;
+      memory_config.optimizer = sample.config.optimizer;
+      memory_config.precision = sample.config.precision;
+      memory_config.device = environment.gpu_name.empty() ? "cpu" : "cuda";
+      memory_config.threads = sample.config.threads;
+      try {
+        sample.simulated_peak_bytes = static_cast<double>(
+            memory::simulate_memory(network_graph(networks.at(sample.network_hash), sample.config, sample.config.batch),
+                                    memory_config)
+                .peak_bytes);
+      } catch (const InputError&) {
+        sample.simulated_peak_bytes = 0;
+      }
+    }
     table.environments[sample.environment_hash] = environments.at(sample.environment_hash);
     kept.push_back(std::move(sample));
   }

@@ -44,6 +44,8 @@ struct Sample {
   data::RunConfig config;
   std::vector<double> times_ms;    // one per repeat (median of its iterations)
   std::vector<double> peak_bytes;  // one per repeat that recorded it
+  double simulated_peak_bytes = 0; // the memory simulator's peak for this configuration (src/memory);
+                                   // 0 when the simulator does not model it (bf16, an unknown op)
   double time_ms() const;          // mean of the repeats
   double peak() const;             // mean of the repeats; 0 when none
 };

@@ -26,6 +26,8 @@ const std::map<std::string, Command>& commands() {
       {"evaluate", {dnncast::cli::run_evaluate, "error of learned predictors beside the noise floor"}},
       {"predict", {dnncast::cli::run_predict, "forecast time per iteration/epoch and peak memory"}},
       {"memory", {dnncast::cli::run_memory, "simulated peak memory of training: breakdown, fits, largest batch"}},
+      {"transfer", {dnncast::cli::run_transfer, "carry a performance model to another environment: DM, LMS, NMLS, GS"}},
+      {"calibrate", {dnncast::cli::run_calibrate, "adapt a time predictor to this host with a few guided measurements"}},
   };
   return table;
 }

@@ -112,6 +112,7 @@ class CartLearner : public Learner {
     binned_.assign(static_cast<size_t>(rows_ * cols_), 0);
     std::vector<double> values(static_cast<size_t>(rows_));
     for (int64_t col = 0; col < cols_; ++col) {
+      values.resize(static_cast<size_t>(rows_));  // the previous column's unique() shrank it
       for (int64_t row = 0; row < rows_; ++row) values[static_cast<size_t>(row)] = x(row, col);
       std::sort(values.begin(), values.end());
       values.erase(std::unique(values.begin(), values.end()), values.end());

@@ -1,0 +1,115 @@
+// Plain CSV files as option tables (transfer.h read_csv_table).
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include "graph/error.h"
+#include "transfer/transfer.h"
+
+namespace dnncast::transfer {
+
+namespace {
+
+// Fields of one line; double quotes group a field ("" is a quote inside one).
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (size_t k = 0; k < line.size(); ++k) {
+    char c = line[k];
+    if (quoted) {
+      if (c == '"' && k + 1 < line.size() && line[k + 1] == '"') {
+        fields.back() += '"';
+        ++k;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        fields.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else if (c != '\r') {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+bool parse_number(const std::string& text, double& value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size() && std::isfinite(value);
+}
+
+}  // namespace
+
+OptionTable read_csv_table(const std::string& path, const std::vector<std::string>& options, const std::string& metric) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot open CSV file '" + path + "'");
+  if (options.empty()) throw InputError("no option columns given for '" + path + "'");
+  std::string line;
+  int64_t line_number = 0;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty() || line[0] == '#') continue;
+    header = split_csv_line(line);
+    break;
+  }
+  if (header.empty()) throw InputError("'" + path + "' has no header line");
+  std::map<std::string, size_t> column_of;
+  for (size_t k = 0; k < header.size(); ++k) column_of[header[k]] = k;
+  auto find = [&](const std::string& name, const char* what) {
+    auto found = column_of.find(name);
+    if (found == column_of.end()) {
+      std::string known;
+      for (const std::string& column : header) known += (known.empty() ? "" : ", ") + column;
+      throw InputError("'" + path + "' has no " + what + " column '" + name + "' (columns: " + known + ")");
+    }
+    return found->second;
+  };
+  std::vector<size_t> option_columns;
+  for (const std::string& option : options) option_columns.push_back(find(option, "option"));
+  size_t metric_column = find(metric, "metric");
+
+  std::vector<std::vector<double>> rows;
+  std::vector<double> targets;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty() || line == "\r" || line[0] == '#') continue;
+    std::vector<std::string> fields = split_csv_line(line);
+    if (fields.size() != header.size())
+      throw InputError("'" + path + "' line " + std::to_string(line_number) + ": " + std::to_string(fields.size()) +
+                       " fields, the header has " + std::to_string(header.size()));
+    std::vector<double> row;
+    for (size_t k = 0; k < options.size(); ++k) {
+      double value = 0;
+      if (!parse_number(fields[option_columns[k]], value))
+        throw InputError("'" + path + "' line " + std::to_string(line_number) + ": option '" + options[k] +
+                         "' is not a number: '" + fields[option_columns[k]] + "'");
+      row.push_back(value);
+    }
+    double target = 0;
+    if (!parse_number(fields[metric_column], target) || !(target > 0))
+      throw InputError("'" + path + "' line " + std::to_string(line_number) + ": metric '" + metric +
+                       "' must be a positive number, got '" + fields[metric_column] + "'");
+    rows.push_back(row);
+    targets.push_back(target);
+  }
+  if (rows.empty()) throw InputError("'" + path + "' has no data rows");
+  OptionTable table;
+  table.name = path;
+  table.options = options;
+  table.x.resize(static_cast<int64_t>(rows.size()), static_cast<int64_t>(options.size()));
+  table.y.resize(static_cast<int64_t>(rows.size()));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (size_t c = 0; c < options.size(); ++c) table.x(static_cast<int64_t>(r), static_cast<int64_t>(c)) = rows[r][c];
+    table.y(static_cast<int64_t>(r)) = targets[r];
+  }
+  return table;
+}
+
+}  // namespace dnncast::transfer
