@@ -13,6 +13,9 @@
 #include "graph/error.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
+#ifdef DNNCAST_HAVE_TORCH
+#include "profile/measure.h"
+#endif
 
 namespace dnncast::cli {
 
@@ -38,6 +41,47 @@ json breakdown_json(const memory::MemoryBreakdown& b) {
           {"activation_bytes", b.activation_bytes},       {"transient_bytes", b.transient_bytes}};
 }
 
+// --measure: one real training run of the same graph (src/profile: a child process, 2 warm-up
+// iterations and 1 timed, enough for the peak, which iteration 2 reaches) beside the simulation.
+struct Measured {
+  bool ran = false;
+  std::string status, message;
+  int64_t baseline_bytes = 0, peak_bytes = 0, peak_reserved_bytes = 0;
+};
+
+Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config, double timeout_s) {
+#ifdef DNNCAST_HAVE_TORCH
+  profile::TrainConfig train;
+  train.optimizer = config.optimizer;
+  train.precision = config.precision;
+  train.device = config.device;
+  train.threads = config.threads;
+  profile::Limits limits;
+  limits.time_budget_s = 0.01;
+  limits.warmup_budget_s = 0.01;
+  limits.min_iterations = 1;
+  limits.timeout_s = timeout_s;
+  profile::Measurement measurement = profile::measure_isolated(graph, train, limits);
+  Measured measured;
+  measured.ran = true;
+  measured.status = measurement.status;
+  measured.message = measurement.message;
+  measured.baseline_bytes = measurement.baseline_bytes;
+  measured.peak_bytes = measurement.peak_bytes;
+  measured.peak_reserved_bytes = measurement.peak_reserved_bytes;
+  return measured;
+#else
+  (void)graph;
+  (void)config;
+  (void)timeout_s;
+  throw InputError("--measure: this dnncast was built without libtorch (DNNCAST_WITH_TORCH=OFF or libtorch not found)");
+#endif
+}
+
+double relative_error(int64_t simulated, int64_t measured) {
+  return measured > 0 ? static_cast<double>(simulated - measured) / static_cast<double>(measured) : 0.0;
+}
+
 void print_row(const char* label, int64_t bytes, int64_t total) {
   double share = total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total) : 0;
   std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), memory::format_bytes(bytes).c_str(), share);
@@ -55,7 +99,8 @@ int run_memory(const Args& args) {
   std::string model, input_text, optimizer = "sgd", precision = "fp32", device = "cpu", fits_text, max_batch_text,
                                   context_text;
   int64_t batch = 1, seq_len = 0, classes = 0, threads = 1, batch_cap = int64_t{1} << 20;
-  bool as_json = false, timeline = false;
+  bool as_json = false, timeline = false, measure = false;
+  double measure_timeout_s = 600;
   app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
   app.add_option("--batch", batch, "batch size (default 1)");
   CLI::Option* input_option = app.add_option("--input", input_text, "image input CxHxW (default: the model's)");
@@ -71,6 +116,10 @@ int run_memory(const Args& args) {
   app.add_option("--batch-cap", batch_cap, "largest batch --max-batch tries (default 1048576)");
   app.add_option("--cuda-context", context_text, "cuda: bytes the CUDA context takes on the device (default 0)");
   app.add_flag("--timeline", timeline, "also print the highest live bytes of every node's forward and backward");
+  app.add_flag("--measure", measure,
+               "also train the graph for real (libtorch, a child process, 3 iterations) and print the measured peak\n"
+               "beside the simulated one; exit code 1 when the run failed");
+  app.add_option("--measure-timeout", measure_timeout_s, "--measure: seconds before the run is killed (default 600)");
   app.add_flag("--json", as_json, "print JSON instead of a summary");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -87,6 +136,8 @@ int run_memory(const Args& args) {
 
   if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (threads <= 0) throw InputError("--threads must be a positive integer, got " + std::to_string(threads));
+  if (!(measure_timeout_s > 0))
+    throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
   if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
   memory::MemoryConfig config;
   config.optimizer = optimizer;
@@ -125,6 +176,13 @@ int run_memory(const Args& args) {
         search, batch_limit, batch_cap);
   }
 
+  Measured measured;
+  if (measure) measured = measure_real_run(graph, config, measure_timeout_s);
+  const int exit_code = measured.ran && measured.status != "ok" && measured.status != "oom" ? 1 : 0;
+  // On cuda the profiler's peak_bytes is the caching allocator's peak allocated above the baseline.
+  const int64_t simulated_peak =
+      report.device == "cuda" ? report.peak_allocated_bytes - report.baseline_allocated_bytes : report.peak_bytes;
+
   // The input's shape without the batch dimension (C x H x W, or the sequence length).
   std::string input_shape;
   if (!graph.inputs().empty()) {
@@ -150,6 +208,7 @@ int run_memory(const Args& args) {
                   {"allocation", report.peak_what}}}};
     if (report.device == "cuda")
       doc["cuda"] = {{"peak_allocated_bytes", report.peak_allocated_bytes},
+                     {"baseline_allocated_bytes", report.baseline_allocated_bytes},
                      {"peak_reserved_bytes", report.peak_reserved_bytes},
                      {"context_bytes", report.cuda_context_bytes},
                      {"verified", false}};
@@ -160,6 +219,19 @@ int run_memory(const Args& args) {
                           {"required_bytes", best.required_bytes},
                           {"next_required_bytes", best.next_required_bytes},
                           {"simulations", best.simulations}};
+    if (measured.ran) {
+      doc["measured"] = {{"status", measured.status},
+                         {"message", measured.message},
+                         {"baseline_bytes", measured.baseline_bytes},
+                         {"peak_bytes", measured.peak_bytes},
+                         {"simulated_peak_bytes", simulated_peak},
+                         {"relative_error", measured.status == "ok" ? json(relative_error(simulated_peak, measured.peak_bytes))
+                                                                   : json(nullptr)}};
+      if (report.device == "cuda") {  // peak reserved: totals, as the caching allocator counts them
+        doc["measured"]["peak_reserved_bytes"] = measured.peak_reserved_bytes;
+        doc["measured"]["simulated_peak_reserved_bytes"] = report.peak_reserved_bytes;
+      }
+    }
     if (timeline) {
       json entries = json::array();
       for (const memory::TimelineEntry& entry : report.timeline)
@@ -172,7 +244,7 @@ int run_memory(const Args& args) {
       doc["timeline"] = entries;
     }
     std::cout << doc.dump(2) << std::endl;
-    return 0;
+    return exit_code;
   }
 
   std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", model.c_str(),
@@ -208,6 +280,15 @@ int run_memory(const Args& args) {
                   best.next_required_bytes > 0 ? "; one more needs " : "",
                   best.next_required_bytes > 0 ? memory::format_bytes(best.next_required_bytes).c_str() : "");
   }
+  if (measured.ran) {
+    if (measured.status != "ok")
+      std::printf("measured       status %s: %s\n", measured.status.c_str(), measured.message.c_str());
+    else
+      std::printf("measured       peak %lld B above a baseline of %lld B; simulated %lld B: %+lld B (%+.4f%%)\n",
+                  static_cast<long long>(measured.peak_bytes), static_cast<long long>(measured.baseline_bytes),
+                  static_cast<long long>(simulated_peak), static_cast<long long>(simulated_peak - measured.peak_bytes),
+                  100 * relative_error(simulated_peak, measured.peak_bytes));
+  }
   if (timeline) {
     std::printf("\n%-4s %-9s %-40s %14s %14s\n", "iter", "phase", "node", "max above base", "end above base");
     for (const memory::TimelineEntry& entry : report.timeline)
@@ -216,7 +297,7 @@ int run_memory(const Args& args) {
                   static_cast<long long>(entry.max_bytes - report.baseline_bytes),
                   static_cast<long long>(entry.end_bytes - report.baseline_bytes));
   }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace dnncast::cli

@@ -139,27 +139,33 @@ json dataset_stats(Store& store) {
     measured[column] = numeric_range(db, column);
   stats["measurements"] = measured;
 
-  // Noise floor: relative range (max - min) / median of the medians of repeats of one configuration.
-  std::map<std::string, std::vector<double>> repeats;
-  Statement ok_runs = db.prepare(
-      "SELECT network_id || '|' || environment_id || '|' || batch || '|' || input || '|' || seq_len || '|' || "
-      "optimizer || '|' || precision || '|' || threads || '|' || device, time_ms_median FROM runs "
-      "WHERE status = 'ok' AND time_ms_median > 0");
-  while (ok_runs.step()) repeats[ok_runs.get_text(0)].push_back(ok_runs.get_double(1));
-  std::vector<double> spreads;
-  for (auto& [key, times] : repeats) {
-    if (times.size() < 2) continue;
-    double middle = quantile(times, 0.5);
-    spreads.push_back((*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) /
-                      middle);
-  }
-  json spread;
-  spread["configurations"] = spreads.size();
-  if (!spreads.empty()) {
-    spread["median_rel_range"] = quantile(spreads, 0.5);
-    spread["p90_rel_range"] = quantile(spreads, 0.9);
-  }
-  stats["repeat_spread"] = spread;
+  // Noise floor: relative range (max - min) / median of the times of the repeats of one
+  // configuration (each repeat a separate process), raw and drift-normalised, and the stretch of
+  // time those repeats span.
+  auto repeat_spread = [&db](const std::string& column) {
+    std::map<std::string, std::vector<double>> repeats;
+    Statement ok_runs = db.prepare(
+        "SELECT network_id || '|' || environment_id || '|' || batch || '|' || input || '|' || seq_len || '|' || "
+        "optimizer || '|' || precision || '|' || threads || '|' || device, " + column + " FROM runs "
+        "WHERE status = 'ok' AND " + column + " > 0");
+    while (ok_runs.step()) repeats[ok_runs.get_text(0)].push_back(ok_runs.get_double(1));
+    std::vector<double> spreads;
+    for (auto& [key, times] : repeats) {
+      if (times.size() < 2) continue;
+      double middle = quantile(times, 0.5);
+      spreads.push_back((*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) /
+                        middle);
+    }
+    json spread;
+    spread["configurations"] = spreads.size();
+    if (!spreads.empty()) {
+      spread["median_rel_range"] = quantile(spreads, 0.5);
+      spread["p90_rel_range"] = quantile(spreads, 0.9);
+    }
+    return spread;
+  };
+  stats["repeat_spread"] = repeat_spread("time_ms_median");
+  stats["repeat_spread_normalised"] = repeat_spread("time_ms_normalised");
   return stats;
 }
 
@@ -228,11 +234,14 @@ std::string format_stats(const json& stats) {
                   range["mean"].get<double>(), range["count"].get<long long>());
     out << line;
   }
-  const json& spread = stats["repeat_spread"];
-  if (spread["configurations"].get<long long>() > 0) {
+  for (const char* key : {"repeat_spread", "repeat_spread_normalised"}) {
+    if (!stats.contains(key)) continue;
+    const json& spread = stats[key];
+    if (spread["configurations"].get<long long>() == 0) continue;
     std::snprintf(line, sizeof line,
-                  "\nnoise floor: repeats of %lld configurations differ by %.1f%% (median), %.1f%% (p90) of the median "
+                  "%snoise floor%s: repeats of %lld configurations differ by %.1f%% (median), %.1f%% (p90) of the median "
                   "time\n",
+                  std::string(key) == "repeat_spread" ? "\n" : "", std::string(key) == "repeat_spread" ? "" : " (drift-normalised)",
                   spread["configurations"].get<long long>(), 100 * spread["median_rel_range"].get<double>(),
                   100 * spread["p90_rel_range"].get<double>());
     out << line;

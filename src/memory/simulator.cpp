@@ -69,6 +69,7 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
       peak_live = live;
       if (cuda) {
         peak_allocated = cuda_model.allocated_bytes();
+        report.baseline_allocated_bytes = peak_allocated;
         peak_reserved = cuda_model.reserved_bytes();
       }
     }

@@ -58,6 +58,7 @@ struct MemoryReport {
   // cuda only: the caching allocator model (rounded blocks; segments), totals incl. the baseline
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
+  int64_t baseline_allocated_bytes = 0;  // allocated before the first iteration (the profiler's cuda baseline)
   int64_t cuda_context_bytes = 0;
   // What must fit: cpu = peak_total_bytes (what the profiler's memory limit is checked against);
   // cuda = peak_reserved_bytes + cuda_context_bytes.

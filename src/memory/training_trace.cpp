@@ -305,6 +305,9 @@ class Trace {
     program_.retain(grad.buffer);
     return make_grad(grad.buffer, bytes, contiguous);
   }
+  // What dropout keeps for backward for an fp32 tensor of `bytes`: CPU libtorch 1.13 has no fused
+  // kernel and keeps an fp32 noise tensor; CUDA's native_dropout keeps a bool mask.
+  int64_t dropout_mask_bytes(int64_t bytes) const { return cpu_ ? bytes : bytes / kF32; }
   // An ATen op with a Python scalar operand: the wrapped double tensor and its f32 copy.
   // (CPU tensors: not in a CUDA allocator's count.)
   void scalar_temps(bool convert = true) {
@@ -1068,7 +1071,10 @@ Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& i
     double p = node.attr_float("p", 0.5);
     if (p == 0.0) return view(x, x.bytes, x.contiguous);
     const int64_t bytes = x.bytes;
-    int noise = program_.alloc(bytes, Category::Activation, "dropout noise");
+    // CPU (ATen's _dropout_impl): a noise tensor of the input's dtype, bernoulli_, div_(1 - p),
+    // then input * noise; MulBackward0 keeps the noise. CUDA (the fused native_dropout): a bool
+    // mask (1 byte per element), allocated before the output; NativeDropoutBackward0 keeps it.
+    int noise = program_.alloc(dropout_mask_bytes(bytes), Category::Activation, cpu_ ? "dropout noise" : "dropout mask");
     if (cpu_) scalar_temps();  // noise.div_(1 - p)
     Tensor out = like(bytes, x);
     out.grad_fn = make_node(index, {noise}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
@@ -1279,8 +1285,9 @@ Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& i
     nodes_[static_cast<size_t>(softmax_node)].saved.push_back(probabilities);
     Tensor probs = make_tensor(probabilities, scores_bytes, softmax_node);
     if (dropout_p > 0) {
-      int noise = program_.alloc(scores_bytes, Category::Activation, "dropout noise");
-      scalar_temps();
+      int noise = program_.alloc(dropout_mask_bytes(scores_bytes), Category::Activation,
+                                 cpu_ ? "dropout noise" : "dropout mask");
+      if (cpu_) scalar_temps();
       int dropped = program_.alloc(scores_bytes, Category::Activation, "dropout");
       int drop_node = make_node(index, {noise}, {edge_of(probs)}, [scores_bytes](Trace& t, const Grad&) {
         return std::vector<Grad>{t.new_grad(scores_bytes)};

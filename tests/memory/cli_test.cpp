@@ -102,13 +102,28 @@ TEST_F(MemoryCli, FitsAndMaxBatch) {
   EXPECT_NE(no.out.find("fits in 1.0 MiB: no"), std::string::npos) << no.out;
 }
 
+#ifdef DNNCAST_HAVE_TORCH
+// --measure: a real training run (the profiler, in a child process) beside the simulation.
+TEST_F(MemoryCli, MeasureRunsTheProfilerBesideTheSimulation) {
+  Result result = run({"shufflenet_v2_x0_5", "--batch", "3", "--input", "3x32x32", "--measure", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  json doc = json::parse(result.out);
+  ASSERT_EQ(doc["measured"]["status"], "ok") << doc["measured"]["message"];
+  EXPECT_EQ(doc["measured"]["baseline_bytes"], doc["baseline_bytes"]);
+  EXPECT_EQ(doc["measured"]["simulated_peak_bytes"], doc["peak_bytes"]);
+  EXPECT_EQ(doc["measured"]["peak_bytes"], doc["peak_bytes"]);  // exact (docs/MEMORY.md)
+  EXPECT_EQ(doc["measured"]["relative_error"].get<double>(), 0.0);
+}
+#endif
+
 TEST_F(MemoryCli, BadInputIsOneLineAndExitCode2) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"resnet18", "--batch", "0"},
                                              {"resnet5"},
                                              {"resnet18", "--max-batch", "12XB"},
                                              {"resnet18", "--optimizer", "lamb"},
-                                             {"resnet18", "--precision", "bf16"}}) {
+                                             {"resnet18", "--precision", "bf16"},
+                                             {"resnet18", "--measure", "--measure-timeout", "0"}}) {
     Result result = run(args);
     EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
     EXPECT_EQ(result.out, "");

@@ -5,11 +5,13 @@
 
 #include <map>
 
+#include "graph/builder.h"
 #include "graph/error.h"
 #include "graph/op_registry.h"
 #include "memory/allocators.h"
 #include "memory/cpu_conv.h"
 #include "memory/simulator.h"
+#include "memory/training_trace.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
 
@@ -145,6 +147,37 @@ TEST(Simulator, CudaModelRoundsAndCaches) {
   EXPECT_GE(report.peak_allocated_bytes, report.peak_total_bytes);  // blocks are rounded up
   EXPECT_GE(report.peak_reserved_bytes, report.peak_allocated_bytes);
   EXPECT_EQ(report.required_bytes, report.peak_reserved_bytes + 300 * kMiB);
+}
+
+// ATen's dropout in libtorch 1.13: CPU takes the unfused path (an fp32 noise tensor, kept by
+// MulBackward0; checked against profiled runs in profiled_test.cpp), CUDA the fused native_dropout
+// (a bool mask, kept by NativeDropoutBackward0, allocated before the output).
+TEST(Simulator, DropoutKeepsFp32NoiseOnCpuAndABoolMaskOnCuda) {
+  GraphBuilder b("dropout_probe", "probe");
+  int x = b.input(TensorShape({2, 256}));
+  x = b.linear("fc1", x, 512);
+  x = b.dropout("drop", x, 0.25);
+  b.linear("fc2", x, 10);
+  Graph graph = b.finish();
+  const int drop = 2;
+  ASSERT_EQ(graph.node(drop).op, "Dropout");
+  for (const char* device : {"cpu", "cuda"}) {
+    TraceOptions options;
+    options.device = device;
+    Program program = trace_training(graph, options);
+    std::vector<int64_t> kept;  // what the dropout node allocates in the first forward
+    for (const Event& event : program.events())
+      if (event.kind == Event::Alloc && event.iteration == 1 && event.phase == Phase::Forward && event.node == drop)
+        kept.push_back(event.bytes);
+    const int64_t elements = 2 * 512;
+    if (std::string(device) == "cpu") {
+      ASSERT_GE(kept.size(), 2u);
+      EXPECT_EQ(kept.front(), elements * 4);  // the noise, then ATen's scalar temporaries, then the output
+      EXPECT_EQ(kept.back(), elements * 4);
+    } else {
+      EXPECT_EQ(kept, (std::vector<int64_t>{elements, elements * 4}));  // mask, then output
+    }
+  }
 }
 
 TEST(Simulator, RejectsWhatItDoesNotModel) {

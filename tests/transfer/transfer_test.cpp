@@ -160,8 +160,16 @@ TEST(Learners, AliasesAndUnknownNames) {
   }
 }
 
+// Scratch files are named after the running test: ctest runs the tests of this binary in parallel
+// processes.
+std::string scratch_path(const std::string& name) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string owner = test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : "suite";
+  return std::string(DNNCAST_BINARY_DIR) + "/test_transfer_" + owner + "_" + name;
+}
+
 std::string write_file(const std::string& name, const std::string& text) {
-  std::string path = std::string(DNNCAST_BINARY_DIR) + "/test_transfer_" + name;
+  std::string path = scratch_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -308,7 +316,7 @@ struct CliRun {
   std::string err;
 };
 CliRun run_cli(const std::string& arguments) {
-  std::string err_path = std::string(DNNCAST_BINARY_DIR) + "/test_transfer_stderr.txt";
+  std::string err_path = scratch_path("stderr.txt");
   std::string command = std::string(DNNCAST_BINARY_DIR) + "/dnncast " + arguments + " >/dev/null 2>" + err_path;
   int status = std::system(command.c_str());
   CliRun run;
@@ -354,7 +362,7 @@ TEST(Cli, CalibrateBadInputIsOneLineAndExitCode2) {
     "groups": [{"name": "g", "models": ["squeezenet1_1"], "batches": [1, 2, 4], "inputs": [32], "optimizers": ["sgd"],
                 "threads": [1]}]})");
   std::string predictor = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu";
-  std::string db = std::string(DNNCAST_BINARY_DIR) + "/test_transfer_calibrate.db";
+  std::string db = scratch_path("calibrate.db");
   struct Case {
     std::string arguments, expected;
   };

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Trains the shipped predictors on the shipped dataset and prints the evaluation tables of
+# docs/RESULTS.md (every number there comes from this script).
+#
+#   scripts/results.sh [DB] [--train]      DB defaults to data/dnncast-cpu2.db
+#
+# --train also rewrites data/predictors/amd-epyc-2cpu from DB (AutoML, BUDGET seconds per target).
+# Environment: BUDGET (AutoML seconds per target, default 60), THREADS (XGBoost fitting threads,
+# default 2), DNNCAST (default build/dnncast).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+db="${here}/data/dnncast-cpu2.db"
+train=""
+for arg in "$@"; do
+  case "${arg}" in
+    --train) train=1 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) db="${arg}" ;;
+  esac
+done
+dnncast="${DNNCAST:-${here}/build/dnncast}"
+budget="${BUDGET:-60}"
+threads="${THREADS:-2}"
+
+if [[ -n "${train}" ]]; then
+  out="${here}/data/predictors/amd-epyc-2cpu"
+  rm -rf "${out}.new"
+  "${dnncast}" train --db "${db}" --out "${out}.new" --budget-s "${budget}" --threads "${threads}" --quiet
+  rm -rf "${out}"
+  mv "${out}.new" "${out}"
+  echo "trained ${out}"
+fi
+
+echo "## Dataset"
+echo
+echo '```'
+"${dnncast}" dataset stats "${db}" | sed -n '1,3p'
+echo '```'
+for split in random family batch; do
+  echo
+  echo "## Split: ${split} (time column: median)"
+  echo
+  "${dnncast}" evaluate --db "${db}" --split "${split}" --budget-s "${budget}" --threads "${threads}" --markdown --quiet
+done
+echo
+echo "## Split: random (time column: drift-normalised)"
+echo
+"${dnncast}" evaluate --db "${db}" --split random --target time --time-column normalised --budget-s "${budget}" \
+  --threads "${threads}" --markdown --quiet
