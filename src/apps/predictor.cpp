@@ -271,7 +271,7 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
 json Manifest::to_json() const {
   json environments_json = json::array();
   for (const data::EnvironmentRecord& environment : environments) environments_json.push_back(environment_to_json(environment));
-  return {{"format", kPredictorFormat},
+  json document{{"format", kPredictorFormat},
           {"target", target},
           {"unit", unit},
           {"feature_version", feature_version},
@@ -285,6 +285,9 @@ json Manifest::to_json() const {
           {"training", training},
           {"cv", cv},
           {"leaderboard", leaderboard}};
+  if (shift_log_intercept != 0 || shift_log_slope != 1)
+    document["shift"] = {{"log_intercept", shift_log_intercept}, {"log_slope", shift_log_slope}};
+  return document;
 }
 
 Predictor::Predictor(Manifest manifest, std::unique_ptr<learn::Learner> learner, std::string dir)
@@ -329,6 +332,12 @@ Predictor Predictor::load(const std::string& dir) {
       if (column >= static_cast<int>(manifest.columns.size())) throw InputError(path + ": transform reference column out of range");
     manifest.interval_low = document.at("interval").at("log_ratio_low").get<double>();
     manifest.interval_high = document.at("interval").at("log_ratio_high").get<double>();
+    if (document.contains("shift")) {
+      manifest.shift_log_intercept = document.at("shift").at("log_intercept").get<double>();
+      manifest.shift_log_slope = document.at("shift").at("log_slope").get<double>();
+      if (!std::isfinite(manifest.shift_log_intercept) || !(manifest.shift_log_slope > 0))
+        throw InputError(path + ": shift must have a finite log_intercept and a positive log_slope");
+    }
     for (const json& environment : document.at("environments")) manifest.environments.push_back(environment_from_json(environment));
     if (manifest.environments.empty()) throw InputError(path + ": no training environment");
     manifest.training = document.value("training", json::object());
@@ -363,10 +372,18 @@ void Predictor::predict_rows(const double* rows, int64_t count, Forecast* out) c
   std::vector<double> raw(static_cast<size_t>(count));
   learner_->predict_rows(selected.data(), count, width, raw.data());
   double low = std::exp(manifest_.interval_low), high = std::exp(manifest_.interval_high);
+  const bool shifted = manifest_.shift_log_intercept != 0 || manifest_.shift_log_slope != 1;
   for (int64_t row = 0; row < count; ++row) {
     double reference = manifest_.transform.reference(selected.data() + row * width);
     double value = manifest_.transform.inverse_one(reference, raw[static_cast<size_t>(row)]);
-    out[row] = {value, value * low, value * high};
+    if (shifted) {
+      auto shift = [&](double v) {
+        return std::exp(manifest_.shift_log_intercept + manifest_.shift_log_slope * std::log(std::max(v, 1e-300)));
+      };
+      out[row] = {shift(value), shift(value * low), shift(value * high)};
+    } else {
+      out[row] = {value, value * low, value * high};
+    }
   }
 }
 

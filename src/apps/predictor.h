@@ -80,6 +80,9 @@ struct Manifest {
   nlohmann::json hyperparameters;
   learn::TargetTransform transform;
   double interval_low = 0, interval_high = 0;  // quantiles of log(truth / prediction) from CV: 5%, 95%
+  // A calibration shift applied to every forecast (and its interval): log y' = intercept + slope log y.
+  // Identity unless `dnncast calibrate` wrote it ("shift" in manifest.json).
+  double shift_log_intercept = 0, shift_log_slope = 1;
   std::vector<data::EnvironmentRecord> environments;
   nlohmann::json training;    // rows, runs, networks, families, batches, dataset, trained_at
   nlohmann::json cv;          // folds, mre, median_re, p90_re, within_10pct
@@ -99,6 +102,7 @@ class Predictor {
   void save(const std::string& dir) const;  // creates dir
 
   const Manifest& manifest() const { return manifest_; }
+  void set_manifest(Manifest manifest) { manifest_ = std::move(manifest); }  // same learner and columns
   const std::string& dir() const { return dir_; }
   // rows: full feature rows (features::feature_count() columns each).
   std::vector<Forecast> predict(const learn::Matrix& rows) const;

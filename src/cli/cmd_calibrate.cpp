@@ -4,11 +4,14 @@
 //   2. stepwise regression of the log forecasts over the configuration options finds the influential
 //      ones; the budget is drawn to cover their levels, plus --holdout random others;
 //   3. only those are profiled here (the campaign runner, pinned with --cpus), into OUT;
-//   4. the guided shift (log target = c0 + c1 log forecast + influential terms) is fitted on the
-//      budget's measurements; its error and the source predictor's are reported on the holdout;
-//   5. an adapted predictor bundle (apps/predictor.h format) is written to --out: the source's learner,
-//      columns and transform refitted on the shifted forecasts of every candidate, the measured values
-//      in place of forecasts where they exist. Its own holdout error is reported too.
+//   4. the map from forecast to measurement is chosen on the budget alone, by leave-one-out MAPE
+//      (transfer::choose_shift): keep the source, a constant ratio, a log-space linear shift, or the
+//      guided shift with the influential terms; a fitted map must beat a simpler one by more
+//      than 10% + 0.5 percentage points;
+//   5. every map's error and the chosen one's are reported on the holdout (which chose nothing);
+//   6. an adapted predictor bundle (apps/predictor.h format) is written to --out: the source model
+//      with the chosen map on its forecasts (source, ratio, lms), or for gs the source's learner
+//      refitted on the shifted forecasts of every candidate. Its own holdout error is reported too.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -194,52 +197,79 @@ int run_calibrate(const Args& args) {
   if (fit_rows.size() < 2) throw InputError("only " + std::to_string(fit_rows.size()) + " of the sampled configurations measured ok");
   if (test_rows.empty()) throw InputError("no held-back configuration measured ok");
   learn::Vector fit_y = Eigen::Map<learn::Vector>(fit_values.data(), static_cast<int64_t>(fit_values.size()));
-  shift.fit(learn::select_rows(options, fit_rows), learn::select_rows(forecast, fit_rows), fit_y);
-  learn::Vector shifted = shift.predict(options, forecast);
-  auto [a, b] = transfer::fit_linear_shift(learn::select_rows(forecast, fit_rows), fit_y);
+  const learn::Matrix fit_x = learn::select_rows(options, fit_rows);
+  const learn::Vector fit_s = learn::select_rows(forecast, fit_rows);
+  // Which map to apply is decided on the budget alone (leave-one-out); the holdout only reports.
+  transfer::ShiftChoice choice = transfer::choose_shift(shift.source_fit, fit_x, fit_s, fit_y);
+  learn::Vector shifted = choice.predict(options, forecast);
 
-  std::vector<double> source_test, gs_test, lms_test;
-  for (int64_t k : test_rows) {
-    source_test.push_back(forecast(k));
-    gs_test.push_back(shifted(k));
-    lms_test.push_back(a * forecast(k) + b);
+  nlohmann::json holdout_mape{{"chosen", 0.0}};
+  nlohmann::json loo_mape = nlohmann::json::object();
+  for (const auto& [name, mape] : choice.loo_mape_pct) loo_mape[name] = mape;
+  for (const char* name : {"source", "ratio", "lms", "gs"}) {
+    if (std::string(name) != "source" && static_cast<int64_t>(fit_rows.size()) < (std::string(name) == "ratio" ? 2 : 5))
+      continue;
+    transfer::ShiftChoice one = transfer::fit_shift(name, shift.source_fit, fit_x, fit_s, fit_y);
+    learn::Vector predicted = one.predict(options, forecast);
+    std::vector<double> values;
+    for (int64_t k : test_rows) values.push_back(predicted(k));
+    holdout_mape[name] = mape_of(values, test_values);
+  }
+  {
+    std::vector<double> values;
+    for (int64_t k : test_rows) values.push_back(shifted(k));
+    holdout_mape["chosen"] = mape_of(values, test_values);
   }
   nlohmann::json report{{"candidates", candidates},
                         {"profiled", summary.measured},
                         {"sample", fit_rows.size()},
                         {"holdout", test_rows.size()},
                         {"gs_terms", nlohmann::json::array()},
-                        {"holdout_mape_pct", {{"source", mape_of(source_test, test_values)},
-                                              {"lms", mape_of(lms_test, test_values)},
-                                              {"gs", mape_of(gs_test, test_values)}}},
+                        {"chosen", choice.chosen},
+                        {"sample_loo_mape_pct", loo_mape},
+                        {"holdout_mape_pct", holdout_mape},
                         {"db", db_path}};
   for (const transfer::Term& term : shift.source_fit.terms) report["gs_terms"].push_back(term.name(kCalibrateOptions));
-  report["gs_terms_used"] = shift.terms_used;
+  report["gs_terms_used"] = choice.chosen == "gs" ? choice.guided.terms_used : 0;
 
   if (!out_dir.empty()) {
-    // The adapted bundle: the source's learner, columns and transform refitted on every candidate
-    // (measured value where the sample has one, else the shifted forecast).
     const apps::Manifest& manifest = source.manifest();
-    learn::Vector labels = shifted;
-    for (size_t k = 0; k < fit_rows.size(); ++k) labels(fit_rows[k]) = fit_values[k];
-    learn::Matrix x(candidates, static_cast<int64_t>(manifest.columns.size()));
-    for (size_t c = 0; c < manifest.columns.size(); ++c) x.col(static_cast<int64_t>(c)) = rows.col(manifest.columns[c]);
-    learn::Candidate candidate{manifest.learner, manifest.hyperparameters, manifest.transform};
-    learn::FittedModel model = learn::fit_candidate(x, labels, candidate);
     apps::Manifest adapted = manifest;
-    adapted.transform = model.transform;
-    adapted.hyperparameters = model.learner->hyperparameters();
     adapted.environments.clear();
     for (const auto& [hash, environment] : table.environments) adapted.environments.push_back(environment);
-    adapted.training["calibration"] = {{"source_predictor", predictor_dir},
-                                       {"plan", plan_path},
-                                       {"dataset", db_path},
-                                       {"measured", fit_rows.size()},
-                                       {"candidates", candidates},
-                                       {"method", "guided shift of the source forecasts, distilled into the source's learner"},
-                                       {"holdout_mape_pct", report["holdout_mape_pct"]}};
-    apps::Predictor adapted_predictor(adapted, std::move(model.learner));
-    adapted_predictor.save(out_dir);
+    nlohmann::json calibration{{"source_predictor", predictor_dir},
+                               {"plan", plan_path},
+                               {"dataset", db_path},
+                               {"measured", fit_rows.size()},
+                               {"candidates", candidates},
+                               {"chosen", choice.chosen},
+                               {"sample_loo_mape_pct", loo_mape},
+                               {"holdout_mape_pct", report["holdout_mape_pct"]}};
+    if (choice.chosen != "gs") {
+      // source, ratio, lms: the source model itself with the map applied to its forecasts, so the
+      // bundle forecasts every configuration the source could, not only the plan's.
+      adapted.shift_log_intercept = choice.log_intercept + choice.log_slope * manifest.shift_log_intercept;
+      adapted.shift_log_slope = choice.log_slope * manifest.shift_log_slope;
+      calibration["method"] = "the " + choice.chosen + " map (chosen by leave-one-out on the sample) applied to the source's forecasts";
+      adapted.training["calibration"] = calibration;
+      set.time->set_manifest(adapted);
+      set.time->save(out_dir);
+    } else {
+      // gs reads the options: the source's learner, columns and transform refitted on every
+      // candidate (the measured value where the sample has one, else the shifted forecast).
+      learn::Vector labels = shifted;
+      for (size_t k = 0; k < fit_rows.size(); ++k) labels(fit_rows[k]) = fit_values[k];
+      learn::Matrix x(candidates, static_cast<int64_t>(manifest.columns.size()));
+      for (size_t c = 0; c < manifest.columns.size(); ++c) x.col(static_cast<int64_t>(c)) = rows.col(manifest.columns[c]);
+      learn::Candidate candidate{manifest.learner, manifest.hyperparameters, manifest.transform};
+      learn::FittedModel model = learn::fit_candidate(x, labels, candidate);
+      adapted.transform = model.transform;
+      adapted.hyperparameters = model.learner->hyperparameters();
+      calibration["method"] = "the gs map of the source forecasts (chosen by leave-one-out on the sample), distilled into the source's learner on the plan's candidates";
+      adapted.training["calibration"] = calibration;
+      apps::Predictor adapted_predictor(adapted, std::move(model.learner));
+      adapted_predictor.save(out_dir);
+    }
     apps::Predictor reloaded = apps::Predictor::load(out_dir);
     std::vector<apps::Forecast> again = reloaded.predict(learn::select_rows(rows, test_rows));
     std::vector<double> bundle_test;
@@ -255,11 +285,13 @@ int run_calibrate(const Args& args) {
   std::printf("calibrated on %zu profiled configurations of %lld candidates (GS terms:", fit_rows.size(),
               static_cast<long long>(candidates));
   for (const auto& term : report["gs_terms"]) std::printf(" %s", term.get<std::string>().c_str());
-  std::printf("; %d used)\n", shift.terms_used);
-  std::printf("error on %zu held-back profiled configurations (MAPE %%): source predictor %.1f, linear shift %.1f, "
-              "guided shift %.1f",
-              test_rows.size(), report["holdout_mape_pct"]["source"].get<double>(),
-              report["holdout_mape_pct"]["lms"].get<double>(), report["holdout_mape_pct"]["gs"].get<double>());
+  std::printf(")\nchosen map: %s (leave-one-out MAPE %% on the sample:", choice.chosen.c_str());
+  for (const auto& [name, mape] : choice.loo_mape_pct) std::printf(" %s %.1f", name.c_str(), mape);
+  std::printf(")\nerror on %zu held-back profiled configurations (MAPE %%):", test_rows.size());
+  for (const char* name : {"source", "ratio", "lms", "gs"})
+    if (report["holdout_mape_pct"].contains(name))
+      std::printf(" %s %.1f,", name, report["holdout_mape_pct"][name].get<double>());
+  std::printf(" chosen (%s) %.1f", choice.chosen.c_str(), report["holdout_mape_pct"]["chosen"].get<double>());
   if (report["holdout_mape_pct"].contains("bundle"))
     std::printf(", adapted bundle %.1f\nwrote %s", report["holdout_mape_pct"]["bundle"].get<double>(), out_dir.c_str());
   std::printf("\n");

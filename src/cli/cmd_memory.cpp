@@ -99,7 +99,7 @@ int run_memory(const Args& args) {
   std::string model, input_text, optimizer = "sgd", precision = "fp32", device = "cpu", fits_text, max_batch_text,
                                   context_text;
   int64_t batch = 1, seq_len = 0, classes = 0, threads = 1, batch_cap = int64_t{1} << 20;
-  bool as_json = false, timeline = false, measure = false;
+  bool as_json = false, timeline = false, events = false, measure = false;
   double measure_timeout_s = 600;
   app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
   app.add_option("--batch", batch, "batch size (default 1)");
@@ -116,6 +116,9 @@ int run_memory(const Args& args) {
   app.add_option("--batch-cap", batch_cap, "largest batch --max-batch tries (default 1048576)");
   app.add_option("--cuda-context", context_text, "cuda: bytes the CUDA context takes on the device (default 0)");
   app.add_flag("--timeline", timeline, "also print the highest live bytes of every node's forward and backward");
+  app.add_flag("--events", events,
+               "print every simulated allocation and release (\"+|- BYTES LIVE iter phase node what\"), to diff "
+               "against a profiled run's DNNCAST_ALLOC_TRACE file");
   app.add_flag("--measure", measure,
                "also train the graph for real (libtorch, a child process, 3 iterations) and print the measured peak\n"
                "beside the simulated one; exit code 1 when the run failed");
@@ -145,6 +148,7 @@ int run_memory(const Args& args) {
   config.device = device;
   config.threads = threads;
   config.keep_timeline = timeline;
+  config.keep_events = events;
   if (!context_text.empty()) config.cuda_context_bytes = memory::parse_bytes(context_text, "--cuda-context");
   const int64_t fits_limit = fits_text.empty() ? 0 : memory::parse_bytes(fits_text, "--fits");
   const int64_t batch_limit = max_batch_text.empty() ? 0 : memory::parse_bytes(max_batch_text, "--max-batch");
@@ -167,6 +171,7 @@ int run_memory(const Args& args) {
   if (batch_limit > 0) {
     memory::MemoryConfig search = config;
     search.keep_timeline = false;
+    search.keep_events = false;
     best = memory::max_batch(
         [&](int64_t candidate) {
           ModelSpec candidate_spec = spec;
@@ -288,6 +293,13 @@ int run_memory(const Args& args) {
                   static_cast<long long>(measured.peak_bytes), static_cast<long long>(measured.baseline_bytes),
                   static_cast<long long>(simulated_peak), static_cast<long long>(simulated_peak - measured.peak_bytes),
                   100 * relative_error(simulated_peak, measured.peak_bytes));
+  }
+  if (events) {
+    std::printf("\n");
+    for (const memory::LoggedEvent& e : report.event_log)
+      std::printf("%c %lld %lld %d %s %s %s\n", e.alloc ? '+' : '-', static_cast<long long>(e.bytes),
+                  static_cast<long long>(e.live_bytes), e.iteration, memory::phase_name(e.phase),
+                  e.node >= 0 ? graph.node(e.node).name.c_str() : "-", e.what);
   }
   if (timeline) {
     std::printf("\n%-4s %-9s %-40s %14s %14s\n", "iter", "phase", "node", "max above base", "end above base");

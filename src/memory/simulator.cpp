@@ -95,6 +95,9 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
       category_of[buffer] = event.category;
       category_slot(live_by_category, event.category) += event.bytes;
     }
+    if (config.keep_events && event.kind != Event::Relabel)
+      report.event_log.push_back(LoggedEvent{event.iteration, event.phase, event.node, event.kind == Event::Alloc,
+                                             event.bytes, live, event.what});
     if (have_current) {
       current.max_bytes = std::max(current.max_bytes, live);
       current.end_bytes = live;

@@ -28,6 +28,7 @@ struct MemoryConfig {
   int64_t threads = 1;             // intra-op threads of the run (the profiler's default is 1)
   int64_t cuda_context_bytes = 0;  // cuda: the driver/runtime context, counted in required_bytes
   bool keep_timeline = false;      // fill MemoryReport::timeline
+  bool keep_events = false;        // fill MemoryReport::event_log
 };
 
 // Live bytes by category (requested sizes) at the peak.
@@ -50,6 +51,18 @@ struct TimelineEntry {
   int64_t end_bytes = 0;
 };
 
+// One allocation or release of the simulated program, with the live bytes after it: the same
+// quantities as the profiler's DNNCAST_ALLOC_TRACE lines, to diff the two (docs/MEMORY.md).
+struct LoggedEvent {
+  int iteration = 0;
+  Phase phase = Phase::Setup;
+  int node = -1;
+  bool alloc = true;        // false: a release
+  int64_t bytes = 0;
+  int64_t live_bytes = 0;   // after the event, baseline included
+  const char* what = "";
+};
+
 struct MemoryReport {
   std::string device;
   int64_t baseline_bytes = 0;        // live before the first iteration
@@ -70,6 +83,7 @@ struct MemoryReport {
   std::string peak_node_name;       // "" when none
   std::string peak_what;            // label of the allocation that reached the peak
   std::vector<TimelineEntry> timeline;  // keep_timeline only
+  std::vector<LoggedEvent> event_log;   // keep_events only (relabels left out)
   int64_t events = 0;               // allocations + releases simulated
 };
 

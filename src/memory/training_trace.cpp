@@ -100,11 +100,40 @@ struct Layout {
   }
   // NCHW sizes stored NHWC (channels-last), and not also plain-contiguous.
   bool channels_last(const std::vector<int64_t>& sizes) const {
-    if (sizes.size() != 4 || contiguous(sizes)) return false;
+    return !contiguous(sizes) && channels_last_contiguous(sizes);
+  }
+  // c10's is_contiguous(ChannelsLast): the dimensions larger than one in N, H, W, C order (a
+  // tensor whose H and W are 1 is both this and plain-contiguous).
+  bool channels_last_contiguous(const std::vector<int64_t>& sizes) const {
+    if (sizes.size() != 4) return false;
     std::vector<int> dims = significant(sizes), expected;
     for (int dim : {0, 2, 3, 1})
       if (sizes[static_cast<size_t>(dim)] != 1) expected.push_back(dim);
     return dims == expected;
+  }
+  // What suggest_memory_format() says, and so whether a convolution takes its channels-last kernels:
+  // c10's is_channels_last_strides_2d_s4 on the strides this memory order gives, size-1 dimensions
+  // included. An N x C x 1 x 1 tensor permuted from N x 1 x 1 x C counts as channels-last
+  // (strides C, 1, C, C), a plain one does not (C, 1, 1, 1) -- ConvNeXt's last stage at 32 px.
+  bool suggests_channels_last(const std::vector<int64_t>& sizes) const {
+    if (sizes.size() != 4) return false;
+    const Layout base = rank == 0 ? plain(4) : *this;
+    if (base.rank != 4) return false;
+    std::array<int64_t, 4> strides{};
+    int64_t running = 1;
+    for (int slot = 3; slot >= 0; --slot) {
+      const auto dim = static_cast<size_t>(base.order[static_cast<size_t>(slot)]);
+      strides[dim] = running;
+      running *= std::max<int64_t>(sizes[dim], 1);
+    }
+    int64_t min = 0;
+    for (size_t dim : {1, 3, 2, 0}) {
+      if (sizes[dim] == 0 || strides[dim] < min) return false;
+      if (dim == 0 && min == strides[1]) return false;  // N x 1 x 1 x 1: ambiguous, c10 says plain
+      min = strides[dim];
+      if (sizes[dim] > 1) min *= sizes[dim];
+    }
+    return true;
   }
 };
 
@@ -752,7 +781,7 @@ Tensor Trace::run_conv(int index, const Node& node, const Tensor& x) {
   s.out_w = node.shape[3];
   s.bias = node.attr_int("bias", 1) != 0;
   s.input_grad = x.requires_grad();
-  s.channels_last = cpu_ && x.channels_last;
+  s.channels_last = cpu_ && x.layout.suggests_channels_last(in.dims);
   const int64_t out_bytes = bytes_of(node);
   const int64_t in_bytes = x.bytes;
   // A non-contiguous input (neither plain nor channels-last) is made contiguous first.
@@ -767,7 +796,8 @@ Tensor Trace::run_conv(int index, const Node& node, const Tensor& x) {
   out.grad_fn = make_node(index, {saved(x)}, {edge_of(x), param_edge(index, 0), s.bias ? param_edge(index, 1) : Edge{}},
                           [index, s, copy_input, in_bytes, out_dims, in_dims](Trace& t, const Grad& grad) {
                             ConvShape shape = s;
-                            shape.grad_copy = t.cpu() && (shape.channels_last ? !grad.channels_last : !grad.contiguous);
+                            shape.grad_copy = t.cpu() && (shape.channels_last ? !(grad.dense && grad.layout.channels_last_contiguous(out_dims))
+                                                                              : !grad.contiguous);
                             const ConvRecipe& backward = t.conv_recipe(index, shape);
                             int copy = copy_input ? t.program().alloc(in_bytes, Category::Transient, "contiguous") : -1;
                             std::vector<int> slots;

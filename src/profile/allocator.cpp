@@ -2,6 +2,8 @@
 // size, so the data pointer stays 64-byte aligned, data == context (raw_allocate works) and the
 // deleter needs no lookup table.
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <c10/core/Allocator.h>
@@ -22,12 +24,17 @@ std::atomic<int64_t> g_peak_bytes{0};
 std::atomic<int64_t> g_limit_bytes{0};
 std::atomic<bool> g_refused{false};
 std::atomic<int64_t> g_refused_request{0};
+// DNNCAST_ALLOC_TRACE=FILE: every allocation and free of the measured child, one line each
+// ("+ BYTES LIVE" / "- BYTES LIVE"), to set beside `dnncast memory --events` when the simulator
+// and the profiler disagree (docs/MEMORY.md). Off (null) in normal runs.
+std::FILE* g_trace = nullptr;
 
 void tracked_delete(void* data) {
   if (data == nullptr) return;
   char* base = static_cast<char*>(data) - kHeaderBytes;
   int64_t size = *reinterpret_cast<int64_t*>(base);
-  g_live_bytes.fetch_sub(size, std::memory_order_relaxed);
+  int64_t live = g_live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
+  if (g_trace != nullptr) std::fprintf(g_trace, "- %lld %lld\n", static_cast<long long>(size), static_cast<long long>(live));
   c10::free_cpu(base);
 }
 
@@ -47,6 +54,7 @@ class TrackingAllocator final : public c10::Allocator {
     int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
     while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
+    if (g_trace != nullptr) std::fprintf(g_trace, "+ %lld %lld\n", static_cast<long long>(size), static_cast<long long>(live));
     char* base = static_cast<char*>(c10::alloc_cpu(nbytes + kHeaderBytes));
     *reinterpret_cast<int64_t*>(base) = size;
     void* data = base + kHeaderBytes;
@@ -59,6 +67,9 @@ class TrackingAllocator final : public c10::Allocator {
 
 void install_tracking_allocator() {
   static TrackingAllocator* allocator = [] {
+    if (const char* path = std::getenv("DNNCAST_ALLOC_TRACE"); path != nullptr && *path != '\0') {
+      g_trace = std::fopen(path, "w");  // closed by the process's exit
+    }
     auto* created = new TrackingAllocator();  // owned by c10 from here on
     c10::SetCPUAllocator(created, /*priority=*/100);
     return created;

@@ -241,6 +241,74 @@ Vector GuidedShift::predict(const Matrix& x, const Vector& source_forecast) cons
   return (guided_design(*this, x, source_forecast, terms_used) * coefficients).array().exp().matrix();
 }
 
+ShiftChoice fit_shift(const std::string& name, const StepwiseResult& source_fit, const Matrix& x, const Vector& s,
+                      const Vector& y) {
+  ShiftChoice choice;
+  choice.guided.source_fit = source_fit;
+  const Vector log_s = s.array().max(1e-300).log().matrix();
+  const Vector log_y = y.array().log().matrix();
+  choice.chosen = name;
+  choice.log_intercept = 0;
+  choice.log_slope = 1;
+  if (name == "ratio") {
+    choice.log_intercept = (log_y - log_s).mean();
+  } else if (name == "lms") {
+    auto [a, b] = fit_linear_shift(log_s, log_y);
+    // A flat or inverted slope says the sample cannot tell the configurations apart: keep a ratio.
+    if (!(a > 0.2)) {
+      a = 1;
+      b = (log_y - log_s).mean();
+    }
+    choice.log_slope = a;
+    choice.log_intercept = b;
+  } else if (name == "gs") {
+    choice.guided.fit(x, s, y);
+  } else if (name != "source") {
+    throw InputError("unknown shift '" + name + "' (source, ratio, lms, gs)");
+  }
+  return choice;
+}
+
+Vector ShiftChoice::predict(const Matrix& x, const Vector& source_forecast) const {
+  if (chosen == "gs") return guided.predict(x, source_forecast);
+  Vector log_s = source_forecast.array().max(1e-300).log().matrix();
+  return (log_intercept + log_slope * log_s.array()).exp().matrix();
+}
+
+ShiftChoice choose_shift(const StepwiseResult& source_fit, const Matrix& x, const Vector& source_forecast,
+                         const Vector& y, double margin) {
+  DNNCAST_ASSERT(x.rows() == y.size() && source_forecast.size() == y.size());
+  const int64_t n = y.size();
+  std::vector<std::string> candidates{"source"};
+  if (n >= 2) candidates.push_back("ratio");
+  if (n >= 5) {
+    candidates.push_back("lms");
+    if (!source_fit.terms.empty()) candidates.push_back("gs");
+  }
+  std::vector<std::pair<std::string, double>> scored;
+  std::vector<double> scores;
+  for (const std::string& name : candidates) {
+    double sum = 0;
+    for (int64_t left = 0; left < n; ++left) {
+      std::vector<int64_t> rest;
+      for (int64_t k = 0; k < n; ++k)
+        if (k != left) rest.push_back(k);
+      ShiftChoice one = fit_shift(name, source_fit, learn::select_rows(x, rest), learn::select_rows(source_forecast, rest),
+                                  learn::select_rows(y, rest));
+      Vector predicted = one.predict(x.row(left), source_forecast.segment(left, 1));
+      sum += std::abs(predicted(0) - y(left)) / y(left);
+    }
+    scores.push_back(100 * sum / static_cast<double>(n));
+    scored.emplace_back(name, scores.back());
+  }
+  const double best = *std::min_element(scores.begin(), scores.end());
+  size_t pick = 0;
+  while (scores[pick] > best * (1 + margin) + 0.5) ++pick;  // the least fitted candidate within the margin
+  ShiftChoice result = fit_shift(candidates[pick], source_fit, x, source_forecast, y);
+  result.loo_mape_pct = std::move(scored);
+  return result;
+}
+
 double mape_pct(const Vector& predicted, const Vector& truth, const std::vector<int64_t>& rows) {
   DNNCAST_ASSERT(predicted.size() == truth.size() && !rows.empty());
   double sum = 0;

@@ -144,6 +144,29 @@ struct GuidedShift {
   learn::Vector predict(const learn::Matrix& x, const learn::Vector& source_forecast) const;
 };
 
+// ---- calibrate: how far to move from the source ----
+// Maps from the source forecast s to the target, from the least fitted to the most:
+//   source  y = s                                  (the source predictor kept as it is)
+//   ratio   log y = log s + b                      (one constant factor)
+//   lms     log y = a log s + b                    (a linear shift in log space: a power law)
+//   gs      GuidedShift (the shift plus the source's influential terms)
+// choose_shift scores each by leave-one-out MAPE on the measured sample and keeps the least fitted
+// one whose score is within `margin` of the best (best x (1 + margin) + 0.5 percentage points): a
+// fitted map must earn its parameters on the sample by more than its noise, else the simpler stays. A handful of measurements cannot support a slope: lms and
+// gs are only candidates from 5 samples on, ratio from 2.
+struct ShiftChoice {
+  std::string chosen = "source";
+  std::vector<std::pair<std::string, double>> loo_mape_pct;  // candidate -> leave-one-out MAPE on the sample
+  double log_intercept = 0, log_slope = 1;                    // ratio and lms
+  GuidedShift guided;                                         // gs
+  learn::Vector predict(const learn::Matrix& x, const learn::Vector& source_forecast) const;
+};
+// One map fitted on all of (x, s, y). Throws InputError for an unknown name.
+ShiftChoice fit_shift(const std::string& name, const StepwiseResult& source_fit, const learn::Matrix& x,
+                      const learn::Vector& source_forecast, const learn::Vector& y);
+ShiftChoice choose_shift(const StepwiseResult& source_fit, const learn::Matrix& x, const learn::Vector& source_forecast,
+                         const learn::Vector& y, double margin = 0.10);
+
 // MAPE (percent) of predictions over the given rows.
 double mape_pct(const learn::Vector& predicted, const learn::Vector& truth, const std::vector<int64_t>& rows);
 

@@ -163,6 +163,23 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
     EXPECT_GE(after[row].high, after[row].value);
   }
 
+  // A calibration shift (log y' = b + a log y) survives save and load and moves value and interval.
+  Manifest shifted_manifest = loaded.manifest();
+  shifted_manifest.shift_log_intercept = std::log(0.5);
+  shifted_manifest.shift_log_slope = 0.9;
+  loaded.set_manifest(shifted_manifest);
+  std::string shifted_dir = temp_dir("bundle_shifted");
+  loaded.save(shifted_dir);
+  std::vector<Forecast> moved = Predictor::load(shifted_dir).predict(table.x);
+  for (size_t row = 0; row < before.size(); ++row) {
+    EXPECT_NEAR(moved[row].value, 0.5 * std::pow(before[row].value, 0.9), 1e-6 * moved[row].value);
+    EXPECT_NEAR(moved[row].high, 0.5 * std::pow(before[row].high, 0.9), 1e-6 * moved[row].high);
+  }
+  nlohmann::json bad_shift = nlohmann::json::parse(std::ifstream(shifted_dir + "/manifest.json"));
+  bad_shift["shift"]["log_slope"] = -1;
+  std::ofstream(shifted_dir + "/manifest.json") << bad_shift.dump();
+  EXPECT_THROW(Predictor::load(shifted_dir), InputError);
+
   // A bundle from another feature version is refused with a clear message.
   nlohmann::json manifest_json = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
   manifest_json["feature_version"] = features::kFeatureVersion + 1;

@@ -10,29 +10,15 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
+
+namespace dnncast {
 namespace {
 
 using nlohmann::json;
 
-const std::string kBinary = std::string(DNNCAST_BINARY_DIR) + "/dnncast";
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::string shell_quoted(const std::string& arg) {
-  std::string text = "'";
-  for (char c : arg) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return text + "'";
-}
+using cli_test::Result;
+using cli_test::shell_quoted;
 
 class Inspect : public ::testing::Test {
  protected:
@@ -43,20 +29,7 @@ class Inspect : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf " + shell_quoted(dir_)).c_str()); }
 
-  Result run(const std::vector<std::string>& args) {
-    std::string command = shell_quoted(kBinary) + " inspect";
-    for (const std::string& arg : args) command += " " + shell_quoted(arg);
-    command += " >" + shell_quoted(dir_ + "/out") + " 2>" + shell_quoted(dir_ + "/err");
-    int status = std::system(command.c_str());
-    Result result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.out = read_text(dir_ + "/out");
-    result.err = read_text(dir_ + "/err");
-    // Never a crash, whatever the input.
-    for (const char* crash : {"terminate", "Aborted", "what()", "internal error", "Segmentation"})
-      EXPECT_EQ(result.err.find(crash), std::string::npos) << command << "\n" << result.err;
-    return result;
-  }
+  Result run(const std::vector<std::string>& args) { return cli_test::run("inspect", args, dir_); }
 
   json run_json(const std::vector<std::string>& args) {
     Result result = run(args);
@@ -249,3 +222,4 @@ TEST_F(Inspect, BadGraphFiles) {
 }
 
 }  // namespace
+}  // namespace dnncast

@@ -11,43 +11,16 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
+
+namespace dnncast {
 namespace {
 
 using nlohmann::json;
 
-const std::string kBinary = std::string(DNNCAST_BINARY_DIR) + "/dnncast";
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::string shell_quoted(const std::string& arg) {
-  std::string text = "'";
-  for (char c : arg) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return text + "'";
-}
-
-Result run(const std::string& command_name, const std::vector<std::string>& args, const std::string& dir) {
-  std::string command = shell_quoted(kBinary) + " " + command_name;
-  for (const std::string& arg : args) command += " " + shell_quoted(arg);
-  command += " >" + shell_quoted(dir + "/out") + " 2>" + shell_quoted(dir + "/err");
-  int status = std::system(command.c_str());
-  Result result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = read_text(dir + "/out");
-  result.err = read_text(dir + "/err");
-  for (const char* crash : {"terminate", "Aborted", "what()", "internal error", "Segmentation"})
-    EXPECT_EQ(result.err.find(crash), std::string::npos) << command << "\n" << result.err;
-  return result;
-}
+using cli_test::Result;
+using cli_test::run;
+using cli_test::shell_quoted;
 
 class Predict : public ::testing::Test {
  protected:
@@ -124,3 +97,4 @@ TEST_F(Predict, BadInputsAreOneLineAndExitCode2) {
 }
 
 }  // namespace
+}  // namespace dnncast

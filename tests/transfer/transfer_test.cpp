@@ -394,5 +394,58 @@ TEST(GuidedShift, FewSamplesFixTheSlopeAtOne) {
   EXPECT_NEAR(std::exp(shift.coefficients(0)), 1.7, 1e-9);
 }
 
+// calibrate's choice of map: the simplest one the sample supports (leave-one-out), never a fitted
+// map where the source is already right.
+struct ShiftCase {
+  Synthetic data;
+  StepwiseResult source_fit;
+};
+ShiftCase shift_case(int rows, uint64_t seed) {
+  Synthetic source = synthetic(200, seed, 0.0);
+  return {synthetic(rows, seed + 1, 0.0), stepwise_terms(source.x, source.y.array().log().matrix())};
+}
+Vector jitter(const Vector& y, double relative, uint64_t seed) {
+  learn::Rng rng(seed);
+  Vector out = y;
+  for (int64_t k = 0; k < out.size(); ++k) out(k) *= 1 + relative * (2 * rng.unit() - 1);
+  return out;
+}
+
+TEST(ChooseShift, KeepsTheSourceWhenItIsAlreadyRight) {
+  ShiftCase c = shift_case(12, 31);
+  Vector target = jitter(c.data.y, 0.03, 1);
+  ShiftChoice choice = choose_shift(c.source_fit, c.data.x, c.data.y, target);
+  EXPECT_EQ(choice.chosen, "source");
+  ASSERT_EQ(choice.loo_mape_pct.size(), 4u);
+  Vector predicted = choice.predict(c.data.x, c.data.y);
+  for (int64_t k = 0; k < predicted.size(); ++k) EXPECT_DOUBLE_EQ(predicted(k), c.data.y(k));
+}
+
+TEST(ChooseShift, FindsAConstantFactor) {
+  ShiftCase c = shift_case(12, 41);
+  Vector target = jitter(0.6 * c.data.y, 0.03, 2);
+  ShiftChoice choice = choose_shift(c.source_fit, c.data.x, c.data.y, target);
+  EXPECT_EQ(choice.chosen, "ratio");
+  EXPECT_NEAR(std::exp(choice.log_intercept), 0.6, 0.6 * 0.03);
+  EXPECT_EQ(choice.log_slope, 1.0);
+}
+
+TEST(ChooseShift, FindsAPowerLaw) {
+  ShiftCase c = shift_case(20, 51);
+  Vector target = jitter((2.0 * c.data.y.array().pow(0.6)).matrix(), 0.01, 3);
+  ShiftChoice choice = choose_shift(c.source_fit, c.data.x, c.data.y, target);
+  EXPECT_EQ(choice.chosen, "lms");
+  EXPECT_NEAR(choice.log_slope, 0.6, 0.05);
+  Vector predicted = choice.predict(c.data.x, c.data.y);
+  EXPECT_LT(mape_pct(predicted, target, learn::complement(target.size(), {})), 2.0);
+}
+
+TEST(ChooseShift, OneSampleKeepsTheSourceAndNamesAreChecked) {
+  ShiftCase c = shift_case(1, 61);
+  ShiftChoice choice = choose_shift(c.source_fit, c.data.x, c.data.y, 3 * c.data.y);
+  EXPECT_EQ(choice.chosen, "source");
+  EXPECT_THROW(fit_shift("cubic", c.source_fit, c.data.x, c.data.y, c.data.y), InputError);
+}
+
 }  // namespace
 }  // namespace dnncast::transfer
