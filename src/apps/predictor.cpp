@@ -229,7 +229,7 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
     config.precision = sample.config.precision;
     config.threads = sample.config.threads;
     rows.push_back(features::featurize(cached->second, config, hardware_of(environments.at(sample.environment_hash))));
-    if (!sample.peak_bytes.empty()) {
+    if (options.simulate_memory && !sample.peak_bytes.empty()) {
       // What the simulator says for this configuration, so that evaluate can set it beside the
       // measurement and the learned memory predictor.
       const data::EnvironmentRecord& environment = environments.at(sample.environment_hash);

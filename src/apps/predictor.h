@@ -64,6 +64,8 @@ struct TrainingTable {
 struct TableOptions {
   std::string time_column = "median";  // "median" (time_ms_median) or "normalised" (time_ms_normalised)
   std::string environment;             // keep only this environment (hash, label or slug); "" = all
+  bool simulate_memory = false;        // fill Sample::simulated_peak_bytes (evaluate sets the simulator
+                                       // beside the learned memory predictor; train does not need it)
 };
 
 // Reads a dataset and featurizes every configuration. Throws InputError when the file is not a

@@ -24,6 +24,7 @@
 
 #include "apps/predictor.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "data/campaign.h"
 #include "data/network_source.h"
 #include "data/plan.h"
@@ -80,17 +81,7 @@ int run_calibrate(const Args& args) {
   app.add_option("--time-budget-s", time_budget_s, "timing budget per measurement, seconds (default: the plan's)");
   app.add_option("--seed", seed, "seed of the sample (default 1)");
   app.add_flag("--json", json, "print the report as JSON");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast calibrate --help)");
-  }
+  if (!parse_args(app, args, "calibrate")) return 0;
   if (holdout < 1) throw InputError("--holdout must be at least 1");
   if (threads < 0) throw InputError("--threads must be positive");
   if (time_budget_s < 0) throw InputError("--time-budget-s must be positive");

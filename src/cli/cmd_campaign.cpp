@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "data/campaign.h"
 #include "data/plan.h"
 #include "graph/error.h"
@@ -29,14 +30,7 @@ int run_campaign(const Args& args) {
   app.add_option("--stop-after", options.stop_after_s, "start no new measurement after this many seconds");
   app.add_option("--progress", progress, "bar | lines | auto (bar on a terminal)")
       ->check(CLI::IsMember({"bar", "lines", "auto"}));
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::ParseError& error) {
-    throw InputError(error.what() + std::string(" (see --help)"));
-  }
+  if (!parse_args(app, args, "campaign")) return 0;
   if (options.max_runs < 0) throw InputError("--max-runs must not be negative");
   if (options.stop_after_s < 0) throw InputError("--stop-after must not be negative");
   options.db_path = db_path;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "data/csv.h"
 #include "data/merge.h"
 #include "data/stats.h"
@@ -17,16 +18,8 @@ namespace {
 
 // CLI11 parse: --help prints and returns 0; a parse error becomes InputError (exit 2).
 bool parse(CLI::App& app, const Args& args, int& exit_code) {
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp& help) {
-    exit_code = app.exit(help);  // prints the help of the subcommand asked about
-    return false;
-  } catch (const CLI::ParseError& error) {
-    throw InputError(error.what() + std::string(" (see --help)"));
-  }
-  return true;
+  exit_code = 0;  // --help
+  return parse_args(app, args, "dataset");
 }
 
 }  // namespace

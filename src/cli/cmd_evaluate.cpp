@@ -8,6 +8,7 @@
 
 #include "apps/evaluate.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "graph/error.h"
 #include "learn/learner.h"
 
@@ -40,17 +41,7 @@ int run_evaluate(const Args& args) {
                  "AutoML folds keep each network whole (network), each family (family), or none; default: family for "
                  "the family split, network otherwise");
   app.add_flag("--quiet", quiet, "no progress on stderr");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast evaluate --help)");
-  }
+  if (!parse_args(app, args, "evaluate")) return 0;
   if (learner != "auto") learn::learner_info(learner);
   if (!target.empty() && target != "time" && target != "memory")
     throw InputError("unknown --target '" + target + "' (known: time, memory)");
@@ -62,6 +53,7 @@ int run_evaluate(const Args& args) {
   apps::TableOptions table_options;
   table_options.time_column = time_column;
   table_options.environment = environment;
+  table_options.simulate_memory = target.empty() || target == "memory";
   apps::TrainingTable table = apps::load_training_table(db, table_options);
   apps::EvaluateOptions options;
   options.split = split;

@@ -11,6 +11,7 @@
 
 #include "apps/model_source.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "graph/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
@@ -274,17 +275,7 @@ int run_inspect(const Args& args) {
   app.add_flag("--json", as_json, "print JSON instead of a table");
   app.add_flag("--list", list, "list the models of the zoo");
 
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast inspect --help)");
-  }
+  if (!parse_args(app, args, "inspect")) return 0;
 
   if (list) {
     print_list(as_json);

@@ -10,6 +10,7 @@
 
 #include "apps/model_source.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "graph/error.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
@@ -125,17 +126,7 @@ int run_memory(const Args& args) {
   app.add_option("--measure-timeout", measure_timeout_s, "--measure: seconds before the run is killed (default 600)");
   app.add_flag("--json", as_json, "print JSON instead of a summary");
 
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast memory --help)");
-  }
+  if (!parse_args(app, args, "memory")) return 0;
 
   if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (threads <= 0) throw InputError("--threads must be a positive integer, got " + std::to_string(threads));

@@ -12,6 +12,7 @@
 #include "apps/model_source.h"
 #include "apps/predictor.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "graph/error.h"
 #include "memory/simulator.h"
 
@@ -60,17 +61,7 @@ int run_predict(const Args& args) {
   app.add_option("--epoch-samples", epoch_samples, "samples per epoch: also forecast time per epoch");
   app.add_option("--predictor", predictor_dir, "predictor set or bundle folder (default: data/predictors/)");
   app.add_flag("--json", as_json, "print JSON");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast predict --help)");
-  }
+  if (!parse_args(app, args, "predict")) return 0;
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");

@@ -13,6 +13,7 @@
 
 #include "apps/model_source.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "graph/error.h"
 #include "models/zoo.h"
 #ifdef DNNCAST_HAVE_TORCH
@@ -151,17 +152,7 @@ int run_profile(const Args& args) {
   app.add_option("--seed", seed, "seed of parameters, inputs and labels (default 0)");
   app.add_flag("--json", as_json, "print JSON instead of a summary");
 
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast profile --help)");
-  }
+  if (!parse_args(app, args, "profile")) return 0;
 
   if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (repeat <= 0) throw InputError("--repeat must be a positive integer, got " + std::to_string(repeat));

@@ -9,6 +9,7 @@
 
 #include "apps/predictor.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "graph/error.h"
 #include "learn/learner.h"
 
@@ -55,17 +56,7 @@ int run_train(const Args& args) {
   std::string cv_groups = "network";
   app.add_option("--cv-groups", cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
   app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast train --help)");
-  }
+  if (!parse_args(app, args, "train")) return 0;
   if (target != "time" && target != "memory" && target != "all")
     throw InputError("unknown --target '" + target + "' (known: time, memory, all)");
   if (!(budget_s > 0)) throw InputError("--budget-s must be positive");

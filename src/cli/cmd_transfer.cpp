@@ -14,6 +14,7 @@
 
 #include "apps/predictor.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "features/featurizer.h"
 #include "graph/error.h"
 #include "transfer/transfer.h"
@@ -157,17 +158,7 @@ int run_transfer(const Args& args) {
                                                  "(threads, batch, input, optimizer, precision, device, network, family, env)");
   app.add_option("--target-where", target_where, "dataset only: same for the target");
   app.add_flag("--json", json, "print the result as JSON");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    throw InputError(message + " (see dnncast transfer --help)");
-  }
+  if (!parse_args(app, args, "transfer")) return 0;
   transfer::ExperimentOptions options;
   options.budget = budget;
   options.strategies = split_list(strategies_text);

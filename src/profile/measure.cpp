@@ -347,7 +347,12 @@ int64_t vm_size_bytes() {
     if (config.threads == 0) config.threads = static_cast<int64_t>(cpus.size());
 
     if (limits.memory_bytes <= 0) limits.memory_bytes = detail::mem_available_bytes() * 9 / 10;
-    if (config.device == "cpu" && limits.memory_bytes > 0) {
+#if defined(__SANITIZE_ADDRESS__)
+    constexpr bool kCapAddressSpace = false;  // ASan maps terabytes of shadow: no address-space cap
+#else
+    constexpr bool kCapAddressSpace = true;
+#endif
+    if (kCapAddressSpace && config.device == "cpu" && limits.memory_bytes > 0) {
       // Backstop for memory outside the tracked tensors (oneDNN/MKL scratch, malloc arenas,
       // thread stacks): address space = what is mapped now + the limit + 2 GiB of slack.
       rlim_t cap = static_cast<rlim_t>(vm_size_bytes() + limits.memory_bytes + (int64_t{2} << 30));
