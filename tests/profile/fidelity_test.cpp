@@ -21,8 +21,13 @@ TEST(Fidelity, Squeezenet11TrainingStateBytesEqualTorchvision) {
   EXPECT_EQ(c.ours.optimizer_state_bytes, c.theirs.optimizer_state_bytes);
   // One pair on a shared machine: only a gross check of the time (the real one is in slow/), on
   // drift-normalised times (raw ratios of one pair were seen as far apart as 0.51 and 1.41 here).
+  // Not under AddressSanitizer (`make sanitize`): the instrumented executor is slower than the
+  // uninstrumented PyTorch it is compared with (ratio 2.0 normalised, 4.1 raw), which says nothing
+  // about the product.
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT_GT(c.ratio_normalised, 0.5);
   EXPECT_LT(c.ratio_normalised, 2.0);
+#endif
 }
 
 }  // namespace

@@ -20,11 +20,13 @@ void check(const std::string& model) {
   EXPECT_EQ(c.ours.param_bytes, c.theirs.param_bytes);
   EXPECT_EQ(c.ours.grad_bytes, c.theirs.grad_bytes);
   EXPECT_EQ(c.ours.optimizer_state_bytes, c.theirs.optimizer_state_bytes);
+#if !defined(__SANITIZE_ADDRESS__)  // an instrumented executor against uninstrumented PyTorch: no time check
   EXPECT_LE(std::fabs(c.ratio - 1), c.spread)
       << model << ": executor/torchvision time ratio " << c.ratio << " outside the spread between repeats " << c.spread;
   EXPECT_LE(std::fabs(c.ratio_normalised - 1), c.spread_normalised)
       << model << ": drift-normalised ratio " << c.ratio_normalised << " outside the normalised spread "
       << c.spread_normalised;
+#endif
 }
 
 TEST(FidelitySlow, Resnet18) { check("resnet18"); }
