@@ -4,7 +4,7 @@
 //   2. stepwise regression of the log forecasts over the configuration options finds the influential
 //      ones; the budget is drawn to cover their levels, plus --holdout random others;
 //   3. only those are profiled here (the campaign runner, pinned with --cpus), into OUT;
-//   4. the map from forecast to measurement is chosen on the budget alone, by leave-one-out MAPE
+//   4. the map from forecast to measurement is chosen on the budget alone, by leave-one-out log error
 //      (transfer::choose_shift): keep the source, a constant ratio, a log-space linear shift, or the
 //      guided shift with the influential terms; a fitted map must beat a simpler one by more
 //      than 10% + 0.5 percentage points;
@@ -196,7 +196,7 @@ int run_calibrate(const Args& args) {
 
   nlohmann::json holdout_mape{{"chosen", 0.0}};
   nlohmann::json loo_mape = nlohmann::json::object();
-  for (const auto& [name, mape] : choice.loo_mape_pct) loo_mape[name] = mape;
+  for (const auto& [name, mape] : choice.loo_log_error_pct) loo_mape[name] = mape;
   for (const char* name : {"source", "ratio", "lms", "gs"}) {
     if (std::string(name) != "source" && static_cast<int64_t>(fit_rows.size()) < (std::string(name) == "ratio" ? 2 : 5))
       continue;
@@ -217,7 +217,7 @@ int run_calibrate(const Args& args) {
                         {"holdout", test_rows.size()},
                         {"gs_terms", nlohmann::json::array()},
                         {"chosen", choice.chosen},
-                        {"sample_loo_mape_pct", loo_mape},
+                        {"sample_loo_log_error_pct", loo_mape},
                         {"holdout_mape_pct", holdout_mape},
                         {"db", db_path}};
   for (const transfer::Term& term : shift.source_fit.terms) report["gs_terms"].push_back(term.name(kCalibrateOptions));
@@ -234,7 +234,7 @@ int run_calibrate(const Args& args) {
                                {"measured", fit_rows.size()},
                                {"candidates", candidates},
                                {"chosen", choice.chosen},
-                               {"sample_loo_mape_pct", loo_mape},
+                               {"sample_loo_log_error_pct", loo_mape},
                                {"holdout_mape_pct", report["holdout_mape_pct"]}};
     if (choice.chosen != "gs") {
       // source, ratio, lms: the source model itself with the map applied to its forecasts, so the
@@ -276,8 +276,8 @@ int run_calibrate(const Args& args) {
   std::printf("calibrated on %zu profiled configurations of %lld candidates (GS terms:", fit_rows.size(),
               static_cast<long long>(candidates));
   for (const auto& term : report["gs_terms"]) std::printf(" %s", term.get<std::string>().c_str());
-  std::printf(")\nchosen map: %s (leave-one-out MAPE %% on the sample:", choice.chosen.c_str());
-  for (const auto& [name, mape] : choice.loo_mape_pct) std::printf(" %s %.1f", name.c_str(), mape);
+  std::printf(")\nchosen map: %s (leave-one-out mean |log error| x 100 on the sample:", choice.chosen.c_str());
+  for (const auto& [name, mape] : choice.loo_log_error_pct) std::printf(" %s %.1f", name.c_str(), mape);
   std::printf(")\nerror on %zu held-back profiled configurations (MAPE %%):", test_rows.size());
   for (const char* name : {"source", "ratio", "lms", "gs"})
     if (report["holdout_mape_pct"].contains(name))

@@ -296,7 +296,7 @@ ShiftChoice choose_shift(const StepwiseResult& source_fit, const Matrix& x, cons
       ShiftChoice one = fit_shift(name, source_fit, learn::select_rows(x, rest), learn::select_rows(source_forecast, rest),
                                   learn::select_rows(y, rest));
       Vector predicted = one.predict(x.row(left), source_forecast.segment(left, 1));
-      sum += std::abs(predicted(0) - y(left)) / y(left);
+      sum += std::abs(std::log(std::max(predicted(0), 1e-300) / y(left)));
     }
     scores.push_back(100 * sum / static_cast<double>(n));
     scored.emplace_back(name, scores.back());
@@ -305,7 +305,7 @@ ShiftChoice choose_shift(const StepwiseResult& source_fit, const Matrix& x, cons
   size_t pick = 0;
   while (scores[pick] > best * (1 + margin) + 0.5) ++pick;  // the least fitted candidate within the margin
   ShiftChoice result = fit_shift(candidates[pick], source_fit, x, source_forecast, y);
-  result.loo_mape_pct = std::move(scored);
+  result.loo_log_error_pct = std::move(scored);
   return result;
 }
 

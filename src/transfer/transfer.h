@@ -150,13 +150,15 @@ struct GuidedShift {
 //   ratio   log y = log s + b                      (one constant factor)
 //   lms     log y = a log s + b                    (a linear shift in log space: a power law)
 //   gs      GuidedShift (the shift plus the source's influential terms)
-// choose_shift scores each by leave-one-out MAPE on the measured sample and keeps the least fitted
+// choose_shift scores each by its leave-one-out error on the measured sample -- the mean absolute
+// log ratio of forecast to measurement, x 100 (the maps are fitted in log space; MAPE would let a
+// few over-forecasts decide) -- and keeps the least fitted
 // one whose score is within `margin` of the best (best x (1 + margin) + 0.5 percentage points): a
 // fitted map must earn its parameters on the sample by more than its noise, else the simpler stays. A handful of measurements cannot support a slope: lms and
 // gs are only candidates from 5 samples on, ratio from 2.
 struct ShiftChoice {
   std::string chosen = "source";
-  std::vector<std::pair<std::string, double>> loo_mape_pct;  // candidate -> leave-one-out MAPE on the sample
+  std::vector<std::pair<std::string, double>> loo_log_error_pct;  // candidate -> leave-one-out mean |log(forecast / measured)| x 100
   double log_intercept = 0, log_slope = 1;                    // ratio and lms
   GuidedShift guided;                                         // gs
   learn::Vector predict(const learn::Matrix& x, const learn::Vector& source_forecast) const;

@@ -39,7 +39,7 @@ TEST(Calibrate, ProfilesOnlyTheBudgetAndWritesABundlePredictLoads) {
   EXPECT_EQ(report["holdout"], 2);
   const std::string chosen = report["chosen"];
   EXPECT_TRUE((std::set<std::string>{"source", "ratio", "lms", "gs"}.count(chosen))) << chosen;
-  EXPECT_TRUE(report["sample_loo_mape_pct"].contains("source"));
+  EXPECT_TRUE(report["sample_loo_log_error_pct"].contains("source"));
   const json& holdout = report["holdout_mape_pct"];
   for (const char* key : {"source", "ratio", "chosen", "bundle"}) EXPECT_TRUE(holdout.contains(key)) << key;
   // "chosen" is one of the maps, fitted on the same sample, and the saved bundle forecasts as it does.

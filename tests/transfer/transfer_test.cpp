@@ -416,7 +416,7 @@ TEST(ChooseShift, KeepsTheSourceWhenItIsAlreadyRight) {
   Vector target = jitter(c.data.y, 0.03, 1);
   ShiftChoice choice = choose_shift(c.source_fit, c.data.x, c.data.y, target);
   EXPECT_EQ(choice.chosen, "source");
-  ASSERT_EQ(choice.loo_mape_pct.size(), 4u);
+  ASSERT_EQ(choice.loo_log_error_pct.size(), 4u);
   Vector predicted = choice.predict(c.data.x, c.data.y);
   for (int64_t k = 0; k < predicted.size(); ++k) EXPECT_DOUBLE_EQ(predicted(k), c.data.y(k));
 }
