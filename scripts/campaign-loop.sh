@@ -7,8 +7,8 @@
 #   e.g. scripts/campaign-loop.sh data/dnncast-cpu2.db --cpus 1 --threads 1   # one core, the other busy
 #        scripts/campaign-loop.sh data/dnncast-cpu2.db --cpus 0-1              # the whole idle machine
 #
-# Environment: CHUNK (runs per plan per turn, default 30), PLANS (default: zoo-cnn synthetic
-# noise-floor), DNNCAST (default build/dnncast). Progress goes to stdout, one line per run.
+# Environment: CHUNK (runs per plan per turn, default 30), PLANS (default: synthetic-quick
+# synthetic-quick-b zoo-quick zoo-cnn synthetic noise-floor), DNNCAST (default build/dnncast). Progress goes to stdout, one line per run.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,7 +20,7 @@ db="$1"
 shift
 chunk="${CHUNK:-30}"
 dnncast="${DNNCAST:-${here}/build/dnncast}"
-read -r -a plans <<<"${PLANS:-zoo-cnn synthetic noise-floor}"
+read -r -a plans <<<"${PLANS:-synthetic-quick synthetic-quick-b zoo-quick zoo-cnn synthetic noise-floor}"
 
 while true; do
   measured_this_turn=0
