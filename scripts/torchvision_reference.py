@@ -5,6 +5,7 @@ The independent reference the model zoo is checked against (tests/models/zoo_tes
 Run with Debian's /usr/bin/python3 (python3-torch, python3-torchvision):
 
     /usr/bin/python3 scripts/torchvision_reference.py [--batch N] [--layers] [NAME ...]
+    /usr/bin/python3 scripts/torchvision_reference.py --smallest-input MAX NAME ...
 
 With no NAME, every classification model torchvision has. Prints one JSON object
 {name: {"params": P, "macs": M}} on stdout; names torchvision lacks are left out (and listed
@@ -12,7 +13,9 @@ on stderr); --layers adds each parameterised module's type, parameters and MACs 
 module path (a MultiheadAttention's input projection as the Linear layer "<path>.in_proj").
 Models are built without weights, auxiliary classifiers off, default number of classes, and
 run once at batch N (default 1) on the default input (3x224x224, 3x299x299 for inception_v3)
-on the meta device (shapes only, no arithmetic). MACs are counted with forward hooks:
+on the meta device (shapes only, no arithmetic). --smallest-input MAX instead prints
+{name: S}: the smallest square input S (1..MAX, null if none) at which the model's forward pass
+runs at batch 1 on the CPU (eval mode, real tensors, so PyTorch's own size checks decide). MACs are counted with forward hooks:
   Conv2d:             output elements * in_channels / groups * kh * kw
   ConvTranspose2d:    input elements * out_channels / groups * kh * kw
   Linear:             rows * in_features * out_features
@@ -135,6 +138,18 @@ def count(name, batch, with_layers=False):
     return result
 
 
+def smallest_input(name, largest):
+    model = torchvision.models.get_model(name, weights=None, **EXTRA_KWARGS.get(name, {})).eval()
+    with torch.no_grad():
+        for size in range(1, largest + 1):
+            try:
+                model(torch.zeros(1, 3, size, size))
+                return size
+            except RuntimeError:  # "Kernel size can't be greater than actual input size", empty outputs
+                continue
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", help="model names (default: all torchvision classification models)")
@@ -142,6 +157,8 @@ def main():
     parser.add_argument("--layers", action="store_true",
                         help='add "layers": {module path: {"type", "params", "macs"}} for every '
                              + ", ".join(kind.__name__ for kind in LAYER_TYPES))
+    parser.add_argument("--smallest-input", type=int, metavar="MAX",
+                        help="print {name: smallest square input (1..MAX) the forward pass accepts}")
     args = parser.parse_args()
     skip_weight_init()
     known = set(classification_models())
@@ -149,7 +166,11 @@ def main():
     missing = [name for name in names if name not in known]
     if missing:
         print("torchvision " + torchvision.__version__ + " lacks: " + ", ".join(missing), file=sys.stderr)
-    result = {name: count(name, args.batch, args.layers) for name in names if name in known}
+    if args.smallest_input:
+        torch.set_num_threads(1)
+        result = {name: smallest_input(name, args.smallest_input) for name in names if name in known}
+    else:
+        result = {name: count(name, args.batch, args.layers) for name in names if name in known}
     json.dump(result, sys.stdout, indent=1, sort_keys=True)
     print()
 

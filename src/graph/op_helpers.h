@@ -27,11 +27,15 @@ inline std::array<int64_t, 2> pair_attr(const OpView& view, const std::string& k
   return {values[0], values[1]};
 }
 
-// Output length of a sliding window (conv/pool), PyTorch's formula.
+// Output length of a sliding window (conv/pool), PyTorch's formula (pooling_output_shape): the
+// division rounds toward minus infinity, so a window wider than the padded input has no position
+// (0: the caller refuses it, as PyTorch does) unless ceil_mode keeps one partial window.
 inline int64_t window_out(int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
                           bool ceil_mode) {
-  int64_t span = size + 2 * padding - dilation * (kernel - 1) - 1;
-  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  int64_t numerator = size + 2 * padding - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t quotient = numerator / stride;
+  if (numerator % stride != 0 && numerator < 0) --quotient;  // floor, not C++'s truncation
+  int64_t out = quotient + 1;
   // PyTorch: with ceil_mode the last window must start inside the input or left padding.
   if (ceil_mode && (out - 1) * stride >= size + padding) --out;
   return out;

@@ -53,47 +53,51 @@ struct Reference {
   std::string error;      // set when the script could not run
 };
 
+// Runs scripts/torchvision_reference.py with ARGS; its JSON output, or *error set.
+nlohmann::json run_reference_script(const std::string& args, std::string* error) {
+  char stderr_path[] = "/tmp/dnncast_zoo_test_XXXXXX";
+  int fd = mkstemp(stderr_path);
+  if (fd < 0) {
+    *error = "cannot create a temporary file for the script's stderr";
+    return {};
+  }
+  close(fd);
+  std::string command =
+      std::string(DNNCAST_PYTHON) + " " DNNCAST_SOURCE_DIR "/scripts/torchvision_reference.py " + args + " 2>" + stderr_path;
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    *error = "cannot start: " + command;
+    return {};
+  }
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
+  int status = pclose(pipe);
+  std::string errors = read_file(stderr_path);
+  std::remove(stderr_path);
+  if (status != 0) {
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    *error = "torchvision reference failed (exit code " + std::to_string(code) + "): " + command + "\n" + errors +
+             "\nThis test needs torch and torchvision for " DNNCAST_PYTHON
+             " (scripts/setup.sh installs python3-torch and python3-torchvision).";
+    return {};
+  }
+  try {
+    return nlohmann::json::parse(output);
+  } catch (const nlohmann::json::exception& parse_error) {
+    *error = std::string("unreadable output of the torchvision reference: ") + parse_error.what() + "\n" + output;
+    return {};
+  }
+}
+
 // Runs the reference script once for every zoo name; names torchvision lacks are absent from counts.
 const Reference& torchvision_reference() {
   static const Reference reference = [] {
     Reference result;
     std::string names;
     for (const ZooEntry& entry : zoo()) names += " " + entry.name;
-    char stderr_path[] = "/tmp/dnncast_zoo_test_XXXXXX";
-    int fd = mkstemp(stderr_path);
-    if (fd < 0) {
-      result.error = "cannot create a temporary file for the script's stderr";
-      return result;
-    }
-    close(fd);
-    std::string command = std::string(DNNCAST_PYTHON) +
-                          " " DNNCAST_SOURCE_DIR "/scripts/torchvision_reference.py --layers" + names + " 2>" +
-                          stderr_path;
-    std::string output;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      result.error = "cannot start: " + command;
-      return result;
-    }
-    char buffer[4096];
-    size_t got;
-    while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
-    int status = pclose(pipe);
-    std::string errors = read_file(stderr_path);
-    std::remove(stderr_path);
-    if (status != 0) {
-      int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      result.error = "torchvision reference failed (exit code " + std::to_string(code) + "): " + command + "\n" +
-                     errors +
-                     "\nThis test needs torch and torchvision for " DNNCAST_PYTHON
-                     " (scripts/setup.sh installs python3-torch and python3-torchvision).";
-      return result;
-    }
-    try {
-      result.counts = nlohmann::json::parse(output);
-    } catch (const nlohmann::json::exception& error) {
-      result.error = std::string("unreadable output of the torchvision reference: ") + error.what() + "\n" + output;
-    }
+    result.counts = run_reference_script("--layers" + names, &result.error);
     return result;
   }();
   return reference;
@@ -249,6 +253,39 @@ TEST(Zoo, TooSmallOrMalformedInputIsAnInputError) {
     ModelSpec flat;
     flat.input = {224, 224};
     EXPECT_THROW(build_zoo_model(entry.name, flat), InputError) << entry.name;
+  }
+}
+
+// The smallest square input each model accepts is torchvision's: our shape rules refuse exactly
+// the windows PyTorch refuses (inception_v3 needs 75 px, alexnet 63). One model per family (a
+// torchvision forward pass per candidate size keeps the whole zoo out of the default suite).
+TEST(Zoo, SmallestInputIsTorchvisions) {
+  const std::vector<std::string> models = {
+      "alexnet",      "vgg11_bn",         "resnet18",           "resnext50_32x4d",   "wide_resnet50_2",
+      "densenet121",  "googlenet",        "inception_v3",       "mobilenet_v3_small", "mnasnet0_5",
+      "shufflenet_v2_x0_5", "squeezenet1_0", "squeezenet1_1",   "efficientnet_b0",   "regnet_y_400mf",
+      "convnext_tiny"};
+  constexpr int kLargest = 128;
+  std::string names;
+  for (const std::string& name : models) names += " " + name;
+  std::string error;
+  nlohmann::json theirs = run_reference_script("--smallest-input " + std::to_string(kLargest) + names, &error);
+  ASSERT_TRUE(error.empty()) << error;
+  for (const std::string& name : models) {
+    ASSERT_TRUE(theirs.contains(name)) << name;
+    int ours = 0;
+    std::string last_error;
+    for (int size = 1; size <= kLargest && ours == 0; ++size) {
+      ModelSpec spec;
+      spec.input = {3, size, size};
+      try {
+        build_zoo_model(name, spec);
+        ours = size;
+      } catch (const InputError& refused) {
+        last_error = refused.what();
+      }
+    }
+    EXPECT_EQ(ours, theirs[name].is_null() ? 0 : theirs[name].get<int>()) << name << "; last refusal: " << last_error;
   }
 }
 
