@@ -1,15 +1,17 @@
 #include "apps/predictor.h"
 
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "data/csv.h"
 #include "data/network_source.h"
 #include "graph/error.h"
 #include "hardware/hardware.h"
@@ -141,6 +143,30 @@ bool matches_environment(const data::EnvironmentRecord& environment, const std::
 }
 
 }  // namespace
+
+void write_features_csv(const TrainingTable& table, std::ostream& out) {
+  out << "environment,network,family,batch,input,seq_len,optimizer,precision,threads,repeats,time_ms,peak_bytes";
+  for (const std::string& name : features::feature_names()) out << ',' << data::csv_quote(name);
+  out << '\n';
+  char number[32];
+  auto put = [&](double value) {  // the shortest of 15 or 17 digits that reads back exactly
+    std::snprintf(number, sizeof number, "%.15g", value);
+    if (std::strtod(number, nullptr) != value) std::snprintf(number, sizeof number, "%.17g", value);
+    out << ',' << number;
+  };
+  for (size_t row = 0; row < table.samples.size(); ++row) {
+    const Sample& sample = table.samples[row];
+    out << data::csv_quote(sample.environment_hash) << ',' << data::csv_quote(sample.network_name) << ','
+        << data::csv_quote(sample.family) << ',' << sample.config.batch << ',' << sample.config.input_text() << ','
+        << sample.config.seq_len << ',' << data::csv_quote(sample.config.optimizer) << ','
+        << data::csv_quote(sample.config.precision) << ',' << sample.config.threads << ',' << sample.times_ms.size();
+    put(sample.time_ms());
+    if (sample.peak_bytes.empty()) out << ',';
+    else put(sample.peak());
+    for (int64_t col = 0; col < table.x.cols(); ++col) put(table.x(static_cast<int64_t>(row), col));
+    out << '\n';
+  }
+}
 
 TrainingTable load_training_table(const std::string& db_path, const TableOptions& options) {
   if (options.time_column != "median" && options.time_column != "normalised")

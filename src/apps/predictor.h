@@ -72,6 +72,12 @@ struct TableOptions {
 // dataset, the environment is unknown (listing the known ones) or no successful run is left.
 TrainingTable load_training_table(const std::string& db_path, const TableOptions& options = {});
 
+// The featurized table as CSV, one row per configuration: environment, network, family, batch,
+// input, seq_len, optimizer, precision, threads, repeats, time_ms (mean of the repeats), peak_bytes
+// (mean; empty when not recorded), then every feature by its name (features::feature_names(),
+// version features::kFeatureVersion). For users who bring their own learner.
+void write_features_csv(const TrainingTable& table, std::ostream& out);
+
 struct Manifest {
   std::string target;  // "time" | "memory"
   std::string unit;    // "ms" | "bytes"

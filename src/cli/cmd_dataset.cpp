@@ -1,9 +1,10 @@
-// `dnncast dataset stats | export | import | merge`: inspect and move measurement databases.
+// `dnncast dataset stats | export | features | import | merge`: inspect and move measurement databases.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
+#include "apps/predictor.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "data/csv.h"
@@ -41,6 +42,12 @@ int run_dataset(const Args& args) {
   export_command->add_option("DB", export_db, "dataset file")->required();
   export_command->add_option("-o,--output", export_out, "output file (default: stdout)");
   export_command->add_flag("--graphs", export_graphs, "add each network's graph JSON (self-contained file)");
+
+  CLI::App* features_command =
+      app.add_subcommand("features", "write the featurized configurations as CSV (one row per configuration)");
+  std::string features_db, features_out;
+  features_command->add_option("DB", features_db, "dataset file")->required();
+  features_command->add_option("-o,--output", features_out, "output file (default: stdout)");
 
   CLI::App* import_command = app.add_subcommand("import", "read runs from CSV into a dataset");
   std::string import_csv_path, import_db;
@@ -84,6 +91,28 @@ int run_dataset(const Args& args) {
     if (std::rename(partial.c_str(), export_out.c_str()) != 0)
       throw InputError("export: cannot rename '" + partial + "' to '" + export_out + "'");
     std::fprintf(stderr, "wrote %lld runs to %s\n", static_cast<long long>(store.run_count()), export_out.c_str());
+    return 0;
+  }
+  if (features_command->parsed()) {
+    apps::TrainingTable table = apps::load_training_table(features_db);
+    if (features_out.empty()) {
+      apps::write_features_csv(table, std::cout);
+      std::cout.flush();
+      if (!std::cout) throw InputError("features: cannot write to standard output");
+      return 0;
+    }
+    std::string partial = features_out + ".partial";
+    {
+      std::ofstream out(partial, std::ios::binary);
+      if (!out) throw InputError("features: cannot write '" + partial + "'");
+      apps::write_features_csv(table, out);
+      out.flush();
+      if (!out) throw InputError("features: writing '" + partial + "' failed");
+    }
+    if (std::rename(partial.c_str(), features_out.c_str()) != 0)
+      throw InputError("features: cannot rename '" + partial + "' to '" + features_out + "'");
+    std::fprintf(stderr, "wrote %zu configurations x %lld features to %s\n", table.samples.size(),
+                 static_cast<long long>(table.x.cols()), features_out.c_str());
     return 0;
   }
   if (import_command->parsed()) {

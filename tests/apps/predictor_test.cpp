@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "apps/evaluate.h"
 #include "apps/predictor.h"
+#include "data/csv.h"
 #include "data/network_source.h"
 #include "graph/op_registry.h"
 #include "graph/error.h"
@@ -133,6 +136,48 @@ TEST_F(PredictorPipeline, TableGroupsRepeatsAndSkipsFailures) {
   EXPECT_THROW(load_training_table(*dataset_, {"median", "no-such-env"}), InputError);
   EXPECT_THROW(load_training_table(*dataset_, {"p50", ""}), InputError);
   EXPECT_THROW(load_training_table(temp_dir("missing") + "/none.db"), InputError);
+}
+
+// `dnncast dataset features`: one CSV row per configuration, the measured mean and the features
+// by name; checked against the graph rebuilt here (its conv MACs) and the dataset's own truth.
+TEST_F(PredictorPipeline, FeaturesCsvHasOneRowPerConfiguration) {
+  TrainingTable table = load_training_table(*dataset_);
+  std::stringstream csv;
+  write_features_csv(table, csv);
+  std::vector<std::string> header, fields;
+  int64_t line = 0;
+  ASSERT_TRUE(data::read_csv_record(csv, header, line));
+  const std::vector<std::string>& names = features::feature_names();
+  ASSERT_EQ(header.size(), 12 + names.size());
+  EXPECT_EQ(header[10], "time_ms");
+  EXPECT_TRUE(std::equal(names.begin(), names.end(), header.begin() + 12));
+  auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  // Conv2d nodes are split by kind (plain, depthwise, grouped): their MACs add up to all Conv2d's.
+  const std::vector<size_t> conv_macs = {column("kind.Conv2d.macs"), column("kind.DepthwiseConv2d.macs"),
+                                         column("kind.GroupedConv2d.macs")};
+  for (size_t index : conv_macs) ASSERT_LT(index, header.size());
+  size_t rows = 0;
+  while (data::read_csv_record(csv, fields, line)) {
+    ASSERT_EQ(fields.size(), header.size()) << "line " << line;
+    data::RunConfig config;
+    config.batch = std::stoll(fields[3]);
+    config.input = data::parse_input_text(fields[4]);
+    const std::string& network = fields[1];
+    data::ModelRef model =
+        data::parse_model_source(network.rfind("synthetic:", 0) == 0 ? network : "zoo:" + network);
+    Graph graph = data::build_network(model, config);
+    EXPECT_NEAR(std::stod(fields[10]), truth_of(graph).time_ms, 1e-9 * truth_of(graph).time_ms) << network;
+    double macs = 0;
+    for (int node = 0; node < graph.size(); ++node)
+      if (graph.node(node).op == "Conv2d") macs += static_cast<double>(node_cost(graph, node).macs);
+    double listed = 0;
+    for (size_t index : conv_macs) listed += std::stod(fields[index]);
+    EXPECT_EQ(listed, macs) << network << " batch " << config.batch;
+    ++rows;
+  }
+  EXPECT_EQ(rows, table.samples.size());
 }
 
 TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
