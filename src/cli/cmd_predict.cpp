@@ -110,20 +110,19 @@ int run_predict(const Args& args) {
                     std::to_string(training["batch_min"].get<int64_t>()) + "-" +
                     std::to_string(training["batch_max"].get<int64_t>()) + ": extrapolated");
 
-  // Featurize the model at this configuration.
+  // The model at this batch, built once: featurized for the time forecast, simulated for memory.
   ModelSpec spec;
-  spec.batch = 1;
+  spec.batch = batch;
   if (!input_text.empty()) spec.input = parse_shape(input_text).dims;
   spec.seq_len = seq_len;
   if (classes > 0) spec.num_classes = classes;
   Graph graph = load_model(model, spec);
-  features::GraphFeatures graph_features = features::graph_features(graph);
   features::TrainingConfig config;
   config.batch = batch;
   config.optimizer = optimizer;
   config.precision = precision;
   config.threads = threads;
-  std::vector<double> row = features::featurize(graph_features, config, apps::hardware_of(environment));
+  std::vector<double> row = features::featurize_graph(graph, config, apps::hardware_of(environment));
   std::string input_shape = graph.node(graph.inputs().front()).shape.to_string();
   if (training.contains("inputs")) {
     std::string used = input_shape.substr(input_shape.find('x') + 1);
@@ -170,9 +169,7 @@ int run_predict(const Args& args) {
     memory_config.precision = precision;
     memory_config.device = gpu_environment ? "cuda" : "cpu";
     memory_config.threads = threads;
-    ModelSpec batch_spec = spec;
-    batch_spec.batch = batch;
-    memory::MemoryReport report = memory::simulate_memory(load_model(model, batch_spec), memory_config);
+    memory::MemoryReport report = memory::simulate_memory(graph, memory_config);
     result["peak_bytes"] = report.peak_bytes;
     result["peak_bytes_low"] = report.peak_bytes;
     result["peak_bytes_high"] = report.peak_bytes;
