@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "apps/memory_check.h"
 #include "apps/model_source.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
@@ -88,6 +89,58 @@ void print_row(const char* label, int64_t bytes, int64_t total) {
   std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), memory::format_bytes(bytes).c_str(), share);
 }
 
+std::string config_text(const apps::MemoryCheckRow& row) {
+  return row.network + " b" + std::to_string(row.config.batch) + " " +
+         (row.config.input.empty() ? "seq " + std::to_string(row.config.seq_len) : row.config.input_text()) + " " +
+         row.config.optimizer + " t" + std::to_string(row.config.threads);
+}
+
+// --check-db: the simulator against every measured peak of a dataset.
+int check_dataset(const std::string& db, int64_t show, bool as_json) {
+  apps::MemoryCheck check = apps::check_memory_simulator(db);
+  const int64_t off = check.configurations - check.within_1pct;
+  const size_t listed = std::min(check.rows.size(), static_cast<size_t>(show));
+  if (as_json) {
+    json worst = json::array();
+    for (size_t k = 0; k < listed; ++k) {
+      const apps::MemoryCheckRow& row = check.rows[k];
+      worst.push_back({{"network", row.network},
+                       {"family", row.family},
+                       {"env_hash", row.environment_hash},
+                       {"batch", row.config.batch},
+                       {"input", row.config.input_text()},
+                       {"seq_len", row.config.seq_len},
+                       {"optimizer", row.config.optimizer},
+                       {"threads", row.config.threads},
+                       {"measured_bytes", row.measured_bytes},
+                       {"simulated_bytes", row.simulated_bytes},
+                       {"relative_error", row.relative_error()}});
+    }
+    std::cout << json{{"dataset", db},
+                      {"configurations", check.configurations},
+                      {"exact", check.exact},
+                      {"within_1pct", check.within_1pct},
+                      {"not_modelled", check.not_modelled},
+                      {"worst", worst}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::printf("memory simulator vs profiler on %s: %lld configurations with a measured peak\n", db.c_str(),
+                static_cast<long long>(check.configurations));
+    std::printf("  byte-exact %lld, within 1%% %lld, more than 1%% off %lld; not modelled %lld\n",
+                static_cast<long long>(check.exact), static_cast<long long>(check.within_1pct),
+                static_cast<long long>(off), static_cast<long long>(check.not_modelled));
+    if (listed > 0) std::printf("  largest differences (simulated - measured) / measured:\n");
+    for (size_t k = 0; k < listed; ++k) {
+      const apps::MemoryCheckRow& row = check.rows[k];
+      std::printf("    %+9.4f%%  %-44s measured %14lld  simulated %14lld\n", 100 * row.relative_error(),
+                  config_text(row).c_str(), static_cast<long long>(row.measured_bytes),
+                  static_cast<long long>(row.simulated_bytes));
+    }
+  }
+  return off > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int run_memory(const Args& args) {
@@ -102,7 +155,9 @@ int run_memory(const Args& args) {
   int64_t batch = 1, seq_len = 0, classes = 0, threads = 1, batch_cap = int64_t{1} << 20;
   bool as_json = false, timeline = false, events = false, measure = false;
   double measure_timeout_s = 600;
-  app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
+  std::string check_db;
+  int64_t show = 10;
+  app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED (not with --check-db)");
   app.add_option("--batch", batch, "batch size (default 1)");
   CLI::Option* input_option = app.add_option("--input", input_text, "image input CxHxW (default: the model's)");
   CLI::Option* seq_option = app.add_option("--seq", seq_len, "sequence length of a sequence model");
@@ -125,8 +180,18 @@ int run_memory(const Args& args) {
                "beside the simulated one; exit code 1 when the run failed");
   app.add_option("--measure-timeout", measure_timeout_s, "--measure: seconds before the run is killed (default 600)");
   app.add_flag("--json", as_json, "print JSON instead of a summary");
+  app.add_option("--check-db", check_db,
+                 "instead of MODEL: simulate every configuration of this dataset that has a measured peak and compare "
+                 "(exit code 1 when any is more than 1% off)");
+  app.add_option("--show", show, "--check-db: the worst configurations listed (default 10)");
 
   if (!parse_args(app, args, "memory")) return 0;
+  if (!check_db.empty()) {
+    if (!model.empty()) throw InputError("give MODEL or --check-db DB, not both");
+    if (show < 0) throw InputError("--show must be 0 or more, got " + std::to_string(show));
+    return check_dataset(check_db, show, as_json);
+  }
+  if (model.empty()) throw InputError("MODEL is required (a zoo name, graph JSON file or synthetic:SEED), or --check-db DB");
 
   if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (threads <= 0) throw InputError("--threads must be a positive integer, got " + std::to_string(threads));

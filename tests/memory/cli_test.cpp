@@ -88,6 +88,73 @@ TEST_F(MemoryCli, MeasureRunsTheProfilerBesideTheSimulation) {
 }
 #endif
 
+#ifdef DNNCAST_CLI_PROFILES
+// --check-db on a dataset profiled here by the campaign runner: every measured peak is simulated
+// within 1% (exit 0); a peak altered by 5% in a copy of the dataset is found and named (exit 1).
+TEST_F(MemoryCli, CheckDbFindsEveryMeasuredPeakAndAnAlteredOne) {
+  const std::string plan = dir_ + "/plan.json";
+  std::ofstream(plan) << R"({"format": "dnncast-plan/1", "name": "memory-check-test",
+    "measure": {"time_budget_s": 0.05, "warmup_budget_s": 0.05, "min_iterations": 2, "timeout_s": 120},
+    "models": ["squeezenet1_1", {"synthetic": [0, 1]}], "inputs": [32], "batches": [1, 2],
+    "optimizers": ["sgd"], "threads": [1], "sampling": "grid"})";
+  const std::string db = dir_ + "/data.db";
+  Result campaign = cli_test::run("campaign", {plan, "--db", db, "--progress", "lines"}, dir_);
+  ASSERT_EQ(campaign.exit_code, 0) << campaign.err;
+
+  Result checked = run({"--check-db", db, "--json"});
+  ASSERT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  json doc = json::parse(checked.out);
+  EXPECT_EQ(doc["configurations"], 6);
+  EXPECT_EQ(doc["within_1pct"], 6);
+  EXPECT_EQ(doc["not_modelled"], 0);
+
+  // The same runs with the first one's peak 5% higher, through export and import.
+  Result exported = cli_test::run("dataset", {"export", "--csv", db}, dir_);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::istringstream lines(exported.out);
+  std::string header, first, rest, line;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  while (std::getline(lines, line)) rest += line + "\n";
+  ASSERT_EQ(first.find('"'), std::string::npos) << "a quoted field in " << first;
+  auto split = [](const std::string& text) {
+    std::vector<std::string> fields;
+    std::stringstream in(text);
+    std::string field;
+    while (std::getline(in, field, ',')) fields.push_back(field);
+    if (!text.empty() && text.back() == ',') fields.emplace_back();
+    return fields;
+  };
+  std::vector<std::string> names = split(header), values = split(first);
+  ASSERT_EQ(names.size(), values.size());
+  size_t peak = 0, network = 0;
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (names[k] == "peak_bytes") peak = k;
+    if (names[k] == "network_name") network = k;
+  }
+  ASSERT_GT(peak, 0u);
+  const long long measured = std::stoll(values[peak]);
+  values[peak] = std::to_string(measured + measured / 20);
+  std::string altered = header + "\n";
+  for (size_t k = 0; k < values.size(); ++k) altered += (k ? "," : "") + values[k];
+  std::ofstream(dir_ + "/altered.csv") << altered << "\n" << rest;
+  Result imported = cli_test::run("dataset", {"import", "--csv", dir_ + "/altered.csv", "--db", dir_ + "/altered.db"}, dir_);
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+
+  Result found = run({"--check-db", dir_ + "/altered.db", "--json", "--show", "1"});
+  EXPECT_EQ(found.exit_code, 1) << found.err;
+  json report = json::parse(found.out);
+  EXPECT_EQ(report["within_1pct"], 5);
+  ASSERT_EQ(report["worst"].size(), 1u);
+  EXPECT_EQ(report["worst"][0]["network"], values[network]);
+  EXPECT_EQ(report["worst"][0]["measured_bytes"], measured + measured / 20);
+  EXPECT_NEAR(report["worst"][0]["relative_error"].get<double>(), -1.0 / 21, 0.01);
+  Result text = run({"--check-db", dir_ + "/altered.db", "--show", "2"});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("more than 1% off 1"), std::string::npos) << text.out;
+}
+#endif
+
 TEST_F(MemoryCli, BadInputIsOneLineAndExitCode2) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"resnet18", "--batch", "0"},
@@ -95,9 +162,13 @@ TEST_F(MemoryCli, BadInputIsOneLineAndExitCode2) {
                                              {"resnet18", "--max-batch", "12XB"},
                                              {"resnet18", "--optimizer", "lamb"},
                                              {"resnet18", "--precision", "bf16"},
-                                             {"resnet18", "--measure", "--measure-timeout", "0"}}) {
+                                             {"resnet18", "--measure", "--measure-timeout", "0"},
+                                             {},
+                                             {"resnet18", "--check-db", "/nonexistent/data.db"},
+                                             {"--check-db", "/nonexistent/data.db"},
+                                             {"--check-db", "/nonexistent/data.db", "--show", "-1"}}) {
     Result result = run(args);
-    EXPECT_EQ(result.exit_code, 2) << args[0] << "\n" << result.err;
+    EXPECT_EQ(result.exit_code, 2) << (args.empty() ? "(no arguments)" : args[0]) << "\n" << result.err;
     EXPECT_EQ(result.out, "");
     ASSERT_FALSE(result.err.empty());
     EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;

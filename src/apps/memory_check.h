@@ -1,0 +1,34 @@
+// The memory simulator against every measured peak of a dataset (docs/MEMORY.md "Validation"):
+// `dnncast memory --check-db DB`. One comparison per configuration (environment, network, batch,
+// input, optimizer, precision, threads) with an ok run and a recorded peak, in one process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/store.h"
+
+namespace dnncast::apps {
+
+struct MemoryCheckRow {
+  std::string network, family, environment_hash;
+  data::RunConfig config;
+  int64_t measured_bytes = 0;     // the profiler's peak above the baseline (mean of the repeats)
+  int64_t simulated_bytes = 0;    // the simulator's peak_bytes
+  double relative_error() const;  // (simulated - measured) / measured
+};
+
+struct MemoryCheck {
+  std::string dataset;
+  int64_t configurations = 0;        // compared
+  int64_t exact = 0;                 // byte-exact
+  int64_t within_1pct = 0;           // |relative error| <= 1% (exact ones included)
+  int64_t not_modelled = 0;          // configurations the simulator refuses (bf16, an unknown op)
+  std::vector<MemoryCheckRow> rows;  // every compared configuration, largest |relative error| first
+};
+
+// Throws InputError when the file is not a dataset or holds no ok run with a peak.
+MemoryCheck check_memory_simulator(const std::string& db_path);
+
+}  // namespace dnncast::apps
