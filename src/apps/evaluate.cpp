@@ -29,7 +29,8 @@ int column(const char* name) {
 // a reference constant in this fold is dropped (the intercept carries it), and with none left the
 // transform is plain log.
 learn::TargetTransform resolve_transform(learn::TargetTransform transform, const std::vector<int>& columns) {
-  if (transform.kind != learn::TargetTransform::Kind::LogRatio && transform.kind != learn::TargetTransform::Kind::LogResidual)
+  if (transform.kind != learn::TargetTransform::Kind::LogRatio &&
+      transform.kind != learn::TargetTransform::Kind::LogResidual)
     return transform;
   std::vector<int> resolved;
   std::vector<std::string> names;
@@ -63,8 +64,8 @@ std::string percent(double value) {
 }  // namespace
 
 std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(const TrainingTable& table,
-                                                                               const std::string& split, int folds,
-                                                                               uint64_t seed, std::string* description) {
+                                                                              const std::string& split, int folds,
+                                                                              uint64_t seed, std::string* description) {
   int64_t rows = static_cast<int64_t>(table.samples.size());
   std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> result;
   auto add = [&](std::vector<int64_t> test) {
@@ -78,9 +79,11 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
   } else if (split == "family") {
     std::map<std::string, int64_t> ids;
     std::vector<int64_t> groups;
-    for (const Sample& sample : table.samples) groups.push_back(ids.emplace(sample.family, static_cast<int64_t>(ids.size())).first->second);
+    for (const Sample& sample : table.samples)
+      groups.push_back(ids.emplace(sample.family, static_cast<int64_t>(ids.size())).first->second);
     if (ids.size() < 2)
-      throw InputError("split 'family' needs at least 2 architecture families; the dataset has " + std::to_string(ids.size()));
+      throw InputError("split 'family' needs at least 2 architecture families; the dataset has " +
+                       std::to_string(ids.size()));
     for (auto& test : learn::group_kfold_indices(groups, folds, seed)) add(std::move(test));
     *description = "leave-family-out: " + std::to_string(result.size()) + " folds over " + std::to_string(ids.size()) +
                    " families; each family is predicted by a model that never saw it";
@@ -88,7 +91,8 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
     std::map<int64_t, int64_t> per_batch;
     for (const Sample& sample : table.samples) ++per_batch[sample.config.batch];
     if (per_batch.size() < 2)
-      throw InputError("split 'batch' needs at least 2 batch sizes; the dataset has " + std::to_string(per_batch.size()));
+      throw InputError("split 'batch' needs at least 2 batch sizes; the dataset has " +
+                       std::to_string(per_batch.size()));
     // Largest batches first until about 20% of the configurations are held out.
     int64_t held = 0, threshold = per_batch.rbegin()->first;
     for (auto entry = per_batch.rbegin(); entry != per_batch.rend(); ++entry) {
@@ -101,13 +105,15 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
     for (int64_t row = 0; row < rows; ++row)
       if (table.samples[static_cast<size_t>(row)].config.batch >= threshold) test.push_back(row);
     add(std::move(test));
-    *description = "leave-batch-out: train on batch < " + std::to_string(threshold) + ", test on batch >= " +
-                   std::to_string(threshold) + " (extrapolation)";
+    *description = "leave-batch-out: train on batch < " + std::to_string(threshold) +
+                   ", test on batch >= " + std::to_string(threshold) + " (extrapolation)";
   } else if (split == "env") {
     std::map<std::string, std::vector<int64_t>> by_environment;
-    for (int64_t row = 0; row < rows; ++row) by_environment[table.samples[static_cast<size_t>(row)].environment_hash].push_back(row);
+    for (int64_t row = 0; row < rows; ++row)
+      by_environment[table.samples[static_cast<size_t>(row)].environment_hash].push_back(row);
     if (by_environment.size() < 2)
-      throw InputError("split 'env' needs at least 2 environments; the dataset has " + std::to_string(by_environment.size()));
+      throw InputError("split 'env' needs at least 2 environments; the dataset has " +
+                       std::to_string(by_environment.size()));
     for (auto& [hash, test] : by_environment) add(test);
     *description = "cross-environment: each of " + std::to_string(by_environment.size()) +
                    " environments predicted by a model trained on the others";
@@ -137,8 +143,9 @@ learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats) {
 std::vector<double> baseline_predictions(const TrainingTable& table, const std::string& target,
                                          const std::vector<int64_t>& train, const std::vector<int64_t>& test) {
   std::vector<int> design_columns =
-      target == "time" ? std::vector<int>{column("total.flops_train"), column("total.bytes_accessed"), column("config.batch")}
-                       : std::vector<int>{column("est.train_memory_bytes"), column("total.act_bytes"), column("config.batch")};
+      target == "time"
+          ? std::vector<int>{column("total.flops_train"), column("total.bytes_accessed"), column("config.batch")}
+          : std::vector<int>{column("est.train_memory_bytes"), column("total.act_bytes"), column("config.batch")};
   auto group_of = [&](int64_t row) {
     const Sample& sample = table.samples[static_cast<size_t>(row)];
     return sample.environment_hash + "|" + std::to_string(target == "time" ? sample.config.threads : 0);
@@ -174,7 +181,8 @@ std::vector<double> baseline_predictions(const TrainingTable& table, const std::
   learn::Vector global = fit(train);
   std::map<std::string, learn::Vector> models;
   for (const auto& [group, rows] : train_groups)
-    if (static_cast<int64_t>(rows.size()) >= 2 * static_cast<int64_t>(design_columns.size() + 1)) models[group] = fit(rows);
+    if (static_cast<int64_t>(rows.size()) >= 2 * static_cast<int64_t>(design_columns.size() + 1))
+      models[group] = fit(rows);
   double smallest = HUGE_VAL;
   for (int64_t row : train) smallest = std::min(smallest, value_of(row));
   std::vector<double> predictions;
@@ -208,11 +216,14 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
   std::vector<std::string> targets = options.targets;
   if (targets.empty()) {
     targets.push_back("time");
-    if (table.has_memory()) targets.push_back("memory");
-    else report.notes.push_back("memory not evaluated: some configurations have no peak bytes");
+    if (table.has_memory())
+      targets.push_back("memory");
+    else
+      report.notes.push_back("memory not evaluated: some configurations have no peak bytes");
   }
   auto splits = make_split(table, options.split, options.folds, options.seed, &report.split_description);
-  std::string cv_groups = options.cv_groups.empty() ? (options.split == "family" ? "family" : "network") : options.cv_groups;
+  std::string cv_groups =
+      options.cv_groups.empty() ? (options.split == "family" ? "family" : "network") : options.cv_groups;
 
   for (const std::string& target : targets) {
     learn::Vector y = targets_of(table, target);
@@ -238,7 +249,9 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         automl.transforms = transforms;
         automl.groups = cv_groups_of(table, train, cv_groups);
         automl.log = options.log;
-        if (options.log) *options.log << "evaluate " << target << ": AutoML on the first training part (" << train.size() << " configurations)\n";
+        if (options.log)
+          *options.log << "evaluate " << target << ": AutoML on the first training part (" << train.size()
+                       << " configurations)\n";
         learn::AutoMLResult result = learn::run_automl(x, y_train, automl);
         candidate = result.best().candidate;
         if (options.log) *options.log << learn::format_leaderboard(result, 5);
@@ -256,7 +269,8 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
             candidate = trial;
           }
         }
-        if (candidate.learner.empty()) throw InputError("learner " + options.learner + " failed on every target transform");
+        if (candidate.learner.empty())
+          throw InputError("learner " + options.learner + " failed on every target transform");
       }
     }
     evaluation.learner = candidate.learner;
@@ -264,6 +278,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.hyperparameters = candidate.hyperparameters;
 
     std::vector<double> model_errors, baseline_errors, simulator_errors;
+    std::map<std::string, std::vector<double>> family_signed, family_baseline;  // per test family
     for (const auto& [train, test] : splits) {
       std::vector<int> columns = varying_columns(learn::select_rows(table.x, train));
       learn::Candidate fold_candidate = candidate;
@@ -274,15 +289,32 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       std::vector<double> baseline = baseline_predictions(table, target, train, test);
       for (size_t index = 0; index < test.size(); ++index) {
         std::vector<double> repeats = repeats_of(table.samples[static_cast<size_t>(test[index])], target);
+        const std::string& family = table.samples[static_cast<size_t>(test[index])].family;
         for (double truth : repeats) {
-          model_errors.push_back(std::abs(predicted(static_cast<int64_t>(index)) - truth) / truth);
+          const double signed_error = (predicted(static_cast<int64_t>(index)) - truth) / truth;
+          model_errors.push_back(std::abs(signed_error));
           baseline_errors.push_back(std::abs(baseline[index] - truth) / truth);
+          family_signed[family].push_back(signed_error);
+          family_baseline[family].push_back(baseline_errors.back());
         }
         double simulated = table.samples[static_cast<size_t>(test[index])].simulated_peak_bytes;
         if (target == "memory" && simulated > 0)
           for (double truth : repeats) simulator_errors.push_back(std::abs(simulated - truth) / truth);
       }
       evaluation.test_configurations += static_cast<int64_t>(test.size());
+    }
+    for (auto& [family, errors] : family_signed) {
+      FamilyErrors row;
+      row.family = family;
+      row.runs = static_cast<int64_t>(errors.size());
+      std::vector<double> absolute;
+      for (double error : errors) absolute.push_back(std::abs(error));
+      row.model_mre = learn::error_stats(absolute).mre;
+      row.baseline_mre = learn::error_stats(family_baseline[family]).mre;
+      std::sort(errors.begin(), errors.end());
+      const size_t middle = errors.size() / 2;
+      row.model_median_signed = errors.size() % 2 ? errors[middle] : (errors[middle - 1] + errors[middle]) / 2;
+      evaluation.by_family.push_back(row);
     }
     evaluation.model = learn::error_stats(model_errors);
     evaluation.baseline = learn::error_stats(baseline_errors);
@@ -297,6 +329,21 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
   return report;
 }
 
+namespace {
+
+json by_family_json(const std::vector<FamilyErrors>& rows) {
+  json result = json::array();
+  for (const FamilyErrors& row : rows)
+    result.push_back({{"family", row.family},
+                      {"runs", row.runs},
+                      {"model_mre", row.model_mre},
+                      {"model_median_signed", row.model_median_signed},
+                      {"baseline_mre", row.baseline_mre}});
+  return result;
+}
+
+}  // namespace
+
 json EvaluationReport::to_json() const {
   json targets_json = json::array();
   for (const TargetEvaluation& target : targets)
@@ -309,10 +356,17 @@ json EvaluationReport::to_json() const {
                             {"model", target.model.to_json()},
                             {"baseline", target.baseline.to_json()},
                             {"simulator", target.simulator.count > 0 ? target.simulator.to_json() : json(nullptr)},
-                            {"noise_floor", target.noise_floor.to_json()}});
-  return {{"dataset", dataset},         {"split", split},         {"split_description", split_description},
-          {"configurations", configurations}, {"runs", runs},      {"networks", networks},
-          {"families", families},       {"environments", environments}, {"targets", targets_json},
+                            {"noise_floor", target.noise_floor.to_json()},
+                            {"by_family", by_family_json(target.by_family)}});
+  return {{"dataset", dataset},
+          {"split", split},
+          {"split_description", split_description},
+          {"configurations", configurations},
+          {"runs", runs},
+          {"networks", networks},
+          {"families", families},
+          {"environments", environments},
+          {"targets", targets_json},
           {"notes", notes}};
 }
 
@@ -322,8 +376,8 @@ std::string EvaluationReport::markdown() const {
       << " configurations (" << runs << " runs) of " << networks << " networks in " << families << " families, "
       << environments << " environment" << (environments == 1 ? "" : "s") << ".\n\n";
   for (const TargetEvaluation& target : targets) {
-    out << "**" << (target.target == "time" ? "Time per iteration" : "Peak memory") << "** (" << target.test_configurations
-        << " test configurations, " << target.model.count << " test runs)\n\n";
+    out << "**" << (target.target == "time" ? "Time per iteration" : "Peak memory") << "** ("
+        << target.test_configurations << " test configurations, " << target.model.count << " test runs)\n\n";
     out << "| predictor | MRE | median | p90 | within ±10% |\n|---|---:|---:|---:|---:|\n";
     auto line = [&](const std::string& name, const learn::ErrorStats& stats) {
       if (stats.count == 0) {
@@ -338,6 +392,14 @@ std::string EvaluationReport::markdown() const {
     line("analytic roofline (least squares)", target.baseline);
     line("noise floor (repeat vs. mean of the other repeats)", target.noise_floor);
     out << "\n";
+    if (split == "family" && !target.by_family.empty()) {
+      out << "By held-out family (signed: forecast − measured, relative; negative = forecast too low):\n\n"
+          << "| family | test runs | learned MRE | learned median signed | roofline MRE |\n|---|---:|---:|---:|---:|\n";
+      for (const FamilyErrors& row : target.by_family)
+        out << "| " << row.family << " | " << row.runs << " | " << percent(row.model_mre) << " | "
+            << percent(row.model_median_signed) << " | " << percent(row.baseline_mre) << " |\n";
+      out << "\n";
+    }
   }
   for (const std::string& note : notes) out << "- " << note << "\n";
   return out.str();
@@ -350,7 +412,8 @@ std::string EvaluationReport::text() const {
   out << "split " << split << ": " << split_description << "\n";
   char line[256];
   for (const TargetEvaluation& target : targets) {
-    out << "\n" << target.target << " (" << target.test_configurations << " test configurations, " << target.model.count
+    out << "\n"
+        << target.target << " (" << target.test_configurations << " test configurations, " << target.model.count
         << " runs)\n";
     std::snprintf(line, sizeof line, "  %-44s %8s %8s %8s %8s\n", "predictor", "MRE", "median", "p90", "<=10%");
     out << line;
@@ -359,7 +422,8 @@ std::string EvaluationReport::text() const {
         std::snprintf(line, sizeof line, "  %-44s %8s\n", name.c_str(), "n/a");
       } else {
         std::snprintf(line, sizeof line, "  %-44s %8s %8s %8s %8s\n", name.c_str(), percent(stats.mre).c_str(),
-                      percent(stats.median_re).c_str(), percent(stats.p90_re).c_str(), percent(stats.within_10pct).c_str());
+                      percent(stats.median_re).c_str(), percent(stats.p90_re).c_str(),
+                      percent(stats.within_10pct).c_str());
       }
       out << line;
     };
@@ -367,6 +431,17 @@ std::string EvaluationReport::text() const {
     if (target.target == "memory") row("memory simulator (nothing learned)", target.simulator);
     row("analytic roofline (least squares)", target.baseline);
     row("noise floor (repeat vs. other repeats)", target.noise_floor);
+    if (split == "family" && !target.by_family.empty()) {
+      std::snprintf(line, sizeof line, "  %-20s %8s %12s %16s %14s\n", "held-out family", "runs", "learned MRE",
+                    "median signed", "roofline MRE");
+      out << line;
+      for (const FamilyErrors& row : target.by_family) {
+        std::snprintf(line, sizeof line, "  %-20s %8lld %12s %16s %14s\n", row.family.c_str(),
+                      static_cast<long long>(row.runs), percent(row.model_mre).c_str(),
+                      percent(row.model_median_signed).c_str(), percent(row.baseline_mre).c_str());
+        out << line;
+      }
+    }
   }
   for (const std::string& note : notes) out << "note: " << note << "\n";
   return out.str();

@@ -10,17 +10,16 @@
 // Errors are computed against every repeat (one measurement each), which is what the noise floor
 // measures too: the error of predicting one repeat by the mean of the other repeats of its
 // configuration; it is taken over every configuration of the dataset with 2 or more repeats (a
-// property of the data, not of the split). The baseline is a roofline fitted by weighted least squares (relative error) on
-// the training part, per (environment, threads): time = a*FLOPs + b*bytes + c*batch + d;
-// memory = a*(parameter+optimizer+saved bytes) + b*activation bytes + c*batch + d.
+// property of the data, not of the split). The baseline is a roofline fitted by weighted least squares (relative error)
+// on the training part, per (environment, threads): time = a*FLOPs + b*bytes + c*batch + d; memory =
+// a*(parameter+optimizer+saved bytes) + b*activation bytes + c*batch + d.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "apps/predictor.h"
 #include "learn/metrics.h"
@@ -40,12 +39,21 @@ struct EvaluateOptions {
   std::ostream* log = nullptr;
 };
 
+// The learned model's and the roofline's errors on one family's test runs.
+struct FamilyErrors {
+  std::string family;
+  int64_t runs = 0;
+  double model_mre = 0, model_median_signed = 0;  // signed: (forecast - measured) / measured; < 0 = too fast/small
+  double baseline_mre = 0;
+};
+
 struct TargetEvaluation {
   std::string target;  // "time" | "memory"
   std::string learner, transform;
   nlohmann::json hyperparameters;
   learn::ErrorStats model, baseline, noise_floor;
-  learn::ErrorStats simulator;  // memory only: the allocator simulator (src/memory), nothing learned
+  learn::ErrorStats simulator;          // memory only: the allocator simulator (src/memory), nothing learned
+  std::vector<FamilyErrors> by_family;  // every family with test runs, by name
   int64_t test_configurations = 0;
   int folds = 0;
 };
@@ -63,8 +71,8 @@ struct EvaluationReport {
 // (train, test) index lists over the table's samples. Throws InputError when the split cannot be
 // made (one family, one batch size, one environment, an unknown split name).
 std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(const TrainingTable& table,
-                                                                               const std::string& split, int folds,
-                                                                               uint64_t seed, std::string* description);
+                                                                              const std::string& split, int folds,
+                                                                              uint64_t seed, std::string* description);
 
 // The noise floor of a set of samples: each repeat predicted by the mean of the other repeats.
 learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats);

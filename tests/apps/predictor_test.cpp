@@ -282,6 +282,30 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   for (int64_t row : batch[0].second) EXPECT_EQ(table.samples[static_cast<size_t>(row)].config.batch, 32);
   EXPECT_THROW(make_split(table, "env", 5, 1, &description), InputError);  // one environment
   EXPECT_THROW(make_split(table, "weekday", 5, 1, &description), InputError);
+
+  // The family split reports each held-out family: every family once, their runs adding up to the
+  // test runs, their MREs averaging (weighted by runs) to the overall one.
+  options.split = "family";
+  options.folds = 3;
+  EvaluationReport by_family = evaluate(table, options);
+  const TargetEvaluation& family_time = by_family.targets[0];
+  std::set<std::string> families;
+  for (const Sample& sample : table.samples) families.insert(sample.family);
+  ASSERT_EQ(family_time.by_family.size(), families.size());
+  int64_t runs = 0;
+  double weighted = 0, weighted_baseline = 0;
+  for (const FamilyErrors& row : family_time.by_family) {
+    EXPECT_EQ(families.count(row.family), 1u) << row.family;
+    EXPECT_LE(std::abs(row.model_median_signed), row.model_mre * 2 + 1e-12) << row.family;
+    runs += row.runs;
+    weighted += row.model_mre * static_cast<double>(row.runs);
+    weighted_baseline += row.baseline_mre * static_cast<double>(row.runs);
+  }
+  EXPECT_EQ(runs, family_time.model.count);
+  EXPECT_NEAR(weighted / static_cast<double>(runs), family_time.model.mre, 1e-9);
+  EXPECT_NEAR(weighted_baseline / static_cast<double>(runs), family_time.baseline.mre, 1e-9);
+  EXPECT_NE(by_family.markdown().find("| family | test runs |"), std::string::npos);
+  EXPECT_EQ(by_family.to_json()["targets"][0]["by_family"].size(), families.size());
 }
 
 TEST(PredictorErrors, TooSmallDatasetIsAnInputError) {
