@@ -109,9 +109,11 @@ AutoMLResult run_automl(const Matrix& x, const Vector& y, const AutoMLOptions& o
     result.leaderboard.push_back(std::move(scored));
   };
 
-  // Round 0: every learner's defaults with each transform; then random points, learners in turn.
-  for (const TargetTransform& transform : transforms)
-    for (const std::string& learner : learners) {
+  // Round 0: every learner's defaults with each transform, learner by learner (so that a slow
+  // learner late in the order cannot leave the early ones without a transform); then random
+  // points, learners in turn.
+  for (const std::string& learner : learners)
+    for (const TargetTransform& transform : transforms) {
       if (out_of_budget(learner)) continue;
       run({learner, learner_info(learner).make({})->hyperparameters(), transform});
     }
