@@ -77,16 +77,39 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
     add(learn::kfold_indices(rows, 5, seed).front());
     *description = "random 80/20 split of configurations";
   } else if (split == "family") {
+    // The zero-shot case is a designed architecture family nobody measured (all ResNets unseen):
+    // synthetic networks are the generator's, made to be trained on, so they stay in every training
+    // part and are never a test family -- unless fewer than 2 designed families exist.
     std::map<std::string, int64_t> ids;
-    std::vector<int64_t> groups;
-    for (const Sample& sample : table.samples)
-      groups.push_back(ids.emplace(sample.family, static_cast<int64_t>(ids.size())).first->second);
+    std::vector<int64_t> groups, candidates;
+    for (int64_t row = 0; row < rows; ++row) {
+      const std::string& family = table.samples[static_cast<size_t>(row)].family;
+      if (family == "synthetic") continue;
+      candidates.push_back(row);
+      groups.push_back(ids.emplace(family, static_cast<int64_t>(ids.size())).first->second);
+    }
+    const bool designed_only = ids.size() >= 2;
+    if (!designed_only) {
+      ids.clear();
+      groups.clear();
+      candidates.clear();
+      for (int64_t row = 0; row < rows; ++row) {
+        candidates.push_back(row);
+        groups.push_back(
+            ids.emplace(table.samples[static_cast<size_t>(row)].family, static_cast<int64_t>(ids.size())).first->second);
+      }
+    }
     if (ids.size() < 2)
       throw InputError("split 'family' needs at least 2 architecture families; the dataset has " +
                        std::to_string(ids.size()));
-    for (auto& test : learn::group_kfold_indices(groups, folds, seed)) add(std::move(test));
+    for (const std::vector<int64_t>& fold : learn::group_kfold_indices(groups, folds, seed)) {
+      std::vector<int64_t> test;
+      for (int64_t index : fold) test.push_back(candidates[static_cast<size_t>(index)]);
+      add(std::move(test));
+    }
     *description = "leave-family-out: " + std::to_string(result.size()) + " folds over " + std::to_string(ids.size()) +
-                   " families; each family is predicted by a model that never saw it";
+                   (designed_only ? " designed families (synthetic networks always in training)" : " families") +
+                   "; each family is predicted by a model that never saw it";
   } else if (split == "batch") {
     std::map<int64_t, int64_t> per_batch;
     for (const Sample& sample : table.samples) ++per_batch[sample.config.batch];

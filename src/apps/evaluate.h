@@ -4,7 +4,8 @@
 // Splits (over configurations; all repeats of one configuration stay on one side):
 //   random  one shuffled 80/20 split
 //   family  grouped k-fold over architecture families: every family is predicted by a model that
-//           never saw it (zero-shot)
+//           never saw it (zero-shot); synthetic networks stay in every training part and are not
+//           a test family (they exist to be trained on) when 2 or more designed families exist
 //   batch   train on the smaller batch sizes, test on the largest ones (about 20% of configurations)
 //   env     train on all environments but one, test on it, for each environment
 // Errors are computed against every repeat (one measurement each), which is what the noise floor

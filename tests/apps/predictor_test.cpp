@@ -277,20 +277,40 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
     for (int64_t row : train) train_families.insert(table.samples[static_cast<size_t>(row)].family);
     for (int64_t row : test) EXPECT_EQ(train_families.count(table.samples[static_cast<size_t>(row)].family), 0u);
   }
+  {
+    // One designed family and the synthetic ones: too few to hold designed families out, so the
+    // synthetic family is a test family too.
+    TrainingTable few = load_training_table(make_dataset("one_family", {"zoo:resnet18", "synthetic:1"}, 0.0));
+    auto folds = make_split(few, "family", 5, 1, &description);
+    ASSERT_EQ(folds.size(), 2u);
+    std::set<std::string> tested;
+    for (const auto& [train, test] : folds)
+      for (int64_t row : test) tested.insert(few.samples[static_cast<size_t>(row)].family);
+    EXPECT_EQ(tested, (std::set<std::string>{"resnet", "synthetic"}));
+  }
   auto batch = make_split(table, "batch", 5, 1, &description);
   ASSERT_EQ(batch.size(), 1u);
   for (int64_t row : batch[0].second) EXPECT_EQ(table.samples[static_cast<size_t>(row)].config.batch, 32);
   EXPECT_THROW(make_split(table, "env", 5, 1, &description), InputError);  // one environment
   EXPECT_THROW(make_split(table, "weekday", 5, 1, &description), InputError);
 
-  // The family split reports each held-out family: every family once, their runs adding up to the
-  // test runs, their MREs averaging (weighted by runs) to the overall one.
+  // Synthetic networks stay in every training part: only designed families are tested.
+  for (const auto& [train, test] : family) {
+    for (int64_t row : test) EXPECT_NE(table.samples[static_cast<size_t>(row)].family, "synthetic");
+    size_t synthetic = 0;
+    for (int64_t row : train) synthetic += table.samples[static_cast<size_t>(row)].family == "synthetic";
+    EXPECT_EQ(synthetic, 4u * 6u);  // synthetic:1-4 x 6 batches
+  }
+
+  // The family split reports each held-out family: every designed family once, their runs adding
+  // up to the test runs, their MREs averaging (weighted by runs) to the overall one.
   options.split = "family";
   options.folds = 3;
   EvaluationReport by_family = evaluate(table, options);
   const TargetEvaluation& family_time = by_family.targets[0];
   std::set<std::string> families;
-  for (const Sample& sample : table.samples) families.insert(sample.family);
+  for (const Sample& sample : table.samples)
+    if (sample.family != "synthetic") families.insert(sample.family);
   ASSERT_EQ(family_time.by_family.size(), families.size());
   int64_t runs = 0;
   double weighted = 0, weighted_baseline = 0;
