@@ -80,24 +80,17 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
     // The zero-shot case is a designed architecture family nobody measured (all ResNets unseen):
     // synthetic networks are the generator's, made to be trained on, so they stay in every training
     // part and are never a test family -- unless fewer than 2 designed families exist.
+    std::set<std::string> designed;
+    for (const Sample& sample : table.samples)
+      if (sample.family != "synthetic") designed.insert(sample.family);
+    const bool designed_only = designed.size() >= 2;
     std::map<std::string, int64_t> ids;
-    std::vector<int64_t> groups, candidates;
+    std::vector<int64_t> groups, candidates;  // the rows that may be tested, and their family ids
     for (int64_t row = 0; row < rows; ++row) {
       const std::string& family = table.samples[static_cast<size_t>(row)].family;
-      if (family == "synthetic") continue;
+      if (designed_only && family == "synthetic") continue;
       candidates.push_back(row);
       groups.push_back(ids.emplace(family, static_cast<int64_t>(ids.size())).first->second);
-    }
-    const bool designed_only = ids.size() >= 2;
-    if (!designed_only) {
-      ids.clear();
-      groups.clear();
-      candidates.clear();
-      for (int64_t row = 0; row < rows; ++row) {
-        candidates.push_back(row);
-        groups.push_back(
-            ids.emplace(table.samples[static_cast<size_t>(row)].family, static_cast<int64_t>(ids.size())).first->second);
-      }
     }
     if (ids.size() < 2)
       throw InputError("split 'family' needs at least 2 architecture families; the dataset has " +
@@ -326,7 +319,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       }
       evaluation.test_configurations += static_cast<int64_t>(test.size());
     }
-    for (auto& [family, errors] : family_signed) {
+    for (const auto& [family, errors] : family_signed) {
       FamilyErrors row;
       row.family = family;
       row.runs = static_cast<int64_t>(errors.size());
@@ -334,9 +327,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       for (double error : errors) absolute.push_back(std::abs(error));
       row.model_mre = learn::error_stats(absolute).mre;
       row.baseline_mre = learn::error_stats(family_baseline[family]).mre;
-      std::sort(errors.begin(), errors.end());
-      const size_t middle = errors.size() / 2;
-      row.model_median_signed = errors.size() % 2 ? errors[middle] : (errors[middle - 1] + errors[middle]) / 2;
+      row.model_median_signed = learn::quantile(errors, 0.5);
       evaluation.by_family.push_back(row);
     }
     evaluation.model = learn::error_stats(model_errors);

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "apps/predictor.h"
@@ -21,6 +22,29 @@ namespace {
 bool parse(CLI::App& app, const Args& args, int& exit_code) {
   exit_code = 0;  // --help
   return parse_args(app, args, "dataset");
+}
+
+// Writes through `write` to standard output ("" path) or to PATH via PATH.partial and a rename, so
+// that an interrupted write never leaves a truncated file under the final name. `what` names the
+// subcommand in errors. Returns true when a file was written.
+bool write_output(const std::string& path, const std::string& what, const std::function<void(std::ostream&)>& write) {
+  if (path.empty()) {
+    write(std::cout);
+    std::cout.flush();
+    if (!std::cout) throw InputError(what + ": cannot write to standard output");
+    return false;
+  }
+  std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary);
+    if (!out) throw InputError(what + ": cannot write '" + partial + "'");
+    write(out);
+    out.flush();
+    if (!out) throw InputError(what + ": writing '" + partial + "' failed");
+  }
+  if (std::rename(partial.c_str(), path.c_str()) != 0)
+    throw InputError(what + ": cannot rename '" + partial + "' to '" + path + "'");
+  return true;
 }
 
 }  // namespace
@@ -74,45 +98,15 @@ int run_dataset(const Args& args) {
   }
   if (export_command->parsed()) {
     data::Store store = data::Store::open(export_db, data::Database::Mode::ReadOnly);
-    if (export_out.empty()) {
-      data::export_csv(store, std::cout, export_graphs);
-      std::cout.flush();
-      if (!std::cout) throw InputError("export: cannot write to standard output");
-      return 0;
-    }
-    std::string partial = export_out + ".partial";
-    {
-      std::ofstream out(partial, std::ios::binary);
-      if (!out) throw InputError("export: cannot write '" + partial + "'");
-      data::export_csv(store, out, export_graphs);
-      out.flush();
-      if (!out) throw InputError("export: writing '" + partial + "' failed");
-    }
-    if (std::rename(partial.c_str(), export_out.c_str()) != 0)
-      throw InputError("export: cannot rename '" + partial + "' to '" + export_out + "'");
-    std::fprintf(stderr, "wrote %lld runs to %s\n", static_cast<long long>(store.run_count()), export_out.c_str());
+    if (write_output(export_out, "export", [&](std::ostream& out) { data::export_csv(store, out, export_graphs); }))
+      std::fprintf(stderr, "wrote %lld runs to %s\n", static_cast<long long>(store.run_count()), export_out.c_str());
     return 0;
   }
   if (features_command->parsed()) {
     apps::TrainingTable table = apps::load_training_table(features_db);
-    if (features_out.empty()) {
-      apps::write_features_csv(table, std::cout);
-      std::cout.flush();
-      if (!std::cout) throw InputError("features: cannot write to standard output");
-      return 0;
-    }
-    std::string partial = features_out + ".partial";
-    {
-      std::ofstream out(partial, std::ios::binary);
-      if (!out) throw InputError("features: cannot write '" + partial + "'");
-      apps::write_features_csv(table, out);
-      out.flush();
-      if (!out) throw InputError("features: writing '" + partial + "' failed");
-    }
-    if (std::rename(partial.c_str(), features_out.c_str()) != 0)
-      throw InputError("features: cannot rename '" + partial + "' to '" + features_out + "'");
-    std::fprintf(stderr, "wrote %zu configurations x %lld features to %s\n", table.samples.size(),
-                 static_cast<long long>(table.x.cols()), features_out.c_str());
+    if (write_output(features_out, "features", [&](std::ostream& out) { apps::write_features_csv(table, out); }))
+      std::fprintf(stderr, "wrote %zu configurations x %lld features to %s\n", table.samples.size(),
+                   static_cast<long long>(table.x.cols()), features_out.c_str());
     return 0;
   }
   if (import_command->parsed()) {
