@@ -468,10 +468,16 @@ std::vector<learn::TargetTransform> transforms_for(const std::string& target, co
   std::vector<learn::TargetTransform> transforms{learn::TargetTransform::log()};
   std::string ratio = target == "time" ? "est.flops_per_thread" : "est.train_memory_bytes";
   if (position(ratio) >= 0) transforms.push_back(learn::TargetTransform::log_ratio(position(ratio), ratio));
-  // The roofline's terms (apps/evaluate.h), fitted inside each training part.
+  // A linear reference fitted inside each training part. Memory: the roofline's terms
+  // (apps/evaluate.h). Time: the roofline's terms, plus the convolution FLOPs by the implementation
+  // that runs them (a slow-path or gemm FLOP costs several jit FLOPs) and the per-iteration terms
+  // that do not grow with the batch (parameters: the optimizer step; nodes: per-op dispatch), so
+  // that the reference itself scales with the batch as time = fixed + per-sample x batch.
   std::vector<std::string> roofline =
       target == "time"
-          ? std::vector<std::string>{"est.flops_per_thread", "total.flops_train", "total.bytes_accessed", "config.batch"}
+          ? std::vector<std::string>{"conv.slow_flops", "conv.gemm_flops", "conv.jit_flops", "est.flops_per_thread",
+                                     "total.flops_train", "total.bytes_accessed", "config.batch", "total.params",
+                                     "total.nodes"}
           : std::vector<std::string>{"est.train_memory_bytes", "total.act_bytes", "total.param_bytes", "config.batch"};
   learn::TargetTransform residual = learn::TargetTransform::log_residual({}, {});
   for (const std::string& name : roofline)

@@ -109,7 +109,11 @@ const std::vector<const char*> kTotals{
     "total.bytes_read", "total.bytes_accessed",
     "graph.depth", "graph.max_channels", "graph.max_spatial", "graph.max_act_bytes", "graph.max_layer_params",
     "graph.max_fanout", "graph.branch_nodes", "graph.merge_nodes",
-    "input.channels", "input.height", "input.width", "input.pixels", "input.seq_len"};
+    "input.channels", "input.height", "input.width", "input.pixels", "input.seq_len",
+    // Per configuration (ConvSite): training FLOPs and calls (passes; per group on the slow path)
+    // of convolutions by the implementation that runs them, and the weight bytes oneDNN reorders.
+    "conv.slow_flops", "conv.gemm_flops", "conv.jit_flops", "conv.slow_calls", "conv.gemm_calls", "conv.jit_calls",
+    "conv.mkldnn_weight_bytes"};
 const std::vector<const char*> kConfig{"config.batch", "config.threads", "config.precision_bytes",
                                        "config.opt_state_bytes"};
 const std::vector<const char*> kHardware{"hw.cores", "hw.gpu", "hw.peak_flops", "hw.mem_bandwidth", "hw.memory_bytes"};
@@ -146,6 +150,8 @@ struct Columns {
   int est_flops_per_thread, est_compute_s, est_memory_s, est_train_memory, log_batch, log_threads, log_flops,
       log_params, log_saved, log_act;
   int total_bytes_accessed, total_act_bytes, total_param_bytes, total_flops_train, total_saved_bytes, total_params;
+  int conv_slow_flops, conv_gemm_flops, conv_jit_flops, conv_slow_calls, conv_gemm_calls, conv_jit_calls,
+      conv_weight_bytes;
 };
 
 const Columns& columns() {
@@ -179,6 +185,13 @@ const Columns& columns() {
     result.total_flops_train = l.at("total.flops_train");
     result.total_saved_bytes = l.at("total.saved_bytes");
     result.total_params = l.at("total.params");
+    result.conv_slow_flops = l.at("conv.slow_flops");
+    result.conv_gemm_flops = l.at("conv.gemm_flops");
+    result.conv_jit_flops = l.at("conv.jit_flops");
+    result.conv_slow_calls = l.at("conv.slow_calls");
+    result.conv_gemm_calls = l.at("conv.gemm_calls");
+    result.conv_jit_calls = l.at("conv.jit_calls");
+    result.conv_weight_bytes = l.at("conv.mkldnn_weight_bytes");
     return result;
   }();
   return c;
@@ -349,6 +362,43 @@ static const TensorShape& checked_input_shape(const Graph& graph) {
   return input_shape;
 }
 
+std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config, bool gpu) {
+  if (gpu) return {memory::ConvImpl::Jit, memory::ConvImpl::Jit, memory::ConvImpl::Jit};
+  memory::ConvShape shape = site.shape;
+  shape.batch = config.batch;
+  if (memory::cpu_conv_uses_mkldnn(shape, config.threads)) return site.mkldnn;
+  return {memory::ConvImpl::Slow, memory::ConvImpl::Slow, memory::ConvImpl::Slow};
+}
+
+std::vector<ConvSite> conv_sites(const Graph& graph) {
+  const OpRegistry& registry = OpRegistry::instance();
+  std::vector<ConvSite> sites;
+  std::vector<char> needs_grad(static_cast<size_t>(graph.size()), 0);  // the node's output needs a gradient
+  for (int node_index = 0; node_index < graph.size(); ++node_index) {
+    const Node& node = graph.node(node_index);
+    const OpDef& def = registry.get(node.op);
+    OpCost cost = def.cost(view_of(graph, node_index));
+    bool inputs_need_grad = false;
+    for (int producer : node.inputs) inputs_need_grad = inputs_need_grad || needs_grad[static_cast<size_t>(producer)];
+    needs_grad[static_cast<size_t>(node_index)] = inputs_need_grad || cost.params > 0;
+    if (node.op != "Conv2d" || node.inputs.empty() || node.shape.rank() != 4 ||
+        graph.node(node.inputs[0]).shape.rank() != 4)
+      continue;
+    ConvSite site;
+    site.shape = memory::conv_shape(graph, node);
+    const double batch = static_cast<double>(std::max<int64_t>(site.shape.batch, 1));
+    site.flops_per_sample = static_cast<double>(cost.flops_fwd) / batch;
+    site.weight_bytes = static_cast<double>(cost.params * dtype_bytes(node.dtype));
+    site.input_grad = inputs_need_grad;
+    memory::ConvShape at_sixteen = site.shape;  // oneDNN's choice of kernels does not depend on the batch
+    at_sixteen.batch = 16;
+    site.mkldnn = memory::cpu_conv_impls(at_sixteen, 1);
+    site.shape.batch = 1;
+    sites.push_back(site);
+  }
+  return sites;
+}
+
 GraphFeatures graph_features(const Graph& graph) {
   const Layout& l = layout();
   const TensorShape& input_shape = checked_input_shape(graph);
@@ -405,6 +455,7 @@ GraphFeatures graph_features(const Graph& graph) {
   result.saved_bytes_fixed = fixed_of("total.saved_bytes");
   result.param_bytes = fixed_of("total.param_bytes");
   result.params = static_cast<int64_t>(fixed_of("total.params"));
+  result.convs = conv_sites(graph);
   return result;
 }
 
@@ -413,6 +464,32 @@ namespace {
 void check_config(const TrainingConfig& config) {
   if (config.batch < 1) throw InputError("batch must be at least 1, got " + std::to_string(config.batch));
   if (config.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(config.threads));
+}
+
+// The conv.* columns of one configuration. A GPU runs every pass on its library's kernels (jit).
+void fill_conv(const std::vector<ConvSite>& sites, const TrainingConfig& config, const HardwareFeatures& hardware,
+               double* row) {
+  const Columns& c = columns();
+  double flops[3] = {0, 0, 0}, calls[3] = {0, 0, 0}, weight_bytes = 0;
+  const double batch = static_cast<double>(config.batch);
+  for (const ConvSite& site : sites) {
+    const std::array<memory::ConvImpl, 3> impls = conv_impls(site, config, hardware.gpu);
+    for (int pass = 0; pass < 3; ++pass) {
+      if (pass == 1 && !site.input_grad) continue;
+      const memory::ConvImpl impl = impls[static_cast<size_t>(pass)];
+      auto index = static_cast<size_t>(impl);
+      flops[index] += site.flops_per_sample * batch;
+      calls[index] += impl == memory::ConvImpl::Slow ? static_cast<double>(site.shape.groups) : 1.0;
+      if (impl != memory::ConvImpl::Slow) weight_bytes += site.weight_bytes;
+    }
+  }
+  row[c.conv_slow_flops] = flops[0];
+  row[c.conv_gemm_flops] = flops[1];
+  row[c.conv_jit_flops] = flops[2];
+  row[c.conv_slow_calls] = calls[0];
+  row[c.conv_gemm_calls] = calls[1];
+  row[c.conv_jit_calls] = calls[2];
+  row[c.conv_weight_bytes] = weight_bytes;
 }
 
 // Configuration, hardware and derived columns; the graph columns of `row` are already at the batch.
@@ -468,6 +545,7 @@ void featurize(const GraphFeatures& graph, const TrainingConfig& config, const H
   const double* fixed = graph.fixed.data();
   const double* per_sample = graph.per_sample.data();
   for (size_t column = 0; column < count; ++column) row[column] = fixed[column] + batch * per_sample[column];
+  fill_conv(graph.convs, config, hardware, row);
   fill_config(config, hardware, row);
 }
 
@@ -478,6 +556,7 @@ std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& co
     throw InputError("graph '" + graph.name + "' is built at batch " + std::to_string(input_shape[0]) +
                      ", the configuration asks for batch " + std::to_string(config.batch));
   std::vector<double> row = accumulate(graph, input_shape);
+  fill_conv(conv_sites(graph), config, hardware, row.data());
   fill_config(config, hardware, row.data());
   return row;
 }

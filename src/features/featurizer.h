@@ -1,10 +1,13 @@
 // Features of one (network, training configuration, hardware) triple: DNNAbacus's network
 // structural matrix (per op kind: count, MACs, FLOPs, parameters, activation and saved bytes;
-// op-kind -> op-kind connection counts) with totals, depth and widths, the configuration and the
-// hardware. The list is versioned: a predictor trained on version N refuses features of another.
+// op-kind -> op-kind connection counts) with totals, depth and widths, convolution work by the
+// implementation libtorch runs for it in the configuration (conv.*, version 2), the configuration
+// and the hardware. The list is versioned: a predictor trained on version N refuses features of
+// another.
 //
 // Speed: the graph-dependent part is computed once (GraphFeatures) and scaled per batch, so a
-// batch sweep of a fixed graph costs one multiply-add per feature and configuration.
+// batch sweep of a fixed graph costs one multiply-add per feature and configuration, plus a few
+// comparisons per convolution for the conv.* columns.
 #pragma once
 
 #include <cstdint>
@@ -12,11 +15,12 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "memory/cpu_conv.h"
 
 namespace dnncast::features {
 
 // Bump whenever a feature is added, removed, reordered or computed differently.
-inline constexpr int kFeatureVersion = 1;
+inline constexpr int kFeatureVersion = 2;
 #define DNNCAST_FEATURE_VERSION ::dnncast::features::kFeatureVersion
 
 // The op kinds of the structural matrix in feature order (node_kind() names); the last is "Other",
@@ -43,6 +47,18 @@ struct HardwareFeatures {
   int64_t memory_bytes = 0;
 };
 
+// One Conv2d of a graph, for the columns that depend on which implementation libtorch's CPU path
+// runs (conv.*): the choice changes with the batch and the thread count (ATen's use_mkldnn: a
+// single-thread 1x1 convolution takes the slow im2col path below batch 16, oneDNN's jit kernels
+// from 16), so these columns are computed per configuration, not fixed + batch x per-sample.
+struct ConvSite {
+  memory::ConvShape shape;                // at batch 1
+  double flops_per_sample = 0;            // one pass (forward; each backward pass does as many)
+  double weight_bytes = 0;
+  bool input_grad = true;                 // false: no backward-data pass (the input needs no gradient)
+  std::array<memory::ConvImpl, 3> mkldnn{};  // the passes' implementations when oneDNN runs it
+};
+
 // The graph-dependent part of the features, at one sample and independent of the batch.
 // row = fixed + batch * per_sample, then the configuration and hardware columns are written.
 struct GraphFeatures {
@@ -56,6 +72,7 @@ struct GraphFeatures {
   double saved_bytes_fixed = 0;        // kept for backward whatever the batch (BatchNorm statistics)
   double param_bytes = 0;              // batch-independent
   int64_t params = 0;
+  std::vector<ConvSite> convs;         // in graph order
 };
 
 // Computes the graph part. The graph must be shape-inferred and have an Input node (whose first
@@ -69,6 +86,11 @@ const std::vector<std::string>& feature_names();
 size_t feature_count();
 // Index of a feature by name; -1 when there is none.
 int feature_index(const std::string& name);
+// The graph's convolutions (ConvSite), from a shape-inferred graph at its batch.
+std::vector<ConvSite> conv_sites(const Graph& graph);
+// The implementation of each pass (forward, backward data, backward weights) of one convolution in
+// one configuration; on a GPU every pass counts as Jit (its vendor library's kernels).
+std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config, bool gpu);
 
 // Writes feature_count() values to `row`. Throws InputError on a batch or thread count < 1 or an
 // unknown precision.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "graph/error.h"
+
 namespace dnncast::memory {
 
 namespace {
@@ -171,6 +173,62 @@ void channels_last_recipe(const ConvShape& s, ConvRecipe& recipe) {
 
 }  // namespace
 
+bool cpu_conv_uses_mkldnn(const ConvShape& s, int64_t threads) {
+  const bool strided = s.stride_h > 1 || s.stride_w > 1;
+  const bool dilated = s.dilation_h > 1 || s.dilation_w > 1;
+  const bool one_by_one = s.kernel_h == 1 && s.kernel_w == 1;
+  return (strided || dilated || s.batch >= 16 || !one_by_one || threads > 1) &&
+         (s.groups > 1 || (s.kernel_w > 3 && s.kernel_h > 3) || s.batch > 1 ||
+          s.batch * s.in_channels * s.in_h * s.in_w > 20480);
+}
+
+std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads) {
+  const std::string backend = cpu_conv_recipe(shape, threads).backend;
+  std::array<ConvImpl, 3> impls{ConvImpl::Slow, ConvImpl::Slow, ConvImpl::Slow};
+  const size_t colon = backend.find(':');
+  if (colon == std::string::npos) return impls;  // "slow", "slow-grouped"
+  size_t start = colon + 1;
+  for (ConvImpl& impl : impls) {
+    size_t end = backend.find('/', start);
+    if (end == std::string::npos) end = backend.size();
+    impl = backend.compare(start, end - start, "gemm") == 0 ? ConvImpl::Gemm : ConvImpl::Jit;
+    start = std::min(end + 1, backend.size());
+  }
+  return impls;
+}
+
+ConvShape conv_shape(const Graph& graph, const Node& node) {
+  DNNCAST_ASSERT(!node.inputs.empty());
+  const TensorShape& in = graph.node(node.inputs[0]).shape;
+  DNNCAST_ASSERT(in.rank() == 4 && node.shape.rank() == 4);
+  auto pair = [&](const char* key, int64_t fallback) {
+    std::vector<int64_t> values = node.attr_ints(key, {fallback, fallback});
+    if (values.size() == 1) values.push_back(values[0]);
+    return values;
+  };
+  ConvShape s;
+  s.batch = in[0];
+  s.in_channels = in[1];
+  s.in_h = in[2];
+  s.in_w = in[3];
+  s.out_channels = node.attr_int("out_channels");
+  std::vector<int64_t> kernel = pair("kernel", 1), stride = pair("stride", 1), padding = pair("padding", 0),
+                       dilation = pair("dilation", 1);
+  s.kernel_h = kernel[0];
+  s.kernel_w = kernel[1];
+  s.stride_h = stride[0];
+  s.stride_w = stride[1];
+  s.pad_h = padding[0];
+  s.pad_w = padding[1];
+  s.dilation_h = dilation[0];
+  s.dilation_w = dilation[1];
+  s.groups = node.attr_int("groups", 1);
+  s.out_h = node.shape[2];
+  s.out_w = node.shape[3];
+  s.bias = node.attr_int("bias", 1) != 0;
+  return s;
+}
+
 ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
   ConvRecipe recipe;
   if (s.channels_last) {
@@ -178,13 +236,8 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
     return recipe;
   }
   const bool strided = s.stride_h > 1 || s.stride_w > 1;
-  const bool dilated = s.dilation_h > 1 || s.dilation_w > 1;
   const bool one_by_one = s.kernel_h == 1 && s.kernel_w == 1;
-  // ATen's use_mkldnn() for f32 CPU tensors.
-  const bool mkldnn = (strided || dilated || s.batch >= 16 || !one_by_one || threads > 1) &&
-                      (s.groups > 1 || (s.kernel_w > 3 && s.kernel_h > 3) || s.batch > 1 ||
-                       s.batch * s.in_channels * s.in_h * s.in_w > 20480);
-  if (!mkldnn) {
+  if (!cpu_conv_uses_mkldnn(s, threads)) {
     slow_recipe(s, recipe);
     return recipe;
   }

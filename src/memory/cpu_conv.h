@@ -11,9 +11,12 @@
 // 4672 distinct convolutions of the zoo and the synthetic networks, 4669 reproduced exactly).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "graph/graph.h"
 
 namespace dnncast::memory {
 
@@ -51,5 +54,18 @@ struct ConvRecipe {
 // threads: intra-op threads of the run (the backend choice and per-thread scratch depend on it;
 // validated for 1 thread).
 ConvRecipe cpu_conv_recipe(const ConvShape& shape, int64_t threads);
+
+// The geometry of a Conv2d node of a shape-inferred graph at the graph's batch (contiguous input,
+// input_grad true, channels_last and grad_copy false: the trace sets those from the layouts).
+ConvShape conv_shape(const Graph& graph, const Node& node);
+
+// Which implementation runs a pass of a convolution: the slow im2col path, oneDNN's gemm
+// fallback, or a oneDNN jit kernel (blocked, 1x1, depthwise, brgemm). Their speeds per FLOP differ
+// several-fold, so the time predictor counts FLOPs per implementation (src/features).
+enum class ConvImpl : uint8_t { Slow, Gemm, Jit };
+// Forward, backward-data, backward-weights, as cpu_conv_recipe() decides them.
+std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads);
+// ATen's use_mkldnn() for an f32 CPU convolution: false means the slow path for every pass.
+bool cpu_conv_uses_mkldnn(const ConvShape& shape, int64_t threads);
 
 }  // namespace dnncast::memory

@@ -760,26 +760,7 @@ void run_steps(Program& program, const std::vector<Step>& steps, std::vector<int
 
 Tensor Trace::run_conv(int index, const Node& node, const Tensor& x) {
   const TensorShape& in = graph_.node(node.inputs[0]).shape;
-  ConvShape s;
-  s.batch = in[0];
-  s.in_channels = in[1];
-  s.in_h = in[2];
-  s.in_w = in[3];
-  s.out_channels = node.attr_int("out_channels");
-  std::vector<int64_t> kernel = pair_attr(node, "kernel", 1), stride = pair_attr(node, "stride", 1),
-                       padding = pair_attr(node, "padding", 0), dilation = pair_attr(node, "dilation", 1);
-  s.kernel_h = kernel[0];
-  s.kernel_w = kernel[1];
-  s.stride_h = stride[0];
-  s.stride_w = stride[1];
-  s.pad_h = padding[0];
-  s.pad_w = padding[1];
-  s.dilation_h = dilation[0];
-  s.dilation_w = dilation[1];
-  s.groups = node.attr_int("groups", 1);
-  s.out_h = node.shape[2];
-  s.out_w = node.shape[3];
-  s.bias = node.attr_int("bias", 1) != 0;
+  ConvShape s = conv_shape(graph_, node);
   s.input_grad = x.requires_grad();
   s.channels_last = cpu_ && x.layout.suggests_channels_last(in.dims);
   const int64_t out_bytes = bytes_of(node);
