@@ -44,7 +44,7 @@ echo
 echo '```'
 "${dnncast}" dataset stats "${db}" | sed -n '1,3p'
 echo '```'
-for split in random family batch; do
+for split in random family batch env; do
   echo
   echo "## Split: ${split} (time column: median)"
   echo

@@ -475,8 +475,14 @@ std::vector<learn::TargetTransform> transforms_for(const std::string& target, co
   // that the reference itself scales with the batch as time = fixed + per-sample x batch.
   std::vector<std::string> roofline =
       target == "time"
-          ? std::vector<std::string>{"conv.slow_flops", "conv.gemm_flops", "conv.jit_flops", "est.flops_per_thread",
-                                     "total.flops_train", "total.bytes_accessed", "config.batch", "total.params",
+          ? std::vector<std::string>{"conv.slow_flops_per_thread",
+                                     "conv.gemm_flops_per_thread",
+                                     "conv.jit_flops_per_thread",
+                                     "est.flops_per_thread",
+                                     "total.flops_train",
+                                     "total.bytes_accessed",
+                                     "config.batch",
+                                     "total.params",
                                      "total.nodes"}
           : std::vector<std::string>{"est.train_memory_bytes", "total.act_bytes", "total.param_bytes", "config.batch"};
   learn::TargetTransform residual = learn::TargetTransform::log_residual({}, {});

@@ -105,15 +105,16 @@ const std::vector<std::string> kOptimizers{"sgd", "adam", "adamw", "rmsprop", "a
 
 const std::vector<const char*> kTotals{
     "total.nodes", "total.edges", "total.macs", "total.flops_fwd", "total.flops_bwd", "total.flops_train",
-    "total.params", "total.param_bytes", "total.buffers", "total.act_bytes", "total.saved_bytes",
-    "total.bytes_read", "total.bytes_accessed",
-    "graph.depth", "graph.max_channels", "graph.max_spatial", "graph.max_act_bytes", "graph.max_layer_params",
-    "graph.max_fanout", "graph.branch_nodes", "graph.merge_nodes",
-    "input.channels", "input.height", "input.width", "input.pixels", "input.seq_len",
-    // Per configuration (ConvSite): training FLOPs and calls (passes; per group on the slow path)
-    // of convolutions by the implementation that runs them, and the weight bytes oneDNN reorders.
-    "conv.slow_flops", "conv.gemm_flops", "conv.jit_flops", "conv.slow_calls", "conv.gemm_calls", "conv.jit_calls",
-    "conv.mkldnn_weight_bytes"};
+    "total.params", "total.param_bytes", "total.buffers", "total.act_bytes", "total.saved_bytes", "total.bytes_read",
+    "total.bytes_accessed", "graph.depth", "graph.max_channels", "graph.max_spatial", "graph.max_act_bytes",
+    "graph.max_layer_params", "graph.max_fanout", "graph.branch_nodes", "graph.merge_nodes", "input.channels",
+    "input.height", "input.width", "input.pixels", "input.seq_len",
+    // Per configuration (ConvSite): training FLOPs per thread and calls (passes; per group on the
+    // slow path) of convolutions by the implementation that runs them, and the weight bytes oneDNN
+    // reorders. Per thread, as est.flops_per_thread: a linear reference on them assumes the
+    // convolutions parallelize, and the learner corrects what does not.
+    "conv.slow_flops_per_thread", "conv.gemm_flops_per_thread", "conv.jit_flops_per_thread", "conv.slow_calls",
+    "conv.gemm_calls", "conv.jit_calls", "conv.mkldnn_weight_bytes"};
 const std::vector<const char*> kConfig{"config.batch", "config.threads", "config.precision_bytes",
                                        "config.opt_state_bytes"};
 const std::vector<const char*> kHardware{"hw.cores", "hw.gpu", "hw.peak_flops", "hw.mem_bandwidth", "hw.memory_bytes"};
@@ -185,9 +186,9 @@ const Columns& columns() {
     result.total_flops_train = l.at("total.flops_train");
     result.total_saved_bytes = l.at("total.saved_bytes");
     result.total_params = l.at("total.params");
-    result.conv_slow_flops = l.at("conv.slow_flops");
-    result.conv_gemm_flops = l.at("conv.gemm_flops");
-    result.conv_jit_flops = l.at("conv.jit_flops");
+    result.conv_slow_flops = l.at("conv.slow_flops_per_thread");
+    result.conv_gemm_flops = l.at("conv.gemm_flops_per_thread");
+    result.conv_jit_flops = l.at("conv.jit_flops_per_thread");
     result.conv_slow_calls = l.at("conv.slow_calls");
     result.conv_gemm_calls = l.at("conv.gemm_calls");
     result.conv_jit_calls = l.at("conv.jit_calls");
@@ -483,9 +484,10 @@ void fill_conv(const std::vector<ConvSite>& sites, const TrainingConfig& config,
       if (impl != memory::ConvImpl::Slow) weight_bytes += site.weight_bytes;
     }
   }
-  row[c.conv_slow_flops] = flops[0];
-  row[c.conv_gemm_flops] = flops[1];
-  row[c.conv_jit_flops] = flops[2];
+  const double threads = static_cast<double>(config.threads);
+  row[c.conv_slow_flops] = flops[0] / threads;
+  row[c.conv_gemm_flops] = flops[1] / threads;
+  row[c.conv_jit_flops] = flops[2] / threads;
   row[c.conv_slow_calls] = calls[0];
   row[c.conv_gemm_calls] = calls[1];
   row[c.conv_jit_calls] = calls[2];

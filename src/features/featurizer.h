@@ -52,10 +52,10 @@ struct HardwareFeatures {
 // single-thread 1x1 convolution takes the slow im2col path below batch 16, oneDNN's jit kernels
 // from 16), so these columns are computed per configuration, not fixed + batch x per-sample.
 struct ConvSite {
-  memory::ConvShape shape;                // at batch 1
-  double flops_per_sample = 0;            // one pass (forward; each backward pass does as many)
+  memory::ConvShape shape;      // at batch 1
+  double flops_per_sample = 0;  // one pass (forward; each backward pass does as many)
   double weight_bytes = 0;
-  bool input_grad = true;                 // false: no backward-data pass (the input needs no gradient)
+  bool input_grad = true;                    // false: no backward-data pass (the input needs no gradient)
   std::array<memory::ConvImpl, 3> mkldnn{};  // the passes' implementations when oneDNN runs it
 };
 
@@ -72,7 +72,7 @@ struct GraphFeatures {
   double saved_bytes_fixed = 0;        // kept for backward whatever the batch (BatchNorm statistics)
   double param_bytes = 0;              // batch-independent
   int64_t params = 0;
-  std::vector<ConvSite> convs;         // in graph order
+  std::vector<ConvSite> convs;  // in graph order
 };
 
 // Computes the graph part. The graph must be shape-inferred and have an Input node (whose first

@@ -20,9 +20,12 @@ namespace {
 
 const char* name_of(memory::ConvImpl impl) {
   switch (impl) {
-    case memory::ConvImpl::Slow: return "slow";
-    case memory::ConvImpl::Gemm: return "gemm";
-    case memory::ConvImpl::Jit: return "jit";
+    case memory::ConvImpl::Slow:
+      return "slow";
+    case memory::ConvImpl::Gemm:
+      return "gemm";
+    case memory::ConvImpl::Jit:
+      return "jit";
   }
   return "?";
 }
@@ -34,8 +37,8 @@ std::string run_reference(const std::string& cases) {
   std::FILE* file = fdopen(fd, "w");
   std::fputs(cases.c_str(), file);
   std::fclose(file);
-  std::string command = std::string(DNNCAST_PYTHON) + " " DNNCAST_SOURCE_DIR "/scripts/conv_impl_reference.py < " +
-                        path + " 2>&1";
+  std::string command =
+      std::string(DNNCAST_PYTHON) + " " DNNCAST_SOURCE_DIR "/scripts/conv_impl_reference.py < " + path + " 2>&1";
   std::string output;
   if (FILE* pipe = popen(command.c_str(), "r")) {
     char buffer[4096];
@@ -100,9 +103,8 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
     ++kinds[measured];
     if (measured != expected[order[index]]) {
       ++differing;
-      ADD_FAILURE() << "batch in_c h w out_c kh kw sh sw ph pw dh dw groups bias input_grad threads = "
-                    << order[index] << ": oneDNN ran " << measured << ", the featurizer assumed "
-                    << expected[order[index]];
+      ADD_FAILURE() << "batch in_c h w out_c kh kw sh sw ph pw dh dw groups bias input_grad threads = " << order[index]
+                    << ": oneDNN ran " << measured << ", the featurizer assumed " << expected[order[index]];
     }
   }
   EXPECT_EQ(answered, order.size()) << output.substr(0, 2000);
@@ -123,23 +125,25 @@ TEST(ConvImpl, FeaturesFollowTheBatchThreshold) {
   Graph graph = build_zoo_model("densenet121", {1, {3, 64, 64}, 0, 1000});
   GraphFeatures features = graph_features(graph);
   HardwareFeatures cpu{2, false, 0, 0, 0};
-  auto column = [&](const std::vector<double>& row, const char* name) { return row[static_cast<size_t>(feature_index(name))]; };
+  auto column = [&](const std::vector<double>& row, const char* name) {
+    return row[static_cast<size_t>(feature_index(name))];
+  };
   TrainingConfig eight{8, "sgd", "fp32", 1}, sixteen{16, "sgd", "fp32", 1}, eight_two{8, "sgd", "fp32", 2};
   std::vector<double> at_eight = featurize(features, eight, cpu), at_sixteen = featurize(features, sixteen, cpu),
                       two_threads = featurize(features, eight_two, cpu);
-  EXPECT_GT(column(at_eight, "conv.slow_flops"), 0.4 * column(at_eight, "total.flops_train"));
-  EXPECT_EQ(column(at_sixteen, "conv.slow_flops"), 0);
-  EXPECT_EQ(column(two_threads, "conv.slow_flops"), 0);
+  EXPECT_GT(column(at_eight, "conv.slow_flops_per_thread"), 0.4 * column(at_eight, "total.flops_train"));
+  EXPECT_EQ(column(at_sixteen, "conv.slow_flops_per_thread"), 0);
+  EXPECT_EQ(column(two_threads, "conv.slow_flops_per_thread"), 0);
   // The FLOPs move between classes; their sum grows with the batch.
   auto conv_flops = [&](const std::vector<double>& row) {
-    return column(row, "conv.slow_flops") + column(row, "conv.gemm_flops") + column(row, "conv.jit_flops");
+    return column(row, "conv.slow_flops_per_thread") + column(row, "conv.gemm_flops_per_thread") +
+           column(row, "conv.jit_flops_per_thread");
   };
   EXPECT_NEAR(conv_flops(at_sixteen), 2 * conv_flops(at_eight), 1e-6 * conv_flops(at_sixteen));
   // The one-pass path computes the same columns.
-  std::vector<double> one_pass =
-      featurize_graph(build_zoo_model("densenet121", {8, {3, 64, 64}, 0, 1000}), eight, cpu);
-  for (const char* name : {"conv.slow_flops", "conv.gemm_flops", "conv.jit_flops", "conv.slow_calls",
-                           "conv.gemm_calls", "conv.jit_calls", "conv.mkldnn_weight_bytes"})
+  std::vector<double> one_pass = featurize_graph(build_zoo_model("densenet121", {8, {3, 64, 64}, 0, 1000}), eight, cpu);
+  for (const char* name : {"conv.slow_flops_per_thread", "conv.gemm_flops_per_thread", "conv.jit_flops_per_thread",
+                           "conv.slow_calls", "conv.gemm_calls", "conv.jit_calls", "conv.mkldnn_weight_bytes"})
     EXPECT_NEAR(column(one_pass, name), column(at_eight, name), 1e-9 * std::max(1.0, column(at_eight, name))) << name;
 }
 
