@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "graph/error.h"
@@ -237,8 +239,41 @@ int precision_bytes(const std::string& precision) { return canonical_precision(p
 
 namespace {
 
-// Every graph-dependent column at the graph's own batch (nothing divided yet).
-std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shape) {
+// oneDNN's kernels for a convolution when it runs one (the choice does not depend on the batch),
+// remembered per geometry: deciding builds the whole allocation recipe, and a network repeats its
+// few geometries many times (resnet50: 53 convolutions, 20 geometries).
+std::array<memory::ConvImpl, 3> mkldnn_impls(const memory::ConvShape& shape) {
+  using Key = std::array<int64_t, 14>;
+  static std::mutex mutex;
+  static std::map<Key, std::array<memory::ConvImpl, 3>> known;
+  const Key key{shape.in_channels, shape.in_h,     shape.in_w,     shape.out_channels, shape.kernel_h,
+                shape.kernel_w,    shape.stride_h, shape.stride_w, shape.pad_h,        shape.pad_w,
+                shape.dilation_h,  shape.dilation_w, shape.groups, shape.bias ? 1 : 0};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  memory::ConvShape at_sixteen = shape;
+  at_sixteen.batch = 16;
+  return known.emplace(key, memory::cpu_conv_impls(at_sixteen, 1)).first->second;
+}
+
+// The ConvSite of a Conv2d node (`cost` its op cost at the graph's batch).
+ConvSite conv_site(const Graph& graph, const Node& node, const OpCost& cost, bool input_grad) {
+  ConvSite site;
+  site.shape = memory::conv_shape(graph, node);
+  const double batch = static_cast<double>(std::max<int64_t>(site.shape.batch, 1));
+  site.flops_per_sample = static_cast<double>(cost.flops_fwd) / batch;
+  site.weight_bytes = static_cast<double>(cost.params * dtype_bytes(node.dtype));
+  site.input_grad = input_grad;
+  site.mkldnn = mkldnn_impls(site.shape);
+  site.shape.batch = 1;
+  return site;
+}
+
+// Every graph-dependent column at the graph's own batch (nothing divided yet); with `sites`, also
+// the graph's convolutions.
+std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shape,
+                               std::vector<ConvSite>* sites = nullptr) {
   const Layout& l = layout();
   const OpRegistry& registry = OpRegistry::instance();
   std::vector<double> values(l.names.size(), 0.0);
@@ -251,11 +286,20 @@ std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shap
   double edges = 0, merge_nodes = 0;
   double macs = 0, flops_fwd = 0, flops_bwd = 0, params = 0, param_bytes = 0, buffers = 0, act_bytes = 0,
          saved_bytes = 0, act_read = 0;
+  std::vector<char> needs_grad(sites ? static_cast<size_t>(nodes) : 0, 0);  // the output needs a gradient
   for (int node_index = 0; node_index < nodes; ++node_index) {
     const Node& node = graph.node(node_index);
     OpView view = view_of(graph, node_index);
     const OpDef& def = registry.get(node.op);
     OpCost cost = def.cost(view);
+    if (sites) {
+      bool inputs_need_grad = false;
+      for (int producer : node.inputs) inputs_need_grad = inputs_need_grad || needs_grad[static_cast<size_t>(producer)];
+      needs_grad[static_cast<size_t>(node_index)] = inputs_need_grad || cost.params > 0;
+      if (node.op == "Conv2d" && !node.inputs.empty() && node.shape.rank() == 4 &&
+          graph.node(node.inputs[0]).shape.rank() == 4)
+        sites->push_back(conv_site(graph, node, cost, inputs_need_grad));
+    }
     std::string kind = def.kind ? def.kind(view) : def.name;
     int kind_column = kind_index(kind, def.category);
     kind_of[static_cast<size_t>(node_index)] = kind_column;
@@ -372,31 +416,8 @@ std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingC
 }
 
 std::vector<ConvSite> conv_sites(const Graph& graph) {
-  const OpRegistry& registry = OpRegistry::instance();
   std::vector<ConvSite> sites;
-  std::vector<char> needs_grad(static_cast<size_t>(graph.size()), 0);  // the node's output needs a gradient
-  for (int node_index = 0; node_index < graph.size(); ++node_index) {
-    const Node& node = graph.node(node_index);
-    const OpDef& def = registry.get(node.op);
-    OpCost cost = def.cost(view_of(graph, node_index));
-    bool inputs_need_grad = false;
-    for (int producer : node.inputs) inputs_need_grad = inputs_need_grad || needs_grad[static_cast<size_t>(producer)];
-    needs_grad[static_cast<size_t>(node_index)] = inputs_need_grad || cost.params > 0;
-    if (node.op != "Conv2d" || node.inputs.empty() || node.shape.rank() != 4 ||
-        graph.node(node.inputs[0]).shape.rank() != 4)
-      continue;
-    ConvSite site;
-    site.shape = memory::conv_shape(graph, node);
-    const double batch = static_cast<double>(std::max<int64_t>(site.shape.batch, 1));
-    site.flops_per_sample = static_cast<double>(cost.flops_fwd) / batch;
-    site.weight_bytes = static_cast<double>(cost.params * dtype_bytes(node.dtype));
-    site.input_grad = inputs_need_grad;
-    memory::ConvShape at_sixteen = site.shape;  // oneDNN's choice of kernels does not depend on the batch
-    at_sixteen.batch = 16;
-    site.mkldnn = memory::cpu_conv_impls(at_sixteen, 1);
-    site.shape.batch = 1;
-    sites.push_back(site);
-  }
+  accumulate(graph, checked_input_shape(graph), &sites);
   return sites;
 }
 
@@ -407,7 +428,7 @@ GraphFeatures graph_features(const Graph& graph) {
   GraphFeatures result;
   result.graph_batch = input_shape[0];
   double batch = static_cast<double>(result.graph_batch);
-  std::vector<double> at_batch = accumulate(graph, input_shape);
+  std::vector<double> at_batch = accumulate(graph, input_shape, &result.convs);
   // Most quantities are proportional to the batch, but not all (BatchNorm keeps per-channel
   // statistics; parameters do not grow): a second point at batch + 1 splits each column into
   // fixed + per-sample exactly for every quantity affine in the batch.
@@ -456,7 +477,6 @@ GraphFeatures graph_features(const Graph& graph) {
   result.saved_bytes_fixed = fixed_of("total.saved_bytes");
   result.param_bytes = fixed_of("total.param_bytes");
   result.params = static_cast<int64_t>(fixed_of("total.params"));
-  result.convs = conv_sites(graph);
   return result;
 }
 
@@ -557,8 +577,9 @@ std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& co
   if (input_shape[0] != config.batch)
     throw InputError("graph '" + graph.name + "' is built at batch " + std::to_string(input_shape[0]) +
                      ", the configuration asks for batch " + std::to_string(config.batch));
-  std::vector<double> row = accumulate(graph, input_shape);
-  fill_conv(conv_sites(graph), config, hardware, row.data());
+  std::vector<ConvSite> sites;
+  std::vector<double> row = accumulate(graph, input_shape, &sites);
+  fill_conv(sites, config, hardware, row.data());
   fill_config(config, hardware, row.data());
   return row;
 }
