@@ -120,6 +120,7 @@ void channels_last_recipe(const ConvShape& s, ConvRecipe& recipe) {
   RecipeWriter f(recipe.forward), bw(recipe.backward);
   if (depthwise) {
     recipe.backend = "mkldnn-nhwc:brdgmm_dw/jit_dw/jit";
+    recipe.impls = {ConvImpl::Jit, ConvImpl::Jit, ConvImpl::Jit};
     f.alloc(y, kSlotOutput);
     int32_t scratch = f.alloc(4096 + kScratchSlack);
     f.free(f.alloc(round_up(g, 16) * ks * kF32));
@@ -143,6 +144,7 @@ void channels_last_recipe(const ConvShape& s, ConvRecipe& recipe) {
     return;
   }
   recipe.backend = "mkldnn-nhwc:brgconv/jit/jit";
+  recipe.impls = {ConvImpl::Jit, ConvImpl::Jit, ConvImpl::Jit};
   // weight.contiguous(channels_last) is a copy unless the kernel is 1x1 or the input one channel
   const bool weight_copy = c / g > 1 && ks > 1;
   recipe.weight_grad_contiguous = !weight_copy;
@@ -183,18 +185,7 @@ bool cpu_conv_uses_mkldnn(const ConvShape& s, int64_t threads) {
 }
 
 std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads) {
-  const std::string backend = cpu_conv_recipe(shape, threads).backend;
-  std::array<ConvImpl, 3> impls{ConvImpl::Slow, ConvImpl::Slow, ConvImpl::Slow};
-  const size_t colon = backend.find(':');
-  if (colon == std::string::npos) return impls;  // "slow", "slow-grouped"
-  size_t start = colon + 1;
-  for (ConvImpl& impl : impls) {
-    size_t end = backend.find('/', start);
-    if (end == std::string::npos) end = backend.size();
-    impl = backend.compare(start, end - start, "gemm") == 0 ? ConvImpl::Gemm : ConvImpl::Jit;
-    start = std::min(end + 1, backend.size());
-  }
-  return impls;
+  return cpu_conv_recipe(shape, threads).impls;
 }
 
 ConvShape conv_shape(const Graph& graph, const Node& node) {
@@ -349,6 +340,7 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
     }
   }
   recipe.backend = "mkldnn:" + names[0] + "/" + (s.input_grad ? names[1] : "-") + "/" + names[2];
+  for (size_t pass = 0; pass < 3; ++pass) recipe.impls[pass] = names[pass] == "gemm" ? ConvImpl::Gemm : ConvImpl::Jit;
 
   // Forward: scratchpad, reordered src and weights, the primitive's dst; then the dense output.
   RecipeWriter f(recipe.forward);

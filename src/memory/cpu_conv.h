@@ -44,8 +44,15 @@ struct Step {
 
 enum ConvSlot : int32_t { kSlotOutput = 0, kSlotGradInput = 1, kSlotGradWeight = 2, kSlotGradBias = 3, kFirstTemp = 4 };
 
+// Which implementation runs a pass of a convolution: the slow im2col path, oneDNN's gemm
+// fallback, or a oneDNN jit kernel (blocked, 1x1, depthwise, brgemm). Their speeds per FLOP differ
+// several-fold, so the time predictor counts FLOPs per implementation (src/features).
+enum class ConvImpl : uint8_t { Slow, Gemm, Jit };
+
 struct ConvRecipe {
   std::string backend;          // "slow", "slow-grouped", "mkldnn:<fwd>/<bwd_data>/<bwd_weights>"
+  // The same, as classes: forward, backward data, backward weights.
+  std::array<ConvImpl, 3> impls{ConvImpl::Slow, ConvImpl::Slow, ConvImpl::Slow};
   std::vector<Step> forward;    // allocates kSlotOutput (kept)
   std::vector<Step> backward;   // allocates the gradients asked for (kept), in libtorch's order
   bool weight_grad_contiguous = true;  // false: the weight gradient has channels-last strides
@@ -59,11 +66,7 @@ ConvRecipe cpu_conv_recipe(const ConvShape& shape, int64_t threads);
 // input_grad true, channels_last and grad_copy false: the trace sets those from the layouts).
 ConvShape conv_shape(const Graph& graph, const Node& node);
 
-// Which implementation runs a pass of a convolution: the slow im2col path, oneDNN's gemm
-// fallback, or a oneDNN jit kernel (blocked, 1x1, depthwise, brgemm). Their speeds per FLOP differ
-// several-fold, so the time predictor counts FLOPs per implementation (src/features).
-enum class ConvImpl : uint8_t { Slow, Gemm, Jit };
-// Forward, backward-data, backward-weights, as cpu_conv_recipe() decides them.
+// Forward, backward-data, backward-weights, as cpu_conv_recipe() decides them (its `impls`).
 std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads);
 // ATen's use_mkldnn() for an f32 CPU convolution: false means the slow path for every pass.
 bool cpu_conv_uses_mkldnn(const ConvShape& shape, int64_t threads);

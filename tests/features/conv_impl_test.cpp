@@ -14,6 +14,7 @@
 #include "features/featurizer.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
+#include "python_run.h"
 
 namespace dnncast::features {
 namespace {
@@ -31,22 +32,10 @@ const char* name_of(memory::ConvImpl impl) {
 }
 
 std::string run_reference(const std::string& cases) {
-  char path[] = "/tmp/dnncast-conv-cases-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return "FAILED\ncannot create a temporary file";
-  std::FILE* file = fdopen(fd, "w");
-  std::fputs(cases.c_str(), file);
-  std::fclose(file);
-  std::string command =
-      std::string(DNNCAST_PYTHON) + " " DNNCAST_SOURCE_DIR "/scripts/conv_impl_reference.py < " + path + " 2>&1";
-  std::string output;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t count;
-    while ((count = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, count);
-    if (pclose(pipe) != 0) output = "FAILED\n" + output;
-  }
-  std::remove(path);
+  std::string path = python_test::write_temp(cases);
+  if (path.empty()) return "FAILED\ncannot create a temporary file";
+  std::string output = python_test::run_python_command(DNNCAST_SOURCE_DIR "/scripts/conv_impl_reference.py < " + path);
+  std::remove(path.c_str());
   return output;
 }
 

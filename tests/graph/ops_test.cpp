@@ -16,6 +16,7 @@
 #include "graph/builder.h"
 #include "graph/error.h"
 #include "graph/op_registry.h"
+#include "python_run.h"
 
 namespace dnncast {
 namespace {
@@ -980,24 +981,7 @@ std::string python_tuple(const TensorShape& shape) {
   return text + ")";
 }
 
-// Runs a Python script with Debian's torch; returns stdout, or "FAILED" + output on a non-zero exit.
-std::string run_python(const std::string& script) {
-  char path[] = "/tmp/dnncast-ops-test-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return "FAILED: mkstemp";
-  close(fd);
-  std::ofstream(path) << script;
-  std::string output;
-  std::string command = std::string(DNNCAST_PYTHON) + " " + path + " 2>&1";
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t count;
-    while ((count = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, count);
-    if (pclose(pipe) != 0) output = "FAILED\n" + output;
-  }
-  std::remove(path);
-  return output;
-}
+using python_test::run_python;
 
 TEST(Ops, TorchAgrees) {
   std::string script = kTorchPreamble;

@@ -18,6 +18,7 @@
 #include "graph/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
+#include "python_run.h"
 
 namespace dnncast {
 namespace {
@@ -108,24 +109,7 @@ TEST(Transformers, VitRejectsImagesNotDivisibleByThePatch) {
   EXPECT_THROW(build_zoo_model("vit_b_16", spec), InputError);
 }
 
-// Runs a Python snippet with Debian's torch/torchvision; returns its stdout ("" when it failed).
-std::string run_python(const std::string& code) {
-  char path[] = "/tmp/dnncast-transformers-test-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return "";
-  close(fd);
-  std::ofstream(path) << code;
-  std::string command = std::string(DNNCAST_PYTHON) + " " + path + " 2>&1";
-  std::string output;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t count;
-    while ((count = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, count);
-    if (pclose(pipe) != 0) output = "FAILED\n" + output;
-  }
-  std::remove(path);
-  return output;
-}
+using python_test::run_python;
 
 // Parameters per owning module, torchvision's vit_b_16 vs ours, at the default and another size.
 TEST(Transformers, VitB16ParamsEqualTorchvisionPerModule) {
