@@ -44,6 +44,21 @@ learn::TargetTransform resolve_transform(learn::TargetTransform transform, const
     return learn::TargetTransform::log();
   transform.reference_columns = resolved;
   transform.reference_names = names;
+  if (transform.thread_column >= 0) {
+    // Thread scaling needs the thread column in this fold; its pair columns are those present.
+    auto thread = std::find(columns.begin(), columns.end(), features::feature_index(transform.thread_name));
+    std::vector<int> pairs;
+    std::vector<std::string> pair_names;
+    for (const std::string& name : transform.pair_names) {
+      auto found = std::find(columns.begin(), columns.end(), features::feature_index(name));
+      if (found == columns.end()) continue;
+      pairs.push_back(static_cast<int>(found - columns.begin()));
+      pair_names.push_back(name);
+    }
+    transform.thread_column = thread == columns.end() ? -1 : static_cast<int>(thread - columns.begin());
+    transform.pair_columns = pairs;
+    transform.pair_names = pair_names;
+  }
   return transform;
 }
 
@@ -257,6 +272,19 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       learn::Matrix x = select(table.x, train, columns);
       learn::Vector y_train = learn::select_rows(y, train);
       std::vector<learn::TargetTransform> transforms = transforms_for(target, columns);
+      if (!options.transform.empty()) {
+        std::vector<learn::TargetTransform> kept;
+        std::string known;
+        for (const learn::TargetTransform& transform : transforms) {
+          std::string kind = transform.name().substr(0, transform.name().find('('));
+          known += (known.empty() ? "" : ", ") + kind;
+          if (kind == options.transform) kept.push_back(transform);
+        }
+        if (kept.empty())
+          throw InputError("--transform " + options.transform + " does not apply to " + target + " here (applicable: " +
+                           known + ")");
+        transforms = kept;
+      }
       if (options.learner == "auto") {
         learn::AutoMLOptions automl;
         automl.budget_s = options.budget_s;
@@ -308,6 +336,8 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         const std::string& family = table.samples[static_cast<size_t>(test[index])].family;
         for (double truth : repeats) {
           const double signed_error = (predicted(static_cast<int64_t>(index)) - truth) / truth;
+          if (options.keep_predictions)
+            evaluation.predictions.push_back({test[index], truth, predicted(static_cast<int64_t>(index)), baseline[index]});
           model_errors.push_back(std::abs(signed_error));
           baseline_errors.push_back(std::abs(baseline[index] - truth) / truth);
           family_signed[family].push_back(signed_error);
@@ -459,6 +489,25 @@ std::string EvaluationReport::text() const {
   }
   for (const std::string& note : notes) out << "note: " << note << "\n";
   return out.str();
+}
+
+void write_predictions_csv(const TrainingTable& table, const EvaluationReport& report, std::ostream& out) {
+  out << "target,network,family,environment,batch,input,seq_len,optimizer,precision,threads,measured,forecast,"
+         "roofline,signed_error\n";
+  char numbers[160];
+  for (const TargetEvaluation& target : report.targets)
+    for (const TestPrediction& run : target.predictions) {
+      const Sample& sample = table.samples[static_cast<size_t>(run.sample)];
+      auto environment = table.environments.find(sample.environment_hash);
+      std::string where = sample.environment_hash;
+      if (environment != table.environments.end()) where = environment_label(environment->second) + " " + where;
+      std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.4f", run.measured, run.predicted, run.baseline,
+                    (run.predicted - run.measured) / run.measured);
+      out << target.target << ',' << sample.network_name << ',' << sample.family << ",\"" << where << "\","
+          << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
+          << sample.config.optimizer << ',' << sample.config.precision << ',' << sample.config.threads << ',' << numbers
+          << '\n';
+    }
 }
 
 }  // namespace dnncast::apps

@@ -31,6 +31,8 @@ struct EvaluateOptions {
   std::string split = "random";  // random | family | batch | env
   std::string learner = "auto";  // "auto" = AutoML on the first training part; or a learner name (defaults)
   double budget_s = 60;          // AutoML budget per target
+  std::string transform;         // "" = every transform that applies; else only this kind ("log_ratio")
+  bool keep_predictions = false;  // fill TargetEvaluation::predictions
   int folds = 5;                 // AutoML cross-validation folds; also family-split folds
   uint64_t seed = 1;
   std::vector<std::string> targets;  // empty: time, and memory when every configuration has peak bytes
@@ -48,6 +50,12 @@ struct FamilyErrors {
   double baseline_mre = 0;
 };
 
+// One held-out run: what was measured, what the model and the roofline forecast.
+struct TestPrediction {
+  int64_t sample = 0;  // index into the table's samples
+  double measured = 0, predicted = 0, baseline = 0;
+};
+
 struct TargetEvaluation {
   std::string target;  // "time" | "memory"
   std::string learner, transform;
@@ -55,6 +63,7 @@ struct TargetEvaluation {
   learn::ErrorStats model, baseline, noise_floor;
   learn::ErrorStats simulator;          // memory only: the allocator simulator (src/memory), nothing learned
   std::vector<FamilyErrors> by_family;  // every family with test runs, by name
+  std::vector<TestPrediction> predictions;  // every held-out run (EvaluateOptions::keep_predictions)
   int64_t test_configurations = 0;
   int folds = 0;
 };
@@ -83,5 +92,9 @@ std::vector<double> baseline_predictions(const TrainingTable& table, const std::
                                          const std::vector<int64_t>& train, const std::vector<int64_t>& test);
 
 EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& options);
+
+// The held-out runs of a report as CSV, one line per run and target: target, network, family,
+// environment, configuration, measured, forecast, roofline, signed relative error.
+void write_predictions_csv(const TrainingTable& table, const EvaluationReport& report, std::ostream& out);
 
 }  // namespace dnncast::apps

@@ -150,11 +150,15 @@ learn::Vector targets_of(const TrainingTable& table, const std::string& target);
 // Columns that vary in the table (constant ones carry no information for any learner).
 std::vector<int> varying_columns(const learn::Matrix& x);
 // Transforms AutoML tries for a target: log relative to the analytic cost column (FLOPs per
-// thread for time, the training-memory estimate for memory), log relative to a linear reference
+// thread for time, scaled by the thread exponent measured on the training rows when threads vary;
+// the training-memory estimate for memory), log relative to a linear reference
 // fitted on the training rows (time: FLOPs by convolution implementation, FLOPs, bytes, batch,
 // parameters, nodes; memory: the roofline's terms), for memory also the identity (peak bytes are
 // close to a linear function of byte counts); plain log only when none of those columns varies.
 std::vector<learn::TargetTransform> transforms_for(const std::string& target, const std::vector<int>& columns);
+// Feature columns that identify a configuration apart from its thread count (the pairs that
+// measure thread scaling).
+const std::vector<std::string>& thread_pair_columns();
 
 // AutoML on the table, refit of the best candidate on all of it; leaderboard in the manifest.
 // Throws InputError on an unknown target or learner, or a table too small to train on.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "apps/evaluate.h"
@@ -19,7 +20,8 @@ int run_evaluate(const Args& args) {
       "Error of the learned predictor on held-out configurations (MRE, median and p90 relative error, share\n"
       "within 10%) for time and memory, beside the noise floor of the same data and a least-squares roofline.",
       "dnncast evaluate");
-  std::string db, split = "random", learner = "auto", target, environment, time_column = "median";
+  std::string db, split = "random", learner = "auto", target, environment, time_column = "median", transform,
+      predictions_path;
   double budget_s = 60;
   int folds = 5, threads = 1;
   int64_t seed = 1;
@@ -27,6 +29,8 @@ int run_evaluate(const Args& args) {
   app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
   app.add_option("--split", split, "random | family | batch | env (default random)");
   app.add_option("--learner", learner, "auto (AutoML on the training part) or a learner name");
+  app.add_option("--transform", transform,
+                 "try only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
   app.add_option("--budget-s", budget_s, "AutoML budget per target, seconds (default 60)");
   app.add_option("--folds", folds, "AutoML folds and family-split folds (default 5)");
   app.add_option("--target", target, "time | memory (default: both when the data has memory)");
@@ -34,6 +38,8 @@ int run_evaluate(const Args& args) {
   app.add_option("--time-column", time_column, "median (default) or normalised");
   app.add_option("--seed", seed, "seed of splits and search (default 1)");
   app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
+  app.add_option("--predictions", predictions_path,
+                 "write every held-out run (measured, forecast, roofline) to this CSV file");
   app.add_flag("--json", as_json, "print JSON");
   app.add_flag("--markdown", markdown, "print a docs/RESULTS.md-ready table");
   std::string cv_groups;
@@ -58,6 +64,8 @@ int run_evaluate(const Args& args) {
   apps::EvaluateOptions options;
   options.split = split;
   options.learner = learner;
+  options.transform = transform;
+  options.keep_predictions = !predictions_path.empty();
   options.budget_s = budget_s;
   options.folds = folds;
   options.seed = static_cast<uint64_t>(seed);
@@ -65,6 +73,12 @@ int run_evaluate(const Args& args) {
   options.log = quiet ? nullptr : &std::cerr;
   options.cv_groups = cv_groups;
   apps::EvaluationReport report = apps::evaluate(table, options);
+  if (!predictions_path.empty()) {
+    std::ofstream out(predictions_path);
+    apps::write_predictions_csv(table, report, out);
+    out.close();
+    if (!out) throw InputError("cannot write " + predictions_path);
+  }
   if (as_json) std::cout << report.to_json().dump(2) << "\n";
   else if (markdown) std::cout << report.markdown();
   else std::cout << report.text();

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <utility>
 
 #include "graph/error.h"
 #include "learn/metrics.h"
@@ -12,8 +16,12 @@ namespace {
 
 template <typename Value>
 double reference_of(const TargetTransform& transform, const Value* row) {
-  if (transform.kind == TargetTransform::Kind::LogRatio)
-    return std::max(0.0, static_cast<double>(row[transform.reference_columns[0]])) + transform.floor;
+  if (transform.kind == TargetTransform::Kind::LogRatio) {
+    double value = std::max(0.0, static_cast<double>(row[transform.reference_columns[0]])) + transform.floor;
+    if (transform.thread_column >= 0 && transform.thread_exponent != 1.0)
+      value *= std::pow(std::max(1.0, static_cast<double>(row[transform.thread_column])), 1.0 - transform.thread_exponent);
+    return value;
+  }
   if (transform.kind == TargetTransform::Kind::LogResidual) {
     double value = transform.coefficients.back();
     for (size_t index = 0; index < transform.reference_columns.size(); ++index)
@@ -23,7 +31,41 @@ double reference_of(const TargetTransform& transform, const Value* row) {
   return 1.0;
 }
 
+// The parallel-efficiency exponent e (time ~ work / threads^e) from pairs of rows that agree in
+// every pair column and differ in threads; 1 and no pairs when there are none.
+std::pair<double, int64_t> fit_thread_exponent(const TargetTransform& transform, const Matrix& x, const Vector& y) {
+  std::map<std::vector<double>, std::vector<std::pair<double, double>>> by_configuration;  // (threads, log y)
+  std::vector<double> key(transform.pair_columns.size());
+  for (int64_t row = 0; row < x.rows(); ++row) {
+    if (!(y(row) > 0)) continue;
+    for (size_t index = 0; index < key.size(); ++index) key[index] = x(row, transform.pair_columns[index]);
+    by_configuration[key].emplace_back(x(row, transform.thread_column), std::log(y(row)));
+  }
+  std::vector<double> estimates;
+  for (const auto& [configuration, runs] : by_configuration)
+    for (size_t a = 0; a < runs.size(); ++a)
+      for (size_t b = a + 1; b < runs.size(); ++b) {
+        const auto& [threads_a, log_a] = runs[a];
+        const auto& [threads_b, log_b] = runs[b];
+        if (!(threads_a >= 1 && threads_b >= 1) || threads_a == threads_b) continue;
+        estimates.push_back((log_a - log_b) / (std::log(threads_b) - std::log(threads_a)));
+      }
+  if (estimates.empty()) return {1.0, 0};
+  return {std::min(1.0, std::max(0.0, quantile(estimates, 0.5))), static_cast<int64_t>(estimates.size())};
+}
+
 }  // namespace
+
+TargetTransform TargetTransform::with_thread_scaling(int column, const std::string& name, std::vector<int> pairs,
+                                                     std::vector<std::string> pair_names_) const {
+  DNNCAST_ASSERT(kind == Kind::LogRatio && pairs.size() == pair_names_.size());
+  TargetTransform transform = *this;
+  transform.thread_column = column;
+  transform.thread_name = name;
+  transform.pair_columns = std::move(pairs);
+  transform.pair_names = std::move(pair_names_);
+  return transform;
+}
 
 std::string TargetTransform::name() const {
   std::string references;
@@ -31,7 +73,14 @@ std::string TargetTransform::name() const {
   switch (kind) {
     case Kind::Identity: return "identity";
     case Kind::Log: return "log";
-    case Kind::LogRatio: return "log_ratio(" + references + ")";
+    case Kind::LogRatio: {
+      if (thread_column < 0) return "log_ratio(" + references + ")";
+      if (thread_pairs == 0) return "log_ratio(" + references + ", fitted thread scaling)";
+      char scaling[96];
+      std::snprintf(scaling, sizeof scaling, ", work / threads^%.2f from %lld pairs", thread_exponent,
+                    static_cast<long long>(thread_pairs));
+      return "log_ratio(" + references + scaling + ")";
+    }
     case Kind::LogResidual: return "log_residual(" + references + ")";
   }
   return "";
@@ -42,6 +91,13 @@ void TargetTransform::fit(const Matrix& x, const Vector& y) {
   if (kind == Kind::LogRatio) {
     std::vector<double> values(x.col(reference_columns[0]).data(), x.col(reference_columns[0]).data() + x.rows());
     floor = std::max(1e-12, quantile(values, 0.05));
+    thread_exponent = 1.0;
+    thread_pairs = 0;
+    if (thread_column >= 0) {
+      DNNCAST_ASSERT(thread_column < x.cols());
+      for (int column : pair_columns) DNNCAST_ASSERT(column >= 0 && column < x.cols());
+      std::tie(thread_exponent, thread_pairs) = fit_thread_exponent(*this, x, y);
+    }
   } else if (kind == Kind::LogResidual) {
     // Weighted least squares: rows divided by their target, so the fit minimizes relative error.
     int64_t parameters = static_cast<int64_t>(reference_columns.size()) + 1;
@@ -127,6 +183,9 @@ nlohmann::json TargetTransform::to_json() const {
     document["reference_columns"] = reference_columns;
     document["floor"] = floor;
   }
+  if (kind == Kind::LogRatio && thread_column >= 0)
+    document["thread_scaling"] = {{"column", thread_column}, {"name", thread_name}, {"exponent", thread_exponent},
+                                  {"pairs", thread_pairs}, {"pair_columns", pair_columns}, {"pair_names", pair_names}};
   if (kind == Kind::LogResidual) document["coefficients"] = coefficients;
   return document;
 }
@@ -155,6 +214,18 @@ TargetTransform TargetTransform::from_json(const nlohmann::json& document) {
         if (column < 0) throw InputError("target transform: negative reference column");
       if (transform.kind == Kind::LogRatio && transform.reference_columns.size() != 1)
         throw InputError("target transform: log_ratio takes one reference");
+      if (transform.kind == Kind::LogRatio && document.contains("thread_scaling")) {
+        const nlohmann::json& scaling = document.at("thread_scaling");
+        transform.thread_column = scaling.at("column").get<int>();
+        transform.thread_name = scaling.at("name").get<std::string>();
+        transform.thread_exponent = scaling.at("exponent").get<double>();
+        transform.thread_pairs = scaling.at("pairs").get<int64_t>();
+        transform.pair_columns = scaling.at("pair_columns").get<std::vector<int>>();
+        transform.pair_names = scaling.at("pair_names").get<std::vector<std::string>>();
+        if (transform.thread_column < 0 || !(transform.thread_exponent >= 0 && transform.thread_exponent <= 1) ||
+            transform.pair_columns.size() != transform.pair_names.size())
+          throw InputError("target transform: thread_scaling needs a column, an exponent in [0, 1] and named pair columns");
+      }
       if (transform.kind == Kind::LogResidual) {
         transform.coefficients = document.at("coefficients").get<std::vector<double>>();
         if (transform.coefficients.size() != transform.reference_columns.size() + 1)

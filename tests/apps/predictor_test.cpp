@@ -256,9 +256,30 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   EvaluateOptions options;
   options.split = "random";
   options.learner = "ridge";
+  options.keep_predictions = true;
   EvaluationReport report = evaluate(table, options);
   ASSERT_EQ(report.targets.size(), 2u);
   const TargetEvaluation& time = report.targets[0];
+  // Every held-out run is kept, and its errors are the ones the MRE averages.
+  ASSERT_EQ(static_cast<int64_t>(time.predictions.size()), time.model.count);
+  double sum = 0;
+  for (const TestPrediction& run : time.predictions) sum += std::abs(run.predicted - run.measured) / run.measured;
+  EXPECT_NEAR(sum / static_cast<double>(time.predictions.size()), time.model.mre, 1e-12);
+  std::ostringstream csv;
+  write_predictions_csv(table, report, csv);
+  std::string text = csv.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'),
+            1 + time.model.count + report.targets[1].model.count);  // a header, then a line per run and target
+  EXPECT_EQ(text.rfind("target,network,family,environment,batch,", 0), 0u);
+  // One transform kind only, or an error naming the ones that apply.
+  options.keep_predictions = false;
+  options.transform = "log_residual";
+  options.targets = {"time"};
+  EXPECT_EQ(evaluate(table, options).targets[0].transform.rfind("log_residual(", 0), 0u);
+  options.transform = "sqrt";
+  EXPECT_THROW(evaluate(table, options), InputError);
+  options.transform = "";
+  options.targets = {};
   // Two repeats at +-2%: each repeat is 4% away from the other, relative to itself: 2/1.02*2% and 2/0.98*2%.
   EXPECT_NEAR(time.noise_floor.mre, (0.04 / 1.02 + 0.04 / 0.98) / 2, 1e-9);
   EXPECT_EQ(time.model.count, 2 * time.test_configurations);

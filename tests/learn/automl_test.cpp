@@ -90,6 +90,52 @@ TEST(Target, TransformsInvert) {
   EXPECT_THROW(TargetTransform::from_json({{"kind", "sqrt"}}), InputError);
 }
 
+TEST(Target, ThreadScalingIsMeasuredOnPairs) {
+  // Columns: work per thread (the ratio's reference), threads, work and batch (the pair key).
+  // Six configurations at 1 and 2 threads whose 2-thread time is work / 2^e with e 0.4 .. 0.6
+  // (median 0.5), and two configurations at 2 threads only.
+  const double exponents[] = {0.4, 0.45, 0.5, 0.5, 0.55, 0.6};
+  Matrix x(14, 4);
+  Vector y(14);
+  for (int k = 0; k < 6; ++k) {
+    double work = 100.0 * (k + 1), batch = k % 3 + 1;
+    x.row(2 * k) << work, 1, work, batch;
+    y(2 * k) = work;
+    x.row(2 * k + 1) << work / 2, 2, work, batch;
+    y(2 * k + 1) = work / std::pow(2.0, exponents[k]);
+  }
+  x.row(12) << 50, 2, 100, 2;  // same work as configuration 0, other batch: not a pair
+  y(12) = 80;
+  x.row(13) << 400, 2, 800, 1;
+  y(13) = 600;
+  TargetTransform scaled = TargetTransform::log_ratio(0, "work_per_thread")
+                               .with_thread_scaling(1, "threads", {2, 3}, {"work", "batch"});
+  scaled.fit(x, y);
+  EXPECT_EQ(scaled.thread_pairs, 6);
+  EXPECT_NEAR(scaled.thread_exponent, 0.5, 1e-12);
+  // The reference is work / threads^e plus the floor (5% quantile of work per thread).
+  double row[4] = {300, 2, 600, 1};
+  EXPECT_NEAR(scaled.reference(row), (300 + scaled.floor) * std::pow(2.0, 0.5), 1e-9);
+  Vector back = scaled.inverse(x, scaled.forward(x, y));
+  for (int64_t index = 0; index < y.size(); ++index) EXPECT_NEAR(back(index), y(index), 1e-9);
+  TargetTransform copy = TargetTransform::from_json(scaled.to_json());
+  EXPECT_EQ(copy.name(), scaled.name());
+  EXPECT_EQ(copy.thread_exponent, scaled.thread_exponent);
+  EXPECT_EQ(copy.pair_columns, scaled.pair_columns);
+  EXPECT_EQ(copy.reference(row), scaled.reference(row));
+  // Without pairs the scaling is ideal (e = 1): the reference is work per thread, as before.
+  TargetTransform unpaired = TargetTransform::log_ratio(0, "work_per_thread")
+                                 .with_thread_scaling(1, "threads", {2, 3}, {"work", "batch"});
+  unpaired.fit(x.bottomRows(2), y.tail(2));
+  EXPECT_EQ(unpaired.thread_pairs, 0);
+  EXPECT_EQ(unpaired.thread_exponent, 1.0);
+  EXPECT_NEAR(unpaired.reference(row), 300 + unpaired.floor, 1e-9);
+  // A manifest with an exponent outside [0, 1] is refused.
+  nlohmann::json bad = scaled.to_json();
+  bad["thread_scaling"]["exponent"] = 1.5;
+  EXPECT_THROW(TargetTransform::from_json(bad), InputError);
+}
+
 TEST(AutoML, FindsAnAccurateModelAndRanksTheLeaderboard) {
   // y = exp(1 + x0 + x0*x1) * (1 + 1% noise): exact for stepwise regression in log space.
   Rng rng(11);
