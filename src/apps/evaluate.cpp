@@ -272,19 +272,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       learn::Matrix x = select(table.x, train, columns);
       learn::Vector y_train = learn::select_rows(y, train);
       std::vector<learn::TargetTransform> transforms = transforms_for(target, columns);
-      if (!options.transform.empty()) {
-        std::vector<learn::TargetTransform> kept;
-        std::string known;
-        for (const learn::TargetTransform& transform : transforms) {
-          std::string kind = transform.name().substr(0, transform.name().find('('));
-          known += (known.empty() ? "" : ", ") + kind;
-          if (kind == options.transform) kept.push_back(transform);
-        }
-        if (kept.empty())
-          throw InputError("--transform " + options.transform + " does not apply to " + target + " here (applicable: " +
-                           known + ")");
-        transforms = kept;
-      }
+      if (!options.transform.empty()) transforms = keep_transform_kind(transforms, options.transform, target);
       if (options.learner == "auto") {
         learn::AutoMLOptions automl;
         automl.budget_s = options.budget_s;

@@ -534,6 +534,21 @@ std::vector<learn::TargetTransform> transforms_for(const std::string& target, co
   return transforms;
 }
 
+std::vector<learn::TargetTransform> keep_transform_kind(const std::vector<learn::TargetTransform>& transforms,
+                                                        const std::string& kind, const std::string& target) {
+  std::vector<learn::TargetTransform> kept;
+  std::string known;
+  for (const learn::TargetTransform& transform : transforms) {
+    std::string name = transform.name();
+    std::string transform_kind = name.substr(0, name.find('('));
+    known += (known.empty() ? "" : ", ") + transform_kind;
+    if (transform_kind == kind) kept.push_back(transform);
+  }
+  if (kept.empty())
+    throw InputError("transform " + kind + " does not apply to " + target + " here (applicable: " + known + ")");
+  return kept;
+}
+
 std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by) {
   if (by == "none") return {};
   if (by != "network" && by != "family") throw InputError("unknown CV grouping '" + by + "' (known: network, family, none)");
@@ -587,6 +602,7 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
   automl.seed = options.seed;
   automl.learners = options.learners;
   automl.transforms = transforms_for(options.target, columns);
+  if (!options.transform.empty()) automl.transforms = keep_transform_kind(automl.transforms, options.transform, options.target);
   automl.log = options.log;
   automl.max_candidates = options.max_candidates;
   std::vector<int64_t> all_rows(table.samples.size());

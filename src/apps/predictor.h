@@ -135,6 +135,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::vector<std::string> learners;  // empty = all
   int64_t max_candidates = 0;         // 0 = until the budget is spent
+  std::string transform;              // "" = every transform that applies; else only this kind
   // Cross-validation folds keep each network whole ("network", default: the choice favours models
   // that generalize to unseen networks), each family whole ("family"), or are plain ("none").
   std::string cv_groups = "network";
@@ -156,6 +157,9 @@ std::vector<int> varying_columns(const learn::Matrix& x);
 // parameters, nodes; memory: the roofline's terms), for memory also the identity (peak bytes are
 // close to a linear function of byte counts); plain log only when none of those columns varies.
 std::vector<learn::TargetTransform> transforms_for(const std::string& target, const std::vector<int>& columns);
+// The transforms of one kind ("log_ratio"); InputError naming the applicable kinds when none is.
+std::vector<learn::TargetTransform> keep_transform_kind(const std::vector<learn::TargetTransform>& transforms,
+                                                        const std::string& kind, const std::string& target);
 // Feature columns that identify a configuration apart from its thread count (the pairs that
 // measure thread scaling).
 const std::vector<std::string>& thread_pair_columns();

@@ -53,6 +53,9 @@ int run_train(const Args& args) {
   app.add_option("--time-column", time_column, "median (default) or normalised (probe-scaled) iteration time");
   app.add_option("--seed", seed, "seed of folds and random search (default 1)");
   app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
+  std::string transform;
+  app.add_option("--transform", transform,
+                 "search only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
   std::string cv_groups = "network";
   app.add_option("--cv-groups", cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
   app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
@@ -93,6 +96,7 @@ int run_train(const Args& args) {
     options.learners = learners;
     options.log = quiet ? nullptr : &std::cerr;
     options.cv_groups = cv_groups;
+    options.transform = transform;
     if (!quiet) std::fprintf(stderr, "train %s:\n", job_target.c_str());
     apps::Predictor predictor = apps::train_predictor(table, options);
     predictor.save(folder);
