@@ -32,30 +32,30 @@ learn::TargetTransform resolve_transform(learn::TargetTransform transform, const
   if (transform.kind != learn::TargetTransform::Kind::LogRatio &&
       transform.kind != learn::TargetTransform::Kind::LogResidual)
     return transform;
+  // The names found among `columns`, and their positions there.
+  auto resolve = [&](const std::vector<std::string>& wanted, std::vector<int>& positions, std::vector<std::string>& found) {
+    positions.clear();
+    found.clear();
+    for (const std::string& name : wanted) {
+      int position = column_position(columns, name);
+      if (position < 0) continue;
+      positions.push_back(position);
+      found.push_back(name);
+    }
+  };
   std::vector<int> resolved;
   std::vector<std::string> names;
-  for (const std::string& name : transform.reference_names) {
-    auto found = std::find(columns.begin(), columns.end(), features::feature_index(name));
-    if (found == columns.end()) continue;
-    resolved.push_back(static_cast<int>(found - columns.begin()));
-    names.push_back(name);
-  }
+  resolve(transform.reference_names, resolved, names);
   if (resolved.empty() || (transform.kind == learn::TargetTransform::Kind::LogRatio && resolved.size() != 1))
     return learn::TargetTransform::log();
   transform.reference_columns = resolved;
   transform.reference_names = names;
   if (transform.thread_column >= 0) {
     // Thread scaling needs the thread column in this fold; its pair columns are those present.
-    auto thread = std::find(columns.begin(), columns.end(), features::feature_index(transform.thread_name));
+    transform.thread_column = column_position(columns, transform.thread_name);
     std::vector<int> pairs;
     std::vector<std::string> pair_names;
-    for (const std::string& name : transform.pair_names) {
-      auto found = std::find(columns.begin(), columns.end(), features::feature_index(name));
-      if (found == columns.end()) continue;
-      pairs.push_back(static_cast<int>(found - columns.begin()));
-      pair_names.push_back(name);
-    }
-    transform.thread_column = thread == columns.end() ? -1 : static_cast<int>(thread - columns.begin());
+    resolve(transform.pair_names, pairs, pair_names);
     transform.pair_columns = pairs;
     transform.pair_names = pair_names;
   }

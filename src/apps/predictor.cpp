@@ -476,11 +476,13 @@ const std::vector<std::string>& thread_pair_columns() {
   return names;
 }
 
+int column_position(const std::vector<int>& columns, const std::string& name) {
+  auto found = std::find(columns.begin(), columns.end(), features::feature_index(name));
+  return found == columns.end() ? -1 : static_cast<int>(found - columns.begin());
+}
+
 std::vector<learn::TargetTransform> transforms_for(const std::string& target, const std::vector<int>& columns) {
-  auto position = [&](const std::string& name) {
-    auto found = std::find(columns.begin(), columns.end(), features::feature_index(name));
-    return found == columns.end() ? -1 : static_cast<int>(found - columns.begin());
-  };
+  auto position = [&](const std::string& name) { return column_position(columns, name); };
   std::vector<learn::TargetTransform> transforms{learn::TargetTransform::log()};
   std::string ratio = target == "time" ? "est.flops_per_thread" : "est.train_memory_bytes";
   if (position(ratio) >= 0) {

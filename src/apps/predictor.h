@@ -150,6 +150,8 @@ std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<
 learn::Vector targets_of(const TrainingTable& table, const std::string& target);
 // Columns that vary in the table (constant ones carry no information for any learner).
 std::vector<int> varying_columns(const learn::Matrix& x);
+// Where feature `name` sits among selected `columns` (feature indices); -1 when it is not there.
+int column_position(const std::vector<int>& columns, const std::string& name);
 // Transforms AutoML tries for a target: log relative to the analytic cost column (FLOPs per
 // thread for time, scaled by the thread exponent measured on the training rows when threads vary;
 // the training-memory estimate for memory), log relative to a linear reference
