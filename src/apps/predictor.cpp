@@ -541,10 +541,8 @@ std::vector<learn::TargetTransform> keep_transform_kind(const std::vector<learn:
   std::vector<learn::TargetTransform> kept;
   std::string known;
   for (const learn::TargetTransform& transform : transforms) {
-    std::string name = transform.name();
-    std::string transform_kind = name.substr(0, name.find('('));
-    known += (known.empty() ? "" : ", ") + transform_kind;
-    if (transform_kind == kind) kept.push_back(transform);
+    known += (known.empty() ? "" : ", ") + transform.kind_name();
+    if (transform.kind_name() == kind) kept.push_back(transform);
   }
   if (kept.empty())
     throw InputError("transform " + kind + " does not apply to " + target + " here (applicable: " + known + ")");

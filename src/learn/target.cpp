@@ -67,6 +67,11 @@ TargetTransform TargetTransform::with_thread_scaling(int column, const std::stri
   return transform;
 }
 
+std::string TargetTransform::kind_name() const {
+  const char* kinds[] = {"identity", "log", "log_ratio", "log_residual"};
+  return kinds[static_cast<int>(kind)];
+}
+
 std::string TargetTransform::name() const {
   std::string references;
   for (const std::string& reference : reference_names) references += (references.empty() ? "" : "+") + reference;
@@ -176,8 +181,7 @@ Vector TargetTransform::inverse(const Matrix& x, const Vector& transformed) cons
 }
 
 nlohmann::json TargetTransform::to_json() const {
-  const char* kinds[] = {"identity", "log", "log_ratio", "log_residual"};
-  nlohmann::json document{{"kind", kinds[static_cast<int>(kind)]}, {"clamp", {clamp_low, clamp_high}}};
+  nlohmann::json document{{"kind", kind_name()}, {"clamp", {clamp_low, clamp_high}}};
   if (kind == Kind::LogRatio || kind == Kind::LogResidual) {
     document["references"] = reference_names;
     document["reference_columns"] = reference_columns;

@@ -69,6 +69,7 @@ struct TargetTransform {
   TargetTransform with_thread_scaling(int column, const std::string& name, std::vector<int> pairs,
                                       std::vector<std::string> pair_names_) const;
 
+  std::string kind_name() const;  // "identity", "log", "log_ratio", "log_residual"
   std::string name() const;  // "log", "log_ratio(est.flops_per_thread)", "log_residual(a+b+c)"
   // Fits what depends on the training data: the LogRatio floor (5% quantile of the reference),
   // the LogResidual coefficients and floor (a tenth of the smallest target), the output bounds.
