@@ -76,6 +76,12 @@ std::string percent(double value) {
   return text;
 }
 
+std::string ratio_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fx", value);
+  return text;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(const TrainingTable& table,
@@ -162,10 +168,12 @@ learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats) {
     if (values.size() < 2) continue;
     double sum = 0;
     for (double value : values) sum += value;
+    double k = static_cast<double>(values.size());
+    double scale = std::sqrt((k - 1) / k);
     for (double value : values) {
       if (!(value > 0)) continue;
-      double others = (sum - value) / static_cast<double>(values.size() - 1);
-      errors.push_back(std::abs(others - value) / value);
+      double others = (sum - value) / (k - 1);
+      errors.push_back(scale * std::abs(others - value) / value);
     }
   }
   return learn::error_stats(errors);
@@ -279,6 +287,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         automl.folds = options.folds;
         automl.seed = options.seed;
         automl.transforms = transforms;
+        automl.learners = options.learners;
         automl.groups = cv_groups_of(table, train, cv_groups);
         automl.log = options.log;
         if (options.log)
@@ -288,13 +297,15 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         candidate = result.best().candidate;
         if (options.log) *options.log << learn::format_leaderboard(result, 5);
       } else {
-        // A fixed learner with its defaults; only the target transform is chosen, by CV on this part.
+        // A fixed learner with its defaults (or the given hyperparameters over them); only the target
+        // transform is chosen, by CV on this part.
+        nlohmann::json hyperparameters = learn::make_learner(options.learner, options.hyperparameters)->hyperparameters();
         std::vector<int64_t> groups = cv_groups_of(table, train, cv_groups);
         auto folds = groups.empty() ? learn::kfold_indices(x.rows(), options.folds, options.seed)
                                     : learn::group_kfold_indices(groups, options.folds, options.seed);
         double best_mre = HUGE_VAL;
         for (const learn::TargetTransform& transform : transforms) {
-          learn::Candidate trial{options.learner, learn::make_learner(options.learner)->hyperparameters(), transform};
+          learn::Candidate trial{options.learner, hyperparameters, transform};
           learn::CandidateResult scored = learn::cross_validate(x, y_train, trial, folds);
           if (scored.error.empty() && scored.cv.mre < best_mre) {
             best_mre = scored.cv.mre;
@@ -352,7 +363,10 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.baseline = learn::error_stats(baseline_errors);
     evaluation.simulator = learn::error_stats(simulator_errors);
     std::vector<std::vector<double>> all_repeats;
-    for (const Sample& sample : table.samples) all_repeats.push_back(repeats_of(sample, target));
+    for (const Sample& sample : table.samples) {
+      all_repeats.push_back(repeats_of(sample, target));
+      if (all_repeats.back().size() >= 2) ++evaluation.noise_configurations;
+    }
     evaluation.noise_floor = noise_floor(all_repeats);
     if (evaluation.noise_floor.count == 0)
       report.notes.push_back(target + ": no configuration has 2 or more repeats; the noise floor is unknown");
@@ -389,6 +403,7 @@ json EvaluationReport::to_json() const {
                             {"baseline", target.baseline.to_json()},
                             {"simulator", target.simulator.count > 0 ? target.simulator.to_json() : json(nullptr)},
                             {"noise_floor", target.noise_floor.to_json()},
+                            {"noise_configurations", target.noise_configurations},
                             {"by_family", by_family_json(target.by_family)}});
   return {{"dataset", dataset},
           {"split", split},
@@ -422,8 +437,12 @@ std::string EvaluationReport::markdown() const {
     line("learned: " + target.learner + ", " + target.transform, target.model);
     if (target.target == "memory") line("memory simulator (src/memory, nothing learned)", target.simulator);
     line("analytic roofline (least squares)", target.baseline);
-    line("noise floor (repeat vs. mean of the other repeats)", target.noise_floor);
+    line("noise floor (a repeat vs. its configuration's mean, from the spread between repeats)", target.noise_floor);
     out << "\n";
+    if (target.noise_floor.count > 0 && target.noise_floor.mre > 0)
+      out << "Learned MRE = " << ratio_text(target.model.mre / target.noise_floor.mre)
+          << " the noise floor (" << target.noise_floor.count << " runs of " << target.noise_configurations
+          << " configurations measured 2 or more times).\n\n";
     if (split == "family" && !target.by_family.empty()) {
       out << "By held-out family (signed: forecast − measured, relative; negative = forecast too low):\n\n"
           << "| family | test runs | learned MRE | learned median signed | roofline MRE |\n|---|---:|---:|---:|---:|\n";
@@ -462,7 +481,11 @@ std::string EvaluationReport::text() const {
     row("learned (" + target.learner + ", " + target.transform + ")", target.model);
     if (target.target == "memory") row("memory simulator (nothing learned)", target.simulator);
     row("analytic roofline (least squares)", target.baseline);
-    row("noise floor (repeat vs. other repeats)", target.noise_floor);
+    row("noise floor (repeat vs. configuration mean)", target.noise_floor);
+    if (target.noise_floor.count > 0 && target.noise_floor.mre > 0)
+      out << "  learned MRE = " << ratio_text(target.model.mre / target.noise_floor.mre) << " the noise floor ("
+          << target.noise_floor.count << " runs of " << target.noise_configurations
+          << " configurations measured 2+ times)\n";
     if (split == "family" && !target.by_family.empty()) {
       std::snprintf(line, sizeof line, "  %-20s %8s %12s %16s %14s\n", "held-out family", "runs", "learned MRE",
                     "median signed", "roofline MRE");

@@ -30,6 +30,9 @@ namespace dnncast::apps {
 struct EvaluateOptions {
   std::string split = "random";  // random | family | batch | env
   std::string learner = "auto";  // "auto" = AutoML on the first training part; or a learner name (defaults)
+  std::vector<std::string> learners;  // learner "auto": the learners AutoML searches (empty = all)
+  // A named learner: these hyperparameters over its defaults (unknown names are an InputError).
+  nlohmann::json hyperparameters = nlohmann::json::object();
   double budget_s = 60;          // AutoML budget per target
   std::string transform;         // "" = every transform that applies; else only this kind ("log_ratio")
   bool keep_predictions = false;  // fill TargetEvaluation::predictions
@@ -61,6 +64,7 @@ struct TargetEvaluation {
   std::string learner, transform;
   nlohmann::json hyperparameters;
   learn::ErrorStats model, baseline, noise_floor;
+  int64_t noise_configurations = 0;     // configurations with 2+ repeats behind noise_floor
   learn::ErrorStats simulator;          // memory only: the allocator simulator (src/memory), nothing learned
   std::vector<FamilyErrors> by_family;  // every family with test runs, by name
   std::vector<TestPrediction> predictions;  // every held-out run (EvaluateOptions::keep_predictions)
@@ -84,7 +88,14 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
                                                                               const std::string& split, int folds,
                                                                               uint64_t seed, std::string* description);
 
-// The noise floor of a set of samples: each repeat predicted by the mean of the other repeats.
+// The noise floor of a set of samples: the error a forecast that knew each configuration's true
+// mean would make against single measurements, estimated from the spread between repeats. A
+// repeat x of a configuration measured k times is compared with the mean m of the other k-1:
+// |x - m| / x, scaled by sqrt((k-1)/k), since x - m has k/(k-1) times the variance of x - mean
+// (for Gaussian noise the scaled error has the same mean as |x - mean| / x). Without the
+// scaling, a configuration measured twice would count its noise sqrt(2) times and one measured
+// five times sqrt(1.25) times: the floor would depend on how often the data was repeated.
+// Configurations with one repeat are skipped.
 learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats);
 
 // Roofline baseline predictions for `test` rows, fitted on `train` rows.

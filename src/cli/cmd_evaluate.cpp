@@ -29,6 +29,10 @@ int run_evaluate(const Args& args) {
   app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
   app.add_option("--split", split, "random | family | batch | env (default random)");
   app.add_option("--learner", learner, "auto (AutoML on the training part) or a learner name");
+  std::string learners_text, hyperparameters_text;
+  app.add_option("--learners", learners_text, "with --learner auto: comma-separated learners to search (default all)");
+  app.add_option("--hyperparameters", hyperparameters_text,
+                 "with a learner name: JSON object of hyperparameters over its defaults, e.g. '{\"max_depth\": 8}'");
   app.add_option("--transform", transform,
                  "try only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
   app.add_option("--budget-s", budget_s, "AutoML budget per target, seconds (default 60)");
@@ -49,6 +53,17 @@ int run_evaluate(const Args& args) {
   app.add_flag("--quiet", quiet, "no progress on stderr");
   if (!parse_args(app, args, "evaluate")) return 0;
   if (learner != "auto") learn::learner_info(learner);
+  std::vector<std::string> learners = split_list(learners_text);
+  for (const std::string& name : learners) learn::learner_info(name);  // unknown names fail before any work
+  if (!learners.empty() && learner != "auto") throw InputError("--learners goes with --learner auto");
+  nlohmann::json hyperparameters = nlohmann::json::object();
+  if (!hyperparameters_text.empty()) {
+    if (learner == "auto") throw InputError("--hyperparameters goes with a learner name (--learner xgboost, ...)");
+    hyperparameters = nlohmann::json::parse(hyperparameters_text, nullptr, false);
+    if (!hyperparameters.is_object())
+      throw InputError("--hyperparameters is not a JSON object: " + hyperparameters_text);
+    learn::make_learner(learner, hyperparameters);  // unknown or ill-typed names fail before any work
+  }
   if (!target.empty() && target != "time" && target != "memory")
     throw InputError("unknown --target '" + target + "' (known: time, memory)");
   if (!(budget_s > 0)) throw InputError("--budget-s must be positive");
@@ -64,6 +79,8 @@ int run_evaluate(const Args& args) {
   apps::EvaluateOptions options;
   options.split = split;
   options.learner = learner;
+  options.learners = learners;
+  options.hyperparameters = hyperparameters;
   options.transform = transform;
   options.keep_predictions = !predictions_path.empty();
   options.budget_s = budget_s;

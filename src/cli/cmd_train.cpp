@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 #include "apps/predictor.h"
 #include "cli/commands.h"
@@ -14,19 +13,6 @@
 #include "learn/learner.h"
 
 namespace dnncast::cli {
-
-namespace {
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ','))
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
-}  // namespace
 
 int run_train(const Args& args) {
   CLI::App app(

@@ -23,15 +23,6 @@ namespace dnncast::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& text, char separator = ',') {
-  std::vector<std::string> items;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, separator))
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
 bool is_sqlite_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[16] = {};

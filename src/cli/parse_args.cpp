@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include "graph/error.h"
 
@@ -21,6 +22,15 @@ bool parse_args(CLI::App& app, const Args& args, const std::string& command) {
     throw InputError(message + " (see dnncast " + command + " --help)");
   }
   return true;
+}
+
+std::vector<std::string> split_list(const std::string& text, char separator) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, separator))
+    if (!item.empty()) items.push_back(item);
+  return items;
 }
 
 }  // namespace dnncast::cli

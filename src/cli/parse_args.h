@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -13,5 +14,8 @@ namespace dnncast::cli {
 // stdout: the command then returns 0). A parse error becomes InputError on one line, naming the
 // command's help: "... (see dnncast COMMAND --help)".
 bool parse_args(CLI::App& app, const Args& args, const std::string& command);
+
+// "a,b,,c" -> {"a", "b", "c"}: the items of a list option, empty ones dropped.
+std::vector<std::string> split_list(const std::string& text, char separator = ',');
 
 }  // namespace dnncast::cli

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -279,9 +280,19 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   options.transform = "sqrt";
   EXPECT_THROW(evaluate(table, options), InputError);
   options.transform = "";
+  // Hyperparameters over the learner's defaults reach the fitted candidate; unknown ones are refused.
+  options.hyperparameters = {{"alpha", 1000.0}};
+  TargetEvaluation regularised = evaluate(table, options).targets[0];
+  EXPECT_EQ(regularised.hyperparameters["alpha"], 1000.0);
+  EXPECT_NE(regularised.model.mre, time.model.mre);  // the same split and learner, another alpha
+  options.hyperparameters = {{"alpa", 3.5}};
+  EXPECT_THROW(evaluate(table, options), InputError);
+  options.hyperparameters = nlohmann::json::object();
   options.targets = {};
-  // Two repeats at +-2%: each repeat is 4% away from the other, relative to itself: 2/1.02*2% and 2/0.98*2%.
-  EXPECT_NEAR(time.noise_floor.mre, (0.04 / 1.02 + 0.04 / 0.98) / 2, 1e-9);
+  // Two repeats at +-2%: each repeat is 4% away from the other, relative to itself: 2/1.02*2% and
+  // 2/0.98*2%, scaled by sqrt(1/2) for k = 2 (apps/evaluate.h): about 2%, each repeat vs. the mean.
+  EXPECT_NEAR(time.noise_floor.mre, (0.04 / 1.02 + 0.04 / 0.98) / 2 * std::sqrt(0.5), 1e-9);
+  EXPECT_EQ(time.noise_configurations, static_cast<int64_t>(table.samples.size()));
   EXPECT_EQ(time.model.count, 2 * time.test_configurations);
   // The roofline is the exact form of this dataset's time: its error is the noise (2%).
   EXPECT_NEAR(time.baseline.mre, 0.02, 0.005);
@@ -364,9 +375,35 @@ TEST(PredictorErrors, TooSmallDatasetIsAnInputError) {
 
 TEST(NoiseFloor, HandComputed) {
   // Repeats {10, 12}: 12 vs 10 is 20% of 10; 10 vs 12 is 1/6 of 12. {5}: no partner, ignored.
+  // Two repeats: scaled by sqrt((2-1)/2).
   learn::ErrorStats stats = noise_floor({{10, 12}, {5}});
   EXPECT_EQ(stats.count, 2);
-  EXPECT_NEAR(stats.mre, (0.2 + 2.0 / 12) / 2, 1e-12);
+  EXPECT_NEAR(stats.mre, (0.2 + 2.0 / 12) / 2 * std::sqrt(0.5), 1e-12);
+}
+
+TEST(NoiseFloor, EstimatesTheErrorAgainstTheTrueMeanWhateverTheRepeatCount) {
+  // Configurations with a known true time and 10% Gaussian noise: the floor estimated from the
+  // repeats alone must match the error of a forecast that knows the true time, whether the
+  // configurations were measured twice or five times (unscaled, k = 2 would read 41% high).
+  std::mt19937_64 random(7);
+  std::normal_distribution<double> noise(0.0, 0.1);
+  std::uniform_real_distribution<double> log_time(0.0, 8.0);
+  for (int repeats : {2, 3, 5}) {
+    std::vector<std::vector<double>> measured;
+    std::vector<double> against_truth;
+    for (int config = 0; config < 20000 / repeats; ++config) {
+      double truth = std::exp(log_time(random));
+      std::vector<double> values;
+      for (int r = 0; r < repeats; ++r) {
+        values.push_back(truth * (1 + noise(random)));
+        against_truth.push_back(std::abs(truth - values.back()) / values.back());
+      }
+      measured.push_back(values);
+    }
+    double direct = learn::error_stats(against_truth).mre;
+    learn::ErrorStats estimated = noise_floor(measured);
+    EXPECT_NEAR(estimated.mre / direct, 1.0, 0.03) << repeats << " repeats: " << estimated.mre << " vs " << direct;
+  }
 }
 
 // Writes a minimal predictor set (a real trained ridge model) for an environment.
