@@ -3,7 +3,11 @@
 measured in its own process at a different time, lie apart -- raw median time and drift-normalised
 time -- and what the machine was doing meanwhile (load from other processes, the drift probe).
 
-    /usr/bin/python3 scripts/noise-floor-db.py DATA.db [--plan noise-floor]
+    /usr/bin/python3 scripts/noise-floor-db.py DATA.db [--plan noise-floor] [--by-plan]
+
+--by-plan adds `dnncast evaluate`'s noise floor (each repeat against the mean of the others, scaled
+by sqrt((k-1)/k) for a configuration measured k times: the error against the configuration's mean)
+per plan that measured the configuration first.
 """
 import argparse
 import itertools
@@ -24,6 +28,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("db")
     parser.add_argument("--plan", default=None, help="only runs of this plan (default: every repeated configuration)")
+    parser.add_argument("--by-plan", action="store_true", help="evaluate's noise floor per plan of the first run")
     args = parser.parse_args()
     try:
         db = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
@@ -39,8 +44,8 @@ def main():
         params.append(args.plan)
     rows = db.execute(
         "SELECT network_id, environment_id, batch, input, optimizer, threads, repeat_index, time_ms_median, "
-        "time_ms_normalised, probe_ms_before, probe_ms_after, load_other_cpus, measured_at FROM runs WHERE " + where +
-        " ORDER BY measured_at", params).fetchall()
+        "time_ms_normalised, probe_ms_before, probe_ms_after, load_other_cpus, measured_at, plan FROM runs WHERE " +
+        where + " ORDER BY measured_at", params).fetchall()
     groups = {}
     for row in rows:
         groups.setdefault(row[:6], []).append(row)
@@ -71,6 +76,26 @@ def main():
         print(f"| {column} | {summary(consecutive[column])} | {summary(pairs[column])} |")
     print()
     print("cells: mean / median / p90 of |a - b| / mean(a, b) over pairs of repeats of one configuration")
+    if args.by_plan:
+        floors = {}
+        for group in repeated.values():
+            values = [run[7] for run in group]
+            k = len(values)
+            scale = ((k - 1) / k) ** 0.5
+            errors = [scale * abs((sum(values) - x) / (k - 1) - x) / x for x in values]
+            first = min(group, key=lambda run: (run[6], run[12]))[13]
+            for key in (first, "all"):
+                floors.setdefault(key, ([], []))
+                floors[key][0].append(k)
+                floors[key][1].extend(errors)
+        print()
+        print("| plan of the first run | configurations | runs | noise floor (mean / median / p90) |")
+        print("|---|---:|---:|---|")
+        for plan in sorted(floors, key=lambda name: (name == "all", name)):
+            counts, errors = floors[plan]
+            print(f"| {plan} | {len(counts)} | {sum(counts)} | {summary(errors)} |")
+        print()
+        print("noise floor: |x - mean of the other repeats| / x * sqrt((k-1)/k), as `dnncast evaluate` computes it")
 
 
 if __name__ == "__main__":
