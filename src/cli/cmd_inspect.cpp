@@ -11,6 +11,7 @@
 
 #include "apps/model_source.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "graph/error.h"
 #include "graph/op_registry.h"
@@ -244,18 +245,6 @@ void print_list(bool as_json) {
   std::printf("\nAlso: synthetic:SEED (seeded random CNNs) and graph JSON files (dnncast-graph/1).\n");
 }
 
-std::vector<int64_t> parse_image_input(const std::string& text) {
-  TensorShape shape;
-  try {
-    shape = parse_shape(text);
-  } catch (const InputError& error) {
-    throw error.with_context("--input");
-  }
-  if (shape.rank() != 3)
-    throw InputError("--input '" + text + "': expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
-  return shape.dims;
-}
-
 }  // namespace
 
 int run_inspect(const Args& args) {
@@ -263,15 +252,13 @@ int run_inspect(const Args& args) {
       "Per-layer output shapes, parameters, MACs, activation bytes and bytes kept for backward, with totals.\n"
       "MODEL: a zoo name (--list), a graph JSON file, or synthetic:SEED.",
       "dnncast inspect");
-  std::string model, input_text;
-  int64_t batch = 0, seq_len = 0, classes = 0;
+  std::string model;
+  int64_t batch = 0;
   bool as_json = false, list = false;
   app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED");
   CLI::Option* batch_option = app.add_option("--batch", batch, "batch size (default: 1, or the graph file's)");
-  CLI::Option* input_option = app.add_option("--input", input_text, "image input CxHxW (default: the model's)");
-  CLI::Option* seq_option = app.add_option("--seq", seq_len, "sequence length of a sequence model");
-  input_option->excludes(seq_option);
-  CLI::Option* classes_option = app.add_option("--classes", classes, "classifier outputs (default 1000)");
+  ModelOptions model_options;
+  model_options.add_to(app);
   app.add_flag("--json", as_json, "print JSON instead of a table");
   app.add_flag("--list", list, "list the models of the zoo");
 
@@ -284,23 +271,9 @@ int run_inspect(const Args& args) {
   if (model.empty())
     throw InputError("missing MODEL: a zoo name (dnncast inspect --list), a graph JSON file, or synthetic:SEED");
 
-  ModelSpec spec;
-  spec.batch = 0;
-  if (batch_option->count() > 0) {
-    if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
-    spec.batch = batch;
-  }
-  if (input_option->count() > 0) spec.input = parse_image_input(input_text);
-  if (seq_option->count() > 0) {
-    if (seq_len <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len));
-    spec.seq_len = seq_len;
-  }
-  if (classes_option->count() > 0) {
-    if (classes <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes));
-    if (model_source_kind(model) == ModelSourceKind::File)
-      throw InputError("--classes does not apply to a graph file (its classifier is part of the file)");
-    spec.num_classes = classes;
-  }
+  if (batch_option->count() > 0 && batch <= 0)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
+  ModelSpec spec = model_options.spec(model, batch_option->count() > 0 ? batch : 0);
 
   Graph graph = load_model(model, spec);
   Summary summary = summarize(graph);

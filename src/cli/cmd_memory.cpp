@@ -11,6 +11,7 @@
 #include "apps/memory_check.h"
 #include "apps/model_source.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "graph/error.h"
 #include "memory/simulator.h"
@@ -24,18 +25,6 @@ namespace dnncast::cli {
 namespace {
 
 using nlohmann::json;
-
-std::vector<int64_t> parse_image_input(const std::string& text) {
-  TensorShape shape;
-  try {
-    shape = parse_shape(text);
-  } catch (const InputError& error) {
-    throw error.with_context("--input");
-  }
-  if (shape.rank() != 3)
-    throw InputError("--input '" + text + "': expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
-  return shape.dims;
-}
 
 json breakdown_json(const memory::MemoryBreakdown& b) {
   return {{"parameter_bytes", b.parameter_bytes},         {"buffer_and_input_bytes", b.state_bytes},
@@ -150,19 +139,17 @@ int run_memory(const Args& args) {
       "(peak_bytes equals `dnncast profile`'s), cuda = PyTorch's caching allocator (unverified, docs/MEMORY.md).\n"
       "Bytes accept units: 4096, 512MiB, 24GiB, 1.5GB.",
       "dnncast memory");
-  std::string model, input_text, optimizer = "sgd", precision = "fp32", device = "cpu", fits_text, max_batch_text,
+  std::string model, optimizer = "sgd", precision = "fp32", device = "cpu", fits_text, max_batch_text,
                                   context_text;
-  int64_t batch = 1, seq_len = 0, classes = 0, threads = 1, batch_cap = int64_t{1} << 20;
+  int64_t batch = 1, threads = 1, batch_cap = int64_t{1} << 20;
   bool as_json = false, timeline = false, events = false, measure = false;
   double measure_timeout_s = 600;
   std::string check_db;
   int64_t show = 10;
   app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED (not with --check-db)");
   app.add_option("--batch", batch, "batch size (default 1)");
-  CLI::Option* input_option = app.add_option("--input", input_text, "image input CxHxW (default: the model's)");
-  CLI::Option* seq_option = app.add_option("--seq", seq_len, "sequence length of a sequence model");
-  input_option->excludes(seq_option);
-  CLI::Option* classes_option = app.add_option("--classes", classes, "classifier outputs (default 1000)");
+  ModelOptions model_options;
+  model_options.add_to(app);
   app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
   app.add_option("--precision", precision, "fp32 (the only precision modelled)");
   app.add_option("--device", device, "cpu | cuda (default cpu; the cuda model is unverified)");
@@ -209,17 +196,7 @@ int run_memory(const Args& args) {
   const int64_t fits_limit = fits_text.empty() ? 0 : memory::parse_bytes(fits_text, "--fits");
   const int64_t batch_limit = max_batch_text.empty() ? 0 : memory::parse_bytes(max_batch_text, "--max-batch");
 
-  ModelSpec spec;
-  spec.batch = batch;
-  if (input_option->count() > 0) spec.input = parse_image_input(input_text);
-  if (seq_option->count() > 0) {
-    if (seq_len <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len));
-    spec.seq_len = seq_len;
-  }
-  if (classes_option->count() > 0) {
-    if (classes <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes));
-    spec.num_classes = classes;
-  }
+  const ModelSpec spec = model_options.spec(model, batch);
   Graph graph = load_model(model, spec);
   memory::MemoryReport report = memory::simulate_memory(graph, config);
 

@@ -12,6 +12,7 @@
 #include "apps/model_source.h"
 #include "apps/predictor.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "graph/error.h"
 #include "memory/simulator.h"
@@ -45,15 +46,13 @@ int run_predict(const Args& args) {
       "Forecast time per iteration (with a 90% interval), time per epoch and peak memory of training MODEL,\n"
       "from a trained predictor: no profiling. MODEL: a zoo name, a graph JSON file, or synthetic:SEED.",
       "dnncast predict");
-  std::string model, input_text, optimizer = "sgd", precision = "fp32", device, predictor_dir;
-  int64_t batch = 0, seq_len = 0, threads = 0, epoch_samples = 0, classes = 0;
+  std::string model, optimizer = "sgd", precision = "fp32", device, predictor_dir;
+  int64_t batch = 0, threads = 0, epoch_samples = 0;
   bool as_json = false;
   app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
   app.add_option("--batch", batch, "batch size")->required();
-  CLI::Option* input_option = app.add_option("--input", input_text, "image input CxHxW (default: the model's)");
-  CLI::Option* seq_option = app.add_option("--seq", seq_len, "sequence length of a sequence model");
-  input_option->excludes(seq_option);
-  app.add_option("--classes", classes, "classifier outputs (default 1000)");
+  ModelOptions model_options;
+  model_options.add_to(app);
   app.add_option("--optimizer", optimizer, "sgd (default), adam, ...: one the predictor was trained on");
   app.add_option("--precision", precision, "fp32 (default)");
   app.add_option("--threads", threads, "CPU threads of training (default: the environment's)");
@@ -111,12 +110,7 @@ int run_predict(const Args& args) {
                     std::to_string(training["batch_max"].get<int64_t>()) + ": extrapolated");
 
   // The model at this batch, built once: featurized for the time forecast, simulated for memory.
-  ModelSpec spec;
-  spec.batch = batch;
-  if (!input_text.empty()) spec.input = parse_shape(input_text).dims;
-  spec.seq_len = seq_len;
-  if (classes > 0) spec.num_classes = classes;
-  Graph graph = load_model(model, spec);
+  Graph graph = load_model(model, model_options.spec(model, batch));
   features::TrainingConfig config;
   config.batch = batch;
   config.optimizer = optimizer;

@@ -13,6 +13,7 @@
 
 #include "apps/model_source.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "graph/error.h"
 #include "models/zoo.h"
@@ -53,18 +54,6 @@ int64_t parse_bytes(const std::string& text) {
     throw InputError("--memory-limit '" + text + "': unknown unit '" + suffix + "' (use K, M, G or T)");
   if (!(value > 0) || !std::isfinite(value)) throw InputError("--memory-limit must be positive, got '" + text + "'");
   return static_cast<int64_t>(value * scale);
-}
-
-std::vector<int64_t> parse_image_input(const std::string& text) {
-  TensorShape shape;
-  try {
-    shape = parse_shape(text);
-  } catch (const InputError& error) {
-    throw error.with_context("--input");
-  }
-  if (shape.rank() != 3)
-    throw InputError("--input '" + text + "': expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
-  return shape.dims;
 }
 
 // Relative spread of the repeats' medians: (max - min) / median; 0 below 2 repeats.
@@ -128,17 +117,15 @@ int run_profile(const Args& args) {
       "a timeout become a status (oom / error / timeout). Exit code 0 for ok or oom, 1 for error or timeout,\n"
       "2 for bad input. Protocol: docs/MEASUREMENT.md.",
       "dnncast profile");
-  std::string model, input_text, optimizer = "sgd", precision = "fp32", device = "cpu", memory_text;
-  int64_t batch = 1, seq_len = 0, classes = 0, threads = 1, repeat = 1;
+  std::string model, optimizer = "sgd", precision = "fp32", device = "cpu", memory_text;
+  int64_t batch = 1, threads = 1, repeat = 1;
   uint64_t seed = 0;
   double timeout_s = 300, budget_s = 5, ci_target = 0.02;
   bool as_json = false, per_layer = false;
   app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
   app.add_option("--batch", batch, "batch size (default 1)");
-  CLI::Option* input_option = app.add_option("--input", input_text, "image input CxHxW (default: the model's)");
-  CLI::Option* seq_option = app.add_option("--seq", seq_len, "sequence length of a sequence model");
-  input_option->excludes(seq_option);
-  CLI::Option* classes_option = app.add_option("--classes", classes, "classifier outputs (default 1000)");
+  ModelOptions model_options;
+  model_options.add_to(app);
   app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
   app.add_option("--precision", precision, "fp32 | bf16 | fp16 (autocast; fp16 on cuda only; default fp32)");
   app.add_option("--threads", threads, "intra-op threads, the child pinned to as many CPUs; 0 = all (default 1)");
@@ -174,18 +161,7 @@ int run_profile(const Args& args) {
   limits.ci_target = ci_target;
   if (!memory_text.empty()) limits.memory_bytes = parse_bytes(memory_text);
 
-  ModelSpec spec;
-  spec.batch = batch;
-  if (input_option->count() > 0) spec.input = parse_image_input(input_text);
-  if (seq_option->count() > 0) {
-    if (seq_len <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len));
-    spec.seq_len = seq_len;
-  }
-  if (classes_option->count() > 0) {
-    if (classes <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes));
-    spec.num_classes = classes;
-  }
-  Graph graph = load_model(model, spec);
+  Graph graph = load_model(model, model_options.spec(model, batch));
   profile::check_supported(graph);
 
   std::vector<profile::Measurement> repeats = profile::measure_repeats(graph, config, limits, repeat);

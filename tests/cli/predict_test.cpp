@@ -92,6 +92,10 @@ TEST_F(Predict, BadInputsAreOneLineAndExitCode2) {
   EXPECT_NE(expect_input_error({"resnet5", "--batch", "32"}).find("resnet5"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "0"}).find("--batch"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--input", "3x0x224"}).find("3x0x224"), std::string::npos);
+  // The model options are inspect's, memory's and profile's (cli/model_options.h): the same checks.
+  EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--input", "3x224"}).find("expected CxHxW"), std::string::npos);
+  EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--classes", "0"}).find("--classes"), std::string::npos);
+  EXPECT_NE(expect_input_error({"gpt2_small", "--batch", "8", "--seq", "-3"}).find("--seq"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--optimizer", "lion"}).find("lion"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50"}).find("--batch"), std::string::npos);
 }

@@ -1,0 +1,45 @@
+#include "cli/model_options.h"
+
+#include "apps/model_source.h"
+#include "graph/error.h"
+#include "graph/tensor.h"
+
+namespace dnncast::cli {
+
+void ModelOptions::add_to(CLI::App& app) {
+  input_ = app.add_option("--input", input_text_, "image input CxHxW (default: the model's)");
+  seq_ = app.add_option("--seq", seq_len_, "sequence length of a sequence model");
+  input_->excludes(seq_);
+  classes_option_ = app.add_option("--classes", classes_, "classifier outputs (default 1000)");
+}
+
+ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
+  ModelSpec spec;
+  spec.batch = batch;
+  if (input_->count() > 0) spec.input = parse_image_input(input_text_);
+  if (seq_->count() > 0) {
+    if (seq_len_ <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len_));
+    spec.seq_len = seq_len_;
+  }
+  if (classes_option_->count() > 0) {
+    if (classes_ <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes_));
+    if (model_source_kind(model) == ModelSourceKind::File)
+      throw InputError("--classes does not apply to a graph file (its classifier is part of the file)");
+    spec.num_classes = classes_;
+  }
+  return spec;
+}
+
+std::vector<int64_t> parse_image_input(const std::string& text) {
+  TensorShape shape;
+  try {
+    shape = parse_shape(text);
+  } catch (const InputError& error) {
+    throw error.with_context("--input");
+  }
+  if (shape.rank() != 3)
+    throw InputError("--input '" + text + "': expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
+  return shape.dims;
+}
+
+}  // namespace dnncast::cli

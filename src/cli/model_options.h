@@ -1,0 +1,36 @@
+// The options that size a model, shared by inspect, memory, profile and predict: --input CxHxW or
+// --seq N (one or the other), and --classes N. One place, so every command refuses the same bad
+// values with the same line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "models/zoo.h"
+
+namespace dnncast::cli {
+
+class ModelOptions {
+ public:
+  // Adds --input, --seq (excluding each other) and --classes to `app`.
+  void add_to(CLI::App& app);
+  // The spec of MODEL at `batch` (0: the graph file's or 1) from the options given. Throws
+  // InputError naming the option: an --input that is not three positive integers, a --seq or
+  // --classes below 1, --classes with a graph file (its classifier is part of the file).
+  ModelSpec spec(const std::string& model, int64_t batch) const;
+
+ private:
+  std::string input_text_;
+  int64_t seq_len_ = 0, classes_ = 0;
+  CLI::Option* input_ = nullptr;
+  CLI::Option* seq_ = nullptr;
+  CLI::Option* classes_option_ = nullptr;
+};
+
+// "3x224x224" -> {3, 224, 224}; throws InputError naming --input otherwise.
+std::vector<int64_t> parse_image_input(const std::string& text);
+
+}  // namespace dnncast::cli
