@@ -44,14 +44,47 @@ echo
 echo '```'
 "${dnncast}" dataset stats "${db}" | sed -n '1,3p'
 echo '```'
+reports="$(mktemp -d)"
+trap 'rm -rf "${reports}"' EXIT
 for split in random family batch env; do
   echo
   echo "## Split: ${split} (time column: median)"
   echo
-  "${dnncast}" evaluate --db "${db}" --split "${split}" --learner xgboost --threads "${threads}" --markdown --quiet
+  "${dnncast}" evaluate --db "${db}" --split "${split}" --learner xgboost --threads "${threads}" --markdown --quiet \
+    --json-out "${reports}/${split}.json"
 done
 echo
 echo "## Split: random (time column: drift-normalised)"
 echo
 "${dnncast}" evaluate --db "${db}" --split random --target time --time-column normalised --learner xgboost \
   --threads "${threads}" --markdown --quiet
+
+# The goals of issue 5, read off the four reports above.
+echo
+echo "## Goals"
+echo
+/usr/bin/python3 - "${reports}" <<'PY'
+import json, sys
+reports = {split: json.load(open(f"{sys.argv[1]}/{split}.json")) for split in ("random", "family", "batch", "env")}
+def target(split, name):
+    return next(t for t in reports[split]["targets"] if t["target"] == name)
+def pct(value):
+    return f"{100 * value:.1f}%"
+print("| goal | measured | met |")
+print("|---|---|---|")
+for split, limit in (("random", 1.25), ("family", 2.0)):
+    t = target(split, "time")
+    ratio = t["model"]["mre"] / t["noise_floor"]["mre"]
+    print(f"| time, {split} split: MRE <= {limit} x noise floor | {pct(t['model']['mre'])} = {ratio:.2f} x "
+          f"{pct(t['noise_floor']['mre'])} | {'yes' if ratio <= limit else 'no'} |")
+for split in ("random", "family"):
+    t = target(split, "memory")
+    print(f"| memory, {split} split: MRE <= 1% | simulator {pct(t['simulator']['mre'])}, learned {pct(t['model']['mre'])} "
+          f"| {'yes' if min(t['simulator']['mre'], t['model']['mre']) <= 0.01 else 'no'} |")
+for split in ("random", "family", "batch", "env"):
+    for name in ("time", "memory"):
+        t = target(split, name)
+        best = min(t["model"]["mre"], t["simulator"]["mre"] if t.get("simulator") else 1e9)
+        print(f"| {name}, {split} split: better than the roofline | {pct(best)} vs {pct(t['baseline']['mre'])} "
+              f"| {'yes' if best < t['baseline']['mre'] else 'no'} |")
+PY

@@ -45,6 +45,8 @@ int run_evaluate(const Args& args) {
   app.add_option("--predictions", predictions_path,
                  "write every held-out run (measured, forecast, roofline) to this CSV file");
   app.add_flag("--json", as_json, "print JSON");
+  std::string json_out;
+  app.add_option("--json-out", json_out, "also write the JSON report to this file (whatever is printed)");
   app.add_flag("--markdown", markdown, "print a docs/RESULTS.md-ready table");
   std::string cv_groups;
   app.add_option("--cv-groups", cv_groups,
@@ -70,6 +72,13 @@ int run_evaluate(const Args& args) {
   if (folds < 2) throw InputError("--folds must be at least 2");
   if (threads < 1) throw InputError("--threads must be at least 1");
   learn::set_fit_threads(threads);
+  // Output files are opened before the minutes of fitting: an unwritable path fails first.
+  std::ofstream predictions_file, json_file;
+  for (auto [path, file] : {std::pair{&predictions_path, &predictions_file}, std::pair{&json_out, &json_file}}) {
+    if (path->empty()) continue;
+    file->open(*path);
+    if (!*file) throw InputError("cannot write " + *path);
+  }
 
   apps::TableOptions table_options;
   table_options.time_column = time_column;
@@ -90,11 +99,15 @@ int run_evaluate(const Args& args) {
   options.log = quiet ? nullptr : &std::cerr;
   options.cv_groups = cv_groups;
   apps::EvaluationReport report = apps::evaluate(table, options);
-  if (!predictions_path.empty()) {
-    std::ofstream out(predictions_path);
-    apps::write_predictions_csv(table, report, out);
-    out.close();
-    if (!out) throw InputError("cannot write " + predictions_path);
+  if (predictions_file.is_open()) {
+    apps::write_predictions_csv(table, report, predictions_file);
+    predictions_file.close();
+    if (!predictions_file) throw InputError("cannot write " + predictions_path);
+  }
+  if (json_file.is_open()) {
+    json_file << report.to_json().dump(2) << "\n";
+    json_file.close();
+    if (!json_file) throw InputError("cannot write " + json_out);
   }
   if (as_json) std::cout << report.to_json().dump(2) << "\n";
   else if (markdown) std::cout << report.markdown();

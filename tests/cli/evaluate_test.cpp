@@ -1,5 +1,5 @@
 // `dnncast evaluate`'s options as a user types them: what it refuses, with one line and exit 2,
-// before it reads the dataset.
+// before it reads the dataset (an unwritable output file too, before minutes of fitting).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +28,8 @@ TEST(EvaluateCli, RefusesBadLearnerOptionsInOneLine) {
       {{"--db", db, "--learner", "xgboost", "--hyperparameters", "{\"max_depth\": 3"}, "not a JSON object"},
       {{"--db", db, "--learner", "xgboost", "--hyperparameters", "{\"max_dept\": 3}"},
        "unknown hyperparameter 'max_dept'"},
+      {{"--db", db, "--json-out", dir.path() + "/no/such/dir/report.json"}, "cannot write"},
+      {{"--db", db, "--predictions", dir.path() + "/no/such/dir/p.csv"}, "cannot write"},
   };
   for (const BadInput& bad : cases) {
     cli_test::Result result = cli_test::run("evaluate", bad.args, dir.path());
