@@ -76,6 +76,8 @@ std::string percent(double value) {
   return text;
 }
 
+std::string kind_of(const std::string& family) { return family == "synthetic" ? "synthetic" : "designed"; }
+
 std::string ratio_text(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2fx", value);
@@ -363,11 +365,27 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.baseline = learn::error_stats(baseline_errors);
     evaluation.simulator = learn::error_stats(simulator_errors);
     std::vector<std::vector<double>> all_repeats;
+    std::map<std::string, std::vector<std::vector<double>>> kind_repeats;
     for (const Sample& sample : table.samples) {
       all_repeats.push_back(repeats_of(sample, target));
+      kind_repeats[kind_of(sample.family)].push_back(all_repeats.back());
       if (all_repeats.back().size() >= 2) ++evaluation.noise_configurations;
     }
     evaluation.noise_floor = noise_floor(all_repeats);
+    for (const char* kind : {"designed", "synthetic"}) {
+      std::vector<double> absolute;
+      for (const auto& [family, errors] : family_signed)
+        if (kind_of(family) == kind)
+          for (double error : errors) absolute.push_back(std::abs(error));
+      if (absolute.empty()) continue;
+      KindErrors row;
+      row.kind = kind;
+      row.model = learn::error_stats(absolute);
+      row.noise_floor = noise_floor(kind_repeats[kind]);
+      for (const std::vector<double>& repeats : kind_repeats[kind])
+        if (repeats.size() >= 2) ++row.noise_configurations;
+      evaluation.by_kind.push_back(row);
+    }
     if (evaluation.noise_floor.count == 0)
       report.notes.push_back(target + ": no configuration has 2 or more repeats; the noise floor is unknown");
     report.targets.push_back(std::move(evaluation));
@@ -376,6 +394,16 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
 }
 
 namespace {
+
+json by_kind_json(const std::vector<KindErrors>& rows) {
+  json result = json::array();
+  for (const KindErrors& row : rows)
+    result.push_back({{"kind", row.kind},
+                      {"model", row.model.to_json()},
+                      {"noise_floor", row.noise_floor.to_json()},
+                      {"noise_configurations", row.noise_configurations}});
+  return result;
+}
 
 json by_family_json(const std::vector<FamilyErrors>& rows) {
   json result = json::array();
@@ -404,7 +432,8 @@ json EvaluationReport::to_json() const {
                             {"simulator", target.simulator.count > 0 ? target.simulator.to_json() : json(nullptr)},
                             {"noise_floor", target.noise_floor.to_json()},
                             {"noise_configurations", target.noise_configurations},
-                            {"by_family", by_family_json(target.by_family)}});
+                            {"by_family", by_family_json(target.by_family)},
+                            {"by_kind", by_kind_json(target.by_kind)}});
   return {{"dataset", dataset},
           {"split", split},
           {"split_description", split_description},
@@ -443,6 +472,21 @@ std::string EvaluationReport::markdown() const {
       out << "Learned MRE = " << ratio_text(target.model.mre / target.noise_floor.mre)
           << " the noise floor (" << target.noise_floor.count << " runs of " << target.noise_configurations
           << " configurations measured 2 or more times).\n\n";
+    bool kinds_have_floor = false;
+    for (const KindErrors& row : target.by_kind) kinds_have_floor = kinds_have_floor || row.noise_floor.count > 0;
+    if (kinds_have_floor) {
+      out << "By kind of network (designed: every family but the generator's):\n\n"
+          << "| networks | test runs | learned MRE | noise floor (runs) | ratio |\n|---|---:|---:|---:|---:|\n";
+      for (const KindErrors& row : target.by_kind) {
+        out << "| " << row.kind << " | " << row.model.count << " | " << percent(row.model.mre) << " | ";
+        if (row.noise_floor.count > 0 && row.noise_floor.mre > 0)
+          out << percent(row.noise_floor.mre) << " (" << row.noise_floor.count << ") | "
+              << ratio_text(row.model.mre / row.noise_floor.mre) << " |\n";
+        else
+          out << "n/a | n/a |\n";
+      }
+      out << "\n";
+    }
     if (split == "family" && !target.by_family.empty()) {
       out << "By held-out family (signed: forecast − measured, relative; negative = forecast too low):\n\n"
           << "| family | test runs | learned MRE | learned median signed | roofline MRE |\n|---|---:|---:|---:|---:|\n";
@@ -486,6 +530,12 @@ std::string EvaluationReport::text() const {
       out << "  learned MRE = " << ratio_text(target.model.mre / target.noise_floor.mre) << " the noise floor ("
           << target.noise_floor.count << " runs of " << target.noise_configurations
           << " configurations measured 2+ times)\n";
+    for (const KindErrors& row : target.by_kind) {
+      if (row.noise_floor.count == 0 || !(row.noise_floor.mre > 0)) continue;
+      out << "  " << row.kind << " networks: learned " << percent(row.model.mre) << " over " << row.model.count
+          << " test runs, noise floor " << percent(row.noise_floor.mre) << " over " << row.noise_floor.count
+          << " runs: " << ratio_text(row.model.mre / row.noise_floor.mre) << "\n";
+    }
     if (split == "family" && !target.by_family.empty()) {
       std::snprintf(line, sizeof line, "  %-20s %8s %12s %16s %14s\n", "held-out family", "runs", "learned MRE",
                     "median signed", "roofline MRE");

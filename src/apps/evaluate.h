@@ -53,6 +53,15 @@ struct FamilyErrors {
   double baseline_mre = 0;
 };
 
+// The learned model's error and the noise floor on one kind of network: "designed" (every family
+// but the generator's) or "synthetic". The floor is over that kind's configurations measured 2+
+// times (in any part of the split), so the two read side by side.
+struct KindErrors {
+  std::string kind;
+  learn::ErrorStats model, noise_floor;
+  int64_t noise_configurations = 0;
+};
+
 // One held-out run: what was measured, what the model and the roofline forecast.
 struct TestPrediction {
   int64_t sample = 0;  // index into the table's samples
@@ -67,6 +76,7 @@ struct TargetEvaluation {
   int64_t noise_configurations = 0;     // configurations with 2+ repeats behind noise_floor
   learn::ErrorStats simulator;          // memory only: the allocator simulator (src/memory), nothing learned
   std::vector<FamilyErrors> by_family;  // every family with test runs, by name
+  std::vector<KindErrors> by_kind;      // designed, synthetic: those with test runs
   std::vector<TestPrediction> predictions;  // every held-out run (EvaluateOptions::keep_predictions)
   int64_t test_configurations = 0;
   int folds = 0;

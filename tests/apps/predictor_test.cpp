@@ -293,6 +293,14 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   // 2/0.98*2%, scaled by sqrt(1/2) for k = 2 (apps/evaluate.h): about 2%, each repeat vs. the mean.
   EXPECT_NEAR(time.noise_floor.mre, (0.04 / 1.02 + 0.04 / 0.98) / 2 * std::sqrt(0.5), 1e-9);
   EXPECT_EQ(time.noise_configurations, static_cast<int64_t>(table.samples.size()));
+  // Designed and synthetic networks side by side: their test runs add up to all, and each kind's
+  // floor is over its own configurations (every one has two repeats at +-2% here).
+  ASSERT_EQ(time.by_kind.size(), 2u);
+  EXPECT_EQ(time.by_kind[0].kind, "designed");
+  EXPECT_EQ(time.by_kind[1].kind, "synthetic");
+  EXPECT_EQ(time.by_kind[0].model.count + time.by_kind[1].model.count, time.model.count);
+  EXPECT_EQ(time.by_kind[0].noise_configurations + time.by_kind[1].noise_configurations, time.noise_configurations);
+  for (const KindErrors& kind : time.by_kind) EXPECT_NEAR(kind.noise_floor.mre, time.noise_floor.mre, 1e-3);
   EXPECT_EQ(time.model.count, 2 * time.test_configurations);
   // The roofline is the exact form of this dataset's time: its error is the noise (2%).
   EXPECT_NEAR(time.baseline.mre, 0.02, 0.005);
