@@ -335,10 +335,12 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       for (size_t index = 0; index < test.size(); ++index) {
         std::vector<double> repeats = repeats_of(table.samples[static_cast<size_t>(test[index])], target);
         const std::string& family = table.samples[static_cast<size_t>(test[index])].family;
-        for (double truth : repeats) {
+        for (size_t repeat = 0; repeat < repeats.size(); ++repeat) {
+          const double truth = repeats[repeat];
           const double signed_error = (predicted(static_cast<int64_t>(index)) - truth) / truth;
           if (options.keep_predictions)
-            evaluation.predictions.push_back({test[index], truth, predicted(static_cast<int64_t>(index)), baseline[index]});
+            evaluation.predictions.push_back({test[index], static_cast<int64_t>(repeat), truth,
+                                              predicted(static_cast<int64_t>(index)), baseline[index]});
           model_errors.push_back(std::abs(signed_error));
           baseline_errors.push_back(std::abs(baseline[index] - truth) / truth);
           family_signed[family].push_back(signed_error);
@@ -473,7 +475,8 @@ std::string EvaluationReport::markdown() const {
           << " the noise floor (" << target.noise_floor.count << " runs of " << target.noise_configurations
           << " configurations measured 2 or more times).\n\n";
     bool kinds_have_floor = false;
-    for (const KindErrors& row : target.by_kind) kinds_have_floor = kinds_have_floor || row.noise_floor.count > 0;
+    for (const KindErrors& row : target.by_kind)
+      kinds_have_floor = kinds_have_floor || (row.noise_floor.count > 0 && row.noise_floor.mre > 0);
     if (kinds_have_floor) {
       out << "By kind of network (designed: every family but the generator's):\n\n"
           << "| networks | test runs | learned MRE | noise floor (runs) | ratio |\n|---|---:|---:|---:|---:|\n";
@@ -554,7 +557,7 @@ std::string EvaluationReport::text() const {
 
 void write_predictions_csv(const TrainingTable& table, const EvaluationReport& report, std::ostream& out) {
   out << "target,network,family,environment,batch,input,seq_len,optimizer,precision,threads,measured,forecast,"
-         "roofline,signed_error\n";
+         "roofline,signed_error,plan\n";
   char numbers[160];
   for (const TargetEvaluation& target : report.targets)
     for (const TestPrediction& run : target.predictions) {
@@ -562,12 +565,14 @@ void write_predictions_csv(const TrainingTable& table, const EvaluationReport& r
       auto environment = table.environments.find(sample.environment_hash);
       std::string where = sample.environment_hash;
       if (environment != table.environments.end()) where = environment_label(environment->second) + " " + where;
+      const std::vector<std::string>& plans = target.target == "time" ? sample.time_plans : sample.peak_plans;
+      const std::string plan = static_cast<size_t>(run.repeat) < plans.size() ? plans[static_cast<size_t>(run.repeat)] : "";
       std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.4f", run.measured, run.predicted, run.baseline,
                     (run.predicted - run.measured) / run.measured);
       out << target.target << ',' << sample.network_name << ',' << sample.family << ",\"" << where << "\","
           << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
           << sample.config.optimizer << ',' << sample.config.precision << ',' << sample.config.threads << ',' << numbers
-          << '\n';
+          << ',' << plan << '\n';
     }
 }
 

@@ -65,6 +65,7 @@ struct KindErrors {
 // One held-out run: what was measured, what the model and the roofline forecast.
 struct TestPrediction {
   int64_t sample = 0;  // index into the table's samples
+  int64_t repeat = 0;  // which of the sample's repeats (times_ms or peak_bytes) was measured
   double measured = 0, predicted = 0, baseline = 0;
 };
 

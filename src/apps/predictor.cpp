@@ -223,7 +223,11 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
     }
     Sample& sample = table.samples[position->second];
     sample.times_ms.push_back(*time);
-    if (run.result.peak_bytes && *run.result.peak_bytes > 0) sample.peak_bytes.push_back(static_cast<double>(*run.result.peak_bytes));
+    sample.time_plans.push_back(run.plan);
+    if (run.result.peak_bytes && *run.result.peak_bytes > 0) {
+      sample.peak_bytes.push_back(static_cast<double>(*run.result.peak_bytes));
+      sample.peak_plans.push_back(run.plan);
+    }
     ++table.runs_used;
   }
 

@@ -44,6 +44,7 @@ struct Sample {
   data::RunConfig config;
   std::vector<double> times_ms;    // one per repeat (median of its iterations)
   std::vector<double> peak_bytes;  // one per repeat that recorded it
+  std::vector<std::string> time_plans, peak_plans;  // the campaign plan of each entry of times_ms, peak_bytes
   double simulated_peak_bytes = 0; // the memory simulator's peak for this configuration (src/memory);
                                    // 0 when the simulator does not model it (bf16, an unknown op)
   double time_ms() const;          // mean of the repeats

@@ -92,6 +92,7 @@ std::string make_dataset(const std::string& name, const std::vector<std::string>
         run.result.time_ms_median = truth.time_ms * (1 + (repeat == 0 ? noise : -noise));
         run.result.peak_bytes = static_cast<int64_t>(truth.peak_bytes);
         run.measured_at = "2024-01-01T00:00:00Z";
+        run.plan = repeat == 0 ? "first" : "second";
         store.insert_run(network, run);
       }
     }
@@ -272,6 +273,13 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'),
             1 + time.model.count + report.targets[1].model.count);  // a header, then a line per run and target
   EXPECT_EQ(text.rfind("target,network,family,environment,batch,", 0), 0u);
+  // Each line names the plan of its run: as many "first" as "second" repeats, per target.
+  EXPECT_EQ(text.find(",signed_error,plan\n"), text.find('\n') - std::string(",signed_error,plan").size());
+  size_t firsts = 0, seconds = 0;
+  for (size_t at = text.find(",first\n"); at != std::string::npos; at = text.find(",first\n", at + 1)) ++firsts;
+  for (size_t at = text.find(",second\n"); at != std::string::npos; at = text.find(",second\n", at + 1)) ++seconds;
+  EXPECT_EQ(firsts, seconds);
+  EXPECT_EQ(static_cast<int64_t>(firsts + seconds), time.model.count + report.targets[1].model.count);
   // One transform kind only, or an error naming the ones that apply.
   options.keep_predictions = false;
   options.transform = "log_residual";
