@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "data/csv.h"
 #include "graph/error.h"
 
 namespace dnncast::apps {
@@ -569,10 +570,11 @@ void write_predictions_csv(const TrainingTable& table, const EvaluationReport& r
       const std::string plan = static_cast<size_t>(run.repeat) < plans.size() ? plans[static_cast<size_t>(run.repeat)] : "";
       std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.4f", run.measured, run.predicted, run.baseline,
                     (run.predicted - run.measured) / run.measured);
-      out << target.target << ',' << sample.network_name << ',' << sample.family << ",\"" << where << "\","
+      out << target.target << ',' << data::csv_quote(sample.network_name) << ',' << data::csv_quote(sample.family)
+          << ",\"" << where << "\","
           << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
           << sample.config.optimizer << ',' << sample.config.precision << ',' << sample.config.threads << ',' << numbers
-          << ',' << plan << '\n';
+          << ',' << data::csv_quote(plan) << '\n';
     }
 }
 
