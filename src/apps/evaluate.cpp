@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "data/csv.h"
+#include "data/stats.h"
 #include "graph/error.h"
 
 namespace dnncast::apps {
@@ -166,20 +167,7 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
 }
 
 learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats) {
-  std::vector<double> errors;
-  for (const std::vector<double>& values : repeats) {
-    if (values.size() < 2) continue;
-    double sum = 0;
-    for (double value : values) sum += value;
-    double k = static_cast<double>(values.size());
-    double scale = std::sqrt((k - 1) / k);
-    for (double value : values) {
-      if (!(value > 0)) continue;
-      double others = (sum - value) / (k - 1);
-      errors.push_back(scale * std::abs(others - value) / value);
-    }
-  }
-  return learn::error_stats(errors);
+  return learn::error_stats(data::noise_floor_errors(repeats));
 }
 
 std::vector<double> baseline_predictions(const TrainingTable& table, const std::string& target,

@@ -100,13 +100,8 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
                                                                               uint64_t seed, std::string* description);
 
 // The noise floor of a set of samples: the error a forecast that knew each configuration's true
-// mean would make against single measurements, estimated from the spread between repeats. A
-// repeat x of a configuration measured k times is compared with the mean m of the other k-1:
-// |x - m| / x, scaled by sqrt((k-1)/k), since x - m has k/(k-1) times the variance of x - mean
-// (for Gaussian noise the scaled error has the same mean as |x - mean| / x). Without the
-// scaling, a configuration measured twice would count its noise sqrt(2) times and one measured
-// five times sqrt(1.25) times: the floor would depend on how often the data was repeated.
-// Configurations with one repeat are skipped.
+// mean would make against single measurements, estimated from the spread between repeats
+// (data::noise_floor_errors, shared with `dataset stats`).
 learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats);
 
 // Roofline baseline predictions for `test` rows, fitted on `train` rows.

@@ -150,7 +150,9 @@ json dataset_stats(Store& store) {
         "WHERE status = 'ok' AND " + column + " > 0");
     while (ok_runs.step()) repeats[ok_runs.get_text(0)].push_back(ok_runs.get_double(1));
     std::vector<double> spreads;
+    std::vector<std::vector<double>> groups;
     for (auto& [key, times] : repeats) {
+      groups.push_back(times);
       if (times.size() < 2) continue;
       double middle = quantile(times, 0.5);
       spreads.push_back((*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) /
@@ -161,6 +163,11 @@ json dataset_stats(Store& store) {
     if (!spreads.empty()) {
       spread["median_rel_range"] = quantile(spreads, 0.5);
       spread["p90_rel_range"] = quantile(spreads, 0.9);
+      std::vector<double> errors = noise_floor_errors(groups);
+      double sum = 0;
+      for (double error : errors) sum += error;
+      spread["runs"] = errors.size();
+      spread["floor_mre"] = errors.empty() ? 0.0 : sum / static_cast<double>(errors.size());
     }
     return spread;
   };
@@ -239,14 +246,32 @@ std::string format_stats(const json& stats) {
     const json& spread = stats[key];
     if (spread["configurations"].get<long long>() == 0) continue;
     std::snprintf(line, sizeof line,
-                  "%snoise floor%s: repeats of %lld configurations differ by %.1f%% (median), %.1f%% (p90) of the median "
-                  "time\n",
+                  "%snoise floor%s: %.1f%% (a repeat vs. its configuration's mean, over %lld runs: what `dnncast evaluate` "
+                  "reports); repeats of %lld configurations differ by %.1f%% (median), %.1f%% (p90) of the median time\n",
                   std::string(key) == "repeat_spread" ? "\n" : "", std::string(key) == "repeat_spread" ? "" : " (drift-normalised)",
+                  100 * spread["floor_mre"].get<double>(), spread["runs"].get<long long>(),
                   spread["configurations"].get<long long>(), 100 * spread["median_rel_range"].get<double>(),
                   100 * spread["p90_rel_range"].get<double>());
     out << line;
   }
   return out.str();
+}
+
+std::vector<double> noise_floor_errors(const std::vector<std::vector<double>>& repeats) {
+  std::vector<double> errors;
+  for (const std::vector<double>& values : repeats) {
+    if (values.size() < 2) continue;
+    double sum = 0;
+    for (double value : values) sum += value;
+    const double k = static_cast<double>(values.size());
+    const double scale = std::sqrt((k - 1) / k);
+    for (double value : values) {
+      if (!(value > 0)) continue;
+      const double others = (sum - value) / (k - 1);
+      errors.push_back(scale * std::abs(others - value) / value);
+    }
+  }
+  return errors;
 }
 
 }  // namespace dnncast::data

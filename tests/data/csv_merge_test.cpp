@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <sstream>
 
 #include "data/csv.h"
@@ -247,6 +249,9 @@ TEST(Stats, CountsAndRanges) {
   EXPECT_EQ(stats["repeat_spread"]["configurations"], 1);
   EXPECT_NEAR(stats["repeat_spread"]["median_rel_range"].get<double>(), 0.2 / 2.1, 1e-9);
   EXPECT_NE(format_stats(stats).find("noise floor"), std::string::npos);
+  // The floor evaluate reports: 2.2 vs 2 is 10% of 2, 2 vs 2.2 is 1/11 of 2.2; scaled by sqrt(1/2).
+  EXPECT_EQ(stats["repeat_spread"]["runs"], 2);
+  EXPECT_NEAR(stats["repeat_spread"]["floor_mre"].get<double>(), (0.1 + 1.0 / 11) / 2 * std::sqrt(0.5), 1e-9);
 }
 
 }  // namespace
