@@ -58,6 +58,11 @@ echo "## Split: random (time column: drift-normalised)"
 echo
 "${dnncast}" evaluate --db "${db}" --split random --target time --time-column normalised --learner xgboost \
   --threads "${threads}" --markdown --quiet
+echo
+echo "## Split: random, with the layer-wise model's forecast as a feature (--layer-feature)"
+echo
+"${dnncast}" evaluate --db "${db}" --split random --target time --layer-feature --learner xgboost \
+  --threads "${threads}" --markdown --quiet
 
 # The goals of issue 5, read off the four reports above.
 echo

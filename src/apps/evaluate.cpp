@@ -255,8 +255,42 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
   std::string cv_groups =
       options.cv_groups.empty() ? (options.split == "family" ? "family" : "network") : options.cv_groups;
 
+  // The layer-wise model, where the data has per-layer timings: fitted on each training part's
+  // runs only; its forecast (est.layers_ms) of every configuration is evaluated on its own, and is a
+  // feature of the time predictor with EvaluateOptions::layer_feature.
+  if (options.layer_feature && table.layer_runs.empty())
+    report.notes.push_back("layer feature asked for, but the data has no per-layer timings (plans with \"per_layer\": "
+                           "true): evaluated without it");
+  std::vector<std::vector<double>> layer_estimates(splits.size());
+  std::vector<learn::Matrix> layer_x(splits.size());
+  const int layers_column = features::feature_index("est.layers_ms");
+  auto estimates_of = [&](size_t fold) -> const std::vector<double>& {
+    std::vector<double>& estimates = layer_estimates[fold];
+    if (table.layer_runs.empty() || !estimates.empty()) return estimates;
+    std::vector<LayerExample> examples = layer_examples(table, &splits[fold].first);
+    if (examples.empty()) return estimates;
+    LayerModel model = LayerModel::fit(examples);
+    estimates = layer_estimates_of(table, model);
+    if (options.log)
+      *options.log << "evaluate: layer-wise model of part " << fold + 1 << " fitted on " << model.training_runs()
+                   << " runs (" << model.training_rows() << " layer rows)\n";
+    return estimates;
+  };
+  auto time_x = [&](size_t fold) -> const learn::Matrix& {
+    if (!options.layer_feature) return table.x;
+    const std::vector<double>& estimates = estimates_of(fold);
+    if (estimates.empty()) return table.x;
+    if (layer_x[fold].size() == 0) {
+      layer_x[fold] = table.x;
+      for (size_t row = 0; row < estimates.size(); ++row)
+        layer_x[fold](static_cast<int64_t>(row), layers_column) = estimates[row];
+    }
+    return layer_x[fold];
+  };
+
   for (const std::string& target : targets) {
     learn::Vector y = targets_of(table, target);
+    auto x_of = [&](size_t fold) -> const learn::Matrix& { return target == "time" ? time_x(fold) : table.x; };
     TargetEvaluation evaluation;
     evaluation.target = target;
     evaluation.folds = static_cast<int>(splits.size());
@@ -265,10 +299,10 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     learn::Candidate candidate;
     {
       const std::vector<int64_t>& train = splits.front().first;
-      learn::Matrix full = learn::select_rows(table.x, train);
+      learn::Matrix full = learn::select_rows(x_of(0), train);
       std::vector<int> columns = varying_columns(full);
       if (columns.empty()) throw InputError("the training part has no varying feature");
-      learn::Matrix x = select(table.x, train, columns);
+      learn::Matrix x = select(x_of(0), train, columns);
       learn::Vector y_train = learn::select_rows(y, train);
       std::vector<learn::TargetTransform> transforms = transforms_for(target, columns);
       if (!options.transform.empty()) transforms = keep_transform_kind(transforms, options.transform, target);
@@ -311,17 +345,31 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.transform = candidate.transform.name();
     evaluation.hyperparameters = candidate.hyperparameters;
 
-    std::vector<double> model_errors, baseline_errors, simulator_errors;
+    std::vector<double> model_errors, baseline_errors, simulator_errors, layerwise_errors;
     std::map<std::string, std::vector<double>> family_signed, family_baseline;  // per test family
-    for (const auto& [train, test] : splits) {
-      std::vector<int> columns = varying_columns(learn::select_rows(table.x, train));
+    for (size_t fold = 0; fold < splits.size(); ++fold) {
+      const auto& [train, test] = splits[fold];
+      const learn::Matrix& fold_x = x_of(fold);
+      std::vector<int> columns = varying_columns(learn::select_rows(fold_x, train));
       learn::Candidate fold_candidate = candidate;
       fold_candidate.transform = resolve_transform(candidate.transform, columns);
-      learn::Matrix x_train = select(table.x, train, columns);
+      learn::Matrix x_train = select(fold_x, train, columns);
       learn::FittedModel model = learn::fit_candidate(x_train, learn::select_rows(y, train), fold_candidate);
-      learn::Vector predicted = model.predict(select(table.x, test, columns));
+      learn::Vector predicted = model.predict(select(fold_x, test, columns));
       std::vector<double> baseline = baseline_predictions(table, target, train, test);
+      // The layer-wise sum alone, scaled by the training part's median measured / sum.
+      double layer_scale = 0;
+      const std::vector<double> no_estimates;
+      const std::vector<double>& estimates = target == "time" ? estimates_of(fold) : no_estimates;
+      if (!estimates.empty()) {
+        std::vector<double> ratios;
+        for (int64_t row : train)
+          if (estimates[static_cast<size_t>(row)] > 0)
+            ratios.push_back(table.samples[static_cast<size_t>(row)].time_ms() / estimates[static_cast<size_t>(row)]);
+        if (!ratios.empty()) layer_scale = learn::quantile(ratios, 0.5);
+      }
       for (size_t index = 0; index < test.size(); ++index) {
+        const double layer_sum = layer_scale > 0 ? layer_scale * estimates[static_cast<size_t>(test[index])] : 0;
         std::vector<double> repeats = repeats_of(table.samples[static_cast<size_t>(test[index])], target);
         const std::string& family = table.samples[static_cast<size_t>(test[index])].family;
         for (size_t repeat = 0; repeat < repeats.size(); ++repeat) {
@@ -329,8 +377,9 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
           const double signed_error = (predicted(static_cast<int64_t>(index)) - truth) / truth;
           if (options.keep_predictions)
             evaluation.predictions.push_back({test[index], static_cast<int64_t>(repeat), truth,
-                                              predicted(static_cast<int64_t>(index)), baseline[index]});
+                                              predicted(static_cast<int64_t>(index)), baseline[index], layer_sum});
           model_errors.push_back(std::abs(signed_error));
+          if (layer_sum > 0) layerwise_errors.push_back(std::abs(layer_sum - truth) / truth);
           baseline_errors.push_back(std::abs(baseline[index] - truth) / truth);
           family_signed[family].push_back(signed_error);
           family_baseline[family].push_back(baseline_errors.back());
@@ -355,6 +404,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.model = learn::error_stats(model_errors);
     evaluation.baseline = learn::error_stats(baseline_errors);
     evaluation.simulator = learn::error_stats(simulator_errors);
+    evaluation.layerwise = learn::error_stats(layerwise_errors);
     std::vector<std::vector<double>> all_repeats;
     std::map<std::string, std::vector<std::vector<double>>> kind_repeats;
     for (const Sample& sample : table.samples) {
@@ -421,6 +471,7 @@ json EvaluationReport::to_json() const {
                             {"model", target.model.to_json()},
                             {"baseline", target.baseline.to_json()},
                             {"simulator", target.simulator.count > 0 ? target.simulator.to_json() : json(nullptr)},
+                            {"layerwise", target.layerwise.count > 0 ? target.layerwise.to_json() : json(nullptr)},
                             {"noise_floor", target.noise_floor.to_json()},
                             {"noise_configurations", target.noise_configurations},
                             {"by_family", by_family_json(target.by_family)},
@@ -456,6 +507,13 @@ std::string EvaluationReport::markdown() const {
     };
     line("learned: " + target.learner + ", " + target.transform, target.model);
     if (target.target == "memory") line("memory simulator (src/memory, nothing learned)", target.simulator);
+    if (target.layerwise.count > 0)
+      line("layer-wise sum alone (per-layer forecasts x the training part's median ratio)" +
+               (target.layerwise.count < target.model.count
+                    ? ", over the " + std::to_string(target.layerwise.count) +
+                          " test runs whose training part had per-layer timings"
+                    : std::string()),
+           target.layerwise);
     line("analytic roofline (least squares)", target.baseline);
     line("noise floor (a repeat vs. its configuration's mean, from the spread between repeats)", target.noise_floor);
     out << "\n";
@@ -516,6 +574,11 @@ std::string EvaluationReport::text() const {
     };
     row("learned (" + target.learner + ", " + target.transform + ")", target.model);
     if (target.target == "memory") row("memory simulator (nothing learned)", target.simulator);
+    if (target.layerwise.count > 0)
+      row(target.layerwise.count < target.model.count
+              ? "layer-wise sum alone (" + std::to_string(target.layerwise.count) + " runs)"
+              : std::string("layer-wise sum alone (scaled)"),
+          target.layerwise);
     row("analytic roofline (least squares)", target.baseline);
     row("noise floor (repeat vs. configuration mean)", target.noise_floor);
     if (target.noise_floor.count > 0 && target.noise_floor.mre > 0)
@@ -546,7 +609,7 @@ std::string EvaluationReport::text() const {
 
 void write_predictions_csv(const TrainingTable& table, const EvaluationReport& report, std::ostream& out) {
   out << "target,network,family,environment,batch,input,seq_len,optimizer,precision,threads,measured,forecast,"
-         "roofline,signed_error,plan\n";
+         "roofline,signed_error,plan,layerwise\n";
   char numbers[160];
   for (const TargetEvaluation& target : report.targets)
     for (const TestPrediction& run : target.predictions) {
@@ -562,7 +625,9 @@ void write_predictions_csv(const TrainingTable& table, const EvaluationReport& r
           << ",\"" << where << "\","
           << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
           << sample.config.optimizer << ',' << sample.config.precision << ',' << sample.config.threads << ',' << numbers
-          << ',' << data::csv_quote(plan) << '\n';
+          << ',' << data::csv_quote(plan) << ',';
+      if (run.layerwise > 0) out << run.layerwise;
+      out << '\n';
     }
 }
 

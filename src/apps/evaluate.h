@@ -42,6 +42,9 @@ struct EvaluateOptions {
   // AutoML folds keep networks ("network") or families ("family") whole, or are plain ("none");
   // "" = family for the family split (choose what generalizes to unseen families), else network.
   std::string cv_groups;
+  // Where the data has per-layer timings: also give the time predictor the layer-wise model's
+  // forecast as a feature (est.layers_ms; else only the layer-wise row is evaluated).
+  bool layer_feature = false;
   std::ostream* log = nullptr;
 };
 
@@ -67,6 +70,7 @@ struct TestPrediction {
   int64_t sample = 0;  // index into the table's samples
   int64_t repeat = 0;  // which of the sample's repeats (times_ms or peak_bytes) was measured
   double measured = 0, predicted = 0, baseline = 0;
+  double layerwise = 0;  // the layer-wise sum alone (scaled); 0 when the data has no per-layer timings
 };
 
 struct TargetEvaluation {
@@ -76,6 +80,9 @@ struct TargetEvaluation {
   learn::ErrorStats model, baseline, noise_floor;
   int64_t noise_configurations = 0;     // configurations with 2+ repeats behind noise_floor
   learn::ErrorStats simulator;          // memory only: the allocator simulator (src/memory), nothing learned
+  // time, where the data has per-layer timings: the layer-wise model's sum alone, times one factor
+  // (median of measured / sum over the training part: what isolated layers leave out), nothing else.
+  learn::ErrorStats layerwise;
   std::vector<FamilyErrors> by_family;  // every family with test runs, by name
   std::vector<KindErrors> by_kind;      // designed, synthetic: those with test runs
   std::vector<TestPrediction> predictions;  // every held-out run (EvaluateOptions::keep_predictions)

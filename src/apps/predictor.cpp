@@ -168,6 +168,15 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
   }
 }
 
+features::TrainingConfig training_config_of(const data::RunConfig& run) {
+  features::TrainingConfig config;
+  config.batch = run.batch;
+  config.optimizer = run.optimizer;
+  config.precision = run.precision;
+  config.threads = run.threads;
+  return config;
+}
+
 TrainingTable load_training_table(const std::string& db_path, const TableOptions& options) {
   if (options.time_column != "median" && options.time_column != "normalised")
     throw InputError("unknown time column '" + options.time_column + "' (known: median, normalised)");
@@ -191,6 +200,10 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   }
   std::map<std::string, data::NetworkRecord> networks;
   for (data::NetworkRecord& network : store.networks(true)) networks[network.hash] = std::move(network);
+
+  std::map<int64_t, std::vector<data::LayerTiming>> layer_times;
+  if (options.layer_sites) layer_times = store.layer_times();
+  std::vector<std::pair<size_t, int64_t>> timed_runs;  // (sample, run id) of the runs with layer timings
 
   // Group ok runs by (environment, network, configuration).
   std::map<std::tuple<std::string, std::string, data::RunConfig>, size_t> index;
@@ -222,6 +235,7 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
       table.samples.push_back(std::move(sample));
     }
     Sample& sample = table.samples[position->second];
+    if (layer_times.count(run.id)) timed_runs.emplace_back(position->second, run.id);
     sample.times_ms.push_back(*time);
     sample.time_plans.push_back(run.plan);
     if (run.result.peak_bytes && *run.result.peak_bytes > 0) {
@@ -236,7 +250,10 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   std::map<std::string, std::string> graph_errors;
   std::vector<Sample> kept;
   std::vector<std::vector<double>> rows;
-  for (Sample& sample : table.samples) {
+  std::map<std::string, int> sites_of_graph;
+  std::vector<size_t> kept_index(table.samples.size(), SIZE_MAX);
+  for (size_t sample_index = 0; sample_index < table.samples.size(); ++sample_index) {
+    Sample& sample = table.samples[sample_index];
     std::string key = sample.network_hash + "|" + sample.config.input_text() + "|" + std::to_string(sample.config.seq_len);
     auto cached = graph_cache.find(key);
     if (cached == graph_cache.end() && graph_errors.count(key) == 0) {
@@ -253,11 +270,7 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
       table.runs_used -= static_cast<int64_t>(sample.times_ms.size());
       continue;
     }
-    features::TrainingConfig config;
-    config.batch = sample.config.batch;
-    config.optimizer = sample.config.optimizer;
-    config.precision = sample.config.precision;
-    config.threads = sample.config.threads;
+    features::TrainingConfig config = training_config_of(sample.config);
     rows.push_back(features::featurize(cached->second, config, hardware_of(environments.at(sample.environment_hash))));
     if (options.simulate_memory && !sample.peak_bytes.empty()) {
       // What the simulator says for this configuration, so that evaluate can set it beside the
@@ -277,10 +290,33 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
         sample.simulated_peak_bytes = 0;
       }
     }
+    if (!layer_times.empty()) {  // layer sites only where some run has per-layer timings
+      auto known = sites_of_graph.find(key);
+      if (known == sites_of_graph.end()) {
+        table.layer_sites.push_back(features::layer_sites(network_graph(networks.at(sample.network_hash), sample.config)));
+        known = sites_of_graph.emplace(key, static_cast<int>(table.layer_sites.size() - 1)).first;
+      }
+      sample.layer_sites = known->second;
+    }
     table.environments[sample.environment_hash] = environments.at(sample.environment_hash);
+    kept_index[sample_index] = kept.size();
     kept.push_back(std::move(sample));
   }
   table.samples = std::move(kept);
+  int64_t unmatched = 0;
+  for (const auto& [sample_index, run_id] : timed_runs) {
+    if (kept_index[sample_index] == SIZE_MAX) continue;
+    LayerRun layer_run;
+    layer_run.sample = kept_index[sample_index];
+    const Sample& sample = table.samples[layer_run.sample];
+    if (match_layer_timings(table.layer_sites[static_cast<size_t>(sample.layer_sites)], layer_times.at(run_id),
+                            layer_run.ms))
+      table.layer_runs.push_back(std::move(layer_run));
+    else
+      ++unmatched;
+  }
+  if (unmatched > 0)
+    table.notes.push_back(std::to_string(unmatched) + " runs' layer timings skipped: they do not match the graph's nodes");
   for (const auto& [cause, count] : skipped_by_cause) {
     if (cause.rfind("status ", 0) == 0 || cause.rfind("no ", 0) == 0) table.runs_skipped += count;
     table.notes.push_back(std::to_string(count) + (cause.rfind("network", 0) == 0 ? " configurations skipped: " : " runs skipped: ") + cause);
@@ -293,6 +329,36 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   for (size_t row = 0; row < rows.size(); ++row)
     for (size_t col = 0; col < columns; ++col) table.x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
   return table;
+}
+
+std::vector<LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples) {
+  std::vector<char> wanted(table.samples.size(), samples == nullptr ? 1 : 0);
+  if (samples)
+    for (int64_t sample : *samples) wanted[static_cast<size_t>(sample)] = 1;
+  std::vector<LayerExample> examples;
+  for (const LayerRun& run : table.layer_runs) {
+    if (!wanted[run.sample]) continue;
+    const Sample& sample = table.samples[run.sample];
+    LayerExample example;
+    example.sites = &table.layer_sites[static_cast<size_t>(sample.layer_sites)];
+    example.config = training_config_of(sample.config);
+    example.gpu = !table.environments.at(sample.environment_hash).gpu_name.empty();
+    example.ms = run.ms;
+    examples.push_back(std::move(example));
+  }
+  return examples;
+}
+
+std::vector<double> layer_estimates_of(const TrainingTable& table, const LayerModel& model) {
+  std::vector<double> estimates(table.samples.size(), 0.0);
+  for (size_t index = 0; index < table.samples.size(); ++index) {
+    const Sample& sample = table.samples[index];
+    if (sample.layer_sites < 0) continue;
+    bool gpu = !table.environments.at(sample.environment_hash).gpu_name.empty();
+    estimates[index] = model.iteration_ms(table.layer_sites[static_cast<size_t>(sample.layer_sites)],
+                                          training_config_of(sample.config), gpu);
+  }
+  return estimates;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -522,7 +588,8 @@ std::vector<learn::TargetTransform> transforms_for(const std::string& target, co
                                      "total.bytes_accessed",
                                      "config.batch",
                                      "total.params",
-                                     "total.nodes"}
+                                     "total.nodes",
+                                     "est.layers_ms"}
           : std::vector<std::string>{"est.train_memory_bytes", "total.act_bytes", "total.param_bytes", "config.batch"};
   learn::TargetTransform residual = learn::TargetTransform::log_residual({}, {});
   for (const std::string& name : roofline)

@@ -19,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "data/store.h"
+#include "apps/layer_model.h"
 #include "features/featurizer.h"
+#include "features/layer_features.h"
 #include "hardware/hardware.h"
 #include "learn/automl.h"
 #include "learn/learner.h"
@@ -47,8 +49,15 @@ struct Sample {
   std::vector<std::string> time_plans, peak_plans;  // the campaign plan of each entry of times_ms, peak_bytes
   double simulated_peak_bytes = 0; // the memory simulator's peak for this configuration (src/memory);
                                    // 0 when the simulator does not model it (bf16, an unknown op)
+  int layer_sites = -1;            // index into TrainingTable::layer_sites (TableOptions::layer_sites)
   double time_ms() const;          // mean of the repeats
   double peak() const;             // mean of the repeats; 0 when none
+};
+
+// The per-layer timings of one run (dataset table layer_times), matched to its sample's layer sites.
+struct LayerRun {
+  size_t sample = 0;
+  std::vector<double> ms;  // per node (forward + backward), then the optimizer (step + zero_grad)
 };
 
 struct TrainingTable {
@@ -59,6 +68,10 @@ struct TrainingTable {
   int64_t runs_used = 0;       // ok runs behind the samples
   int64_t runs_skipped = 0;    // failed runs, and runs whose network could not be rebuilt
   std::vector<std::string> notes;  // why runs were skipped, one line per cause
+  // With TableOptions::layer_sites: the layer sites of every (network, input), and the runs with
+  // per-layer timings.
+  std::vector<features::LayerSites> layer_sites;
+  std::vector<LayerRun> layer_runs;
   bool has_memory() const;     // every sample has peak bytes
 };
 
@@ -67,7 +80,12 @@ struct TableOptions {
   std::string environment;             // keep only this environment (hash, label or slug); "" = all
   bool simulate_memory = false;        // fill Sample::simulated_peak_bytes (evaluate sets the simulator
                                        // beside the learned memory predictor; train does not need it)
+  bool layer_sites = false;            // fill layer_sites and layer_runs (the layer-wise model) when
+                                       // some run has per-layer timings
 };
+
+// The featurizer's view of a run's configuration.
+features::TrainingConfig training_config_of(const data::RunConfig& run);
 
 // Reads a dataset and featurizes every configuration. Throws InputError when the file is not a
 // dataset, the environment is unknown (listing the known ones) or no successful run is left.
@@ -145,6 +163,11 @@ struct TrainOptions {
 
 // Group ids of the table's samples for grouped folds ("network" | "family"; "none" = empty).
 std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by);
+
+// The layer-wise model's training examples: the layer runs of the given samples (all when null).
+std::vector<LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples = nullptr);
+// The layer-wise model's forecast of every sample, ms (0 for a sample without layer sites).
+std::vector<double> layer_estimates_of(const TrainingTable& table, const LayerModel& model);
 
 // Target values of a table: mean time (ms) or peak bytes per sample. Throws InputError for memory
 // when some sample has no peak bytes.

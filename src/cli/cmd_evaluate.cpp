@@ -53,6 +53,10 @@ int run_evaluate(const Args& args) {
                  "AutoML folds keep each network whole (network), each family (family), or none; default: family for "
                  "the family split, network otherwise");
   app.add_flag("--quiet", quiet, "no progress on stderr");
+  bool layer_feature = false;
+  app.add_flag("--layer-feature", layer_feature,
+               "where the data has per-layer timings, also give the time predictor the layer-wise model's "
+               "forecast as a feature (est.layers_ms)");
   if (!parse_args(app, args, "evaluate")) return 0;
   if (learner != "auto") learn::learner_info(learner);
   std::vector<std::string> learners = split_list(learners_text);
@@ -84,9 +88,11 @@ int run_evaluate(const Args& args) {
   table_options.time_column = time_column;
   table_options.environment = environment;
   table_options.simulate_memory = target.empty() || target == "memory";
+  table_options.layer_sites = target.empty() || target == "time";
   apps::TrainingTable table = apps::load_training_table(db, table_options);
   apps::EvaluateOptions options;
   options.split = split;
+  options.layer_feature = layer_feature;
   options.learner = learner;
   options.learners = learners;
   options.hyperparameters = hyperparameters;

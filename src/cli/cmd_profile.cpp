@@ -99,12 +99,20 @@ void print_summary(const std::string& model, const Graph& graph, const profile::
     std::printf("  (spread %.1f%%)\n", 100 * spread(medians));
   }
   if (!m.layers.empty()) {
-    std::printf("\n%-36s %-26s %12s %12s\n", "node", "op", "forward ms", "backward ms");
-    for (const profile::LayerTime& layer : m.layers)
-      std::printf("%-36s %-26s %12.3f %12.3f\n", layer.node.c_str(), layer.op.c_str(), layer.forward_ms, layer.backward_ms);
+    std::printf("\n%-36s %-22s %12s %12s %14s %14s\n", "node", "op", "forward ms", "backward ms", "in-iter fwd",
+                "in-iter bwd");
+    double in_iteration = 0;
+    for (const profile::LayerTime& layer : m.layers) {
+      std::printf("%-36s %-22s %12.3f %12.3f %14.3f %14.3f\n", layer.node.c_str(), layer.op.c_str(), layer.forward_ms,
+                  layer.backward_ms, layer.iteration_forward_ms, layer.iteration_backward_ms);
+      in_iteration += layer.iteration_forward_ms + layer.iteration_backward_ms;
+    }
     std::printf("iteration %.2f ms = layers %.2f + optimizer step %.2f + zero_grad %.2f + gap %.2f ms (loss, gradient\n"
                 "accumulation, dispatch between layers)\n",
                 m.time_ms.median, m.layer_sum_ms, m.optimizer_step_ms, m.zero_grad_ms, m.layer_gap_ms);
+    std::printf("inside iterations: layers %.2f + loss %.2f + optimizer step %.2f + zero_grad %.2f = %.2f ms\n",
+                in_iteration, m.iteration_loss_ms, m.iteration_step_ms, m.iteration_zero_grad_ms,
+                in_iteration + m.iteration_loss_ms + m.iteration_step_ms + m.iteration_zero_grad_ms);
   }
 }
 

@@ -158,8 +158,9 @@ std::vector<int> pin_to(const std::vector<int>& wanted) {
 }
 
 #ifdef DNNCAST_HAVE_TORCH
-profile::TrainConfig train_config(const RunConfig& config) {
+profile::TrainConfig train_config(const RunConfig& config, bool per_layer = false) {
   profile::TrainConfig train;
+  train.per_layer = per_layer;
   train.optimizer = config.optimizer;
   train.precision = config.precision;
   train.threads = config.threads;
@@ -200,6 +201,16 @@ RunResult result_of(const profile::Measurement& measurement) {
   result.energy_j = measurement.energy_j;
   if (measurement.time_ms.n > 0) result.load_other_cpus = measurement.load_other_cpus;  // measured while timing
   result.wall_s = measurement.wall_s;
+  if (!measurement.layers.empty()) {
+    for (const profile::LayerTime& layer : measurement.layers)
+      result.layers.push_back({layer.node, layer.op, layer.forward_ms, layer.backward_ms, layer.iteration_forward_ms,
+                               layer.iteration_backward_ms});
+    result.layers.push_back({"optimizer.step", kOptimizerStepOp, measurement.optimizer_step_ms, 0,
+                             measurement.iteration_step_ms, 0.0});
+    result.layers.push_back({"optimizer.zero_grad", kZeroGradOp, measurement.zero_grad_ms, 0,
+                             measurement.iteration_zero_grad_ms, 0.0});
+    result.layers.push_back({"loss", kLossOp, 0, 0, measurement.iteration_loss_ms, 0.0});
+  }
   return result;
 }
 
@@ -399,7 +410,7 @@ CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
     Clock::time_point run_start = Clock::now();
     try {
       Graph graph = build_network(network.model, entry.config);
-      profile::Measurement measurement = profile::measure_isolated(graph, train_config(entry.config), limits);
+      profile::Measurement measurement = profile::measure_isolated(graph, train_config(entry.config, plan.measure.per_layer), limits);
       run.result = result_of(measurement);
       if (!measurement.env.cpus.empty()) run.cpus = measurement.env.cpus;
     } catch (const InputError& error) {

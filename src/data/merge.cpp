@@ -15,12 +15,15 @@ MergeSummary merge_datasets(const std::vector<std::string>& inputs, const std::s
     std::map<int64_t, NetworkRecord> networks;
     for (NetworkRecord& network : source.networks()) networks.emplace(network.id, std::move(network));
     Transaction transaction(target.db());
+    std::map<int64_t, std::vector<LayerTiming>> layers = source.layer_times();
     std::map<int64_t, int64_t> environment_ids;  // source id -> target id
     for (const EnvironmentRecord& environment : source.environments())
       environment_ids[environment.id] = target.ensure_environment(environment);
     for (RunRecord run : source.runs()) {
       ++summary.runs_read;
       run.environment_id = environment_ids.at(run.environment_id);
+      auto timed = layers.find(run.id);
+      if (timed != layers.end()) run.result.layers = std::move(timed->second);
       if (target.insert_run(networks.at(run.network_id), run))
         ++summary.inserted;
       else

@@ -617,7 +617,7 @@ Plan parse_plan(const json& document, const std::string& source, const std::stri
       if (!measure.is_object()) fail("measure", "expected an object");
       check_keys(measure,
                  {"time_budget_s", "warmup_budget_s", "target_rel_ci", "timeout_s", "memory_limit_bytes",
-                  "min_iterations", "max_iterations"},
+                  "min_iterations", "max_iterations", "per_layer"},
                  {}, "measure");
       MeasureOptions& options = plan.measure;
       if (measure.contains("time_budget_s"))
@@ -639,6 +639,10 @@ Plan parse_plan(const json& document, const std::string& source, const std::stri
       if (measure.contains("max_iterations"))
         options.max_iterations =
             get_int(measure["max_iterations"], "measure.max_iterations", 1, 100000000, "maximum iterations");
+      if (measure.contains("per_layer")) {
+        if (!measure["per_layer"].is_boolean()) fail("measure.per_layer", "expected true or false");
+        options.per_layer = measure["per_layer"].get<bool>();
+      }
       if (options.max_iterations < options.min_iterations)
         fail("measure.max_iterations", "smaller than min_iterations");
     }

@@ -28,6 +28,7 @@ struct MeasureOptions {
   int64_t memory_limit_bytes = 0;  // above it: status oom; 0 = 90% of the memory available
   int64_t min_iterations = 5;      // timed iterations at least
   int64_t max_iterations = 100000;
+  bool per_layer = false;  // also time every node's forward and backward alone, and the optimizer (layer_times)
 };
 
 // One configuration of a plan; it is measured `repeats` times (repeat index 0..repeats-1).

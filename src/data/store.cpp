@@ -77,6 +77,20 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_by_environment ON runs (environment_id);
 )sql",
+      // 1 -> 2: per-layer timings of runs measured with "per_layer" (RunResult::layers).
+      R"sql(
+CREATE TABLE layer_times (
+  run_id      INTEGER NOT NULL REFERENCES runs(id),
+  position    INTEGER NOT NULL CHECK (position >= 0),
+  node        TEXT NOT NULL,
+  op          TEXT NOT NULL,
+  forward_ms  REAL NOT NULL,
+  backward_ms REAL NOT NULL,
+  iteration_forward_ms  REAL,
+  iteration_backward_ms REAL,
+  PRIMARY KEY (run_id, position)
+);
+)sql",
   };
   return steps;
 }
@@ -343,6 +357,25 @@ bool Store::insert_run(const NetworkRecord& network, const RunRecord& run) {
   DNNCAST_ASSERT(col == 32);
   insert.run();
   bool inserted = db_.changes() > 0;
+  if (inserted && !result.layers.empty()) {
+    int64_t run_id = db_.last_insert_rowid();
+    Statement layer = db_.prepare(
+        "INSERT INTO layer_times (run_id, position, node, op, forward_ms, backward_ms, iteration_forward_ms, "
+        "iteration_backward_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    for (size_t position = 0; position < result.layers.size(); ++position) {
+      const LayerTiming& timing = result.layers[position];
+      layer.reset();
+      layer.bind(1, run_id);
+      layer.bind(2, static_cast<int64_t>(position));
+      layer.bind(3, timing.node);
+      layer.bind(4, timing.op);
+      layer.bind(5, timing.forward_ms);
+      layer.bind(6, timing.backward_ms);
+      layer.bind(7, timing.iteration_forward_ms);
+      layer.bind(8, timing.iteration_backward_ms);
+      layer.run();
+    }
+  }
   if (transaction) transaction->commit();
   return inserted;
 }
@@ -433,6 +466,17 @@ std::vector<RunRecord> Store::runs() {
                                 " FROM runs r JOIN networks n ON n.id = r.network_id JOIN environments e ON "
                                 "e.id = r.environment_id ORDER BY r.id");
   while (query.step()) result.push_back(read_run(query));
+  return result;
+}
+
+std::map<int64_t, std::vector<LayerTiming>> Store::layer_times() {
+  std::map<int64_t, std::vector<LayerTiming>> result;
+  Statement query = db_.prepare(
+      "SELECT run_id, node, op, forward_ms, backward_ms, iteration_forward_ms, iteration_backward_ms FROM layer_times "
+      "ORDER BY run_id, position");
+  while (query.step())
+    result[query.get_int(0)].push_back({query.get_text(1), query.get_text(2), query.get_double(3), query.get_double(4),
+                                        query.get_optional_double(5), query.get_optional_double(6)});
   return result;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,7 +18,7 @@
 namespace dnncast::data {
 
 // Version of the schema this build writes; older files are migrated on open, newer ones refused.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Where a measurement ran. The hash covers every field except `host`, so identical machines of a
 // cluster (Slurm nodes) share one environment; the host of each run is kept on the run.
@@ -66,6 +67,23 @@ inline const std::vector<std::string>& run_statuses() {
   return statuses;
 }
 
+// One node's forward and backward (campaign plans with "per_layer": true; the profiler's
+// LayerTime), in the order of the graph: timed alone (forward_ms, backward_ms) and inside real
+// training iterations (iteration_*; NULL in the file when not measured). Three rows after the
+// nodes time the rest of an iteration: op "OptimizerStep" (optimizer.step()), "ZeroGrad"
+// (zero_grad()) and "Loss" (the loss forward and backward; inside iterations only), with the time in
+// forward_ms / iteration_forward_ms. Table layer_times, keyed by run and position.
+struct LayerTiming {
+  std::string node;  // node name; "optimizer.step", "optimizer.zero_grad", "loss" for the extra rows
+  std::string op;    // op name, "OptimizerStep", "ZeroGrad", "Loss"
+  double forward_ms = 0;
+  double backward_ms = 0;
+  std::optional<double> iteration_forward_ms, iteration_backward_ms;
+};
+inline constexpr const char* kOptimizerStepOp = "OptimizerStep";
+inline constexpr const char* kZeroGradOp = "ZeroGrad";
+inline constexpr const char* kLossOp = "Loss";
+
 // What was measured (DESIGN.md "Measurement protocol"). Unset optionals are NULL in the file.
 struct RunResult {
   std::string status = "ok";  // ok | oom | error | timeout
@@ -81,6 +99,7 @@ struct RunResult {
   std::optional<double> energy_j;                         // per iteration, where the hardware measures it
   std::optional<double> load_other_cpus;                  // mean CPUs kept busy by other processes while measuring
   std::optional<double> wall_s;                           // whole measurement including warm-up and process start
+  std::vector<LayerTiming> layers;  // per-layer runs only; Store::runs() leaves it empty (Store::layer_times())
 };
 
 struct RunRecord {
@@ -125,7 +144,9 @@ class Store {
   std::vector<EnvironmentRecord> environments();
   std::vector<NetworkRecord> networks(bool with_graphs = true);
   std::optional<NetworkRecord> network_by_hash(const std::string& hash);
-  std::vector<RunRecord> runs();  // ordered by id
+  std::vector<RunRecord> runs();  // ordered by id (without their layers)
+  // The layer timings of every run that has them, by run id, each in position order.
+  std::map<int64_t, std::vector<LayerTiming>> layer_times();
   int64_t run_count();
 
   // "ok" or SQLite's list of problems.

@@ -122,7 +122,10 @@ const std::vector<const char*> kConfig{"config.batch", "config.threads", "config
 const std::vector<const char*> kHardware{"hw.cores", "hw.gpu", "hw.peak_flops", "hw.mem_bandwidth", "hw.memory_bytes"};
 const std::vector<const char*> kDerived{"est.flops_per_thread", "est.compute_s", "est.memory_s",
                                         "est.train_memory_bytes", "log.batch", "log.threads", "log.flops_train",
-                                        "log.params", "log.saved_bytes", "log.act_bytes"};
+                                        "log.params", "log.saved_bytes", "log.act_bytes",
+                                        // The layer-wise model's forecast of the iteration, ms
+                                        // (apps/layer_model.h); featurize() leaves it 0.
+                                        "est.layers_ms"};
 
 const Layout& layout() {
   static const Layout table = [] {
@@ -413,6 +416,12 @@ std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingC
   shape.batch = config.batch;
   if (memory::cpu_conv_uses_mkldnn(shape, config.threads)) return site.mkldnn;
   return {memory::ConvImpl::Slow, memory::ConvImpl::Slow, memory::ConvImpl::Slow};
+}
+
+ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad) {
+  const Node& node = graph.node(node_index);
+  OpCost cost = OpRegistry::instance().get(node.op).cost(view_of(graph, node_index));
+  return conv_site(graph, node, cost, input_grad);
 }
 
 std::vector<ConvSite> conv_sites(const Graph& graph) {

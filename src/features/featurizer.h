@@ -20,7 +20,7 @@
 namespace dnncast::features {
 
 // Bump whenever a feature is added, removed, reordered or computed differently.
-inline constexpr int kFeatureVersion = 2;
+inline constexpr int kFeatureVersion = 3;
 #define DNNCAST_FEATURE_VERSION ::dnncast::features::kFeatureVersion
 
 // The op kinds of the structural matrix in feature order (node_kind() names); the last is "Other",
@@ -88,6 +88,9 @@ size_t feature_count();
 int feature_index(const std::string& name);
 // The graph's convolutions (ConvSite), from a shape-inferred graph at its batch.
 std::vector<ConvSite> conv_sites(const Graph& graph);
+// The ConvSite of one Conv2d node (rank-4 input and output) of a shape-inferred graph; input_grad:
+// whether anything before it needs a gradient (else there is no backward-data pass).
+ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad);
 // The implementation of each pass (forward, backward data, backward weights) of one convolution in
 // one configuration; on a GPU every pass counts as Jit (its vendor library's kernels).
 std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config, bool gpu);

@@ -101,6 +101,16 @@ struct OpImpl {
 
 const std::map<std::string, OpImpl>& op_impls();
 
+// In-iteration timing of each node (per-layer mode): its forward call timed inside the forward
+// pass, and when the gradient of its output was complete in the backward pass (a tensor hook, run
+// just before the engine runs the node's backward functions).
+struct NodeClock {
+  std::vector<double> forward_ms;
+  std::vector<Clock::time_point> grad_ready;
+  std::vector<char> grad_seen;
+  explicit NodeClock(size_t nodes) : forward_ms(nodes, 0.0), grad_ready(nodes), grad_seen(nodes, 0) {}
+};
+
 class GraphModule {
  public:
   GraphModule(const Graph& graph, at::Device device, bool init_values) : graph_(graph), device_(device), init_(init_values) {
@@ -127,6 +137,9 @@ class GraphModule {
 
   const Graph& graph() const { return graph_; }
   at::Device device() const { return device_; }
+  void synchronize_device() const {
+    if (device_.is_cuda()) torch::cuda::synchronize();
+  }
   bool init_values() const { return init_; }
   NodeState& state(int index) { return states_.at(static_cast<size_t>(index)); }
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
@@ -158,7 +171,7 @@ class GraphModule {
   // Forward over the whole graph. `graph_inputs[i]` feeds the i-th Input node (graph order).
   // Returns the outputs' tensors (graph order); `dtypes`, when given, receives every node's output type.
   std::vector<at::Tensor> forward(const std::vector<at::Tensor>& graph_inputs, bool allow_inplace,
-                                  std::vector<at::ScalarType>* dtypes = nullptr) {
+                                  std::vector<at::ScalarType>* dtypes = nullptr, NodeClock* clock = nullptr) {
     size_t count = static_cast<size_t>(graph_.size());
     std::vector<at::Tensor> values(count);
     std::vector<size_t> pending(count);
@@ -174,7 +187,24 @@ class GraphModule {
       } else {
         for (int producer : node.inputs) inputs.push_back(values[static_cast<size_t>(producer)]);
       }
-      values[static_cast<size_t>(index)] = run_node(index, inputs, allow_inplace);
+      if (clock != nullptr && node.op != "Input") {
+        synchronize_device();
+        Clock::time_point start = Clock::now();
+        values[static_cast<size_t>(index)] = run_node(index, inputs, allow_inplace);
+        synchronize_device();
+        clock->forward_ms[static_cast<size_t>(index)] =
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        at::Tensor& value = values[static_cast<size_t>(index)];
+        if (value.requires_grad()) {
+          auto slot = static_cast<size_t>(index);
+          value.register_hook([clock, slot](const at::Tensor&) {
+            clock->grad_ready[slot] = Clock::now();
+            clock->grad_seen[slot] = 1;
+          });
+        }
+      } else {
+        values[static_cast<size_t>(index)] = run_node(index, inputs, allow_inplace);
+      }
       if (dtypes) (*dtypes)[static_cast<size_t>(index)] = values[static_cast<size_t>(index)].scalar_type();
       inputs.clear();
       for (int producer : node.inputs) {
@@ -795,6 +825,74 @@ void time_optimizer(Trainer& trainer, double& step_ms, double& zero_grad_ms) {
   zero_grad_ms = detail::percentile(zeros, 0.5);
 }
 
+// Per-layer mode: each node inside real training iterations (NodeClock), and the optimizer's two
+// calls in the same iterations. A node's backward is the time from its output's gradient being
+// complete to the next node's (in the order the engine reached them), which holds its backward
+// functions and the accumulation of its parameters' gradients; the last one runs to the end of
+// backward(). Medians over `iterations`. Fills LayerTime::iteration_* and the two step times.
+void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, double& step_ms,
+                              double& zero_grad_ms, double& loss_ms, int iterations = 5) {
+  const Graph& graph = trainer.module.graph();
+  const auto nodes = static_cast<size_t>(graph.size());
+  std::vector<std::vector<double>> forward(nodes), backward(nodes);
+  std::vector<double> steps, zeros, losses;
+  for (int rep = 0; rep <= iterations; ++rep) {
+    NodeClock clock(nodes);
+    synchronize(trainer.device);
+    Clock::time_point start = Clock::now();
+    trainer.optimizer->zero_grad();
+    synchronize(trainer.device);
+    double zero = ms_since(start);
+    at::Tensor loss;
+    {
+      AutocastScope autocast(trainer.config.precision, trainer.device.is_cuda());
+      std::vector<at::Tensor> outputs = trainer.module.forward(trainer.inputs, /*allow_inplace=*/true, nullptr, &clock);
+      Clock::time_point loss_start = Clock::now();
+      loss = trainer.loss_fn(outputs);
+      synchronize(trainer.device);
+      losses.push_back(ms_since(loss_start));
+    }
+    Clock::time_point backward_start = Clock::now();
+    loss.backward();
+    synchronize(trainer.device);
+    Clock::time_point backward_end = Clock::now();
+    start = Clock::now();
+    trainer.optimizer->step();
+    synchronize(trainer.device);
+    double step = ms_since(start);
+    if (rep == 0) {  // warm-up: hooks and timers in place for the first time
+      losses.clear();
+      continue;
+    }
+    steps.push_back(step);
+    zeros.push_back(zero);
+    std::vector<std::pair<Clock::time_point, size_t>> ready;
+    for (size_t index = 0; index < nodes; ++index)
+      if (clock.grad_seen[index]) ready.emplace_back(clock.grad_ready[index], index);
+    std::sort(ready.begin(), ready.end());
+    // The loss's own backward runs before the first hook.
+    if (!ready.empty()) losses.back() += std::chrono::duration<double, std::milli>(ready.front().first - backward_start).count();
+    for (size_t index = 0; index < nodes; ++index) forward[index].push_back(clock.forward_ms[index]);
+    std::vector<double> node_backward(nodes, 0.0);
+    for (size_t position = 0; position < ready.size(); ++position) {
+      Clock::time_point end = position + 1 < ready.size() ? ready[position + 1].first : backward_end;
+      node_backward[ready[position].second] = std::chrono::duration<double, std::milli>(end - ready[position].first).count();
+    }
+    for (size_t index = 0; index < nodes; ++index) backward[index].push_back(node_backward[index]);
+  }
+  size_t position = 0;
+  for (size_t index = 0; index < nodes; ++index) {
+    if (graph.node(static_cast<int>(index)).op == "Input") continue;
+    DNNCAST_ASSERT(position < layers.size() && layers[position].node == graph.node(static_cast<int>(index)).name);
+    layers[position].iteration_forward_ms = detail::percentile(forward[index], 0.5);
+    layers[position].iteration_backward_ms = detail::percentile(backward[index], 0.5);
+    ++position;
+  }
+  step_ms = detail::percentile(steps, 0.5);
+  zero_grad_ms = detail::percentile(zeros, 0.5);
+  loss_ms = detail::percentile(losses, 0.5);
+}
+
 bool is_out_of_memory_message(const std::string& text) {
   return text.find("can't allocate memory") != std::string::npos || text.find("out of memory") != std::string::npos ||
          text.find("dnncast memory limit") != std::string::npos || text.find("bad_alloc") != std::string::npos;
@@ -988,6 +1086,7 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in,
       m.layers = time_layers(trainer, dtypes);
       for (const LayerTime& layer : m.layers) m.layer_sum_ms += layer.forward_ms + layer.backward_ms;
       time_optimizer(trainer, m.optimizer_step_ms, m.zero_grad_ms);
+      time_layers_in_iteration(trainer, m.layers, m.iteration_step_ms, m.iteration_zero_grad_ms, m.iteration_loss_ms);
       m.layer_gap_ms = m.time_ms.median - m.layer_sum_ms - m.optimizer_step_ms - m.zero_grad_ms;
     }
   } catch (const std::bad_alloc&) {

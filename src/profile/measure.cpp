@@ -186,11 +186,19 @@ json to_json(const Measurement& m) {
   if (!m.layers.empty()) {
     json layers = json::array();
     for (const LayerTime& layer : m.layers)
-      layers.push_back({{"node", layer.node}, {"op", layer.op}, {"forward_ms", layer.forward_ms}, {"backward_ms", layer.backward_ms}});
+      layers.push_back({{"node", layer.node},
+                        {"op", layer.op},
+                        {"forward_ms", layer.forward_ms},
+                        {"backward_ms", layer.backward_ms},
+                        {"iteration_forward_ms", layer.iteration_forward_ms},
+                        {"iteration_backward_ms", layer.iteration_backward_ms}});
     doc["layers"] = layers;
     doc["layer_sum_ms"] = m.layer_sum_ms;
     doc["optimizer_step_ms"] = m.optimizer_step_ms;
     doc["zero_grad_ms"] = m.zero_grad_ms;
+    doc["iteration_step_ms"] = m.iteration_step_ms;
+    doc["iteration_zero_grad_ms"] = m.iteration_zero_grad_ms;
+    doc["iteration_loss_ms"] = m.iteration_loss_ms;
     doc["layer_gap_ms"] = m.layer_gap_ms;
   }
   doc["load"] = {{"other_cpus", m.load_other_cpus}, {"loadavg_before", m.loadavg_before}, {"loadavg_after", m.loadavg_after}};
@@ -231,10 +239,14 @@ Measurement measurement_from_json(const json& doc) {
   if (doc.contains("layers") && doc["layers"].is_array()) {
     for (const json& layer : doc["layers"])
       m.layers.push_back({layer.value("node", ""), layer.value("op", ""), number_or(layer, "forward_ms", 0),
-                          number_or(layer, "backward_ms", 0)});
+                          number_or(layer, "backward_ms", 0), number_or(layer, "iteration_forward_ms", 0),
+                          number_or(layer, "iteration_backward_ms", 0)});
     m.layer_sum_ms = number_or(doc, "layer_sum_ms", 0);
     m.optimizer_step_ms = number_or(doc, "optimizer_step_ms", 0);
     m.zero_grad_ms = number_or(doc, "zero_grad_ms", 0);
+    m.iteration_step_ms = number_or(doc, "iteration_step_ms", 0);
+    m.iteration_zero_grad_ms = number_or(doc, "iteration_zero_grad_ms", 0);
+    m.iteration_loss_ms = number_or(doc, "iteration_loss_ms", 0);
     m.layer_gap_ms = number_or(doc, "layer_gap_ms", 0);
   }
   if (doc.contains("load") && doc["load"].is_object()) {
@@ -637,12 +649,19 @@ Measurement combine_repeats(const std::vector<Measurement>& repeats) {
     if (!same) break;
     combined.layers[index].forward_ms = median_of([&](const Measurement& m) { return m.layers[index].forward_ms; });
     combined.layers[index].backward_ms = median_of([&](const Measurement& m) { return m.layers[index].backward_ms; });
+    combined.layers[index].iteration_forward_ms =
+        median_of([&](const Measurement& m) { return m.layers[index].iteration_forward_ms; });
+    combined.layers[index].iteration_backward_ms =
+        median_of([&](const Measurement& m) { return m.layers[index].iteration_backward_ms; });
   }
   if (!combined.layers.empty()) {
     combined.layer_sum_ms = 0;
     for (const LayerTime& layer : combined.layers) combined.layer_sum_ms += layer.forward_ms + layer.backward_ms;
     combined.optimizer_step_ms = median_of([](const Measurement& m) { return m.optimizer_step_ms; });
     combined.zero_grad_ms = median_of([](const Measurement& m) { return m.zero_grad_ms; });
+    combined.iteration_step_ms = median_of([](const Measurement& m) { return m.iteration_step_ms; });
+    combined.iteration_zero_grad_ms = median_of([](const Measurement& m) { return m.iteration_zero_grad_ms; });
+    combined.iteration_loss_ms = median_of([](const Measurement& m) { return m.iteration_loss_ms; });
     combined.layer_gap_ms =
         combined.time_ms.median - combined.layer_sum_ms - combined.optimizer_step_ms - combined.zero_grad_ms;
   }

@@ -64,6 +64,12 @@ struct LayerTime {
   std::string op;    // op name
   double forward_ms = 0;
   double backward_ms = 0;  // 0 for ops without a backward (Input)
+  // The same node inside real training iterations (warm caches of a real pass, the engine's own
+  // scheduling): its forward call, and its share of backward() (from its output's gradient being
+  // complete to the next node's). Over all nodes these add up to the iteration but for the loss,
+  // zero_grad and the optimizer step.
+  double iteration_forward_ms = 0;
+  double iteration_backward_ms = 0;
 };
 
 // Where the measurement ran.
@@ -108,6 +114,9 @@ struct Measurement {
   double layer_sum_ms = 0;         // sum of forward + backward over layers
   double optimizer_step_ms = 0;    // per_layer only: optimizer.step() alone, median
   double zero_grad_ms = 0;         // per_layer only: optimizer.zero_grad() alone, median
+  double iteration_step_ms = 0;       // per_layer only: optimizer.step() inside the timed-by-node iterations
+  double iteration_zero_grad_ms = 0;  // per_layer only: zero_grad() there
+  double iteration_loss_ms = 0;       // per_layer only: the loss, forward and backward, there
   double layer_gap_ms = 0;         // time_ms.median - layer_sum_ms - optimizer_step_ms - zero_grad_ms
                                    // (loss, gradient accumulation, dispatch between layers)
 

@@ -68,7 +68,26 @@ Truth truth_of(const Graph& graph_at_batch) {
 
 // Writes a dataset: `networks` zoo/synthetic models x batches 1..32 at 32x32, 2 repeats each,
 // plus one failed (oom) run.
-std::string make_dataset(const std::string& name, const std::vector<std::string>& sources, double noise) {
+// With `layers`, repeat 0 of every configuration also carries per-layer timings that follow the
+// same machine: 3e-8 ms/FLOP per node, the rest (0.2 ms per sample + 1 ms) in the optimizer rows.
+std::vector<data::LayerTiming> layer_timings_of(const Graph& graph_at_batch) {
+  std::vector<data::LayerTiming> timings;
+  for (int node = 0; node < graph_at_batch.size(); ++node) {
+    const Node& item = graph_at_batch.node(node);
+    if (item.op == "Input") continue;
+    OpCost cost = node_cost(graph_at_batch, node);
+    double ms = 3e-8 * static_cast<double>(cost.flops_fwd + cost.flops_bwd);
+    timings.push_back({item.name, item.op, ms / 3, 2 * ms / 3, ms / 3, 2 * ms / 3});
+  }
+  double batch = static_cast<double>(graph_at_batch.node(0).shape[0]);
+  timings.push_back({"optimizer.step", data::kOptimizerStepOp, 0.2 * batch + 0.5, 0, 0.2 * batch + 0.5, 0.0});
+  timings.push_back({"optimizer.zero_grad", data::kZeroGradOp, 0.25, 0, 0.25, 0.0});
+  timings.push_back({"loss", data::kLossOp, 0, 0, 0.25, 0.0});
+  return timings;
+}
+
+std::string make_dataset(const std::string& name, const std::vector<std::string>& sources, double noise,
+                         bool layers = false) {
   std::string dir = temp_dir(name);
   std::string path = dir + "/data.db";
   data::Store store = data::Store::open(path);
@@ -82,7 +101,8 @@ std::string make_dataset(const std::string& name, const std::vector<std::string>
       config.input = {3, 32, 32};
       config.precision = "fp32";
       config.threads = 1;
-      Truth truth = truth_of(data::build_network(model, config));
+      Graph graph = data::build_network(model, config);
+      Truth truth = truth_of(graph);
       data::NetworkRecord network = data::network_record(model, config);
       for (int64_t repeat = 0; repeat < 2; ++repeat) {
         data::RunRecord run;
@@ -93,6 +113,7 @@ std::string make_dataset(const std::string& name, const std::vector<std::string>
         run.result.peak_bytes = static_cast<int64_t>(truth.peak_bytes);
         run.measured_at = "2024-01-01T00:00:00Z";
         run.plan = repeat == 0 ? "first" : "second";
+        if (layers && repeat == 0) run.result.layers = layer_timings_of(graph);
         store.insert_run(network, run);
       }
     }
@@ -273,11 +294,13 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'),
             1 + time.model.count + report.targets[1].model.count);  // a header, then a line per run and target
   EXPECT_EQ(text.rfind("target,network,family,environment,batch,", 0), 0u);
-  // Each line names the plan of its run: as many "first" as "second" repeats, per target.
-  EXPECT_EQ(text.find(",signed_error,plan\n"), text.find('\n') - std::string(",signed_error,plan").size());
+  // Each line names the plan of its run: as many "first" as "second" repeats, per target; the
+  // layer-wise forecast is empty (this data has no per-layer timings).
+  EXPECT_EQ(text.find(",signed_error,plan,layerwise\n"),
+            text.find('\n') - std::string(",signed_error,plan,layerwise").size());
   size_t firsts = 0, seconds = 0;
-  for (size_t at = text.find(",first\n"); at != std::string::npos; at = text.find(",first\n", at + 1)) ++firsts;
-  for (size_t at = text.find(",second\n"); at != std::string::npos; at = text.find(",second\n", at + 1)) ++seconds;
+  for (size_t at = text.find(",first,\n"); at != std::string::npos; at = text.find(",first,\n", at + 1)) ++firsts;
+  for (size_t at = text.find(",second,\n"); at != std::string::npos; at = text.find(",second,\n", at + 1)) ++seconds;
   EXPECT_EQ(firsts, seconds);
   EXPECT_EQ(static_cast<int64_t>(firsts + seconds), time.model.count + report.targets[1].model.count);
   // One transform kind only, or an error naming the ones that apply.
@@ -374,6 +397,35 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   EXPECT_NEAR(weighted_baseline / static_cast<double>(runs), family_time.baseline.mre, 1e-9);
   EXPECT_NE(by_family.markdown().find("| family | test runs |"), std::string::npos);
   EXPECT_EQ(by_family.to_json()["targets"][0]["by_family"].size(), families.size());
+}
+
+// Per-layer timings reach the layer-wise model: matched to the graphs, fitted on each training part
+// only, its sum evaluated on its own (close to the truth here: the layers follow the machine's law)
+// and, with layer_feature, given to the time predictor as est.layers_ms.
+TEST(LayerWise, EvaluateScoresTheLayerSumAndFeedsItAsAFeature) {
+  std::string path = make_dataset("layers", kSources, 0.02, /*layers=*/true);
+  TableOptions table_options;
+  TrainingTable plain = load_training_table(path, table_options);
+  EXPECT_TRUE(plain.layer_runs.empty());  // only loaded when asked
+  table_options.layer_sites = true;
+  TrainingTable table = load_training_table(path, table_options);
+  ASSERT_EQ(table.layer_runs.size(), kSources.size() * 6);
+  for (const Sample& sample : table.samples) EXPECT_GE(sample.layer_sites, 0);
+  EvaluateOptions options;
+  options.split = "random";
+  options.learner = "xgboost";
+  options.targets = {"time"};
+  TargetEvaluation without = evaluate(table, options).targets[0];
+  EXPECT_GT(without.layerwise.count, 0);
+  EXPECT_EQ(without.layerwise.count, without.model.count);
+  EXPECT_LT(without.layerwise.mre, 0.15) << "the layer-wise sum should follow the per-layer law";
+  EXPECT_EQ(without.transform.find("est.layers_ms"), std::string::npos) << without.transform;
+  options.layer_feature = true;
+  TargetEvaluation with = evaluate(table, options).targets[0];
+  EXPECT_NE(with.transform.find("est.layers_ms"), std::string::npos) << with.transform;
+  EXPECT_EQ(with.layerwise.mre, without.layerwise.mre);  // the same layer models either way
+  // Without per-layer timings there is no layer-wise row.
+  EXPECT_EQ(evaluate(plain, options).targets[0].layerwise.count, 0);
 }
 
 TEST(PredictorErrors, TooSmallDatasetIsAnInputError) {

@@ -205,6 +205,8 @@ TEST(Plan, BadEntriesAreNamed) {
        {"threads[0]", "thread count"}},
       {R"({"name": "x", "models": ["resnet18"], "batches": [1], "inputs": [32], "measure": {"timeout_s": -1}})",
        {"measure.timeout_s"}},
+      {R"({"name": "x", "models": ["resnet18"], "batches": [1], "inputs": [32], "measure": {"per_layer": 1}})",
+       {"measure.per_layer", "true or false"}},
       {R"({"models": ["resnet18"], "batches": [1], "inputs": [32]})", {"needs a \"name\""}},
       {R"({"name": "x", "format": "dnncast-plan/9", "models": ["resnet18"], "batches": [1], "inputs": [32]})",
        {"unsupported"}},

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
+#include "data/merge.h"
 #include "data/network_source.h"
 #include "graph/error.h"
 #include "import/graph_json.h"
@@ -17,6 +21,12 @@ ModelRef zoo_model(const std::string& name) {
   ModelRef model;
   model.name = name;
   return model;
+}
+
+NetworkRecord resnet18_at_32() {
+  RunConfig config;
+  config.input = {3, 32, 32};
+  return network_record(zoo_model("resnet18"), config);
 }
 
 RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t repeat) {
@@ -46,11 +56,7 @@ RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t repeat) {
 TEST(Store, RoundTripsEveryField) {
   ScratchDir dir;
   std::string path = dir.file("a.db");
-  NetworkRecord network = network_record(zoo_model("resnet18"), [] {
-    RunConfig config;
-    config.input = {3, 32, 32};
-    return config;
-  }());
+  NetworkRecord network = resnet18_at_32();
   std::vector<RunRecord> written;
   {
     Store store = Store::open(path);
@@ -160,7 +166,66 @@ TEST(Store, MigratesFromEmptyAndKeepsVersionOnReopen) {
   Statement tables =
       raw.prepare("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)");
   ASSERT_TRUE(tables.step());
-  EXPECT_EQ(tables.get_text(0), "environments,networks,runs");
+  EXPECT_EQ(tables.get_text(0), "environments,layer_times,networks,runs");
+}
+
+// Layer timings travel with their run: written in its transaction, read back by run id in order;
+// a duplicate run adds none; merge copies them.
+TEST(Store, LayerTimesRoundTripAndMerge) {
+  ScratchDir dir;
+  NetworkRecord network = resnet18_at_32();
+  RunRecord timed = sample_run(0, 8, 0);
+  timed.result.layers = {{"conv1", "Conv2d", 1.25, 2.5, 1.5, 3.0}, {"fc", "Linear", 0.125, 0.25, std::nullopt, 0.5},
+                         {"optimizer.step", kOptimizerStepOp, 0.5, 0}, {"optimizer.zero_grad", kZeroGradOp, 0.0625, 0}};
+  {
+    Store store = Store::open(dir.file("a.db"));
+    int64_t environment_id = store.ensure_environment(test_environment());
+    timed.environment_id = environment_id;
+    RunRecord plain = sample_run(environment_id, 1, 0);
+    EXPECT_TRUE(store.insert_run(network, plain));
+    EXPECT_TRUE(store.insert_run(network, timed));
+    RunRecord again = timed;
+    again.result.layers.push_back({"extra", "ReLU", 9, 9});
+    EXPECT_FALSE(store.insert_run(network, again));
+  }
+  merge_datasets({dir.file("a.db")}, dir.file("merged.db"));
+  for (const char* file : {"a.db", "merged.db"}) {
+    Store store = Store::open(dir.file(file), Database::Mode::ReadOnly);
+    std::map<int64_t, std::vector<LayerTiming>> layers = store.layer_times();
+    ASSERT_EQ(layers.size(), 1u) << file;
+    int64_t run_id = layers.begin()->first;
+    std::vector<RunRecord> runs = store.runs();
+    auto run = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.id == run_id; });
+    ASSERT_NE(run, runs.end());
+    EXPECT_EQ(run->config.batch, 8) << file;
+    const std::vector<LayerTiming>& read = layers.begin()->second;
+    ASSERT_EQ(read.size(), timed.result.layers.size()) << file;
+    for (size_t index = 0; index < read.size(); ++index) {
+      EXPECT_EQ(read[index].node, timed.result.layers[index].node);
+      EXPECT_EQ(read[index].op, timed.result.layers[index].op);
+      EXPECT_EQ(read[index].forward_ms, timed.result.layers[index].forward_ms);
+      EXPECT_EQ(read[index].backward_ms, timed.result.layers[index].backward_ms);
+      EXPECT_EQ(read[index].iteration_forward_ms, timed.result.layers[index].iteration_forward_ms);  // NULL stays unset
+      EXPECT_EQ(read[index].iteration_backward_ms, timed.result.layers[index].iteration_backward_ms);
+    }
+  }
+}
+
+// A file of schema 1 (before layer_times) is migrated on open for writing, its runs kept.
+TEST(Store, MigratesSchemaOneToTwo) {
+  ScratchDir dir;
+  std::string path = dir.file("v1.db");
+  NetworkRecord network = resnet18_at_32();
+  {
+    Store store = Store::open(path);
+    store.insert_run(network, sample_run(store.ensure_environment(test_environment()), 2, 0));
+    store.db().exec("DROP TABLE layer_times; PRAGMA user_version = 1");
+  }
+  EXPECT_THROW(Store::open(path, Database::Mode::ReadOnly), InputError);  // read-only never migrates
+  Store store = Store::open(path);
+  EXPECT_EQ(store.schema_version(), 2);
+  EXPECT_EQ(store.run_count(), 1);
+  EXPECT_TRUE(store.layer_times().empty());
 }
 
 TEST(Store, RejectsUnknownStatusAndBadConfigs) {

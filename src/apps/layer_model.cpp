@@ -1,0 +1,133 @@
+#include "apps/layer_model.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "graph/error.h"
+
+namespace dnncast::apps {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Timings below a microsecond are clock resolution; the log target is floored there.
+constexpr double kFloorMs = 1e-3;
+
+}  // namespace
+
+bool match_layer_timings(const features::LayerSites& sites, const std::vector<data::LayerTiming>& timings,
+                         std::vector<double>& ms) {
+  const size_t nodes = sites.nodes.size();
+  if (timings.size() < nodes + 1) return false;
+  // Inside real iterations where every row has it (campaigns since schema 2's in-iteration
+  // columns); else each node alone.
+  bool in_iteration = true;
+  for (const data::LayerTiming& timing : timings)
+    in_iteration = in_iteration && timing.iteration_forward_ms.has_value() && timing.iteration_backward_ms.has_value();
+  ms.assign(nodes + 1, 0.0);
+  for (size_t position = 0; position < nodes; ++position) {
+    const data::LayerTiming& timing = timings[position];
+    if (timing.node != sites.nodes[position].node) return false;
+    ms[position] = in_iteration ? *timing.iteration_forward_ms + *timing.iteration_backward_ms
+                                : timing.forward_ms + timing.backward_ms;
+  }
+  bool optimizer = false;
+  for (size_t position = nodes; position < timings.size(); ++position) {
+    const data::LayerTiming& timing = timings[position];
+    if (timing.op != data::kOptimizerStepOp && timing.op != data::kZeroGradOp && timing.op != data::kLossOp) return false;
+    ms[nodes] += in_iteration ? *timing.iteration_forward_ms + *timing.iteration_backward_ms
+                              : timing.forward_ms + timing.backward_ms;
+    optimizer = optimizer || timing.op == data::kOptimizerStepOp;
+  }
+  return optimizer;
+}
+
+LayerModel LayerModel::fit(const std::vector<LayerExample>& examples, const std::string& learner,
+                           const nlohmann::json& hyperparameters) {
+  const size_t columns = features::layer_feature_count();
+  size_t rows = 0;
+  for (const LayerExample& example : examples) rows += example.ms.size();
+  if (rows == 0) throw InputError("no per-layer timings to fit the layer-wise model on");
+  learn::Matrix x(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(columns));
+  learn::Vector y(static_cast<Eigen::Index>(rows));
+  std::vector<float> block;
+  Eigen::Index row = 0;
+  for (const LayerExample& example : examples) {
+    features::layer_rows(*example.sites, example.config, example.gpu, block);
+    DNNCAST_ASSERT(block.size() == example.ms.size() * columns);
+    for (size_t index = 0; index < example.ms.size(); ++index, ++row) {
+      for (size_t column = 0; column < columns; ++column)
+        x(row, static_cast<Eigen::Index>(column)) = block[index * columns + column];
+      y(row) = std::log(std::max(example.ms[index], kFloorMs));
+    }
+  }
+  LayerModel model;
+  model.learner_ = learn::make_learner(learner, hyperparameters);
+  model.learner_->fit(x, y);
+  model.training_runs_ = static_cast<int64_t>(examples.size());
+  model.training_rows_ = static_cast<int64_t>(rows);
+  return model;
+}
+
+std::vector<double> LayerModel::row_ms(const features::LayerSites& sites, const features::TrainingConfig& config,
+                                       bool gpu) const {
+  DNNCAST_ASSERT(learner_ != nullptr);
+  std::vector<float> block;
+  features::layer_rows(sites, config, gpu, block);
+  const int64_t count = static_cast<int64_t>(sites.nodes.size() + 1);
+  std::vector<double> out(static_cast<size_t>(count));
+  learner_->predict_rows(block.data(), count, static_cast<int64_t>(features::layer_feature_count()), out.data());
+  for (double& value : out) value = std::exp(value);
+  return out;
+}
+
+double LayerModel::iteration_ms(const features::LayerSites& sites, const features::TrainingConfig& config,
+                                bool gpu) const {
+  double total = 0;
+  for (double value : row_ms(sites, config, gpu)) total += value;
+  return total;
+}
+
+void LayerModel::save(const std::string& dir) const {
+  DNNCAST_ASSERT(learner_ != nullptr);
+  fs::create_directories(dir);
+  learner_->save(dir);
+  json manifest{{"format", kLayerModelFormat},
+                {"feature_version", features::kFeatureVersion},
+                {"layer_features", features::layer_feature_names()},
+                {"learner", learner_->name()},
+                {"hyperparameters", learner_->hyperparameters()},
+                {"target", "log(forward + backward ms) per node; log(step + zero_grad ms) for the optimizer row"},
+                {"training", {{"runs", training_runs_}, {"rows", training_rows_}}}};
+  std::ofstream out(dir + "/layers.json");
+  out << manifest.dump(2) << "\n";
+  if (!out) throw InputError("cannot write " + dir + "/layers.json");
+}
+
+LayerModel LayerModel::load(const std::string& dir) {
+  std::string path = dir + "/layers.json";
+  std::ifstream in(path);
+  if (!in) throw InputError("no layer-wise model at " + dir + " (" + path + " is missing)");
+  LayerModel model;
+  try {
+    json manifest = json::parse(in);
+    if (manifest.at("format").get<std::string>() != kLayerModelFormat)
+      throw InputError(path + ": format " + manifest.at("format").dump() + ", this build reads '" + kLayerModelFormat + "'");
+    if (manifest.at("feature_version").get<int>() != features::kFeatureVersion ||
+        manifest.at("layer_features").get<std::vector<std::string>>() != features::layer_feature_names())
+      throw InputError(path + ": trained with another layer feature list (feature version " +
+                       manifest.at("feature_version").dump() + ", this build computes " +
+                       std::to_string(features::kFeatureVersion) + "): retrain it with `dnncast train`");
+    model.learner_ = learn::load_learner(manifest.at("learner").get<std::string>(), manifest.at("hyperparameters"), dir);
+    model.training_runs_ = manifest.at("training").at("runs").get<int64_t>();
+    model.training_rows_ = manifest.at("training").at("rows").get<int64_t>();
+  } catch (const json::exception& error) {
+    throw InputError(path + ": malformed: " + error.what());
+  }
+  return model;
+}
+
+}  // namespace dnncast::apps
