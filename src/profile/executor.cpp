@@ -829,7 +829,8 @@ void time_optimizer(Trainer& trainer, double& step_ms, double& zero_grad_ms) {
 // calls in the same iterations. A node's backward is the time from its output's gradient being
 // complete to the next node's (in the order the engine reached them), which holds its backward
 // functions and the accumulation of its parameters' gradients; the last one runs to the end of
-// backward(). Medians over `iterations`. Fills LayerTime::iteration_* and the two step times.
+// backward(). Medians over `iterations`. Fills LayerTime::iteration_*, and the step, zero_grad and
+// loss times of those iterations.
 void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, double& step_ms,
                               double& zero_grad_ms, double& loss_ms, int iterations = 5) {
   const Graph& graph = trainer.module.graph();
