@@ -258,8 +258,12 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
     auto cached = graph_cache.find(key);
     if (cached == graph_cache.end() && graph_errors.count(key) == 0) {
       try {
-        graph_cache.emplace(key, features::graph_features(network_graph(networks.at(sample.network_hash), sample.config)));
-        cached = graph_cache.find(key);
+        Graph graph = network_graph(networks.at(sample.network_hash), sample.config);
+        cached = graph_cache.emplace(key, features::graph_features(graph)).first;
+        if (!layer_times.empty()) {  // layer sites only where some run has per-layer timings
+          table.layer_sites.push_back(features::layer_sites(graph));
+          sites_of_graph.emplace(key, static_cast<int>(table.layer_sites.size() - 1));
+        }
       } catch (const InputError& error) {
         graph_errors[key] = error.what();
       }
@@ -290,14 +294,7 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
         sample.simulated_peak_bytes = 0;
       }
     }
-    if (!layer_times.empty()) {  // layer sites only where some run has per-layer timings
-      auto known = sites_of_graph.find(key);
-      if (known == sites_of_graph.end()) {
-        table.layer_sites.push_back(features::layer_sites(network_graph(networks.at(sample.network_hash), sample.config)));
-        known = sites_of_graph.emplace(key, static_cast<int>(table.layer_sites.size() - 1)).first;
-      }
-      sample.layer_sites = known->second;
-    }
+    if (!layer_times.empty()) sample.layer_sites = sites_of_graph.at(key);
     table.environments[sample.environment_hash] = environments.at(sample.environment_hash);
     kept_index[sample_index] = kept.size();
     kept.push_back(std::move(sample));
