@@ -60,7 +60,46 @@ def run_case(fields):
     return impls
 
 
+# oneDNN's "info,cpu,isa:" text -> our name (src/hardware/isa.h), from oneDNN 2.6 cpu_isa_traits.
+ISA_TEXTS = [
+    ("Intel AVX-512 with float16, Intel DL Boost and bfloat16 support and Intel AMX", "avx512_core_amx"),
+    ("Intel AVX-512 with Intel DL Boost and bfloat16 support and Intel AMX", "avx512_core_amx"),
+    ("Intel AVX-512 with Intel DL Boost and bfloat16 support", "avx512_core_bf16"),
+    ("Intel AVX-512 with Intel DL Boost", "avx512_core_vnni"),
+    ("Intel AVX-512 with AVX512BW, AVX512VL, and AVX512DQ extensions", "avx512_core"),
+    ("Intel AVX2 with Intel DL Boost", "avx2_vnni"),
+    ("Intel AVX2", "avx2"),
+    ("Intel AVX", "avx"),
+    ("Intel SSE4.1", "sse41"),
+]
+
+
+def reported_isa():
+    """The ISA oneDNN says it dispatches to (its verbose log's first lines)."""
+    sys.stdout.flush()
+    libc.fflush(None)
+    saved = os.dup(1)
+    with tempfile.TemporaryFile(mode="w+") as log:
+        os.dup2(log.fileno(), 1)
+        try:
+            torch.nn.functional.conv2d(torch.randn(2, 16, 8, 8), torch.randn(16, 16, 3, 3))
+        finally:
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+        log.seek(0)
+        for line in log.read().splitlines():
+            if ",info,cpu,isa:" in line:
+                text = line.split(",info,cpu,isa:", 1)[1].strip()
+                for prefix, name in ISA_TEXTS:
+                    if text.startswith(prefix):
+                        return name
+                return "unrecognised:" + text
+    return "none"
+
+
 def main():
+    print("isa", reported_isa())
     for line in sys.stdin:
         fields = line.split()
         if not fields:

@@ -14,9 +14,10 @@ double MemoryCheckRow::relative_error() const {
              : 0.0;
 }
 
-MemoryCheck check_memory_simulator(const std::string& db_path) {
+MemoryCheck check_memory_simulator(const std::string& db_path, hardware::CpuIsa isa) {
   TableOptions options;
   options.simulate_memory = true;
+  options.isa = isa;
   TrainingTable table = load_training_table(db_path, options);
   MemoryCheck check;
   check.dataset = db_path;

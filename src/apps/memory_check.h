@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/store.h"
+#include "hardware/isa.h"
 
 namespace dnncast::apps {
 
@@ -29,6 +30,7 @@ struct MemoryCheck {
 };
 
 // Throws InputError when the file is not a dataset or holds no ok run with a peak.
-MemoryCheck check_memory_simulator(const std::string& db_path);
+// isa: simulate every run under this ISA (Unknown: each environment's recorded one).
+MemoryCheck check_memory_simulator(const std::string& db_path, hardware::CpuIsa isa = hardware::CpuIsa::Unknown);
 
 }  // namespace dnncast::apps

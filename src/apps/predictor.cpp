@@ -275,7 +275,9 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
       continue;
     }
     features::TrainingConfig config = training_config_of(sample.config);
-    rows.push_back(features::featurize(cached->second, config, hardware_of(environments.at(sample.environment_hash))));
+    features::HardwareFeatures hardware = hardware_of(environments.at(sample.environment_hash));
+    if (options.isa != hardware::CpuIsa::Unknown) hardware.isa = options.isa;
+    rows.push_back(features::featurize(cached->second, config, hardware));
     if (options.simulate_memory && !sample.peak_bytes.empty()) {
       // What the simulator says for this configuration, so that evaluate can set it beside the
       // measurement and the learned memory predictor.
@@ -285,6 +287,7 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
       memory_config.precision = sample.config.precision;
       memory_config.device = environment.gpu_name.empty() ? "cpu" : "cuda";
       memory_config.threads = sample.config.threads;
+      memory_config.isa = features::effective_isa(hardware.isa);
       try {
         sample.simulated_peak_bytes = static_cast<double>(
             memory::simulate_memory(network_graph(networks.at(sample.network_hash), sample.config, sample.config.batch),

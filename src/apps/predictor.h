@@ -82,6 +82,9 @@ struct TableOptions {
                                        // beside the learned memory predictor; train does not need it)
   bool layer_sites = false;            // fill layer_sites and layer_runs (the layer-wise model) when
                                        // some run has per-layer timings
+  // The CPU ISA the features and the simulator assume for every run: Unknown = each environment's
+  // recorded one (features::kUnrecordedIsa where it recorded none).
+  hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
 };
 
 // The featurizer's view of a run's configuration.

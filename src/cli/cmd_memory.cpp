@@ -85,8 +85,8 @@ std::string config_text(const apps::MemoryCheckRow& row) {
 }
 
 // --check-db: the simulator against every measured peak of a dataset.
-int check_dataset(const std::string& db, int64_t show, bool as_json) {
-  apps::MemoryCheck check = apps::check_memory_simulator(db);
+int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::CpuIsa isa) {
+  apps::MemoryCheck check = apps::check_memory_simulator(db, isa);
   const int64_t off = check.configurations - check.within_1pct;
   const size_t listed = std::min(check.rows.size(), static_cast<size_t>(show));
   if (as_json) {
@@ -171,12 +171,17 @@ int run_memory(const Args& args) {
                  "instead of MODEL: simulate every configuration of this dataset that has a measured peak and compare "
                  "(exit code 1 when any is more than 1% off)");
   app.add_option("--show", show, "--check-db: the worst configurations listed (default 10)");
+  std::string isa_text;
+  app.add_option("--isa", isa_text,
+                 "the CPU ISA oneDNN dispatches to, whose kernels and allocations to simulate: " + isa_list() +
+                     " (default: this host's, after ONEDNN_MAX_CPU_ISA; with --check-db, each environment's recorded one)");
 
   if (!parse_args(app, args, "memory")) return 0;
+  const hardware::CpuIsa isa = isa_text.empty() ? hardware::CpuIsa::Unknown : parse_isa_option(isa_text, "--isa");
   if (!check_db.empty()) {
     if (!model.empty()) throw InputError("give MODEL or --check-db DB, not both");
     if (show < 0) throw InputError("--show must be 0 or more, got " + std::to_string(show));
-    return check_dataset(check_db, show, as_json);
+    return check_dataset(check_db, show, as_json, isa);
   }
   if (model.empty()) throw InputError("MODEL is required (a zoo name, graph JSON file or synthetic:SEED), or --check-db DB");
 
@@ -190,6 +195,7 @@ int run_memory(const Args& args) {
   config.precision = precision;
   config.device = device;
   config.threads = threads;
+  config.isa = isa;
   config.keep_timeline = timeline;
   config.keep_events = events;
   if (!context_text.empty()) config.cuda_context_bytes = memory::parse_bytes(context_text, "--cuda-context");

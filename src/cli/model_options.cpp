@@ -43,3 +43,20 @@ std::vector<int64_t> parse_image_input(const std::string& text) {
 }
 
 }  // namespace dnncast::cli
+
+namespace dnncast::cli {
+
+std::string isa_list() {
+  std::string text;
+  for (const std::string& name : hardware::isa_names()) text += (text.empty() ? "" : " | ") + name;
+  return text;
+}
+
+hardware::CpuIsa parse_isa_option(const std::string& text, const std::string& option) {
+  hardware::CpuIsa isa = hardware::parse_isa(text);
+  if (isa == hardware::CpuIsa::Unknown)
+    throw InputError(option + " '" + text + "' is not an ISA; known: " + isa_list());
+  return isa;
+}
+
+}  // namespace dnncast::cli

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hardware/isa.h"
 #include "models/zoo.h"
 
 namespace dnncast::cli {
@@ -32,5 +33,14 @@ class ModelOptions {
 
 // "3x224x224" -> {3, 224, 224}; throws InputError naming --input otherwise.
 std::vector<int64_t> parse_image_input(const std::string& text);
+
+}  // namespace dnncast::cli
+
+namespace dnncast::cli {
+
+// The ISA names --isa accepts ("sse41 | avx | avx2 | ..."), for help texts.
+std::string isa_list();
+// --isa NAME -> the ISA; throws InputError naming `option` and listing the known names otherwise.
+hardware::CpuIsa parse_isa_option(const std::string& text, const std::string& option);
 
 }  // namespace dnncast::cli

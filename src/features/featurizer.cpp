@@ -245,19 +245,19 @@ namespace {
 // oneDNN's kernels for a convolution when it runs one (the choice does not depend on the batch),
 // remembered per geometry: deciding builds the whole allocation recipe, and a network repeats its
 // few geometries many times (resnet50: 53 convolutions, 20 geometries).
-std::array<memory::ConvImpl, 3> mkldnn_impls(const memory::ConvShape& shape) {
-  using Key = std::array<int64_t, 14>;
+std::array<memory::ConvImpl, 3> mkldnn_impls(const memory::ConvShape& shape, hardware::CpuIsa isa) {
+  using Key = std::array<int64_t, 15>;
   static std::mutex mutex;
   static std::map<Key, std::array<memory::ConvImpl, 3>> known;
   const Key key{shape.in_channels, shape.in_h,     shape.in_w,     shape.out_channels, shape.kernel_h,
                 shape.kernel_w,    shape.stride_h, shape.stride_w, shape.pad_h,        shape.pad_w,
-                shape.dilation_h,  shape.dilation_w, shape.groups, shape.bias ? 1 : 0};
+                shape.dilation_h,  shape.dilation_w, shape.groups, shape.bias ? 1 : 0, static_cast<int64_t>(isa)};
   std::lock_guard<std::mutex> lock(mutex);
   auto found = known.find(key);
   if (found != known.end()) return found->second;
   memory::ConvShape at_sixteen = shape;
   at_sixteen.batch = 16;
-  return known.emplace(key, memory::cpu_conv_impls(at_sixteen, 1)).first->second;
+  return known.emplace(key, memory::cpu_conv_impls(at_sixteen, 1, isa)).first->second;
 }
 
 // The ConvSite of a Conv2d node (`cost` its op cost at the graph's batch).
@@ -268,7 +268,8 @@ ConvSite conv_site(const Graph& graph, const Node& node, const OpCost& cost, boo
   site.flops_per_sample = static_cast<double>(cost.flops_fwd) / batch;
   site.weight_bytes = static_cast<double>(cost.params * dtype_bytes(node.dtype));
   site.input_grad = input_grad;
-  site.mkldnn = mkldnn_impls(site.shape);
+  site.mkldnn = mkldnn_impls(site.shape, hardware::CpuIsa::Avx512Core);
+  site.mkldnn_avx2 = mkldnn_impls(site.shape, hardware::CpuIsa::Avx2);
   site.shape.batch = 1;
   return site;
 }
@@ -410,11 +411,13 @@ static const TensorShape& checked_input_shape(const Graph& graph) {
   return input_shape;
 }
 
-std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config, bool gpu) {
-  if (gpu) return {memory::ConvImpl::Jit, memory::ConvImpl::Jit, memory::ConvImpl::Jit};
+std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
+                                           const HardwareFeatures& hardware) {
+  if (hardware.gpu) return {memory::ConvImpl::Jit, memory::ConvImpl::Jit, memory::ConvImpl::Jit};
   memory::ConvShape shape = site.shape;
   shape.batch = config.batch;
-  if (memory::cpu_conv_uses_mkldnn(shape, config.threads)) return site.mkldnn;
+  if (memory::cpu_conv_uses_mkldnn(shape, config.threads))
+    return hardware::is_avx512(effective_isa(hardware.isa)) ? site.mkldnn : site.mkldnn_avx2;
   return {memory::ConvImpl::Slow, memory::ConvImpl::Slow, memory::ConvImpl::Slow};
 }
 
@@ -503,7 +506,7 @@ void fill_conv(const std::vector<ConvSite>& sites, const TrainingConfig& config,
   double flops[3] = {0, 0, 0}, calls[3] = {0, 0, 0}, weight_bytes = 0;
   const double batch = static_cast<double>(config.batch);
   for (const ConvSite& site : sites) {
-    const std::array<memory::ConvImpl, 3> impls = conv_impls(site, config, hardware.gpu);
+    const std::array<memory::ConvImpl, 3> impls = conv_impls(site, config, hardware);
     for (int pass = 0; pass < 3; ++pass) {
       if (pass == 1 && !site.input_grad) continue;
       const memory::ConvImpl impl = impls[static_cast<size_t>(pass)];

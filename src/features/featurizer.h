@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "hardware/isa.h"
 #include "memory/cpu_conv.h"
 
 namespace dnncast::features {
@@ -45,7 +46,17 @@ struct HardwareFeatures {
   double peak_flops_f32 = 0;            // FLOP/s of the whole device
   double memory_bandwidth_bytes_s = 0;  // bytes/s
   int64_t memory_bytes = 0;
+  // What oneDNN dispatches to on a CPU: which convolution kernels run (conv.* columns). Unknown
+  // (not recorded, as in datasets before the ISA was fingerprinted) counts as kUnrecordedIsa.
+  hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
 };
+
+// The ISA of environments that did not record one: every such run of the shipped data ran on
+// AVX-512 (docs/DATASET.md: its peaks match the AVX-512 rules, not the AVX2 ones).
+constexpr hardware::CpuIsa kUnrecordedIsa = hardware::CpuIsa::Avx512Core;
+inline hardware::CpuIsa effective_isa(hardware::CpuIsa isa) {
+  return isa == hardware::CpuIsa::Unknown ? kUnrecordedIsa : isa;
+}
 
 // One Conv2d of a graph, for the columns that depend on which implementation libtorch's CPU path
 // runs (conv.*): the choice changes with the batch and the thread count (ATen's use_mkldnn: a
@@ -56,7 +67,8 @@ struct ConvSite {
   double flops_per_sample = 0;  // one pass (forward; each backward pass does as many)
   double weight_bytes = 0;
   bool input_grad = true;                    // false: no backward-data pass (the input needs no gradient)
-  std::array<memory::ConvImpl, 3> mkldnn{};  // the passes' implementations when oneDNN runs it
+  std::array<memory::ConvImpl, 3> mkldnn{};       // the passes' implementations when oneDNN runs it (AVX-512)
+  std::array<memory::ConvImpl, 3> mkldnn_avx2{};  // the same under AVX2 dispatch
 };
 
 // The graph-dependent part of the features, at one sample and independent of the batch.
@@ -93,7 +105,8 @@ std::vector<ConvSite> conv_sites(const Graph& graph);
 ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad);
 // The implementation of each pass (forward, backward data, backward weights) of one convolution in
 // one configuration; on a GPU every pass counts as Jit (its vendor library's kernels).
-std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config, bool gpu);
+std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
+                                           const HardwareFeatures& hardware);
 
 // Writes feature_count() values to `row`. Throws InputError on a batch or thread count < 1 or an
 // unknown precision.

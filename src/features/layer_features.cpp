@@ -126,7 +126,11 @@ LayerSites layer_sites(const Graph& graph) {
   return sites;
 }
 
-void layer_rows(const LayerSites& sites, const TrainingConfig& config, bool gpu, std::vector<float>& rows) {
+void layer_rows(const LayerSites& sites, const TrainingConfig& config, bool gpu, std::vector<float>& rows,
+                hardware::CpuIsa isa) {
+  HardwareFeatures hardware;
+  hardware.gpu = gpu;
+  hardware.isa = isa;
   if (config.batch < 1) throw InputError("batch must be at least 1, got " + std::to_string(config.batch));
   if (config.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(config.threads));
   const double batch = static_cast<double>(config.batch);
@@ -145,7 +149,7 @@ void layer_rows(const LayerSites& sites, const TrainingConfig& config, bool gpu,
     row[kParams] = static_cast<float>(site.params);
     row[kWeightTraffic] = static_cast<float>(site.weight_bytes * batch);
     if (site.conv) {
-      std::array<memory::ConvImpl, 3> impls = conv_impls(site.conv_site, config, gpu);
+      std::array<memory::ConvImpl, 3> impls = conv_impls(site.conv_site, config, hardware);
       row[kImplFwd] = 1.0f + static_cast<float>(impls[0]);
       row[kImplBwdData] = 1.0f + static_cast<float>(impls[1]);
       row[kImplBwdWeight] = 1.0f + static_cast<float>(impls[2]);

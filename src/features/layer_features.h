@@ -51,6 +51,8 @@ size_t layer_feature_count();
 
 // Writes (nodes + 1) rows of layer_feature_count() floats, row-major, into `rows` (resized): one per
 // node in order, then the optimizer row. Throws InputError on a batch or thread count < 1.
-void layer_rows(const LayerSites& sites, const TrainingConfig& config, bool gpu, std::vector<float>& rows);
+// isa: what oneDNN dispatches to on the CPU (Unknown: kUnrecordedIsa, as for the per-layer data so far).
+void layer_rows(const LayerSites& sites, const TrainingConfig& config, bool gpu, std::vector<float>& rows,
+                hardware::CpuIsa isa = hardware::CpuIsa::Unknown);
 
 }  // namespace dnncast::features

@@ -52,6 +52,33 @@ int64_t bcast_blocks(int64_t blocks) {
   return blocks;
 }
 
+// What differs between the ISAs oneDNN 2.6 dispatches to, for f32 convolutions (one row per
+// family; cpu_conv_recipe reads nothing else that depends on the ISA). Read off allocation logs and
+// oneDNN's verbose log on an AVX-512 host and on an AVX2-only host (docs/MEMORY.md "By ISA"); the
+// kernels are oneDNN's src/cpu/x64/jit_avx512_common_conv_kernel.cpp (16-channel blocks: nChw16c,
+// OIhw16i16o) and jit_avx2_conv_kernel_f32.cpp (8-channel blocks: nChw8c, OIhw8i8o), with the
+// jit_uni_dw and jit_*_1x1 kernels of each, tried in cpu_convolution_list.cpp's order before gemm.
+struct IsaConvRules {
+  const char* family;
+  int64_t block;                   // channel block of the jit kernels' formats
+  int64_t first_conv_channels;     // fewer input channels: the forward reads the plain input
+  // Grouped (not depthwise): the blocks a group's channels may take, largest first; none -> gemm.
+  std::array<int64_t, 3> group_blocks;
+  // Backward weights of a grouped conv with 8-channel blocks, and of a dense conv whose input channels
+  // are a multiple of 8 but not of the block, runs the AVX2 kernel ("jit:avx2"), which rejects a
+  // kernel larger than the input.
+  bool bwd_weights_kernel_within_input;  // every jit backward-weights pass needs kernel <= input
+};
+
+constexpr IsaConvRules kAvx512Rules{"avx512_core", 16, 16, {16, 8, 4}, false};
+constexpr IsaConvRules kAvx2Rules{"avx2", 8, 8, {8, 0, 0}, true};
+
+const IsaConvRules& rules_for(hardware::CpuIsa isa) {
+  DNNCAST_ASSERT(isa != hardware::CpuIsa::Unknown);  // callers resolve "not recorded" first
+  // SSE4.1 and AVX use 8-channel blocks too (jit_sse41_conv, jit_avx2_conv at AVX); unverified.
+  return hardware::is_avx512(isa) ? kAvx512Rules : kAvx2Rules;
+}
+
 void slow_recipe(const ConvShape& s, ConvRecipe& recipe) {
   const int64_t x = s.batch * s.in_channels * s.in_h * s.in_w * kF32;
   const int64_t y = s.batch * s.out_channels * s.out_h * s.out_w * kF32;
@@ -184,8 +211,8 @@ bool cpu_conv_uses_mkldnn(const ConvShape& s, int64_t threads) {
           s.batch * s.in_channels * s.in_h * s.in_w > 20480);
 }
 
-std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads) {
-  return cpu_conv_recipe(shape, threads).impls;
+std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads, hardware::CpuIsa isa) {
+  return cpu_conv_recipe(shape, threads, isa).impls;
 }
 
 ConvShape conv_shape(const Graph& graph, const Node& node) {
@@ -220,8 +247,9 @@ ConvShape conv_shape(const Graph& graph, const Node& node) {
   return s;
 }
 
-ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
+ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa isa) {
   ConvRecipe recipe;
+  const IsaConvRules& rules = rules_for(isa);
   if (s.channels_last) {
     channels_last_recipe(s, recipe);
     return recipe;
@@ -256,12 +284,14 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
 
   Primitive fwd, bwd_data, bwd_weights;
   std::string names[3];
+  const int64_t blk = rules.block;
+  const bool kernel_within_input = s.kernel_h <= s.in_h && s.kernel_w <= s.in_w;
   const bool depthwise = g > 1 && g == c && g == o;
   if (depthwise) {
-    const int64_t wsz = round_up(g, 16) * ks * kF32;
-    Primitive jit{act_in(16), wsz, act_out(16), 0};
+    const int64_t wsz = round_up(g, blk) * ks * kF32;
+    Primitive jit{act_in(blk), wsz, act_out(blk), 0};
     fwd = jit;
-    fwd.scratch = scratchpad({bias_pad(16)});
+    fwd.scratch = scratchpad({bias_pad(blk)});
     names[0] = "jit_dw";
     if (pad_reject) {
       fwd = gemm(false);
@@ -277,8 +307,12 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
       names[2] = "gemm";
     }
   } else if (g > 1) {
-    const int64_t block = icg % 16 == 0 && ocg % 16 == 0 ? 16 : icg % 8 == 0 && ocg % 8 == 0 ? 8
-                          : icg % 4 == 0 && ocg % 4 == 0 ? 4 : 0;
+    int64_t block = 0;
+    for (int64_t candidate : rules.group_blocks)
+      if (candidate > 0 && icg % candidate == 0 && ocg % candidate == 0) {
+        block = candidate;
+        break;
+      }
     if (block == 0) {
       fwd = gemm(false);
       bwd_data = gemm(false);
@@ -293,7 +327,7 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
       if (block == 16) {
         bwd_weights = jit;
         names[2] = "jit";
-      } else if (block == 8 && s.kernel_h <= s.in_h && s.kernel_w <= s.in_w) {
+      } else if (block == 8 && kernel_within_input) {
         bwd_weights = Primitive{act_in(8), wsz, act_out(8), scratchpad({bias_pad(8)})};
         names[2] = "jit:avx2";
       } else {
@@ -302,36 +336,38 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads) {
       }
     }
   } else if (one_by_one && !pad_reject) {
-    const int64_t wsz = round_up(o, 16) * round_up(c, 16) * kF32;
-    const int64_t rtus = strided ? nthr * round_up(c, 16) * s.out_h * s.out_w * kF32 : 0;
-    const int64_t rtus_weights = strided ? nthr * bcast_blocks(round_up(c, 16) / 16) * 16 * s.out_h * s.out_w * kF32 : 0;
-    fwd = {act_in(16), wsz, act_out(16), scratchpad({rtus, bias_pad(16)})};
-    bwd_data = {act_in(16), wsz, act_out(16), scratchpad({rtus})};
-    bwd_weights = {act_in(16), wsz, act_out(16), scratchpad({rtus_weights, bias_pad(16)})};
+    const int64_t wsz = round_up(o, blk) * round_up(c, blk) * kF32;
+    const int64_t rtus = strided ? nthr * round_up(c, blk) * s.out_h * s.out_w * kF32 : 0;
+    const int64_t rtus_weights =
+        strided ? nthr * bcast_blocks(round_up(c, blk) / blk) * blk * s.out_h * s.out_w * kF32 : 0;
+    fwd = {act_in(blk), wsz, act_out(blk), scratchpad({rtus, bias_pad(blk)})};
+    bwd_data = {act_in(blk), wsz, act_out(blk), scratchpad({rtus})};
+    bwd_weights = {act_in(blk), wsz, act_out(blk), scratchpad({rtus_weights, bias_pad(blk)})};
     names[0] = names[1] = names[2] = "jit_1x1";
   } else {
-    const int64_t wsz = round_up(o, 16) * round_up(c, 16) * ks * kF32;
+    const int64_t wsz = round_up(o, blk) * round_up(c, blk) * ks * kF32;
     if (pad_reject) {
       fwd = gemm(false);
       bwd_data = gemm(false);
       names[0] = names[1] = "gemm";
     } else {
-      // Fewer than 16 input channels: the "first convolution" kernel reads the plain input.
-      fwd = c < 16 ? Primitive{0, round_up(o, 16) * c * ks * kF32, act_out(16), scratchpad({bias_pad(16)})}
-                   : Primitive{act_in(16), wsz, act_out(16), scratchpad({bias_pad(16)})};
-      bwd_data = {act_in(16), wsz, act_out(16), 0};
+      // Fewer input channels than a block: the "first convolution" kernel reads the plain input.
+      fwd = c < rules.first_conv_channels
+                ? Primitive{0, round_up(o, blk) * c * ks * kF32, act_out(blk), scratchpad({bias_pad(blk)})}
+                : Primitive{act_in(blk), wsz, act_out(blk), scratchpad({bias_pad(blk)})};
+      bwd_data = {act_in(blk), wsz, act_out(blk), 0};
       names[0] = names[1] = "jit";
     }
-    if (s.kernel_h > 14 || s.kernel_w > 14) {
+    if (s.kernel_h > 14 || s.kernel_w > 14 || (rules.bwd_weights_kernel_within_input && !kernel_within_input)) {
       bwd_weights = gemm(true);
       names[2] = "gemm";
     } else if (c <= 3) {
-      bwd_weights = {0, round_up(o, 16) * c * ks * kF32, act_out(16), scratchpad({bias_pad(16)})};
+      bwd_weights = {0, round_up(o, blk) * c * ks * kF32, act_out(blk), scratchpad({bias_pad(blk)})};
       names[2] = "jit";
-    } else if (c % 16 == 0 || c > 16) {
-      bwd_weights = {act_in(16), wsz, act_out(16), scratchpad({bias_pad(16)})};
+    } else if (c % blk == 0 || c > blk) {
+      bwd_weights = {act_in(blk), wsz, act_out(blk), scratchpad({bias_pad(blk)})};
       names[2] = "jit";
-    } else if (c % 8 == 0 && s.kernel_h <= s.in_h && s.kernel_w <= s.in_w) {
+    } else if (c % 8 == 0 && kernel_within_input) {
       bwd_weights = {act_in(8), round_up(o, 8) * round_up(c, 8) * ks * kF32, act_out(8), scratchpad({bias_pad(8)})};
       names[2] = "jit:avx2";
     } else {

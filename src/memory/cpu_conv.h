@@ -2,7 +2,8 @@
 //
 // libtorch picks a backend per call (aten/src/ATen/native/Convolution.cpp, use_mkldnn): the slow
 // im2col path ("thnn", per-group loops when grouped) for batch-1 / single-thread 1x1 cases, oneDNN
-// (mkldnn) otherwise. oneDNN 2.6 on an AVX-512 CPU then picks an implementation per primitive
+// (mkldnn) otherwise. oneDNN 2.6 then picks, by the ISA it dispatches to (on AVX-512;
+// AVX2 the same with 8-channel blocks and the differences of IsaConvRules), an implementation per primitive
 // (forward, backward data, backward weights): jit with 16-channel blocked formats (padded), jit
 // with 8/4-channel blocks for grouped convs, jit_dw for depthwise, jit_1x1, or gemm with plain
 // formats. ideep reorders the plain ATen tensors into the chosen formats (allocations through the
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "hardware/isa.h"
 
 namespace dnncast::memory {
 
@@ -59,15 +61,16 @@ struct ConvRecipe {
 };
 
 // threads: intra-op threads of the run (the backend choice and per-thread scratch depend on it;
-// validated for 1 thread).
-ConvRecipe cpu_conv_recipe(const ConvShape& shape, int64_t threads);
+// validated for 1 thread). isa: what oneDNN dispatches to (not Unknown): the kernels, their blocked
+// formats and so the allocations differ between AVX2 and AVX-512 (IsaConvRules in cpu_conv.cpp).
+ConvRecipe cpu_conv_recipe(const ConvShape& shape, int64_t threads, hardware::CpuIsa isa);
 
 // The geometry of a Conv2d node of a shape-inferred graph at the graph's batch (contiguous input,
 // input_grad true, channels_last and grad_copy false: the trace sets those from the layouts).
 ConvShape conv_shape(const Graph& graph, const Node& node);
 
 // Forward, backward-data, backward-weights, as cpu_conv_recipe() decides them (its `impls`).
-std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads);
+std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads, hardware::CpuIsa isa);
 // ATen's use_mkldnn() for an f32 CPU convolution: false means the slow path for every pass.
 bool cpu_conv_uses_mkldnn(const ConvShape& shape, int64_t threads);
 

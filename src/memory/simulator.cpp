@@ -32,6 +32,13 @@ int64_t& category_slot(MemoryBreakdown& breakdown, Category category) {
 
 }  // namespace
 
+hardware::CpuIsa resolve_isa(hardware::CpuIsa isa) {
+  if (isa != hardware::CpuIsa::Unknown) return isa;
+  hardware::CpuIsa host = hardware::host_dispatch().onednn;
+  // Off x86 there is no x64 oneDNN to follow; the AVX-512 rules are the best-checked ones.
+  return host != hardware::CpuIsa::Unknown ? host : hardware::CpuIsa::Avx512Core;
+}
+
 MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   std::string precision = lower(config.precision);
   if (precision != "fp32" && precision != "f32")
@@ -40,6 +47,7 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   options.optimizer = lower(config.optimizer);
   options.device = lower(config.device);
   options.threads = config.threads;
+  options.isa = resolve_isa(config.isa);
   options.iterations = 2;
   if (config.cuda_context_bytes < 0) throw InputError("the CUDA context size must not be negative");
   Program program = trace_training(graph, options);

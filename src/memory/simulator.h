@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "hardware/isa.h"
 #include "memory/program.h"
 
 namespace dnncast::memory {
@@ -26,6 +27,9 @@ struct MemoryConfig {
   std::string precision = "fp32";  // fp32 only (f32 accepted)
   std::string device = "cpu";      // cpu | cuda
   int64_t threads = 1;             // intra-op threads of the run (the profiler's default is 1)
+  // The ISA oneDNN dispatches to (cpu): Unknown = this host's (hardware::host_dispatch(), which
+  // honours ONEDNN_MAX_CPU_ISA as oneDNN does).
+  hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
   int64_t cuda_context_bytes = 0;  // cuda: the driver/runtime context, counted in required_bytes
   bool keep_timeline = false;      // fill MemoryReport::timeline
   bool keep_events = false;        // fill MemoryReport::event_log
@@ -89,6 +93,8 @@ struct MemoryReport {
 
 // Throws InputError for an unsupported optimizer/precision/device or an op the executor lacks.
 MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config);
+// The ISA a simulation uses for `isa` (MemoryConfig::isa): itself, or this host's dispatch for Unknown.
+hardware::CpuIsa resolve_isa(hardware::CpuIsa isa);
 
 // "24GiB", "512MiB", "1.5GB", "1e9", "4096", "2G" (K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024,
 // KB/MB/GB/TB powers of 1000). Throws InputError naming `what` and the text.

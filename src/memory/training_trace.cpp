@@ -310,7 +310,7 @@ class Trace {
     std::unique_ptr<ConvRecipe>& slot = conv_cache_[static_cast<size_t>(index)][shape.grad_copy ? 1 : 0];
     if (slot) return *slot;
     if (cpu_) {
-      slot = std::make_unique<ConvRecipe>(cpu_conv_recipe(shape, threads()));
+      slot = std::make_unique<ConvRecipe>(cpu_conv_recipe(shape, threads(), options_.isa));
       return *slot;
     }
     // cuDNN: the output and the gradients; workspaces are not modelled (docs/MEMORY.md).

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "hardware/isa.h"
 #include "memory/program.h"
 
 namespace dnncast::memory {
@@ -23,6 +24,7 @@ struct TraceOptions {
   std::string device = "cpu";     // cpu: libtorch's CPU kernels; cuda: the same autograd program
                                   // without oneDNN's reorders and scratch (unverified)
   int64_t threads = 1;            // intra-op threads (backend choice, per-thread scratch)
+  hardware::CpuIsa isa = hardware::CpuIsa::Avx512Core;  // what oneDNN dispatches to (cpu)
   int iterations = 2;             // iteration 2 and later repeat each other
 };
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "features/featurizer.h"
+#include "hardware/isa.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
 #include "python_run.h"
@@ -46,6 +47,10 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
     graphs.push_back(build_zoo_model(name, {1, {3, 32, 32}, 0, 1000}));
   for (uint64_t seed : {1333, 1758, 2200}) graphs.push_back(make_synthetic(seed, {1, {3, 64, 64}, 0, 1000}));
 
+  // The dispatch of this process is the dispatch of the reference's (it inherits ONEDNN_MAX_CPU_ISA).
+  HardwareFeatures host;
+  host.isa = hardware::host_dispatch().onednn;
+  std::printf("oneDNN dispatch: %s\n", hardware::isa_name(host.isa));
   // Distinct (convolution, batch, threads) cases and what the featurizer assumes for them.
   std::map<std::string, std::string> expected;  // case line -> "fwd bwd_data bwd_weights"
   for (const Graph& graph : graphs)
@@ -55,7 +60,7 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
           TrainingConfig config;
           config.batch = batch;
           config.threads = threads;
-          std::array<memory::ConvImpl, 3> impls = conv_impls(site, config, false);
+          std::array<memory::ConvImpl, 3> impls = conv_impls(site, config, host);
           const memory::ConvShape& s = site.shape;
           std::ostringstream line;
           line << batch << ' ' << s.in_channels << ' ' << s.in_h << ' ' << s.in_w << ' ' << s.out_channels << ' '
@@ -81,7 +86,9 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
   std::string line;
   size_t answered = 0, differing = 0;
   std::map<std::string, int> kinds;
+  std::string reported_isa;
   while (std::getline(lines, line)) {
+    if (line.rfind("isa ", 0) == 0) reported_isa = line.substr(4);
     std::istringstream fields(line);
     std::string label, fwd, bwd_data, bwd_weights;
     if (!(fields >> label >> fwd >> bwd_data >> bwd_weights) || label.size() < 2 || label[0] != 'c') continue;
@@ -97,6 +104,7 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
     }
   }
   EXPECT_EQ(answered, order.size()) << output.substr(0, 2000);
+  EXPECT_EQ(reported_isa, hardware::isa_name(host.isa)) << "oneDNN's verbose log named another ISA than ours";
   // The cases cover every implementation class on some pass.
   bool slow = false, gemm = false, jit = false;
   for (const auto& [measured, count] : kinds) {

@@ -79,7 +79,7 @@ TEST(LayerFeatures, ConvolutionRowsCarryTheImplementationOfEachPass) {
         continue;
       }
       ASSERT_LT(conv, convs.size());
-      std::array<memory::ConvImpl, 3> impls = conv_impls(convs[conv++], config, false);
+      std::array<memory::ConvImpl, 3> impls = conv_impls(convs[conv++], config, HardwareFeatures{});
       EXPECT_EQ(rows[row * width + column("impl_fwd")], 1.0f + static_cast<float>(impls[0]));
       EXPECT_EQ(rows[row * width + column("impl_bwd_weight")], 1.0f + static_cast<float>(impls[2]));
       slow += impls[0] == memory::ConvImpl::Slow ? 1 : 0;

@@ -259,24 +259,24 @@ int64_t peak_of(const std::vector<Step>& steps) {
 }
 
 TEST(CpuConv, BackendFollowsAtenUseMkldnn) {
-  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 3, 1), 1).backend, "slow");  // batch 1, small, 3x3
-  EXPECT_EQ(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 1).backend, "slow");  // 1x1, one thread, batch < 16
-  EXPECT_NE(cpu_conv_recipe(conv(16, 64, 8, 64, 1, 1), 1).backend.find("mkldnn"), std::string::npos);
-  EXPECT_NE(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 2).backend.find("mkldnn"), std::string::npos);
-  EXPECT_NE(cpu_conv_recipe(conv(2, 64, 8, 64, 3, 1), 1).backend.find("mkldnn"), std::string::npos);
-  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 5, 1), 1).backend.substr(0, 6), "mkldnn");  // kernel > 3
+  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 3, 1), 1, hardware::CpuIsa::Avx512Core).backend, "slow");  // batch 1, small, 3x3
+  EXPECT_EQ(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 1, hardware::CpuIsa::Avx512Core).backend, "slow");  // 1x1, one thread, batch < 16
+  EXPECT_NE(cpu_conv_recipe(conv(16, 64, 8, 64, 1, 1), 1, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"), std::string::npos);
+  EXPECT_NE(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 2, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"), std::string::npos);
+  EXPECT_NE(cpu_conv_recipe(conv(2, 64, 8, 64, 3, 1), 1, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"), std::string::npos);
+  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 5, 1), 1, hardware::CpuIsa::Avx512Core).backend.substr(0, 6), "mkldnn");  // kernel > 3
 }
 
 TEST(CpuConv, SlowPathKeepsTheIm2colColumns) {
   ConvShape s = conv(1, 64, 8, 32, 3, 1);
-  ConvRecipe recipe = cpu_conv_recipe(s, 1);
+  ConvRecipe recipe = cpu_conv_recipe(s, 1, hardware::CpuIsa::Avx512Core);
   const int64_t columns = 64 * 9 * 8 * 8 * 4, output = 32 * 8 * 8 * 4;
   EXPECT_EQ(peak_of(recipe.forward), columns + output);
 }
 
 TEST(CpuConv, BlockedFormatsPadChannelsTo16) {
   // 24 -> 40 channels, 3x3: the reordered input has 32 channels, the blocked output 48.
-  ConvRecipe recipe = cpu_conv_recipe(conv(2, 24, 8, 40, 3, 1), 1);
+  ConvRecipe recipe = cpu_conv_recipe(conv(2, 24, 8, 40, 3, 1), 1, hardware::CpuIsa::Avx512Core);
   ASSERT_GE(recipe.forward.size(), 3u);
   EXPECT_EQ(recipe.forward[0].bytes, 2 * 32 * 8 * 8 * 4);       // src reorder
   EXPECT_EQ(recipe.forward[1].bytes, 48 * 32 * 3 * 3 * 4);      // weights OIhw16i16o
