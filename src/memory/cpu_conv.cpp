@@ -87,17 +87,26 @@ void slow_recipe(const ConvShape& s, ConvRecipe& recipe) {
   const bool columns = s.kernel_h != 1 || s.kernel_w != 1 || s.stride_h != 1 || s.stride_w != 1 || s.pad_h != 0 ||
                        s.pad_w != 0;
   RecipeWriter fwd(recipe.forward), bwd(recipe.backward);
+  // A channels-last input: ATen's _convolution makes the weight channels-last too (a copy unless
+  // 1x1 or one input channel per group) before it picks the backend, forward and backward, and the
+  // weight gradient comes back with channels-last strides.
+  const bool weight_copy = s.channels_last && s.in_channels / s.groups > 1 && s.kernel_h * s.kernel_w > 1;
+  recipe.weight_grad_contiguous = !weight_copy;
   if (s.groups == 1) {
     recipe.backend = "slow";
     const int64_t col = s.batch * s.in_channels * s.kernel_h * s.kernel_w * s.out_h * s.out_w * kF32;
+    int32_t wcl = weight_copy ? fwd.alloc(w) : -1;
     int32_t finput = columns ? fwd.alloc(col) : -1;
     fwd.alloc(y, kSlotOutput);
     if (columns) fwd.free(finput);
+    if (wcl >= 0) fwd.free(wcl);
+    int32_t wcl_b = weight_copy ? bwd.alloc(w) : -1;
     int32_t grad_copy = s.grad_copy ? bwd.alloc(y) : -1;
     if (s.input_grad) bwd.alloc(x, kSlotGradInput);
     if (s.bias) bwd.alloc(b, kSlotGradBias);
     bwd.alloc(w, kSlotGradWeight);
     if (columns) bwd.free(bwd.alloc(col));
+    if (wcl_b >= 0) bwd.free(wcl_b);
     if (grad_copy >= 0) bwd.free(grad_copy);
     return;
   }
@@ -200,6 +209,90 @@ void channels_last_recipe(const ConvShape& s, ConvRecipe& recipe) {
   if (wcl_b >= 0) bw.free(wcl_b);
 }
 
+// Channels-last input under AVX2 (no brgemm kernels below AVX-512): oneDNN runs the NHWC jit
+// kernels where they accept the shape and its NHWC gemm otherwise. The gemm books the im2col
+// columns of one group per thread and a row of output positions; for backward weights also the
+// per-thread weight accumulators (4 x the weight, as the AVX-512 gemm rule). Read off ConvNeXt's
+// allocation log on the AVX2 host (docs/MEMORY.md "By ISA"): its depthwise 7x7 convolutions on maps
+// from 1x1 to 22x22 and its 2x2 stride-2 downsampling convolutions.
+void channels_last_dense_avx2(const ConvShape& s, ConvRecipe& recipe) {
+  const int64_t c = s.in_channels, o = s.out_channels, g = s.groups, ks = s.kernel_h * s.kernel_w;
+  const int64_t x = s.batch * c * s.in_h * s.in_w * kF32;
+  const int64_t y = s.batch * o * s.out_h * s.out_w * kF32;
+  const int64_t w = o * (c / g) * ks * kF32;
+  const int64_t b = o * kF32;
+  recipe.backend = "mkldnn-nhwc:jit/jit/jit";
+  recipe.impls = {ConvImpl::Jit, ConvImpl::Jit, ConvImpl::Jit};
+  const bool weight_copy = c / g > 1 && ks > 1;  // weight.contiguous(channels_last), as on AVX-512
+  recipe.weight_grad_contiguous = !weight_copy;
+  const int64_t blocked = g * round_up(o / g, 8) * round_up(c / g, 8) * ks * kF32;  // OIhw8i8o
+  RecipeWriter f(recipe.forward), bw(recipe.backward);
+  int32_t wcl = weight_copy ? f.alloc(w) : -1;
+  f.alloc(y, kSlotOutput);
+  f.free(f.alloc(blocked));
+  if (wcl >= 0) f.free(wcl);
+  int32_t wcl_b = weight_copy ? bw.alloc(w) : -1;
+  int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
+  if (s.input_grad) {
+    bw.alloc(x, kSlotGradInput);
+    bw.free(bw.alloc(blocked));
+  }
+  int32_t diff_w = bw.alloc(blocked);
+  int32_t diff_b = s.bias ? bw.alloc(b) : -1;
+  if (s.bias) bw.alloc(b, kSlotGradBias);
+  int32_t dense = bw.alloc(w);
+  bw.alloc(w, kSlotGradWeight);
+  bw.free(dense);
+  bw.free(diff_w);
+  if (diff_b >= 0) bw.free(diff_b);
+  if (grad_copy >= 0) bw.free(grad_copy);
+  if (wcl_b >= 0) bw.free(wcl_b);
+}
+
+void channels_last_recipe_avx2(const ConvShape& s, int64_t threads, ConvRecipe& recipe) {
+  const int64_t c = s.in_channels, o = s.out_channels, g = s.groups, ks = s.kernel_h * s.kernel_w;
+  if (!(g > 1 && g == c && g == o)) {
+    channels_last_dense_avx2(s, recipe);
+    return;
+  }
+  const int64_t x = s.batch * c * s.in_h * s.in_w * kF32;
+  const int64_t y = s.batch * o * s.out_h * s.out_w * kF32;
+  const int64_t w = o * (c / g) * ks * kF32;
+  const int64_t b = o * kF32;
+  const int64_t nthr = std::max<int64_t>(threads, 1);
+  const int64_t positions = s.out_h * s.out_w * kF32;
+  const int64_t col = nthr * (c / g) * ks * s.out_h * s.out_w * kF32;
+  const bool pad_reject = s.pad_w > s.out_w || s.pad_h > s.out_h;
+  const bool kernel_within_input = s.kernel_h <= s.in_h && s.kernel_w <= s.in_w;
+  const int64_t w_blocked = round_up(g, 8) * ks * kF32;  // Goihw8g
+  RecipeWriter f(recipe.forward), bw(recipe.backward);
+  recipe.backend = std::string("mkldnn-nhwc:") + (pad_reject ? "gemm" : "jit_dw") + "/jit_dw/" +
+                   (kernel_within_input ? "jit" : "gemm");
+  recipe.impls = {pad_reject ? ConvImpl::Gemm : ConvImpl::Jit, ConvImpl::Jit,
+                  kernel_within_input ? ConvImpl::Jit : ConvImpl::Gemm};
+  f.alloc(y, kSlotOutput);
+  int32_t scratch = pad_reject ? f.alloc(scratchpad({col, positions})) : -1;
+  f.free(f.alloc(pad_reject ? w : w_blocked));
+  if (scratch >= 0) f.free(scratch);
+  int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
+  if (s.input_grad) {
+    bw.alloc(x, kSlotGradInput);
+    bw.free(bw.alloc(w_blocked));
+  }
+  int32_t diff_w = bw.alloc(kernel_within_input ? g * 8 * 8 * ks * kF32 : w);
+  int32_t scratch_w = bw.alloc(kernel_within_input ? scratchpad({c * 8 * kF32}) : scratchpad({4 * w, col, positions}));
+  int32_t diff_b = s.bias ? bw.alloc(b) : -1;
+  bw.free(scratch_w);
+  if (s.bias) bw.alloc(b, kSlotGradBias);
+  int32_t dense = bw.alloc(w);
+  bw.alloc(w, kSlotGradWeight);
+  bw.free(dense);
+  if (!kernel_within_input) bw.free(bw.alloc(w));  // the gemm's weight gradient, transposed back
+  bw.free(diff_w);
+  if (diff_b >= 0) bw.free(diff_b);
+  if (grad_copy >= 0) bw.free(grad_copy);
+}
+
 }  // namespace
 
 bool cpu_conv_uses_mkldnn(const ConvShape& s, int64_t threads) {
@@ -250,16 +343,20 @@ ConvShape conv_shape(const Graph& graph, const Node& node) {
 ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa isa) {
   ConvRecipe recipe;
   const IsaConvRules& rules = rules_for(isa);
-  if (s.channels_last) {
-    channels_last_recipe(s, recipe);
-    return recipe;
-  }
-  const bool strided = s.stride_h > 1 || s.stride_w > 1;
-  const bool one_by_one = s.kernel_h == 1 && s.kernel_w == 1;
+  // ATen decides the backend before the layout: a channels-last input takes the slow path too.
   if (!cpu_conv_uses_mkldnn(s, threads)) {
     slow_recipe(s, recipe);
     return recipe;
   }
+  if (s.channels_last) {
+    if (rules.block == 16)
+      channels_last_recipe(s, recipe);
+    else
+      channels_last_recipe_avx2(s, threads, recipe);
+    return recipe;
+  }
+  const bool strided = s.stride_h > 1 || s.stride_w > 1;
+  const bool one_by_one = s.kernel_h == 1 && s.kernel_w == 1;
   RecipeWriter bw(recipe.backward);
   // convolution_backward makes a non-contiguous gradient (a view from a Concat's backward)
   // contiguous first and frees the copy at the end.
