@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "apps/host_match.h"
 #include "apps/memory_check.h"
 #include "apps/model_source.h"
 #include "cli/commands.h"
@@ -220,6 +222,21 @@ int run_memory(const Args& args) {
         search, batch_limit, batch_cap);
   }
 
+  // Which ISA's kernels and allocations were simulated, and whether measured runs check them.
+  const hardware::CpuIsa simulated_isa = memory::resolve_isa(config.isa);
+  const std::string isa_source =
+      isa != hardware::CpuIsa::Unknown ? "as --isa asked" : "this host's oneDNN dispatch, after ONEDNN_MAX_CPU_ISA";
+  std::optional<apps::HostMatch> isa_match;
+  if (report.device == "cpu") {
+    std::string measure_command = "dnncast memory";
+    for (const std::string& arg : args)
+      if (arg != "--json") measure_command += " " + arg;
+    if (!measure) measure_command += " --measure";
+    isa_match = apps::simulator_isa_match(simulated_isa, measure_command);
+    if (!isa_match->exact)
+      std::fprintf(stderr, "note: %s\n", apps::simulator_isa_note(*isa_match, isa_source).c_str());
+  }
+
   Measured measured;
   if (measure) measured = measure_real_run(graph, config, measure_timeout_s);
   const int exit_code = measured.ran && measured.status != "ok" && measured.status != "oom" ? 1 : 0;
@@ -250,6 +267,10 @@ int run_memory(const Args& args) {
                   {"phase", memory::phase_name(report.peak_phase)},
                   {"node", report.peak_node_name.empty() ? json(nullptr) : json(report.peak_node_name)},
                   {"allocation", report.peak_what}}}};
+    if (report.device == "cpu") {
+      doc["isa"] = {{"simulated", hardware::isa_name(simulated_isa)}, {"source", isa_source}};
+      doc["host_match"] = isa_match->to_json();
+    }
     if (report.device == "cuda")
       doc["cuda"] = {{"peak_allocated_bytes", report.peak_allocated_bytes},
                      {"baseline_allocated_bytes", report.baseline_allocated_bytes},
@@ -302,6 +323,8 @@ int run_memory(const Args& args) {
                 memory::format_bytes(report.peak_allocated_bytes).c_str(),
                 memory::format_bytes(report.peak_reserved_bytes).c_str(),
                 memory::format_bytes(report.cuda_context_bytes).c_str());
+  if (report.device == "cpu")
+    std::printf("kernels        isa %s (%s)\n", hardware::isa_name(simulated_isa), isa_source.c_str());
   std::printf("at the peak    iteration %d, %s%s%s\n", report.peak_iteration, memory::phase_name(report.peak_phase),
               report.peak_node_name.empty() ? "" : " of ", report.peak_node_name.c_str());
   const memory::MemoryBreakdown& b = report.at_peak;

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
+#include "apps/host_match.h"
 #include "apps/model_source.h"
 #include "apps/predictor.h"
 #include "cli/commands.h"
@@ -60,7 +62,13 @@ int run_predict(const Args& args) {
   app.add_option("--epoch-samples", epoch_samples, "samples per epoch: also forecast time per epoch");
   app.add_option("--predictor", predictor_dir, "predictor set or bundle folder (default: data/predictors/)");
   app.add_flag("--json", as_json, "print JSON");
+  std::string host_isa_text;
+  app.add_option("--host-isa", host_isa_text,
+                 "forecast as if this host's oneDNN dispatched to this ISA (" + isa_list() +
+                     "; default: detected, after ONEDNN_MAX_CPU_ISA): the host match and the simulated memory follow it");
   if (!parse_args(app, args, "predict")) return 0;
+  const hardware::CpuIsa host_isa =
+      host_isa_text.empty() ? hardware::CpuIsa::Unknown : parse_isa_option(host_isa_text, "--host-isa");
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
@@ -146,6 +154,14 @@ int run_predict(const Args& args) {
               {"env", apps::environment_label(environment)},
               {"env_hash", environment.hash()},
               {"feature_version", features::kFeatureVersion}};
+  // Was the predictor trained on this host? A CPU set forecasts for this host: a note when not
+  // exactly (a GPU set forecasts for its GPU, whatever the host).
+  std::optional<apps::HostMatch> host_match;
+  if (environment.gpu_name.empty()) {
+    host_match = apps::match_host(apps::host_environment(host_isa), time_manifest.environments);
+    if (!host_match->exact) host_match->remedy = apps::calibrate_remedy(set_dir);
+    result["host_match"] = host_match->to_json();
+  }
   int64_t iterations = 0;
   if (epoch_samples > 0) {
     iterations = (epoch_samples + batch - 1) / batch;
@@ -163,7 +179,9 @@ int run_predict(const Args& args) {
     memory_config.precision = precision;
     memory_config.device = gpu_environment ? "cuda" : "cpu";
     memory_config.threads = threads;
+    memory_config.isa = host_isa;  // Unknown: this host's
     memory::MemoryReport report = memory::simulate_memory(graph, memory_config);
+    if (!gpu_environment) result["memory_isa"] = hardware::isa_name(memory::resolve_isa(host_isa));
     result["peak_bytes"] = report.peak_bytes;
     result["peak_bytes_low"] = report.peak_bytes;
     result["peak_bytes_high"] = report.peak_bytes;
@@ -183,6 +201,8 @@ int run_predict(const Args& args) {
     notes.push_back("no memory predictor in " + set_dir);
   }
   result["notes"] = notes;
+  // Always said, --json or not (stdout keeps the JSON): one line.
+  if (host_match && !host_match->exact) std::fprintf(stderr, "note: %s\n", apps::host_match_note(*host_match).c_str());
 
   if (as_json) {
     std::cout << result.dump(2) << "\n";

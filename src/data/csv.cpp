@@ -93,6 +93,16 @@ const std::vector<std::string>& csv_columns() {
                                                 "env_torch_version",
                                                 "env_build_type",
                                                 "env_host",
+                                                "env_cpu_vendor",
+                                                "env_cpu_family",
+                                                "env_cpu_model_number",
+                                                "env_cpu_stepping",
+                                                "env_isa",
+                                                "env_aten_capability",
+                                                "env_isa_cap",
+                                                "env_l2_bytes",
+                                                "env_l3_bytes",
+                                                "env_base_mhz",
                                                 "batch",
                                                 "input",
                                                 "seq_len",
@@ -206,6 +216,16 @@ void export_csv(Store& store, std::ostream& out, bool with_graphs) {
                                     environment.torch_version,
                                     environment.build_type,
                                     environment.host,
+                                    environment.cpu_vendor,
+                                    std::to_string(environment.cpu_family),
+                                    std::to_string(environment.cpu_model_number),
+                                    std::to_string(environment.cpu_stepping),
+                                    environment.isa,
+                                    environment.aten_capability,
+                                    environment.isa_cap,
+                                    std::to_string(environment.l2_bytes),
+                                    std::to_string(environment.l3_bytes),
+                                    number_text(environment.base_mhz),
                                     std::to_string(run.config.batch),
                                     run.config.input_text(),
                                     std::to_string(run.config.seq_len),
@@ -283,6 +303,17 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
     environment.torch_version = row.text("env_torch_version");
     environment.build_type = row.text("env_build_type");
     environment.host = row.text("env_host");
+    // The CPU fingerprint (schema 3): absent from older files, and then not recorded.
+    environment.cpu_vendor = row.text("env_cpu_vendor");
+    environment.cpu_family = row.integer("env_cpu_family");
+    environment.cpu_model_number = row.integer("env_cpu_model_number");
+    environment.cpu_stepping = row.integer("env_cpu_stepping");
+    environment.isa = row.text("env_isa");
+    environment.aten_capability = row.text("env_aten_capability");
+    environment.isa_cap = row.text("env_isa_cap");
+    environment.l2_bytes = row.integer("env_l2_bytes");
+    environment.l3_bytes = row.integer("env_l3_bytes");
+    environment.base_mhz = row.optional_number("env_base_mhz").value_or(0.0);
     std::string environment_hash = environment.hash();
     if (row.has("env_hash") && row.text("env_hash") != environment_hash)
       row.fail("env_hash " + row.text("env_hash") + " does not match the environment fields (" + environment_hash +

@@ -42,6 +42,19 @@ std::string proc_field(const std::string& path, const std::string& key) {
 
 }  // namespace
 
+void set_cpu_fingerprint(EnvironmentRecord& environment, const hardware::CpuFingerprint& cpu) {
+  environment.cpu_vendor = cpu.vendor;
+  environment.cpu_family = cpu.family;
+  environment.cpu_model_number = cpu.model;
+  environment.cpu_stepping = cpu.stepping;
+  environment.isa = cpu.isa;
+  environment.aten_capability = cpu.aten_capability;
+  environment.isa_cap = cpu.isa_cap;
+  environment.l2_bytes = cpu.caches.l2_bytes;
+  environment.l3_bytes = cpu.caches.l3_bytes;
+  environment.base_mhz = cpu.base_clock.mhz;
+}
+
 std::string torch_version() {
 #ifdef DNNCAST_HAVE_TORCH
   profile::TrainConfig config;
@@ -72,6 +85,16 @@ EnvironmentRecord detect_environment(const std::string& device) {
   environment.gpu_driver = measured.gpu_driver;
   environment.torch_version = measured.torch_version;
   environment.build_type = measured.build_type;
+  environment.cpu_vendor = measured.cpu_vendor;
+  environment.cpu_family = measured.cpu_family;
+  environment.cpu_model_number = measured.cpu_model_number;
+  environment.cpu_stepping = measured.cpu_stepping;
+  environment.isa = measured.isa;
+  environment.aten_capability = measured.aten_capability;
+  environment.isa_cap = measured.isa_cap;
+  environment.l2_bytes = measured.l2_bytes;
+  environment.l3_bytes = measured.l3_bytes;
+  environment.base_mhz = measured.base_mhz;
   char host[256] = {};
   environment.host = measured.host.empty() && gethostname(host, sizeof host - 1) == 0 ? host : measured.host;
 #else
@@ -100,6 +123,7 @@ EnvironmentRecord detect_environment(const std::string& device) {
 #endif
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) environment.host = host;
+  set_cpu_fingerprint(environment, hardware::host_cpu_fingerprint());
 #endif
   return environment;
 }

@@ -87,8 +87,8 @@ json dataset_stats(Store& store) {
   json environments = json::array();
   Statement by_environment = db.prepare(
       "SELECT e.hash, e.cpu_model, e.cores, e.threads, e.memory_bytes, e.gpu_name, e.torch_version, e.host, "
-      "count(r.id), sum(r.status = 'ok') FROM environments e LEFT JOIN runs r ON r.environment_id = e.id "
-      "GROUP BY e.id ORDER BY e.id");
+      "count(r.id), sum(r.status = 'ok'), e.isa, e.isa_cap, e.cpu_vendor, e.cpu_family, e.cpu_model_number "
+      "FROM environments e LEFT JOIN runs r ON r.environment_id = e.id GROUP BY e.id ORDER BY e.id");
   while (by_environment.step()) {
     environments.push_back({{"hash", by_environment.get_text(0)},
                             {"cpu_model", by_environment.get_text(1)},
@@ -99,7 +99,14 @@ json dataset_stats(Store& store) {
                             {"torch_version", by_environment.get_text(6)},
                             {"host", by_environment.get_text(7)},
                             {"runs", by_environment.get_int(8)},
-                            {"runs_ok", by_environment.get_int(9)}});
+                            {"runs_ok", by_environment.get_int(9)},
+                            // The CPU fingerprint; null = not recorded (environments stored before schema 3).
+                            {"isa", by_environment.get_text(10).empty() ? json(nullptr) : json(by_environment.get_text(10))},
+                            {"isa_cap", by_environment.get_text(11)},
+                            {"cpu_vendor", by_environment.get_text(12)},
+                            {"cpu_family", by_environment.get_text(12).empty() ? json(nullptr) : json(by_environment.get_int(13))},
+                            {"cpu_model_number",
+                             by_environment.get_text(12).empty() ? json(nullptr) : json(by_environment.get_int(14))}});
   }
   stats["by_environment"] = environments;
 
@@ -202,6 +209,20 @@ std::string format_stats(const json& stats) {
                   environment["host"].get<std::string>().c_str(), environment["runs"].get<long long>(),
                   environment["runs_ok"].get<long long>());
     out << line;
+    std::string cpu = "    isa ";
+    if (environment["isa"].is_null()) {
+      cpu += "not recorded";
+    } else {
+      cpu += environment["isa"].get<std::string>();
+      if (!environment["isa_cap"].get<std::string>().empty())
+        cpu += " (capped by ONEDNN_MAX_CPU_ISA=" + environment["isa_cap"].get<std::string>() + ")";
+    }
+    cpu += ", cpu family/model ";
+    cpu += environment["cpu_family"].is_null() ? std::string("not recorded")
+                                                 : std::to_string(environment["cpu_family"].get<long long>()) + "/" +
+                                                       std::to_string(environment["cpu_model_number"].get<long long>()) +
+                                                       " (" + environment["cpu_vendor"].get<std::string>() + ")";
+    out << cpu << "\n";
   }
   out << "\nfamilies:                  networks   runs     ok\n";
   for (const json& family : stats["by_family"]) {

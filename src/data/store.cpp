@@ -91,6 +91,19 @@ CREATE TABLE layer_times (
   PRIMARY KEY (run_id, position)
 );
 )sql",
+      // 2 -> 3: the CPU fingerprint of environments (EnvironmentRecord); '' and 0 = not recorded.
+      R"sql(
+ALTER TABLE environments ADD COLUMN cpu_vendor       TEXT    NOT NULL DEFAULT '';
+ALTER TABLE environments ADD COLUMN cpu_family       INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE environments ADD COLUMN cpu_model_number INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE environments ADD COLUMN cpu_stepping     INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE environments ADD COLUMN isa              TEXT    NOT NULL DEFAULT '';
+ALTER TABLE environments ADD COLUMN aten_capability  TEXT    NOT NULL DEFAULT '';
+ALTER TABLE environments ADD COLUMN isa_cap          TEXT    NOT NULL DEFAULT '';
+ALTER TABLE environments ADD COLUMN l2_bytes         INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE environments ADD COLUMN l3_bytes         INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE environments ADD COLUMN base_mhz         REAL    NOT NULL DEFAULT 0;
+)sql",
   };
   return steps;
 }
@@ -172,6 +185,14 @@ std::string EnvironmentRecord::hash() const {
   text << "cpu=" << cpu_model << "\ncores=" << cores << "\nthreads=" << threads << "\nmemory_gib=" << memory_gib
        << "\ngpu=" << gpu_name << "\ndriver=" << gpu_driver << "\ntorch=" << torch_version << "\nbuild=" << build_type
        << "\n";
+  // The fingerprint only where recorded: an environment without it keeps the hash it had before.
+  if (!cpu_vendor.empty())
+    text << "cpu_vendor=" << cpu_vendor << "\ncpu_family=" << cpu_family << "\ncpu_model=" << cpu_model_number
+         << "\ncpu_stepping=" << cpu_stepping << "\n";
+  if (!isa.empty()) text << "isa=" << isa << "\n";
+  if (!aten_capability.empty()) text << "aten=" << aten_capability << "\n";
+  if (l2_bytes > 0) text << "l2_bytes=" << l2_bytes << "\n";
+  if (l3_bytes > 0) text << "l3_bytes=" << l3_bytes << "\n";
   return fnv1a_hex(text.str());
 }
 
@@ -268,7 +289,9 @@ int64_t Store::ensure_environment(const EnvironmentRecord& environment) {
   if (find.step()) return find.get_int(0);
   Statement insert = db_.prepare(
       "INSERT INTO environments (hash, cpu_model, cores, threads, memory_bytes, gpu_name, gpu_driver, torch_version, "
-      "build_type, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING");
+      "build_type, host, cpu_vendor, cpu_family, cpu_model_number, cpu_stepping, isa, aten_capability, isa_cap, "
+      "l2_bytes, l3_bytes, base_mhz) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT (hash) DO NOTHING");
   insert.bind(1, hash)
       .bind(2, environment.cpu_model)
       .bind(3, environment.cores)
@@ -278,7 +301,17 @@ int64_t Store::ensure_environment(const EnvironmentRecord& environment) {
       .bind(7, environment.gpu_driver)
       .bind(8, environment.torch_version)
       .bind(9, environment.build_type)
-      .bind(10, environment.host);
+      .bind(10, environment.host)
+      .bind(11, environment.cpu_vendor)
+      .bind(12, environment.cpu_family)
+      .bind(13, environment.cpu_model_number)
+      .bind(14, environment.cpu_stepping)
+      .bind(15, environment.isa)
+      .bind(16, environment.aten_capability)
+      .bind(17, environment.isa_cap)
+      .bind(18, environment.l2_bytes)
+      .bind(19, environment.l3_bytes)
+      .bind(20, environment.base_mhz);
   insert.run();
   find.reset();
   find.bind(1, hash);
@@ -422,8 +455,9 @@ bool Store::has_run(int64_t environment_id, const std::string& network_hash, con
 std::vector<EnvironmentRecord> Store::environments() {
   std::vector<EnvironmentRecord> result;
   Statement query = db_.prepare(
-      "SELECT id, cpu_model, cores, threads, memory_bytes, gpu_name, gpu_driver, torch_version, build_type, host "
-      "FROM environments ORDER BY id");
+      "SELECT id, cpu_model, cores, threads, memory_bytes, gpu_name, gpu_driver, torch_version, build_type, host, "
+      "cpu_vendor, cpu_family, cpu_model_number, cpu_stepping, isa, aten_capability, isa_cap, l2_bytes, l3_bytes, "
+      "base_mhz FROM environments ORDER BY id");
   while (query.step()) {
     EnvironmentRecord environment;
     environment.id = query.get_int(0);
@@ -436,6 +470,16 @@ std::vector<EnvironmentRecord> Store::environments() {
     environment.torch_version = query.get_text(7);
     environment.build_type = query.get_text(8);
     environment.host = query.get_text(9);
+    environment.cpu_vendor = query.get_text(10);
+    environment.cpu_family = query.get_int(11);
+    environment.cpu_model_number = query.get_int(12);
+    environment.cpu_stepping = query.get_int(13);
+    environment.isa = query.get_text(14);
+    environment.aten_capability = query.get_text(15);
+    environment.isa_cap = query.get_text(16);
+    environment.l2_bytes = query.get_int(17);
+    environment.l3_bytes = query.get_int(18);
+    environment.base_mhz = query.get_double(19);
     result.push_back(environment);
   }
   return result;

@@ -18,10 +18,12 @@
 namespace dnncast::data {
 
 // Version of the schema this build writes; older files are migrated on open, newer ones refused.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
-// Where a measurement ran. The hash covers every field except `host`, so identical machines of a
-// cluster (Slurm nodes) share one environment; the host of each run is kept on the run.
+// Where a measurement ran. The hash covers every field except `host`, `isa_cap` and `base_mhz`, so
+// identical machines of a cluster (Slurm nodes) share one environment; the host of each run is kept
+// on the run. The CPU fingerprint (schema 3, hardware/fingerprint.h) enters the hash only where it is
+// recorded, so environments stored before it keep their hash; "" and 0 mean "not recorded".
 struct EnvironmentRecord {
   int64_t id = 0;  // row id in one database (0 = not stored)
   std::string cpu_model;
@@ -33,6 +35,18 @@ struct EnvironmentRecord {
   std::string torch_version;  // "" when built without libtorch
   std::string build_type;     // "Release", ...
   std::string host;
+  // CPU fingerprint. cpuid: vendor string ("AuthenticAMD"), displayed family / model / stepping
+  // (recorded together, when cpu_vendor is not "").
+  std::string cpu_vendor;
+  int64_t cpu_family = 0, cpu_model_number = 0, cpu_stepping = 0;
+  std::string isa;              // what oneDNN dispatches to after the cap ("avx2", "avx512_core")
+  std::string aten_capability;  // what ATen dispatches to: "default", "avx2", "avx512"
+  std::string isa_cap;          // ONEDNN_MAX_CPU_ISA (else DNNL_MAX_CPU_ISA) as given, "" when none;
+                                // not hashed: its effect is `isa`
+  int64_t l2_bytes = 0;         // level-2 cache of CPU 0 (per core)
+  int64_t l3_bytes = 0;         // level-3 cache CPU 0 sees, as the OS reports it
+  double base_mhz = 0;          // cpufreq base_frequency, else cpuinfo_max_freq, else /proc/cpuinfo "cpu MHz";
+                                // not hashed: the last is the current clock
 
   std::string hash() const;  // 16 hex digits
 };

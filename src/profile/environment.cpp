@@ -12,6 +12,7 @@
 
 #include <torch/version.h>  // macros only: TORCH_VERSION
 
+#include "hardware/fingerprint.h"
 #include "profile/internal.h"
 
 #ifndef DNNCAST_BUILD_TYPE
@@ -256,6 +257,17 @@ Environment detect_environment(const TrainConfig& config) {
   env.build_type = detail::build_type();
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) env.host = host;
+  const hardware::CpuFingerprint& cpu = hardware::host_cpu_fingerprint();
+  env.cpu_vendor = cpu.vendor;
+  env.cpu_family = cpu.family;
+  env.cpu_model_number = cpu.model;
+  env.cpu_stepping = cpu.stepping;
+  env.isa = cpu.isa;
+  env.aten_capability = cpu.aten_capability;
+  env.isa_cap = cpu.isa_cap;
+  env.l2_bytes = cpu.caches.l2_bytes;
+  env.l3_bytes = cpu.caches.l3_bytes;
+  env.base_mhz = cpu.base_clock.mhz;
   return env;
 }
 

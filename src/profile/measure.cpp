@@ -122,7 +122,12 @@ json to_json(const Environment& env) {
               {"threads", env.threads},             {"cpus", env.cpus},
               {"memory_bytes", env.memory_bytes},   {"gpu_name", env.gpu_name},
               {"gpu_driver", env.gpu_driver},       {"torch_version", env.torch_version},
-              {"build_type", env.build_type},       {"host", env.host}};
+              {"build_type", env.build_type},       {"host", env.host},
+              {"cpu_vendor", env.cpu_vendor},       {"cpu_family", env.cpu_family},
+              {"cpu_model_number", env.cpu_model_number}, {"cpu_stepping", env.cpu_stepping},
+              {"isa", env.isa},                     {"aten_capability", env.aten_capability},
+              {"isa_cap", env.isa_cap},             {"l2_bytes", env.l2_bytes},
+              {"l3_bytes", env.l3_bytes},           {"base_mhz", env.base_mhz}};
 }
 
 namespace {
@@ -140,6 +145,16 @@ Environment environment_from_json(const json& doc) {
   env.torch_version = doc.value("torch_version", "");
   env.build_type = doc.value("build_type", "");
   env.host = doc.value("host", "");
+  env.cpu_vendor = doc.value("cpu_vendor", "");
+  env.cpu_family = doc.value("cpu_family", int64_t{0});
+  env.cpu_model_number = doc.value("cpu_model_number", int64_t{0});
+  env.cpu_stepping = doc.value("cpu_stepping", int64_t{0});
+  env.isa = doc.value("isa", "");
+  env.aten_capability = doc.value("aten_capability", "");
+  env.isa_cap = doc.value("isa_cap", "");
+  env.l2_bytes = doc.value("l2_bytes", int64_t{0});
+  env.l3_bytes = doc.value("l3_bytes", int64_t{0});
+  env.base_mhz = doc.value("base_mhz", 0.0);
   return env;
 }
 

@@ -84,6 +84,14 @@ struct Environment {
   std::string torch_version;  // "1.13.0" (TORCH_VERSION_* of the build)
   std::string build_type;     // CMAKE_BUILD_TYPE of dnncast
   std::string host;
+  // CPU fingerprint (hardware/fingerprint.h; data::EnvironmentRecord documents each); "" / 0 = unknown.
+  std::string cpu_vendor;  // cpuid vendor string
+  int64_t cpu_family = 0, cpu_model_number = 0, cpu_stepping = 0;
+  std::string isa;              // oneDNN dispatch after the cap ("avx2")
+  std::string aten_capability;  // ATen dispatch ("avx2")
+  std::string isa_cap;          // ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA as given
+  int64_t l2_bytes = 0, l3_bytes = 0;
+  double base_mhz = 0;
 };
 
 struct Measurement {

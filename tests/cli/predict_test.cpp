@@ -31,10 +31,22 @@ class Predict : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf " + shell_quoted(dir_)).c_str()); }
 
+  // The one line predict and memory print when the predictor (or the simulator's checked data) was
+  // not measured on this host: whether it comes depends on the host; the rest of stderr must be empty.
+  static std::string without_host_note(const std::string& err) {
+    std::string kept, line;
+    std::istringstream lines(err);
+    while (std::getline(lines, line))
+      if (line.rfind("note: no predictor was trained on this host (", 0) != 0 &&
+          line.rfind("note: the simulator followed isa ", 0) != 0)
+        kept += line + "\n";
+    return kept;
+  }
+
   json run_json(const std::string& command_name, const std::vector<std::string>& args) {
     Result result = run(command_name, args, dir_);
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_EQ(result.err, "");
+    EXPECT_EQ(without_host_note(result.err), "");
     json document = json::parse(result.out, nullptr, false);
     EXPECT_FALSE(document.is_discarded()) << result.out.substr(0, 500);
     return document;
@@ -98,6 +110,118 @@ TEST_F(Predict, BadInputsAreOneLineAndExitCode2) {
   EXPECT_NE(expect_input_error({"gpt2_small", "--batch", "8", "--seq", "-3"}).find("--seq"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--optimizer", "lion"}).find("lion"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50"}).find("--batch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dnncast
+
+namespace dnncast {
+namespace {
+
+using nlohmann::json;
+using cli_test::Result;
+using cli_test::run;
+using cli_test::shell_quoted;
+
+// The shipped predictor records no ISA (assumed avx512_core): forecasting as if this host
+// dispatched to AVX2 (what the Zen 3 EPYC these tests were written on does) is not an exact match,
+// whatever the host.
+TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
+  Result result = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--host-isa", "avx2"}, "/tmp");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  json forecast = json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(forecast.is_discarded()) << result.out;
+  const json& match = forecast["host_match"];
+  EXPECT_EQ(match["match"], "nearest") << match.dump();
+  EXPECT_EQ(match["environment"], forecast["env_hash"]);
+  ASSERT_FALSE(match["differs"].empty());
+  EXPECT_EQ(match["differs"][0], json({{"field", "isa"}, {"host", "avx2"}, {"predictor", "(not recorded; assumed avx512_core)"}}));
+  EXPECT_NE(match["remedy"].get<std::string>().find("dnncast calibrate --predictor "), std::string::npos);
+  EXPECT_EQ(forecast["memory_isa"], "avx2");  // the simulator followed the stated ISA
+  // One line on stderr, --json or not.
+  EXPECT_EQ(result.err.rfind("note: no predictor was trained on this host (isa avx2 vs (not recorded; assumed avx512_core)", 0), 0u)
+      << result.err;
+  EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
+  EXPECT_NE(result.err.find("using the nearest, environment " + forecast["env_hash"].get<std::string>()), std::string::npos);
+  EXPECT_NE(result.err.find("To adapt it: dnncast calibrate --predictor "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(" --budget 20 "), std::string::npos) << result.err;
+
+  Result text = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--host-isa", "avx2"}, "/tmp");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.err, result.err);
+}
+
+// This host as it is: the note comes exactly when the match is not exact.
+TEST(PredictHostMatch, ThisHostNoteFollowsTheMatch) {
+  Result result = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json"}, "/tmp");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  json forecast = json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(forecast.is_discarded()) << result.out;
+  bool exact = forecast["host_match"]["match"] == "exact";
+  EXPECT_EQ(result.err.empty(), exact) << result.err;
+  EXPECT_EQ(forecast["host_match"]["differs"].empty(), exact);
+}
+
+// A predictor trained where the ISA was recorded and nothing else of the host: --host-isa the same
+// ISA is an exact match on any host (no note); another is the nearest.
+TEST(PredictHostMatch, TheRecordedIsaIsAnExactMatch) {
+  char pattern[] = "/tmp/dnncast_host_match_XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  std::string dir = pattern;
+  std::string copy = dir + "/predictor";
+  ASSERT_EQ(std::system(("cp -r " + shell_quoted(std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu") + " " +
+                         shell_quoted(copy))
+                            .c_str()),
+            0);
+  json environment{{"cpu_model", ""}, {"cores", 0},   {"threads", 1},
+                   {"memory_bytes", 0}, {"gpu_name", ""}, {"isa", "avx512_core"}};
+  for (const char* target : {"time", "memory"}) {
+    std::string path = copy + "/" + target + "/manifest.json";
+    json manifest = json::parse(cli_test::read_text(path));
+    manifest["environments"] = json::array({environment});
+    std::ofstream(path) << manifest.dump(1);
+  }
+  Result exact = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--predictor", copy,
+                                 "--host-isa", "avx512_core"}, dir);
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  json forecast = json::parse(exact.out);
+  EXPECT_EQ(forecast["host_match"]["match"], "exact") << forecast["host_match"].dump();
+  EXPECT_TRUE(forecast["host_match"]["differs"].empty());
+  EXPECT_EQ(exact.err, "");
+
+  Result nearest = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--predictor", copy,
+                                   "--host-isa", "avx2"}, dir);
+  ASSERT_EQ(nearest.exit_code, 0) << nearest.err;
+  json other = json::parse(nearest.out);
+  EXPECT_EQ(other["host_match"]["match"], "nearest");
+  const json& differs = other["host_match"]["differs"];
+  ASSERT_FALSE(differs.empty());
+  EXPECT_EQ(differs[0], json({{"field", "isa"}, {"host", "avx2"}, {"predictor", "avx512_core"}}));
+  for (size_t index = 1; index < differs.size(); ++index)  // the rest: what only this host records
+    EXPECT_EQ(differs[index]["predictor"], "not recorded") << differs.dump();
+  EXPECT_NE(nearest.err.find("(isa avx2 vs avx512_core"), std::string::npos) << nearest.err;
+  std::system(("rm -rf " + shell_quoted(dir)).c_str());
+}
+
+TEST(PredictHostMatch, UnknownIsaIsAnInputError) {
+  Result result = run("predict", {"resnet18", "--batch", "2", "--host-isa", "avx9"}, "/tmp");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--host-isa"), std::string::npos) << result.err;
+}
+
+// memory: the ISA the simulator followed, in JSON, and a note when the checked data had another.
+TEST(MemoryHostMatch, SaysWhichIsaItSimulated) {
+  Result avx2 = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "avx2"}, "/tmp");
+  ASSERT_EQ(avx2.exit_code, 0) << avx2.err;
+  json document = json::parse(avx2.out);
+  EXPECT_EQ(document["isa"]["simulated"], "avx2");
+  EXPECT_EQ(document["host_match"]["match"], "nearest");
+  EXPECT_EQ(avx2.err.rfind("note: the simulator followed isa avx2 (as --isa asked)", 0), 0u) << avx2.err;
+  EXPECT_NE(avx2.err.find("--measure"), std::string::npos) << avx2.err;
+  Result avx512 = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "avx512_core"}, "/tmp");
+  ASSERT_EQ(avx512.exit_code, 0) << avx512.err;
+  EXPECT_EQ(json::parse(avx512.out)["host_match"]["match"], "exact");
+  EXPECT_EQ(avx512.err, "");
 }
 
 }  // namespace

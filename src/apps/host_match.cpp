@@ -1,0 +1,222 @@
+#include "apps/host_match.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "apps/predictor.h"
+#include "data/environment.h"
+#include "features/featurizer.h"
+#include "graph/error.h"
+#include "hardware/fingerprint.h"
+#include "hardware/hardware.h"
+
+namespace dnncast::apps {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kNotRecorded = "not recorded";
+
+int64_t memory_gib(int64_t bytes) { return (bytes + (int64_t{1} << 29)) >> 30; }  // as EnvironmentRecord::hash
+
+// One compared field: its value on either side, "" where not recorded; `shown`: the trained side
+// as the difference names it, when not its value (an unrecorded ISA, compared as the assumed one).
+struct Field {
+  std::string name, host, trained, shown;
+};
+
+std::string effective_isa_name(const data::EnvironmentRecord& environment) {
+  return environment.isa.empty() ? hardware::isa_name(features::kUnrecordedIsa) : environment.isa;
+}
+
+std::string number_or_empty(int64_t value) { return value > 0 ? std::to_string(value) : ""; }
+
+std::vector<Field> compared_fields(const data::EnvironmentRecord& host, const data::EnvironmentRecord& trained) {
+  // cpuid's family / model / stepping are recorded together with the vendor (a model may be 0).
+  auto cpuid = [](const data::EnvironmentRecord& environment, int64_t value) {
+    return environment.cpu_vendor.empty() ? std::string() : std::to_string(value);
+  };
+  return {
+      {"isa", host.isa.empty() ? "unknown" : host.isa, effective_isa_name(trained), isa_text(trained)},
+      {"cpu_model", host.cpu_model, trained.cpu_model},
+      {"cores", number_or_empty(host.cores), number_or_empty(trained.cores)},
+      {"memory_gib", number_or_empty(memory_gib(host.memory_bytes)), number_or_empty(memory_gib(trained.memory_bytes))},
+      {"cpu_vendor", host.cpu_vendor, trained.cpu_vendor},
+      {"cpu_family", cpuid(host, host.cpu_family), cpuid(trained, trained.cpu_family)},
+      {"cpu_model_number", cpuid(host, host.cpu_model_number), cpuid(trained, trained.cpu_model_number)},
+      {"cpu_stepping", cpuid(host, host.cpu_stepping), cpuid(trained, trained.cpu_stepping)},
+      {"aten_capability", host.aten_capability, trained.aten_capability},
+      {"l2_bytes", number_or_empty(host.l2_bytes), number_or_empty(trained.l2_bytes)},
+      {"l3_bytes", number_or_empty(host.l3_bytes), number_or_empty(trained.l3_bytes)},
+  };
+}
+
+// The differences of one environment: disagreements first, then what only the host records.
+struct Comparison {
+  std::vector<FieldDifference> disagree, unrecorded;
+};
+
+Comparison compare(const std::vector<Field>& fields) {
+  Comparison result;
+  for (const Field& field : fields) {
+    if (field.host.empty()) continue;
+    if (field.trained.empty())
+      result.unrecorded.push_back({field.name, field.host, kNotRecorded});
+    else if (field.host != field.trained)
+      result.disagree.push_back({field.name, field.host, field.shown.empty() ? field.trained : field.shown});
+  }
+  return result;
+}
+
+HostMatch best_of(const std::vector<Comparison>& comparisons, const std::vector<data::EnvironmentRecord>& trained) {
+  size_t best = 0;
+  for (size_t index = 1; index < comparisons.size(); ++index) {
+    const Comparison& candidate = comparisons[index];
+    const Comparison& current = comparisons[best];
+    if (candidate.disagree.size() < current.disagree.size() ||
+        (candidate.disagree.size() == current.disagree.size() && candidate.unrecorded.size() < current.unrecorded.size()))
+      best = index;
+  }
+  HostMatch match;
+  match.environment = trained.empty() ? "" : trained[best].hash();
+  match.exact = comparisons[best].disagree.empty();
+  if (!match.exact) {
+    match.differs = comparisons[best].disagree;
+    match.differs.insert(match.differs.end(), comparisons[best].unrecorded.begin(), comparisons[best].unrecorded.end());
+  }
+  return match;
+}
+
+}  // namespace
+
+json HostMatch::to_json() const {
+  json fields = json::array();
+  for (const FieldDifference& difference : differs)
+    fields.push_back({{"field", difference.field}, {"host", difference.host}, {"predictor", difference.predictor}});
+  return {{"match", exact ? "exact" : "nearest"}, {"environment", environment}, {"differs", fields}, {"remedy", remedy}};
+}
+
+data::EnvironmentRecord host_environment(hardware::CpuIsa isa) {
+  const hardware::HostInfo& host = hardware::detect_host();
+  data::EnvironmentRecord environment;
+  environment.cpu_model = host.cpu_model;
+  environment.cores = host.logical_cores;
+  environment.memory_bytes = host.memory_bytes;
+  data::set_cpu_fingerprint(environment, hardware::host_cpu_fingerprint());
+  if (isa != hardware::CpuIsa::Unknown) {
+    environment.isa = hardware::isa_name(isa);
+    // ATen's own choice on a CPU that reaches this ISA (hardware::highest_aten_capability).
+    environment.aten_capability = hardware::is_avx512(isa)           ? "avx512"
+                                  : isa >= hardware::CpuIsa::Avx2 ? "avx2"
+                                                                  : "default";
+    environment.isa_cap.clear();
+  }
+  return environment;
+}
+
+std::string isa_text(const data::EnvironmentRecord& environment) {
+  if (!environment.isa.empty()) return environment.isa;
+  return std::string("(not recorded; assumed ") + hardware::isa_name(features::kUnrecordedIsa) + ")";
+}
+
+HostMatch match_host(const data::EnvironmentRecord& host, const std::vector<data::EnvironmentRecord>& trained) {
+  std::vector<Comparison> comparisons;
+  if (trained.empty()) comparisons.push_back(compare(compared_fields(host, data::EnvironmentRecord{})));
+  for (const data::EnvironmentRecord& environment : trained)
+    comparisons.push_back(compare(compared_fields(host, environment)));
+  return best_of(comparisons, trained);
+}
+
+HostMatch match_isa(const std::string& isa, const std::vector<data::EnvironmentRecord>& trained) {
+  auto fields_of = [&](const data::EnvironmentRecord& environment) {
+    return std::vector<Field>{{"isa", isa.empty() ? "unknown" : isa, effective_isa_name(environment), isa_text(environment)}};
+  };
+  std::vector<Comparison> comparisons;
+  if (trained.empty()) comparisons.push_back(compare(fields_of(data::EnvironmentRecord{})));
+  for (const data::EnvironmentRecord& environment : trained) comparisons.push_back(compare(fields_of(environment)));
+  return best_of(comparisons, trained);
+}
+
+std::string calibrate_remedy(const std::string& predictor_dir) {
+  // The shipped plan beside the shipped predictors (data/plans), else as the source tree names it.
+  std::string plan = "data/plans/zoo-quick.json";
+  std::string root = default_predictor_root();
+  if (!root.empty()) {
+    fs::path shipped = fs::path(root).parent_path() / "plans" / "zoo-quick.json";
+    if (fs::exists(shipped)) plan = shipped.string();
+  }
+  const int runs = kCalibrateBudget + kCalibrateHoldout;
+  const double minutes = runs * kZooQuickRunWallS / 60.0;
+  return "dnncast calibrate --predictor " + predictor_dir + " --plan " + plan + " --budget " +
+         std::to_string(kCalibrateBudget) + " --db calibrate.db --out calibrated-predictor (" + std::to_string(runs) +
+         " runs with the " + std::to_string(kCalibrateHoldout) + " held back, about " +
+         std::to_string(static_cast<int>(std::lround(minutes))) + "-" +
+         std::to_string(static_cast<int>(std::lround(2 * minutes))) + " minutes here)";
+}
+
+std::string host_match_note(const HostMatch& match) {
+  std::string disagree, unrecorded;
+  for (const FieldDifference& difference : match.differs) {
+    if (difference.predictor == kNotRecorded) {
+      unrecorded += (unrecorded.empty() ? "" : ", ") + difference.field + " " + difference.host;
+    } else {
+      disagree += (disagree.empty() ? "" : ", ") + difference.field + " " + difference.host + " vs " + difference.predictor;
+    }
+  }
+  std::string fields = disagree;
+  if (!unrecorded.empty()) fields += (fields.empty() ? "" : ", ") + unrecorded + " vs not recorded";
+  std::string note = "no predictor was trained on this host (" + fields + "); using the nearest, environment " +
+                     (match.environment.empty() ? std::string("(none recorded)") : match.environment) + ".";
+  if (!match.remedy.empty()) note += " To adapt it: " + match.remedy;
+  return note;
+}
+
+HostMatch simulator_isa_match(hardware::CpuIsa simulated, const std::string& measure_command) {
+  std::vector<data::EnvironmentRecord> checked;
+  std::string root = default_predictor_root();
+  std::vector<std::string> sets = root.empty() ? std::vector<std::string>() : shipped_predictor_sets(root);
+  if (!sets.empty()) {
+    try {
+      SetChoice choice = choose_predictor_set(sets, "cpu", hardware::detect_host());
+      checked = manifest_environments((fs::path(choice.dir) / "memory").string());
+      if (checked.empty()) checked = manifest_environments(choice.dir);
+    } catch (const InputError&) {
+      checked.clear();  // no CPU set: compared with an environment that recorded nothing
+    }
+  }
+  HostMatch match = match_isa(hardware::isa_name(simulated), checked);
+  if (!match.exact) match.remedy = measure_command;
+  return match;
+}
+
+std::string simulator_isa_note(const HostMatch& match, const std::string& source) {
+  std::string simulated = match.differs.empty() ? "" : match.differs.front().host;
+  std::string checked = match.differs.empty() ? "" : match.differs.front().predictor;
+  std::string note = "the simulator followed isa " + simulated + " (" + source +
+                     "); its rules are checked on measured runs under isa " + checked + ", environment " +
+                     (match.environment.empty() ? std::string("(none recorded)") : match.environment) + ".";
+  if (!match.remedy.empty()) note += " To check it here: " + match.remedy;
+  return note;
+}
+
+std::vector<data::EnvironmentRecord> manifest_environments(const std::string& bundle_dir) {
+  std::vector<data::EnvironmentRecord> environments;
+  fs::path manifest = fs::path(bundle_dir) / "manifest.json";
+  if (!fs::exists(manifest)) manifest = fs::path(bundle_dir) / "time" / "manifest.json";
+  std::ifstream file(manifest);
+  if (!file) return environments;
+  json document = json::parse(file, nullptr, false);
+  if (document.is_discarded() || !document.contains("environments") || !document["environments"].is_array())
+    return environments;
+  try {
+    for (const json& environment : document["environments"]) environments.push_back(environment_from_json(environment));
+  } catch (const json::exception&) {
+    environments.clear();
+  }
+  return environments;
+}
+
+}  // namespace dnncast::apps
