@@ -10,6 +10,7 @@
 #include "graph/error.h"
 #include "hardware/fingerprint.h"
 #include "hardware/hardware.h"
+#include "memory/cpu_conv.h"
 
 namespace dnncast::apps {
 
@@ -28,8 +29,13 @@ struct Field {
   std::string name, host, trained, shown;
 };
 
-std::string effective_isa_name(const data::EnvironmentRecord& environment) {
-  return environment.isa.empty() ? hardware::isa_name(features::kUnrecordedIsa) : environment.isa;
+// An environment that did not record its ISA ran some AVX-512 level (its peaks follow the AVX-512
+// rules: docs/DATASET.md): it matches a host of any AVX-512 level, and is compared as avx512_core
+// with any other.
+std::string effective_isa_name(const data::EnvironmentRecord& environment, const std::string& host_isa) {
+  if (!environment.isa.empty()) return environment.isa;
+  if (hardware::is_avx512(hardware::parse_isa(host_isa))) return host_isa;
+  return hardware::isa_name(features::kUnrecordedIsa);
 }
 
 std::string number_or_empty(int64_t value) { return value > 0 ? std::to_string(value) : ""; }
@@ -40,7 +46,7 @@ std::vector<Field> compared_fields(const data::EnvironmentRecord& host, const da
     return environment.cpu_vendor.empty() ? std::string() : std::to_string(value);
   };
   return {
-      {"isa", host.isa.empty() ? "unknown" : host.isa, effective_isa_name(trained), isa_text(trained)},
+      {"isa", host.isa.empty() ? "unknown" : host.isa, effective_isa_name(trained, host.isa), isa_text(trained)},
       {"cpu_model", host.cpu_model, trained.cpu_model},
       {"cores", number_or_empty(host.cores), number_or_empty(trained.cores)},
       {"memory_gib", number_or_empty(memory_gib(host.memory_bytes)), number_or_empty(memory_gib(trained.memory_bytes))},
@@ -119,7 +125,7 @@ data::EnvironmentRecord host_environment(hardware::CpuIsa isa) {
 
 std::string isa_text(const data::EnvironmentRecord& environment) {
   if (!environment.isa.empty()) return environment.isa;
-  return std::string("(not recorded; assumed ") + hardware::isa_name(features::kUnrecordedIsa) + ")";
+  return std::string("(not recorded; an AVX-512 level, assumed ") + hardware::isa_name(features::kUnrecordedIsa) + ")";
 }
 
 HostMatch match_host(const data::EnvironmentRecord& host, const std::vector<data::EnvironmentRecord>& trained) {
@@ -132,7 +138,8 @@ HostMatch match_host(const data::EnvironmentRecord& host, const std::vector<data
 
 HostMatch match_isa(const std::string& isa, const std::vector<data::EnvironmentRecord>& trained) {
   auto fields_of = [&](const data::EnvironmentRecord& environment) {
-    return std::vector<Field>{{"isa", isa.empty() ? "unknown" : isa, effective_isa_name(environment), isa_text(environment)}};
+    return std::vector<Field>{
+        {"isa", isa.empty() ? "unknown" : isa, effective_isa_name(environment, isa), isa_text(environment)}};
   };
   std::vector<Comparison> comparisons;
   if (trained.empty()) comparisons.push_back(compare(fields_of(data::EnvironmentRecord{})));
@@ -175,29 +182,20 @@ std::string host_match_note(const HostMatch& match) {
 }
 
 HostMatch simulator_isa_match(hardware::CpuIsa simulated, const std::string& measure_command) {
-  std::vector<data::EnvironmentRecord> checked;
-  std::string root = default_predictor_root();
-  std::vector<std::string> sets = root.empty() ? std::vector<std::string>() : shipped_predictor_sets(root);
-  if (!sets.empty()) {
-    try {
-      SetChoice choice = choose_predictor_set(sets, "cpu", hardware::detect_host());
-      checked = manifest_environments((fs::path(choice.dir) / "memory").string());
-      if (checked.empty()) checked = manifest_environments(choice.dir);
-    } catch (const InputError&) {
-      checked.clear();  // no CPU set: compared with an environment that recorded nothing
-    }
+  // The simulator's rules follow the ISA alone; which ISAs they were checked on is memory's fact.
+  HostMatch match;
+  match.exact = !memory::conv_rules_evidence(simulated).empty();
+  if (!match.exact) {
+    match.differs.push_back({"isa", hardware::isa_name(simulated), "avx2 or an AVX-512 level"});
+    match.remedy = measure_command;
   }
-  HostMatch match = match_isa(hardware::isa_name(simulated), checked);
-  if (!match.exact) match.remedy = measure_command;
   return match;
 }
 
 std::string simulator_isa_note(const HostMatch& match, const std::string& source) {
   std::string simulated = match.differs.empty() ? "" : match.differs.front().host;
-  std::string checked = match.differs.empty() ? "" : match.differs.front().predictor;
   std::string note = "the simulator followed isa " + simulated + " (" + source +
-                     "); its rules are checked on measured runs under isa " + checked + ", environment " +
-                     (match.environment.empty() ? std::string("(none recorded)") : match.environment) + ".";
+                     "); its convolution rules were checked on measured runs under avx2 and AVX-512 only.";
   if (!match.remedy.empty()) note += " To check it here: " + match.remedy;
   return note;
 }

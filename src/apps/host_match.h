@@ -38,7 +38,7 @@ struct HostMatch {
 // and how tests are independent of the machine they run on); ATen's capability then follows it.
 data::EnvironmentRecord host_environment(hardware::CpuIsa isa = hardware::CpuIsa::Unknown);
 
-// The text of an environment's ISA: its recorded one, else "(not recorded; assumed avx512_core)"
+// The text of an environment's ISA: its recorded one, else "(not recorded; an AVX-512 level, assumed avx512_core)"
 // (features::kUnrecordedIsa, what the featurizer and the simulator assume for it).
 std::string isa_text(const data::EnvironmentRecord& environment);
 
@@ -67,12 +67,12 @@ std::string calibrate_remedy(const std::string& predictor_dir);
 // ...); using the nearest, environment H. To adapt it: REMEDY".
 std::string host_match_note(const HostMatch& match);
 
-// `dnncast memory`: the ISA the simulator simulated against the environments whose measured runs
-// check it (those of the shipped CPU predictor set, data/predictors: the same dataset); the remedy
-// is MEASURE_COMMAND (the same command with --measure).
+// `dnncast memory`: exact when the simulated ISA's convolution rules were checked on measured runs
+// (memory::conv_rules_evidence: AVX2 and the AVX-512 levels); else the remedy is MEASURE_COMMAND
+// (the same command with --measure).
 HostMatch simulator_isa_match(hardware::CpuIsa simulated, const std::string& measure_command);
-// Its one line when not exact: "the simulator followed isa avx2 (...), its rules are checked on
-// measured runs under (not recorded; assumed avx512_core), environment H. To check it here: REMEDY".
+// Its one line when not exact: "the simulator followed isa sse41 (...); its convolution rules were
+// checked on measured runs under avx2 and AVX-512 only. To check it here: REMEDY".
 std::string simulator_isa_note(const HostMatch& match, const std::string& source);
 
 // The training environments of a predictor bundle's manifest.json (DIR, or DIR/time); empty when

@@ -16,6 +16,7 @@
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "graph/error.h"
+#include "memory/cpu_conv.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
 #ifdef DNNCAST_HAVE_TORCH
@@ -268,7 +269,9 @@ int run_memory(const Args& args) {
                   {"node", report.peak_node_name.empty() ? json(nullptr) : json(report.peak_node_name)},
                   {"allocation", report.peak_what}}}};
     if (report.device == "cpu") {
-      doc["isa"] = {{"simulated", hardware::isa_name(simulated_isa)}, {"source", isa_source}};
+      doc["isa"] = {{"simulated", hardware::isa_name(simulated_isa)},
+                    {"source", isa_source},
+                    {"rules_checked_on", memory::conv_rules_evidence(simulated_isa)}};
       doc["host_match"] = isa_match->to_json();
     }
     if (report.device == "cuda")

@@ -73,6 +73,12 @@ struct IsaConvRules {
 constexpr IsaConvRules kAvx512Rules{"avx512_core", 16, 16, {16, 8, 4}, false};
 constexpr IsaConvRules kAvx2Rules{"avx2", 8, 8, {8, 0, 0}, true};
 
+// The evidence behind each row, for conv_rules_evidence().
+constexpr const char* kAvx512Evidence =
+    "4,422 of 4,468 configurations of data/dnncast-cpu2.db byte-exact (an AVX-512 EPYC, 1 and 2 threads)";
+constexpr const char* kAvx2Evidence =
+    "197 of 197 configurations of the AVX2 reference data byte-exact (AMD EPYC Zen 3, 1 thread)";
+
 const IsaConvRules& rules_for(hardware::CpuIsa isa) {
   DNNCAST_ASSERT(isa != hardware::CpuIsa::Unknown);  // callers resolve "not recorded" first
   // SSE4.1 and AVX use 8-channel blocks too (jit_sse41_conv, jit_avx2_conv at AVX); unverified.
@@ -294,6 +300,12 @@ void channels_last_recipe_avx2(const ConvShape& s, int64_t threads, ConvRecipe& 
 }
 
 }  // namespace
+
+std::string conv_rules_evidence(hardware::CpuIsa isa) {
+  if (hardware::is_avx512(isa)) return kAvx512Evidence;
+  if (isa == hardware::CpuIsa::Avx2 || isa == hardware::CpuIsa::Avx2Vnni) return kAvx2Evidence;
+  return "";
+}
 
 bool cpu_conv_uses_mkldnn(const ConvShape& s, int64_t threads) {
   const bool strided = s.stride_h > 1 || s.stride_w > 1;

@@ -71,6 +71,10 @@ ConvShape conv_shape(const Graph& graph, const Node& node);
 
 // Forward, backward-data, backward-weights, as cpu_conv_recipe() decides them (its `impls`).
 std::array<ConvImpl, 3> cpu_conv_impls(const ConvShape& shape, int64_t threads, hardware::CpuIsa isa);
+// Where the convolution rules of `isa` were checked against measured runs (docs/MEMORY.md "By ISA"),
+// "" where they were not: every AVX-512 level uses the avx512_core row of IsaConvRules (oneDNN 2.6's
+// f32 kernels are the avx512_core ones), SSE4.1 and AVX use the AVX2 row, unverified.
+std::string conv_rules_evidence(hardware::CpuIsa isa);
 // ATen's use_mkldnn() for an f32 CPU convolution: false means the slow path for every pass.
 bool cpu_conv_uses_mkldnn(const ConvShape& shape, int64_t threads);
 

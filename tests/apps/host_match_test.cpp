@@ -41,7 +41,7 @@ const FieldDifference* find_field(const HostMatch& match, const std::string& fie
   return nullptr;
 }
 
-TEST(HostMatch, UnrecordedIsaCountsAsAvx512Core) {
+TEST(HostMatch, UnrecordedIsaCountsAsAnAvx512Level) {
   std::vector<data::EnvironmentRecord> trained{shipped_environment(1), shipped_environment(2)};
   HostMatch avx2 = match_host(zen3_host(), trained);
   EXPECT_FALSE(avx2.exact);
@@ -49,7 +49,7 @@ TEST(HostMatch, UnrecordedIsaCountsAsAvx512Core) {
   ASSERT_FALSE(avx2.differs.empty());
   EXPECT_EQ(avx2.differs[0].field, "isa");  // the disagreement first
   EXPECT_EQ(avx2.differs[0].host, "avx2");
-  EXPECT_EQ(avx2.differs[0].predictor, "(not recorded; assumed avx512_core)");
+  EXPECT_EQ(avx2.differs[0].predictor, "(not recorded; an AVX-512 level, assumed avx512_core)");
   const FieldDifference* family = find_field(avx2, "cpu_family");
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(family->host, "25");
@@ -64,6 +64,13 @@ TEST(HostMatch, UnrecordedIsaCountsAsAvx512Core) {
   EXPECT_TRUE(exact.exact);
   EXPECT_TRUE(exact.differs.empty());
   EXPECT_EQ(exact.to_json()["match"], "exact");
+  // Any AVX-512 level: the unrecorded environment's peaks say AVX-512, not which level (a Zen 4
+  // EPYC dispatches to avx512_core_bf16).
+  avx512.isa = "avx512_core_bf16";
+  EXPECT_TRUE(match_host(avx512, trained).exact);
+  data::EnvironmentRecord recorded = shipped_environment(1);
+  recorded.isa = "avx512_core";  // a recorded level is compared as it is
+  EXPECT_FALSE(match_host(avx512, {recorded}).exact);
 }
 
 TEST(HostMatch, NearestHasTheFewestDifferingFields) {
@@ -99,7 +106,7 @@ TEST(HostMatch, NoteNamesTheFieldsTheEnvironmentAndTheRemedy) {
   match.remedy = calibrate_remedy("data/predictors/amd-epyc-2cpu");
   std::string note = host_match_note(match);
   EXPECT_EQ(note.find('\n'), std::string::npos) << note;
-  EXPECT_EQ(note.rfind("no predictor was trained on this host (isa avx2 vs (not recorded; assumed avx512_core), ", 0), 0u)
+  EXPECT_EQ(note.rfind("no predictor was trained on this host (isa avx2 vs (not recorded; an AVX-512 level, assumed avx512_core), ", 0), 0u)
       << note;
   EXPECT_NE(note.find("cpu_family 25, cpu_model_number 1"), std::string::npos) << note;
   EXPECT_NE(note.find("using the nearest, environment " + shipped_environment(1).hash()), std::string::npos) << note;

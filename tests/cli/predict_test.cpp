@@ -1,5 +1,6 @@
 // `dnncast predict` run as a user runs it, with the predictors shipped in data/predictors: the
 // built binary, its stdout, stderr and exit code.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -123,7 +124,7 @@ using cli_test::Result;
 using cli_test::run;
 using cli_test::shell_quoted;
 
-// The shipped predictor records no ISA (assumed avx512_core): forecasting as if this host
+// The shipped predictor records no ISA (an AVX-512 level, assumed avx512_core): forecasting as if this host
 // dispatched to AVX2 (what the Zen 3 EPYC these tests were written on does) is not an exact match,
 // whatever the host.
 TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
@@ -135,11 +136,11 @@ TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
   EXPECT_EQ(match["match"], "nearest") << match.dump();
   EXPECT_EQ(match["environment"], forecast["env_hash"]);
   ASSERT_FALSE(match["differs"].empty());
-  EXPECT_EQ(match["differs"][0], json({{"field", "isa"}, {"host", "avx2"}, {"predictor", "(not recorded; assumed avx512_core)"}}));
+  EXPECT_EQ(match["differs"][0], json({{"field", "isa"}, {"host", "avx2"}, {"predictor", "(not recorded; an AVX-512 level, assumed avx512_core)"}}));
   EXPECT_NE(match["remedy"].get<std::string>().find("dnncast calibrate --predictor "), std::string::npos);
   EXPECT_EQ(forecast["memory_isa"], "avx2");  // the simulator followed the stated ISA
   // One line on stderr, --json or not.
-  EXPECT_EQ(result.err.rfind("note: no predictor was trained on this host (isa avx2 vs (not recorded; assumed avx512_core)", 0), 0u)
+  EXPECT_EQ(result.err.rfind("note: no predictor was trained on this host (isa avx2 vs (not recorded; an AVX-512 level, assumed avx512_core)", 0), 0u)
       << result.err;
   EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
   EXPECT_NE(result.err.find("using the nearest, environment " + forecast["env_hash"].get<std::string>()), std::string::npos);
@@ -211,17 +212,25 @@ TEST(PredictHostMatch, UnknownIsaIsAnInputError) {
 
 // memory: the ISA the simulator followed, in JSON, and a note when the checked data had another.
 TEST(MemoryHostMatch, SaysWhichIsaItSimulated) {
-  Result avx2 = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "avx2"}, "/tmp");
-  ASSERT_EQ(avx2.exit_code, 0) << avx2.err;
-  json document = json::parse(avx2.out);
-  EXPECT_EQ(document["isa"]["simulated"], "avx2");
+  // AVX2 and AVX-512: rules checked on measured runs of that ISA, no note.
+  for (const char* isa : {"avx2", "avx512_core", "avx512_core_bf16"}) {
+    Result checked = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", isa}, "/tmp");
+    ASSERT_EQ(checked.exit_code, 0) << checked.err;
+    json document = json::parse(checked.out);
+    EXPECT_EQ(document["isa"]["simulated"], isa);
+    EXPECT_EQ(document["host_match"]["match"], "exact") << isa;
+    EXPECT_NE(document["isa"]["rules_checked_on"].get<std::string>().find("byte-exact"), std::string::npos) << isa;
+    EXPECT_EQ(checked.err, "") << isa;
+  }
+  // SSE4.1: the AVX2 table, never checked on a real run: one note with the command that checks it.
+  Result sse = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "sse41"}, "/tmp");
+  ASSERT_EQ(sse.exit_code, 0) << sse.err;
+  json document = json::parse(sse.out);
   EXPECT_EQ(document["host_match"]["match"], "nearest");
-  EXPECT_EQ(avx2.err.rfind("note: the simulator followed isa avx2 (as --isa asked)", 0), 0u) << avx2.err;
-  EXPECT_NE(avx2.err.find("--measure"), std::string::npos) << avx2.err;
-  Result avx512 = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "avx512_core"}, "/tmp");
-  ASSERT_EQ(avx512.exit_code, 0) << avx512.err;
-  EXPECT_EQ(json::parse(avx512.out)["host_match"]["match"], "exact");
-  EXPECT_EQ(avx512.err, "");
+  EXPECT_EQ(document["isa"]["rules_checked_on"], "");
+  EXPECT_EQ(sse.err.rfind("note: the simulator followed isa sse41 (as --isa asked)", 0), 0u) << sse.err;
+  EXPECT_NE(sse.err.find("--isa sse41 --measure"), std::string::npos) << sse.err;
+  EXPECT_EQ(std::count(sse.err.begin(), sse.err.end(), '\n'), 1) << sse.err;
 }
 
 }  // namespace
