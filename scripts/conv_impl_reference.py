@@ -25,27 +25,31 @@ libc = ctypes.CDLL(None)
 PASSES = ("forward_training", "backward_data", "backward_weights")
 
 
-def run_case(fields):
-    (n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g, bias, input_grad, threads) = (int(v) for v in fields)
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    conv = torch.nn.Conv2d(c, o, (kh, kw), (sh, sw), (ph, pw), (dh, dw), groups=g, bias=bool(bias))
-    x = torch.randn(n, c, h, w, requires_grad=bool(input_grad))
-    # oneDNN writes its log to the C stdout: point file descriptor 1 at a file for this case.
+def onednn_log(work):
+    """Runs work() and returns the lines oneDNN wrote meanwhile: it logs to the C stdout, so file
+    descriptor 1 points at a temporary file while work runs."""
     sys.stdout.flush()
     libc.fflush(None)
     saved = os.dup(1)
     with tempfile.TemporaryFile(mode="w+") as log:
         os.dup2(log.fileno(), 1)
         try:
-            y = conv(x)
-            y.sum().backward()
+            work()
         finally:
             libc.fflush(None)
             os.dup2(saved, 1)
             os.close(saved)
         log.seek(0)
-        lines = log.read().splitlines()
+        return log.read().splitlines()
+
+
+def run_case(fields):
+    (n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g, bias, input_grad, threads) = (int(v) for v in fields)
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(c, o, (kh, kw), (sh, sw), (ph, pw), (dh, dw), groups=g, bias=bool(bias))
+    x = torch.randn(n, c, h, w, requires_grad=bool(input_grad))
+    lines = onednn_log(lambda: conv(x).sum().backward())
     found = {}
     for line in lines:
         parts = line.split(",")
@@ -76,25 +80,14 @@ ISA_TEXTS = [
 
 def reported_isa():
     """The ISA oneDNN says it dispatches to (its verbose log's first lines)."""
-    sys.stdout.flush()
-    libc.fflush(None)
-    saved = os.dup(1)
-    with tempfile.TemporaryFile(mode="w+") as log:
-        os.dup2(log.fileno(), 1)
-        try:
-            torch.nn.functional.conv2d(torch.randn(2, 16, 8, 8), torch.randn(16, 16, 3, 3))
-        finally:
-            libc.fflush(None)
-            os.dup2(saved, 1)
-            os.close(saved)
-        log.seek(0)
-        for line in log.read().splitlines():
-            if ",info,cpu,isa:" in line:
-                text = line.split(",info,cpu,isa:", 1)[1].strip()
-                for prefix, name in ISA_TEXTS:
-                    if text.startswith(prefix):
-                        return name
-                return "unrecognised:" + text
+    lines = onednn_log(lambda: torch.nn.functional.conv2d(torch.randn(2, 16, 8, 8), torch.randn(16, 16, 3, 3)))
+    for line in lines:
+        if ",info,cpu,isa:" in line:
+            text = line.split(",info,cpu,isa:", 1)[1].strip()
+            for prefix, name in ISA_TEXTS:
+                if text.startswith(prefix):
+                    return name
+            return "unrecognised:" + text
     return "none"
 
 

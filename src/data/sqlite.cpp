@@ -24,6 +24,18 @@ Database::Database(const std::string& path, Mode mode) : path_(path) {
   sqlite3_busy_timeout(db_, 10000);
 }
 
+Database Database::copy_in_memory() const {
+  Database copy;
+  copy.path_ = path_;
+  int code = sqlite3_open_v2(":memory:", &copy.db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (code != SQLITE_OK) throw InputError(path_ + ": cannot open an in-memory copy: " + sqlite3_errstr(code));
+  sqlite3_backup* backup = sqlite3_backup_init(copy.db_, "main", db_, "main");
+  if (backup == nullptr) copy.fail("cannot copy into memory");
+  sqlite3_backup_step(backup, -1);
+  if (sqlite3_backup_finish(backup) != SQLITE_OK) copy.fail("cannot copy into memory");
+  return copy;
+}
+
 Database::~Database() {
   if (db_) sqlite3_close_v2(db_);
 }

@@ -31,12 +31,16 @@ class Database {
   int changes() const;
   bool in_autocommit() const;  // false inside BEGIN ... COMMIT
   const std::string& path() const { return path_; }
+  // A copy of the whole database in memory (sqlite3_backup), writable, named like this one in
+  // messages: how a reader migrates an older file it must not write.
+  Database copy_in_memory() const;
   sqlite3* handle() const { return db_; }
 
   // Throws InputError "<path>: <what>: <sqlite message>" (used by Statement too).
   [[noreturn]] void fail(const std::string& what) const;
 
  private:
+  Database() = default;
   sqlite3* db_ = nullptr;
   std::string path_;
 };

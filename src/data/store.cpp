@@ -233,6 +233,14 @@ bool RunConfig::operator==(const RunConfig& other) const { return !(*this < othe
 
 Store Store::open(const std::string& path, Database::Mode mode) {
   Store store(Database(path, mode));
+  if (mode == Database::Mode::ReadOnly && store.schema_version() < kSchemaVersion && store.schema_version() > 0) {
+    // A reader must not write the file: it reads a copy in memory, migrated there (a shipped
+    // dataset of an older schema stays usable by every command that only reads it).
+    store.migrate(true, /*check_only=*/true);
+    Store copy(store.db_.copy_in_memory());
+    copy.migrate(false);
+    return copy;
+  }
   store.migrate(mode == Database::Mode::ReadOnly);
   return store;
 }
@@ -243,7 +251,7 @@ int Store::schema_version() {
   return static_cast<int>(query.get_int(0));
 }
 
-void Store::migrate(bool read_only) {
+void Store::migrate(bool read_only, bool check_only) {
   int version = schema_version();  // the first read: fails here when the file is not SQLite at all
   if (version > kSchemaVersion)
     throw InputError(db_.path() + ": dataset schema version " + std::to_string(version) +
@@ -263,6 +271,7 @@ void Store::migrate(bool read_only) {
   } else if (application_id != kApplicationId) {
     throw InputError(db_.path() + ": an SQLite file that is not a dnncast dataset");
   }
+  if (check_only) return;
   if (read_only) {
     if (version < kSchemaVersion)
       throw InputError(db_.path() + ": dataset schema version " + std::to_string(version) + " is older than " +

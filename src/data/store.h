@@ -137,7 +137,8 @@ using RunKey = std::tuple<std::string, RunConfig, int64_t>;
 class Store {
  public:
   // Opens (or creates) a dataset; sets WAL mode; migrates an older schema; refuses a newer one
-  // with InputError naming both versions. ReadOnly never creates nor migrates.
+  // with InputError naming both versions. ReadOnly never creates nor writes the file: an older
+  // schema is migrated in a copy in memory.
   static Store open(const std::string& path, Database::Mode mode = Database::Mode::Create);
 
   int schema_version();
@@ -169,7 +170,8 @@ class Store {
 
  private:
   explicit Store(Database db) : db_(std::move(db)) {}
-  void migrate(bool read_only);
+  // check_only: refuse what is not a dataset or too new, change nothing.
+  void migrate(bool read_only, bool check_only = false);
   Database db_;
 };
 

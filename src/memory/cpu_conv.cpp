@@ -148,6 +148,47 @@ void slow_recipe(const ConvShape& s, ConvRecipe& recipe) {
   for (int32_t slot : gis) bwd.free(slot);
 }
 
+// A dense (not depthwise) convolution on a channels-last input: mkldnn_convolution allocates the
+// NHWC output up front and oneDNN reads and writes NHWC directly; only the weights are reordered,
+// to `fwd_weights_bytes` forward (after a scratchpad of `fwd_scratch_bytes`, 0 for none) and to
+// `blocked_bytes` backward. weight.contiguous(channels_last) is a copy unless the kernel is 1x1 or
+// the input has one channel per group, and the weight gradient then keeps channels-last strides.
+void channels_last_dense(const ConvShape& s, const char* backend, int64_t fwd_scratch_bytes, int64_t fwd_weights_bytes,
+                         int64_t blocked_bytes, ConvRecipe& recipe) {
+  const int64_t c = s.in_channels, o = s.out_channels, g = s.groups, ks = s.kernel_h * s.kernel_w;
+  const int64_t x = s.batch * c * s.in_h * s.in_w * kF32;
+  const int64_t y = s.batch * o * s.out_h * s.out_w * kF32;
+  const int64_t w = o * (c / g) * ks * kF32;
+  const int64_t b = o * kF32;
+  recipe.backend = backend;
+  recipe.impls = {ConvImpl::Jit, ConvImpl::Jit, ConvImpl::Jit};
+  const bool weight_copy = c / g > 1 && ks > 1;
+  recipe.weight_grad_contiguous = !weight_copy;
+  RecipeWriter f(recipe.forward), bw(recipe.backward);
+  int32_t wcl = weight_copy ? f.alloc(w) : -1;
+  f.alloc(y, kSlotOutput);
+  int32_t scratch = fwd_scratch_bytes > 0 ? f.alloc(fwd_scratch_bytes) : -1;
+  f.free(f.alloc(fwd_weights_bytes));
+  if (scratch >= 0) f.free(scratch);
+  if (wcl >= 0) f.free(wcl);
+  int32_t wcl_b = weight_copy ? bw.alloc(w) : -1;
+  int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
+  if (s.input_grad) {
+    bw.alloc(x, kSlotGradInput);
+    bw.free(bw.alloc(blocked_bytes));
+  }
+  int32_t diff_w = bw.alloc(blocked_bytes);
+  int32_t diff_b = s.bias ? bw.alloc(b) : -1;
+  if (s.bias) bw.alloc(b, kSlotGradBias);
+  int32_t dense = bw.alloc(w);
+  bw.alloc(w, kSlotGradWeight);
+  bw.free(dense);
+  bw.free(diff_w);
+  if (diff_b >= 0) bw.free(diff_b);
+  if (grad_copy >= 0) bw.free(grad_copy);
+  if (wcl_b >= 0) bw.free(wcl_b);
+}
+
 // Channels-last input (ConvNeXt after its permutes): mkldnn_convolution allocates the NHWC output
 // up front and oneDNN (brgemm kernels) reads and writes NHWC directly; only weights are reordered.
 // Depthwise backward-weights runs a grouped jit kernel whose 16x16-per-group blocked weights are
@@ -185,34 +226,9 @@ void channels_last_recipe(const ConvShape& s, ConvRecipe& recipe) {
     if (grad_copy >= 0) bw.free(grad_copy);
     return;
   }
-  recipe.backend = "mkldnn-nhwc:brgconv/jit/jit";
-  recipe.impls = {ConvImpl::Jit, ConvImpl::Jit, ConvImpl::Jit};
-  // weight.contiguous(channels_last) is a copy unless the kernel is 1x1 or the input one channel
-  const bool weight_copy = c / g > 1 && ks > 1;
-  recipe.weight_grad_contiguous = !weight_copy;
-  int32_t wcl = weight_copy ? f.alloc(w) : -1;
-  f.alloc(y, kSlotOutput);
-  int32_t scratch = f.alloc(8064 + kScratchSlack);
-  f.free(f.alloc(round_up(o, 32) * c * ks * kF32));
-  f.free(scratch);
-  if (wcl >= 0) f.free(wcl);
-  int32_t wcl_b = weight_copy ? bw.alloc(w) : -1;
-  int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
-  const int64_t blocked = round_up(o, 16) * round_up(c, 16) * ks * kF32;
-  if (s.input_grad) {
-    bw.alloc(x, kSlotGradInput);
-    bw.free(bw.alloc(blocked));
-  }
-  int32_t diff_w = bw.alloc(blocked);
-  int32_t diff_b = s.bias ? bw.alloc(b) : -1;
-  if (s.bias) bw.alloc(b, kSlotGradBias);
-  int32_t dense = bw.alloc(w);
-  bw.alloc(w, kSlotGradWeight);
-  bw.free(dense);
-  bw.free(diff_w);
-  if (diff_b >= 0) bw.free(diff_b);
-  if (grad_copy >= 0) bw.free(grad_copy);
-  if (wcl_b >= 0) bw.free(wcl_b);
+  // brgconv forward: a scratchpad and 32-output-channel blocks of the weights.
+  channels_last_dense(s, "mkldnn-nhwc:brgconv/jit/jit", 8064 + kScratchSlack, round_up(o, 32) * c * ks * kF32,
+                      round_up(o, 16) * round_up(c, 16) * ks * kF32, recipe);
 }
 
 // Channels-last input under AVX2 (no brgemm kernels below AVX-512): oneDNN runs the NHWC jit
@@ -220,45 +236,12 @@ void channels_last_recipe(const ConvShape& s, ConvRecipe& recipe) {
 // columns of one group per thread and a row of output positions; for backward weights also the
 // per-thread weight accumulators (4 x the weight, as the AVX-512 gemm rule). Read off ConvNeXt's
 // allocation log on the AVX2 host (docs/MEMORY.md "By ISA"): its depthwise 7x7 convolutions on maps
-// from 1x1 to 22x22 and its 2x2 stride-2 downsampling convolutions.
-void channels_last_dense_avx2(const ConvShape& s, ConvRecipe& recipe) {
-  const int64_t c = s.in_channels, o = s.out_channels, g = s.groups, ks = s.kernel_h * s.kernel_w;
-  const int64_t x = s.batch * c * s.in_h * s.in_w * kF32;
-  const int64_t y = s.batch * o * s.out_h * s.out_w * kF32;
-  const int64_t w = o * (c / g) * ks * kF32;
-  const int64_t b = o * kF32;
-  recipe.backend = "mkldnn-nhwc:jit/jit/jit";
-  recipe.impls = {ConvImpl::Jit, ConvImpl::Jit, ConvImpl::Jit};
-  const bool weight_copy = c / g > 1 && ks > 1;  // weight.contiguous(channels_last), as on AVX-512
-  recipe.weight_grad_contiguous = !weight_copy;
-  const int64_t blocked = g * round_up(o / g, 8) * round_up(c / g, 8) * ks * kF32;  // OIhw8i8o
-  RecipeWriter f(recipe.forward), bw(recipe.backward);
-  int32_t wcl = weight_copy ? f.alloc(w) : -1;
-  f.alloc(y, kSlotOutput);
-  f.free(f.alloc(blocked));
-  if (wcl >= 0) f.free(wcl);
-  int32_t wcl_b = weight_copy ? bw.alloc(w) : -1;
-  int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
-  if (s.input_grad) {
-    bw.alloc(x, kSlotGradInput);
-    bw.free(bw.alloc(blocked));
-  }
-  int32_t diff_w = bw.alloc(blocked);
-  int32_t diff_b = s.bias ? bw.alloc(b) : -1;
-  if (s.bias) bw.alloc(b, kSlotGradBias);
-  int32_t dense = bw.alloc(w);
-  bw.alloc(w, kSlotGradWeight);
-  bw.free(dense);
-  bw.free(diff_w);
-  if (diff_b >= 0) bw.free(diff_b);
-  if (grad_copy >= 0) bw.free(grad_copy);
-  if (wcl_b >= 0) bw.free(wcl_b);
-}
-
+// from 1x1 to 22x22 and its 2x2 stride-2 downsampling convolutions (dense: OIhw8i8o, no scratchpad).
 void channels_last_recipe_avx2(const ConvShape& s, int64_t threads, ConvRecipe& recipe) {
   const int64_t c = s.in_channels, o = s.out_channels, g = s.groups, ks = s.kernel_h * s.kernel_w;
   if (!(g > 1 && g == c && g == o)) {
-    channels_last_dense_avx2(s, recipe);
+    const int64_t blocked = g * round_up(o / g, 8) * round_up(c / g, 8) * ks * kF32;  // OIhw8i8o
+    channels_last_dense(s, "mkldnn-nhwc:jit/jit/jit", 0, blocked, blocked, recipe);
     return;
   }
   const int64_t x = s.batch * c * s.in_h * s.in_w * kF32;

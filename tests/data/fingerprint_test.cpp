@@ -114,7 +114,18 @@ TEST(Fingerprint, MigratesSchemaTwoToThreeAsNotRecorded) {
     testing::drop_fingerprint_columns(store.db());
     store.db().exec("PRAGMA user_version = 2");
   }
-  EXPECT_THROW(Store::open(path, Database::Mode::ReadOnly), InputError);  // read-only never migrates
+  {
+    // A reader migrates a copy in memory and leaves the file as it was (schema 2).
+    Store reader = Store::open(path, Database::Mode::ReadOnly);
+    EXPECT_EQ(reader.schema_version(), 3);
+    EXPECT_EQ(reader.run_count(), 1);
+    ASSERT_EQ(reader.environments().size(), 1u);
+    EXPECT_EQ(reader.environments()[0].isa, "");
+    Database raw(path, Database::Mode::ReadOnly);
+    Statement version = raw.prepare("PRAGMA user_version");
+    ASSERT_TRUE(version.step());
+    EXPECT_EQ(version.get_int(0), 2);
+  }
   Store store = Store::open(path);
   EXPECT_EQ(store.schema_version(), 3);
   EXPECT_EQ(store.run_count(), 1);
