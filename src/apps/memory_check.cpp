@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "apps/predictor.h"
+#include "features/featurizer.h"
 #include "graph/error.h"
 
 namespace dnncast::apps {
@@ -14,13 +16,59 @@ double MemoryCheckRow::relative_error() const {
              : 0.0;
 }
 
-MemoryCheck check_memory_simulator(const std::string& db_path, hardware::CpuIsa isa) {
+namespace {
+
+TrainingTable simulated_table(const std::string& db_path, hardware::CpuIsa isa) {
   TableOptions options;
   options.simulate_memory = true;
   options.isa = isa;
-  TrainingTable table = load_training_table(db_path, options);
+  return load_training_table(db_path, options);
+}
+
+bool exact(const Sample& sample) {
+  return !sample.peak_bytes.empty() && sample.simulated_peak_bytes > 0 &&
+         std::llround(sample.simulated_peak_bytes) == std::llround(sample.peak());
+}
+
+}  // namespace
+
+MemoryCheck check_memory_simulator(const std::string& db_path, hardware::CpuIsa isa) {
+  TrainingTable table = simulated_table(db_path, isa);
   MemoryCheck check;
   check.dataset = db_path;
+  std::map<std::string, size_t> environment_index;
+  for (const auto& [hash, environment] : table.environments) {
+    CheckedEnvironment checked;
+    checked.hash = hash;
+    checked.recorded_isa = environment.isa;
+    checked.simulated = isa != hardware::CpuIsa::Unknown ? isa
+                        : environment.isa.empty()        ? features::kUnrecordedIsa
+                                                         : hardware::parse_isa(environment.isa);
+    checked.inferred = isa == hardware::CpuIsa::Unknown && environment.isa.empty();
+    environment_index[hash] = check.environments.size();
+    check.environments.push_back(checked);
+  }
+  if (std::any_of(check.environments.begin(), check.environments.end(),
+                  [](const CheckedEnvironment& e) { return e.inferred; })) {
+    // The same configurations under the AVX2 rules (the same order: the table is deterministic).
+    TrainingTable avx2 = simulated_table(db_path, hardware::CpuIsa::Avx2);
+    DNNCAST_ASSERT(avx2.samples.size() == table.samples.size());
+    for (size_t k = 0; k < table.samples.size(); ++k) {
+      CheckedEnvironment& environment = check.environments[environment_index.at(table.samples[k].environment_hash)];
+      if (!environment.inferred) continue;
+      environment.exact_avx512 += exact(table.samples[k]) ? 1 : 0;
+      environment.exact_avx2 += exact(avx2.samples[k]) ? 1 : 0;
+    }
+    for (size_t k = 0; k < table.samples.size(); ++k) {
+      const CheckedEnvironment& environment =
+          check.environments[environment_index.at(table.samples[k].environment_hash)];
+      if (environment.inferred && environment.exact_avx2 > environment.exact_avx512)
+        table.samples[k].simulated_peak_bytes = avx2.samples[k].simulated_peak_bytes;
+    }
+    for (CheckedEnvironment& environment : check.environments)
+      if (environment.inferred && environment.exact_avx2 > environment.exact_avx512)
+        environment.simulated = hardware::CpuIsa::Avx2;
+  }
   for (const Sample& sample : table.samples) {
     if (sample.peak_bytes.empty()) continue;
     if (!(sample.simulated_peak_bytes > 0)) {

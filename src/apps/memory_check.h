@@ -20,8 +20,20 @@ struct MemoryCheckRow {
   double relative_error() const;  // (simulated - measured) / measured
 };
 
+// The ISA one environment's configurations were simulated under.
+struct CheckedEnvironment {
+  std::string hash;
+  std::string recorded_isa;   // "" when the environment did not record one
+  hardware::CpuIsa simulated = hardware::CpuIsa::Unknown;
+  // Not recorded: the peaks decide. Byte-exact configurations under each rule set (AVX-512, AVX2);
+  // the one with more is used (a tie keeps features::kUnrecordedIsa).
+  bool inferred = false;
+  int64_t exact_avx512 = 0, exact_avx2 = 0;
+};
+
 struct MemoryCheck {
   std::string dataset;
+  std::vector<CheckedEnvironment> environments;
   int64_t configurations = 0;        // compared
   int64_t exact = 0;                 // byte-exact
   int64_t within_1pct = 0;           // |relative error| <= 1% (exact ones included)
@@ -30,7 +42,8 @@ struct MemoryCheck {
 };
 
 // Throws InputError when the file is not a dataset or holds no ok run with a peak.
-// isa: simulate every run under this ISA (Unknown: each environment's recorded one).
+// isa: simulate every run under this ISA. Unknown: each environment's recorded one, and for an
+// environment that recorded none, the rule set (AVX-512 or AVX2) its measured peaks follow.
 MemoryCheck check_memory_simulator(const std::string& db_path, hardware::CpuIsa isa = hardware::CpuIsa::Unknown);
 
 }  // namespace dnncast::apps

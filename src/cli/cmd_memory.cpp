@@ -108,7 +108,18 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
                        {"simulated_bytes", row.simulated_bytes},
                        {"relative_error", row.relative_error()}});
     }
+    json environments = json::array();
+    for (const apps::CheckedEnvironment& environment : check.environments) {
+      json entry{{"env_hash", environment.hash},
+                 {"recorded_isa", environment.recorded_isa},
+                 {"simulated_isa", hardware::isa_name(environment.simulated)},
+                 {"inferred", environment.inferred}};
+      if (environment.inferred)
+        entry["exact_by_rules"] = {{"avx512_core", environment.exact_avx512}, {"avx2", environment.exact_avx2}};
+      environments.push_back(entry);
+    }
     std::cout << json{{"dataset", db},
+                      {"environments", environments},
                       {"configurations", check.configurations},
                       {"exact", check.exact},
                       {"within_1pct", check.within_1pct},
@@ -122,6 +133,17 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
     std::printf("  byte-exact %lld, within 1%% %lld, more than 1%% off %lld; not modelled %lld\n",
                 static_cast<long long>(check.exact), static_cast<long long>(check.within_1pct),
                 static_cast<long long>(off), static_cast<long long>(check.not_modelled));
+    for (const apps::CheckedEnvironment& environment : check.environments) {
+      if (environment.inferred)
+        std::printf("  environment %s: isa not recorded; its peaks follow the %s rules (%lld byte-exact under avx2, "
+                    "%lld under avx512_core): simulated as %s\n",
+                    environment.hash.c_str(), environment.exact_avx2 > environment.exact_avx512 ? "AVX2" : "AVX-512",
+                    static_cast<long long>(environment.exact_avx2), static_cast<long long>(environment.exact_avx512),
+                    hardware::isa_name(environment.simulated));
+      else
+        std::printf("  environment %s: simulated as %s (%s)\n", environment.hash.c_str(),
+                    hardware::isa_name(environment.simulated), isa == hardware::CpuIsa::Unknown ? "recorded" : "--isa");
+    }
     if (listed > 0) std::printf("  largest differences (simulated - measured) / measured:\n");
     for (size_t k = 0; k < listed; ++k) {
       const apps::MemoryCheckRow& row = check.rows[k];

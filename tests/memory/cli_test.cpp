@@ -35,6 +35,34 @@ class MemoryCli : public ::testing::Test {
   std::string dir_;
 };
 
+// Real runs of another host: ../shared/data/avx2-reference (an AVX2-only Zen 3 EPYC, measured with
+// a dnncast that did not record the ISA). Peaks are deterministic, so the check is exact on any
+// host, and the peaks themselves must say AVX2: more byte-exact under the AVX2 rules.
+TEST_F(MemoryCli, CheckDbReadsTheIsaOffTheAvx2ReferencePeaks) {
+  const std::string reference = std::string(DNNCAST_SOURCE_DIR) + "/../shared/data/avx2-reference/zen3-avx2.db.xz";
+  ASSERT_EQ(std::system(("test -r " + shell_quoted(reference)).c_str()), 0) << reference << " missing";
+  const std::string db = dir_ + "/zen3-avx2.db";
+  ASSERT_EQ(std::system(("xz -dkc " + shell_quoted(reference) + " > " + shell_quoted(db)).c_str()), 0);
+  Result checked = run({"--check-db", db, "--json", "--show", "1"});
+  ASSERT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  json doc = json::parse(checked.out);
+  EXPECT_EQ(doc["configurations"], 197);
+  EXPECT_EQ(doc["within_1pct"], 197);
+  ASSERT_EQ(doc["environments"].size(), 1u);
+  const json& environment = doc["environments"][0];
+  EXPECT_EQ(environment["recorded_isa"], "");
+  EXPECT_TRUE(environment["inferred"].get<bool>());
+  EXPECT_EQ(environment["simulated_isa"], "avx2");
+  EXPECT_EQ(environment["exact_by_rules"]["avx2"], doc["exact"]);
+  EXPECT_LT(environment["exact_by_rules"]["avx512_core"].get<int64_t>(), doc["exact"].get<int64_t>());
+  // Under the AVX-512 rules the same peaks miss (--isa overrides the inference).
+  Result forced = run({"--check-db", db, "--json", "--isa", "avx512_core", "--show", "0"});
+  EXPECT_EQ(forced.exit_code, 1) << forced.err;
+  json forced_doc = json::parse(forced.out);
+  EXPECT_LT(forced_doc["within_1pct"].get<int64_t>(), 197);
+  EXPECT_FALSE(forced_doc["environments"][0]["inferred"].get<bool>());
+}
+
 TEST_F(MemoryCli, JsonAgreesWithTheLibrary) {
   Result result = run({"resnet18", "--batch", "3", "--input", "3x32x32", "--optimizer", "adam", "--json", "--timeline"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
