@@ -8,6 +8,8 @@ CMAKE_FLAGS ?=
 setup:
 	@bash scripts/setup.sh
 
+# Configure's progress lines are dropped; its errors and warnings (stderr) are not: a missing libtorch
+# stops here unless CMAKE_FLAGS=-DDNNCAST_WITH_TORCH=OFF asks for a build without it.
 build: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -17,6 +19,8 @@ build: setup
 # rules of both ISAs against real runs. On a host without AVX-512 the cap changes nothing: skipped.
 ISA_TESTS ?= ^(Isa|ConvImpl|CpuConv|SimulatorVsProfiler|MemoryCli)\.
 
+# Under CI=true (the environment reaches every test binary) a skipped test fails unless it is on
+# tests/skip_allowlist.txt (tests/test_main.cpp).
 test: build
 	@cd $(BUILD) && ctest -LE slow --output-on-failure -j $(JOBS)
 	@if grep -qw avx512f /proc/cpuinfo; then \
