@@ -8,10 +8,13 @@ CMAKE_FLAGS ?=
 setup:
 	@bash scripts/setup.sh
 
-# Configure's progress lines are dropped; its errors and warnings (stderr) are not: a missing libtorch
-# stops here unless CMAKE_FLAGS=-DDNNCAST_WITH_TORCH=OFF asks for a build without it.
+# Configure's progress lines go to $(BUILD)/configure.log, shown in full when configure fails; its
+# errors and warnings (stderr) always show. A missing or broken libtorch stops here unless
+# CMAKE_FLAGS=-DDNNCAST_WITH_TORCH=OFF asks for a build without it.
 build: setup
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@mkdir -p $(BUILD)
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >$(BUILD)/configure.log || \
+	  { cat $(BUILD)/configure.log; echo "make build: configure failed (its output above, $(BUILD)/configure.log)" >&2; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Tests whose expectations depend on the ISA oneDNN dispatches to (src/hardware/isa.h): `make test`
