@@ -8,8 +8,13 @@ CMAKE_FLAGS ?=
 setup:
 	@bash scripts/setup.sh
 
+# Configure's progress lines go to $(BUILD)/configure.log, shown in full when configure fails; its
+# errors and warnings (stderr) always show. A missing or broken libtorch stops here unless
+# CMAKE_FLAGS=-DDNNCAST_WITH_TORCH=OFF asks for a build without it.
 build: setup
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@mkdir -p $(BUILD)
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >$(BUILD)/configure.log || \
+	  { cat $(BUILD)/configure.log; echo "make build: configure failed (its output above, $(BUILD)/configure.log)" >&2; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Tests whose expectations depend on the ISA oneDNN dispatches to (src/hardware/isa.h): `make test`
@@ -17,6 +22,8 @@ build: setup
 # rules of both ISAs against real runs. On a host without AVX-512 the cap changes nothing: skipped.
 ISA_TESTS ?= ^(Isa|ConvImpl|CpuConv|SimulatorVsProfiler|MemoryCli)\.
 
+# Under CI=true (the environment reaches every test binary) a skipped test fails unless it is on
+# tests/skip_allowlist.txt (tests/test_main.cpp).
 test: build
 	@cd $(BUILD) && ctest -LE slow --output-on-failure -j $(JOBS)
 	@if grep -qw avx512f /proc/cpuinfo; then \

@@ -68,7 +68,7 @@ Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config
   (void)graph;
   (void)config;
   (void)timeout_s;
-  throw InputError("--measure: this dnncast was built without libtorch (DNNCAST_WITH_TORCH=OFF or libtorch not found)");
+  throw InputError("--measure: this dnncast was built without libtorch (configured with -DDNNCAST_WITH_TORCH=OFF)");
 #endif
 }
 

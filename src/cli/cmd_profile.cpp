@@ -26,7 +26,7 @@ namespace dnncast::cli {
 #ifndef DNNCAST_HAVE_TORCH
 
 int run_profile(const Args&) {
-  throw InputError("this dnncast was built without libtorch (DNNCAST_WITH_TORCH=OFF or libtorch not found): no profiler");
+  throw InputError("this dnncast was built without libtorch (configured with -DDNNCAST_WITH_TORCH=OFF): no profiler");
 }
 
 #else

@@ -528,7 +528,9 @@ TEST(PredictorSets, ChoiceByDeviceAndHost) {
 
 TEST(ShippedPredictors, LoadWithThisBuildsFeatures) {
   std::string root = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors";
-  for (const std::string& dir : shipped_predictor_sets(root)) {
+  std::vector<std::string> sets = shipped_predictor_sets(root);
+  ASSERT_FALSE(sets.empty()) << "no predictor set under " << root;  // else the loop checks nothing
+  for (const std::string& dir : sets) {
     PredictorSet set = load_predictor_set(dir);
     ASSERT_TRUE(set.time.has_value()) << dir;
     EXPECT_EQ(set.time->manifest().feature_version, features::kFeatureVersion) << dir;

@@ -203,9 +203,17 @@ TEST(Campaign, BadPlansFailBeforeMeasuringAnything) {
   EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--dry-run", "--shard", "1/2"}, output, dir), 0) << output;
   EXPECT_NE(output.find("shard 1/2: 2 runs"), std::string::npos) << output;
   EXPECT_NE(access(db.c_str(), F_OK), 0);
-  // --threads keeps only the configurations with those thread counts; 0 threads is refused. (The
-  // plan's 2-thread runs need 2 CPUs even in a dry run.)
-  if (allowed_cpus().size() < 2) return;
+}
+
+// --threads keeps only the configurations with those thread counts; 0 threads is refused.
+TEST(Campaign, ThreadsOptionFiltersTheDryRun) {
+  // The plan's 2-thread runs need 2 CPUs even in a dry run (tests/skip_allowlist.txt).
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "fewer than 2 CPUs in this process's affinity mask";
+  ASSERT_EQ(access(kDnncast.c_str(), X_OK), 0) << kDnncast << " not built";
+  ScratchDir dir;
+  std::string plan_path = dir.file("threads.json");
+  std::string db = dir.file("threads.db");
+  std::string output;
   std::ofstream(plan_path) << R"({"name": "threads", "models": [{"synthetic": [0, 2]}], "inputs": [8],
                                   "batches": [1, 2], "threads": [1, 2]})";
   EXPECT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--dry-run"}, output, dir), 0) << output;

@@ -62,7 +62,9 @@ TEST(GraphJsonFixtures, EveryFixtureHasAnExpectation) {
 }
 
 TEST(GraphJsonFixtures, EachGivesItsInputError) {
-  for (const auto& [file, expected] : expected_errors()) {
+  const std::map<std::string, std::string> cases = expected_errors();
+  ASSERT_GE(cases.size(), 30u) << "expected_errors.tsv missing or truncated";
+  for (const auto& [file, expected] : cases) {
     SCOPED_TRACE(file);
     std::string path = kFixtures + file;
     if (expected.empty()) {
