@@ -231,10 +231,16 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   // Group ok runs by (environment, network, configuration).
   std::map<std::tuple<std::string, std::string, data::RunConfig>, size_t> index;
   std::map<std::string, int64_t> skipped_by_cause;
+  int64_t holdout_left_out = 0;
   for (const data::RunRecord& run : store.runs()) {
     auto environment = environments.find(run.environment_hash);
     if (environment == environments.end()) continue;
     if (!options.environment.empty() && !matches_environment(environment->second, options.environment)) continue;
+    const bool holdout_run = run.plan == kHoldoutPlan;
+    if (holdout_run ? options.holdout == HoldoutRuns::Exclude : options.holdout == HoldoutRuns::Only) {
+      if (holdout_run) ++holdout_left_out;
+      continue;
+    }
     if (run.result.status != "ok") {
       ++skipped_by_cause["status " + run.result.status];
       continue;
@@ -298,7 +304,9 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
       continue;
     }
     features::TrainingConfig config = training_config_of(sample.config);
-    features::HardwareFeatures hardware = hardware_of(environments.at(sample.environment_hash));
+    auto featurized_as = options.featurize_as.find(sample.environment_hash);
+    features::HardwareFeatures hardware = hardware_of(
+        featurized_as != options.featurize_as.end() ? featurized_as->second : environments.at(sample.environment_hash));
     if (options.isa != hardware::CpuIsa::Unknown) hardware.isa = options.isa;
     rows.push_back(features::featurize(cached->second, config, hardware));
     if (options.simulate_memory && !sample.peak_bytes.empty()) {
@@ -344,6 +352,11 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
     if (cause.rfind("status ", 0) == 0 || cause.rfind("no ", 0) == 0) table.runs_skipped += count;
     table.notes.push_back(std::to_string(count) + (cause.rfind("network", 0) == 0 ? " configurations skipped: " : " runs skipped: ") + cause);
   }
+  if (holdout_left_out > 0)
+    table.notes.push_back(std::to_string(holdout_left_out) + " runs of the holdout plan left out (never trained on; " +
+                          "`dnncast evaluate --predictor SET --db` scores them)");
+  if (table.samples.empty() && options.holdout == HoldoutRuns::Only)
+    throw InputError("dataset " + db_path + " has no successful run of the holdout plan (data/plans/holdout.json)");
   if (table.samples.empty())
     throw InputError("dataset " + db_path + " has no successful run to learn from" +
                      (table.notes.empty() ? std::string() : " (" + table.notes.front() + ")"));

@@ -75,6 +75,16 @@ struct TrainingTable {
   bool has_memory() const;     // every sample has peak bytes
 };
 
+// The frozen holdout (data/plans/holdout.json): configurations measured once per environment to
+// score shipped predictors on, never trained on. load_training_table leaves out every run of this
+// plan unless TableOptions::holdout asks for them.
+inline constexpr const char* kHoldoutPlan = "holdout";
+enum class HoldoutRuns {
+  Exclude,  // train, evaluate, calibrate: the holdout never enters a training table
+  Only,     // scoring a predictor on the holdout (`evaluate --predictor`)
+  Include,  // scoring on a whole dataset
+};
+
 struct TableOptions {
   std::string time_column = "median";  // "median" (time_ms_median) or "normalised" (time_ms_normalised)
   std::string environment;             // keep only this environment (hash, label or slug); "" = all
@@ -85,6 +95,10 @@ struct TableOptions {
   // The CPU ISA the features and the simulator assume for every run: Unknown = each environment's
   // recorded one (features::kUnrecordedIsa where it recorded none).
   hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
+  HoldoutRuns holdout = HoldoutRuns::Exclude;  // the holdout plan's runs (kHoldoutPlan)
+  // Runs of environment HASH get the hardware features of featurize_as[HASH] (scoring a predictor
+  // trained elsewhere as `predict` would use it: with its nearest training environment's features).
+  std::map<std::string, data::EnvironmentRecord> featurize_as;
 };
 
 // The featurizer's view of a run's configuration.

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "apps/evaluate.h"
+#include "apps/holdout.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "graph/error.h"
@@ -57,7 +58,38 @@ int run_evaluate(const Args& args) {
   app.add_flag("--layer-feature", layer_feature,
                "where the data has per-layer timings, also give the time predictor the layer-wise model's "
                "forecast as a feature (est.layers_ms)");
+  std::string predictor_dir;
+  bool all_runs = false;
+  app.add_option("--predictor", predictor_dir,
+                 "score this predictor set on the dataset's holdout runs (data/plans/holdout.json) instead: nothing is "
+                 "fitted; MRE beside the noise floor, and the share inside the 90% interval");
+  app.add_flag("--all-runs", all_runs, "with --predictor: score every run of the dataset, not only the holdout's");
   if (!parse_args(app, args, "evaluate")) return 0;
+  if (all_runs && predictor_dir.empty()) throw InputError("--all-runs goes with --predictor");
+  if (!predictor_dir.empty()) {
+    for (const char* option : {"--split", "--learner", "--learners", "--hyperparameters", "--transform", "--budget-s",
+                               "--folds", "--target", "--time-column", "--seed", "--threads", "--predictions",
+                               "--cv-groups", "--layer-feature"})
+      if (app.count(option) > 0) throw InputError(std::string(option) + " does not go with --predictor (nothing is fitted)");
+    std::ofstream json_file;
+    if (!json_out.empty()) {
+      json_file.open(json_out);
+      if (!json_file) throw InputError("cannot write " + json_out);
+    }
+    apps::ScoreOptions score_options;
+    score_options.runs = all_runs ? apps::HoldoutRuns::Include : apps::HoldoutRuns::Only;
+    score_options.environment = environment;
+    apps::PredictorScore score = apps::score_predictor(predictor_dir, db, score_options);
+    if (json_file.is_open()) {
+      json_file << score.to_json().dump(2) << "\n";
+      json_file.close();
+      if (!json_file) throw InputError("cannot write " + json_out);
+    }
+    if (as_json) std::cout << score.to_json().dump(2) << "\n";
+    else if (markdown) std::cout << score.markdown();
+    else std::cout << score.text();
+    return 0;
+  }
   if (learner != "auto") learn::learner_info(learner);
   std::vector<std::string> learners = split_list(learners_text);
   for (const std::string& name : learners) learn::learner_info(name);  // unknown names fail before any work
