@@ -937,7 +937,8 @@ std::string dtype_name(at::ScalarType type) {
   if (type == at::kFloat) return "f32";
   if (type == at::kLong) return "i64";
   if (type == at::kBool) return "bool";
-  throw std::logic_error(std::string("step dump: unexpected tensor type ") + c10::toString(type));
+  throw InputError(std::string("the step dump writes f32, i64 and bool tensors, not ") + c10::toString(type) +
+                   " (an f16/bf16 graph input?)");
 }
 
 // Raw little-endian bytes of the tensor, C order, no header; the manifest gives shape and type.
