@@ -46,8 +46,10 @@ int GraphBuilder::conv2(const std::string& name, int x, int64_t out_channels, st
              {"bias", int64_t{bias ? 1 : 0}}});
 }
 
-int GraphBuilder::batchnorm(const std::string& name, int x, double eps) {
-  return op(name, "BatchNorm2d", {x}, {{"eps", eps}});
+int GraphBuilder::batchnorm(const std::string& name, int x, double eps, double momentum) {
+  std::map<std::string, AttrValue> attrs{{"eps", eps}};
+  if (momentum != 0.1) attrs["momentum"] = momentum;
+  return op(name, "BatchNorm2d", {x}, attrs);
 }
 
 int GraphBuilder::act(const std::string& name, const std::string& op_name, int x) { return op(name, op_name, {x}); }

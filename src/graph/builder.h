@@ -23,7 +23,8 @@ class GraphBuilder {
   // Non-square kernels/padding (inception's 1x7, 7x1).
   int conv2(const std::string& name, int x, int64_t out_channels, std::vector<int64_t> kernel,
             std::vector<int64_t> stride, std::vector<int64_t> padding, int64_t groups = 1, bool bias = true);
-  int batchnorm(const std::string& name, int x, double eps = 1e-5);
+  // momentum: the running statistics' update rate (PyTorch's default 0.1; an attribute only when not 0.1).
+  int batchnorm(const std::string& name, int x, double eps = 1e-5, double momentum = 0.1);
   int act(const std::string& name, const std::string& op_name, int x);  // ReLU, SiLU, ...
   int linear(const std::string& name, int x, int64_t out_features, bool bias = true);
   int maxpool(const std::string& name, int x, int64_t kernel, int64_t stride, int64_t padding = 0,

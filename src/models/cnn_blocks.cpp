@@ -10,9 +10,9 @@ int image_input(GraphBuilder& b, const ModelSpec& spec) {
 }
 
 int conv_norm_act(GraphBuilder& b, const std::string& prefix, int x, int64_t out_channels, int64_t kernel,
-                  int64_t stride, int64_t groups, const std::string& activation, double eps) {
+                  int64_t stride, int64_t groups, const std::string& activation, double eps, double momentum) {
   x = b.conv(prefix + "0", x, out_channels, kernel, stride, (kernel - 1) / 2, groups, false);
-  x = b.batchnorm(prefix + "1", x, eps);
+  x = b.batchnorm(prefix + "1", x, eps, momentum);
   if (!activation.empty()) x = b.act(prefix + "2", activation, x);
   return x;
 }

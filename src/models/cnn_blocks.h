@@ -15,7 +15,8 @@ int image_input(GraphBuilder& b, const ModelSpec& spec);
 // Conv2dNormActivation: prefix+"0" conv (padding (k-1)/2*dilation, bias only without a norm),
 // prefix+"1" BatchNorm2d (eps), prefix+"2" activation (none when `activation` is empty).
 int conv_norm_act(GraphBuilder& b, const std::string& prefix, int x, int64_t out_channels, int64_t kernel,
-                  int64_t stride, int64_t groups, const std::string& activation, double eps = 1e-5);
+                  int64_t stride, int64_t groups, const std::string& activation, double eps = 1e-5,
+                  double momentum = 0.1);
 
 // SqueezeExcitation: avgpool -> fc1 (1x1 conv) -> activation -> fc2 -> scale_activation, then
 // scale * x with the (N, C, 1, 1) scale broadcast over H x W (node prefix+"mul").

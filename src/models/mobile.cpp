@@ -60,10 +60,10 @@ struct Bneck {
 
 Graph build_mobilenet_v3(const std::string& name, const std::vector<Bneck>& setting, int64_t last_channel,
                          const ModelSpec& spec) {
-  constexpr double kEps = 1e-3;  // BatchNorm2d(eps=0.001, momentum=0.01)
+  constexpr double kEps = 1e-3, kMomentum = 0.01;  // BatchNorm2d(eps=0.001, momentum=0.01)
   GraphBuilder b(name, "mobilenet");
   int x = blocks::image_input(b, spec);
-  x = blocks::conv_norm_act(b, "features.0.", x, setting.front().input_channels, 3, 2, 1, "Hardswish", kEps);
+  x = blocks::conv_norm_act(b, "features.0.", x, setting.front().input_channels, 3, 2, 1, "Hardswish", kEps, kMomentum);
   size_t feature = 1;
   for (const Bneck& cnf : setting) {
     std::string prefix = at("features", feature) + ".block";
@@ -71,20 +71,21 @@ Graph build_mobilenet_v3(const std::string& name, const std::vector<Bneck>& sett
     int y = x;
     size_t layer = 0;
     if (cnf.expanded_channels != cnf.input_channels)
-      y = blocks::conv_norm_act(b, at(prefix, layer++) + ".", y, cnf.expanded_channels, 1, 1, 1, activation, kEps);
+      y = blocks::conv_norm_act(b, at(prefix, layer++) + ".", y, cnf.expanded_channels, 1, 1, 1, activation, kEps,
+                                kMomentum);
     y = blocks::conv_norm_act(b, at(prefix, layer++) + ".", y, cnf.expanded_channels, cnf.kernel, cnf.stride,
-                              cnf.expanded_channels, activation, kEps);
+                              cnf.expanded_channels, activation, kEps, kMomentum);
     if (cnf.use_se) {
       int64_t squeeze = blocks::make_divisible(static_cast<double>(cnf.expanded_channels / 4), 8);
       y = blocks::squeeze_excite(b, at(prefix, layer++) + ".", y, squeeze, "ReLU", "Hardsigmoid");
     }
-    y = blocks::conv_norm_act(b, at(prefix, layer++) + ".", y, cnf.out_channels, 1, 1, 1, "", kEps);
+    y = blocks::conv_norm_act(b, at(prefix, layer++) + ".", y, cnf.out_channels, 1, 1, 1, "", kEps, kMomentum);
     if (cnf.stride == 1 && cnf.input_channels == cnf.out_channels) y = b.add(at("features", feature) + ".add", y, x);
     x = y;
     ++feature;
   }
   x = blocks::conv_norm_act(b, at("features", feature) + ".", x, 6 * setting.back().out_channels, 1, 1, 1, "Hardswish",
-                            kEps);
+                            kEps, kMomentum);
   x = b.adaptive_avgpool("avgpool", x, 1, 1);
   x = b.flatten("flatten", x);
   x = b.linear("classifier.0", x, last_channel);
@@ -120,17 +121,18 @@ int64_t mnasnet_depth(int64_t depth, double alpha) {
 
 Graph build_mnasnet(const std::string& name, double alpha, const ModelSpec& spec) {
   GraphBuilder b(name, "mnasnet");
+  constexpr double kMomentum = 1 - 0.9997;  // torchvision mnasnet.py _BN_MOMENTUM (TensorFlow's decay 0.9997)
   std::vector<int64_t> depths;
   for (int64_t depth : {32, 16, 24, 40, 80, 96, 192, 320}) depths.push_back(mnasnet_depth(depth, alpha));
   int x = blocks::image_input(b, spec);
   x = b.conv("layers.0", x, depths[0], 3, 2, 1, 1, false);
-  x = b.batchnorm("layers.1", x);
+  x = b.batchnorm("layers.1", x, 1e-5, kMomentum);
   x = b.act("layers.2", "ReLU", x);
   x = b.conv("layers.3", x, depths[0], 3, 1, 1, depths[0], false);
-  x = b.batchnorm("layers.4", x);
+  x = b.batchnorm("layers.4", x, 1e-5, kMomentum);
   x = b.act("layers.5", "ReLU", x);
   x = b.conv("layers.6", x, depths[1], 1, 1, 0, 1, false);
-  x = b.batchnorm("layers.7", x);
+  x = b.batchnorm("layers.7", x, 1e-5, kMomentum);
   struct Stack {
     int64_t kernel, stride, expansion, repeats;
   };
@@ -145,20 +147,20 @@ Graph build_mnasnet(const std::string& name, double alpha, const ModelSpec& spec
       int64_t stride = repeat == 0 ? cnf.stride : 1;
       int64_t mid = in_channels * cnf.expansion;
       int y = b.conv(prefix + "0", x, mid, 1, 1, 0, 1, false);
-      y = b.batchnorm(prefix + "1", y);
+      y = b.batchnorm(prefix + "1", y, 1e-5, kMomentum);
       y = b.act(prefix + "2", "ReLU", y);
       y = b.conv(prefix + "3", y, mid, cnf.kernel, stride, cnf.kernel / 2, mid, false);
-      y = b.batchnorm(prefix + "4", y);
+      y = b.batchnorm(prefix + "4", y, 1e-5, kMomentum);
       y = b.act(prefix + "5", "ReLU", y);
       y = b.conv(prefix + "6", y, out_channels, 1, 1, 0, 1, false);
-      y = b.batchnorm(prefix + "7", y);
+      y = b.batchnorm(prefix + "7", y, 1e-5, kMomentum);
       if (in_channels == out_channels && stride == 1)
         y = b.add(at(at("layers", layer), static_cast<size_t>(repeat)) + ".add", y, x);
       x = y;
     }
   }
   x = b.conv(at("layers", layer++), x, 1280, 1, 1, 0, 1, false);
-  x = b.batchnorm(at("layers", layer++), x);
+  x = b.batchnorm(at("layers", layer++), x, 1e-5, kMomentum);
   x = b.act(at("layers", layer++), "ReLU", x);
   x = blocks::global_mean(b, "mean", x);
   x = b.dropout("classifier.0", x, 0.2);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -35,6 +36,7 @@
 
 #include "graph/error.h"
 #include "graph/op_registry.h"
+#include "import/graph_json.h"
 #include "profile/internal.h"
 
 namespace dnncast::profile {
@@ -660,6 +662,13 @@ class LossFunction {
     }
   }
 
+  // Per graph output: how its loss is taken, and the random target (undefined for a loss node).
+  struct Target {
+    enum class Kind { Given, Classes, Tokens, Values } kind;
+    at::Tensor tensor;
+  };
+  const std::vector<Target>& targets() const { return targets_; }
+
   at::Tensor operator()(const std::vector<at::Tensor>& outputs) const {
     at::Tensor total;
     for (size_t index = 0; index < outputs.size(); ++index) {
@@ -681,10 +690,6 @@ class LossFunction {
   }
 
  private:
-  struct Target {
-    enum class Kind { Given, Classes, Tokens, Values } kind;
-    at::Tensor tensor;
-  };
   std::vector<Target> targets_;
 };
 
@@ -727,6 +732,14 @@ struct Trainer {
   double iteration(std::vector<at::ScalarType>* dtypes = nullptr) {
     synchronize(device);
     Clock::time_point start = Clock::now();
+    forward_backward(dtypes);
+    optimizer->step();
+    synchronize(device);
+    return ms_since(start);
+  }
+
+  // The iteration up to the optimizer step: zero_grad, forward, loss, backward. Returns the loss.
+  at::Tensor forward_backward(std::vector<at::ScalarType>* dtypes = nullptr) {
     optimizer->zero_grad();
     at::Tensor loss;
     {
@@ -734,9 +747,7 @@ struct Trainer {
       loss = loss_fn(module.forward(inputs, /*allow_inplace=*/true, dtypes));
     }
     loss.backward();
-    optimizer->step();
-    synchronize(device);
-    return ms_since(start);
+    return loss;
   }
 
   const TrainConfig& config;
@@ -894,6 +905,113 @@ void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, 
   loss_ms = detail::percentile(losses, 0.5);
 }
 
+// --- One step written out, for the numerical comparison with PyTorch ----------------------------
+
+// Names of a node's parameters and buffers as PyTorch's modules name them (suffixes of the node
+// name, in NodeState order; "" = the node name itself, torchvision's bare nn.Parameter attributes
+// such as ConvNeXt's layer_scale or ViT's class_token).
+std::vector<std::string> parameter_suffixes(const std::string& op) {
+  static const std::map<std::string, std::vector<std::string>> names{
+      {"Conv2d", {"weight", "bias"}},    {"ConvTranspose2d", {"weight", "bias"}},
+      {"Linear", {"weight", "bias"}},    {"BatchNorm2d", {"weight", "bias"}},
+      {"LayerNorm", {"weight", "bias"}}, {"GroupNorm", {"weight", "bias"}},
+      {"Embedding", {"weight"}},         {"LayerScale", {""}},
+      {"PositionEmbedding", {""}},       {"ClassToken", {""}}};
+  auto found = names.find(op);
+  return found == names.end() ? std::vector<std::string>{} : found->second;
+}
+std::vector<std::string> buffer_suffixes(const std::string& op) {
+  static const std::map<std::string, std::vector<std::string>> names{
+      {"BatchNorm2d", {"running_mean", "running_var", "num_batches_tracked"}},
+      {"ScaledDotProductAttention", {"causal_mask"}},
+      {"CrossEntropyLoss", {"target"}},
+      {"MSELoss", {"target"}}};
+  auto found = names.find(op);
+  return found == names.end() ? std::vector<std::string>{} : found->second;
+}
+std::string joined_name(const std::string& node, const std::string& suffix) {
+  return suffix.empty() ? node : node + "." + suffix;
+}
+
+std::string dtype_name(at::ScalarType type) {
+  if (type == at::kFloat) return "f32";
+  if (type == at::kLong) return "i64";
+  if (type == at::kBool) return "bool";
+  throw InputError(std::string("the step dump writes f32, i64 and bool tensors, not ") + c10::toString(type) +
+                   " (an f16/bf16 graph input?)");
+}
+
+// Raw little-endian bytes of the tensor, C order, no header; the manifest gives shape and type.
+nlohmann::json write_tensor(const at::Tensor& tensor, const std::string& dir, const std::string& file) {
+  at::Tensor data = tensor.detach().to(at::kCPU).contiguous();
+  std::ofstream out(dir + "/" + file, std::ios::binary);
+  out.write(static_cast<const char*>(data.data_ptr()), static_cast<std::streamsize>(data.nbytes()));
+  if (!out) throw InputError("cannot write " + dir + "/" + file);
+  return {{"file", file}, {"shape", data.sizes().vec()}, {"dtype", dtype_name(data.scalar_type())}};
+}
+
+at::Tensor read_tensor(const std::string& path, at::IntArrayRef shape) {
+  at::Tensor tensor = at::empty(shape, at::kFloat);
+  std::ifstream in(path, std::ios::binary);
+  in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(tensor.nbytes()));
+  if (!in || in.gcount() != static_cast<std::streamsize>(tensor.nbytes()))
+    throw InputError(path + ": expected " + std::to_string(tensor.nbytes()) + " bytes of f32");
+  return tensor;
+}
+
+// The graph with every Dropout p and attention dropout_p at 0, so that one step is deterministic.
+Graph without_dropout(const Graph& graph) {
+  Graph copy = graph;
+  for (Node& node : copy.mutable_nodes()) {
+    if (node.op == "Dropout") node.attrs["p"] = 0.0;
+    if (node.op == "ScaledDotProductAttention") node.attrs["dropout_p"] = 0.0;
+  }
+  return copy;
+}
+
+// Parameters of the module by name, graph order, a shared (tied) tensor once under its first owner.
+std::vector<std::pair<std::string, at::Tensor>> named_parameters(GraphModule& module) {
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  std::set<const void*> seen;
+  const Graph& graph = module.graph();
+  for (int index = 0; index < graph.size(); ++index) {
+    const Node& node = graph.node(index);
+    std::vector<std::string> suffixes = parameter_suffixes(node.op);
+    const std::vector<at::Tensor>& params = module.state(index).params;
+    for (size_t position = 0; position < params.size(); ++position) {
+      if (!seen.insert(params[position].unsafeGetTensorImpl()).second) continue;
+      std::string suffix = position < suffixes.size() ? suffixes[position] : "param" + std::to_string(position);
+      named.emplace_back(joined_name(node.name, suffix), params[position]);
+    }
+  }
+  return named;
+}
+
+void load_parameters(GraphModule& module, const std::string& dir) {
+  std::string path = dir + "/manifest.json";
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read " + path);
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(path + ": " + error.what());
+  }
+  std::map<std::string, nlohmann::json> given;
+  for (const nlohmann::json& entry : manifest.value("parameters", nlohmann::json::array()))
+    given[entry.at("name").get<std::string>()] = entry;
+  at::NoGradGuard no_grad;
+  for (auto& [name, param] : named_parameters(module)) {
+    auto found = given.find(name);
+    if (found == given.end()) throw InputError(path + ": no parameter '" + name + "'");
+    std::vector<int64_t> shape = found->second.at("shape").get<std::vector<int64_t>>();
+    if (shape != param.sizes().vec())
+      throw InputError(path + ": parameter '" + name + "' has shape " + TensorShape(shape).to_string() +
+                       ", the module's is " + TensorShape(param.sizes().vec()).to_string());
+    param.copy_(read_tensor(dir + "/" + found->second.at("file").get<std::string>(), param.sizes()));
+  }
+}
+
 bool is_out_of_memory_message(const std::string& text) {
   return text.find("can't allocate memory") != std::string::npos || text.find("out of memory") != std::string::npos ||
          text.find("dnncast memory limit") != std::string::npos || text.find("bad_alloc") != std::string::npos;
@@ -937,6 +1055,92 @@ int64_t module_param_count(const Graph& graph) {
   check_supported(graph);
   GraphModule module(graph, at::Device(at::kCPU), /*init_values=*/false);
   return module.parameter_count();
+}
+
+StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint64_t seed, bool load) {
+  check_supported(graph_in);
+  Graph graph = without_dropout(graph_in);
+  {
+    std::ofstream out(dir + "/graph.json");
+    out << write_graph_json(graph);
+    if (!out) throw InputError("cannot write " + dir + "/graph.json (does the folder exist?)");
+  }
+  setup_threads(1);
+  TrainConfig config;  // fp32, SGD, CPU: the optimizer only zeroes the gradients here
+  at::manual_seed(seed);
+  Trainer trainer(graph, config, at::Device(at::kCPU));
+  if (load) load_parameters(trainer.module, dir);
+  // Gradients of the float inputs too (an op without parameters has nothing else to compare).
+  for (at::Tensor& input : trainer.inputs)
+    if (at::isFloatingType(input.scalar_type())) input.set_requires_grad(true);
+  at::Tensor loss = trainer.forward_backward();
+
+  nlohmann::json manifest;
+  manifest["format"] = "dnncast-step/1";
+  manifest["graph"] = graph.name;
+  manifest["family"] = graph.family;
+  manifest["seed"] = seed;
+  manifest["dropout"] = "every Dropout p and attention dropout_p set to 0";
+  manifest["loss"] = loss.item<double>();
+  StepDump dump;
+  dump.loss = manifest["loss"].get<double>();
+  nlohmann::json params = nlohmann::json::array();
+  std::vector<std::pair<std::string, at::Tensor>> named = named_parameters(trainer.module);
+  for (size_t index = 0; index < named.size(); ++index) {
+    const auto& [name, param] = named[index];
+    std::string stem = "param_" + std::to_string(index);
+    nlohmann::json entry = write_tensor(param, dir, stem + ".bin");
+    entry["name"] = name;
+    if (param.grad().defined()) entry["grad"] = write_tensor(param.grad(), dir, stem + ".grad.bin")["file"];
+    params.push_back(entry);
+    dump.parameters += param.numel();
+  }
+  manifest["parameters"] = params;
+  nlohmann::json inputs = nlohmann::json::array();
+  std::vector<int> input_nodes = graph.inputs();
+  for (size_t index = 0; index < input_nodes.size(); ++index) {
+    const at::Tensor& input = trainer.inputs[index];
+    std::string stem = "input_" + std::to_string(index);
+    nlohmann::json entry = write_tensor(input, dir, stem + ".bin");
+    entry["node"] = graph.node(input_nodes[index]).name;
+    if (input.requires_grad() && input.grad().defined())
+      entry["grad"] = write_tensor(input.grad(), dir, stem + ".grad.bin")["file"];
+    inputs.push_back(entry);
+  }
+  manifest["inputs"] = inputs;
+  nlohmann::json targets = nlohmann::json::array();
+  std::vector<int> output_nodes = graph.outputs();
+  const auto& loss_targets = trainer.loss_fn.targets();
+  for (size_t index = 0; index < output_nodes.size(); ++index) {
+    using Kind = LossFunction::Target::Kind;
+    const LossFunction::Target& target = loss_targets[index];
+    nlohmann::json entry;
+    if (target.tensor.defined()) entry = write_tensor(target.tensor, dir, "target_" + std::to_string(index) + ".bin");
+    entry["output"] = graph.node(output_nodes[index]).name;
+    entry["kind"] = target.kind == Kind::Given     ? "loss_node"
+                    : target.kind == Kind::Classes ? "cross_entropy"
+                    : target.kind == Kind::Tokens  ? "token_cross_entropy"
+                                                   : "mse";
+    targets.push_back(entry);
+  }
+  manifest["targets"] = targets;
+  // Buffers after the step: BatchNorm's running statistics, the random targets of loss nodes.
+  nlohmann::json buffers = nlohmann::json::array();
+  for (int index = 0; index < graph.size(); ++index) {
+    const Node& node = graph.node(index);
+    std::vector<std::string> suffixes = buffer_suffixes(node.op);
+    const std::vector<at::Tensor>& state = trainer.module.state(index).buffers;
+    for (size_t position = 0; position < state.size() && position < suffixes.size(); ++position) {
+      nlohmann::json entry = write_tensor(state[position], dir, "buffer_" + std::to_string(buffers.size()) + ".bin");
+      entry["name"] = joined_name(node.name, suffixes[position]);
+      buffers.push_back(entry);
+    }
+  }
+  manifest["buffers"] = buffers;
+  std::ofstream out(dir + "/manifest.json");
+  out << manifest.dump(1) << "\n";
+  if (!out) throw InputError("cannot write " + dir + "/manifest.json");
+  return dump;
 }
 
 namespace detail {

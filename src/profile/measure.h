@@ -164,6 +164,27 @@ int64_t module_param_count(const Graph& graph);
 // Sum of OpCost::params over the graph (what module_param_count must equal).
 int64_t graph_param_count(const Graph& graph);
 
+// Numerical fidelity (docs/MEASUREMENT.md "Numerical fidelity"): one zero_grad + forward + loss +
+// backward of the executor exactly as a training iteration runs it (the same module, in-place
+// activations, loss and inputs), fp32 on the CPU with one thread, with every Dropout p and attention
+// dropout_p set to 0 so that the step is deterministic (the zoo models no stochastic depth).
+// Parameters, inputs and targets are drawn from `seed`; with `load_parameters`, parameter values
+// are then read by name from the manifest.json already in `dir` (a dump's layout). Float inputs get
+// gradients too. Writes into the existing folder `dir`:
+//   graph.json     the graph run (dnncast-graph/1, dropout 0)
+//   manifest.json  format dnncast-step/1: loss; parameters (name = node name + ".weight"/".bias"/...,
+//                  as PyTorch names them; a tied weight once), inputs, targets (per graph output, the
+//                  loss kind: cross_entropy | token_cross_entropy | mse | loss_node) and buffers after
+//                  the step (running stats, loss-node targets), each {file, shape, dtype f32|i64|bool}
+//                  plus "grad" (file of the gradient, same shape) for parameters and float inputs
+//   *.bin          raw little-endian tensors, C order, no header
+// Throws InputError for an unsupported op, an unwritable folder, a missing or misshapen parameter.
+struct StepDump {
+  double loss = 0;
+  int64_t parameters = 0;  // elements
+};
+StepDump dump_training_step(const Graph& graph, const std::string& dir, uint64_t seed, bool load_parameters = false);
+
 // The drift probe: a fixed GEMM + convolution workload on one thread (~30 ms here), median of
 // several passes, in this process. reference_probe_ms() is the constant of this build that
 // normalised times are scaled to (the probe's median on the machine this build was tuned on).
