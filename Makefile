@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup build test test-slow demo sanitize clean
+.PHONY: setup build test test-rotation test-slow demo sanitize clean
 
 setup:
 	@bash scripts/setup.sh
@@ -30,9 +30,21 @@ test: build
 	  echo "make test: the ISA tests again under ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2"; \
 	  cd $(BUILD) && ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ctest -R '$(ISA_TESTS)' -LE slow --output-on-failure -j $(JOBS); \
 	else echo "make test: no AVX-512 on this host; the ISA tests ran under its own AVX2 dispatch above"; fi
+	@$(ROTATION)
+
+# The slow cross-checks in rotation (tests/rotation.h): `make test` runs one seeded slice of each
+# (label "rotation", one test at a time after the main run), seeded by the commit so that every commit
+# checks a different part; `DNNCAST_ROTATION_SEED=S make test-rotation` replays the slices of seed S.
+# Outside a git checkout the seed is the constant 0. `make test-slow` runs every case.
+ROTATION_SEED ?= $(or $(DNNCAST_ROTATION_SEED),$(shell git rev-parse HEAD 2>/dev/null),0)
+ROTATION = echo "make test: rotation seed $(ROTATION_SEED): one slice of each slow cross-check (replay with DNNCAST_ROTATION_SEED=$(ROTATION_SEED) make test-rotation)"; \
+	cd $(BUILD) && DNNCAST_ROTATION_SEED=$(ROTATION_SEED) ctest -L rotation --output-on-failure
+
+test-rotation: build
+	@$(ROTATION)
 
 test-slow: build
-	@cd $(BUILD) && ctest -L slow --output-on-failure
+	@cd $(BUILD) && env -u DNNCAST_ROTATION_SEED ctest -L slow --output-on-failure
 
 demo: build
 	@$(BUILD)/dnncast predict resnet50 --batch 32 --input 3x224x224

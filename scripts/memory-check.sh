@@ -3,13 +3,15 @@
 # training run measured by the profiler (peak bytes of its tracking allocator) beside the simulation
 # of the same graph: `dnncast memory MODEL --measure --json`, and the table of all cases.
 #
-#   scripts/memory-check.sh [--quick] [--zoo | --synthetic] [--out CSV] [--dnncast PATH]
+#   scripts/memory-check.sh [--quick] [--zoo | --synthetic] [--slice J/N] [--out CSV] [--dnncast PATH]
 #
 #   (default)    every zoo CNN at batches 1 and 4 (3x32x32; alexnet 3x64x64, inception_v3 3x96x96, vit_b_16
 #                3x224x224 at batches 1 and 2) and 100 synthetic networks (seed s: batch s%8+1, input 3x32x32 /
 #                3x48x48 / 3x64x64 by s%3); about an hour on one busy core here
 #   --quick      six cases (a minute)
 #   --zoo / --synthetic   one half of the sweep
+#   --slice J/N  the cases dealt into N slices in their order (case i into slice i % N), slice J
+#                (1..N) only: what `make test` runs, J chosen by the commit (tests/rotation.h)
 #   --out CSV    where rows go as they are measured (default memory-check-<UTC time>.csv in the
 #                current folder); --analyse CSV prints the tables of an earlier run
 #
@@ -24,15 +26,21 @@ out=""
 mode="full"
 part="both"
 analyse_only=""
+slice_index=0
+slice_count=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) mode="quick"; shift ;;
     --zoo) part="zoo"; shift ;;
     --synthetic) part="synthetic"; shift ;;
+    --slice)
+      [[ "${2:-}" =~ ^([0-9]+)/([0-9]+)$ ]] && (( BASH_REMATCH[1] >= 1 && BASH_REMATCH[1] <= BASH_REMATCH[2] )) ||
+        { echo "memory-check.sh: --slice wants J/N with 1 <= J <= N, got '${2:-}'" >&2; exit 2; }
+      slice_index=$((BASH_REMATCH[1] - 1)); slice_count=${BASH_REMATCH[2]}; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --dnncast) dnncast="$2"; shift 2 ;;
     --analyse|--analyze) analyse_only="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "memory-check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -108,6 +116,15 @@ else
       cases+=("synthetic:${seed} $((seed % 8 + 1)) 3x${size}x${size}")
     done
   fi
+fi
+
+if (( slice_count > 1 )); then
+  sliced=()
+  for index in "${!cases[@]}"; do
+    if (( index % slice_count == slice_index )); then sliced+=("${cases[index]}"); fi
+  done
+  echo "memory-check: slice $((slice_index + 1))/${slice_count} of ${#cases[@]} cases" >&2
+  cases=("${sliced[@]}")
 fi
 
 echo "model,batch,input,status,measured_peak_bytes,simulated_peak_bytes,relative_error" > "${out}"

@@ -764,6 +764,7 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
                        {"inputs", inputs},
                        {"trained_at", utc_now_text()},
                        {"budget_s", options.budget_s},
+                       {"max_candidates", options.max_candidates},
                        {"candidates_tried", result.leaderboard.size()},
                        {"cv_groups", automl.groups.empty() ? std::string("none") : options.cv_groups}};
   json cv = best.cv.to_json();

@@ -166,11 +166,11 @@ class Predictor {
 
 struct TrainOptions {
   std::string target = "time";  // "time" | "memory"
-  double budget_s = 60;
+  double budget_s = 60;               // AutoML time budget; 0 = none (then max_candidates > 0)
   int folds = 5;
   uint64_t seed = 1;
   std::vector<std::string> learners;  // empty = all
-  int64_t max_candidates = 0;         // 0 = until the budget is spent
+  int64_t max_candidates = 0;         // 0 = until the time budget is spent
   std::string transform;              // "" = every transform that applies; else only this kind
   // Cross-validation folds keep each network whole ("network", default: the choice favours models
   // that generalize to unseen networks), each family whole ("family"), or are plain ("none").

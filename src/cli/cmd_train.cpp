@@ -17,18 +17,22 @@ namespace dnncast::cli {
 int run_train(const Args& args) {
   CLI::App app(
       "Fit a predictor bundle from a dataset: k-fold AutoML over learners and hyperparameters within a time\n"
-      "budget, the best refit on all configurations. --target all writes OUT/time and, when the dataset has\n"
-      "peak bytes, OUT/memory (the layout of data/predictors/NAME).",
+      "budget and/or a candidate budget, the best refit on all configurations. --target all writes OUT/time\n"
+      "and, when the dataset has peak bytes, OUT/memory (the layout of data/predictors/NAME).",
       "dnncast train");
   std::string db, target = "all", out, learners_text, environment, time_column = "median";
   double budget_s = 60;
   int folds = 5, threads = 1;
-  int64_t seed = 1;
+  int64_t seed = 1, candidates = 0;
   bool quiet = false;
   app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
   app.add_option("--target", target, "time | memory | all (default all)");
   app.add_option("--out", out, "output folder")->required();
-  app.add_option("--budget-s", budget_s, "AutoML time budget per target, seconds (default 60)");
+  app.add_option("--budget-s", budget_s,
+                 "AutoML time budget per target, seconds (default 60; 0 = none, with --candidates)");
+  app.add_option("--candidates", candidates,
+                 "stop each target's search after N candidates (default: when the time budget is spent); with\n"
+                 "--budget-s 0 the search is the same on every machine");
   app.add_option("--folds", folds, "cross-validation folds (default 5)");
   app.add_option("--learners", learners_text, "comma-separated learners to search (default all: " + [] {
     std::string names;
@@ -48,7 +52,9 @@ int run_train(const Args& args) {
   if (!parse_args(app, args, "train")) return 0;
   if (target != "time" && target != "memory" && target != "all")
     throw InputError("unknown --target '" + target + "' (known: time, memory, all)");
-  if (!(budget_s > 0)) throw InputError("--budget-s must be positive");
+  if (candidates < 0) throw InputError("--candidates must be positive, got " + std::to_string(candidates));
+  if (!(budget_s > 0) && !(budget_s == 0 && candidates > 0))
+    throw InputError("--budget-s must be positive (0 only with --candidates N)");
   if (folds < 2) throw InputError("--folds must be at least 2, got " + std::to_string(folds));
   if (threads < 1) throw InputError("--threads must be at least 1");
   learn::set_fit_threads(threads);
@@ -77,6 +83,7 @@ int run_train(const Args& args) {
     apps::TrainOptions options;
     options.target = job_target;
     options.budget_s = budget_s;
+    options.max_candidates = candidates;
     options.folds = folds;
     options.seed = static_cast<uint64_t>(seed);
     options.learners = learners;

@@ -67,6 +67,9 @@ CandidateResult cross_validate(const Matrix& x, const Vector& y, const Candidate
 
 AutoMLResult run_automl(const Matrix& x, const Vector& y, const AutoMLOptions& options) {
   if (x.rows() != y.size()) throw InputError("AutoML: features and targets differ in rows");
+  if (!(options.budget_s >= 0)) throw InputError("AutoML: the time budget must not be negative");
+  if (options.budget_s == 0 && options.max_candidates <= 0)
+    throw InputError("AutoML: no budget: give a time budget, a candidate budget, or both");
   if (x.rows() < 2 * std::max(2, options.folds))
     throw InputError("too few rows to train on: " + std::to_string(x.rows()) + " (need at least " +
                      std::to_string(2 * std::max(2, options.folds)) + " for " + std::to_string(options.folds) +
@@ -89,7 +92,7 @@ AutoMLResult run_automl(const Matrix& x, const Vector& y, const AutoMLOptions& o
     if (options.max_candidates > 0 && tried >= options.max_candidates) return true;
     if (tried == 0) return false;  // always try one
     double estimate = last_seconds.count(learner) ? last_seconds[learner] : 0.0;
-    return seconds_since(start) + estimate > options.budget_s;
+    return options.budget_s > 0 && seconds_since(start) + estimate > options.budget_s;
   };
   auto run = [&](const Candidate& candidate) {
     CandidateResult scored = cross_validate(x, y, candidate, folds);

@@ -1,6 +1,8 @@
 // AutoML: k-fold cross-validation over learners x hyperparameters x target transforms within a
-// time budget (random search: every learner's defaults first, then random points of each
-// learner's space in turn), ranked by cross-validated mean relative error.
+// time budget, a candidate budget, or both (random search: every learner's defaults first, then
+// random points of each learner's space in turn), ranked by cross-validated mean relative error.
+// A candidate budget alone makes the search independent of the machine's speed: the same seed
+// tries the same candidates everywhere.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,7 @@ struct CandidateResult {
 };
 
 struct AutoMLOptions {
-  double budget_s = 60;
+  double budget_s = 60;                       // 0 = no time budget (then max_candidates > 0)
   int folds = 5;
   uint64_t seed = 1;
   std::vector<std::string> learners;          // empty = all registered, cheap ones first
@@ -50,7 +52,7 @@ struct AutoMLResult {
 CandidateResult cross_validate(const Matrix& x, const Vector& y, const Candidate& candidate,
                                const std::vector<std::vector<int64_t>>& folds);
 
-// Throws InputError when there are fewer rows than 2 x folds.
+// Throws InputError when there are fewer rows than 2 x folds, or when neither budget is set.
 AutoMLResult run_automl(const Matrix& x, const Vector& y, const AutoMLOptions& options);
 
 // The leaderboard as a text table (rank, learner, transform, CV MRE, median, p90, within 10%, seconds).

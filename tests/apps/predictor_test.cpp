@@ -207,7 +207,7 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
   TrainingTable table = load_training_table(*dataset_);
   TrainOptions options;
   options.target = "time";
-  options.budget_s = 30;
+  options.budget_s = 0;  // no time budget: the 4 candidates below, on any machine
   options.folds = 4;
   options.learners = {"ridge", "xgboost"};
   options.max_candidates = 4;
@@ -216,6 +216,7 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
   EXPECT_EQ(manifest.feature_version, features::kFeatureVersion);
   EXPECT_EQ(manifest.environments.size(), 1u);
   EXPECT_EQ(manifest.training["configurations"], table.samples.size());
+  EXPECT_EQ(manifest.training["candidates_tried"], 4);  // the candidate budget, however fast the machine
   // Times are a smooth function of FLOPs and batch; 2% noise. Held-out error must be small.
   EXPECT_LT(manifest.cv["mre"].get<double>(), 0.10) << manifest.to_json().dump(1);
   EXPECT_LT(manifest.interval_low, 0);
@@ -265,7 +266,7 @@ TEST_F(PredictorPipeline, MemoryPredictorIsNearExact) {
   TrainingTable table = load_training_table(*dataset_);
   TrainOptions options;
   options.target = "memory";
-  options.budget_s = 20;
+  options.budget_s = 0;  // no time budget: the 6 candidates below, on any machine
   options.folds = 4;
   options.learners = {"ridge", "stepwise"};
   options.max_candidates = 6;

@@ -1,5 +1,6 @@
 // End-to-end tests of `dnncast campaign` and `dnncast dataset`, run as a user would: the built
-// binary, real measurements (tiny networks, short budgets), SIGKILL at a random moment.
+// binary, real measurements (tiny networks, short budgets), SIGKILL in the middle of a measurement.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -77,6 +79,30 @@ int run_dnncast(const std::vector<std::string>& args, std::string& output, const
   return code;
 }
 
+// Whether process `pid` has a child: /proc/*/stat, whose fourth field is the parent's pid.
+bool has_child(pid_t pid) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return false;
+  bool found = false;
+  while (dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t name_end = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (name_end == std::string::npos) continue;
+    std::istringstream fields(text.substr(name_end + 1));
+    std::string state;
+    long parent = 0;
+    fields >> state >> parent;
+    if (parent == pid && state != "Z") {
+      found = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
 int64_t committed_runs(const std::string& db) {
   if (access(db.c_str(), F_OK) != 0) return 0;
   try {
@@ -108,16 +134,27 @@ TEST(Campaign, SurvivesSigkillAndResumesWithoutLossOrDuplicates) {
   std::string db = dir.file("kill.db");
 
   pid_t pid = spawn({"campaign", plan_path, "--db", db, "--progress", "lines"}, dir.file("first.log"));
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
-  while (committed_runs(db) < 2 && std::chrono::steady_clock::now() < deadline) {
+  // Killed in the middle of a measurement after at least two commits, seen, not timed: the campaign is
+  // frozen (SIGSTOP), and killed if it has committed two runs or more and a measurement child is
+  // running (so the last run is still to come); otherwise it goes on (SIGCONT) and we look again.
+  // The deadline only bounds a hang.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  bool killed = false;
+  while (!killed && std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) FAIL() << "campaign ended before it was killed";
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(kill(pid, SIGSTOP), 0);
+    ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);  // stopped now, not later
+    if (!WIFSTOPPED(status)) FAIL() << "campaign ended before it was killed";
+    if (committed_runs(db) >= 2 && has_child(pid)) {
+      ASSERT_EQ(kill(pid, SIGKILL), 0);
+      killed = true;
+    } else {
+      ASSERT_EQ(kill(pid, SIGCONT), 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
-  ASSERT_GE(committed_runs(db), 2) << "no runs committed in time";
-  // Killed in the middle of the next measurement (it measures almost all the time).
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(killed) << "no measurement after two committed runs within 5 minutes";
   EXPECT_EQ(wait_exit(pid), 128 + SIGKILL);
 
   std::vector<std::string> before;

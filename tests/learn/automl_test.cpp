@@ -147,7 +147,7 @@ TEST(AutoML, FindsAnAccurateModelAndRanksTheLeaderboard) {
     y(row) = std::exp(1 + x(row, 0) + x(row, 0) * x(row, 1)) * (1 + 0.01 * rng.normal());
   }
   AutoMLOptions options;
-  options.budget_s = 20;
+  options.budget_s = 0;  // no time budget: the 8 candidates below, on any machine
   options.folds = 4;
   options.learners = {"ridge", "stepwise", "cart"};
   options.transforms = {TargetTransform::log(), TargetTransform::identity()};
@@ -178,6 +178,34 @@ TEST(AutoML, TooFewRowsIsAnInputError) {
   options.learners = {"nope"};
   Matrix big = Matrix::Random(50, 2);
   EXPECT_THROW(run_automl(big, Vector::Constant(50, 1.0), options), InputError);
+}
+
+TEST(AutoML, CandidateBudgetAloneIsDeterministic) {
+  Rng rng(5);
+  Matrix x(60, 3);
+  Vector y(60);
+  for (int64_t row = 0; row < 60; ++row) {
+    for (int64_t col = 0; col < 3; ++col) x(row, col) = rng.unit();
+    y(row) = 1 + x(row, 0) + 2 * x(row, 2);
+  }
+  AutoMLOptions options;
+  options.budget_s = 0;
+  options.folds = 3;
+  options.learners = {"ridge", "cart"};
+  options.max_candidates = 5;
+  AutoMLResult first = run_automl(x, y, options), second = run_automl(x, y, options);
+  ASSERT_EQ(first.leaderboard.size(), 5u);
+  ASSERT_EQ(second.leaderboard.size(), 5u);
+  for (size_t rank = 0; rank < 5; ++rank) {
+    EXPECT_EQ(first.leaderboard[rank].candidate.learner, second.leaderboard[rank].candidate.learner);
+    EXPECT_EQ(first.leaderboard[rank].candidate.hyperparameters, second.leaderboard[rank].candidate.hyperparameters);
+    EXPECT_EQ(first.leaderboard[rank].cv.mre, second.leaderboard[rank].cv.mre);
+  }
+  options.max_candidates = 0;  // and no time budget either: refused, not an endless search
+  EXPECT_THROW(run_automl(x, y, options), InputError);
+  options.budget_s = -1;
+  options.max_candidates = 5;
+  EXPECT_THROW(run_automl(x, y, options), InputError);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // and 100 synthetic networks (the cases are the script's). Each row must be ok and within 1% (the
 // goal is exact; docs/MEMORY.md lists the rows that are not). Slow (about an hour on one busy
 // core):   build/tests/test_memory_slow   or   ctest -L slow -R memory
+// `make test` runs one seeded slice of each half (tests/rotation.h; the script's --slice J/N).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "models/zoo.h"
+#include "rotation.h"
 
 namespace {
 
@@ -24,10 +26,11 @@ struct Row {
   double error = 0;
 };
 
-std::vector<Row> run_sweep(const std::string& part) {
+std::vector<Row> run_sweep(const std::string& part, const dnncast::rotation::Slice& slice) {
   const std::string csv = std::string(DNNCAST_BINARY_DIR) + "/memory_sweep_" + part + ".csv";
-  const std::string command = std::string("bash ") + DNNCAST_SOURCE_DIR + "/scripts/memory-check.sh --" + part +
-                              " --dnncast " + DNNCAST_BINARY_DIR + "/dnncast --out " + csv;
+  std::string command = std::string("bash ") + DNNCAST_SOURCE_DIR + "/scripts/memory-check.sh --" + part +
+                        " --dnncast " + DNNCAST_BINARY_DIR + "/dnncast --out " + csv;
+  if (!slice.whole) command += " --slice " + std::to_string(slice.index + 1) + "/" + std::to_string(slice.count);
   std::printf("%s\n", command.c_str());
   std::fflush(stdout);
   const int rc = std::system(command.c_str());  // prints the rows and the table; rc 1 when a row is off
@@ -56,6 +59,7 @@ std::vector<Row> run_sweep(const std::string& part) {
 }
 
 void check(const std::vector<Row>& rows, size_t expected_rows) {
+  ASSERT_GT(expected_rows, 0u);
   EXPECT_EQ(rows.size(), expected_rows);
   for (const Row& row : rows) {
     const std::string label = row.model + " batch " + row.batch + " " + row.input;
@@ -67,13 +71,21 @@ void check(const std::vector<Row>& rows, size_t expected_rows) {
 
 #ifdef DNNCAST_HAVE_TORCH
 
+// Slices: 6 of the 90 zoo cases (an odd count, so a slice mixes both batches) and 5 of the 100
+// synthetic ones, about 3 minutes each on a loaded core here.
+constexpr size_t kZooSlices = 15, kSyntheticSlices = 20;
+
 TEST(MemorySweep, ZooCnnsAtTwoBatches) {
   size_t cnns = 0;
   for (const dnncast::ZooEntry& entry : dnncast::zoo()) cnns += entry.kind == "cnn";
-  check(run_sweep("zoo"), 2 * cnns);
+  const dnncast::rotation::Slice slice = dnncast::rotation::slice_of("MemorySweep.zoo", kZooSlices);
+  check(run_sweep("zoo", slice), slice.size_of(2 * cnns));
 }
 
-TEST(MemorySweep, HundredSyntheticNetworks) { check(run_sweep("synthetic"), 100); }
+TEST(MemorySweep, HundredSyntheticNetworks) {
+  const dnncast::rotation::Slice slice = dnncast::rotation::slice_of("MemorySweep.synthetic", kSyntheticSlices);
+  check(run_sweep("synthetic", slice), slice.size_of(100));
+}
 
 #else
 

@@ -2,17 +2,20 @@
 // by the executor and by torchvision in PyTorch 1.13 (same libtorch), interleaved, 3 repeats each
 // in fresh processes. The ratio of the medians must lie within the spread between repeats seen in
 // this run, for raw times and for drift-normalised times (both sides time the same probe);
-// parameter, gradient and optimizer-state bytes must be equal.
+// parameter, gradient and optimizer-state bytes must be equal. `make test` checks one model, chosen
+// by the rotation seed (tests/rotation.h); `make test-slow` both.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "../fidelity_util.h"
+#include "rotation.h"
 
 namespace dnncast::profile::test {
 namespace {
 
 void check(const std::string& model) {
+  SCOPED_TRACE(model);
   Comparison c = compare(model, 8, {3, 64, 64}, "sgd", 3, 3.0);
   ASSERT_EQ(c.ours.status, "ok") << c.ours.message;
   ASSERT_TRUE(c.theirs.error.empty()) << c.theirs.error;
@@ -29,8 +32,12 @@ void check(const std::string& model) {
 #endif
 }
 
-TEST(FidelitySlow, Resnet18) { check("resnet18"); }
-TEST(FidelitySlow, MobilenetV2) { check("mobilenet_v2"); }
+TEST(FidelitySlow, Models) {
+  const std::vector<std::string> models{"resnet18", "mobilenet_v2"};
+  const std::vector<std::string> picked = rotation::pick(rotation::slice_of("FidelitySlow", models.size()), models);
+  ASSERT_FALSE(picked.empty());
+  for (const std::string& model : picked) check(model);
+}
 
 }  // namespace
 }  // namespace dnncast::profile::test

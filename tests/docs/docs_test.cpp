@@ -1,0 +1,49 @@
+// The docs name only what exists (issue 16): scripts/check-docs.py over README.md and docs/*.md
+// finds no path that is missing from the checkout or the build, and no `dnncast` command or option
+// that the built CLI refuses; and on a stale fixture it finds every problem planted there.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <regex>
+#include <string>
+
+#include "python_run.h"
+
+namespace {
+
+std::string check_docs(const std::string& arguments) {
+  return dnncast::python_test::run_python_command(std::string(DNNCAST_SOURCE_DIR) + "/scripts/check-docs.py --build " +
+                                                  DNNCAST_BINARY_DIR + " " + arguments);
+}
+
+TEST(Docs, NameOnlyWhatExists) {
+  const std::string output = check_docs("");
+  EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  std::smatch counts;
+  ASSERT_TRUE(std::regex_search(output, counts, std::regex(R"((\d+) paths and (\d+) dnncast commands checked, 0 problems)")))
+      << output;
+  EXPECT_GT(std::stoi(counts[1]), 100) << output;  // README and docs/ name hundreds: the scan did not come up empty
+  EXPECT_GT(std::stoi(counts[2]), 50) << output;
+}
+
+TEST(Docs, CheckerFindsEveryPlantedProblem) {
+  const std::string output = check_docs(std::string(DNNCAST_SOURCE_DIR) + "/tests/docs/fixtures/stale.md");
+  EXPECT_EQ(output.rfind("FAILED", 0), 0u) << output;  // exit 1
+  for (const char* expected :
+       {"stale.md:3: scripts/no-such-script.sh: no such file", "stale.md:3: data/no-such-file.db: no such file",
+        "stale.md:9: `dnncast frobnicate`: not a command",
+        "stale.md:10: `dnncast predict --no-such-option`: not an option",
+        "stale.md:12: `dnncast dataset nosuchsub`: not a subcommand"})
+    EXPECT_NE(output.find(expected), std::string::npos) << expected << "\n" << output;
+  // The benchmark lives in build/bench/: where it is built, the checker says so; the line of each
+  // problem above and nothing else (the fixture's compressed data and its own output file pass).
+  const bool bench_built = access(DNNCAST_BINARY_DIR "/bench/predict_bench", X_OK) == 0;
+  if (bench_built)
+    EXPECT_NE(output.find("stale.md:3: build/predict_bench: the target predict_bench is built as build/bench/predict_bench"),
+              std::string::npos)
+        << output;
+  EXPECT_NE(output.find(bench_built ? ", 6 problems" : ", 5 problems"), std::string::npos) << output;
+}
+
+}  // namespace
