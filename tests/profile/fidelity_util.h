@@ -3,6 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <utility>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -73,9 +76,26 @@ struct Comparison {
   double ratio = 0;     // median(ours) / median(theirs)
   double spread = 0;    // the larger relative spread between repeats of either side
   double ratio_normalised = 0, spread_normalised = 0;  // the same with drift-normalised times
+  // Per round (one pair): ours / theirs; their median and its distribution-free 95% CI (the same
+  // order statistics as scripts/timing-fidelity.py and the executor's stopping rule).
+  std::vector<double> round_ratios;
+  double round_ratio_median = 0, round_ratio_low = 0, round_ratio_high = 0;
 };
 
-// `repeats` interleaved pairs (ours, torchvision), each in a fresh process.
+// Distribution-free 95% CI of the median of `values` (order statistics n/2 -+ 1.96 sqrt(n)/2);
+// (-inf, inf) below 6 values.
+inline std::pair<double, double> median_ci(std::vector<double> values) {
+  const size_t n = values.size();
+  if (n < 6) return {-1e300, 1e300};
+  std::sort(values.begin(), values.end());
+  const double spread = 1.96 * std::sqrt(static_cast<double>(n)) / 2;
+  const size_t low = static_cast<size_t>(std::max(std::floor(static_cast<double>(n) / 2 - spread), 1.0));
+  const size_t high = std::min(static_cast<size_t>(std::ceil(static_cast<double>(n) / 2 + spread)) + 1, n);
+  return {values[low - 1], values[high - 1]};
+}
+
+// `repeats` interleaved pairs (ours, torchvision; the order alternates between rounds), each in a
+// fresh process.
 inline Comparison compare(const std::string& model, int64_t batch, std::vector<int64_t> input,
                           const std::string& optimizer, int repeats, double budget_s) {
   ModelSpec spec;
@@ -90,19 +110,29 @@ inline Comparison compare(const std::string& model, int64_t batch, std::vector<i
   std::string input_text = std::to_string(input[0]) + "x" + std::to_string(input[1]) + "x" + std::to_string(input[2]);
   Comparison result;
   for (int repeat = 0; repeat < repeats; ++repeat) {
-    result.ours = measure_isolated(graph, config, limits);
-    result.theirs = run_torchvision(model, batch, input_text, optimizer, budget_s);
+    if (repeat % 2 == 0) {
+      result.ours = measure_isolated(graph, config, limits);
+      result.theirs = run_torchvision(model, batch, input_text, optimizer, budget_s);
+    } else {
+      result.theirs = run_torchvision(model, batch, input_text, optimizer, budget_s);
+      result.ours = measure_isolated(graph, config, limits);
+    }
     if (result.ours.status != "ok" || !result.theirs.error.empty()) return result;
     result.ours_ms.push_back(result.ours.time_ms.median);
     result.theirs_ms.push_back(result.theirs.median_ms);
     result.ours_normalised.push_back(result.ours.time_ms_normalised);
     result.theirs_normalised.push_back(result.theirs.median_ms * reference_probe_ms() / result.theirs.probe_ms);
+    result.round_ratios.push_back(result.ours.time_ms.median / result.theirs.median_ms);
     std::printf("  %s repeat %d: executor %.2f ms (normalised %.2f), torchvision %.2f ms (normalised %.2f); "
                 "other load %.2f CPUs\n",
                 model.c_str(), repeat, result.ours.time_ms.median, result.ours_normalised.back(), result.theirs.median_ms,
                 result.theirs_normalised.back(), result.ours.load_other_cpus);
   }
   result.ratio = median_of(result.ours_ms) / median_of(result.theirs_ms);
+  result.round_ratio_median = median_of(result.round_ratios);
+  std::tie(result.round_ratio_low, result.round_ratio_high) = median_ci(result.round_ratios);
+  std::printf("  %s: median of %zu round ratios %.3f, 95%% CI %.3f-%.3f\n", model.c_str(), result.round_ratios.size(),
+              result.round_ratio_median, result.round_ratio_low, result.round_ratio_high);
   result.spread = std::max(relative_spread(result.ours_ms), relative_spread(result.theirs_ms));
   std::printf("  %s bytes: params %lld / %lld, grads %lld / %lld, optimizer state %lld / %lld (executor / torchvision)\n",
               model.c_str(), static_cast<long long>(result.ours.param_bytes),

@@ -1,9 +1,11 @@
-// Fidelity (issue 3): resnet18 and mobilenet_v2 at batch 8, 3x64x64, SGD, one thread, profiled
-// by the executor and by torchvision in PyTorch 1.13 (same libtorch), interleaved, 3 repeats each
-// in fresh processes. The ratio of the medians must lie within the spread between repeats seen in
-// this run, for raw times and for drift-normalised times (both sides time the same probe);
-// parameter, gradient and optimizer-state bytes must be equal. `make test` checks one model, chosen
-// by the rotation seed (tests/rotation.h); `make test-slow` both.
+// Fidelity (issues 3 and 16): resnet18 and mobilenet_v2 at batch 8, 3x64x64, SGD, one thread,
+// profiled by the executor and by torchvision in PyTorch 1.13 (same libtorch) in 8 interleaved
+// rounds (the order alternates), each side a fresh process. The median of the rounds' ratios
+// (executor / PyTorch) must lie within a fixed tolerance, 0.80-1.20, whatever the spread of this run
+// (docs/MEASUREMENT.md "Timing fidelity": 24 rounds on the AVX2 host gave 0.863 and 0.943 for
+// these two, CIs +-18% and +-8.5%; pooled over 7 workloads 0.962 +-3.3%). Parameter, gradient and
+// optimizer-state bytes must be equal. `make test` checks one model, chosen by the rotation seed
+// (tests/rotation.h); `make test-slow` both.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +18,7 @@ namespace {
 
 void check(const std::string& model) {
   SCOPED_TRACE(model);
-  Comparison c = compare(model, 8, {3, 64, 64}, "sgd", 3, 3.0);
+  Comparison c = compare(model, 8, {3, 64, 64}, "sgd", 8, 1.5);
   ASSERT_EQ(c.ours.status, "ok") << c.ours.message;
   ASSERT_TRUE(c.theirs.error.empty()) << c.theirs.error;
   EXPECT_EQ(c.ours.params, c.theirs.params);
@@ -24,11 +26,10 @@ void check(const std::string& model) {
   EXPECT_EQ(c.ours.grad_bytes, c.theirs.grad_bytes);
   EXPECT_EQ(c.ours.optimizer_state_bytes, c.theirs.optimizer_state_bytes);
 #if !defined(__SANITIZE_ADDRESS__)  // an instrumented executor against uninstrumented PyTorch: no time check
-  EXPECT_LE(std::fabs(c.ratio - 1), c.spread)
-      << model << ": executor/torchvision time ratio " << c.ratio << " outside the spread between repeats " << c.spread;
-  EXPECT_LE(std::fabs(c.ratio_normalised - 1), c.spread_normalised)
-      << model << ": drift-normalised ratio " << c.ratio_normalised << " outside the normalised spread "
-      << c.spread_normalised;
+  constexpr double kTolerance = 0.20;
+  EXPECT_LE(std::fabs(c.round_ratio_median - 1), kTolerance)
+      << model << ": executor/PyTorch time ratio " << c.round_ratio_median << " (median of " << c.round_ratios.size()
+      << " rounds, 95% CI " << c.round_ratio_low << "-" << c.round_ratio_high << ") outside 1 +- " << kTolerance;
 #endif
 }
 
