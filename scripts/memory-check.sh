@@ -3,13 +3,16 @@
 # training run measured by the profiler (peak bytes of its tracking allocator) beside the simulation
 # of the same graph: `dnncast memory MODEL --measure --json`, and the table of all cases.
 #
-#   scripts/memory-check.sh [--quick] [--zoo | --synthetic] [--slice J/N] [--out CSV] [--dnncast PATH]
+#   scripts/memory-check.sh [--quick] [--zoo | --synthetic] [--exclude MODEL]... [--slice J/N] [--out CSV]
+#                           [--dnncast PATH]
 #
 #   (default)    every zoo CNN at batches 1 and 4 (3x32x32; alexnet 3x64x64, inception_v3 3x96x96, vit_b_16
 #                3x224x224 at batches 1 and 2) and 100 synthetic networks (seed s: batch s%8+1, input 3x32x32 /
 #                3x48x48 / 3x64x64 by s%3); about an hour on one busy core here
 #   --quick      six cases (a minute)
 #   --zoo / --synthetic   one half of the sweep
+#   --exclude MODEL   leave out that zoo model's cases (make test's slices leave out vit_b_16, whose
+#                224x224 runs take 4-8 minutes each here)
 #   --slice J/N  the cases dealt into N slices in their order (case i into slice i % N), slice J
 #                (1..N) only: what `make test` runs, J chosen by the commit (tests/rotation.h)
 #   --out CSV    where rows go as they are measured (default memory-check-<UTC time>.csv in the
@@ -28,6 +31,7 @@ part="both"
 analyse_only=""
 slice_index=0
 slice_count=1
+excluded=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) mode="quick"; shift ;;
@@ -37,10 +41,11 @@ while [[ $# -gt 0 ]]; do
       [[ "${2:-}" =~ ^([0-9]+)/([0-9]+)$ ]] && (( BASH_REMATCH[1] >= 1 && BASH_REMATCH[1] <= BASH_REMATCH[2] )) ||
         { echo "memory-check.sh: --slice wants J/N with 1 <= J <= N, got '${2:-}'" >&2; exit 2; }
       slice_index=$((BASH_REMATCH[1] - 1)); slice_count=${BASH_REMATCH[2]}; shift 2 ;;
+    --exclude) excluded+=("$2"); shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --dnncast) dnncast="$2"; shift 2 ;;
     --analyse|--analyze) analyse_only="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "memory-check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -101,6 +106,7 @@ else
   if [[ "${part}" != "synthetic" ]]; then
     while read -r name family kind rest; do
       [[ "${kind}" == "cnn" ]] || continue
+      [[ " ${excluded[*]:-} " == *" ${name} "* ]] && continue
       input="3x32x32"
       batches=(1 4)
       [[ "${name}" == "alexnet" ]] && input="3x64x64"        # its smallest input is 63x63

@@ -20,6 +20,10 @@
 
 namespace {
 
+// Left out of the slices (checked by the whole sweep only): vit_b_16 trains at 224x224, 4-8 minutes a
+// case on a loaded core here, more than a slice's budget.
+constexpr const char* kSliceExcludes = "vit_b_16";
+
 struct Row {
   std::string model, batch, input, status;
   long long measured = 0, simulated = 0;
@@ -30,7 +34,9 @@ std::vector<Row> run_sweep(const std::string& part, const dnncast::rotation::Sli
   const std::string csv = std::string(DNNCAST_BINARY_DIR) + "/memory_sweep_" + part + ".csv";
   std::string command = std::string("bash ") + DNNCAST_SOURCE_DIR + "/scripts/memory-check.sh --" + part +
                         " --dnncast " + DNNCAST_BINARY_DIR + "/dnncast --out " + csv;
-  if (!slice.whole) command += " --slice " + std::to_string(slice.index + 1) + "/" + std::to_string(slice.count);
+  if (!slice.whole)
+    command += " --exclude " + std::string(kSliceExcludes) + " --slice " + std::to_string(slice.index + 1) + "/" +
+               std::to_string(slice.count);
   std::printf("%s\n", command.c_str());
   std::fflush(stdout);
   const int rc = std::system(command.c_str());  // prints the rows and the table; rc 1 when a row is off
@@ -71,15 +77,15 @@ void check(const std::vector<Row>& rows, size_t expected_rows) {
 
 #ifdef DNNCAST_HAVE_TORCH
 
-// Slices: 6 of the 90 zoo cases (an odd count, so a slice mixes both batches) and 5 of the 100
-// synthetic ones, about 3 minutes each on a loaded core here.
+// Slices: 5-6 of the 88 zoo cases without vit_b_16 (an odd count, so a slice mixes both batches) and 5
+// of the 100 synthetic ones, a few minutes each on a loaded core here.
 constexpr size_t kZooSlices = 15, kSyntheticSlices = 20;
 
 TEST(MemorySweep, ZooCnnsAtTwoBatches) {
   size_t cnns = 0;
   for (const dnncast::ZooEntry& entry : dnncast::zoo()) cnns += entry.kind == "cnn";
   const dnncast::rotation::Slice slice = dnncast::rotation::slice_of("MemorySweep.zoo", kZooSlices);
-  check(run_sweep("zoo", slice), slice.size_of(2 * cnns));
+  check(run_sweep("zoo", slice), slice.whole ? 2 * cnns : slice.size_of(2 * (cnns - 1)));  // less vit_b_16
 }
 
 TEST(MemorySweep, HundredSyntheticNetworks) {
