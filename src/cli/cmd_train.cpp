@@ -38,7 +38,7 @@ int run_train(const Args& args) {
   app.add_option("--env", environment, "train on one environment of the dataset (hash, label or slug)");
   app.add_option("--time-column", time_column, "median (default) or normalised (probe-scaled) iteration time");
   app.add_option("--seed", seed, "seed of folds and random search (default 1)");
-  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
+  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)")->check(thread_count());
   std::string transform;
   app.add_option("--transform", transform,
                  "search only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
@@ -47,7 +47,7 @@ int run_train(const Args& args) {
   app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
   if (!parse_args(app, args, "train")) return 0;
   if (target != "time" && target != "memory" && target != "all")
-    throw InputError("unknown --target '" + target + "' (known: time, memory, all)");
+    throw InputError("unknown --target " + quote(target) + " (known: time, memory, all)");
   if (!(budget_s > 0)) throw InputError("--budget-s must be positive");
   if (folds < 2) throw InputError("--folds must be at least 2, got " + std::to_string(folds));
   if (threads < 1) throw InputError("--threads must be at least 1");
