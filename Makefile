@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup build test test-rotation test-slow demo sanitize clean
+.PHONY: setup build test test-rotation test-slow demo sanitize fuzz fuzz-ci fuzz-build clean
 
 setup:
 	@bash scripts/setup.sh
@@ -55,5 +55,25 @@ sanitize: setup
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest -LE slow --output-on-failure -j $(JOBS)
 
+# libFuzzer targets of fuzz/ (docs/FUZZING.md), built with clang, ASan and UBSan into build-fuzz/ from
+# only the libraries they read with (no libtorch). `make fuzz` runs each FUZZ_SECONDS; `make fuzz-ci`
+# each FUZZ_CI_SECONDS (the CI step). A finding stops with exit code 1 and its input in build-fuzz/artifacts/.
+FUZZ_SECONDS ?= 600
+FUZZ_CI_SECONDS ?= 45
+FUZZ_TARGETS ?= graph_json plan csv_import predictor_manifest
+fuzz-build: setup
+	@mkdir -p build-fuzz
+	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \
+	  -DDNNCAST_FUZZ=ON -DDNNCAST_WITH_TORCH=OFF -DDNNCAST_BUILD_TESTS=OFF -DDNNCAST_BUILD_BENCH=OFF $(CMAKE_FLAGS) \
+	  >build-fuzz/configure.log 2>&1 || \
+	  { cat build-fuzz/configure.log; echo "make fuzz: configure failed (build-fuzz/configure.log)" >&2; exit 1; }
+	@cmake --build build-fuzz -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	@bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-ci: fuzz-build
+	@bash scripts/fuzz.sh build-fuzz $(FUZZ_CI_SECONDS) $(FUZZ_TARGETS)
+
 clean:
-	@rm -rf $(BUILD) build-asan
+	@rm -rf $(BUILD) build-asan build-fuzz

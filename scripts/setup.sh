@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # bench/
   python3-torch python3-torchvision # cross-checks against torchvision
+  clang-14 libclang-rt-14-dev       # make fuzz: libFuzzer, ASan and UBSan runtimes (fuzz/)
 )
 
 missing=()

@@ -258,7 +258,7 @@ json calibrate_host(const CalibrateOptions& options) {
   if (options.threads < 0) throw InputError("--threads must be positive");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must be positive");
   PredictorSet set = load_predictor_set(options.predictor_dir);
-  if (!set.time) throw InputError("predictor set '" + options.predictor_dir + "' has no time predictor");
+  if (!set.time) throw InputError("predictor set " + quote(options.predictor_dir) + " has no time predictor");
   data::Plan plan = data::load_plan(options.plan_path);
   if (options.time_budget_s > 0) plan.measure.time_budget_s = options.time_budget_s;
   plan.repeats = 1;
@@ -328,7 +328,7 @@ json calibrate_host(const CalibrateOptions& options) {
 json calibrate_offline(const OfflineCalibrateOptions& options) {
   if (options.draws < 1) throw InputError("--draws must be at least 1");
   PredictorSet set = load_predictor_set(options.predictor_dir);
-  if (!set.time) throw InputError("predictor set '" + options.predictor_dir + "' has no time predictor");
+  if (!set.time) throw InputError("predictor set " + quote(options.predictor_dir) + " has no time predictor");
   TableOptions table_options;
   table_options.environment = options.environment;
   table_options.isa = options.isa;

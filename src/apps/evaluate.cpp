@@ -159,10 +159,10 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
     *description = "cross-environment: each of " + std::to_string(by_environment.size()) +
                    " environments predicted by a model trained on the others";
   } else {
-    throw InputError("unknown split '" + split + "' (known: random, family, batch, env)");
+    throw InputError("unknown split " + quote(split) + " (known: random, family, batch, env)");
   }
   for (const auto& [train, test] : result)
-    if (train.empty() || test.empty()) throw InputError("split '" + split + "' leaves an empty training or test part");
+    if (train.empty() || test.empty()) throw InputError("split " + quote(split) + " leaves an empty training or test part");
   return result;
 }
 

@@ -115,7 +115,7 @@ LayerModel LayerModel::load(const std::string& dir) {
   try {
     json manifest = json::parse(in);
     if (manifest.at("format").get<std::string>() != kLayerModelFormat)
-      throw InputError(path + ": format " + manifest.at("format").dump() + ", this build reads '" + kLayerModelFormat + "'");
+      throw InputError(path + ": format " + manifest.at("format").dump() + ", this build reads " + quote(kLayerModelFormat));
     if (manifest.at("feature_version").get<int>() != features::kFeatureVersion ||
         manifest.at("layer_features").get<std::vector<std::string>>() != features::layer_feature_names())
       throw InputError(path + ": trained with another layer feature list (feature version " +

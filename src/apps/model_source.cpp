@@ -63,7 +63,7 @@ uint64_t parse_seed(const std::string& source, const std::string& text) {
   errno = 0;
   unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
   if (!digits || errno == ERANGE)
-    throw InputError("bad synthetic seed in '" + source + "': expected synthetic:N with N an integer from 0 to " +
+    throw InputError("bad synthetic seed in " + quote(source) + ": expected synthetic:N with N an integer from 0 to " +
                      std::to_string(UINT64_MAX));
   return static_cast<uint64_t>(value);
 }
@@ -95,13 +95,13 @@ Graph load_file(const std::string& path, const ModelSpec& spec) {
     if (spec.batch > 0) shape[0] = spec.batch;
     if (!spec.input.empty()) {
       if (shape.size() != 4)
-        throw InputError(path + ": input '" + node.name + "' has shape " + node.shape.to_string() +
+        throw InputError(path + ": input " + quote(node.name) + " has shape " + node.shape.to_string() +
                          ", not N x C x H x W, so an image input CxHxW does not apply");
       shape = {shape[0], spec.input[0], spec.input[1], spec.input[2]};
     }
     if (spec.seq_len > 0) {
       if (shape.size() != 2)
-        throw InputError(path + ": input '" + node.name + "' has shape " + node.shape.to_string() +
+        throw InputError(path + ": input " + quote(node.name) + " has shape " + node.shape.to_string() +
                          ", not N x L, so a sequence length does not apply");
       shape[1] = spec.seq_len;
     }
@@ -141,7 +141,7 @@ Graph load_model(const std::string& source, const ModelSpec& spec) {
     }
     case ModelSourceKind::File: {
       std::string path = starts_with(source, "file:") ? source.substr(5) : source;
-      if (path.empty()) throw InputError("model source '" + source + "' names no file");
+      if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
       return load_file(path, spec);
     }
     case ModelSourceKind::Zoo:

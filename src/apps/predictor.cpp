@@ -202,7 +202,7 @@ features::TrainingConfig training_config_of(const data::RunConfig& run) {
 
 TrainingTable load_training_table(const std::string& db_path, const TableOptions& options) {
   if (options.time_column != "median" && options.time_column != "normalised")
-    throw InputError("unknown time column '" + options.time_column + "' (known: median, normalised)");
+    throw InputError("unknown time column " + quote(options.time_column) + " (known: median, normalised)");
   if (!fs::exists(db_path)) throw InputError("dataset " + db_path + " does not exist");
   data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
   TrainingTable table;
@@ -218,7 +218,7 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
       known += (known.empty() ? "" : ", ") + environment_slug(environment) + " (" + hash + ")";
     }
     if (!found)
-      throw InputError("environment '" + options.environment + "' is not in " + db_path +
+      throw InputError("environment " + quote(options.environment) + " is not in " + db_path +
                        " (known: " + (known.empty() ? "none" : known) + ")");
   }
   std::map<std::string, data::NetworkRecord> networks;
@@ -439,7 +439,7 @@ Predictor Predictor::load(const std::string& dir) {
   try {
     std::string format = document.at("format").get<std::string>();
     if (format != kPredictorFormat)
-      throw InputError(path + ": format '" + format + "', this build reads '" + kPredictorFormat + "'");
+      throw InputError(path + ": format " + quote(format) + ", this build reads " + quote(kPredictorFormat));
     manifest.feature_version = document.at("feature_version").get<int>();
     if (manifest.feature_version != features::kFeatureVersion)
       throw InputError("predictor " + dir + " was trained with feature version " +
@@ -451,7 +451,7 @@ Predictor Predictor::load(const std::string& dir) {
                        std::to_string(features::kFeatureVersion) + " list: retrain it with `dnncast train`");
     manifest.target = document.at("target").get<std::string>();
     if (manifest.target != "time" && manifest.target != "memory")
-      throw InputError(path + ": unknown target '" + manifest.target + "'");
+      throw InputError(path + ": unknown target " + quote(manifest.target));
     manifest.unit = document.at("unit").get<std::string>();
     manifest.columns = document.at("columns").get<std::vector<int>>();
     for (int column : manifest.columns)
@@ -557,7 +557,7 @@ learn::Vector targets_of(const TrainingTable& table, const std::string& target) 
                          std::to_string(sample.config.batch) + " has no peak bytes; cannot train a memory predictor");
       y(static_cast<int64_t>(row)) = sample.peak();
     } else {
-      throw InputError("unknown target '" + target + "' (known: time, memory)");
+      throw InputError("unknown target " + quote(target) + " (known: time, memory)");
     }
   }
   return y;
@@ -658,7 +658,7 @@ std::vector<learn::TargetTransform> keep_transform_kind(const std::vector<learn:
 
 std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by) {
   if (by == "none") return {};
-  if (by != "network" && by != "family") throw InputError("unknown CV grouping '" + by + "' (known: network, family, none)");
+  if (by != "network" && by != "family") throw InputError("unknown CV grouping " + quote(by) + " (known: network, family, none)");
   std::map<std::string, int64_t> ids;
   std::vector<int64_t> groups;
   for (int64_t row : rows) {
@@ -869,7 +869,7 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
         hardware::match_gpu_name(environment.gpu_name) == catalogue_device)
       return {sets[index], ""};
   }
-  throw InputError("no predictor for device '" + device + "' (known predictors: " + known() +
+  throw InputError("no predictor for device " + quote(device) + " (known predictors: " + known() +
                    "; train one with `dnncast train --db DATA --out data/predictors/NAME`)");
 }
 

@@ -91,7 +91,8 @@ int run_calibrate(const Args& args) {
   app.add_option("--out", options.out_dir, "folder of the adapted predictor bundle (default: none written)");
   app.add_option("--holdout", options.holdout,
                  "extra random configurations profiled only to report the error (default 4)");
-  app.add_option("--threads", options.threads, "measure every candidate at this thread count (default: the plan's)");
+  app.add_option("--threads", options.threads, "measure every candidate at this thread count (default: the plan's)")
+      ->check(thread_count());
   app.add_option("--cpus", cpus_text, "pin the measurements to these CPUs (\"0\")");
   app.add_option("--time-budget-s", options.time_budget_s,
                  "timing budget per measurement, seconds (default: the plan's)");

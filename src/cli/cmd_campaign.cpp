@@ -23,7 +23,8 @@ int run_campaign(const Args& args) {
   app.add_option("--shard", shard_text, "measure only configurations whose index mod N == i (Slurm job arrays)");
   std::vector<int64_t> threads;
   app.add_option("--threads", threads, "measure only configurations with these thread counts (e.g. 1 while the other core is busy)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(thread_count());
   app.add_flag("--dry-run", options.dry_run, "validate the plan and list what would run; measure nothing");
   app.add_option("--cpus", cpus_text, "pin the campaign and its measurements to these CPUs (\"0-1\")");
   app.add_option("--max-runs", options.max_runs, "stop after this many new measurements");

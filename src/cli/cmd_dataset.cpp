@@ -37,13 +37,13 @@ bool write_output(const std::string& path, const std::string& what, const std::f
   std::string partial = path + ".partial";
   {
     std::ofstream out(partial, std::ios::binary);
-    if (!out) throw InputError(what + ": cannot write '" + partial + "'");
+    if (!out) throw InputError(what + ": cannot write " + quote(partial));
     write(out);
     out.flush();
-    if (!out) throw InputError(what + ": writing '" + partial + "' failed");
+    if (!out) throw InputError(what + ": writing " + quote(partial) + " failed");
   }
   if (std::rename(partial.c_str(), path.c_str()) != 0)
-    throw InputError(what + ": cannot rename '" + partial + "' to '" + path + "'");
+    throw InputError(what + ": cannot rename " + quote(partial) + " to " + quote(path));
   return true;
 }
 
@@ -111,7 +111,7 @@ int run_dataset(const Args& args) {
   }
   if (import_command->parsed()) {
     std::ifstream in(import_csv_path, std::ios::binary);
-    if (!in) throw InputError("import: cannot open '" + import_csv_path + "'");
+    if (!in) throw InputError("import: cannot open " + quote(import_csv_path));
     data::Store store = data::Store::open(import_db, data::Database::Mode::Create);
     data::ImportSummary summary = data::import_csv(store, in, import_csv_path);
     std::printf("imported %lld rows into %s: %lld new runs, %lld already present\n",

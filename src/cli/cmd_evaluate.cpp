@@ -42,7 +42,7 @@ int run_evaluate(const Args& args) {
   app.add_option("--env", environment, "evaluate on one environment of the dataset");
   app.add_option("--time-column", time_column, "median (default) or normalised");
   app.add_option("--seed", seed, "seed of splits and search (default 1)");
-  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
+  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)")->check(thread_count());
   app.add_option("--predictions", predictions_path,
                  "write every held-out run (measured, forecast, roofline) to this CSV file");
   app.add_flag("--json", as_json, "print JSON");
@@ -103,7 +103,7 @@ int run_evaluate(const Args& args) {
     learn::make_learner(learner, hyperparameters);  // unknown or ill-typed names fail before any work
   }
   if (!target.empty() && target != "time" && target != "memory")
-    throw InputError("unknown --target '" + target + "' (known: time, memory)");
+    throw InputError("unknown --target " + quote(target) + " (known: time, memory)");
   if (!(budget_s > 0)) throw InputError("--budget-s must be positive");
   if (folds < 2) throw InputError("--folds must be at least 2");
   if (threads < 1) throw InputError("--threads must be at least 1");

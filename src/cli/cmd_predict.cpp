@@ -13,6 +13,7 @@
 #include "apps/host_match.h"
 #include "apps/model_source.h"
 #include "apps/predictor.h"
+#include "graph/checked.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
@@ -57,9 +58,10 @@ int run_predict(const Args& args) {
   model_options.add_to(app);
   app.add_option("--optimizer", optimizer, "sgd (default), adam, ...: one the predictor was trained on");
   app.add_option("--precision", precision, "fp32 (default)");
-  app.add_option("--threads", threads, "CPU threads of training (default: the environment's)");
+  app.add_option("--threads", threads, "CPU threads of training (default: the environment's)")->check(thread_count());
   app.add_option("--device", device, "environment to forecast for: a predictor set's name, its GPU, or cpu");
-  app.add_option("--epoch-samples", epoch_samples, "samples per epoch: also forecast time per epoch");
+  app.add_option("--epoch-samples", epoch_samples, "samples per epoch: also forecast time per epoch")
+      ->check(positive_at_most(kMaxTensorElements));
   app.add_option("--predictor", predictor_dir, "predictor set or bundle folder (default: data/predictors/)");
   app.add_flag("--json", as_json, "print JSON");
   std::string host_isa_text;
@@ -94,11 +96,11 @@ int run_predict(const Args& args) {
   const json& training = time_manifest.training;
   if (training.contains("optimizers") && !contains(training["optimizers"], optimizer))
     throw InputError("predictor " + set_dir + " was trained on optimizers " + training["optimizers"].dump() +
-                     ", not '" + optimizer + "'");
+                     ", not " + quote(optimizer));
   precision = features::canonical_precision(precision);
   if (training.contains("precisions") && !contains(training["precisions"], precision))
     throw InputError("predictor " + set_dir + " was trained on precisions " + training["precisions"].dump() +
-                     ", not '" + precision + "'");
+                     ", not " + quote(precision));
   if (threads == 0) {
     // The environment's thread count, or the largest one the predictor was trained on below it.
     threads = std::max<int64_t>(1, environment.threads);

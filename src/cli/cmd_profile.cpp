@@ -42,7 +42,7 @@ int64_t parse_bytes(const std::string& text) {
   try {
     value = std::stod(text, &used);
   } catch (const std::exception&) {
-    throw InputError("--memory-limit '" + text + "': expected bytes, optionally with K, M, G or T (e.g. 2G)");
+    throw InputError("--memory-limit " + quote(text) + ": expected bytes, optionally with K, M, G or T (e.g. 2G)");
   }
   std::string suffix = text.substr(used);
   double scale = 1;
@@ -51,8 +51,8 @@ int64_t parse_bytes(const std::string& text) {
   else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
   else if (suffix == "T" || suffix == "t") scale = 1024.0 * 1024 * 1024 * 1024;
   else if (!suffix.empty() && suffix != "B")
-    throw InputError("--memory-limit '" + text + "': unknown unit '" + suffix + "' (use K, M, G or T)");
-  if (!(value > 0) || !std::isfinite(value)) throw InputError("--memory-limit must be positive, got '" + text + "'");
+    throw InputError("--memory-limit " + quote(text) + ": unknown unit " + quote(suffix) + " (use K, M, G or T)");
+  if (!(value > 0) || !std::isfinite(value)) throw InputError("--memory-limit must be positive, got " + quote(text));
   return static_cast<int64_t>(value * scale);
 }
 
@@ -136,7 +136,8 @@ int run_profile(const Args& args) {
   model_options.add_to(app);
   app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
   app.add_option("--precision", precision, "fp32 | bf16 | fp16 (autocast; fp16 on cuda only; default fp32)");
-  app.add_option("--threads", threads, "intra-op threads, the child pinned to as many CPUs; 0 = all (default 1)");
+  app.add_option("--threads", threads, "intra-op threads, the child pinned to as many CPUs; 0 = all (default 1)")
+      ->check(thread_count(true));
   app.add_option("--device", device, "cpu | cuda (default cpu)");
   app.add_option("--repeat", repeat, "measurements, each in a fresh process (default 1)");
   app.add_flag("--per-layer", per_layer, "also time forward and backward of every node alone");

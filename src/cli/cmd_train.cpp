@@ -42,7 +42,7 @@ int run_train(const Args& args) {
   app.add_option("--env", environment, "train on one environment of the dataset (hash, label or slug)");
   app.add_option("--time-column", time_column, "median (default) or normalised (probe-scaled) iteration time");
   app.add_option("--seed", seed, "seed of folds and random search (default 1)");
-  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)");
+  app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)")->check(thread_count());
   std::string transform;
   app.add_option("--transform", transform,
                  "search only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
@@ -51,7 +51,7 @@ int run_train(const Args& args) {
   app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
   if (!parse_args(app, args, "train")) return 0;
   if (target != "time" && target != "memory" && target != "all")
-    throw InputError("unknown --target '" + target + "' (known: time, memory, all)");
+    throw InputError("unknown --target " + quote(target) + " (known: time, memory, all)");
   if (candidates < 0) throw InputError("--candidates must be positive, got " + std::to_string(candidates));
   if (!(budget_s > 0) && !(budget_s == 0 && candidates > 0))
     throw InputError("--budget-s must be positive (0 only with --candidates N)");

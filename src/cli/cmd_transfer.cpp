@@ -61,11 +61,11 @@ std::map<std::string, std::string> parse_where(const std::string& text, const st
     size_t equals = item.find('=');
     std::string key = item.substr(0, equals);
     if (equals == std::string::npos || equals + 1 == item.size())
-      throw InputError(flag + ": expected key=value, got '" + item + "'");
+      throw InputError(flag + ": expected key=value, got " + quote(item));
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       std::string known;
       for (const std::string& name : keys) known += (known.empty() ? "" : ", ") + name;
-      throw InputError(flag + ": unknown key '" + key + "' (known: " + known + ")");
+      throw InputError(flag + ": unknown key " + quote(key) + " (known: " + known + ")");
     }
     where[key] = item.substr(equals + 1);
   }
@@ -75,14 +75,14 @@ std::map<std::string, std::string> parse_where(const std::string& text, const st
 transfer::OptionTable read_dataset_table(const std::string& path, const std::vector<std::string>& options,
                                          const std::string& metric, const std::string& where_text, const std::string& flag) {
   if (metric != "time_ms" && metric != "peak_bytes")
-    throw InputError("dataset '" + path + "': unknown --metric '" + metric + "' (datasets have time_ms, peak_bytes)");
+    throw InputError("dataset " + quote(path) + ": unknown --metric " + quote(metric) + " (datasets have time_ms, peak_bytes)");
   std::map<std::string, std::string> where = parse_where(where_text, flag);
   std::vector<int> columns;
   const std::vector<std::string>& names = features::feature_names();
   for (const std::string& option : options) {
     auto found = std::find(names.begin(), names.end(), option);
     if (found == names.end())
-      throw InputError("dataset '" + path + "' has no option column '" + option + "' (options are feature names such as " +
+      throw InputError("dataset " + quote(path) + " has no option column " + quote(option) + " (options are feature names such as " +
                        "config.batch, config.threads, input.pixels, log.flops_train, total.params; see the featurizer)");
     columns.push_back(static_cast<int>(found - names.begin()));
   }
@@ -92,7 +92,7 @@ transfer::OptionTable read_dataset_table(const std::string& path, const std::vec
     if (passes(table.samples[k], where) && (metric == "time_ms" || table.samples[k].peak() > 0))
       rows.push_back(static_cast<int64_t>(k));
   std::string name = path + (where_text.empty() ? "" : " [" + where_text + "]");
-  if (rows.empty()) throw InputError("no configuration of '" + name + "' has a " + metric);
+  if (rows.empty()) throw InputError("no configuration of " + quote(name) + " has a " + metric);
   transfer::OptionTable out;
   out.name = name;
   out.options = options;
@@ -110,10 +110,10 @@ transfer::OptionTable read_dataset_table(const std::string& path, const std::vec
 transfer::OptionTable read_table(const std::string& path, const std::vector<std::string>& options,
                                  const std::string& metric, const std::string& where, const std::string& flag) {
   std::ifstream probe(path);
-  if (!probe) throw InputError(flag + ": cannot open '" + path + "'");
+  if (!probe) throw InputError(flag + ": cannot open " + quote(path));
   if (is_sqlite_file(path)) return read_dataset_table(path, options.empty() ? kDatasetOptions : options, metric, where, flag);
-  if (!where.empty()) throw InputError(flag + "-where applies to dnncast datasets only; '" + path + "' is a CSV file");
-  if (options.empty()) throw InputError("--options is required for CSV file '" + path + "'");
+  if (!where.empty()) throw InputError(flag + "-where applies to dnncast datasets only; " + quote(path) + " is a CSV file");
+  if (options.empty()) throw InputError("--options is required for CSV file " + quote(path));
   return transfer::read_csv_table(path, options, metric);
 }
 

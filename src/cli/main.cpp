@@ -59,10 +59,12 @@ int main(int argc, char** argv) {
   try {
     return found->second.run(args);
   } catch (const dnncast::InputError& error) {
-    std::fprintf(stderr, "dnncast %s: error: %s\n", name.c_str(), error.what());
+    // One line whatever the message holds (a user's string is quoted with escapes where it is
+    // built; this is the last guard).
+    std::fprintf(stderr, "dnncast %s: error: %s\n", name.c_str(), dnncast::escape_control(error.what()).c_str());
     return 2;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "dnncast %s: internal error: %s\n", name.c_str(), error.what());
+    std::fprintf(stderr, "dnncast %s: internal error: %s\n", name.c_str(), dnncast::escape_control(error.what()).c_str());
     return 3;
   }
 }

@@ -1,6 +1,8 @@
 #include "cli/model_options.h"
 
 #include "apps/model_source.h"
+#include "cli/parse_args.h"
+#include "graph/checked.h"
 #include "graph/error.h"
 #include "graph/tensor.h"
 
@@ -8,9 +10,10 @@ namespace dnncast::cli {
 
 void ModelOptions::add_to(CLI::App& app) {
   input_ = app.add_option("--input", input_text_, "image input CxHxW (default: the model's)");
-  seq_ = app.add_option("--seq", seq_len_, "sequence length of a sequence model");
+  seq_ = app.add_option("--seq", seq_len_, "sequence length of a sequence model")->check(positive_at_most(kMaxIntegerAttr));
   input_->excludes(seq_);
-  classes_option_ = app.add_option("--classes", classes_, "classifier outputs (default 1000)");
+  classes_option_ =
+      app.add_option("--classes", classes_, "classifier outputs (default 1000)")->check(positive_at_most(kMaxIntegerAttr));
 }
 
 ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
@@ -38,7 +41,7 @@ std::vector<int64_t> parse_image_input(const std::string& text) {
     throw error.with_context("--input");
   }
   if (shape.rank() != 3)
-    throw InputError("--input '" + text + "': expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
+    throw InputError("--input " + quote(text) + ": expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
   return shape.dims;
 }
 
@@ -55,7 +58,7 @@ std::string isa_list() {
 hardware::CpuIsa parse_isa_option(const std::string& text, const std::string& option) {
   hardware::CpuIsa isa = hardware::parse_isa(text);
   if (isa == hardware::CpuIsa::Unknown)
-    throw InputError(option + " '" + text + "' is not an ISA; known: " + isa_list());
+    throw InputError(option + " " + quote(text) + " is not an ISA; known: " + isa_list());
   return isa;
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "memory/simulator.h"
 
 namespace dnncast::cli {
 
@@ -22,6 +23,23 @@ bool parse_args(CLI::App& app, const Args& args, const std::string& command) {
     throw InputError(message + " (see dnncast " + command + " --help)");
   }
   return true;
+}
+
+CLI::Validator thread_count(bool zero_allowed) { return CLI::Range(zero_allowed ? int64_t{0} : int64_t{1}, kMaxThreads); }
+
+CLI::Validator positive_at_most(int64_t max) { return CLI::Range(int64_t{1}, max); }
+
+CLI::Validator byte_size() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          memory::parse_bytes(text, "value");
+        } catch (const InputError& error) {
+          return error.what();
+        }
+        return "";
+      },
+      "BYTES");
 }
 
 std::vector<std::string> split_list(const std::string& text, char separator) {

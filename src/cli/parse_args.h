@@ -15,6 +15,16 @@ namespace dnncast::cli {
 // command's help: "... (see dnncast COMMAND --help)".
 bool parse_args(CLI::App& app, const Args& args, const std::string& command);
 
+// Checks shared by every command's options (CLI11 `->check(...)`), so that one bad value gets the
+// same one line everywhere ("--threads: Value 0 not in range [1 - 1024] (see dnncast memory --help)"):
+inline constexpr int64_t kMaxThreads = 1024;
+// A thread count 1..kMaxThreads; 0 too where the command says what 0 means (profile: all CPUs).
+CLI::Validator thread_count(bool zero_allowed = false);
+// An integer 1..max.
+CLI::Validator positive_at_most(int64_t max);
+// A size in bytes as memory::parse_bytes reads it ("24GiB"), at least one byte: "" and 1e-5 are refused.
+CLI::Validator byte_size();
+
 // "a,b,,c" -> {"a", "b", "c"}: the items of a list option, empty ones dropped.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');
 

@@ -257,7 +257,7 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   std::vector<int> cpus;
   std::stringstream stream(text);
   std::string part;
-  auto fail = [&text]() { throw InputError("CPU list '" + text + "': expected numbers and ranges like 0-3,6"); };
+  auto fail = [&text]() { throw InputError("CPU list " + quote(text) + ": expected numbers and ranges like 0-3,6"); };
   auto number = [&fail](const std::string& digits) {
     if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) fail();
     return std::stoi(digits);

@@ -1,6 +1,7 @@
 #include "data/csv.h"
 
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -55,7 +56,7 @@ class Row {
     int64_t value = 0;
     auto result = std::from_chars(field.data(), field.data() + field.size(), value);
     if (result.ec != std::errc() || result.ptr != field.data() + field.size())
-      fail(column + " must be an integer, got '" + field + "'");
+      fail(column + " must be an integer, got " + quote(field));
     return value;
   }
   std::optional<double> optional_number(const std::string& column) const {
@@ -64,7 +65,8 @@ class Row {
     double value = 0;
     auto result = std::from_chars(field.data(), field.data() + field.size(), value);
     if (result.ec != std::errc() || result.ptr != field.data() + field.size())
-      fail(column + " must be a number, got '" + field + "'");
+      fail(column + " must be a number, got " + quote(field));
+    if (!std::isfinite(value)) fail(column + " must be a finite number, got " + quote(field));
     return value;
   }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(where_ + ": " + message); }
@@ -272,9 +274,11 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
     throw error.with_context(source);
   }
   std::map<std::string, size_t> index;
-  for (size_t col = 0; col < header.size(); ++col) index[header[col]] = col;
+  for (size_t col = 0; col < header.size(); ++col)
+    if (!index.emplace(header[col], col).second)
+      throw InputError(source + ": column " + quote(header[col]) + " appears twice in the header");
   for (const std::string& column : required_columns())
-    if (!index.count(column)) throw InputError(source + ": missing column '" + column + "'");
+    if (!index.count(column)) throw InputError(source + ": missing column " + quote(column));
 
   std::map<std::string, int64_t> environment_ids;  // by hash
   std::map<std::string, NetworkRecord> networks;   // by hash, as stored or to be stored

@@ -101,12 +101,12 @@ ModelRef parse_model_source(const std::string& source) {
       used = 0;
     }
     if (used == 0 || used != rest.size() || model.seed < 0)
-      throw InputError("model source '" + source + "': the seed must be a non-negative integer");
+      throw InputError("model source " + quote(source) + ": the seed must be a non-negative integer");
   } else if (scheme == "file") {
     model.kind = ModelRef::Kind::File;
     model.path = rest;
   } else {
-    throw InputError("model source '" + source + "': expected zoo:NAME, synthetic:SEED or file:PATH");
+    throw InputError("model source " + quote(source) + ": expected zoo:NAME, synthetic:SEED or file:PATH");
   }
   return model;
 }

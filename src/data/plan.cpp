@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
@@ -49,7 +50,7 @@ void check_keys(const json& object, const std::vector<std::string>& allowed_a,
     if (std::find(allowed_b.begin(), allowed_b.end(), key) != allowed_b.end()) continue;
     std::vector<std::string> known = allowed_a;
     known.insert(known.end(), allowed_b.begin(), allowed_b.end());
-    fail(where, "unknown key '" + key + "' (did you mean " + join(closest_names(key, known, 2), " or ") + "?)");
+    fail(where, "unknown key " + quote(key) + " (did you mean " + join(closest_names(key, known, 2), " or ") + "?)");
   }
 }
 
@@ -106,9 +107,9 @@ std::vector<std::string> choice_list(const json& value, const std::string& where
     if (!list[index].is_string()) fail(item_where, std::string(what) + " must be a string, got " + list[index].dump());
     std::string text = canonical_choice(list[index].get<std::string>());
     if (std::find(known.begin(), known.end(), text) == known.end())
-      fail(item_where, std::string("unknown ") + what + " '" + text + "' (known: " + join(known) + ")");
+      fail(item_where, std::string("unknown ") + what + " " + quote(text) + " (known: " + join(known) + ")");
     if (std::find(result.begin(), result.end(), text) != result.end())
-      fail(item_where, std::string(what) + " '" + text + "' listed twice");
+      fail(item_where, std::string(what) + " " + quote(text) + " listed twice");
     result.push_back(text);
   }
   return result;
@@ -146,7 +147,7 @@ bool is_graph_path(const std::string& text) {
 
 ModelRef graph_file(const std::string& path, const std::string& where) {
   std::ifstream probe(path);
-  if (!probe) fail(where, "cannot open graph file '" + path + "'");
+  if (!probe) fail(where, "cannot open graph file " + quote(path));
   ModelRef model;
   model.kind = ModelRef::Kind::File;
   model.path = path;
@@ -158,12 +159,14 @@ ModelRef graph_file(const std::string& path, const std::string& where) {
   return model;
 }
 
-void add_unique(std::vector<ModelRef>& models, const ModelRef& model) {
-  if (std::find(models.begin(), models.end(), model) == models.end()) models.push_back(model);
+// `seen` mirrors `models`, so that a long seed range is not quadratic.
+void add_unique(std::vector<ModelRef>& models, std::set<ModelRef>& seen, const ModelRef& model) {
+  if (seen.insert(model).second) models.push_back(model);
 }
 
 std::vector<ModelRef> parse_models(const json& value, const std::string& where, const std::string& base_dir) {
   std::vector<ModelRef> models;
+  std::set<ModelRef> seen;
   const json& list = non_empty_list(value, where);
   for (size_t index = 0; index < list.size(); ++index) {
     std::string item_where = where + "[" + std::to_string(index) + "]";
@@ -172,12 +175,12 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
       if (item.is_string()) {
         std::string text = item.get<std::string>();
         if (is_graph_path(text)) {
-          add_unique(models, graph_file(resolve_path(text, base_dir), item_where));
+          add_unique(models, seen, graph_file(resolve_path(text, base_dir), item_where));
         } else {
           ModelRef model;
           model.name = text;
           zoo_entry(text);
-          add_unique(models, model);
+          add_unique(models, seen, model);
         }
         continue;
       }
@@ -193,7 +196,7 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
         ModelRef model;
         model.name = argument.get<std::string>();
         zoo_entry(model.name);
-        add_unique(models, model);
+        add_unique(models, seen, model);
       } else if (key == "family" || key == "zoo_kind") {
         if (!argument.is_string()) fail(item_where, "\"" + key + "\" takes a string");
         std::string wanted = argument.get<std::string>();
@@ -205,7 +208,7 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
           if (field != wanted) continue;
           ModelRef model;
           model.name = entry.name;
-          add_unique(models, model);
+          add_unique(models, seen, model);
         }
         if (models.size() == before && known.count(wanted) == 0)
           fail(item_where, "unknown " + key + " '" + wanted +
@@ -221,6 +224,8 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
             fail(item_where,
                  "synthetic seed range [" + std::to_string(first) + ", " + std::to_string(last) + "] is empty");
           if (last - first >= 10000000) fail(item_where, "synthetic seed range is larger than 10 million");
+          if (static_cast<int64_t>(models.size()) + (last - first) >= PlanLimits{}.max_networks)
+            fail(item_where, "more than " + std::to_string(PlanLimits{}.max_networks) + " models in one list");
         } else {
           fail(item_where, "\"synthetic\" takes a seed or an inclusive range [FIRST, LAST], got " + argument.dump());
         }
@@ -228,13 +233,13 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
           ModelRef model;
           model.kind = ModelRef::Kind::Synthetic;
           model.seed = seed;
-          add_unique(models, model);
+          add_unique(models, seen, model);
         }
       } else if (key == "graph") {
         if (!argument.is_string()) fail(item_where, "\"graph\" takes a file path");
-        add_unique(models, graph_file(resolve_path(argument.get<std::string>(), base_dir), item_where));
+        add_unique(models, seen, graph_file(resolve_path(argument.get<std::string>(), base_dir), item_where));
       } else {
-        fail(item_where, "unknown model kind '" + key + "' (known: zoo, family, zoo_kind, synthetic, graph)");
+        fail(item_where, "unknown model kind " + quote(key) + " (known: zoo, family, zoo_kind, synthetic, graph)");
       }
     } catch (const InputError& error) {
       std::string text = error.what();
@@ -265,7 +270,7 @@ Sampling parse_sampling(const json& value, const std::string& where) {
   sampling.strategy = value["strategy"].get<std::string>();
   static const std::vector<std::string> strategies{"grid", "random", "latin_hypercube"};
   if (std::find(strategies.begin(), strategies.end(), sampling.strategy) == strategies.end())
-    fail(where + ".strategy", "unknown strategy '" + sampling.strategy + "' (known: " + join(strategies) + ")");
+    fail(where + ".strategy", "unknown strategy " + quote(sampling.strategy) + " (known: " + join(strategies) + ")");
   if (sampling.strategy != "grid") {
     if (!value.contains("count")) fail(where, "strategy " + sampling.strategy + " needs \"count\"");
     sampling.count = get_int(value["count"], where + ".count", 1, 100000000, "count");
@@ -600,7 +605,30 @@ const std::vector<std::string>& known_devices() {
   return names;
 }
 
-Plan parse_plan(const json& document, const std::string& source, const std::string& base_dir) {
+// Refuses a group whose grid exceeds `limits` (overflow-safe: the product is checked as it grows).
+void check_group_size(const Group& group, const PlanLimits& limits) {
+  size_t sizes = std::max<size_t>({1, group.inputs.size(), group.seq_lens.size()});
+  int64_t networks = 0, configurations = 0;
+  try {
+    networks = checked_mul(static_cast<int64_t>(group.models.size()), static_cast<int64_t>(sizes));
+    configurations = checked_product({networks, static_cast<int64_t>(group.batches.size()),
+                                      static_cast<int64_t>(group.optimizers.size()),
+                                      static_cast<int64_t>(group.precisions.size()),
+                                      static_cast<int64_t>(group.threads.size()), static_cast<int64_t>(group.devices.size())});
+  } catch (const ArithmeticOverflow&) {
+    fail(group.where, "the grid has more than 2^63 configurations; at most " +
+                          std::to_string(limits.max_configurations));
+  }
+  if (networks > limits.max_networks)
+    fail(group.where, std::to_string(networks) + " networks (models x sizes) to build; at most " +
+                          std::to_string(limits.max_networks) + " in a group");
+  if (configurations > limits.max_configurations)
+    fail(group.where, "the grid has " + std::to_string(configurations) + " configurations; at most " +
+                          std::to_string(limits.max_configurations) + " (sampled or not)");
+}
+
+Plan parse_plan(const json& document, const std::string& source, const std::string& base_dir,
+                const PlanLimits& limits) {
   Plan plan;
   plan.source = source;
   try {
@@ -663,6 +691,7 @@ Plan parse_plan(const json& document, const std::string& source, const std::stri
     // Expand: every (model, size) is built once at batch 1 (validation, hash, FLOPs).
     NetworkTable table;
     std::set<std::tuple<std::string, RunConfig>> seen;
+    for (const Group& group : groups) check_group_size(group, limits);
     for (const Group& group : groups) {
       GroupGrid grid(group, table, plan.networks);
       for (const GridPoint& point : sample_group(group, grid)) {
@@ -682,7 +711,7 @@ Plan parse_plan(const json& document, const std::string& source, const std::stri
 
 Plan load_plan(const std::string& path) {
   std::ifstream file(path);
-  if (!file) throw InputError("cannot open plan file '" + path + "'");
+  if (!file) throw InputError("cannot open plan file " + quote(path));
   std::stringstream text;
   text << file.rdbuf();
   json document;
@@ -713,7 +742,7 @@ Shard parse_shard(const std::string& text) {
     }
   }
   if (!ok || shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
-    throw InputError("--shard '" + text + "': expected i/N with 0 <= i < N, like 0/8");
+    throw InputError("--shard " + quote(text) + ": expected i/N with 0 <= i < N, like 0/8");
   return shard;
 }
 

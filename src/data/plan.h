@@ -62,11 +62,20 @@ const std::vector<std::string>& known_optimizers();
 const std::vector<std::string>& known_precisions();
 const std::vector<std::string>& known_devices();
 
+// How large a plan may be. Both bounds are checked on the group's full grid (models x sizes x
+// batches x options, before max_train_gflops and sampling) before any network is built, so that a
+// plan too large is refused at once instead of running for hours.
+struct PlanLimits {
+  int64_t max_networks = 100000;          // (model, size) pairs of one group: each is built once
+  int64_t max_configurations = 100000000;  // a group's grid, as for a sampled count
+};
+
 // Parses, expands and validates a plan: every model resolves, every value is in range, every
 // (network, input) pair builds. Throws InputError naming the file and the entry
 // ("plan.json: groups[1].models[2]: unknown model 'resnet5' ..."). Relative graph paths are
 // resolved against `base_dir`.
-Plan parse_plan(const nlohmann::json& document, const std::string& source, const std::string& base_dir);
+Plan parse_plan(const nlohmann::json& document, const std::string& source, const std::string& base_dir,
+                const PlanLimits& limits = {});
 Plan load_plan(const std::string& path);
 
 // --shard i/N: 0 <= i < N.

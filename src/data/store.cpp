@@ -216,10 +216,10 @@ std::vector<int64_t> parse_input_text(const std::string& text) {
       used = 0;
     }
     if (used == 0 || used != part.size() || value <= 0)
-      throw InputError("input '" + text + "': expected positive sizes joined by 'x', like 3x64x64");
+      throw InputError("input " + quote(text) + ": expected positive sizes joined by 'x', like 3x64x64");
     dims.push_back(value);
   }
-  if (text.back() == 'x') throw InputError("input '" + text + "': expected positive sizes joined by 'x', like 3x64x64");
+  if (text.back() == 'x') throw InputError("input " + quote(text) + ": expected positive sizes joined by 'x', like 3x64x64");
   return dims;
 }
 
@@ -239,10 +239,22 @@ Store Store::open(const std::string& path, Database::Mode mode) {
     store.migrate(true, /*check_only=*/true);
     Store copy(store.db_.copy_in_memory());
     copy.migrate(false);
+    copy.check_graphs();
     return copy;
   }
   store.migrate(mode == Database::Mode::ReadOnly);
+  store.check_graphs();
   return store;
+}
+
+void Store::check_graphs() {
+  // SQLite's json_valid reads every row at C speed; a damaged row is never read as a graph nor
+  // copied by merge into another dataset.
+  Statement query = db_.prepare(
+      "SELECT name, hash FROM networks WHERE graph_json <> '' AND NOT json_valid(graph_json) ORDER BY id LIMIT 1");
+  if (query.step())
+    throw InputError(db_.path() + ": network " + quote(query.get_text(0)) + " (hash " + quote(query.get_text(1)) +
+                     ") has a graph_json that is not valid JSON: the dataset is damaged");
 }
 
 int Store::schema_version() {
@@ -329,7 +341,7 @@ int64_t Store::ensure_environment(const EnvironmentRecord& environment) {
 }
 
 int64_t Store::ensure_network(const NetworkRecord& network) {
-  if (network.hash.empty()) throw InputError("network '" + network.name + "' has no hash");
+  if (network.hash.empty()) throw InputError("network " + quote(network.name) + " has no hash");
   Statement find = db_.prepare("SELECT id FROM networks WHERE hash = ?");
   find.bind(1, network.hash);
   if (find.step()) return find.get_int(0);
@@ -351,7 +363,7 @@ int64_t Store::ensure_network(const NetworkRecord& network) {
 bool Store::insert_run(const NetworkRecord& network, const RunRecord& run) {
   const RunResult& result = run.result;
   if (std::find(run_statuses().begin(), run_statuses().end(), result.status) == run_statuses().end())
-    throw InputError("run status '" + result.status + "' is not one of ok, oom, error, timeout");
+    throw InputError("run status " + quote(result.status) + " is not one of ok, oom, error, timeout");
   // One transaction per run; a caller that batches many (import, merge) holds an outer one.
   std::optional<Transaction> transaction;
   if (db_.in_autocommit()) transaction.emplace(db_);

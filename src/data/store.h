@@ -172,6 +172,8 @@ class Store {
   explicit Store(Database db) : db_(std::move(db)) {}
   // check_only: refuse what is not a dataset or too new, change nothing.
   void migrate(bool read_only, bool check_only = false);
+  // Refuses a dataset with a network whose graph_json is not JSON (InputError naming it).
+  void check_graphs();
   Database db_;
 };
 

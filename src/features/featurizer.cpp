@@ -235,7 +235,7 @@ std::string canonical_precision(const std::string& precision) {
   if (precision == "f32" || precision == "fp32") return "fp32";
   if (precision == "f16" || precision == "fp16") return "fp16";
   if (precision == "bf16") return "bf16";
-  throw InputError("unknown precision '" + precision + "' (known: fp32, fp16, bf16)");
+  throw InputError("unknown precision " + quote(precision) + " (known: fp32, fp16, bf16)");
 }
 
 int precision_bytes(const std::string& precision) { return canonical_precision(precision) == "fp32" ? 4 : 2; }
@@ -404,10 +404,10 @@ bool rebatch(const Graph& graph, int64_t batch, Graph& out) {
 
 static const TensorShape& checked_input_shape(const Graph& graph) {
   std::vector<int> input_nodes = graph.inputs();
-  if (input_nodes.empty()) throw InputError("graph '" + graph.name + "' has no Input node to featurize");
+  if (input_nodes.empty()) throw InputError("graph " + quote(graph.name) + " has no Input node to featurize");
   const TensorShape& input_shape = graph.node(input_nodes.front()).shape;
   if (input_shape.rank() < 1 || input_shape[0] < 1)
-    throw InputError("graph '" + graph.name + "': input shape " + input_shape.to_string() + " has no batch dimension");
+    throw InputError("graph " + quote(graph.name) + ": input shape " + input_shape.to_string() + " has no batch dimension");
   return input_shape;
 }
 
@@ -587,7 +587,7 @@ std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& co
   check_config(config);
   const TensorShape& input_shape = checked_input_shape(graph);
   if (input_shape[0] != config.batch)
-    throw InputError("graph '" + graph.name + "' is built at batch " + std::to_string(input_shape[0]) +
+    throw InputError("graph " + quote(graph.name) + " is built at batch " + std::to_string(input_shape[0]) +
                      ", the configuration asks for batch " + std::to_string(config.batch));
   std::vector<ConvSite> sites;
   std::vector<double> row = accumulate(graph, input_shape, &sites);

@@ -58,10 +58,10 @@ size_t layer_feature_count() { return kColumns; }
 
 LayerSites layer_sites(const Graph& graph) {
   std::vector<int> input_nodes = graph.inputs();
-  if (input_nodes.empty()) throw InputError("graph '" + graph.name + "' has no Input node to featurize");
+  if (input_nodes.empty()) throw InputError("graph " + quote(graph.name) + " has no Input node to featurize");
   const TensorShape& input_shape = graph.node(input_nodes.front()).shape;
   if (input_shape.rank() < 1 || input_shape[0] < 1)
-    throw InputError("graph '" + graph.name + "': input shape " + input_shape.to_string() + " has no batch dimension");
+    throw InputError("graph " + quote(graph.name) + ": input shape " + input_shape.to_string() + " has no batch dimension");
   const double batch = static_cast<double>(input_shape[0]);
   const OpRegistry& registry = OpRegistry::instance();
 

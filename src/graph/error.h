@@ -19,6 +19,11 @@ class InputError : public std::runtime_error {
 
 [[noreturn]] void internal_assert_fail(const char* expr, const char* file, int line);
 
+// `text` with control characters written as escapes (\n, \t, \x1b): a user's string quoted into a
+// message keeps the message on one line. quote() adds the quotes: 'conv\n1'.
+std::string escape_control(const std::string& text);
+inline std::string quote(const std::string& text) { return "'" + escape_control(text) + "'"; }
+
 }  // namespace dnncast
 
 #define DNNCAST_ASSERT(cond) \

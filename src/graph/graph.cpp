@@ -5,6 +5,7 @@
 #include <queue>
 #include <sstream>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 #include "graph/op_registry.h"
 
@@ -12,11 +13,11 @@ namespace dnncast {
 
 namespace {
 
-std::string where(const Node& node) { return "node '" + node.name + "' (" + node.op + ")"; }
+std::string where(const Node& node) { return "node " + quote(node.name) + " (" + escape_control(node.op) + ")"; }
 
 const AttrValue& require(const Node& node, const std::string& key) {
   auto found = node.attrs.find(key);
-  if (found == node.attrs.end()) throw InputError(where(node) + ": missing attribute '" + key + "'");
+  if (found == node.attrs.end()) throw InputError(where(node) + ": missing attribute " + quote(key));
   return found->second;
 }
 
@@ -25,7 +26,7 @@ const AttrValue& require(const Node& node, const std::string& key) {
 int64_t Node::attr_int(const std::string& key) const {
   const AttrValue& value = require(*this, key);
   if (auto integer = std::get_if<int64_t>(&value)) return *integer;
-  throw InputError(where(*this) + ": attribute '" + key + "' must be an integer");
+  throw InputError(where(*this) + ": attribute " + quote(key) + " must be an integer");
 }
 
 int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
@@ -37,21 +38,21 @@ double Node::attr_float(const std::string& key, double fallback) const {
   if (found == attrs.end()) return fallback;
   if (auto real = std::get_if<double>(&found->second)) return *real;
   if (auto integer = std::get_if<int64_t>(&found->second)) return static_cast<double>(*integer);
-  throw InputError(where(*this) + ": attribute '" + key + "' must be a number");
+  throw InputError(where(*this) + ": attribute " + quote(key) + " must be a number");
 }
 
 std::string Node::attr_str(const std::string& key, const std::string& fallback) const {
   auto found = attrs.find(key);
   if (found == attrs.end()) return fallback;
   if (auto text = std::get_if<std::string>(&found->second)) return *text;
-  throw InputError(where(*this) + ": attribute '" + key + "' must be a string");
+  throw InputError(where(*this) + ": attribute " + quote(key) + " must be a string");
 }
 
 std::vector<int64_t> Node::attr_ints(const std::string& key) const {
   const AttrValue& value = require(*this, key);
   if (auto list = std::get_if<std::vector<int64_t>>(&value)) return *list;
   if (auto integer = std::get_if<int64_t>(&value)) return {*integer};
-  throw InputError(where(*this) + ": attribute '" + key + "' must be a list of integers");
+  throw InputError(where(*this) + ": attribute " + quote(key) + " must be a list of integers");
 }
 
 std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<int64_t>& fallback) const {
@@ -59,8 +60,8 @@ std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<i
 }
 
 int Graph::add(Node node) {
-  if (node.name.empty()) throw InputError("a node of op '" + node.op + "' has no name");
-  if (index_by_name_.count(node.name)) throw InputError("duplicate node name '" + node.name + "'");
+  if (node.name.empty()) throw InputError("a node of op " + quote(node.op) + " has no name");
+  if (index_by_name_.count(node.name)) throw InputError("duplicate node name " + quote(node.name));
   for (int input : node.inputs) {
     if (input < 0 || input >= size())
       throw InputError(where(node) + ": input index " + std::to_string(input) + " does not precede it");
@@ -100,6 +101,23 @@ std::vector<int> Graph::inputs() const {
 
 void Graph::infer_shapes() {
   for (int index = 0; index < size(); ++index) infer_node(index);
+  // Each node is bounded by infer_node; the sums over the graph must stay in int64 too, so that
+  // every consumer (inspect's totals, features, the memory simulator) can add them freely.
+  int64_t params = 0, flops = 0, bytes = 0;
+  for (int index = 0; index < size(); ++index) {
+    OpCost cost = node_cost(*this, index);
+    try {
+      params = checked_add(params, cost.params);
+      flops = checked_sum({flops, cost.flops_fwd, cost.flops_bwd});
+      bytes = checked_sum({bytes, cost.bytes_read, cost.bytes_written, cost.saved_bytes()});
+    } catch (const ArithmeticOverflow&) {
+      throw InputError("graph " + quote(name) + ": its total parameters, FLOPs or bytes overflow int64 at " +
+                       where(nodes_[static_cast<size_t>(index)]));
+    }
+    if (params > kMaxTensorElements)
+      throw InputError("graph " + quote(name) + ": more than " + std::to_string(kMaxTensorElements) +
+                       " parameters in all at " + where(nodes_[static_cast<size_t>(index)]));
+  }
 }
 
 void Graph::infer_node(int index) {
@@ -110,7 +128,7 @@ void Graph::infer_node(int index) {
     try {
       def = &registry.get(node.op);
     } catch (const InputError& error) {
-      throw error.with_context("node '" + node.name + "'");
+      throw error.with_context("node " + quote(node.name));
     }
     int count = static_cast<int>(node.inputs.size());
     if (count < def->min_inputs || (def->max_inputs >= 0 && count > def->max_inputs)) {
@@ -121,7 +139,7 @@ void Graph::infer_node(int index) {
       throw InputError(where(node) + ": expected " + expected + " inputs, got " + std::to_string(count));
     }
     for (const std::string& key : def->required_attrs)
-      if (!node.has_attr(key)) throw InputError(where(node) + ": missing attribute '" + key + "'");
+      if (!node.has_attr(key)) throw InputError(where(node) + ": missing attribute " + quote(key));
     OpView view{node, {}};
     for (int input : node.inputs) {
       if (input < 0 || input >= index)
@@ -129,19 +147,33 @@ void Graph::infer_node(int index) {
       view.inputs.push_back(&nodes_[static_cast<size_t>(input)]);
     }
     node.dtype = def->dtype ? def->dtype(view) : (view.inputs.empty() ? DType::F32 : view.inputs[0]->dtype);
-    node.shape = def->shape(view);
-    for (int64_t dim : node.shape.dims)
-      if (dim <= 0) throw InputError(where(node) + ": output shape " + node.shape.to_string() + " has an empty dimension");
+    // Shape and cost rules multiply with checked_mul (graph/checked.h); an overflow is this node's fault.
+    try {
+      node.shape = def->shape(view);
+      for (int64_t dim : node.shape.dims)
+        if (dim <= 0) throw InputError(where(node) + ": output shape " + node.shape.to_string() + " has an empty dimension");
+      if (node.shape.numel() > kMaxTensorElements)
+        throw InputError(where(node) + ": output shape " + node.shape.to_string() + " has more than " +
+                         std::to_string(kMaxTensorElements) + " elements");
+      // Every cost of the node is computed once here, so that no later consumer meets an overflow.
+      OpCost cost = def->cost(view);
+      if (cost.params > kMaxTensorElements)
+        throw InputError(where(node) + ": " + std::to_string(cost.params) + " parameters, more than " +
+                         std::to_string(kMaxTensorElements));
+      cost.saved_bytes();
+    } catch (const ArithmeticOverflow& error) {
+      throw InputError(where(node) + ": shape or cost arithmetic: " + error.what());
+    }
   }
 }
 
 void Graph::validate() {
-  if (nodes_.empty()) throw InputError("graph '" + name + "' has no nodes");
-  if (inputs().empty()) throw InputError("graph '" + name + "' has no Input node");
+  if (nodes_.empty()) throw InputError("graph " + quote(name) + " has no nodes");
+  if (inputs().empty()) throw InputError("graph " + quote(name) + " has no Input node");
   std::map<std::string, int> seen;
   for (int index = 0; index < size(); ++index) {
     const Node& node = nodes_[static_cast<size_t>(index)];
-    if (!seen.emplace(node.name, index).second) throw InputError("duplicate node name '" + node.name + "'");
+    if (!seen.emplace(node.name, index).second) throw InputError("duplicate node name " + quote(node.name));
   }
   infer_shapes();
   // Weight tying (Linear attr tied_to): the named node must be an Embedding whose table has the
@@ -152,11 +184,11 @@ void Graph::validate() {
     std::string target_name = node.attr_str("tied_to", "");
     int target = find(target_name);
     if (target < 0 || nodes_[static_cast<size_t>(target)].op != "Embedding")
-      throw InputError(where(node) + ": tied_to '" + target_name + "' is not an Embedding node of the graph");
+      throw InputError(where(node) + ": tied_to " + quote(target_name) + " is not an Embedding node of the graph");
     const Node& table = nodes_[static_cast<size_t>(target)];
     int64_t in_features = nodes_[static_cast<size_t>(node.inputs.at(0))].shape.dims.back();
     if (table.attr_int("num_embeddings") != node.shape.dims.back() || table.attr_int("embedding_dim") != in_features)
-      throw InputError(where(node) + ": tied_to '" + target_name + "' has a " +
+      throw InputError(where(node) + ": tied_to " + quote(target_name) + " has a " +
                        std::to_string(table.attr_int("num_embeddings")) + " x " +
                        std::to_string(table.attr_int("embedding_dim")) + " table, this layer's weight is " +
                        std::to_string(node.shape.dims.back()) + " x " + std::to_string(in_features));
@@ -168,7 +200,7 @@ Graph Graph::from_named(std::string graph_name, std::string graph_family, std::v
   for (size_t item = 0; item < named.size(); ++item) {
     const std::string& node_name = named[item].node.name;
     if (node_name.empty()) throw InputError("node #" + std::to_string(item) + " has no name");
-    if (!position.emplace(node_name, item).second) throw InputError("duplicate node name '" + node_name + "'");
+    if (!position.emplace(node_name, item).second) throw InputError("duplicate node name " + quote(node_name));
   }
   // Kahn's algorithm; ties broken by the order given, so an ordered file stays as it is.
   std::vector<int> pending(named.size(), 0);
@@ -177,7 +209,7 @@ Graph Graph::from_named(std::string graph_name, std::string graph_family, std::v
     for (const std::string& input_name : named[item].input_names) {
       auto found = position.find(input_name);
       if (found == position.end())
-        throw InputError(where(named[item].node) + ": input '" + input_name + "' is not a node of the graph");
+        throw InputError(where(named[item].node) + ": input " + quote(input_name) + " is not a node of the graph");
       users[found->second].push_back(item);
       ++pending[item];
     }

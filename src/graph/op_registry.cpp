@@ -1,16 +1,17 @@
 #include "graph/op_registry.h"
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace dnncast {
 
 void OpView::fail(const std::string& message) const {
-  throw InputError("node '" + node.name + "' (" + node.op + "): " + message);
+  throw InputError("node " + quote(node.name) + " (" + escape_control(node.op) + "): " + message);
 }
 
 int64_t OpCost::saved_bytes() const {
   int64_t total = 0;
-  for (const SavedTensor& tensor : saved) total += tensor.bytes;
+  for (const SavedTensor& tensor : saved) total = checked_add(total, tensor.bytes);
   return total;
 }
 
@@ -44,7 +45,7 @@ const OpDef& OpRegistry::get(const std::string& name) const {
   if (found != defs_.end()) return found->second;
   std::string known;
   for (const auto& entry : defs_) known += (known.empty() ? "" : ", ") + entry.first;
-  throw InputError("unknown op '" + name + "' (known ops: " + known + ")");
+  throw InputError("unknown op " + quote(name) + " (known ops: " + known + ")");
 }
 
 std::vector<std::string> OpRegistry::names() const {
@@ -62,7 +63,11 @@ OpView view_of(const Graph& graph, int node_index) {
 
 OpCost node_cost(const Graph& graph, int node_index) {
   OpView view = view_of(graph, node_index);
-  return OpRegistry::instance().get(view.node.op).cost(view);
+  try {
+    return OpRegistry::instance().get(view.node.op).cost(view);
+  } catch (const ArithmeticOverflow& error) {
+    view.fail(std::string("cost arithmetic: ") + error.what());
+  }
 }
 
 std::string node_kind(const Graph& graph, int node_index) {

@@ -31,8 +31,8 @@ void register_activation_ops(OpRegistry& registry) {
     def.cost = [spec](const OpView& view) {
       OpCost cost;
       int64_t elements = view.node.shape.numel();
-      cost.flops_fwd = spec.flops_fwd_per_element * elements;
-      cost.flops_bwd = spec.flops_bwd_per_element * elements;
+      cost.flops_fwd = checked_mul(spec.flops_fwd_per_element, elements);
+      cost.flops_bwd = checked_mul(spec.flops_bwd_per_element, elements);
       cost.bytes_read = ops::in_bytes(view, 0);
       cost.bytes_written = ops::out_bytes(view);
       cost.saved = {spec.saves_output ? ops::saved_output(view) : ops::saved_input(view, 0)};

@@ -37,8 +37,8 @@ struct AttentionGeometry {
   bool causal;
   double dropout_p;
 
-  int64_t scores() const { return batch_heads * query_len * key_len; }
-  int64_t macs() const { return scores() * (head_dim + value_dim); }
+  int64_t scores() const { return checked_product({batch_heads, query_len, key_len}); }
+  int64_t macs() const { return checked_mul(scores(), checked_add(head_dim, value_dim)); }
 };
 
 AttentionGeometry attention_geometry(const OpView& view) {
@@ -52,7 +52,7 @@ AttentionGeometry attention_geometry(const OpView& view) {
   view.check(q[3] == k[3], "q " + q.to_string() + " and k " + k.to_string() + " differ in head size");
   view.check(k[2] == v[2], "k " + k.to_string() + " and v " + v.to_string() + " differ in length");
   AttentionGeometry g;
-  g.batch_heads = q[0] * q[1];
+  g.batch_heads = checked_mul(q[0], q[1]);
   g.query_len = q[2];
   g.key_len = k[2];
   g.head_dim = q[3];
@@ -86,9 +86,9 @@ void register_attention_ops(OpRegistry& registry) {
   matmul.cost = [](const OpView& view) {
     OpCost cost;
     int64_t inner = view.in(0).dims.back();
-    cost.macs = view.node.shape.numel() * inner;  // batch * m * n * k
-    cost.flops_fwd = 2 * cost.macs;
-    cost.flops_bwd = 4 * cost.macs;
+    cost.macs = checked_mul(view.node.shape.numel(), inner);  // batch * m * n * k
+    cost.flops_fwd = checked_mul(2, cost.macs);
+    cost.flops_bwd = checked_mul(4, cost.macs);
     cost.bytes_read = ops::all_in_bytes(view);
     cost.bytes_written = ops::out_bytes(view);
     int64_t batch =
@@ -100,7 +100,7 @@ void register_attention_ops(OpRegistry& registry) {
       if (folds || operand.numel() / matrix == batch) {
         cost.saved.push_back(ops::saved_input(view, input));
       } else {
-        cost.saved.push_back(ops::saved_extra(batch * matrix * dtype_bytes(view.in_dtype(input)), "broadcast operand"));
+        cost.saved.push_back(ops::saved_extra(checked_product({batch, matrix, dtype_bytes(view.in_dtype(input))}), "broadcast operand"));
       }
     }
     return cost;
@@ -117,8 +117,8 @@ void register_attention_ops(OpRegistry& registry) {
   softmax.cost = [](const OpView& view) {
     OpCost cost;
     int64_t elements = view.node.shape.numel();
-    cost.flops_fwd = 5 * elements;
-    cost.flops_bwd = 4 * elements;
+    cost.flops_fwd = checked_mul(5, elements);
+    cost.flops_bwd = checked_mul(4, elements);
     cost.bytes_read = ops::in_bytes(view, 0);
     cost.bytes_written = ops::out_bytes(view);
     cost.saved = {ops::saved_output(view)};
@@ -144,7 +144,7 @@ void register_attention_ops(OpRegistry& registry) {
   embedding.cost = [](const OpView& view) {
     OpCost cost;
     int64_t outputs = view.node.shape.numel();
-    cost.params = view.node.attr_int("num_embeddings") * view.node.attr_int("embedding_dim");
+    cost.params = checked_mul(view.node.attr_int("num_embeddings"), view.node.attr_int("embedding_dim"));
     cost.flops_bwd = outputs;
     cost.bytes_read = ops::in_bytes(view, 0) + ops::out_bytes(view);
     cost.bytes_written = ops::out_bytes(view);
@@ -169,18 +169,19 @@ void register_attention_ops(OpRegistry& registry) {
     int64_t scores = g.scores();
     int64_t element = dtype_bytes(view.node.dtype);
     bool dropout = g.dropout_p > 0.0;
-    int64_t scaled_q = g.batch_heads * g.query_len * g.head_dim;
+    int64_t scaled_q = checked_product({g.batch_heads, g.query_len, g.head_dim});
     cost.macs = g.macs();
-    cost.flops_fwd = 2 * cost.macs + scaled_q + 5 * scores + (g.causal ? scores : 0) + (dropout ? 2 * scores : 0);
-    cost.flops_bwd = 4 * cost.macs + scaled_q + 4 * scores + (dropout ? scores : 0);
-    int64_t matrices = (dropout ? 3 : 2) * scores * element;  // scores, probabilities[, dropped]
-    cost.bytes_read = ops::all_in_bytes(view) + matrices;
-    cost.bytes_written = ops::out_bytes(view) + matrices + (dropout ? scores : 0);
-    cost.saved = {ops::saved_extra(scaled_q * element, "scaled q"), ops::saved_input(view, 1, "k"),
-                  ops::saved_input(view, 2, "v"), ops::saved_extra(scores * element, "attention probabilities")};
+    cost.flops_fwd = checked_sum({checked_mul(2, cost.macs), scaled_q, checked_mul(5, scores), g.causal ? scores : 0,
+                                  dropout ? checked_mul(2, scores) : 0});
+    cost.flops_bwd = checked_sum({checked_mul(4, cost.macs), scaled_q, checked_mul(4, scores), dropout ? scores : 0});
+    int64_t matrices = checked_product({dropout ? 3 : 2, scores, element});  // scores, probabilities[, dropped]
+    cost.bytes_read = checked_add(ops::all_in_bytes(view), matrices);
+    cost.bytes_written = checked_sum({ops::out_bytes(view), matrices, dropout ? scores : 0});
+    cost.saved = {ops::saved_extra(checked_mul(scaled_q, element), "scaled q"), ops::saved_input(view, 1, "k"),
+                  ops::saved_input(view, 2, "v"), ops::saved_extra(checked_mul(scores, element), "attention probabilities")};
     if (dropout) {
       cost.saved.push_back(ops::saved_extra(scores, "dropout mask"));
-      cost.saved.push_back(ops::saved_extra(scores * element, "dropped probabilities"));
+      cost.saved.push_back(ops::saved_extra(checked_mul(scores, element), "dropped probabilities"));
     }
     return cost;
   };
@@ -202,10 +203,10 @@ void register_attention_ops(OpRegistry& registry) {
     OpCost cost;
     int64_t elements = view.node.shape.numel();
     int64_t dim = view.in(0)[2];
-    cost.params = view.node.attr_int("length") * dim;
+    cost.params = checked_mul(view.node.attr_int("length"), dim);
     cost.flops_fwd = elements;
     cost.flops_bwd = elements;
-    cost.bytes_read = ops::in_bytes(view, 0) + view.in(0)[1] * dim * dtype_bytes(view.node.dtype);
+    cost.bytes_read = checked_add(ops::in_bytes(view, 0), checked_product({view.in(0)[1], dim, dtype_bytes(view.node.dtype)}));
     cost.bytes_written = ops::out_bytes(view);
     return cost;
   };
@@ -224,7 +225,7 @@ void register_attention_ops(OpRegistry& registry) {
     OpCost cost;
     int64_t dim = view.in(0)[2];
     cost.params = dim;
-    cost.flops_bwd = view.in(0)[0] * dim;
+    cost.flops_bwd = checked_mul(view.in(0)[0], dim);
     cost.bytes_read = ops::in_bytes(view, 0) + dim * dtype_bytes(view.node.dtype);
     cost.bytes_written = ops::out_bytes(view);
     return cost;

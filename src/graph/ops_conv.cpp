@@ -44,10 +44,11 @@ OpCost conv_cost(const OpView& view, const ConvGeometry& g, int64_t macs) {
   OpCost cost;
   int64_t out_elems = view.node.shape.numel();
   cost.macs = macs;
-  cost.params = g.out_channels * (g.in_channels / g.groups) * g.kernel[0] * g.kernel[1] + (g.bias ? g.out_channels : 0);
-  cost.flops_fwd = 2 * macs + (g.bias ? out_elems : 0);
-  cost.flops_bwd = 4 * macs + (g.bias ? out_elems : 0);
-  cost.bytes_read = ops::in_bytes(view, 0) + cost.params * dtype_bytes(view.node.dtype);
+  cost.params = checked_add(checked_product({g.out_channels, g.in_channels / g.groups, g.kernel[0], g.kernel[1]}),
+                            g.bias ? g.out_channels : 0);
+  cost.flops_fwd = checked_add(checked_mul(2, macs), g.bias ? out_elems : 0);
+  cost.flops_bwd = checked_add(checked_mul(4, macs), g.bias ? out_elems : 0);
+  cost.bytes_read = checked_add(ops::in_bytes(view, 0), checked_mul(cost.params, dtype_bytes(view.node.dtype)));
   cost.bytes_written = ops::out_bytes(view);
   cost.saved = {ops::saved_input(view, 0)};
   return cost;
@@ -75,7 +76,7 @@ void register_conv_ops(OpRegistry& registry) {
   conv.cost = [](const OpView& view) {
     ConvGeometry g = geometry(view);
     const TensorShape& out = view.node.shape;
-    int64_t macs = out.numel() * (g.in_channels / g.groups) * g.kernel[0] * g.kernel[1];
+    int64_t macs = checked_product({out.numel(), g.in_channels / g.groups, g.kernel[0], g.kernel[1]});
     return conv_cost(view, g, macs);
   };
   conv.kind = [](const OpView& view) -> std::string {
@@ -100,15 +101,15 @@ void register_conv_ops(OpRegistry& registry) {
     for (int axis = 0; axis < 2; ++axis) {
       view.check(extra[axis] >= 0 && extra[axis] < std::max(g.stride[axis], g.dilation[axis]),
                  "output_padding must be smaller than stride or dilation");
-      dims[axis] = (in[2 + axis] - 1) * g.stride[axis] - 2 * g.padding[axis] + g.dilation[axis] * (g.kernel[axis] - 1) +
-                   extra[axis] + 1;
+      dims[axis] = checked_sum({checked_mul(in[2 + axis] - 1, g.stride[axis]), checked_mul(-2, g.padding[axis]),
+                                checked_mul(g.dilation[axis], g.kernel[axis] - 1), extra[axis], 1});
     }
     view.check(dims[0] > 0 && dims[1] > 0, "padding too large for the input " + in.to_string());
     return TensorShape{in[0], g.out_channels, dims[0], dims[1]};
   };
   deconv.cost = [](const OpView& view) {
     ConvGeometry g = geometry(view);
-    int64_t macs = view.in(0).numel() * (g.out_channels / g.groups) * g.kernel[0] * g.kernel[1];
+    int64_t macs = checked_product({view.in(0).numel(), g.out_channels / g.groups, g.kernel[0], g.kernel[1]});
     return conv_cost(view, g, macs);
   };
   registry.add(deconv);

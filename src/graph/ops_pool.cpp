@@ -58,7 +58,7 @@ void register_pool_ops(OpRegistry& registry) {
     PoolGeometry g = pool_geometry(view);
     OpCost cost;
     int64_t outputs = view.node.shape.numel();
-    cost.flops_fwd = outputs * g.kernel[0] * g.kernel[1];
+    cost.flops_fwd = checked_product({outputs, g.kernel[0], g.kernel[1]});
     cost.flops_bwd = outputs;
     cost.bytes_read = ops::in_bytes(view, 0);
     cost.bytes_written = ops::out_bytes(view);
@@ -76,8 +76,8 @@ void register_pool_ops(OpRegistry& registry) {
     PoolGeometry g = pool_geometry(view);
     OpCost cost;
     int64_t outputs = view.node.shape.numel();
-    cost.flops_fwd = outputs * g.kernel[0] * g.kernel[1];
-    cost.flops_bwd = outputs * g.kernel[0] * g.kernel[1];
+    cost.flops_fwd = checked_product({outputs, g.kernel[0], g.kernel[1]});
+    cost.flops_bwd = cost.flops_fwd;
     cost.bytes_read = ops::in_bytes(view, 0);
     cost.bytes_written = ops::out_bytes(view);
     cost.saved = {ops::saved_input(view, 0)};

@@ -112,6 +112,10 @@ void register_shape_ops(OpRegistry& registry) {
         dims[axis] = in[static_cast<int>(axis)];
       }
       view.check(dims[axis] > 0, "shape entry " + std::to_string(dims[axis]) + " must be positive, 0 or -1");
+      // known never exceeds the input's elements, so the product cannot wrap (a wrap to 0 was a SIGFPE).
+      view.check(dims[axis] <= in.numel() / known, "cannot reshape " + in.to_string() + " (" +
+                                                       std::to_string(in.numel()) + " elements) into " +
+                                                       TensorShape(view.node.attr_ints("shape")).to_string());
       known *= dims[axis];
     }
     if (inferred >= 0) {

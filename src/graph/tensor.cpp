@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace dnncast {
@@ -10,6 +11,27 @@ namespace dnncast {
 void internal_assert_fail(const char* expr, const char* file, int line) {
   std::fprintf(stderr, "dnncast internal error: %s failed at %s:%d\n", expr, file, line);
   std::abort();
+}
+
+std::string escape_control(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    unsigned char byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      escaped += "\\n";
+    } else if (c == '\r') {
+      escaped += "\\r";
+    } else if (c == '\t') {
+      escaped += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\x%02x", byte);
+      escaped += buffer;
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
 }
 
 int64_t dtype_bytes(DType dtype) {
@@ -37,12 +59,12 @@ DType parse_dtype(const std::string& name) {
   if (name == "f16" || name == "fp16" || name == "float16") return DType::F16;
   if (name == "bf16" || name == "bfloat16") return DType::BF16;
   if (name == "i64" || name == "int64") return DType::I64;
-  throw InputError("unknown dtype '" + name + "' (known: f32, f16, bf16, i64)");
+  throw InputError("unknown dtype " + quote(name) + " (known: f32, f16, bf16, i64)");
 }
 
 int64_t TensorShape::numel() const {
   int64_t count = 1;
-  for (int64_t d : dims) count *= d;
+  for (int64_t d : dims) count = checked_mul(count, d);
   return count;
 }
 
@@ -64,9 +86,9 @@ TensorShape parse_shape(const std::string& text) {
     if (end == std::string::npos) end = text.size();
     std::string part = text.substr(pos, end - pos);
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
-      throw InputError("bad shape '" + text + "': expected positive integers joined by 'x', e.g. 3x224x224");
+      throw InputError("bad shape " + quote(text) + ": expected positive integers joined by 'x', e.g. 3x224x224");
     int64_t value = std::stoll(part);
-    if (value <= 0) throw InputError("bad shape '" + text + "': every dimension must be positive");
+    if (value <= 0) throw InputError("bad shape " + quote(text) + ": every dimension must be positive");
     shape.dims.push_back(value);
     pos = end + 1;
   }

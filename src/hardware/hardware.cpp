@@ -94,7 +94,7 @@ const DeviceSpec& find_device(const std::string& name) {
     if (device.name == key) return device;
   std::string known;
   for (const DeviceSpec& device : device_catalogue()) known += (known.empty() ? "" : ", ") + device.name;
-  throw InputError("unknown device '" + name + "' (known devices: " + known + ")");
+  throw InputError("unknown device " + quote(name) + " (known devices: " + known + ")");
 }
 
 const DeviceSpec* match_gpu_name(const std::string& gpu_name) {

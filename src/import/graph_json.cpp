@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "graph/checked.h"
 #include "graph/error.h"
 
 namespace dnncast {
@@ -13,14 +14,11 @@ using nlohmann::json;
 
 namespace {
 
-// Bounds that keep every shape, element and FLOP count of a graph read from outside far from
-// int64 overflow: no real network has an attribute near 2^31 or a tensor near 2^40 elements.
-constexpr int64_t kMaxIntegerAttr = (int64_t{1} << 31) - 1;
-constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
-
+// Attributes are bounded here (kMaxIntegerAttr, graph/checked.h); tensors and costs by shape inference.
 int64_t bounded_integer(const json& value, const std::string& where) {
   bool in_range = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(kMaxIntegerAttr)
-                                             : std::llabs(value.get<int64_t>()) <= kMaxIntegerAttr;
+                                             : value.get<int64_t>() >= -kMaxIntegerAttr &&
+                                                   value.get<int64_t>() <= kMaxIntegerAttr;
   if (!in_range)
     throw InputError(where + ": value " + value.dump() + " is out of range (at most " + std::to_string(kMaxIntegerAttr) +
                      " in magnitude)");
@@ -36,11 +34,6 @@ int64_t bounded_numel(const std::vector<int64_t>& dims) {
     count *= dim;
   }
   return count;
-}
-
-std::string too_large(const Node& node) {
-  return "node '" + node.name + "' (" + node.op + "): output shape " + node.shape.to_string() + " has more than " +
-         std::to_string(kMaxTensorElements) + " elements";
 }
 
 json attr_to_json(const AttrValue& value) {
@@ -64,7 +57,7 @@ AttrValue attr_from_json(const json& value, const std::string& where) {
 
 const json& field(const json& object, const char* key, const std::string& where) {
   auto found = object.find(key);
-  if (found == object.end()) throw InputError(where + ": missing field '" + key + "'");
+  if (found == object.end()) throw InputError(where + ": missing field " + quote(key));
   return *found;
 }
 
@@ -112,7 +105,7 @@ Graph graph_from_json(const json& document, const std::string& source) {
       if (!node_name.is_string() || !op.is_string()) throw InputError(where + ": 'name' and 'op' must be strings");
       node.node.name = node_name.get<std::string>();
       node.node.op = op.get<std::string>();
-      where = "node '" + node.node.name + "'";
+      where = "node " + quote(node.node.name);
       if (entry.contains("inputs")) {
         const json& inputs = entry["inputs"];
         if (!inputs.is_array()) throw InputError(where + ": 'inputs' must be an array of node names");
@@ -125,14 +118,14 @@ Graph graph_from_json(const json& document, const std::string& source) {
         const json& attrs = entry["attrs"];
         if (!attrs.is_object()) throw InputError(where + ": 'attrs' must be an object");
         for (const auto& [key, value] : attrs.items())
-          node.node.attrs[key] = attr_from_json(value, where + " attribute '" + key + "'");
+          node.node.attrs[key] = attr_from_json(value, where + " attribute " + quote(key));
       }
       // An Input's size is checked before shapes are inferred (products of its dimensions).
       if (node.node.op == "Input" && node.node.has_attr("shape")) {
         std::vector<int64_t> dims = node.node.attr_ints("shape");
         bool positive = std::all_of(dims.begin(), dims.end(), [](int64_t dim) { return dim > 0; });
         if (positive && bounded_numel(dims) < 0)
-          throw InputError("node '" + node.node.name + "' (Input): shape " + TensorShape(dims).to_string() +
+          throw InputError("node " + quote(node.node.name) + " (Input): shape " + TensorShape(dims).to_string() +
                            " has more than " + std::to_string(kMaxTensorElements) + " elements");
       }
       std::vector<int64_t> shape;
@@ -166,14 +159,13 @@ Graph graph_from_json(const json& document, const std::string& source) {
     }
     Graph graph = Graph::from_named(name, family, std::move(named));
     for (const Node& node : graph.nodes()) {
-      if (bounded_numel(node.shape.dims) < 0) throw InputError(too_large(node));
       auto declared_dtype = dtype_by_name.find(node.name);
       if (declared_dtype != dtype_by_name.end() && declared_dtype->second != dtype_name(node.dtype))
-        throw InputError("node '" + node.name + "' (" + node.op + "): declared dtype " + declared_dtype->second +
+        throw InputError("node " + quote(node.name) + " (" + node.op + "): declared dtype " + declared_dtype->second +
                          " but its inputs give " + dtype_name(node.dtype));
       auto declared = shape_by_name.find(node.name);
       if (declared != shape_by_name.end() && declared->second != node.shape.dims)
-        throw InputError("node '" + node.name + "' (" + node.op + "): declared shape " +
+        throw InputError("node " + quote(node.name) + " (" + node.op + "): declared shape " +
                          TensorShape(declared->second).to_string() + " but its inputs give " + node.shape.to_string());
     }
     return graph;
@@ -188,7 +180,7 @@ Graph read_graph_json(const std::string& text, const std::string& source) {
   json document;
   try {
     document = json::parse(text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, and out_of_range for a number past a double
     throw InputError(source + ": not valid JSON (" + error.what() + ")");
   }
   return graph_from_json(document, source);
@@ -196,7 +188,7 @@ Graph read_graph_json(const std::string& text, const std::string& source) {
 
 Graph load_graph_file(const std::string& path) {
   std::ifstream file(path);
-  if (!file) throw InputError("cannot open graph file '" + path + "'");
+  if (!file) throw InputError("cannot open graph file " + quote(path));
   std::stringstream text;
   text << file.rdbuf();
   return read_graph_json(text.str(), path);

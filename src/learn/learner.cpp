@@ -77,7 +77,7 @@ const LearnerInfo& learner_info(const std::string& name) {
     if (info.name == name) return info;
   std::string known;
   for (const LearnerInfo& info : learner_registry()) known += (known.empty() ? "" : ", ") + info.name;
-  throw InputError("unknown learner '" + name + "' (known learners: " + known + ")");
+  throw InputError("unknown learner " + quote(name) + " (known learners: " + known + ")");
 }
 
 std::unique_ptr<Learner> make_learner(const std::string& name, const nlohmann::json& hyperparameters) {
@@ -120,7 +120,7 @@ nlohmann::json merge_hyperparameters(const std::string& learner, const nlohmann:
     if (!known.contains(key)) {
       std::string names;
       for (const auto& [known_key, unused] : known.items()) names += (names.empty() ? "" : ", ") + known_key;
-      throw InputError(learner + ": unknown hyperparameter '" + key + "' (known: " + names + ")");
+      throw InputError(learner + ": unknown hyperparameter " + quote(key) + " (known: " + names + ")");
     }
     const nlohmann::json& expected = known.at(key);
     bool ok = (expected.is_number() && value.is_number()) || (expected.is_boolean() && value.is_boolean()) ||
@@ -128,7 +128,7 @@ nlohmann::json merge_hyperparameters(const std::string& learner, const nlohmann:
     if (expected.is_number_integer() && value.is_number_float() && value.get<double>() != std::floor(value.get<double>()))
       ok = false;
     if (!ok)
-      throw InputError(learner + ": hyperparameter '" + key + "' should look like " + expected.dump() + ", got " +
+      throw InputError(learner + ": hyperparameter " + quote(key) + " should look like " + expected.dump() + ", got " +
                        value.dump());
     result[key] = expected.is_number_integer() ? nlohmann::json(static_cast<int64_t>(value.get<double>())) : value;
   }

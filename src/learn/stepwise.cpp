@@ -24,7 +24,7 @@ class StepwiseLearner : public Learner {
   explicit StepwiseLearner(nlohmann::json hyperparameters) : hyper_(std::move(hyperparameters)) {
     std::string criterion = hyper_.at("criterion").get<std::string>();
     if (criterion != "aic" && criterion != "bic")
-      throw InputError("stepwise: criterion must be 'aic' or 'bic', got '" + criterion + "'");
+      throw InputError("stepwise: criterion must be 'aic' or 'bic', got " + quote(criterion));
     if (hyper_.at("candidates").get<int64_t>() < 1) throw InputError("stepwise: candidates must be >= 1");
     if (hyper_.at("max_terms").get<int64_t>() < 1) throw InputError("stepwise: max_terms must be >= 1");
   }

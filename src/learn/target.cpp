@@ -237,7 +237,7 @@ TargetTransform TargetTransform::from_json(const nlohmann::json& document) {
       }
       return transform;
     }
-    throw InputError("unknown target transform '" + kind + "' (known: identity, log, log_ratio, log_residual)");
+    throw InputError("unknown target transform " + quote(kind) + " (known: identity, log, log_ratio, log_residual)");
   } catch (const nlohmann::json::exception& error) {
     throw InputError(std::string("target transform: ") + error.what());
   }

@@ -29,8 +29,17 @@ namespace {
 // A value never seen in features: XGBoost's "missing" marker for in-place prediction.
 constexpr float kMissing = std::numeric_limits<float>::lowest();
 
+// XGBoost's message, without the stack trace (its "Stack trace:" and "[bt]" lines) it appends.
+std::string xgb_error() {
+  std::string message = XGBGetLastError();
+  size_t end = message.find('\n');
+  if (end != std::string::npos) message.erase(end);
+  while (!message.empty() && (message.back() == ' ' || message.back() == ':')) message.pop_back();
+  return message;
+}
+
 void xgb_check(int status, const std::string& what) {
-  if (status != 0) throw InputError("xgboost: " + what + ": " + XGBGetLastError());
+  if (status != 0) throw InputError("xgboost: " + what + ": " + xgb_error());
 }
 
 class DMatrix {
@@ -84,7 +93,7 @@ class Forest {
       const nlohmann::json& learner = model.at("learner");
       const nlohmann::json& booster_json = learner.at("gradient_booster");
       std::string kind = booster_json.at("name").get<std::string>();
-      if (kind != "gbtree") throw InputError("xgboost: booster '" + kind + "' is not a tree ensemble (gbtree)");
+      if (kind != "gbtree") throw InputError("xgboost: booster " + quote(kind) + " is not a tree ensemble (gbtree)");
       base_score_ = text_number(learner.at("learner_model_param").at("base_score"));
       for (const nlohmann::json& tree : booster_json.at("model").at("trees")) {
         const auto& lefts = tree.at("left_children");
@@ -262,7 +271,7 @@ class XGBoostLearner : public Learner {
     std::string path = dir + "/" + model_file();
     ScopedBooster booster;
     if (XGBoosterLoadModel(booster.handle(), path.c_str()) != 0)
-      throw InputError("cannot load XGBoost model " + path + ": " + XGBGetLastError());
+      throw InputError("cannot load XGBoost model " + path + ": " + xgb_error());
     bst_ulong features = 0;
     xgb_check(XGBoosterGetNumFeature(booster.handle(), &features), "reading the feature count");
     std::string text = booster.model_json();

@@ -42,7 +42,7 @@ hardware::CpuIsa resolve_isa(hardware::CpuIsa isa) {
 MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   std::string precision = lower(config.precision);
   if (precision != "fp32" && precision != "f32")
-    throw InputError("precision '" + config.precision + "': the memory simulator models fp32 only");
+    throw InputError("precision " + quote(config.precision) + ": the memory simulator models fp32 only");
   TraceOptions options;
   options.optimizer = lower(config.optimizer);
   options.device = lower(config.device);
@@ -142,7 +142,7 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
 
 int64_t parse_bytes(const std::string& text, const std::string& what) {
   auto fail = [&]() -> int64_t {
-    throw InputError(what + " '" + text + "': expected a size in bytes, optionally with a unit (4096, 512MiB, 24GiB, 1.5GB)");
+    throw InputError(what + " " + quote(text) + ": expected a size in bytes, optionally with a unit (4096, 512MiB, 24GiB, 1.5GB)");
   };
   if (text.empty()) return fail();
   size_t used = 0;
@@ -164,10 +164,10 @@ int64_t parse_bytes(const std::string& text, const std::string& what) {
   else if (unit == "mb") scale = 1e6;
   else if (unit == "gb") scale = 1e9;
   else if (unit == "tb") scale = 1e12;
-  else throw InputError(what + " '" + text + "': unknown unit '" + text.substr(used) + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  else throw InputError(what + " " + quote(text) + ": unknown unit '" + text.substr(used) + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
   double bytes = value * scale;
-  if (!std::isfinite(bytes) || bytes <= 0) throw InputError(what + " must be positive, got '" + text + "'");
-  if (bytes > 9.0e18) throw InputError(what + " '" + text + "' is too large");
+  if (!std::isfinite(bytes) || bytes < 1) throw InputError(what + " must be at least 1 byte, got " + quote(text));
+  if (bytes > 9.0e18) throw InputError(what + " " + quote(text) + " is too large");
   return static_cast<int64_t>(std::llround(bytes));
 }
 

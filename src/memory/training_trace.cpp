@@ -1331,14 +1331,14 @@ Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& i
 
 Program trace_training(const Graph& graph, const TraceOptions& options) {
   if (options.optimizer != "sgd" && options.optimizer != "adam" && options.optimizer != "adamw")
-    throw InputError("optimizer '" + options.optimizer + "': expected sgd, adam or adamw");
+    throw InputError("optimizer " + quote(options.optimizer) + ": expected sgd, adam or adamw");
   if (options.device != "cpu" && options.device != "cuda")
-    throw InputError("device '" + options.device + "': expected cpu or cuda");
+    throw InputError("device " + quote(options.device) + ": expected cpu or cuda");
   if (options.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(options.threads));
   if (options.iterations < 1) throw InputError("iterations must be at least 1");
   for (const Node& node : graph.nodes())
     if (node.dtype != DType::F32 && node.dtype != DType::I64)
-      throw InputError("node '" + node.name + "' has dtype " + dtype_name(node.dtype) +
+      throw InputError("node " + quote(node.name) + " has dtype " + dtype_name(node.dtype) +
                        ": the memory simulator models fp32 training only");
   Trace trace(graph, options);
   return trace.run();

@@ -64,7 +64,7 @@ const ZooEntry& zoo_entry(const std::string& name) {
   for (const ZooEntry& entry : zoo()) known.push_back(entry.name);
   std::string hint;
   for (const std::string& candidate : closest_names(name, known)) hint += (hint.empty() ? "" : ", ") + candidate;
-  throw InputError("unknown model '" + name + "' (did you mean " + hint +
+  throw InputError("unknown model " + quote(name) + " (did you mean " + hint +
                    "? `dnncast inspect --list` shows all " + std::to_string(known.size()) + ")");
 }
 

@@ -48,8 +48,8 @@ bool parse_number(const std::string& text, double& value) {
 
 OptionTable read_csv_table(const std::string& path, const std::vector<std::string>& options, const std::string& metric) {
   std::ifstream in(path);
-  if (!in) throw InputError("cannot open CSV file '" + path + "'");
-  if (options.empty()) throw InputError("no option columns given for '" + path + "'");
+  if (!in) throw InputError("cannot open CSV file " + quote(path));
+  if (options.empty()) throw InputError("no option columns given for " + quote(path));
   std::string line;
   int64_t line_number = 0;
   std::vector<std::string> header;
@@ -59,7 +59,7 @@ OptionTable read_csv_table(const std::string& path, const std::vector<std::strin
     header = split_csv_line(line);
     break;
   }
-  if (header.empty()) throw InputError("'" + path + "' has no header line");
+  if (header.empty()) throw InputError(quote(path) + " has no header line");
   std::map<std::string, size_t> column_of;
   for (size_t k = 0; k < header.size(); ++k) column_of[header[k]] = k;
   auto find = [&](const std::string& name, const char* what) {
@@ -67,7 +67,7 @@ OptionTable read_csv_table(const std::string& path, const std::vector<std::strin
     if (found == column_of.end()) {
       std::string known;
       for (const std::string& column : header) known += (known.empty() ? "" : ", ") + column;
-      throw InputError("'" + path + "' has no " + what + " column '" + name + "' (columns: " + known + ")");
+      throw InputError(quote(path) + " has no " + what + " column " + quote(name) + " (columns: " + known + ")");
     }
     return found->second;
   };
@@ -82,24 +82,24 @@ OptionTable read_csv_table(const std::string& path, const std::vector<std::strin
     if (line.empty() || line == "\r" || line[0] == '#') continue;
     std::vector<std::string> fields = split_csv_line(line);
     if (fields.size() != header.size())
-      throw InputError("'" + path + "' line " + std::to_string(line_number) + ": " + std::to_string(fields.size()) +
+      throw InputError(quote(path) + " line " + std::to_string(line_number) + ": " + std::to_string(fields.size()) +
                        " fields, the header has " + std::to_string(header.size()));
     std::vector<double> row;
     for (size_t k = 0; k < options.size(); ++k) {
       double value = 0;
       if (!parse_number(fields[option_columns[k]], value))
-        throw InputError("'" + path + "' line " + std::to_string(line_number) + ": option '" + options[k] +
+        throw InputError(quote(path) + " line " + std::to_string(line_number) + ": option '" + options[k] +
                          "' is not a number: '" + fields[option_columns[k]] + "'");
       row.push_back(value);
     }
     double target = 0;
     if (!parse_number(fields[metric_column], target) || !(target > 0))
-      throw InputError("'" + path + "' line " + std::to_string(line_number) + ": metric '" + metric +
-                       "' must be a positive number, got '" + fields[metric_column] + "'");
+      throw InputError(quote(path) + " line " + std::to_string(line_number) + ": metric '" + metric +
+                       "' must be a positive number, got " + quote(fields[metric_column]));
     rows.push_back(row);
     targets.push_back(target);
   }
-  if (rows.empty()) throw InputError("'" + path + "' has no data rows");
+  if (rows.empty()) throw InputError(quote(path) + " has no data rows");
   OptionTable table;
   table.name = path;
   table.options = options;

@@ -264,7 +264,7 @@ ShiftChoice fit_shift(const std::string& name, const StepwiseResult& source_fit,
   } else if (name == "gs") {
     choice.guided.fit(x, s, y);
   } else if (name != "source") {
-    throw InputError("unknown shift '" + name + "' (source, ratio, lms, gs)");
+    throw InputError("unknown shift " + quote(name) + " (source, ratio, lms, gs)");
   }
   return choice;
 }
@@ -404,14 +404,14 @@ Vector guided_predict(const GuidedShift& guided, const std::string& learner, con
 
 ExperimentResult run_experiment(const OptionTable& source, const OptionTable& target, const ExperimentOptions& options) {
   if (source.options != target.options) throw InputError("source and target must have the same option columns");
-  if (source.rows() < 3) throw InputError("source '" + source.name + "' has " + std::to_string(source.rows()) + " rows; at least 3 are needed");
+  if (source.rows() < 3) throw InputError("source " + quote(source.name) + " has " + std::to_string(source.rows()) + " rows; at least 3 are needed");
   if (options.draws < 1) throw InputError("draws must be at least 1");
   if (options.folds < 2) throw InputError("folds must be at least 2");
   for (const std::string& strategy : options.strategies)
     if (std::find(strategy_names().begin(), strategy_names().end(), strategy) == strategy_names().end()) {
       std::string known;
       for (const std::string& name : strategy_names()) known += (known.empty() ? "" : ", ") + name;
-      throw InputError("unknown strategy '" + strategy + "' (known: " + known + ")");
+      throw InputError("unknown strategy " + quote(strategy) + " (known: " + known + ")");
     }
   std::vector<std::string> learners;
   for (const std::string& alias : options.learners) learners.push_back(learner_name(alias));
