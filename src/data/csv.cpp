@@ -59,14 +59,17 @@ class Row {
       fail(column + " must be an integer, got " + quote(field));
     return value;
   }
-  std::optional<double> optional_number(const std::string& column) const {
+  // NaN is refused everywhere; infinity only where the store records it (`allow_infinity`: a
+  // median's CI below 6 iterations, profile::detail::median_rel_ci).
+  std::optional<double> optional_number(const std::string& column, bool allow_infinity = false) const {
     if (!has(column)) return std::nullopt;
     std::string field = text(column);
     double value = 0;
     auto result = std::from_chars(field.data(), field.data() + field.size(), value);
     if (result.ec != std::errc() || result.ptr != field.data() + field.size())
       fail(column + " must be a number, got " + quote(field));
-    if (!std::isfinite(value)) fail(column + " must be a finite number, got " + quote(field));
+    if (std::isnan(value) || (std::isinf(value) && !(allow_infinity && value > 0)))
+      fail(column + (allow_infinity ? " must be a number or inf, got " : " must be a finite number, got ") + quote(field));
     return value;
   }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(where_ + ": " + message); }
@@ -350,7 +353,7 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
     result.time_ms_p90 = row.optional_number("time_ms_p90");
     result.time_ms_mean = row.optional_number("time_ms_mean");
     result.iterations = row.integer("iterations");
-    result.time_rel_ci = row.optional_number("time_rel_ci");
+    result.time_rel_ci = row.optional_number("time_rel_ci", /*allow_infinity=*/true);
     result.warmup_iterations = row.integer("warmup_iterations");
     result.time_ms_normalised = row.optional_number("time_ms_normalised");
     result.probe_ms_before = row.optional_number("probe_ms_before");
