@@ -318,7 +318,11 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
       memory_config.precision = sample.config.precision;
       memory_config.device = environment.gpu_name.empty() ? "cpu" : "cuda";
       memory_config.threads = sample.config.threads;
-      memory_config.isa = features::effective_isa(hardware.isa);
+      // The simulator follows the measuring environment's ISA (or TableOptions::isa), never the
+      // features of featurize_as: it models the runs as they were measured.
+      memory_config.isa = features::effective_isa(options.isa != hardware::CpuIsa::Unknown
+                                                      ? options.isa
+                                                      : hardware_of(environment).isa);
       try {
         sample.simulated_peak_bytes = static_cast<double>(
             memory::simulate_memory(network_graph(networks.at(sample.network_hash), sample.config, sample.config.batch),

@@ -16,6 +16,25 @@
 
 namespace dnncast::cli {
 
+namespace {
+
+// A report (apps::EvaluationReport or apps::PredictorScore): its JSON into `json_file` when open
+// (--json-out), then JSON, markdown or text on stdout.
+template <typename Report>
+void print_report(const Report& report, bool as_json, bool markdown, std::ofstream& json_file,
+                  const std::string& json_out) {
+  if (json_file.is_open()) {
+    json_file << report.to_json().dump(2) << "\n";
+    json_file.close();
+    if (!json_file) throw InputError("cannot write " + json_out);
+  }
+  if (as_json) std::cout << report.to_json().dump(2) << "\n";
+  else if (markdown) std::cout << report.markdown();
+  else std::cout << report.text();
+}
+
+}  // namespace
+
 int run_evaluate(const Args& args) {
   CLI::App app(
       "Error of the learned predictor on held-out configurations (MRE, median and p90 relative error, share\n"
@@ -80,14 +99,7 @@ int run_evaluate(const Args& args) {
     score_options.runs = all_runs ? apps::HoldoutRuns::Include : apps::HoldoutRuns::Only;
     score_options.environment = environment;
     apps::PredictorScore score = apps::score_predictor(predictor_dir, db, score_options);
-    if (json_file.is_open()) {
-      json_file << score.to_json().dump(2) << "\n";
-      json_file.close();
-      if (!json_file) throw InputError("cannot write " + json_out);
-    }
-    if (as_json) std::cout << score.to_json().dump(2) << "\n";
-    else if (markdown) std::cout << score.markdown();
-    else std::cout << score.text();
+    print_report(score, as_json, markdown, json_file, json_out);
     return 0;
   }
   if (learner != "auto") learn::learner_info(learner);
@@ -142,14 +154,7 @@ int run_evaluate(const Args& args) {
     predictions_file.close();
     if (!predictions_file) throw InputError("cannot write " + predictions_path);
   }
-  if (json_file.is_open()) {
-    json_file << report.to_json().dump(2) << "\n";
-    json_file.close();
-    if (!json_file) throw InputError("cannot write " + json_out);
-  }
-  if (as_json) std::cout << report.to_json().dump(2) << "\n";
-  else if (markdown) std::cout << report.markdown();
-  else std::cout << report.text();
+  print_report(report, as_json, markdown, json_file, json_out);
   return 0;
 }
 

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "apps/holdout.h"
 #include "apps/predictor.h"
@@ -50,10 +52,26 @@ std::set<Key> holdout_plan_keys() {
   return keys;
 }
 
+// The shipped files data/PREFIX*.xz, sorted.
+std::vector<fs::path> shipped_files(const std::string& prefix) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(kSource + "/data"))
+    if (entry.path().filename().string().rfind(prefix, 0) == 0 && entry.path().extension() == ".xz")
+      files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A shipped .db.xz decompressed into this test's scratch folder; its path.
+std::string decompressed(const fs::path& xz) {
+  const std::string db = scratch(xz.stem().string());
+  EXPECT_EQ(std::system(("xz -dkc '" + xz.string() + "' > '" + db + "'").c_str()), 0) << xz;
+  return db;
+}
+
 // The runs of a shipped .db.xz, by configuration; plans of the runs into `plans`.
 std::set<Key> shipped_keys(const std::string& xz, std::set<std::string>& plans) {
-  const std::string db = scratch(fs::path(xz).stem().string());
-  EXPECT_EQ(std::system(("xz -dkc '" + xz + "' > '" + db + "'").c_str()), 0) << xz;
+  const std::string db = decompressed(xz);
   data::Store store = data::Store::open(db, data::Database::Mode::ReadOnly);
   std::map<std::string, std::string> names;
   for (const data::NetworkRecord& network : store.networks(false)) names[network.hash] = network.name;
@@ -68,38 +86,34 @@ std::set<Key> shipped_keys(const std::string& xz, std::set<std::string>& plans) 
 TEST(Holdout, NoShippedTrainingDatasetHoldsAHoldoutConfiguration) {
   const std::set<Key> holdout = holdout_plan_keys();
   ASSERT_GE(holdout.size(), 40u);
-  int datasets = 0;
-  for (const auto& entry : fs::directory_iterator(kSource + "/data")) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("dnncast-", 0) != 0 || entry.path().extension() != ".xz") continue;
-    ++datasets;
+  const std::vector<fs::path> datasets = shipped_files("dnncast-");
+  for (const fs::path& path : datasets) {
+    const std::string name = path.filename().string();
     std::set<std::string> plans;
-    std::set<Key> trained = shipped_keys(entry.path().string(), plans);
+    std::set<Key> trained = shipped_keys(path.string(), plans);
     EXPECT_GT(trained.size(), 100u) << name;
     EXPECT_EQ(plans.count(kHoldoutPlan), 0u) << name << " is a training dataset and holds holdout runs";
     int shared = 0;
     for (const Key& key : holdout) shared += trained.count(key) > 0;
     EXPECT_EQ(shared, 0) << name << " holds " << shared << " of the holdout's configurations";
   }
-  EXPECT_GE(datasets, 2);  // dnncast-cpu2 and dnncast-zen3-avx2 at least
+  EXPECT_GE(datasets.size(), 2u);  // dnncast-cpu2 and dnncast-zen3-avx2 at least
 }
 
 // The shipped holdout measurements are the plan's configurations, so the keys above are the same
 // kind of thing as a dataset's (a network name of the plan is the name its runs record).
 TEST(Holdout, ShippedHoldoutDatasetsHoldThePlansConfigurations) {
   const std::set<Key> plan = holdout_plan_keys();
-  int datasets = 0;
-  for (const auto& entry : fs::directory_iterator(kSource + "/data")) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("holdout-", 0) != 0 || entry.path().extension() != ".xz") continue;
-    ++datasets;
+  const std::vector<fs::path> datasets = shipped_files("holdout-");
+  for (const fs::path& path : datasets) {
+    const std::string name = path.filename().string();
     std::set<std::string> plans;
-    std::set<Key> measured = shipped_keys(entry.path().string(), plans);
+    std::set<Key> measured = shipped_keys(path.string(), plans);
     EXPECT_EQ(plans, std::set<std::string>{kHoldoutPlan}) << name;
     for (const Key& key : measured) EXPECT_EQ(plan.count(key), 1u) << name << ": a run outside the plan";
     EXPECT_GE(measured.size() * 10, plan.size() * 9) << name << ": fewer than 90% of the plan's configurations";
   }
-  EXPECT_GE(datasets, 1);
+  EXPECT_GE(datasets.size(), 1u);
 }
 
 // Runs of the holdout plan are left out of every training table (train, evaluate, calibrate,
@@ -153,11 +167,8 @@ TEST(Holdout, RunsOfTheHoldoutPlanNeverEnterATrainingTable) {
 // coverage in [0, 1]; the figures themselves are in docs/RESULTS.md (a score, not a pass mark).
 TEST(Holdout, ShippedPredictorScoresOnTheShippedHoldout) {
   int scored = 0;
-  for (const auto& entry : fs::directory_iterator(kSource + "/data")) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("holdout-", 0) != 0 || entry.path().extension() != ".xz") continue;
-    const std::string db = scratch(entry.path().stem().string());
-    ASSERT_EQ(std::system(("xz -dkc '" + entry.path().string() + "' > '" + db + "'").c_str()), 0);
+  for (const fs::path& path : shipped_files("holdout-")) {
+    const std::string db = decompressed(path);
     for (const std::string& set : shipped_predictor_sets(kSource + "/data/predictors")) {
       PredictorScore score = score_predictor(set, db);
       EXPECT_GT(score.all.configurations, 0) << set;
