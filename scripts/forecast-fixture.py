@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Runs `dnncast predict --json` and `dnncast memory --json` on every configuration of a configs.tsv and
+either writes what they print (--write) or checks it against a file written before (--check).
+
+Issue 17's behaviour-unchanged check: tests/cli/forecast_fixture/before.json was written by the code before the redesign (a2d2084); after it,
+every number, flag and string must come out the same. Only the predictor's absolute path is left out
+(it names the checkout). Exit code 1 names each difference; 2 on bad arguments.
+
+  /usr/bin/python3 scripts/forecast-fixture.py --dnncast build/dnncast --check tests/cli/forecast_fixture/before.json
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+IGNORED_KEYS = {"predictor"}  # an absolute path: differs between checkouts
+
+
+def read_configs(path):
+    configs = []
+    with open(path) as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 5:
+                sys.exit(f"forecast-fixture: {path}: expected 5 tab-separated fields, got {len(fields)}: {line!r}")
+            configs.append(dict(zip(["id", "model", "args", "threads", "isa"], fields)))
+    return configs
+
+
+def commands(config, dnncast):
+    common = [config["model"]] + shlex.split(config["args"]) + ["--threads", config["threads"], "--json"]
+    predict = [dnncast, "predict"] + common + ["--host-isa", config["isa"]]
+    if config["threads"] == "2":  # half of them also forecast an epoch
+        predict += ["--epoch-samples", "50000"]
+    memory = [dnncast, "memory"] + common + ["--isa", config["isa"]]
+    return {"predict": predict, "memory": memory}
+
+
+def run(argv, cwd):
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600)
+    result = {"rc": done.returncode}
+    try:
+        result["json"] = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        result["stdout"] = done.stdout
+    if done.returncode != 0:
+        result["stderr"] = done.stderr.strip().splitlines()[-1:] if done.stderr.strip() else []
+    return result
+
+
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in IGNORED_KEYS}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def differences(before, after, path=""):
+    if type(before) is not type(after):
+        return [f"{path}: {before!r} before, {after!r} after"]
+    if isinstance(before, dict):
+        out = []
+        for key in sorted(set(before) | set(after)):
+            if key not in after:
+                out.append(f"{path}.{key}: missing after")
+            elif key not in before:
+                out.append(f"{path}.{key}: new after ({after[key]!r})")
+            else:
+                out += differences(before[key], after[key], f"{path}.{key}")
+        return out
+    if isinstance(before, list):
+        if len(before) != len(after):
+            return [f"{path}: {len(before)} entries before, {len(after)} after"]
+        return [d for i, (b, a) in enumerate(zip(before, after)) for d in differences(b, a, f"{path}[{i}]")]
+    return [] if before == after else [f"{path}: {before!r} before, {after!r} after"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dnncast", required=True)
+    parser.add_argument("--only", metavar="ID", action="append", help="run only these configurations (--check: compare only them)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--configs", default=os.path.join(os.path.dirname(__file__), "..", "tests", "cli",
+                                                          "forecast_fixture", "configs.tsv"))
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", metavar="FILE")
+    mode.add_argument("--check", metavar="FILE")
+    args = parser.parse_args()
+    dnncast = os.path.abspath(args.dnncast)
+    cwd = os.path.dirname(os.path.abspath(args.configs))  # graph files are named relative to configs.tsv
+    configs = [c for c in read_configs(args.configs) if not args.only or c["id"] in args.only]
+    if args.only and len(configs) != len(set(args.only)):
+        sys.exit(f"forecast-fixture: --only names an id that {args.configs} lacks")
+    jobs = [(c, name, argv) for c in configs for name, argv in commands(c, dnncast).items()]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        outputs = list(pool.map(lambda job: strip(run(job[2], cwd)), jobs))
+    results = {c["id"]: {"config": c} for c in configs}
+    for (config, name, _), output in zip(jobs, outputs):
+        results[config["id"]][name] = output
+    if args.write:
+        with open(args.write, "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+            f.write("\n")
+        failed = [k for k, v in results.items() if v["predict"]["rc"] or v["memory"]["rc"]]
+        print(f"forecast-fixture: wrote {len(results)} configurations to {args.write}"
+              + (f"; non-zero exit codes: {', '.join(failed)}" if failed else ""))
+        return 0
+    with open(args.check) as f:
+        before = json.load(f)
+    if args.only:
+        before = {k: v for k, v in before.items() if k in args.only}
+    diffs = differences(before, results, "")
+    for d in diffs[:50]:
+        print(f"forecast-fixture: {d}")
+    if diffs:
+        print(f"forecast-fixture: {len(diffs)} differences from {args.check}")
+        return 1
+    print(f"forecast-fixture: {len(results)} configurations x (predict, memory): identical to {args.check}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
