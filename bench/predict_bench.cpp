@@ -12,7 +12,7 @@
 #include "apps/model_source.h"
 #include "apps/predictor.h"
 #include "features/featurizer.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "models/zoo.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <exception>
 #include <string>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::fuzz {
 

@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "cli/commands.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 int main(int argc, char** argv) {
   dnncast::cli::Args args(argv + 1, argv + argc);

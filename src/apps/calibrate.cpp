@@ -12,7 +12,7 @@
 #include "data/network_source.h"
 #include "data/plan.h"
 #include "features/featurizer.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "hardware/hardware.h"
 #include "learn/automl.h"
 #include "learn/metrics.h"

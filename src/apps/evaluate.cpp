@@ -9,7 +9,7 @@
 
 #include "data/csv.h"
 #include "data/stats.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::apps {
 

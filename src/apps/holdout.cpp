@@ -9,7 +9,7 @@
 #include "apps/evaluate.h"
 #include "apps/host_match.h"
 #include "data/store.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::apps {
 

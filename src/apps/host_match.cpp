@@ -7,7 +7,7 @@
 #include "apps/predictor.h"
 #include "data/environment.h"
 #include "features/featurizer.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "hardware/fingerprint.h"
 #include "hardware/hardware.h"
 #include "memory/cpu_conv.h"

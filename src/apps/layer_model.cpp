@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::apps {
 

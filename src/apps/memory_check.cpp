@@ -6,7 +6,7 @@
 
 #include "apps/predictor.h"
 #include "features/featurizer.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::apps {
 

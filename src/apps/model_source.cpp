@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "import/graph_json.h"
 #include "models/synthetic.h"
 

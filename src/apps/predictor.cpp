@@ -13,7 +13,7 @@
 
 #include "data/csv.h"
 #include "data/network_source.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "hardware/hardware.h"
 #include "import/graph_json.h"
 #include "learn/metrics.h"

@@ -13,7 +13,7 @@
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "data/campaign.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::cli {
 

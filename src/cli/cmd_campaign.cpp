@@ -6,7 +6,7 @@
 #include "cli/parse_args.h"
 #include "data/campaign.h"
 #include "data/plan.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::cli {
 

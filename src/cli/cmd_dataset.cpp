@@ -12,7 +12,7 @@
 #include "data/merge.h"
 #include "data/stats.h"
 #include "data/store.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::cli {
 

@@ -11,7 +11,7 @@
 #include "apps/holdout.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learner.h"
 
 namespace dnncast::cli {

@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
 

@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "memory/cpu_conv.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"

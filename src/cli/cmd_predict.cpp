@@ -13,11 +13,11 @@
 #include "apps/host_match.h"
 #include "apps/model_source.h"
 #include "apps/predictor.h"
-#include "graph/checked.h"
+#include "core/checked.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "memory/simulator.h"
 
 namespace dnncast::cli {

@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "models/zoo.h"
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"

@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "features/featurizer.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "transfer/transfer.h"
 
 namespace dnncast::cli {

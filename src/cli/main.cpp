@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace {
 

@@ -2,8 +2,8 @@
 
 #include "apps/model_source.h"
 #include "cli/parse_args.h"
-#include "graph/checked.h"
-#include "graph/error.h"
+#include "core/checked.h"
+#include "core/error.h"
 #include "graph/tensor.h"
 
 namespace dnncast::cli {

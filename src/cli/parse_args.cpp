@@ -4,7 +4,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "memory/simulator.h"
 
 namespace dnncast::cli {

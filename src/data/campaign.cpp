@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "data/environment.h"
-#include "graph/error.h"
+#include "core/error.h"
 
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"

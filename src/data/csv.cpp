@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "data/network_source.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "import/graph_json.h"
 
 namespace dnncast::data {

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::data {
 

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "import/graph_json.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"

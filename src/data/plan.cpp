@@ -6,8 +6,8 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "graph/checked.h"
-#include "graph/error.h"
+#include "core/checked.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
 

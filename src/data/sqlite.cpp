@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::data {
 

@@ -5,7 +5,7 @@
 #include <ctime>
 #include <sstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::data {
 

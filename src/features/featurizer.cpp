@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 
 namespace dnncast::features {

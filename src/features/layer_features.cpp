@@ -4,7 +4,7 @@
 #include <array>
 #include <cmath>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "memory/cpu_conv.h"
 

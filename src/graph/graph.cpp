@@ -5,8 +5,8 @@
 #include <queue>
 #include <sstream>
 
-#include "graph/checked.h"
-#include "graph/error.h"
+#include "core/checked.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 
 namespace dnncast {
@@ -147,7 +147,7 @@ void Graph::infer_node(int index) {
       view.inputs.push_back(&nodes_[static_cast<size_t>(input)]);
     }
     node.dtype = def->dtype ? def->dtype(view) : (view.inputs.empty() ? DType::F32 : view.inputs[0]->dtype);
-    // Shape and cost rules multiply with checked_mul (graph/checked.h); an overflow is this node's fault.
+    // Shape and cost rules multiply with checked_mul (core/checked.h); an overflow is this node's fault.
     try {
       node.shape = def->shape(view);
       for (int64_t dim : node.shape.dims)

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/checked.h"
+#include "core/checked.h"
 #include "graph/op_registry.h"
 
 namespace dnncast::ops {

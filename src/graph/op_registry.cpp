@@ -1,7 +1,7 @@
 #include "graph/op_registry.h"
 
-#include "graph/checked.h"
-#include "graph/error.h"
+#include "core/checked.h"
+#include "core/error.h"
 
 namespace dnncast {
 

@@ -1,5 +1,5 @@
 // Input: a graph input; attrs shape (ints, batch first), dtype ("f32" default, "i64" for tokens).
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_helpers.h"
 
 namespace dnncast {

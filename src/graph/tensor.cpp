@@ -1,38 +1,9 @@
 #include "graph/tensor.h"
 
-#include <cstdio>
-#include <cstdlib>
-
-#include "graph/checked.h"
-#include "graph/error.h"
+#include "core/checked.h"
+#include "core/error.h"
 
 namespace dnncast {
-
-void internal_assert_fail(const char* expr, const char* file, int line) {
-  std::fprintf(stderr, "dnncast internal error: %s failed at %s:%d\n", expr, file, line);
-  std::abort();
-}
-
-std::string escape_control(const std::string& text) {
-  std::string escaped;
-  for (char c : text) {
-    unsigned char byte = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      escaped += "\\n";
-    } else if (c == '\r') {
-      escaped += "\\r";
-    } else if (c == '\t') {
-      escaped += "\\t";
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\x%02x", byte);
-      escaped += buffer;
-    } else {
-      escaped += c;
-    }
-  }
-  return escaped;
-}
 
 int64_t dtype_bytes(DType dtype) {
   switch (dtype) {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "graph/error.h"  // InputError only (header-only): hardware links no other module
+#include "core/error.h"  // InputError only (header-only): hardware links no other module
 
 namespace dnncast::hardware {
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "graph/checked.h"
-#include "graph/error.h"
+#include "core/checked.h"
+#include "core/error.h"
 
 namespace dnncast {
 
@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-// Attributes are bounded here (kMaxIntegerAttr, graph/checked.h); tensors and costs by shape inference.
+// Attributes are bounded here (kMaxIntegerAttr, core/checked.h); tensors and costs by shape inference.
 int64_t bounded_integer(const json& value, const std::string& where) {
   bool in_range = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(kMaxIntegerAttr)
                                              : value.get<int64_t>() >= -kMaxIntegerAttr &&

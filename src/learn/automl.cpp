@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::learn {
 

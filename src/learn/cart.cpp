@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <numeric>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {

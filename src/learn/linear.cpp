@@ -2,7 +2,7 @@
 // features; the intercept is the target mean and is never penalized.
 #include <cmath>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {

@@ -1,7 +1,7 @@
 // The simplest learner: the mean of the training targets. With the log_residual target transform
 // it is the fitted roofline alone, so AutoML always has the analytic model among its candidates
 // and picks a learned correction only where cross-validation shows one helps.
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {

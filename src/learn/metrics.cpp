@@ -5,7 +5,7 @@
 #include <map>
 #include <numeric>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::learn {
 

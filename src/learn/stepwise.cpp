@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {

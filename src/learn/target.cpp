@@ -7,7 +7,7 @@
 #include <tuple>
 #include <utility>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/metrics.h"
 
 namespace dnncast::learn {

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {

@@ -1,6 +1,6 @@
 #include "memory/allocators.h"
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::memory {
 

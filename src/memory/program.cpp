@@ -1,6 +1,6 @@
 #include "memory/program.h"
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast::memory {
 

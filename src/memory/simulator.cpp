@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "memory/allocators.h"
 #include "memory/training_trace.h"
 

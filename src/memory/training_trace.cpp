@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "memory/cpu_conv.h"
 

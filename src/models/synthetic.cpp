@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 
 namespace dnncast {

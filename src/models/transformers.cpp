@@ -14,7 +14,7 @@
 //               ln_f, LM head tied to the token embedding (124,439,808 parameters). Dropout 0.1.
 // Reshapes use 0 / -1 and Flatten so that no attribute depends on the batch or the sequence length.
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "models/zoo.h"
 
 namespace dnncast {

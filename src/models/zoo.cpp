@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast {
 

@@ -34,7 +34,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "profile/internal.h"

@@ -27,7 +27,7 @@
 #include <numeric>
 #include <string>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "profile/internal.h"

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <map>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "transfer/transfer.h"
 
 namespace dnncast::transfer {

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <set>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/metrics.h"
 
 namespace dnncast::transfer {

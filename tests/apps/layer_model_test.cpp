@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "apps/layer_model.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "apps/model_source.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "models/synthetic.h"

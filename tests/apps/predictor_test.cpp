@@ -17,7 +17,7 @@
 #include "data/csv.h"
 #include "data/network_source.h"
 #include "graph/op_registry.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learner.h"
 
 namespace dnncast::apps {

@@ -10,7 +10,7 @@
 #include "data/stats.h"
 #include "data/store.h"
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "import/graph_json.h"
 #include "test_util.h"
 

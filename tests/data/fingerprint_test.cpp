@@ -9,7 +9,7 @@
 #include "data/network_source.h"
 #include "data/stats.h"
 #include "data/store.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "test_util.h"
 
 namespace dnncast::data {

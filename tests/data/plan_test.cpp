@@ -7,7 +7,7 @@
 #include <set>
 
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "import/graph_json.h"
 #include "test_util.h"
 

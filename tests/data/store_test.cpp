@@ -7,7 +7,7 @@
 
 #include "data/merge.h"
 #include "data/network_source.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "import/graph_json.h"
 #include "test_util.h"
 

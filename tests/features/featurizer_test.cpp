@@ -6,7 +6,7 @@
 
 #include "features/featurizer.h"
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "models/zoo.h"
 
 namespace dnncast::features {

@@ -1,7 +1,7 @@
 // Host detection from /proc text fixtures and the device catalogue.
 #include <gtest/gtest.h>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "hardware/hardware.h"
 
 namespace dnncast::hardware {

@@ -7,7 +7,7 @@
 
 #include "features/featurizer.h"
 #include "features/layer_features.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
 

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "python_run.h"
 
@@ -756,7 +756,7 @@ const std::vector<ErrorCase>& error_cases() {
       {"mse_shapes", "MSELoss", {f32({2, 8}), f32({2, 9})}, {}, "differ in shape"},
       {"input_shape", "Input", {}, {{"shape", Ints{2, 0}}}, "non-positive dimension"},
       {"input_dtype", "Input", {}, {{"shape", Ints{2}}, {"dtype", std::string("f8")}}, "unknown dtype 'f8'"},
-      // Products past int64 or past the 2^40-element bound (graph/checked.h), found by a bad-input campaign.
+      // Products past int64 or past the 2^40-element bound (core/checked.h), found by a bad-input campaign.
       {"reshape_product_wraps",
        "Reshape",
        {f32({1, 8})},

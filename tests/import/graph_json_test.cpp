@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "import/graph_json.h"
 #include "models/zoo.h"
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/automl.h"
 
 namespace dnncast::learn {

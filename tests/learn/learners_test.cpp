@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/learner.h"
 #include "learn/metrics.h"
 

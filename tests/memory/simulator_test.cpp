@@ -6,7 +6,7 @@
 #include <map>
 
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "memory/allocators.h"
 #include "memory/cpu_conv.h"

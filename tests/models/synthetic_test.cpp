@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "models/synthetic.h"
 

@@ -15,7 +15,7 @@
 #include <map>
 #include <sstream>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
 #include "python_run.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 
 namespace dnncast {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "models/zoo.h"

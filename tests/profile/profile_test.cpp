@@ -7,7 +7,7 @@
 #include <set>
 
 #include "graph/builder.h"
-#include "graph/error.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
 #include "profile/internal.h"

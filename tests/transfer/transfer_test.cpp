@@ -18,7 +18,7 @@
 #include <sstream>
 #include <string>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "learn/metrics.h"
 #include "transfer/transfer.h"
 

@@ -3,7 +3,7 @@
 // `make test` trains one seeded slice of the zoo (tests/rotation.h), `make test-slow` all of it.
 #include <gtest/gtest.h>
 
-#include "graph/error.h"
+#include "core/error.h"
 #include "models/zoo.h"
 #include "profile/measure.h"
 #include "rotation.h"

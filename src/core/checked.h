@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "graph/error.h"
+#include "core/error.h"
 
 namespace dnncast {
 

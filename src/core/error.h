@@ -1,6 +1,9 @@
 // Two kinds of checks, never mixed (STYLE.md):
 //   InputError  - the user gave us something wrong; message names what and where.
-//   DNNCAST_ASSERT - a bug in dnncast; never reachable from user input.
+//   DNNCAST_ASSERT - a bug in dnncast; never reachable from user input. It throws InternalError (as c10's
+//     TORCH_INTERNAL_ASSERT throws c10::Error): the CLI, the Python module and the server each report it at
+//     their boundary ("internal error: ...", CLI exit code 3) instead of the process dying inside an
+//     interpreter or a request.
 #pragma once
 
 #include <stdexcept>
@@ -15,6 +18,13 @@ class InputError : public std::runtime_error {
   InputError with_context(const std::string& context) const {
     return InputError(context + ": " + what());
   }
+};
+
+// A failed DNNCAST_ASSERT: "DNNCAST_ASSERT(expr) failed at file:line". Deliberately not an InputError, so
+// that no boundary reports a bug as the user's fault.
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message) : std::logic_error(message) {}
 };
 
 [[noreturn]] void internal_assert_fail(const char* expr, const char* file, int line);

@@ -1,0 +1,32 @@
+#include "core/error.h"
+
+#include <cstdio>
+
+namespace dnncast {
+
+void internal_assert_fail(const char* expr, const char* file, int line) {
+  throw InternalError("DNNCAST_ASSERT(" + std::string(expr) + ") failed at " + file + ":" + std::to_string(line));
+}
+
+std::string escape_control(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    unsigned char byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      escaped += "\\n";
+    } else if (c == '\r') {
+      escaped += "\\r";
+    } else if (c == '\t') {
+      escaped += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\x%02x", byte);
+      escaped += buffer;
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
+
+}  // namespace dnncast
