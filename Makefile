@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup build test test-rotation test-slow demo sanitize fuzz fuzz-ci fuzz-build clean
+.PHONY: setup configure build build-cli test test-rotation test-slow demo sanitize fuzz fuzz-ci fuzz-build clean
 
 setup:
 	@bash scripts/setup.sh
@@ -11,11 +11,18 @@ setup:
 # Configure's progress lines go to $(BUILD)/configure.log, shown in full when configure fails; its
 # errors and warnings (stderr) always show. A missing or broken libtorch stops here unless
 # CMAKE_FLAGS=-DDNNCAST_WITH_TORCH=OFF asks for a build without it.
-build: setup
+configure: setup
 	@mkdir -p $(BUILD)
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >$(BUILD)/configure.log || \
 	  { cat $(BUILD)/configure.log; echo "make build: configure failed (its output above, $(BUILD)/configure.log)" >&2; exit 1; }
+
+# Everything: the CLI, the tests and the benchmarks (what `make test` needs).
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The CLI alone (the libraries it links and nothing else): what `make demo` needs.
+build-cli: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target dnncast
 
 # Tests whose expectations depend on the ISA oneDNN dispatches to (src/hardware/isa.h): `make test`
 # runs them a second time with oneDNN and ATen capped at AVX2, so that an AVX-512 host checks the
@@ -46,7 +53,7 @@ test-rotation: build
 test-slow: build
 	@cd $(BUILD) && env -u DNNCAST_ROTATION_SEED ctest -L slow --output-on-failure
 
-demo: build
+demo: build-cli
 	@$(BUILD)/dnncast predict resnet50 --batch 32 --input 3x224x224
 
 # ASan + UBSan build of everything, and the same test suite under it.

@@ -16,9 +16,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Cheap learners first, so a short budget still sees every family of model.
-const std::vector<std::string> kDefaultOrder{"mean", "ridge", "stepwise", "cart", "xgboost", "random_forest", "lasso", "mlp"};
-
 }  // namespace
 
 const CandidateResult& AutoMLResult::best() const {
@@ -75,7 +72,7 @@ AutoMLResult run_automl(const Matrix& x, const Vector& y, const AutoMLOptions& o
                      std::to_string(2 * std::max(2, options.folds)) + " for " + std::to_string(options.folds) +
                      "-fold cross-validation)");
   std::vector<std::string> learners = options.learners;
-  if (learners.empty()) learners = kDefaultOrder;
+  if (learners.empty()) learners = learners_cheap_first();  // every registered learner
   for (const std::string& name : learners) learner_info(name);  // unknown names fail before any work
   std::vector<TargetTransform> transforms = options.transforms;
   if (transforms.empty()) transforms.push_back(TargetTransform::log());

@@ -54,11 +54,29 @@ int g_fit_threads = 1;  // the machine is shared: OpenMP spinning on busy cores 
 void set_fit_threads(int threads) { g_fit_threads = std::max(1, threads); }
 int fit_threads() { return g_fit_threads; }
 
+namespace {
+
+// THE list of learners: adding one is its own file plus one entry here. The order is AutoML's default
+// search order, cheap learners first, so that a short budget still sees every family of model.
+std::vector<LearnerInfo> registered_learners() {
+  return {mean_learner_info(),    ridge_learner_info(),         stepwise_learner_info(), cart_learner_info(),
+          xgboost_learner_info(), random_forest_learner_info(), lasso_learner_info(),    mlp_learner_info()};
+}
+
+}  // namespace
+
+const std::vector<std::string>& learners_cheap_first() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> result;
+    for (const LearnerInfo& info : registered_learners()) result.push_back(info.name);
+    return result;
+  }();
+  return names;
+}
+
 const std::vector<LearnerInfo>& learner_registry() {
   static const std::vector<LearnerInfo> registry = [] {
-    std::vector<LearnerInfo> entries{xgboost_learner_info(), random_forest_learner_info(), ridge_learner_info(),
-                                     lasso_learner_info(),   stepwise_learner_info(),      cart_learner_info(),
-                                     mlp_learner_info(),     mean_learner_info()};
+    std::vector<LearnerInfo> entries = registered_learners();
     std::sort(entries.begin(), entries.end(), [](const LearnerInfo& a, const LearnerInfo& b) { return a.name < b.name; });
     for (size_t entry = 1; entry < entries.size(); ++entry) DNNCAST_ASSERT(entries[entry - 1].name != entries[entry].name);
     return entries;

@@ -64,6 +64,8 @@ struct LearnerInfo {
 // All learners, sorted by name: cart, lasso, mean, mlp, random_forest, ridge, stepwise, xgboost.
 const std::vector<LearnerInfo>& learner_registry();
 std::vector<std::string> learner_names();
+// The same learners in AutoML's default search order, cheap first (the order they are registered in).
+const std::vector<std::string>& learners_cheap_first();
 // Throws InputError "unknown learner 'x' (known learners: ...)".
 const LearnerInfo& learner_info(const std::string& name);
 std::unique_ptr<Learner> make_learner(const std::string& name, const nlohmann::json& hyperparameters = {});

@@ -208,5 +208,29 @@ TEST(AutoML, CandidateBudgetAloneIsDeterministic) {
   EXPECT_THROW(run_automl(x, y, options), InputError);
 }
 
+TEST(AutoML, WithNoLearnersNamedEveryRegisteredLearnerIsTried) {
+  // The registration list is the only list: a learner added to the registry reaches AutoML's default
+  // search (candidates go round the learners in order, so one candidate each covers them all).
+  Rng rng(7);
+  Matrix x(40, 2);
+  Vector y(40);
+  for (int64_t row = 0; row < 40; ++row) {
+    for (int64_t col = 0; col < 2; ++col) x(row, col) = rng.unit();
+    y(row) = 1 + x(row, 0);
+  }
+  AutoMLOptions options;
+  options.budget_s = 0;
+  options.folds = 2;
+  options.max_candidates = static_cast<int64_t>(learner_names().size());
+  AutoMLResult result = run_automl(x, y, options);
+  std::set<std::string> tried;
+  for (const CandidateResult& entry : result.leaderboard) tried.insert(entry.candidate.learner);
+  const std::vector<std::string> names = learner_names();
+  EXPECT_EQ(tried, std::set<std::string>(names.begin(), names.end()));
+  // Cheap first: the order a short budget relies on.
+  EXPECT_EQ(learners_cheap_first().front(), "mean");
+  EXPECT_EQ(learners_cheap_first().size(), names.size());
+}
+
 }  // namespace
 }  // namespace dnncast::learn
