@@ -297,66 +297,63 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
-  Clock::time_point start = Clock::now();
-  CampaignSummary summary;
+namespace {
+
+// The plan entries of this shard, kept to the threads asked for.
+std::vector<size_t> campaign_entries(const Plan& plan, const CampaignOptions& options) {
   std::vector<size_t> entries = shard_entries(plan, options.shard);
-  if (!options.threads.empty()) {
-    std::vector<size_t> kept;
-    for (size_t index : entries)
-      if (std::find(options.threads.begin(), options.threads.end(), plan.entries[index].config.threads) !=
-          options.threads.end())
-        kept.push_back(index);
-    entries.swap(kept);
-  }
-  summary.planned = static_cast<int64_t>(entries.size()) * plan.repeats;
+  if (options.threads.empty()) return entries;
+  std::vector<size_t> kept;
+  for (size_t index : entries)
+    if (std::find(options.threads.begin(), options.threads.end(), plan.entries[index].config.threads) !=
+        options.threads.end())
+      kept.push_back(index);
+  return kept;
+}
 
-#ifndef DNNCAST_HAVE_TORCH
-  if (!options.dry_run)
-    throw InputError("this dnncast was built without libtorch, so it cannot measure (campaign --dry-run still works)");
-#endif
-  std::vector<int> cpus = options.dry_run ? allowed_cpus() : pin_to(options.cpus);
-#ifdef DNNCAST_HAVE_TORCH
-  check_measurable(plan, entries);
-#endif
-
-  // One environment per device the shard uses (the GPU fields differ).
+// What a campaign knows before it measures: one environment per device the shard uses (the GPU fields
+// differ), the dataset when there is one, and what is already done in it per device.
+struct CampaignState {
   std::map<std::string, EnvironmentRecord> environments;
-  for (size_t index : entries) {
-    const std::string& device = plan.entries[index].config.device;
-    if (!environments.count(device)) environments.emplace(device, detect_environment(device));
-  }
-
-  // What is already done, per device: from the dataset when it exists.
-  bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
   std::optional<Store> store;
-  if (have_db)
-    store = Store::open(options.db_path, options.dry_run ? Database::Mode::ReadOnly : Database::Mode::Create);
   std::map<std::string, int64_t> environment_ids;
   std::map<std::string, std::set<RunKey>> done;
   std::set<std::string> stored_networks;
-  if (store) {
-    for (const auto& [device, environment] : environments) {
-      int64_t id = 0;
-      if (options.dry_run) {
-        for (const EnvironmentRecord& known : store->environments())
-          if (known.hash() == environment.hash()) id = known.id;
-      } else {
-        id = store->ensure_environment(environment);
-      }
-      environment_ids[device] = id;
-      if (id) done[device] = store->run_keys(id);
-    }
-    for (const NetworkRecord& network : store->networks(false)) stored_networks.insert(network.hash);
-  }
+};
 
-  // Repeat-major order: every configuration once before any twice, so a campaign stopped early
-  // still covers the plan evenly and repeats are spread over time (the noise floor sees the drift).
+CampaignState open_campaign(const Plan& plan, const std::vector<size_t>& entries, const CampaignOptions& options) {
+  CampaignState state;
+  for (size_t index : entries) {
+    const std::string& device = plan.entries[index].config.device;
+    if (!state.environments.count(device)) state.environments.emplace(device, detect_environment(device));
+  }
+  bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
+  if (!have_db) return state;
+  state.store = Store::open(options.db_path, options.dry_run ? Database::Mode::ReadOnly : Database::Mode::Create);
+  for (const auto& [device, environment] : state.environments) {
+    int64_t id = 0;
+    if (options.dry_run) {
+      for (const EnvironmentRecord& known : state.store->environments())
+        if (known.hash() == environment.hash()) id = known.id;
+    } else {
+      id = state.store->ensure_environment(environment);
+    }
+    state.environment_ids[device] = id;
+    if (id) state.done[device] = state.store->run_keys(id);
+  }
+  for (const NetworkRecord& network : state.store->networks(false)) state.stored_networks.insert(network.hash);
+  return state;
+}
+
+// Repeat-major order: every configuration once before any twice, so a campaign stopped early still
+// covers the plan evenly and repeats are spread over time (the noise floor sees the drift).
+std::vector<WorkItem> campaign_todo(const Plan& plan, const std::vector<size_t>& entries, CampaignState& state,
+                                    CampaignSummary& summary) {
   std::vector<WorkItem> todo;
   for (int64_t repeat = 0; repeat < plan.repeats; ++repeat) {
     for (size_t index : entries) {
       const PlanEntry& entry = plan.entries[index];
-      const std::set<RunKey>& device_done = done[entry.config.device];
+      const std::set<RunKey>& device_done = state.done[entry.config.device];
       RunKey key{plan.networks[static_cast<size_t>(entry.network)].hash, entry.config, repeat};
       if (device_done.count(key))
         ++summary.done_before;
@@ -364,7 +361,11 @@ CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
         todo.push_back({index, repeat});
     }
   }
+  return todo;
+}
 
+void print_campaign_header(const Plan& plan, const CampaignOptions& options, const CampaignSummary& summary,
+                           size_t todo, const std::vector<int>& cpus) {
   std::set<std::string> architectures;
   for (const PlanEntry& entry : plan.entries)
     architectures.insert(plan.networks[static_cast<size_t>(entry.network)].hash);
@@ -375,17 +376,49 @@ CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
                static_cast<long long>(plan.repeats), static_cast<long long>(plan.run_count()),
                static_cast<long long>(options.shard.index), static_cast<long long>(options.shard.count),
                static_cast<long long>(summary.planned), static_cast<long long>(summary.done_before),
-               options.db_path.c_str(), todo.size(), format_cpu_list(cpus).c_str());
-  if (options.dry_run) {
-    size_t shown = std::min<size_t>(todo.size(), 20);
-    for (size_t index = 0; index < shown; ++index)
-      std::fprintf(options.out, "  %s\n", describe(plan, todo[index]).c_str());
-    if (shown < todo.size()) std::fprintf(options.out, "  ... and %zu more\n", todo.size() - shown);
-    summary.elapsed_s = seconds_since(start);
-    return summary;
-  }
+               options.db_path.c_str(), todo, format_cpu_list(cpus).c_str());
+}
 
 #ifdef DNNCAST_HAVE_TORCH
+// Measures one work item in a child process and stores the run (its own transaction: committed before
+// the next run starts). What fails as an InputError here (a file graph at another batch) is a result.
+const RunResult& measure_and_store(const Plan& plan, const WorkItem& item, const std::vector<int>& cpus,
+                                   const profile::Limits& limits, CampaignState& state, RunRecord& run) {
+  const PlanEntry& entry = plan.entries[item.entry];
+  const PlanNetwork& network = plan.networks[static_cast<size_t>(entry.network)];
+  run.environment_id = state.environment_ids.at(entry.config.device);
+  run.config = entry.config;
+  run.repeat_index = item.repeat;
+  run.plan = plan.name;
+  run.host = state.environments.at(entry.config.device).host;
+  run.cpus = format_cpu_list(cpus);
+  Clock::time_point run_start = Clock::now();
+  try {
+    Graph graph = build_network(network.model, entry.config);
+    profile::Measurement measurement = profile::measure_isolated(graph, train_config(entry.config, plan.measure.per_layer), limits);
+    run.result = result_of(measurement);
+    if (!measurement.env.cpus.empty()) run.cpus = measurement.env.cpus;
+  } catch (const InputError& error) {
+    run.result = RunResult{};
+    run.result.status = "error";
+    run.result.message = error.what();
+    run.result.wall_s = seconds_since(run_start);
+  }
+  run.measured_at = utc_now();
+  NetworkRecord record;
+  record.hash = network.hash;
+  if (!state.stored_networks.count(network.hash)) {
+    record = network_record(network.model, entry.config);
+    DNNCAST_ASSERT(record.hash == network.hash);
+  }
+  state.store->insert_run(record, run);
+  state.stored_networks.insert(network.hash);
+  return run.result;
+}
+
+void measure_todo(const Plan& plan, const std::vector<WorkItem>& todo, const std::vector<int>& cpus,
+                  const CampaignOptions& options, Clock::time_point start, CampaignState& state,
+                  CampaignSummary& summary) {
   bool bar = options.progress_bar < 0 ? isatty(fileno(options.out)) != 0 : options.progress_bar == 1;
   Progress progress(options.out, bar, summary.planned, summary.done_before);
   profile::Limits limits = limits_of(plan.measure);
@@ -395,44 +428,11 @@ CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
       summary.stopped_early = true;
       break;
     }
-    const PlanEntry& entry = plan.entries[item.entry];
-    const PlanNetwork& network = plan.networks[static_cast<size_t>(entry.network)];
     std::string what = describe(plan, item);
     progress.starting(what);
-
     RunRecord run;
-    run.environment_id = environment_ids.at(entry.config.device);
-    run.config = entry.config;
-    run.repeat_index = item.repeat;
-    run.plan = plan.name;
-    run.host = environments.at(entry.config.device).host;
-    run.cpus = format_cpu_list(cpus);
-    Clock::time_point run_start = Clock::now();
-    try {
-      Graph graph = build_network(network.model, entry.config);
-      profile::Measurement measurement = profile::measure_isolated(graph, train_config(entry.config, plan.measure.per_layer), limits);
-      run.result = result_of(measurement);
-      if (!measurement.env.cpus.empty()) run.cpus = measurement.env.cpus;
-    } catch (const InputError& error) {
-      // Checked up front; what still fails here (a file graph at another batch) is a result.
-      run.result = RunResult{};
-      run.result.status = "error";
-      run.result.message = error.what();
-      run.result.wall_s = seconds_since(run_start);
-    }
-    run.measured_at = utc_now();
-
-    NetworkRecord record;
-    record.hash = network.hash;
-    if (!stored_networks.count(network.hash)) {
-      record = network_record(network.model, entry.config);
-      DNNCAST_ASSERT(record.hash == network.hash);
-    }
-    store->insert_run(record, run);  // its own transaction: committed before the next run starts
-    stored_networks.insert(network.hash);
-
+    const std::string& status = measure_and_store(plan, item, cpus, limits, state, run).status;
     ++summary.measured;
-    const std::string& status = run.result.status;
     (status == "ok"        ? summary.ok
      : status == "oom"     ? summary.oom
      : status == "timeout" ? summary.timeout
@@ -440,6 +440,38 @@ CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
     progress.finished(what, run.result);
   }
   progress.close();
+}
+#endif
+
+}  // namespace
+
+CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
+  Clock::time_point start = Clock::now();
+  CampaignSummary summary;
+  std::vector<size_t> entries = campaign_entries(plan, options);
+  summary.planned = static_cast<int64_t>(entries.size()) * plan.repeats;
+
+#ifndef DNNCAST_HAVE_TORCH
+  if (!options.dry_run)
+    throw InputError("this dnncast was built without libtorch, so it cannot measure (campaign --dry-run still works)");
+#endif
+  std::vector<int> cpus = options.dry_run ? allowed_cpus() : pin_to(options.cpus);
+#ifdef DNNCAST_HAVE_TORCH
+  check_measurable(plan, entries);
+#endif
+  CampaignState state = open_campaign(plan, entries, options);
+  std::vector<WorkItem> todo = campaign_todo(plan, entries, state, summary);
+  print_campaign_header(plan, options, summary, todo.size(), cpus);
+  if (options.dry_run) {
+    size_t shown = std::min<size_t>(todo.size(), 20);
+    for (size_t index = 0; index < shown; ++index)
+      std::fprintf(options.out, "  %s\n", describe(plan, todo[index]).c_str());
+    if (shown < todo.size()) std::fprintf(options.out, "  ... and %zu more\n", todo.size() - shown);
+    summary.elapsed_s = seconds_since(start);
+    return summary;
+  }
+#ifdef DNNCAST_HAVE_TORCH
+  measure_todo(plan, todo, cpus, options, start, state, summary);
 #endif
   summary.elapsed_s = seconds_since(start);
   std::fprintf(options.out,
