@@ -4,7 +4,7 @@ either writes what they print (--write) or checks it against a file written befo
 
 Issue 17's behaviour-unchanged check: tests/cli/forecast_fixture/before.json was written by the code before the redesign (a2d2084); after it,
 every number, flag and string must come out the same. Only the predictor's absolute path is left out
-(it names the checkout). Exit code 1 names each difference; 2 on bad arguments.
+(it names the checkout), and the checkout's root in other strings reads $ROOT. Exit code 1 names each difference; 2 on bad arguments.
 
   /usr/bin/python3 scripts/forecast-fixture.py --dnncast build/dnncast --check tests/cli/forecast_fixture/before.json
 """
@@ -17,6 +17,8 @@ import subprocess
 import sys
 
 IGNORED_KEYS = {"predictor"}  # an absolute path: differs between checkouts
+# Other strings name files of the checkout (a remedy's --plan): the checkout's root is written as $ROOT.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def read_configs(path):
@@ -58,6 +60,8 @@ def strip(value):
         return {k: strip(v) for k, v in value.items() if k not in IGNORED_KEYS}
     if isinstance(value, list):
         return [strip(v) for v in value]
+    if isinstance(value, str):
+        return value.replace(ROOT + "/", "$ROOT/")
     return value
 
 
