@@ -30,6 +30,9 @@ const std::vector<std::string>& op_kinds();
 // Index into op_kinds() of a node kind or op name (aliases such as "Transpose" -> "Permute" and
 // registry categories such as "loss" are folded in); unknown kinds give the index of "Other".
 int kind_index(const std::string& kind, const std::string& category = "");
+// Whether op (or kind) `op` is named in the kind table, as a kind or an alias. True for every op of
+// the registry (op_completeness_test); kind_index() asserts it for them.
+bool has_kind_entry(const std::string& op);
 
 // What is being trained, and how (the options a campaign varies).
 struct TrainingConfig {

@@ -63,9 +63,7 @@ AttentionGeometry attention_geometry(const OpView& view) {
   return g;
 }
 
-}  // namespace
-
-void register_attention_ops(OpRegistry& registry) {
+OpDef matmul_op() {
   OpDef matmul;
   matmul.name = "MatMul";
   matmul.category = "linear";
@@ -105,8 +103,10 @@ void register_attention_ops(OpRegistry& registry) {
     }
     return cost;
   };
-  registry.add(matmul);
+  return matmul;
+}
 
+OpDef softmax_op() {
   OpDef softmax;
   softmax.name = "Softmax";
   softmax.category = "activation";
@@ -124,8 +124,10 @@ void register_attention_ops(OpRegistry& registry) {
     cost.saved = {ops::saved_output(view)};
     return cost;
   };
-  registry.add(softmax);
+  return softmax;
+}
 
+OpDef embedding_op() {
   OpDef embedding;
   embedding.name = "Embedding";
   embedding.category = "embedding";
@@ -151,8 +153,10 @@ void register_attention_ops(OpRegistry& registry) {
     cost.saved = {ops::saved_input(view, 0, "indices")};
     return cost;
   };
-  registry.add(embedding);
+  return embedding;
+}
 
+OpDef attention_op() {
   OpDef attention;
   attention.name = "ScaledDotProductAttention";
   attention.category = "attention";
@@ -185,8 +189,10 @@ void register_attention_ops(OpRegistry& registry) {
     }
     return cost;
   };
-  registry.add(attention);
+  return attention;
+}
 
+OpDef position_op() {
   OpDef position;
   position.name = "PositionEmbedding";
   position.category = "embedding";
@@ -210,8 +216,10 @@ void register_attention_ops(OpRegistry& registry) {
     cost.bytes_written = ops::out_bytes(view);
     return cost;
   };
-  registry.add(position);
+  return position;
+}
 
+OpDef class_token_op() {
   OpDef class_token;
   class_token.name = "ClassToken";
   class_token.category = "embedding";
@@ -230,7 +238,18 @@ void register_attention_ops(OpRegistry& registry) {
     cost.bytes_written = ops::out_bytes(view);
     return cost;
   };
-  registry.add(class_token);
+  return class_token;
+}
+
+}  // namespace
+
+void register_attention_ops(OpRegistry& registry) {
+  registry.add(matmul_op());
+  registry.add(softmax_op());
+  registry.add(embedding_op());
+  registry.add(attention_op());
+  registry.add(position_op());
+  registry.add(class_token_op());
 }
 
 }  // namespace dnncast

@@ -46,9 +46,7 @@ TensorShape permuted(const OpView& view, const std::vector<int64_t>& dims) {
   return out;
 }
 
-}  // namespace
-
-void register_shape_ops(OpRegistry& registry) {
+OpDef flatten_op() {
   OpDef flatten;
   flatten.name = "Flatten";
   flatten.category = "shape";
@@ -66,8 +64,10 @@ void register_shape_ops(OpRegistry& registry) {
     return out;
   };
   flatten.cost = [](const OpView&) { return OpCost{}; };
-  registry.add(flatten);
+  return flatten;
+}
 
+OpDef concat_op() {
   OpDef concat;
   concat.name = "Concat";
   concat.category = "shape";
@@ -87,8 +87,10 @@ void register_shape_ops(OpRegistry& registry) {
     return out;
   };
   concat.cost = copy_cost;
-  registry.add(concat);
+  return concat;
+}
 
+OpDef reshape_op() {
   OpDef reshape;
   reshape.name = "Reshape";
   reshape.category = "shape";
@@ -130,16 +132,20 @@ void register_shape_ops(OpRegistry& registry) {
     return out;
   };
   reshape.cost = [](const OpView&) { return OpCost{}; };
-  registry.add(reshape);
+  return reshape;
+}
 
+OpDef permute_op() {
   OpDef permute;
   permute.name = "Permute";
   permute.category = "shape";
   permute.required_attrs = {"dims"};
   permute.shape = [](const OpView& view) { return permuted(view, view.node.attr_ints("dims")); };
   permute.cost = view_cost;
-  registry.add(permute);
+  return permute;
+}
 
+OpDef transpose_op() {
   OpDef transpose;
   transpose.name = "Transpose";
   transpose.category = "shape";
@@ -154,8 +160,10 @@ void register_shape_ops(OpRegistry& registry) {
     return permuted(view, dims);
   };
   transpose.cost = view_cost;
-  registry.add(transpose);
+  return transpose;
+}
 
+OpDef slice_op() {
   OpDef slice;
   slice.name = "Slice";
   slice.category = "shape";
@@ -177,8 +185,10 @@ void register_shape_ops(OpRegistry& registry) {
     return out;
   };
   slice.cost = [](const OpView&) { return OpCost{}; };
-  registry.add(slice);
+  return slice;
+}
 
+OpDef shuffle_op() {
   OpDef shuffle;
   shuffle.name = "ChannelShuffle";
   shuffle.category = "shape";
@@ -193,7 +203,19 @@ void register_shape_ops(OpRegistry& registry) {
     return view.in(0);
   };
   shuffle.cost = copy_cost;
-  registry.add(shuffle);
+  return shuffle;
+}
+
+}  // namespace
+
+void register_shape_ops(OpRegistry& registry) {
+  registry.add(flatten_op());
+  registry.add(concat_op());
+  registry.add(reshape_op());
+  registry.add(permute_op());
+  registry.add(transpose_op());
+  registry.add(slice_op());
+  registry.add(shuffle_op());
 }
 
 }  // namespace dnncast

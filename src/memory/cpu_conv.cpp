@@ -335,140 +335,166 @@ ConvShape conv_shape(const Graph& graph, const Node& node) {
   return s;
 }
 
-ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa isa) {
-  ConvRecipe recipe;
-  const IsaConvRules& rules = rules_for(isa);
-  // ATen decides the backend before the layout: a channels-last input takes the slow path too.
-  if (!cpu_conv_uses_mkldnn(s, threads)) {
-    slow_recipe(s, recipe);
-    return recipe;
+namespace {
+
+// A blocked (not channels-last) mkldnn convolution: what its primitive choice reads.
+struct BlockedConv {
+  BlockedConv(const ConvShape& shape, const IsaConvRules& isa_rules, int64_t threads)
+      : s(shape), rules(isa_rules), n(shape.batch), c(shape.in_channels), o(shape.out_channels), g(shape.groups) {
+    icg = c / g;
+    ocg = o / g;
+    ks = s.kernel_h * s.kernel_w;
+    w = o * icg * ks * kF32;
+    nthr = std::max<int64_t>(threads, 1);
+    blk = rules.block;
+    strided = s.stride_h > 1 || s.stride_w > 1;
+    one_by_one = s.kernel_h == 1 && s.kernel_w == 1;
+    // The jit kernels reject a left padding wider than the output row (small maps, big kernels).
+    pad_reject = s.pad_w > s.out_w || s.pad_h > s.out_h;
+    kernel_within_input = s.kernel_h <= s.in_h && s.kernel_w <= s.in_w;
   }
-  if (s.channels_last) {
-    if (rules.block == 16)
-      channels_last_recipe(s, recipe);
-    else
-      channels_last_recipe_avx2(s, threads, recipe);
-    return recipe;
+  int64_t act_in(int64_t block) const { return n * round_up(c, block) * s.in_h * s.in_w * kF32; }
+  int64_t act_out(int64_t block) const { return n * round_up(o, block) * s.out_h * s.out_w * kF32; }
+  int64_t bias_pad(int64_t block) const { return s.bias && o % block != 0 ? round_up(o, block) * kF32 : 0; }
+  Primitive gemm(bool weights_pass) const {
+    const int64_t col = nthr * icg * ks * s.out_h * s.out_w * kF32;
+    return Primitive{0, 0, 0, weights_pass ? scratchpad({col, 4 * w}) : scratchpad({col})};
   }
-  const bool strided = s.stride_h > 1 || s.stride_w > 1;
-  const bool one_by_one = s.kernel_h == 1 && s.kernel_w == 1;
+
+  const ConvShape& s;
+  const IsaConvRules& rules;
+  int64_t n, c, o, g, icg = 0, ocg = 0, ks = 0, w = 0, nthr = 1, blk = 0;
+  bool strided = false, one_by_one = false, pad_reject = false, kernel_within_input = false;
+};
+
+// The primitives of the three passes (forward, backward data, backward weights) and their kernels.
+struct BlockedChoice {
+  Primitive fwd, bwd_data, bwd_weights;
+  std::string names[3];
+};
+
+BlockedChoice depthwise_choice(const BlockedConv& k) {
+  BlockedChoice choice;
+  const int64_t wsz = round_up(k.g, k.blk) * k.ks * kF32;
+  Primitive jit{k.act_in(k.blk), wsz, k.act_out(k.blk), 0};
+  choice.fwd = jit;
+  choice.fwd.scratch = scratchpad({k.bias_pad(k.blk)});
+  choice.names[0] = "jit_dw";
+  if (k.pad_reject) {
+    choice.fwd = k.gemm(false);
+    choice.names[0] = "gemm";
+  }
+  choice.bwd_data = jit;
+  choice.names[1] = "jit_dw";
+  if (k.s.kernel_h == 3 && k.s.kernel_w == 3 && k.s.in_h >= 3 && k.s.in_w >= 3) {
+    choice.bwd_weights = jit;
+    choice.names[2] = "jit_dw";
+  } else {
+    choice.bwd_weights = k.gemm(true);
+    choice.names[2] = "gemm";
+  }
+  return choice;
+}
+
+BlockedChoice grouped_choice(const BlockedConv& k) {
+  BlockedChoice choice;
+  int64_t block = 0;
+  for (int64_t candidate : k.rules.group_blocks)
+    if (candidate > 0 && k.icg % candidate == 0 && k.ocg % candidate == 0) {
+      block = candidate;
+      break;
+    }
+  if (block == 0) {
+    choice.fwd = k.gemm(false);
+    choice.bwd_data = k.gemm(false);
+    choice.bwd_weights = k.gemm(true);
+    choice.names[0] = choice.names[1] = choice.names[2] = "gemm";
+    return choice;
+  }
+  const int64_t wsz = k.g * round_up(k.ocg, block) * round_up(k.icg, block) * k.ks * kF32;
+  Primitive jit{k.act_in(block), wsz, k.act_out(block), scratchpad({k.bias_pad(block)})};
+  choice.fwd = k.pad_reject ? k.gemm(false) : jit;
+  choice.bwd_data = k.pad_reject ? k.gemm(false) : Primitive{jit.src, jit.weights, jit.dst, 0};
+  choice.names[0] = choice.names[1] = k.pad_reject ? "gemm" : "jit";
+  if (block == 16) {
+    choice.bwd_weights = jit;
+    choice.names[2] = "jit";
+  } else if (block == 8 && k.kernel_within_input) {
+    choice.bwd_weights = Primitive{k.act_in(8), wsz, k.act_out(8), scratchpad({k.bias_pad(8)})};
+    choice.names[2] = "jit:avx2";
+  } else {
+    choice.bwd_weights = k.gemm(true);
+    choice.names[2] = "gemm";
+  }
+  return choice;
+}
+
+BlockedChoice one_by_one_choice(const BlockedConv& k) {
+  BlockedChoice choice;
+  const int64_t blk = k.blk;
+  const int64_t wsz = round_up(k.o, blk) * round_up(k.c, blk) * kF32;
+  const int64_t rtus = k.strided ? k.nthr * round_up(k.c, blk) * k.s.out_h * k.s.out_w * kF32 : 0;
+  const int64_t rtus_weights =
+      k.strided ? k.nthr * bcast_blocks(round_up(k.c, blk) / blk) * blk * k.s.out_h * k.s.out_w * kF32 : 0;
+  choice.fwd = {k.act_in(blk), wsz, k.act_out(blk), scratchpad({rtus, k.bias_pad(blk)})};
+  choice.bwd_data = {k.act_in(blk), wsz, k.act_out(blk), scratchpad({rtus})};
+  choice.bwd_weights = {k.act_in(blk), wsz, k.act_out(blk), scratchpad({rtus_weights, k.bias_pad(blk)})};
+  choice.names[0] = choice.names[1] = choice.names[2] = "jit_1x1";
+  return choice;
+}
+
+BlockedChoice dense_choice(const BlockedConv& k) {
+  BlockedChoice choice;
+  const int64_t blk = k.blk, c = k.c, o = k.o, ks = k.ks;
+  const int64_t wsz = round_up(o, blk) * round_up(c, blk) * ks * kF32;
+  if (k.pad_reject) {
+    choice.fwd = k.gemm(false);
+    choice.bwd_data = k.gemm(false);
+    choice.names[0] = choice.names[1] = "gemm";
+  } else {
+    // Fewer input channels than a block: the "first convolution" kernel reads the plain input.
+    choice.fwd = c < k.rules.first_conv_channels
+                     ? Primitive{0, round_up(o, blk) * c * ks * kF32, k.act_out(blk), scratchpad({k.bias_pad(blk)})}
+                     : Primitive{k.act_in(blk), wsz, k.act_out(blk), scratchpad({k.bias_pad(blk)})};
+    choice.bwd_data = {k.act_in(blk), wsz, k.act_out(blk), 0};
+    choice.names[0] = choice.names[1] = "jit";
+  }
+  if (k.s.kernel_h > 14 || k.s.kernel_w > 14 || (k.rules.bwd_weights_kernel_within_input && !k.kernel_within_input)) {
+    choice.bwd_weights = k.gemm(true);
+    choice.names[2] = "gemm";
+  } else if (c <= 3) {
+    choice.bwd_weights = {0, round_up(o, blk) * c * ks * kF32, k.act_out(blk), scratchpad({k.bias_pad(blk)})};
+    choice.names[2] = "jit";
+  } else if (c % blk == 0 || c > blk) {
+    choice.bwd_weights = {k.act_in(blk), wsz, k.act_out(blk), scratchpad({k.bias_pad(blk)})};
+    choice.names[2] = "jit";
+  } else if (c % 8 == 0 && k.kernel_within_input) {
+    choice.bwd_weights = {k.act_in(8), round_up(o, 8) * round_up(c, 8) * ks * kF32, k.act_out(8), scratchpad({k.bias_pad(8)})};
+    choice.names[2] = "jit:avx2";
+  } else {
+    choice.bwd_weights = k.gemm(true);
+    choice.names[2] = "gemm";
+  }
+  return choice;
+}
+
+// The steps of a blocked convolution's passes: each primitive's reorders, scratchpad and dst
+// around it, then the dense tensors ATen hands back.
+void write_blocked_recipe(const ConvShape& s, const BlockedChoice& choice, ConvRecipe& recipe) {
+  const Primitive &fwd = choice.fwd, &bwd_data = choice.bwd_data, &bwd_weights = choice.bwd_weights;
+  const int64_t icg = s.in_channels / s.groups, ks = s.kernel_h * s.kernel_w;
+  const int64_t x = s.batch * s.in_channels * s.in_h * s.in_w * kF32;
+  const int64_t y = s.batch * s.out_channels * s.out_h * s.out_w * kF32;
+  const int64_t w = s.out_channels * icg * ks * kF32;
+  const int64_t b = s.out_channels * kF32;
+  recipe.backend = "mkldnn:" + choice.names[0] + "/" + (s.input_grad ? choice.names[1] : "-") + "/" + choice.names[2];
+  for (size_t pass = 0; pass < 3; ++pass)
+    recipe.impls[pass] = choice.names[pass] == "gemm" ? ConvImpl::Gemm : ConvImpl::Jit;
+
   RecipeWriter bw(recipe.backward);
   // convolution_backward makes a non-contiguous gradient (a view from a Concat's backward)
   // contiguous first and frees the copy at the end.
-  const int32_t grad_copy = s.grad_copy ? bw.alloc(s.batch * s.out_channels * s.out_h * s.out_w * kF32) : -1;
-
-  const int64_t n = s.batch, c = s.in_channels, o = s.out_channels, g = s.groups;
-  const int64_t icg = c / g, ocg = o / g, ks = s.kernel_h * s.kernel_w;
-  const int64_t x = n * c * s.in_h * s.in_w * kF32;
-  const int64_t y = n * o * s.out_h * s.out_w * kF32;
-  const int64_t w = o * icg * ks * kF32;
-  const int64_t b = o * kF32;
-  const int64_t nthr = std::max<int64_t>(threads, 1);
-  auto act_in = [&](int64_t block) { return n * round_up(c, block) * s.in_h * s.in_w * kF32; };
-  auto act_out = [&](int64_t block) { return n * round_up(o, block) * s.out_h * s.out_w * kF32; };
-  auto bias_pad = [&](int64_t block) { return s.bias && o % block != 0 ? round_up(o, block) * kF32 : 0; };
-  // The jit kernels reject a left padding wider than the output row (small maps, big kernels).
-  const bool pad_reject = s.pad_w > s.out_w || s.pad_h > s.out_h;
-  auto gemm = [&](bool weights_pass) {
-    const int64_t col = nthr * icg * ks * s.out_h * s.out_w * kF32;
-    return Primitive{0, 0, 0, weights_pass ? scratchpad({col, 4 * w}) : scratchpad({col})};
-  };
-
-  Primitive fwd, bwd_data, bwd_weights;
-  std::string names[3];
-  const int64_t blk = rules.block;
-  const bool kernel_within_input = s.kernel_h <= s.in_h && s.kernel_w <= s.in_w;
-  const bool depthwise = g > 1 && g == c && g == o;
-  if (depthwise) {
-    const int64_t wsz = round_up(g, blk) * ks * kF32;
-    Primitive jit{act_in(blk), wsz, act_out(blk), 0};
-    fwd = jit;
-    fwd.scratch = scratchpad({bias_pad(blk)});
-    names[0] = "jit_dw";
-    if (pad_reject) {
-      fwd = gemm(false);
-      names[0] = "gemm";
-    }
-    bwd_data = jit;
-    names[1] = "jit_dw";
-    if (s.kernel_h == 3 && s.kernel_w == 3 && s.in_h >= 3 && s.in_w >= 3) {
-      bwd_weights = jit;
-      names[2] = "jit_dw";
-    } else {
-      bwd_weights = gemm(true);
-      names[2] = "gemm";
-    }
-  } else if (g > 1) {
-    int64_t block = 0;
-    for (int64_t candidate : rules.group_blocks)
-      if (candidate > 0 && icg % candidate == 0 && ocg % candidate == 0) {
-        block = candidate;
-        break;
-      }
-    if (block == 0) {
-      fwd = gemm(false);
-      bwd_data = gemm(false);
-      bwd_weights = gemm(true);
-      names[0] = names[1] = names[2] = "gemm";
-    } else {
-      const int64_t wsz = g * round_up(ocg, block) * round_up(icg, block) * ks * kF32;
-      Primitive jit{act_in(block), wsz, act_out(block), scratchpad({bias_pad(block)})};
-      fwd = pad_reject ? gemm(false) : jit;
-      bwd_data = pad_reject ? gemm(false) : Primitive{jit.src, jit.weights, jit.dst, 0};
-      names[0] = names[1] = pad_reject ? "gemm" : "jit";
-      if (block == 16) {
-        bwd_weights = jit;
-        names[2] = "jit";
-      } else if (block == 8 && kernel_within_input) {
-        bwd_weights = Primitive{act_in(8), wsz, act_out(8), scratchpad({bias_pad(8)})};
-        names[2] = "jit:avx2";
-      } else {
-        bwd_weights = gemm(true);
-        names[2] = "gemm";
-      }
-    }
-  } else if (one_by_one && !pad_reject) {
-    const int64_t wsz = round_up(o, blk) * round_up(c, blk) * kF32;
-    const int64_t rtus = strided ? nthr * round_up(c, blk) * s.out_h * s.out_w * kF32 : 0;
-    const int64_t rtus_weights =
-        strided ? nthr * bcast_blocks(round_up(c, blk) / blk) * blk * s.out_h * s.out_w * kF32 : 0;
-    fwd = {act_in(blk), wsz, act_out(blk), scratchpad({rtus, bias_pad(blk)})};
-    bwd_data = {act_in(blk), wsz, act_out(blk), scratchpad({rtus})};
-    bwd_weights = {act_in(blk), wsz, act_out(blk), scratchpad({rtus_weights, bias_pad(blk)})};
-    names[0] = names[1] = names[2] = "jit_1x1";
-  } else {
-    const int64_t wsz = round_up(o, blk) * round_up(c, blk) * ks * kF32;
-    if (pad_reject) {
-      fwd = gemm(false);
-      bwd_data = gemm(false);
-      names[0] = names[1] = "gemm";
-    } else {
-      // Fewer input channels than a block: the "first convolution" kernel reads the plain input.
-      fwd = c < rules.first_conv_channels
-                ? Primitive{0, round_up(o, blk) * c * ks * kF32, act_out(blk), scratchpad({bias_pad(blk)})}
-                : Primitive{act_in(blk), wsz, act_out(blk), scratchpad({bias_pad(blk)})};
-      bwd_data = {act_in(blk), wsz, act_out(blk), 0};
-      names[0] = names[1] = "jit";
-    }
-    if (s.kernel_h > 14 || s.kernel_w > 14 || (rules.bwd_weights_kernel_within_input && !kernel_within_input)) {
-      bwd_weights = gemm(true);
-      names[2] = "gemm";
-    } else if (c <= 3) {
-      bwd_weights = {0, round_up(o, blk) * c * ks * kF32, act_out(blk), scratchpad({bias_pad(blk)})};
-      names[2] = "jit";
-    } else if (c % blk == 0 || c > blk) {
-      bwd_weights = {act_in(blk), wsz, act_out(blk), scratchpad({bias_pad(blk)})};
-      names[2] = "jit";
-    } else if (c % 8 == 0 && kernel_within_input) {
-      bwd_weights = {act_in(8), round_up(o, 8) * round_up(c, 8) * ks * kF32, act_out(8), scratchpad({bias_pad(8)})};
-      names[2] = "jit:avx2";
-    } else {
-      bwd_weights = gemm(true);
-      names[2] = "gemm";
-    }
-  }
-  recipe.backend = "mkldnn:" + names[0] + "/" + (s.input_grad ? names[1] : "-") + "/" + names[2];
-  for (size_t pass = 0; pass < 3; ++pass) recipe.impls[pass] = names[pass] == "gemm" ? ConvImpl::Gemm : ConvImpl::Jit;
+  const int32_t grad_copy = s.grad_copy ? bw.alloc(y) : -1;
 
   // Forward: scratchpad, reordered src and weights, the primitive's dst; then the dense output.
   RecipeWriter f(recipe.forward);
@@ -505,6 +531,32 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa
   bw.free(diff_w);
   if (diff_b >= 0) bw.free(diff_b);
   if (grad_copy >= 0) bw.free(grad_copy);
+}
+
+}  // namespace
+
+ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa isa) {
+  ConvRecipe recipe;
+  const IsaConvRules& rules = rules_for(isa);
+  // ATen decides the backend before the layout: a channels-last input takes the slow path too.
+  if (!cpu_conv_uses_mkldnn(s, threads)) {
+    slow_recipe(s, recipe);
+    return recipe;
+  }
+  if (s.channels_last) {
+    if (rules.block == 16)
+      channels_last_recipe(s, recipe);
+    else
+      channels_last_recipe_avx2(s, threads, recipe);
+    return recipe;
+  }
+  const BlockedConv k(s, rules, threads);
+  const bool depthwise = k.g > 1 && k.g == k.c && k.g == k.o;
+  BlockedChoice choice = depthwise                        ? depthwise_choice(k)
+                         : k.g > 1                        ? grouped_choice(k)
+                         : k.one_by_one && !k.pad_reject ? one_by_one_choice(k)
+                                                          : dense_choice(k);
+  write_blocked_recipe(s, choice, recipe);
   return recipe;
 }
 

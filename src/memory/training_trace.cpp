@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "graph/inplace.h"
 #include "graph/op_registry.h"
 #include "memory/cpu_conv.h"
 
@@ -291,8 +294,21 @@ class Trace {
     is_output_.assign(static_cast<size_t>(graph.size()), false);
     outputs_ = graph.outputs();
     for (int output : outputs_) is_output_[static_cast<size_t>(output)] = true;
-    compute_inplace_safe();
+    inplace_safe_ = inplace_safe_nodes(graph);
+    for (const Node& node : graph.nodes()) {
+      auto found = recipes().find(node.op);
+      DNNCAST_ASSERT(found != recipes().end());  // every registered op has one (op_completeness_test)
+      recipes_.push_back(&found->second);
+    }
   }
+
+  // An op's memory recipe: the member that replays its allocations; `approximate` is set (the why)
+  // when the recipe is not allocator-exact.
+  struct OpRecipe {
+    Tensor (Trace::*run)(int index, const Node& node, const std::vector<Tensor>& in);
+    const char* approximate = nullptr;
+  };
+  static const std::map<std::string, OpRecipe>& recipes();
 
   Program run() {
     program_.reserve(static_cast<size_t>(graph_.size()) * 40 * static_cast<size_t>(options_.iterations + 1));
@@ -434,23 +450,6 @@ class Trace {
       // Every other op the executor runs owns no parameters; a new op with parameters must get
       // a recipe here (the profiler checks the same count).
       DNNCAST_ASSERT(node_cost(graph_, index).params == 0);
-    }
-  }
-
-  // --- the executor's in-place rule (GraphModule::compute_inplace_safe) ------------------------
-  void compute_inplace_safe() {
-    static const std::set<std::string> kInplaceOps{"ReLU", "ReLU6", "SiLU", "Hardswish"};
-    static const std::set<std::string> kFreshOutput{"Conv2d", "ConvTranspose2d", "BatchNorm2d", "LayerNorm",
-                                                    "GroupNorm", "Linear", "Add"};
-    inplace_safe_.assign(static_cast<size_t>(graph_.size()), false);
-    for (int index = 0; index < graph_.size(); ++index) {
-      const Node& node = graph_.node(index);
-      if (!kInplaceOps.count(node.op) || node.inputs.size() != 1) continue;
-      int producer = node.inputs[0];
-      const Node& source = graph_.node(producer);
-      if (!kFreshOutput.count(source.op) || consumers_[static_cast<size_t>(producer)].size() != 1) continue;
-      if (source.op == "Add" && source.shape != node.shape) continue;
-      inplace_safe_[static_cast<size_t>(index)] = true;
     }
   }
 
@@ -720,10 +719,29 @@ class Trace {
   }
 
   Tensor run_node(int index, const Node& node, const std::vector<Tensor>& in);
-  Tensor run_conv(int index, const Node& node, const Tensor& x);
-  Tensor run_batchnorm(int index, const Node& node, const Tensor& x);
-  Tensor run_activation(int index, const Node& node, const Tensor& x);
-  Tensor run_linear(int index, const Node& node, const Tensor& x);
+  // The recipes (recipes()): one per op or family of ops, each the allocations of its kernels.
+  Tensor run_conv(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_batchnorm(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_activation(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_linear(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_input(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_max_pool(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_avg_pool(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_reshape(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_add(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_mul(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_dropout(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_concat(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_slice(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_channel_shuffle(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_permute(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_norm(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_softmax(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_class_token(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_position_embedding(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_attention(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_cross_entropy(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_mse(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_generic(int index, const Node& node, const std::vector<Tensor>& in);
 
   const Graph& graph_;
@@ -733,6 +751,7 @@ class Trace {
   std::vector<bool> is_output_;
   std::vector<int> outputs_;
   std::vector<bool> inplace_safe_;
+  std::vector<const OpRecipe*> recipes_;  // per node
   Program program_;
   std::vector<Parameter> params_;
   std::vector<std::vector<int>> node_params_;
@@ -758,7 +777,8 @@ void run_steps(Program& program, const std::vector<Step>& steps, std::vector<int
   }
 }
 
-Tensor Trace::run_conv(int index, const Node& node, const Tensor& x) {
+Tensor Trace::run_conv(int index, const Node& node, const std::vector<Tensor>& inputs) {
+  const Tensor& x = inputs[0];
   const TensorShape& in = graph_.node(node.inputs[0]).shape;
   ConvShape s = conv_shape(graph_, node);
   s.input_grad = x.requires_grad();
@@ -798,7 +818,8 @@ Tensor Trace::run_conv(int index, const Node& node, const Tensor& x) {
   return out;
 }
 
-Tensor Trace::run_batchnorm(int index, const Node& node, const Tensor& x) {
+Tensor Trace::run_batchnorm(int index, const Node& node, const std::vector<Tensor>& inputs) {
+  const Tensor& x = inputs[0];
   const TensorShape& in = graph_.node(node.inputs[0]).shape;
   const int64_t channel_bytes = in[1] * kF32;
   const int64_t image_size = in.numel() / in[0] / in[1];
@@ -839,7 +860,8 @@ Tensor Trace::run_batchnorm(int index, const Node& node, const Tensor& x) {
   return out;
 }
 
-Tensor Trace::run_activation(int index, const Node& node, const Tensor& x) {
+Tensor Trace::run_activation(int index, const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
   const std::string& op = node.op;
   const int64_t bytes = x.bytes;
   const bool inplace = inplace_safe_[static_cast<size_t>(index)];
@@ -869,7 +891,8 @@ Tensor Trace::run_activation(int index, const Node& node, const Tensor& x) {
   return out;
 }
 
-Tensor Trace::run_linear(int index, const Node& node, const Tensor& x) {
+Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
   const int64_t out_bytes = bytes_of(node);
   const int64_t in_bytes = x.bytes;
   const bool bias = node.attr_int("bias", 1) != 0;
@@ -950,384 +973,474 @@ Tensor Trace::run_generic(int index, const Node& node, const std::vector<Tensor>
   return out;
 }
 
-Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& in) {
+Tensor Trace::run_input(int, const Node&, const std::vector<Tensor>& in) {
+  Tensor input = in[0];
+  program_.retain(input.buffer);
+  return input;
+}
+
+Tensor Trace::run_max_pool(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  const Tensor& x = in[0];
+  Tensor out = new_output(out_bytes);
+  int indices = program_.alloc(node.shape.numel() * kI64, Category::Activation, "indices");
+  const int64_t in_bytes = x.bytes;
+  out.grad_fn = make_node(index, {saved(x), indices}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(in_bytes)};
+  });
+  return out;
+}
+
+Tensor Trace::run_avg_pool(int index, const Node& node, const std::vector<Tensor>& in) {
   const std::string& op = node.op;
   const int64_t out_bytes = bytes_of(node);
-  if (op == "Input") {
-    Tensor input = in[0];
-    program_.retain(input.buffer);
-    return input;
-  }
-  if (op == "Conv2d") return run_conv(index, node, in[0]);
-  if (op == "BatchNorm2d") return run_batchnorm(index, node, in[0]);
-  if (op == "ReLU" || op == "ReLU6" || op == "SiLU" || op == "Hardswish" || op == "GELU" || op == "Sigmoid" ||
-      op == "Tanh" || op == "Hardsigmoid")
-    return run_activation(index, node, in[0]);
-  if (op == "Linear") return run_linear(index, node, in[0]);
-
   const Tensor& x = in[0];
+  const bool mean = op == "AdaptiveAvgPool2d" && node.shape[2] == 1 && node.shape[3] == 1;
+  Tensor out = new_output(out_bytes);
+  if (mean && cpu_) scalar_temps();  // mean: sum, then div_ by the element count
+  const int64_t in_bytes = x.bytes;
+  const bool cpu = cpu_;
+  out.grad_fn = make_node(index, {saved(x)}, {edge_of(x)}, [in_bytes, mean, cpu](Trace& t, const Grad&) {
+    if (!mean || !cpu) return std::vector<Grad>{t.new_grad(in_bytes)};
+    // grad.expand(sizes) / count
+    int wrapped = t.program().alloc(8, Category::Transient, "scalar");
+    int converted = t.program().alloc(4, Category::Transient, "scalar");
+    Grad gi = t.new_grad(in_bytes);
+    t.program().release(converted);
+    t.program().release(wrapped);
+    return std::vector<Grad>{gi};
+  });
+  return out;
+}
+
+Tensor Trace::run_reshape(int index, const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op;
   const std::vector<int64_t>& out_dims = node.shape.dims;
-  if (op == "MaxPool2d") {
-    Tensor out = new_output(out_bytes);
-    int indices = program_.alloc(node.shape.numel() * kI64, Category::Activation, "indices");
-    const int64_t in_bytes = x.bytes;
-    out.grad_fn = make_node(index, {saved(x), indices}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
-      return std::vector<Grad>{t.new_grad(in_bytes)};
-    });
-    return out;
+  const Tensor& x = in[0];
+  const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+  if (op == "Flatten" && in_shape.rank() == node.shape.rank()) return view(x, x.bytes, x.contiguous);  // no-op
+  const int64_t bytes = x.bytes;
+  const std::vector<int64_t> in_dims = in_shape.dims;
+  // reshape: a view when the strides allow it (ATen's computeStride), a copy otherwise; the same
+  // for the gradient on the way back.
+  std::vector<int64_t> strides;
+  const bool viewable = x.dense && view_strides(in_dims, dense_strides(in_dims, x.layout), out_dims, strides);
+  Tensor out;
+  if (viewable) {
+    out = view(x, bytes, x.contiguous);
+    with_layout(out, layout_of_strides(strides), out_dims);
+  } else {
+    out = new_output(bytes, "reshape copy");
   }
-  if (op == "AvgPool2d" || op == "AdaptiveAvgPool2d") {
-    const bool mean = op == "AdaptiveAvgPool2d" && node.shape[2] == 1 && node.shape[3] == 1;
-    Tensor out = new_output(out_bytes);
-    if (mean && cpu_) scalar_temps();  // mean: sum, then div_ by the element count
-    const int64_t in_bytes = x.bytes;
-    const bool cpu = cpu_;
-    out.grad_fn = make_node(index, {saved(x)}, {edge_of(x)}, [in_bytes, mean, cpu](Trace& t, const Grad&) {
-      if (!mean || !cpu) return std::vector<Grad>{t.new_grad(in_bytes)};
-      // grad.expand(sizes) / count
-      int wrapped = t.program().alloc(8, Category::Transient, "scalar");
-      int converted = t.program().alloc(4, Category::Transient, "scalar");
-      Grad gi = t.new_grad(in_bytes);
-      t.program().release(converted);
-      t.program().release(wrapped);
-      return std::vector<Grad>{gi};
-    });
-    return out;
-  }
-  if (op == "Flatten" || op == "Reshape") {
-    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
-    if (op == "Flatten" && in_shape.rank() == node.shape.rank()) return view(x, x.bytes, x.contiguous);  // no-op
-    const int64_t bytes = x.bytes;
-    const std::vector<int64_t> in_dims = in_shape.dims;
-    // reshape: a view when the strides allow it (ATen's computeStride), a copy otherwise; the same
-    // for the gradient on the way back.
-    std::vector<int64_t> strides;
-    const bool viewable = x.dense && view_strides(in_dims, dense_strides(in_dims, x.layout), out_dims, strides);
-    Tensor out;
-    if (viewable) {
-      out = view(x, bytes, x.contiguous);
-      with_layout(out, layout_of_strides(strides), out_dims);
-    } else {
-      out = new_output(bytes, "reshape copy");
+  out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, out_dims, in_dims](Trace& t, const Grad& grad) {
+    std::vector<int64_t> grad_strides;
+    if (grad.dense && view_strides(out_dims, dense_strides(out_dims, grad.layout), in_dims, grad_strides)) {
+      Grad passed = t.share(grad, bytes, true);
+      with_layout(passed, layout_of_strides(grad_strides), in_dims);
+      return std::vector<Grad>{passed};
     }
-    out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, out_dims, in_dims](Trace& t, const Grad& grad) {
-      std::vector<int64_t> grad_strides;
-      if (grad.dense && view_strides(out_dims, dense_strides(out_dims, grad.layout), in_dims, grad_strides)) {
-        Grad passed = t.share(grad, bytes, true);
-        with_layout(passed, layout_of_strides(grad_strides), in_dims);
-        return std::vector<Grad>{passed};
-      }
-      return std::vector<Grad>{t.new_grad(bytes, "reshape")};
-    });
-    return out;
-  }
-  if (op == "Add") {
-    const Tensor& y = in[1];
-    Tensor out = like(out_bytes, x.bytes == out_bytes ? x : y);
-    const int64_t a_bytes = x.bytes, b_bytes = y.bytes;
-    out.grad_fn = make_node(index, {}, {edge_of(x), edge_of(y)}, [out_bytes, a_bytes, b_bytes](Trace& t, const Grad& grad) {
-      auto pass = [&](int64_t bytes) {
-        if (bytes != out_bytes) return t.new_grad(bytes, "sum_to");
-        Grad shared = grad;
-        shared.shared_tensor = a_bytes == b_bytes;
-        t.program().retain(grad.buffer);
-        return shared;
-      };
-      Grad ga = pass(a_bytes);
-      Grad gb = pass(b_bytes);
-      return std::vector<Grad>{ga, gb};
-    });
-    return out;
-  }
-  if (op == "Mul" || op == "LayerScale") {
-    // LayerScale is gamma * x with gamma a parameter (the executor's operand order).
-    Tensor a = x, b = op == "Mul" ? in[1] : x;
-    if (op == "LayerScale") {
-      const int param = node_params_[static_cast<size_t>(index)][0];
-      a = make_tensor(params_[static_cast<size_t>(param)].buffer, params_[static_cast<size_t>(param)].bytes, -1, param);
-      b = x;
-    }
-    Tensor out = like(out_bytes, a.bytes == out_bytes ? a : b);
-    std::vector<int> keep;
-    if (b.requires_grad()) keep.push_back(saved(a));  // other's grad needs self
-    if (a.requires_grad()) keep.push_back(saved(b));  // self's grad needs other
-    const int64_t a_bytes = a.bytes, b_bytes = b.bytes;
-    const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-    out.grad_fn = make_node(index, keep, {edge_of(a), edge_of(b)}, [out_bytes, a_bytes, b_bytes, need_a, need_b](Trace& t, const Grad& grad) {
-      // MulBackward0 computes other's gradient (grad * self) first, then self's (grad * other),
-      // both laid out like the incoming gradient.
-      auto product = [&]() {
-        Grad full = t.new_grad(out_bytes);
-        follow_layout(full, grad);
-        return full;
-      };
-      Grad gb = need_b ? product() : Grad{};
-      Grad ga = need_a ? product() : Grad{};
-      // validate_outputs: broadcast operands are summed back to their shape, self first.
-      if (ga.buffer >= 0 && a_bytes != out_bytes) {
-        Grad reduced = t.new_grad(a_bytes, "sum_to");
-        t.program().release(ga.buffer);
-        ga = reduced;
-      }
-      if (gb.buffer >= 0 && b_bytes != out_bytes) {
-        Grad reduced = t.new_grad(b_bytes, "sum_to");
-        t.program().release(gb.buffer);
-        gb = reduced;
-      }
-      return std::vector<Grad>{ga, gb};
-    });
-    return out;
-  }
-  if (op == "Dropout") {
-    double p = node.attr_float("p", 0.5);
-    if (p == 0.0) return view(x, x.bytes, x.contiguous);
-    const int64_t bytes = x.bytes;
-    // CPU (ATen's _dropout_impl): a noise tensor of the input's dtype, bernoulli_, div_(1 - p),
-    // then input * noise; MulBackward0 keeps the noise. CUDA (the fused native_dropout): a bool
-    // mask (1 byte per element), allocated before the output; NativeDropoutBackward0 keeps it.
-    int noise = program_.alloc(dropout_mask_bytes(bytes), Category::Activation, cpu_ ? "dropout noise" : "dropout mask");
-    if (cpu_) scalar_temps();  // noise.div_(1 - p)
-    Tensor out = like(bytes, x);
-    out.grad_fn = make_node(index, {noise}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
-      return std::vector<Grad>{t.new_grad(bytes)};
-    });
-    return out;
-  }
-  if (op == "Concat") {
-    Tensor out = new_output(out_bytes);
-    int axis = static_cast<int>(node.attr_int("axis", 1));
-    if (axis < 0) axis += node.shape.rank();
-    const bool views_contiguous = in.size() == 1 || narrow_is_contiguous(node.shape.dims, axis);
-    std::vector<Edge> edges;
-    std::vector<int64_t> sizes;
-    for (const Tensor& tensor : in) {
-      edges.push_back(edge_of(tensor));
-      sizes.push_back(tensor.bytes);
-    }
-    out.grad_fn = make_node(index, {}, edges, [sizes, views_contiguous](Trace& t, const Grad& grad) {
-      std::vector<Grad> grads;
-      for (int64_t bytes : sizes) grads.push_back(t.share(grad, bytes, views_contiguous));
-      return grads;
-    });
-    return out;
-  }
-  if (op == "Slice") {
-    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
-    int axis = static_cast<int>(node.attr_int("axis"));
-    if (axis < 0) axis += in_shape.rank();
-    const bool whole = node.shape == in_shape;
-    Tensor out = view(x, out_bytes, x.contiguous && (whole || narrow_is_contiguous(in_shape.dims, axis)));
-    out.dense = out.contiguous;
-    const int64_t in_bytes = x.bytes;
-    out.grad_fn = make_node(index, {}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
-      return std::vector<Grad>{t.new_grad(in_bytes, "slice_backward")};
-    });
-    return out;
-  }
-  if (op == "ChannelShuffle") {
-    // view, transpose, contiguous (a copy), view: backward reshapes a transposed gradient (a copy).
-    const int64_t bytes = x.bytes;
-    Tensor out = new_output(bytes, "shuffle copy");
-    out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
-      return std::vector<Grad>{t.new_grad(bytes, "reshape")};
-    });
-    return out;
-  }
-  if (op == "Permute" || op == "Transpose") {
-    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
-    std::vector<int64_t> dims;
-    if (op == "Permute") {
-      dims = node.attr_ints("dims");
-    } else {
-      for (int dim = 0; dim < in_shape.rank(); ++dim) dims.push_back(dim);
-      int64_t dim0 = node.attr_int("dim0"), dim1 = node.attr_int("dim1");
-      if (dim0 < 0) dim0 += in_shape.rank();
-      if (dim1 < 0) dim1 += in_shape.rank();
-      std::swap(dims[static_cast<size_t>(dim0)], dims[static_cast<size_t>(dim1)]);
-    }
-    std::vector<int64_t> inverse(dims.size());
-    for (size_t out = 0; out < dims.size(); ++out) {
-      int64_t in_dim = dims[out] < 0 ? dims[out] + static_cast<int64_t>(dims.size()) : dims[out];
-      inverse[static_cast<size_t>(in_dim)] = static_cast<int64_t>(out);
-    }
-    const int64_t bytes = x.bytes;
-    const bool contiguous_copy = node.attr_int("contiguous", 0) != 0;
-    Tensor out;
-    if (contiguous_copy) {
-      out = new_output(bytes, "contiguous");
-    } else {
-      out = view(x, bytes, false);
-      Layout base = x.layout.rank == 0 ? Layout::plain(in_shape.rank()) : x.layout;
-      with_layout(out, base.permuted(dims), out_dims);
-    }
-    const std::vector<int64_t> in_dims = in_shape.dims;
-    out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, inverse, in_dims](Trace& t, const Grad& grad) {
-      Grad permuted = t.share(grad, bytes, false);
-      permuted.dense = grad.dense;
-      Layout base = grad.layout.rank == 0 ? Layout::plain(static_cast<int>(in_dims.size())) : grad.layout;
-      with_layout(permuted, base.permuted(inverse), in_dims);
-      return std::vector<Grad>{permuted};
-    });
-    return out;
-  }
-  if (op == "LayerNorm" || op == "GroupNorm") {
-    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
-    int64_t rows = 0, normalized = 0;
-    if (op == "LayerNorm") {
-      normalized = TensorShape(node.attr_ints("normalized_shape")).numel();
-      rows = in_shape.numel() / normalized;
-    } else {
-      rows = in_shape[0] * node.attr_int("groups");
-      normalized = in_shape.numel() / rows;
-    }
-    const int64_t bytes = x.bytes;
-    int copy = !x.contiguous && cpu_ ? program_.alloc(bytes, Category::Transient, "contiguous") : -1;
-    Tensor out = new_output(bytes);
-    int mean = program_.alloc(rows * kF32, Category::Activation, "mean");
-    int rstd = program_.alloc(rows * kF32, Category::Activation, "rstd");
-    program_.release(copy);
-    const bool affine = !node_params_[static_cast<size_t>(index)].empty();
-    const int64_t param_bytes = affine ? params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes : 0;
-    const int64_t nthreads = threads();
-    const bool cpu = cpu_;
-    out.grad_fn = make_node(index, {saved(x), mean, rstd}, {edge_of(x), param_edge(index, 0), param_edge(index, 1)},
-                            [bytes, param_bytes, normalized, nthreads, cpu](Trace& t, const Grad& grad) {
-                              int copy = cpu && !grad.contiguous ? t.program().alloc(bytes, Category::Transient, "contiguous") : -1;
-                              Grad gi = t.new_grad(bytes);
-                              Grad gw = param_bytes ? t.new_grad(param_bytes) : Grad{};
-                              Grad gb = param_bytes ? t.new_grad(param_bytes) : Grad{};
-                              if (cpu) t.program().temp(nthreads * 2 * normalized * kF32, "dgamma buffer");
-                              t.program().release(copy);
-                              return std::vector<Grad>{gi, gw, gb};
-                            });
-    return out;
-  }
-  if (op == "Softmax") {
-    Tensor out = new_output(out_bytes);
-    out.grad_fn = make_node(index, {saved(out)}, {edge_of(x)}, [out_bytes](Trace& t, const Grad&) {
-      return std::vector<Grad>{t.new_grad(out_bytes)};
-    });
-    return out;
-  }
-  if (op == "ClassToken") {
-    // cat({token.expand(N, -1, -1), x}, 1): CatBackward0 hands out narrowed views; the token's
-    // ExpandBackward0 sums over the batch.
-    const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
-    Tensor out = new_output(out_bytes);
-    const int64_t token_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
-    const int64_t x_bytes = x.bytes;
-    const bool views_contiguous = in_shape[0] == 1;
-    out.grad_fn = make_node(index, {}, {param_edge(index, 0), edge_of(x)},
-                            [token_bytes, x_bytes, views_contiguous, out_bytes](Trace& t, const Grad& grad) {
-                              (void)out_bytes;
-                              // batch 1: expand was a no-op, the token's gradient is the view itself
-                              Grad token = views_contiguous ? t.share(grad, token_bytes, true) : t.new_grad(token_bytes, "sum_to");
-                              return std::vector<Grad>{token, t.share(grad, x_bytes, views_contiguous)};
-                            });
-    return out;
-  }
-  if (op == "PositionEmbedding") {
-    // x + table (or table[:, :L]): the table's gradient is summed over the batch (batch 1: the
-    // incoming gradient itself).
-    Tensor out = like(out_bytes, x);
-    const int64_t table_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
-    const bool same = table_bytes == out_bytes;
-    out.grad_fn = make_node(index, {}, {edge_of(x), param_edge(index, 0)}, [table_bytes, same](Trace& t, const Grad& grad) {
-      Grad passed = grad;
-      passed.shared_tensor = same;
+    return std::vector<Grad>{t.new_grad(bytes, "reshape")};
+  });
+  return out;
+}
+
+Tensor Trace::run_add(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  const Tensor& x = in[0];
+  const Tensor& y = in[1];
+  Tensor out = like(out_bytes, x.bytes == out_bytes ? x : y);
+  const int64_t a_bytes = x.bytes, b_bytes = y.bytes;
+  out.grad_fn = make_node(index, {}, {edge_of(x), edge_of(y)}, [out_bytes, a_bytes, b_bytes](Trace& t, const Grad& grad) {
+    auto pass = [&](int64_t bytes) {
+      if (bytes != out_bytes) return t.new_grad(bytes, "sum_to");
+      Grad shared = grad;
+      shared.shared_tensor = a_bytes == b_bytes;
       t.program().retain(grad.buffer);
-      Grad table = same ? passed : t.new_grad(table_bytes, "sum_to");
-      if (same) t.program().retain(grad.buffer);
-      return std::vector<Grad>{passed, table};
-    });
-    return out;
+      return shared;
+    };
+    Grad ga = pass(a_bytes);
+    Grad gb = pass(b_bytes);
+    return std::vector<Grad>{ga, gb};
+  });
+  return out;
+}
+
+Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op;
+  const int64_t out_bytes = bytes_of(node);
+  const Tensor& x = in[0];
+  // LayerScale is gamma * x with gamma a parameter (the executor's operand order).
+  Tensor a = x, b = op == "Mul" ? in[1] : x;
+  if (op == "LayerScale") {
+    const int param = node_params_[static_cast<size_t>(index)][0];
+    a = make_tensor(params_[static_cast<size_t>(param)].buffer, params_[static_cast<size_t>(param)].bytes, -1, param);
+    b = x;
   }
-  if (op == "ScaledDotProductAttention") {
-    // libtorch 1.13's math path as the executor writes it: (q * scale) @ k^T, softmax, @ v; the
-    // scores stay alive until the op returns; autograd keeps q * scale, k, the probabilities, v.
-    const TensorShape& q_shape = graph_.node(node.inputs[0]).shape;
-    const TensorShape& k_shape = graph_.node(node.inputs[1]).shape;
-    const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * kF32;
-    const int64_t q_bytes = in[0].bytes, k_bytes = in[1].bytes, v_bytes = in[2].bytes;
-    const bool causal = node.attr_int("causal", 0) != 0;
-    const double dropout_p = node.attr_float("dropout_p", 0.0);
-    int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
-    int scaled_q = program_.alloc(q_bytes, Category::Activation, "q * scale");
-    program_.release(converted);
-    program_.release(wrapped);
-    const bool cpu = cpu_;
-    int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu](Trace& t, const Grad&) {
-      int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
-      int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
-      Grad g = t.new_grad(q_bytes);
-      t.program().release(scalar_f32);
-      t.program().release(scalar);
-      return std::vector<Grad>{g};
-    });
-    Tensor scaled = make_tensor(scaled_q, q_bytes, scaled_node);
-    // scores = bmm(q', k^T): BmmBackward0 gives mat2's gradient (k^T, a transposed view) first.
-    int scores = program_.alloc(scores_bytes, Category::Activation, "scores");
-    program_.retain(scaled_q);
-    int bmm1 = make_node(index, {scaled_q, saved(in[1])}, {edge_of(scaled), edge_of(in[1])},
-                         [q_bytes, k_bytes](Trace& t, const Grad&) {
-                           Grad gk = t.new_grad(k_bytes);
-                           gk.contiguous = false;  // the gradient of k^T, transposed back
-                           gk.dense = true;
-                           Grad gq = t.new_grad(q_bytes);
-                           return std::vector<Grad>{gq, gk};
-                         });
-    Tensor scores_tensor = make_tensor(scores, scores_bytes, bmm1);
-    program_.release(scaled_q);
-    if (causal) {
-      int masked = program_.alloc(scores_bytes, Category::Activation, "masked scores");
-      int mask_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
-        return std::vector<Grad>{t.new_grad(scores_bytes)};
-      });
-      program_.release(scores);
-      scores = masked;
-      scores_tensor = make_tensor(masked, scores_bytes, mask_node);
+  Tensor out = like(out_bytes, a.bytes == out_bytes ? a : b);
+  std::vector<int> keep;
+  if (b.requires_grad()) keep.push_back(saved(a));  // other's grad needs self
+  if (a.requires_grad()) keep.push_back(saved(b));  // self's grad needs other
+  const int64_t a_bytes = a.bytes, b_bytes = b.bytes;
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  out.grad_fn = make_node(index, keep, {edge_of(a), edge_of(b)}, [out_bytes, a_bytes, b_bytes, need_a, need_b](Trace& t, const Grad& grad) {
+    // MulBackward0 computes other's gradient (grad * self) first, then self's (grad * other),
+    // both laid out like the incoming gradient.
+    auto product = [&]() {
+      Grad full = t.new_grad(out_bytes);
+      follow_layout(full, grad);
+      return full;
+    };
+    Grad gb = need_b ? product() : Grad{};
+    Grad ga = need_a ? product() : Grad{};
+    // validate_outputs: broadcast operands are summed back to their shape, self first.
+    if (ga.buffer >= 0 && a_bytes != out_bytes) {
+      Grad reduced = t.new_grad(a_bytes, "sum_to");
+      t.program().release(ga.buffer);
+      ga = reduced;
     }
-    int probabilities = program_.alloc(scores_bytes, Category::Activation, "softmax");
-    int softmax_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
+    if (gb.buffer >= 0 && b_bytes != out_bytes) {
+      Grad reduced = t.new_grad(b_bytes, "sum_to");
+      t.program().release(gb.buffer);
+      gb = reduced;
+    }
+    return std::vector<Grad>{ga, gb};
+  });
+  return out;
+}
+
+Tensor Trace::run_dropout(int index, const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  double p = node.attr_float("p", 0.5);
+  if (p == 0.0) return view(x, x.bytes, x.contiguous);
+  const int64_t bytes = x.bytes;
+  // CPU (ATen's _dropout_impl): a noise tensor of the input's dtype, bernoulli_, div_(1 - p),
+  // then input * noise; MulBackward0 keeps the noise. CUDA (the fused native_dropout): a bool
+  // mask (1 byte per element), allocated before the output; NativeDropoutBackward0 keeps it.
+  int noise = program_.alloc(dropout_mask_bytes(bytes), Category::Activation, cpu_ ? "dropout noise" : "dropout mask");
+  if (cpu_) scalar_temps();  // noise.div_(1 - p)
+  Tensor out = like(bytes, x);
+  out.grad_fn = make_node(index, {noise}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(bytes)};
+  });
+  return out;
+}
+
+Tensor Trace::run_concat(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  Tensor out = new_output(out_bytes);
+  int axis = static_cast<int>(node.attr_int("axis", 1));
+  if (axis < 0) axis += node.shape.rank();
+  const bool views_contiguous = in.size() == 1 || narrow_is_contiguous(node.shape.dims, axis);
+  std::vector<Edge> edges;
+  std::vector<int64_t> sizes;
+  for (const Tensor& tensor : in) {
+    edges.push_back(edge_of(tensor));
+    sizes.push_back(tensor.bytes);
+  }
+  out.grad_fn = make_node(index, {}, edges, [sizes, views_contiguous](Trace& t, const Grad& grad) {
+    std::vector<Grad> grads;
+    for (int64_t bytes : sizes) grads.push_back(t.share(grad, bytes, views_contiguous));
+    return grads;
+  });
+  return out;
+}
+
+Tensor Trace::run_slice(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  const Tensor& x = in[0];
+  const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+  int axis = static_cast<int>(node.attr_int("axis"));
+  if (axis < 0) axis += in_shape.rank();
+  const bool whole = node.shape == in_shape;
+  Tensor out = view(x, out_bytes, x.contiguous && (whole || narrow_is_contiguous(in_shape.dims, axis)));
+  out.dense = out.contiguous;
+  const int64_t in_bytes = x.bytes;
+  out.grad_fn = make_node(index, {}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(in_bytes, "slice_backward")};
+  });
+  return out;
+}
+
+Tensor Trace::run_channel_shuffle(int index, const Node&, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  // view, transpose, contiguous (a copy), view: backward reshapes a transposed gradient (a copy).
+  const int64_t bytes = x.bytes;
+  Tensor out = new_output(bytes, "shuffle copy");
+  out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(bytes, "reshape")};
+  });
+  return out;
+}
+
+Tensor Trace::run_permute(int index, const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op;
+  const std::vector<int64_t>& out_dims = node.shape.dims;
+  const Tensor& x = in[0];
+  const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+  std::vector<int64_t> dims;
+  if (op == "Permute") {
+    dims = node.attr_ints("dims");
+  } else {
+    for (int dim = 0; dim < in_shape.rank(); ++dim) dims.push_back(dim);
+    int64_t dim0 = node.attr_int("dim0"), dim1 = node.attr_int("dim1");
+    if (dim0 < 0) dim0 += in_shape.rank();
+    if (dim1 < 0) dim1 += in_shape.rank();
+    std::swap(dims[static_cast<size_t>(dim0)], dims[static_cast<size_t>(dim1)]);
+  }
+  std::vector<int64_t> inverse(dims.size());
+  for (size_t out = 0; out < dims.size(); ++out) {
+    int64_t in_dim = dims[out] < 0 ? dims[out] + static_cast<int64_t>(dims.size()) : dims[out];
+    inverse[static_cast<size_t>(in_dim)] = static_cast<int64_t>(out);
+  }
+  const int64_t bytes = x.bytes;
+  const bool contiguous_copy = node.attr_int("contiguous", 0) != 0;
+  Tensor out;
+  if (contiguous_copy) {
+    out = new_output(bytes, "contiguous");
+  } else {
+    out = view(x, bytes, false);
+    Layout base = x.layout.rank == 0 ? Layout::plain(in_shape.rank()) : x.layout;
+    with_layout(out, base.permuted(dims), out_dims);
+  }
+  const std::vector<int64_t> in_dims = in_shape.dims;
+  out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, inverse, in_dims](Trace& t, const Grad& grad) {
+    Grad permuted = t.share(grad, bytes, false);
+    permuted.dense = grad.dense;
+    Layout base = grad.layout.rank == 0 ? Layout::plain(static_cast<int>(in_dims.size())) : grad.layout;
+    with_layout(permuted, base.permuted(inverse), in_dims);
+    return std::vector<Grad>{permuted};
+  });
+  return out;
+}
+
+Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& in) {
+  const std::string& op = node.op;
+  const Tensor& x = in[0];
+  const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+  int64_t rows = 0, normalized = 0;
+  if (op == "LayerNorm") {
+    normalized = TensorShape(node.attr_ints("normalized_shape")).numel();
+    rows = in_shape.numel() / normalized;
+  } else {
+    rows = in_shape[0] * node.attr_int("groups");
+    normalized = in_shape.numel() / rows;
+  }
+  const int64_t bytes = x.bytes;
+  int copy = !x.contiguous && cpu_ ? program_.alloc(bytes, Category::Transient, "contiguous") : -1;
+  Tensor out = new_output(bytes);
+  int mean = program_.alloc(rows * kF32, Category::Activation, "mean");
+  int rstd = program_.alloc(rows * kF32, Category::Activation, "rstd");
+  program_.release(copy);
+  const bool affine = !node_params_[static_cast<size_t>(index)].empty();
+  const int64_t param_bytes = affine ? params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes : 0;
+  const int64_t nthreads = threads();
+  const bool cpu = cpu_;
+  out.grad_fn = make_node(index, {saved(x), mean, rstd}, {edge_of(x), param_edge(index, 0), param_edge(index, 1)},
+                          [bytes, param_bytes, normalized, nthreads, cpu](Trace& t, const Grad& grad) {
+                            int copy = cpu && !grad.contiguous ? t.program().alloc(bytes, Category::Transient, "contiguous") : -1;
+                            Grad gi = t.new_grad(bytes);
+                            Grad gw = param_bytes ? t.new_grad(param_bytes) : Grad{};
+                            Grad gb = param_bytes ? t.new_grad(param_bytes) : Grad{};
+                            if (cpu) t.program().temp(nthreads * 2 * normalized * kF32, "dgamma buffer");
+                            t.program().release(copy);
+                            return std::vector<Grad>{gi, gw, gb};
+                          });
+  return out;
+}
+
+Tensor Trace::run_softmax(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  const Tensor& x = in[0];
+  Tensor out = new_output(out_bytes);
+  out.grad_fn = make_node(index, {saved(out)}, {edge_of(x)}, [out_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(out_bytes)};
+  });
+  return out;
+}
+
+Tensor Trace::run_class_token(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  const Tensor& x = in[0];
+  // cat({token.expand(N, -1, -1), x}, 1): CatBackward0 hands out narrowed views; the token's
+  // ExpandBackward0 sums over the batch.
+  const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
+  Tensor out = new_output(out_bytes);
+  const int64_t token_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
+  const int64_t x_bytes = x.bytes;
+  const bool views_contiguous = in_shape[0] == 1;
+  out.grad_fn = make_node(index, {}, {param_edge(index, 0), edge_of(x)},
+                          [token_bytes, x_bytes, views_contiguous, out_bytes](Trace& t, const Grad& grad) {
+                            (void)out_bytes;
+                            // batch 1: expand was a no-op, the token's gradient is the view itself
+                            Grad token = views_contiguous ? t.share(grad, token_bytes, true) : t.new_grad(token_bytes, "sum_to");
+                            return std::vector<Grad>{token, t.share(grad, x_bytes, views_contiguous)};
+                          });
+  return out;
+}
+
+Tensor Trace::run_position_embedding(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  const Tensor& x = in[0];
+  // x + table (or table[:, :L]): the table's gradient is summed over the batch (batch 1: the
+  // incoming gradient itself).
+  Tensor out = like(out_bytes, x);
+  const int64_t table_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
+  const bool same = table_bytes == out_bytes;
+  out.grad_fn = make_node(index, {}, {edge_of(x), param_edge(index, 0)}, [table_bytes, same](Trace& t, const Grad& grad) {
+    Grad passed = grad;
+    passed.shared_tensor = same;
+    t.program().retain(grad.buffer);
+    Grad table = same ? passed : t.new_grad(table_bytes, "sum_to");
+    if (same) t.program().retain(grad.buffer);
+    return std::vector<Grad>{passed, table};
+  });
+  return out;
+}
+
+Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  // libtorch 1.13's math path as the executor writes it: (q * scale) @ k^T, softmax, @ v; the
+  // scores stay alive until the op returns; autograd keeps q * scale, k, the probabilities, v.
+  const TensorShape& q_shape = graph_.node(node.inputs[0]).shape;
+  const TensorShape& k_shape = graph_.node(node.inputs[1]).shape;
+  const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * kF32;
+  const int64_t q_bytes = in[0].bytes, k_bytes = in[1].bytes, v_bytes = in[2].bytes;
+  const bool causal = node.attr_int("causal", 0) != 0;
+  const double dropout_p = node.attr_float("dropout_p", 0.0);
+  int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
+  int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+  int scaled_q = program_.alloc(q_bytes, Category::Activation, "q * scale");
+  program_.release(converted);
+  program_.release(wrapped);
+  const bool cpu = cpu_;
+  int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu](Trace& t, const Grad&) {
+    int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
+    int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
+    Grad g = t.new_grad(q_bytes);
+    t.program().release(scalar_f32);
+    t.program().release(scalar);
+    return std::vector<Grad>{g};
+  });
+  Tensor scaled = make_tensor(scaled_q, q_bytes, scaled_node);
+  // scores = bmm(q', k^T): BmmBackward0 gives mat2's gradient (k^T, a transposed view) first.
+  int scores = program_.alloc(scores_bytes, Category::Activation, "scores");
+  program_.retain(scaled_q);
+  int bmm1 = make_node(index, {scaled_q, saved(in[1])}, {edge_of(scaled), edge_of(in[1])},
+                       [q_bytes, k_bytes](Trace& t, const Grad&) {
+                         Grad gk = t.new_grad(k_bytes);
+                         gk.contiguous = false;  // the gradient of k^T, transposed back
+                         gk.dense = true;
+                         Grad gq = t.new_grad(q_bytes);
+                         return std::vector<Grad>{gq, gk};
+                       });
+  Tensor scores_tensor = make_tensor(scores, scores_bytes, bmm1);
+  program_.release(scaled_q);
+  if (causal) {
+    int masked = program_.alloc(scores_bytes, Category::Activation, "masked scores");
+    int mask_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
       return std::vector<Grad>{t.new_grad(scores_bytes)};
     });
-    program_.retain(probabilities);
-    nodes_[static_cast<size_t>(softmax_node)].saved.push_back(probabilities);
-    Tensor probs = make_tensor(probabilities, scores_bytes, softmax_node);
-    if (dropout_p > 0) {
-      int noise = program_.alloc(dropout_mask_bytes(scores_bytes), Category::Activation,
-                                 cpu_ ? "dropout noise" : "dropout mask");
-      if (cpu_) scalar_temps();
-      int dropped = program_.alloc(scores_bytes, Category::Activation, "dropout");
-      int drop_node = make_node(index, {noise}, {edge_of(probs)}, [scores_bytes](Trace& t, const Grad&) {
-        return std::vector<Grad>{t.new_grad(scores_bytes)};
-      });
-      program_.release(probabilities);
-      probabilities = dropped;
-      probs = make_tensor(dropped, scores_bytes, drop_node);
-    }
-    Tensor out = new_output(out_bytes);
-    program_.retain(probabilities);
-    out.grad_fn = make_node(index, {probabilities, saved(in[2])}, {edge_of(probs), edge_of(in[2])},
-                            [scores_bytes, v_bytes](Trace& t, const Grad&) {
-                              Grad gv = t.new_grad(v_bytes);
-                              Grad gp = t.new_grad(scores_bytes);
-                              return std::vector<Grad>{gp, gv};
-                            });
+    program_.release(scores);
+    scores = masked;
+    scores_tensor = make_tensor(masked, scores_bytes, mask_node);
+  }
+  int probabilities = program_.alloc(scores_bytes, Category::Activation, "softmax");
+  int softmax_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(scores_bytes)};
+  });
+  program_.retain(probabilities);
+  nodes_[static_cast<size_t>(softmax_node)].saved.push_back(probabilities);
+  Tensor probs = make_tensor(probabilities, scores_bytes, softmax_node);
+  if (dropout_p > 0) {
+    int noise = program_.alloc(dropout_mask_bytes(scores_bytes), Category::Activation,
+                               cpu_ ? "dropout noise" : "dropout mask");
+    if (cpu_) scalar_temps();
+    int dropped = program_.alloc(scores_bytes, Category::Activation, "dropout");
+    int drop_node = make_node(index, {noise}, {edge_of(probs)}, [scores_bytes](Trace& t, const Grad&) {
+      return std::vector<Grad>{t.new_grad(scores_bytes)};
+    });
     program_.release(probabilities);
-    program_.release(scores);  // the local `scores` goes when the op returns
-    return out;
+    probabilities = dropped;
+    probs = make_tensor(dropped, scores_bytes, drop_node);
   }
-  if (op == "CrossEntropyLoss") {
-    const TensorShape& logits = graph_.node(node.inputs[0]).shape;
-    return cross_entropy(x, logits.numel() * kF32, -1);
-  }
-  if (op == "MSELoss") return mse(x, x.bytes, -1);
-  return run_generic(index, node, in);
+  Tensor out = new_output(out_bytes);
+  program_.retain(probabilities);
+  out.grad_fn = make_node(index, {probabilities, saved(in[2])}, {edge_of(probs), edge_of(in[2])},
+                          [scores_bytes, v_bytes](Trace& t, const Grad&) {
+                            Grad gv = t.new_grad(v_bytes);
+                            Grad gp = t.new_grad(scores_bytes);
+                            return std::vector<Grad>{gp, gv};
+                          });
+  program_.release(probabilities);
+  program_.release(scores);  // the local `scores` goes when the op returns
+  return out;
+}
+
+Tensor Trace::run_cross_entropy(int, const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  const TensorShape& logits = graph_.node(node.inputs[0]).shape;
+  return cross_entropy(x, logits.numel() * kF32, -1);
+}
+
+Tensor Trace::run_mse(int, const Node&, const std::vector<Tensor>& in) { return mse(in[0], in[0].bytes, -1); }
+
+// The recipe of every op of the registry. An op whose allocations are not replayed kernel by
+// kernel says so: its recipe is run_generic, marked approximate (docs/MEMORY.md).
+const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
+  static const char* const kGeneric = "approximate: generic elementwise recipe (the OpDef's saved tensors)";
+  static const std::map<std::string, OpRecipe> table{
+      {"Input", {&Trace::run_input}},
+      {"Conv2d", {&Trace::run_conv}},
+      {"ConvTranspose2d", {&Trace::run_generic, kGeneric}},
+      {"Linear", {&Trace::run_linear}},
+      {"MatMul", {&Trace::run_generic, kGeneric}},
+      {"Embedding", {&Trace::run_generic, kGeneric}},
+      {"BatchNorm2d", {&Trace::run_batchnorm}},
+      {"LayerNorm", {&Trace::run_norm}},
+      {"GroupNorm", {&Trace::run_norm}},
+      {"ReLU", {&Trace::run_activation}},
+      {"ReLU6", {&Trace::run_activation}},
+      {"GELU", {&Trace::run_activation}},
+      {"SiLU", {&Trace::run_activation}},
+      {"Sigmoid", {&Trace::run_activation}},
+      {"Tanh", {&Trace::run_activation}},
+      {"Hardswish", {&Trace::run_activation}},
+      {"Hardsigmoid", {&Trace::run_activation}},
+      {"MaxPool2d", {&Trace::run_max_pool}},
+      {"AvgPool2d", {&Trace::run_avg_pool}},
+      {"AdaptiveAvgPool2d", {&Trace::run_avg_pool}},
+      {"Add", {&Trace::run_add}},
+      {"Mul", {&Trace::run_mul}},
+      {"LayerScale", {&Trace::run_mul}},
+      {"Dropout", {&Trace::run_dropout}},
+      {"Flatten", {&Trace::run_reshape}},
+      {"Reshape", {&Trace::run_reshape}},
+      {"Concat", {&Trace::run_concat}},
+      {"Slice", {&Trace::run_slice}},
+      {"ChannelShuffle", {&Trace::run_channel_shuffle}},
+      {"Permute", {&Trace::run_permute}},
+      {"Transpose", {&Trace::run_permute}},
+      {"Softmax", {&Trace::run_softmax}},
+      {"ClassToken", {&Trace::run_class_token}},
+      {"PositionEmbedding", {&Trace::run_position_embedding}},
+      {"ScaledDotProductAttention", {&Trace::run_attention}},
+      {"CrossEntropyLoss", {&Trace::run_cross_entropy}},
+      {"MSELoss", {&Trace::run_mse}},
+  };
+  return table;
+}
+
+Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& in) {
+  return (this->*recipes_[static_cast<size_t>(index)]->run)(index, node, in);
 }
 
 }  // namespace
+
+RecipeKind recipe_kind(const std::string& op) {
+  auto found = Trace::recipes().find(op);
+  if (found == Trace::recipes().end()) return RecipeKind::None;
+  return found->second.approximate ? RecipeKind::Approximate : RecipeKind::Exact;
+}
 
 Program trace_training(const Graph& graph, const TraceOptions& options) {
   if (options.optimizer != "sgd" && options.optimizer != "adam" && options.optimizer != "adamw")

@@ -6,8 +6,9 @@
 // tensors released after their last consumer, zero_grad in place), autograd's (one node per op,
 // saved tensors released after the node's backward, gradients accumulated out of place, nodes run
 // in reverse creation order, AccumulateGrad stealing the first gradient), and each op's kernels'
-// own allocations (cpu_conv.h for convolutions). Ops without a recipe fall back to their OpDef's
-// saved tensors (approximate; docs/MEMORY.md lists which are exact).
+// own allocations (cpu_conv.h for convolutions). Each op has a recipe in one table keyed by op name
+// (Trace::recipes() in training_trace.cpp); the few replayed only from their OpDef's saved tensors
+// say so there ("approximate"; docs/MEMORY.md lists which are exact).
 #pragma once
 
 #include <cstdint>
@@ -30,5 +31,11 @@ struct TraceOptions {
 
 // Graph must be shape-inferred. Throws InputError for an op the executor cannot run.
 Program trace_training(const Graph& graph, const TraceOptions& options);
+
+// How the trace replays op `op`: its own recipe (Exact), the generic one from the OpDef's saved
+// tensors, marked so in the table (Approximate), or not at all (None: a registered op in that
+// state is a bug that tests/memory/op_completeness_test.cpp reports).
+enum class RecipeKind { None, Exact, Approximate };
+RecipeKind recipe_kind(const std::string& op);
 
 }  // namespace dnncast::memory

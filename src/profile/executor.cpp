@@ -5,7 +5,8 @@
 // - parameters are created exactly as each op's OpCost::params counts them (checked every run);
 // - BatchNorm runs in training mode and updates running stats and num_batches_tracked;
 // - ReLU/ReLU6/SiLU/Hardswish run in place (inplace=True in torchvision) when that is safe: their
-//   input has no other consumer and comes from an op that does not keep its output for backward;
+//   input has no other consumer and comes from an op that does not keep its output for backward
+//   (graph/inplace.h, the rule the memory simulator replays);
 // - an intermediate tensor is released as soon as its last consumer ran (as Python drops it);
 // - zero_grad() of libtorch 1.13 zeroes the gradients in place, like torch 1.13's Python default.
 #include <algorithm>
@@ -35,6 +36,7 @@
 #endif
 
 #include "core/error.h"
+#include "graph/inplace.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "profile/internal.h"
@@ -134,7 +136,7 @@ class GraphModule {
       for (at::Tensor& param : state.params)
         if (seen.insert(param.unsafeGetTensorImpl()).second) parameters_.push_back(param);
     for (at::Tensor& param : parameters_) param.set_requires_grad(true);
-    inplace_safe_ = compute_inplace_safe();
+    inplace_safe_ = inplace_safe_nodes(graph);
   }
 
   const Graph& graph() const { return graph_; }
@@ -220,23 +222,6 @@ class GraphModule {
   }
 
  private:
-  std::vector<bool> compute_inplace_safe() const {
-    static const std::set<std::string> kInplaceOps{"ReLU", "ReLU6", "SiLU", "Hardswish"};
-    static const std::set<std::string> kFreshOutput{"Conv2d", "ConvTranspose2d", "BatchNorm2d", "LayerNorm",
-                                                    "GroupNorm", "Linear", "Add"};
-    std::vector<bool> safe(static_cast<size_t>(graph_.size()), false);
-    for (int index = 0; index < graph_.size(); ++index) {
-      const Node& node = graph_.node(index);
-      if (!kInplaceOps.count(node.op) || node.inputs.size() != 1) continue;
-      int producer = node.inputs[0];
-      const Node& source = graph_.node(producer);
-      if (!kFreshOutput.count(source.op) || consumers_[static_cast<size_t>(producer)].size() != 1) continue;
-      if (source.op == "Add" && source.shape != node.shape) continue;
-      safe[static_cast<size_t>(index)] = true;
-    }
-    return safe;
-  }
-
   const Graph& graph_;
   at::Device device_;
   bool init_;
@@ -269,11 +254,8 @@ OpImpl unary(std::function<at::Tensor(const at::Tensor&)> out_of_place,
 // Fan-in bound of PyTorch's default init of conv/linear (kaiming_uniform with a = sqrt(5)).
 double fan_in_bound(int64_t fan_in) { return fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0; }
 
-std::map<std::string, OpImpl> make_impls() {
-  std::map<std::string, OpImpl> impls;
-
-  impls["Input"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0]; }};
-
+// Convolutions and the fully connected layer: weights and biases with PyTorch's default init.
+void add_conv_linear_impls(std::map<std::string, OpImpl>& impls) {
   impls["Conv2d"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Graph& g = m.graph();
@@ -292,7 +274,6 @@ std::map<std::string, OpImpl> make_impls() {
         return at::conv2d(in[0], s.params[0], bias, pair_of(node, "stride", 1), pair_of(node, "padding", 0),
                           pair_of(node, "dilation", 1), node.attr_int("groups", 1));
       }};
-
   impls["ConvTranspose2d"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Graph& g = m.graph();
@@ -313,7 +294,6 @@ std::map<std::string, OpImpl> make_impls() {
                                     pair_of(node, "output_padding", 0), node.attr_int("groups", 1),
                                     pair_of(node, "dilation", 1));
       }};
-
   impls["Linear"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Graph& g = m.graph();
@@ -336,7 +316,10 @@ std::map<std::string, OpImpl> make_impls() {
         if (s.params.size() > 1) bias = s.params[1];
         return at::linear(in[0], s.params[0], bias);
       }};
+}
 
+// Normalizations (BatchNorm in training mode) and ConvNeXt's layer scale.
+void add_norm_impls(std::map<std::string, OpImpl>& impls) {
   impls["BatchNorm2d"] = {
       [](GraphModule& m, int index, NodeState& s) {
         int64_t channels = m.graph().node(m.graph().node(index).inputs[0]).shape[1];
@@ -354,7 +337,6 @@ std::map<std::string, OpImpl> make_impls() {
         return at::batch_norm(in[0], s.params[0], s.params[1], s.buffers[0], s.buffers[1], /*training=*/true,
                               node.attr_float("momentum", 0.1), node.attr_float("eps", 1e-5), /*cudnn_enabled=*/true);
       }};
-
   impls["LayerNorm"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Node& node = m.graph().node(index);
@@ -371,7 +353,6 @@ std::map<std::string, OpImpl> make_impls() {
         }
         return at::layer_norm(in[0], node.attr_ints("normalized_shape"), weight, bias, node.attr_float("eps", 1e-5));
       }};
-
   impls["GroupNorm"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Node& node = m.graph().node(index);
@@ -388,7 +369,6 @@ std::map<std::string, OpImpl> make_impls() {
         }
         return at::group_norm(in[0], node.attr_int("groups"), weight, bias, node.attr_float("eps", 1e-5));
       }};
-
   impls["LayerScale"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Graph& g = m.graph();
@@ -400,7 +380,10 @@ std::map<std::string, OpImpl> make_impls() {
         s.params.push_back(m.new_param(shape, 0, 1e-6));  // torchvision ConvNeXt's layer_scale init
       },
       [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) { return s.params[0] * in[0]; }};
+}
 
+// Activations; those with an in-place variant run it when the in-place rule allows (graph/inplace.h).
+void add_activation_impls(std::map<std::string, OpImpl>& impls) {
   impls["ReLU"] = unary([](const at::Tensor& x) { return at::relu(x); }, [](at::Tensor& x) { return at::relu_(x); });
   impls["ReLU6"] = unary([](const at::Tensor& x) { return at::hardtanh(x, 0, 6); },
                          [](at::Tensor& x) { return at::hardtanh_(x, 0, 6); });
@@ -411,7 +394,10 @@ std::map<std::string, OpImpl> make_impls() {
   impls["Hardswish"] = unary([](const at::Tensor& x) { return at::hardswish(x); },
                              [](at::Tensor& x) { return at::hardswish_(x); });
   impls["Hardsigmoid"] = unary([](const at::Tensor& x) { return at::hardsigmoid(x); });
+}
 
+// Element-wise ops, dropout and pooling.
+void add_elementwise_pool_impls(std::map<std::string, OpImpl>& impls) {
   impls["Softmax"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
                         return at::softmax(in[0], node.attr_int("axis", -1));
                       }};
@@ -422,7 +408,6 @@ std::map<std::string, OpImpl> make_impls() {
                         if (p == 0.0) return in[0];
                         return at::dropout(in[0], p, /*train=*/true);
                       }};
-
   impls["MaxPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
                           std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
                           return at::max_pool2d(in[0], kernel, node.attr_ints("stride", kernel), pair_of(node, "padding", 0),
@@ -437,7 +422,10 @@ std::map<std::string, OpImpl> make_impls() {
   impls["AdaptiveAvgPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
                                   return at::adaptive_avg_pool2d(in[0], pair_of(node, "output_size", 1));
                                 }};
+}
 
+// Shape ops: views where PyTorch makes views, copies where it copies.
+void add_shape_impls(std::map<std::string, OpImpl>& impls) {
   impls["Flatten"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
                         return at::flatten(in[0], node.attr_int("start_dim", 1), node.attr_int("end_dim", -1));
                       }};
@@ -474,7 +462,10 @@ std::map<std::string, OpImpl> make_impls() {
                                int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
                                return x.view({n, groups, c / groups, h, w}).transpose(1, 2).contiguous().view({n, c, h, w});
                              }};
+}
 
+// Transformer ops: matmul, embeddings, libtorch 1.13's math attention, ViT's position embedding and class token.
+void add_attention_impls(std::map<std::string, OpImpl>& impls) {
   impls["MatMul"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) {
                        return at::matmul(in[0], in[1]);
                      }};
@@ -526,7 +517,11 @@ std::map<std::string, OpImpl> make_impls() {
         const at::Tensor& x = in[0];
         return at::cat({s.params[0].expand({x.size(0), -1, -1}), x}, 1);
       }};
+}
 
+// Graph inputs and losses (their implied targets are buffers).
+void add_input_loss_impls(std::map<std::string, OpImpl>& impls) {
+  impls["Input"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0]; }};
   impls["CrossEntropyLoss"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Graph& g = m.graph();
@@ -552,6 +547,18 @@ std::map<std::string, OpImpl> make_impls() {
         const at::Tensor& target = in.size() == 2 ? in[1] : s.buffers[0];
         return at::mse_loss(in[0], target);
       }};
+}
+
+// Every op's implementation, keyed by op name (op_completeness_test checks every registered op has one).
+std::map<std::string, OpImpl> make_impls() {
+  std::map<std::string, OpImpl> impls;
+  add_conv_linear_impls(impls);
+  add_norm_impls(impls);
+  add_activation_impls(impls);
+  add_elementwise_pool_impls(impls);
+  add_shape_impls(impls);
+  add_attention_impls(impls);
+  add_input_loss_impls(impls);
   return impls;
 }
 
