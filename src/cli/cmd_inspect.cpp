@@ -14,6 +14,7 @@
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
 
@@ -107,21 +108,6 @@ std::string human_count(int64_t value) {
   return buffer;
 }
 
-// 102760448 -> "98.0 MiB" (binary units for bytes).
-std::string human_bytes(int64_t value) {
-  static const char* const kUnits[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB"};
-  if (value < 1024) return std::to_string(value) + " B";
-  double scaled = static_cast<double>(value);
-  size_t unit = 0;
-  while (scaled >= 1023.95 && unit + 1 < sizeof kUnits / sizeof kUnits[0]) {
-    scaled /= 1024.0;
-    ++unit;
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, scaled >= 99.95 ? "%.0f%s" : "%.1f%s", scaled, kUnits[unit]);
-  return buffer;
-}
-
 // The first Input node's shape without its batch: the "input" of a configuration.
 std::pair<int64_t, std::vector<int64_t>> batch_and_input(const Graph& graph) {
   std::vector<int> inputs = graph.inputs();
@@ -171,8 +157,8 @@ void print_table(const Graph& graph, const Summary& summary) {
   std::vector<std::vector<std::string>> cells;
   for (const LayerRow& row : summary.layers) {
     cells.push_back({row.name, row.kind, row.shape.to_string(), row.params ? grouped(row.params) : "-",
-                     row.macs ? human_count(row.macs) : "-", human_bytes(row.activation_bytes),
-                     row.saved_bytes ? human_bytes(row.saved_bytes) : "-"});
+                     row.macs ? human_count(row.macs) : "-", core::format_bytes(row.activation_bytes, core::ByteStyle::Significant),
+                     row.saved_bytes ? core::format_bytes(row.saved_bytes, core::ByteStyle::Significant) : "-"});
   }
   std::vector<size_t> widths;
   for (const std::string& header : headers) widths.push_back(header.size());
@@ -207,13 +193,13 @@ void print_table(const Graph& graph, const Summary& summary) {
     std::cout << label << std::string(label.size() < 28 ? 28 - label.size() : 1, ' ') << value << "\n";
   };
   total_line("Parameters:", grouped(total.params) + " (" + human_count(total.params) + ")");
-  total_line("Parameter bytes:", human_bytes(total.param_bytes));
+  total_line("Parameter bytes:", core::format_bytes(total.param_bytes, core::ByteStyle::Significant));
   total_line("Buffers (running stats):", grouped(total.buffers));
   total_line("MACs (forward):", human_count(total.macs));
   total_line("FLOPs forward:", human_count(total.flops_fwd));
   total_line("FLOPs backward:", human_count(total.flops_bwd));
-  total_line("Activation bytes:", human_bytes(total.activation_bytes) + " (every layer's output)");
-  total_line("Saved for backward:", human_bytes(total.saved_bytes) + " (" + human_bytes(summary.saved_bytes_distinct) +
+  total_line("Activation bytes:", core::format_bytes(total.activation_bytes, core::ByteStyle::Significant) + " (every layer's output)");
+  total_line("Saved for backward:", core::format_bytes(total.saved_bytes, core::ByteStyle::Significant) + " (" + core::format_bytes(summary.saved_bytes_distinct, core::ByteStyle::Significant) +
                                          " distinct: a tensor kept by several layers counted once)");
 }
 

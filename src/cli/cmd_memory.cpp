@@ -16,6 +16,7 @@
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "memory/cpu_conv.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
@@ -78,7 +79,7 @@ double relative_error(int64_t simulated, int64_t measured) {
 
 void print_row(const char* label, int64_t bytes, int64_t total) {
   double share = total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total) : 0;
-  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), memory::format_bytes(bytes).c_str(), share);
+  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), core::format_bytes(bytes).c_str(), share);
 }
 
 std::string config_text(const apps::MemoryCheckRow& row) {
@@ -223,9 +224,9 @@ int run_memory(const Args& args) {
   config.isa = isa;
   config.keep_timeline = timeline;
   config.keep_events = events;
-  if (!context_text.empty()) config.cuda_context_bytes = memory::parse_bytes(context_text, "--cuda-context");
-  const int64_t fits_limit = fits_text.empty() ? 0 : memory::parse_bytes(fits_text, "--fits");
-  const int64_t batch_limit = max_batch_text.empty() ? 0 : memory::parse_bytes(max_batch_text, "--max-batch");
+  if (!context_text.empty()) config.cuda_context_bytes = core::parse_bytes(context_text, "--cuda-context");
+  const int64_t fits_limit = fits_text.empty() ? 0 : core::parse_bytes(fits_text, "--fits");
+  const int64_t batch_limit = max_batch_text.empty() ? 0 : core::parse_bytes(max_batch_text, "--max-batch");
 
   const ModelSpec spec = model_options.spec(model, batch);
   Graph graph = load_model(model, spec);
@@ -341,13 +342,13 @@ int run_memory(const Args& args) {
               static_cast<long long>(batch), input_shape.c_str(), config.optimizer.c_str(), report.device.c_str(),
               static_cast<long long>(threads));
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
-              memory::format_bytes(report.peak_bytes).c_str(), memory::format_bytes(report.baseline_bytes).c_str(),
-              memory::format_bytes(report.peak_total_bytes).c_str());
+              core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
+              core::format_bytes(report.peak_total_bytes).c_str());
   if (report.device == "cuda")
     std::printf("cuda model     peak allocated %s, peak reserved %s, context %s (unverified: docs/MEMORY.md)\n",
-                memory::format_bytes(report.peak_allocated_bytes).c_str(),
-                memory::format_bytes(report.peak_reserved_bytes).c_str(),
-                memory::format_bytes(report.cuda_context_bytes).c_str());
+                core::format_bytes(report.peak_allocated_bytes).c_str(),
+                core::format_bytes(report.peak_reserved_bytes).c_str(),
+                core::format_bytes(report.cuda_context_bytes).c_str());
   if (report.device == "cpu")
     std::printf("kernels        isa %s (%s)\n", hardware::isa_name(simulated_isa), isa_source.c_str());
   std::printf("at the peak    iteration %d, %s%s%s\n", report.peak_iteration, memory::phase_name(report.peak_phase),
@@ -360,17 +361,17 @@ int run_memory(const Args& args) {
   print_row("activations (kept for backward)", b.activation_bytes, report.peak_total_bytes);
   print_row("transient (grads, workspaces)", b.transient_bytes, report.peak_total_bytes);
   if (fits_limit > 0)
-    std::printf("fits in %s: %s (needs %s)\n", memory::format_bytes(fits_limit).c_str(),
-                report.required_bytes <= fits_limit ? "yes" : "no", memory::format_bytes(report.required_bytes).c_str());
+    std::printf("fits in %s: %s (needs %s)\n", core::format_bytes(fits_limit).c_str(),
+                report.required_bytes <= fits_limit ? "yes" : "no", core::format_bytes(report.required_bytes).c_str());
   if (batch_limit > 0) {
     if (best.batch == 0)
-      std::printf("largest batch in %s: none (batch 1 needs %s)\n", memory::format_bytes(batch_limit).c_str(),
-                  memory::format_bytes(best.next_required_bytes).c_str());
+      std::printf("largest batch in %s: none (batch 1 needs %s)\n", core::format_bytes(batch_limit).c_str(),
+                  core::format_bytes(best.next_required_bytes).c_str());
     else
-      std::printf("largest batch in %s: %lld (needs %s%s%s)\n", memory::format_bytes(batch_limit).c_str(),
-                  static_cast<long long>(best.batch), memory::format_bytes(best.required_bytes).c_str(),
+      std::printf("largest batch in %s: %lld (needs %s%s%s)\n", core::format_bytes(batch_limit).c_str(),
+                  static_cast<long long>(best.batch), core::format_bytes(best.required_bytes).c_str(),
                   best.next_required_bytes > 0 ? "; one more needs " : "",
-                  best.next_required_bytes > 0 ? memory::format_bytes(best.next_required_bytes).c_str() : "");
+                  best.next_required_bytes > 0 ? core::format_bytes(best.next_required_bytes).c_str() : "");
   }
   if (measured.ran) {
     if (measured.status != "ok")

@@ -18,6 +18,7 @@
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "memory/simulator.h"
 
 namespace dnncast::cli {
@@ -25,18 +26,6 @@ namespace dnncast::cli {
 namespace {
 
 using nlohmann::json;
-
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f %s", bytes, units[unit]);
-  return text;
-}
 
 bool contains(const json& list, const json& value) {
   return list.is_array() && std::find(list.begin(), list.end(), value) != list.end();
@@ -220,14 +209,14 @@ int run_predict(const Args& args) {
                 static_cast<long long>(epoch_samples), static_cast<long long>(iterations));
   if (simulated)
     std::printf("  peak memory         %s in total: %s held before the first iteration + %s while training (simulated)\n",
-                human_bytes(result["peak_total_bytes"].get<double>()).c_str(),
-                human_bytes(result["peak_total_bytes"].get<double>() - result["peak_bytes"].get<double>()).c_str(),
-                human_bytes(result["peak_bytes"].get<double>()).c_str());
+                core::format_bytes(result["peak_total_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
+                core::format_bytes(result["peak_total_bytes"].get<double>() - result["peak_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
+                core::format_bytes(result["peak_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str());
   else if (!result["peak_bytes"].is_null())
     std::printf("  peak memory         %s   (90%% interval %s - %s, learned)\n",
-                human_bytes(result["peak_bytes"].get<double>()).c_str(),
-                human_bytes(result["peak_bytes_low"].get<double>()).c_str(),
-                human_bytes(result["peak_bytes_high"].get<double>()).c_str());
+                core::format_bytes(result["peak_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
+                core::format_bytes(result["peak_bytes_low"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
+                core::format_bytes(result["peak_bytes_high"].get<double>(), core::ByteStyle::TwoDecimals).c_str());
   std::printf("  predictor           %s (%s, CV MRE %.1f%%)\n", set_dir.c_str(), time_manifest.learner.c_str(),
               100 * time_manifest.cv.value("mre", 0.0));
   return 0;

@@ -16,6 +16,7 @@
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "models/zoo.h"
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"
@@ -34,27 +35,6 @@ int run_profile(const Args&) {
 namespace {
 
 using nlohmann::json;
-
-// "2G", "512M", "100000" -> bytes (K/M/G/T are powers of 1024).
-int64_t parse_bytes(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw InputError("--memory-limit " + quote(text) + ": expected bytes, optionally with K, M, G or T (e.g. 2G)");
-  }
-  std::string suffix = text.substr(used);
-  double scale = 1;
-  if (suffix == "K" || suffix == "k") scale = 1024.0;
-  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
-  else if (suffix == "T" || suffix == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!suffix.empty() && suffix != "B")
-    throw InputError("--memory-limit " + quote(text) + ": unknown unit " + quote(suffix) + " (use K, M, G or T)");
-  if (!(value > 0) || !std::isfinite(value)) throw InputError("--memory-limit must be positive, got " + quote(text));
-  return static_cast<int64_t>(value * scale);
-}
 
 // Relative spread of the repeats' medians: (max - min) / median; 0 below 2 repeats.
 double spread(const std::vector<double>& values) {
@@ -141,7 +121,7 @@ int run_profile(const Args& args) {
   app.add_option("--device", device, "cpu | cuda (default cpu)");
   app.add_option("--repeat", repeat, "measurements, each in a fresh process (default 1)");
   app.add_flag("--per-layer", per_layer, "also time forward and backward of every node alone");
-  app.add_option("--memory-limit", memory_text, "tensor memory the child may hold, bytes or 512M/2G (default 90% of available)");
+  app.add_option("--memory-limit", memory_text, "tensor memory the child may hold, bytes or 512M/2G/24GiB/1.5GB (default 90% of available)");
   app.add_option("--timeout", timeout_s, "seconds before a child is killed (default 300)");
   app.add_option("--budget", budget_s, "seconds of timed iterations at most, per repeat (default 5)");
   app.add_option("--ci", ci_target, "stop timing when the median's 95% CI is within +- this fraction (default 0.02)");
@@ -168,7 +148,7 @@ int run_profile(const Args& args) {
   limits.timeout_s = timeout_s;
   limits.time_budget_s = budget_s;
   limits.ci_target = ci_target;
-  if (!memory_text.empty()) limits.memory_bytes = parse_bytes(memory_text);
+  if (!memory_text.empty()) limits.memory_bytes = core::parse_bytes(memory_text, "--memory-limit");
 
   Graph graph = load_model(model, model_options.spec(model, batch));
   profile::check_supported(graph);

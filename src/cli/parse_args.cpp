@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "memory/simulator.h"
+#include "core/units.h"
 
 namespace dnncast::cli {
 
@@ -33,7 +33,7 @@ CLI::Validator byte_size() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         try {
-          memory::parse_bytes(text, "value");
+          core::parse_bytes(text, "value");
         } catch (const InputError& error) {
           return error.what();
         }

@@ -22,7 +22,7 @@ inline constexpr int64_t kMaxThreads = 1024;
 CLI::Validator thread_count(bool zero_allowed = false);
 // An integer 1..max.
 CLI::Validator positive_at_most(int64_t max);
-// A size in bytes as memory::parse_bytes reads it ("24GiB"), at least one byte: "" and 1e-5 are refused.
+// A size in bytes as core::parse_bytes reads it ("24GiB"), at least one byte: "" and 1e-5 are refused.
 CLI::Validator byte_size();
 
 // "a,b,,c" -> {"a", "b", "c"}: the items of a list option, empty ones dropped.

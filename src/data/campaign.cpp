@@ -15,6 +15,7 @@
 
 #include "data/environment.h"
 #include "core/error.h"
+#include "core/units.h"
 
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"
@@ -41,18 +42,6 @@ std::string duration_text(double seconds) {
   return buffer;
 }
 
-std::string bytes_text(int64_t bytes) {
-  char buffer[32];
-  double value = static_cast<double>(bytes);
-  if (value >= 1 << 30)
-    std::snprintf(buffer, sizeof buffer, "%.2f GiB", value / (1 << 30));
-  else if (value >= 1 << 20)
-    std::snprintf(buffer, sizeof buffer, "%.1f MiB", value / (1 << 20));
-  else
-    std::snprintf(buffer, sizeof buffer, "%.1f KiB", value / 1024);
-  return buffer;
-}
-
 // One run to do: an entry of the plan and a repeat index.
 struct WorkItem {
   size_t entry;
@@ -76,7 +65,7 @@ std::string result_text(const RunResult& result) {
   if (result.status == "ok" && result.time_ms_median) {
     std::snprintf(buffer, sizeof buffer, "ok %.4g ms (p10 %.4g, p90 %.4g, n %lld), peak %s, load %.2f, %.1f s",
                   *result.time_ms_median, result.time_ms_p10.value_or(0), result.time_ms_p90.value_or(0),
-                  static_cast<long long>(result.iterations), bytes_text(result.peak_bytes.value_or(0)).c_str(),
+                  static_cast<long long>(result.iterations), core::format_bytes(static_cast<double>(result.peak_bytes.value_or(0)), core::ByteStyle::FixedKiB).c_str(),
                   result.load_other_cpus.value_or(0), result.wall_s.value_or(0));
     return buffer;
   }

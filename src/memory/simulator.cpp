@@ -140,47 +140,6 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   return report;
 }
 
-int64_t parse_bytes(const std::string& text, const std::string& what) {
-  auto fail = [&]() -> int64_t {
-    throw InputError(what + " " + quote(text) + ": expected a size in bytes, optionally with a unit (4096, 512MiB, 24GiB, 1.5GB)");
-  };
-  if (text.empty()) return fail();
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return fail();
-  }
-  std::string unit = lower(text.substr(used));
-  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
-  double scale = 1;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib") scale = 1024.0;
-  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  else if (unit == "tb") scale = 1e12;
-  else throw InputError(what + " " + quote(text) + ": unknown unit '" + text.substr(used) + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
-  double bytes = value * scale;
-  if (!std::isfinite(bytes) || bytes < 1) throw InputError(what + " must be at least 1 byte, got " + quote(text));
-  if (bytes > 9.0e18) throw InputError(what + " " + quote(text) + " is too large");
-  return static_cast<int64_t>(std::llround(bytes));
-}
-
-std::string format_bytes(int64_t bytes) {
-  char text[64];
-  double value = static_cast<double>(bytes);
-  if (bytes >= (int64_t{1} << 30)) std::snprintf(text, sizeof text, "%.2f GiB", value / (1 << 30));
-  else if (bytes >= (int64_t{1} << 20)) std::snprintf(text, sizeof text, "%.1f MiB", value / (1 << 20));
-  else if (bytes >= 1024) std::snprintf(text, sizeof text, "%.1f KiB", value / 1024);
-  else std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
-  return text;
-}
-
 MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
                          int64_t limit_bytes, int64_t batch_cap) {
   if (limit_bytes <= 0) throw InputError("memory limit must be positive");

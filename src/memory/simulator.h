@@ -96,11 +96,6 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config);
 // The ISA a simulation uses for `isa` (MemoryConfig::isa): itself, or this host's dispatch for Unknown.
 hardware::CpuIsa resolve_isa(hardware::CpuIsa isa);
 
-// "24GiB", "512MiB", "1.5GB", "1e9", "4096", "2G" (K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024,
-// KB/MB/GB/TB powers of 1000). Throws InputError naming `what` and the text.
-int64_t parse_bytes(const std::string& text, const std::string& what = "bytes");
-std::string format_bytes(int64_t bytes);  // "1.50 GiB", "512.0 MiB", "812 B"
-
 struct MaxBatchResult {
   int64_t batch = 0;                // largest batch that fits; 0 when batch 1 does not
   int64_t required_bytes = 0;       // at `batch` (0 when batch is 0)

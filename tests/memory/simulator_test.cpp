@@ -67,29 +67,6 @@ TEST(CudaAllocatorModel, SplitsReusesAndMergesBlocks) {
   EXPECT_EQ(model.segments(), 3);
 }
 
-// --- bytes ---------------------------------------------------------------------------------------
-
-TEST(ParseBytes, AcceptsUnits) {
-  EXPECT_EQ(parse_bytes("4096"), 4096);
-  EXPECT_EQ(parse_bytes("512MiB"), 512 * kMiB);
-  EXPECT_EQ(parse_bytes("24GiB"), int64_t{24} << 30);
-  EXPECT_EQ(parse_bytes("2G"), int64_t{2} << 30);
-  EXPECT_EQ(parse_bytes("1.5GB"), 1500000000);
-  EXPECT_EQ(parse_bytes("100kb"), 100000);
-  EXPECT_EQ(parse_bytes("1e6"), 1000000);
-}
-
-TEST(ParseBytes, RejectsBadText) {
-  for (const char* text : {"", "abc", "12XB", "-5", "0", "GiB", "1e30"}) {
-    try {
-      parse_bytes(text, "--fits");
-      ADD_FAILURE() << "accepted '" << text << "'";
-    } catch (const InputError& error) {
-      EXPECT_NE(std::string(error.what()).find("--fits"), std::string::npos) << error.what();
-    }
-  }
-}
-
 // --- simulations -----------------------------------------------------------------------------------
 
 TEST(Simulator, BaselineIsParametersBuffersInputsAndLabels) {
