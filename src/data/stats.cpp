@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/stats.h"
+
 namespace dnncast::data {
 
 namespace {
@@ -46,15 +48,6 @@ json numeric_range(Database& db, const std::string& column) {
     result["mean"] = query.get_double(2);
   }
   return result;
-}
-
-double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  double position = q * static_cast<double>(values.size() - 1);
-  size_t low = static_cast<size_t>(std::floor(position));
-  size_t high = std::min(values.size() - 1, low + 1);
-  return values[low] + (values[high] - values[low]) * (position - static_cast<double>(low));
 }
 
 }  // namespace
@@ -161,15 +154,15 @@ json dataset_stats(Store& store) {
     for (auto& [key, times] : repeats) {
       groups.push_back(times);
       if (times.size() < 2) continue;
-      double middle = quantile(times, 0.5);
+      double middle = core::quantile_low_plus_step(times, 0.5);
       spreads.push_back((*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) /
                         middle);
     }
     json spread;
     spread["configurations"] = spreads.size();
     if (!spreads.empty()) {
-      spread["median_rel_range"] = quantile(spreads, 0.5);
-      spread["p90_rel_range"] = quantile(spreads, 0.9);
+      spread["median_rel_range"] = core::quantile_low_plus_step(spreads, 0.5);
+      spread["p90_rel_range"] = core::quantile_low_plus_step(spreads, 0.9);
       std::vector<double> errors = noise_floor_errors(groups);
       double sum = 0;
       for (double error : errors) sum += error;

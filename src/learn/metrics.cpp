@@ -13,16 +13,6 @@ nlohmann::json ErrorStats::to_json() const {
   return {{"count", count}, {"mre", mre}, {"median_re", median_re}, {"p90_re", p90_re}, {"within_10pct", within_10pct}};
 }
 
-double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  double position = q * static_cast<double>(values.size() - 1);
-  size_t below = static_cast<size_t>(std::floor(position));
-  size_t above = std::min(below + 1, values.size() - 1);
-  double weight = position - static_cast<double>(below);
-  return values[below] * (1 - weight) + values[above] * weight;
-}
-
 ErrorStats error_stats(const std::vector<double>& relative_errors) {
   ErrorStats stats;
   stats.count = static_cast<int64_t>(relative_errors.size());

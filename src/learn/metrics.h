@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/stats.h"
 #include "learn/learner.h"
 
 namespace dnncast::learn {
@@ -24,8 +25,7 @@ struct ErrorStats {
 ErrorStats error_stats(const Vector& predicted, const Vector& truth);
 ErrorStats error_stats(const std::vector<double>& relative_errors);
 
-// Linear-interpolated quantile of values (q in [0, 1]); values need not be sorted. Empty -> 0.
-double quantile(std::vector<double> values, double q);
+using core::quantile;  // linear interpolation (core/stats.h); many callers say learn::quantile
 
 // Test-row indices of k shuffled folds over `rows` (folds = min(folds, rows)).
 std::vector<std::vector<int64_t>> kfold_indices(int64_t rows, int folds, uint64_t seed);

@@ -36,6 +36,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "graph/inplace.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
@@ -817,7 +818,7 @@ std::vector<LayerTime> time_layers(Trainer& trainer, const std::vector<at::Scala
       backward_ms.push_back(backward);
       if (forward_ms.size() >= 3 && ms_since(node_start) > 50) break;
     }
-    layers.push_back({node.name, node.op, detail::percentile(forward_ms, 0.5), detail::percentile(backward_ms, 0.5)});
+    layers.push_back({node.name, node.op, core::quantile(forward_ms, 0.5), core::quantile(backward_ms, 0.5)});
   }
   return layers;
 }
@@ -839,8 +840,8 @@ void time_optimizer(Trainer& trainer, double& step_ms, double& zero_grad_ms) {
     steps.push_back(step);
     zeros.push_back(zero);
   }
-  step_ms = detail::percentile(steps, 0.5);
-  zero_grad_ms = detail::percentile(zeros, 0.5);
+  step_ms = core::quantile(steps, 0.5);
+  zero_grad_ms = core::quantile(zeros, 0.5);
 }
 
 // Per-layer mode: each node inside real training iterations (NodeClock), and the optimizer's two
@@ -903,13 +904,13 @@ void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, 
   for (size_t index = 0; index < nodes; ++index) {
     if (graph.node(static_cast<int>(index)).op == "Input") continue;
     DNNCAST_ASSERT(position < layers.size() && layers[position].node == graph.node(static_cast<int>(index)).name);
-    layers[position].iteration_forward_ms = detail::percentile(forward[index], 0.5);
-    layers[position].iteration_backward_ms = detail::percentile(backward[index], 0.5);
+    layers[position].iteration_forward_ms = core::quantile(forward[index], 0.5);
+    layers[position].iteration_backward_ms = core::quantile(backward[index], 0.5);
     ++position;
   }
-  step_ms = detail::percentile(steps, 0.5);
-  zero_grad_ms = detail::percentile(zeros, 0.5);
-  loss_ms = detail::percentile(losses, 0.5);
+  step_ms = core::quantile(steps, 0.5);
+  zero_grad_ms = core::quantile(zeros, 0.5);
+  loss_ms = core::quantile(losses, 0.5);
 }
 
 // --- One step written out, for the numerical comparison with PyTorch ----------------------------
@@ -1187,7 +1188,7 @@ double run_probe_ms() {
     times.push_back(ms_since(start));
   }
   at::set_num_threads(threads);
-  return detail::percentile(times, 0.5);
+  return core::quantile(times, 0.5);
 }
 
 Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in, const Limits& limits) {

@@ -24,7 +24,6 @@ bool tracked_refused();              // an allocation was refused since the limi
 int64_t tracked_refused_request_bytes();
 
 // --- Statistics (measure.cpp) -----------------------------------------------------------------
-double percentile(std::vector<double> values, double fraction);  // linear interpolation, fraction in [0,1]
 // Relative half-width of the distribution-free 95% confidence interval of the median
 // (order statistics n/2 -+ 1.96 sqrt(n)/2); infinity below 6 samples.
 double median_rel_ci(const std::vector<double>& values);

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "profile/internal.h"
@@ -75,16 +76,6 @@ void validate_config(const TrainConfig& config) {
 
 namespace detail {
 
-double percentile(std::vector<double> values, double fraction) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  double position = fraction * static_cast<double>(values.size() - 1);
-  auto below = static_cast<size_t>(std::floor(position));
-  size_t above = std::min(below + 1, values.size() - 1);
-  double weight = position - static_cast<double>(below);
-  return values[below] * (1 - weight) + values[above] * weight;
-}
-
 double median_rel_ci(const std::vector<double>& values) {
   size_t count = values.size();
   if (count < 6) return std::numeric_limits<double>::infinity();
@@ -95,7 +86,7 @@ double median_rel_ci(const std::vector<double>& values) {
   auto upper_rank = static_cast<int64_t>(std::ceil(static_cast<double>(count) / 2 + spread)) + 1;
   lower_rank = std::max<int64_t>(lower_rank, 1);
   upper_rank = std::min<int64_t>(upper_rank, static_cast<int64_t>(count));
-  double median = percentile(sorted, 0.5);
+  double median = core::quantile(sorted, 0.5);
   if (median <= 0) return std::numeric_limits<double>::infinity();
   double half_width = (sorted[static_cast<size_t>(upper_rank - 1)] - sorted[static_cast<size_t>(lower_rank - 1)]) / 2;
   return half_width / median;
@@ -105,9 +96,9 @@ TimeStats summarize(const std::vector<double>& times_ms) {
   TimeStats stats;
   stats.n = static_cast<int64_t>(times_ms.size());
   if (times_ms.empty()) return stats;
-  stats.median = percentile(times_ms, 0.5);
-  stats.p10 = percentile(times_ms, 0.1);
-  stats.p90 = percentile(times_ms, 0.9);
+  stats.median = core::quantile(times_ms, 0.5);
+  stats.p10 = core::quantile(times_ms, 0.1);
+  stats.p90 = core::quantile(times_ms, 0.9);
   stats.mean = std::accumulate(times_ms.begin(), times_ms.end(), 0.0) / static_cast<double>(times_ms.size());
   stats.rel_ci = median_rel_ci(times_ms);
   return stats;
@@ -619,7 +610,7 @@ Measurement combine_repeats(const std::vector<Measurement>& repeats) {
   auto median_of = [&](auto field) {
     std::vector<double> values;
     for (const Measurement* m : ok) values.push_back(field(*m));
-    return detail::percentile(values, 0.5);
+    return core::quantile(values, 0.5);
   };
   auto mean_of = [&](auto field) {
     double sum = 0;

@@ -222,9 +222,6 @@ TEST(Profile, ModuleParametersEqualTheIrForTheWholeZoo) {
 
 TEST(Profile, StatisticsOfKnownSamples) {
   std::vector<double> values{5, 1, 4, 2, 3};
-  EXPECT_DOUBLE_EQ(detail::percentile(values, 0.5), 3);
-  EXPECT_DOUBLE_EQ(detail::percentile(values, 0.0), 1);
-  EXPECT_DOUBLE_EQ(detail::percentile(values, 0.1), 1.4);
   EXPECT_TRUE(std::isinf(detail::median_rel_ci(values)));  // too few samples
   std::vector<double> flat(50, 10.0);
   EXPECT_DOUBLE_EQ(detail::median_rel_ci(flat), 0);
