@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/checked.h"
+#include "core/rng.h"
 #include "core/error.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
@@ -502,7 +503,7 @@ class GroupGrid {
   uint64_t total_ = 0;
 };
 
-void shuffle(std::vector<size_t>& items, PlanRandom& random) {
+void shuffle(std::vector<size_t>& items, core::SplitMix64& random) {
   for (size_t index = items.size(); index > 1; --index) std::swap(items[index - 1], items[random.below(index)]);
 }
 
@@ -510,7 +511,7 @@ void shuffle(std::vector<size_t>& items, PlanRandom& random) {
 // strata of different dimensions paired by independent random permutations. A model's sizes and
 // batches are those of its grid (under the FLOPs cap). Duplicate points (when a dimension has
 // fewer values than samples) are dropped, so a plan may get fewer than `count`.
-std::vector<GridPoint> latin_hypercube(const Group& group, const GroupGrid& grid, int64_t count, PlanRandom& random) {
+std::vector<GridPoint> latin_hypercube(const Group& group, const GroupGrid& grid, int64_t count, core::SplitMix64& random) {
   const size_t dims = 7;
   size_t samples = static_cast<size_t>(count);
   std::vector<std::vector<size_t>> strata(dims);
@@ -544,7 +545,7 @@ std::vector<GridPoint> latin_hypercube(const Group& group, const GroupGrid& grid
 std::vector<GridPoint> sample_group(const Group& group, const GroupGrid& grid) {
   std::vector<GridPoint> points;
   const Sampling& sampling = group.sampling;
-  PlanRandom random(sampling.seed);
+  core::SplitMix64 random(sampling.seed);
   if (sampling.strategy == "latin_hypercube") return latin_hypercube(group, grid, sampling.count, random);
   if (sampling.strategy == "random" && static_cast<uint64_t>(sampling.count) < grid.total()) {
     // Floyd's algorithm: `count` distinct indices without materialising the grid.
@@ -571,24 +572,6 @@ std::vector<GridPoint> sample_group(const Group& group, const GroupGrid& grid) {
 }
 
 }  // namespace
-
-uint64_t PlanRandom::next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t PlanRandom::below(uint64_t bound) {
-  DNNCAST_ASSERT(bound > 0);
-  // Rejection keeps it exactly uniform.
-  uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-  uint64_t value = next();
-  while (value >= limit) value = next();
-  return value % bound;
-}
-
-double PlanRandom::unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
 
 const std::vector<std::string>& known_optimizers() {
   static const std::vector<std::string> names{"sgd", "adam", "adamw"};

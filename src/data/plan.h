@@ -87,17 +87,5 @@ Shard parse_shard(const std::string& text);  // "3/10"; throws InputError
 // Indices of the plan entries that belong to a shard (entry index mod N == i).
 std::vector<size_t> shard_entries(const Plan& plan, const Shard& shard);
 
-// Deterministic pseudo-random numbers (SplitMix64): the same sequence on every platform, unlike
-// std::uniform_int_distribution, so plans sample identically everywhere.
-class PlanRandom {
- public:
-  explicit PlanRandom(uint64_t seed) : state_(seed) {}
-  uint64_t next();
-  uint64_t below(uint64_t bound);  // uniform in [0, bound), bound > 0
-  double unit();                   // uniform in [0, 1)
-
- private:
-  uint64_t state_;
-};
 
 }  // namespace dnncast::data

@@ -9,36 +9,6 @@
 
 namespace dnncast::learn {
 
-uint64_t Rng::next() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t Rng::below(uint64_t bound) {
-  DNNCAST_ASSERT(bound > 0);
-  return next() % bound;
-}
-
-double Rng::unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
-
-double Rng::normal() {
-  double u1 = std::max(unit(), 1e-300);
-  double u2 = unit();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-}
-
-double Rng::log_uniform(double low, double high) {
-  DNNCAST_ASSERT(low > 0 && high >= low);
-  return std::exp(std::log(low) + unit() * (std::log(high) - std::log(low)));
-}
-
-int64_t Rng::int_between(int64_t low, int64_t high) {
-  DNNCAST_ASSERT(high >= low);
-  return low + static_cast<int64_t>(below(static_cast<uint64_t>(high - low + 1)));
-}
-
 void Learner::predict_rows(const float* rows, int64_t count, int64_t columns, double* out) const {
   Matrix x(count, columns);
   for (int64_t row = 0; row < count; ++row)

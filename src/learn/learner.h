@@ -12,6 +12,8 @@
 #include <Eigen/Dense>
 #include <nlohmann/json.hpp>
 
+#include "core/rng.h"
+
 namespace dnncast::learn {
 
 using Matrix = Eigen::MatrixXd;  // rows = samples, columns = features
@@ -36,21 +38,8 @@ class Learner {
   virtual void predict_rows(const float* rows, int64_t count, int64_t columns, double* out) const;
 };
 
-// Deterministic random numbers (SplitMix64), the same on every platform.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next();
-  uint64_t below(uint64_t bound);  // uniform in [0, bound), bound > 0
-  double unit();                   // uniform in [0, 1)
-  double normal();                 // standard normal (Box-Muller)
-  double log_uniform(double low, double high);  // low, high > 0
-  int64_t int_between(int64_t low, int64_t high);  // inclusive
-  uint64_t seed_for_child() { return next(); }
-
- private:
-  uint64_t state_;
-};
+// Deterministic random numbers, the same on every platform (core/rng.h).
+using Rng = core::SplitMix64;
 
 struct LearnerInfo {
   std::string name;
