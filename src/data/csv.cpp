@@ -80,6 +80,72 @@ class Row {
   std::string where_;
 };
 
+// The environment columns of a row (the CPU fingerprint, schema 3, is absent from older files and
+// then not recorded).
+EnvironmentRecord environment_of(const Row& row) {
+  EnvironmentRecord environment;
+  environment.cpu_model = row.text("env_cpu_model");
+  environment.cores = row.integer("env_cores");
+  environment.threads = row.integer("env_threads");
+  environment.memory_bytes = row.integer("env_memory_bytes");
+  environment.gpu_name = row.text("env_gpu_name");
+  environment.gpu_driver = row.text("env_gpu_driver");
+  environment.torch_version = row.text("env_torch_version");
+  environment.build_type = row.text("env_build_type");
+  environment.host = row.text("env_host");
+  environment.cpu_vendor = row.text("env_cpu_vendor");
+  environment.cpu_family = row.integer("env_cpu_family");
+  environment.cpu_model_number = row.integer("env_cpu_model_number");
+  environment.cpu_stepping = row.integer("env_cpu_stepping");
+  environment.isa = row.text("env_isa");
+  environment.aten_capability = row.text("env_aten_capability");
+  environment.isa_cap = row.text("env_isa_cap");
+  environment.l2_bytes = row.integer("env_l2_bytes");
+  environment.l3_bytes = row.integer("env_l3_bytes");
+  environment.base_mhz = row.optional_number("env_base_mhz").value_or(0.0);
+  return environment;
+}
+
+// The configuration and result columns of a row into `run`.
+void read_run_fields(const Row& row, RunRecord& run) {
+  try {
+    run.config.input = parse_input_text(row.text("input"));
+  } catch (const InputError& error) {
+    row.fail(error.what());
+  }
+  run.config.batch = row.integer("batch");
+  run.config.seq_len = row.integer("seq_len");
+  run.config.optimizer = row.text("optimizer");
+  run.config.precision = row.text("precision");
+  run.config.threads = row.integer("threads");
+  run.config.device = row.text("device");
+  run.repeat_index = row.integer("repeat_index");
+  if (run.config.batch <= 0 || run.config.threads <= 0 || run.repeat_index < 0)
+    row.fail("batch and threads must be positive, repeat_index non-negative");
+  RunResult& result = run.result;
+  result.status = row.text("status");
+  result.message = row.text("message");
+  result.time_ms_median = row.optional_number("time_ms_median");
+  result.time_ms_p10 = row.optional_number("time_ms_p10");
+  result.time_ms_p90 = row.optional_number("time_ms_p90");
+  result.time_ms_mean = row.optional_number("time_ms_mean");
+  result.iterations = row.integer("iterations");
+  result.time_rel_ci = row.optional_number("time_rel_ci", /*allow_infinity=*/true);
+  result.warmup_iterations = row.integer("warmup_iterations");
+  result.time_ms_normalised = row.optional_number("time_ms_normalised");
+  result.probe_ms_before = row.optional_number("probe_ms_before");
+  result.probe_ms_after = row.optional_number("probe_ms_after");
+  result.peak_bytes = row.optional_integer("peak_bytes");
+  result.baseline_bytes = row.optional_integer("baseline_bytes");
+  result.energy_j = row.optional_number("energy_j");
+  result.load_other_cpus = row.optional_number("load_other_cpus");
+  result.wall_s = row.optional_number("wall_s");
+  run.cpus = row.text("cpus");
+  run.host = row.text("host");
+  run.plan = row.text("plan");
+  run.measured_at = row.has("measured_at") ? row.text("measured_at") : utc_now();
+}
+
 }  // namespace
 
 const std::vector<std::string>& csv_columns() {
@@ -141,58 +207,6 @@ const std::vector<std::string>& csv_columns() {
   return columns;
 }
 
-std::string csv_quote(const std::string& field) {
-  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
-  std::string quoted = "\"";
-  for (char c : field) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
-bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t& line) {
-  fields.clear();
-  if (in.peek() == std::char_traits<char>::eof()) return false;
-  std::string field;
-  bool quoted = false, was_quoted = false;
-  int64_t start_line = line + 1;
-  for (;;) {
-    int next = in.get();
-    if (next == std::char_traits<char>::eof()) {
-      if (quoted) throw InputError("line " + std::to_string(start_line) + ": unterminated quoted field");
-      break;
-    }
-    char c = static_cast<char>(next);
-    if (quoted) {
-      if (c == '"') {
-        if (in.peek() == '"') {
-          field += '"';
-          in.get();
-        } else {
-          quoted = false;
-        }
-      } else {
-        if (c == '\n') ++line;
-        field += c;
-      }
-    } else if (c == '"' && field.empty() && !was_quoted) {
-      quoted = was_quoted = true;
-    } else if (c == ',') {
-      fields.push_back(field);
-      field.clear();
-      was_quoted = false;
-    } else if (c == '\n') {
-      break;
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  ++line;
-  fields.push_back(field);
-  return true;
-}
-
 void export_csv(Store& store, std::ostream& out, bool with_graphs) {
   std::map<int64_t, NetworkRecord> networks;
   for (NetworkRecord& network : store.networks(with_graphs)) networks.emplace(network.id, std::move(network));
@@ -200,8 +214,7 @@ void export_csv(Store& store, std::ostream& out, bool with_graphs) {
   for (EnvironmentRecord& environment : store.environments()) environments.emplace(environment.id, environment);
   const std::vector<std::string>& columns = csv_columns();
   size_t column_count = with_graphs ? columns.size() : columns.size() - 1;
-  for (size_t col = 0; col < column_count; ++col) out << (col ? "," : "") << columns[col];
-  out << "\n";
+  core::write_csv_record(out, std::vector<std::string>(columns.begin(), columns.begin() + static_cast<long>(column_count)));
   for (const RunRecord& run : store.runs()) {
     const NetworkRecord& network = networks.at(run.network_id);
     const EnvironmentRecord& environment = environments.at(run.environment_id);
@@ -262,8 +275,7 @@ void export_csv(Store& store, std::ostream& out, bool with_graphs) {
                                     run.measured_at};
     if (with_graphs) fields.push_back(network.graph_json);
     DNNCAST_ASSERT(fields.size() == column_count);
-    for (size_t col = 0; col < fields.size(); ++col) out << (col ? "," : "") << csv_quote(fields[col]);
-    out << "\n";
+    core::write_csv_record(out, fields);
   }
 }
 
@@ -300,27 +312,7 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
       row.fail("expected " + std::to_string(header.size()) + " fields, got " + std::to_string(fields.size()));
     ++summary.rows;
 
-    EnvironmentRecord environment;
-    environment.cpu_model = row.text("env_cpu_model");
-    environment.cores = row.integer("env_cores");
-    environment.threads = row.integer("env_threads");
-    environment.memory_bytes = row.integer("env_memory_bytes");
-    environment.gpu_name = row.text("env_gpu_name");
-    environment.gpu_driver = row.text("env_gpu_driver");
-    environment.torch_version = row.text("env_torch_version");
-    environment.build_type = row.text("env_build_type");
-    environment.host = row.text("env_host");
-    // The CPU fingerprint (schema 3): absent from older files, and then not recorded.
-    environment.cpu_vendor = row.text("env_cpu_vendor");
-    environment.cpu_family = row.integer("env_cpu_family");
-    environment.cpu_model_number = row.integer("env_cpu_model_number");
-    environment.cpu_stepping = row.integer("env_cpu_stepping");
-    environment.isa = row.text("env_isa");
-    environment.aten_capability = row.text("env_aten_capability");
-    environment.isa_cap = row.text("env_isa_cap");
-    environment.l2_bytes = row.integer("env_l2_bytes");
-    environment.l3_bytes = row.integer("env_l3_bytes");
-    environment.base_mhz = row.optional_number("env_base_mhz").value_or(0.0);
+    EnvironmentRecord environment = environment_of(row);
     std::string environment_hash = environment.hash();
     if (row.has("env_hash") && row.text("env_hash") != environment_hash)
       row.fail("env_hash " + row.text("env_hash") + " does not match the environment fields (" + environment_hash +
@@ -331,43 +323,7 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
 
     RunRecord run;
     run.environment_id = environment_id->second;
-    try {
-      run.config.input = parse_input_text(row.text("input"));
-    } catch (const InputError& error) {
-      row.fail(error.what());
-    }
-    run.config.batch = row.integer("batch");
-    run.config.seq_len = row.integer("seq_len");
-    run.config.optimizer = row.text("optimizer");
-    run.config.precision = row.text("precision");
-    run.config.threads = row.integer("threads");
-    run.config.device = row.text("device");
-    run.repeat_index = row.integer("repeat_index");
-    if (run.config.batch <= 0 || run.config.threads <= 0 || run.repeat_index < 0)
-      row.fail("batch and threads must be positive, repeat_index non-negative");
-    RunResult& result = run.result;
-    result.status = row.text("status");
-    result.message = row.text("message");
-    result.time_ms_median = row.optional_number("time_ms_median");
-    result.time_ms_p10 = row.optional_number("time_ms_p10");
-    result.time_ms_p90 = row.optional_number("time_ms_p90");
-    result.time_ms_mean = row.optional_number("time_ms_mean");
-    result.iterations = row.integer("iterations");
-    result.time_rel_ci = row.optional_number("time_rel_ci", /*allow_infinity=*/true);
-    result.warmup_iterations = row.integer("warmup_iterations");
-    result.time_ms_normalised = row.optional_number("time_ms_normalised");
-    result.probe_ms_before = row.optional_number("probe_ms_before");
-    result.probe_ms_after = row.optional_number("probe_ms_after");
-    result.peak_bytes = row.optional_integer("peak_bytes");
-    result.baseline_bytes = row.optional_integer("baseline_bytes");
-    result.energy_j = row.optional_number("energy_j");
-    result.load_other_cpus = row.optional_number("load_other_cpus");
-    result.wall_s = row.optional_number("wall_s");
-    run.cpus = row.text("cpus");
-    run.host = row.text("host");
-    run.plan = row.text("plan");
-    run.measured_at = row.has("measured_at") ? row.text("measured_at") : utc_now();
-
+    read_run_fields(row, run);
     std::string network_hash = row.text("network_hash");
     auto network = networks.find(network_hash);
     if (network == networks.end()) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/csv.h"
 #include "data/store.h"
 
 namespace dnncast::data {
@@ -30,8 +31,8 @@ struct ImportSummary {
 // and checked against network_hash. Throws InputError naming `source` and the line.
 ImportSummary import_csv(Store& store, std::istream& in, const std::string& source);
 
-// RFC 4180 reader: returns false at the end of input; fields may hold quoted commas and newlines.
-bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t& line);
-std::string csv_quote(const std::string& field);
+// The RFC 4180 reader and quoting (core/csv.h), by their old names here for the many writers in apps/.
+using core::csv_quote;
+using core::read_csv_record;
 
 }  // namespace dnncast::data

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 
+#include "core/csv.h"
 #include "core/error.h"
 #include "transfer/transfer.h"
 
@@ -11,30 +12,25 @@ namespace dnncast::transfer {
 
 namespace {
 
-// Fields of one line; double quotes group a field ("" is a quote inside one).
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (size_t k = 0; k < line.size(); ++k) {
-    char c = line[k];
-    if (quoted) {
-      if (c == '"' && k + 1 < line.size() && line[k + 1] == '"') {
-        fields.back() += '"';
-        ++k;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        fields.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else if (c != '\r') {
-      fields.back() += c;
+// The next record that is not blank and not a comment (a line starting with '#'); false at the end.
+// `line` counts physical lines; `record_line` is where the record starts.
+bool next_record(std::istream& in, const std::string& path, std::vector<std::string>& fields, int64_t& line,
+                 int64_t& record_line) {
+  for (;;) {
+    if (in.peek() == '#') {
+      std::string comment;
+      std::getline(in, comment);
+      ++line;
+      continue;
     }
+    record_line = line + 1;
+    try {
+      if (!core::read_csv_record(in, fields, line)) return false;
+    } catch (const InputError& error) {
+      throw error.with_context(quote(path));
+    }
+    if (!(fields.size() == 1 && fields[0].empty())) return true;
   }
-  return fields;
 }
 
 bool parse_number(const std::string& text, double& value) {
@@ -50,16 +46,9 @@ OptionTable read_csv_table(const std::string& path, const std::vector<std::strin
   std::ifstream in(path);
   if (!in) throw InputError("cannot open CSV file " + quote(path));
   if (options.empty()) throw InputError("no option columns given for " + quote(path));
-  std::string line;
-  int64_t line_number = 0;
+  int64_t line = 0, line_number = 0;
   std::vector<std::string> header;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (line.empty() || line[0] == '#') continue;
-    header = split_csv_line(line);
-    break;
-  }
-  if (header.empty()) throw InputError(quote(path) + " has no header line");
+  if (!next_record(in, path, header, line, line_number)) throw InputError(quote(path) + " has no header line");
   std::map<std::string, size_t> column_of;
   for (size_t k = 0; k < header.size(); ++k) column_of[header[k]] = k;
   auto find = [&](const std::string& name, const char* what) {
@@ -77,10 +66,8 @@ OptionTable read_csv_table(const std::string& path, const std::vector<std::strin
 
   std::vector<std::vector<double>> rows;
   std::vector<double> targets;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (line.empty() || line == "\r" || line[0] == '#') continue;
-    std::vector<std::string> fields = split_csv_line(line);
+  std::vector<std::string> fields;
+  while (next_record(in, path, fields, line, line_number)) {
     if (fields.size() != header.size())
       throw InputError(quote(path) + " line " + std::to_string(line_number) + ": " + std::to_string(fields.size()) +
                        " fields, the header has " + std::to_string(header.size()));

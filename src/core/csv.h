@@ -1,0 +1,25 @@
+// CSV as RFC 4180 writes it: fields separated by commas, records by LF or CRLF; a field in double
+// quotes may hold commas, CR, LF and quotes (written twice: ""). Readers of outside files (dataset
+// import, option tables) and every writer share these.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dnncast::core {
+
+// Reads one record into `fields`; returns false at the end of input. `line` counts the physical lines
+// read so far (start at 0): a record with quoted newlines spans several. A quote opens a quoted field
+// only at the start of a field. Throws InputError("line N: unterminated quoted field"), N the line
+// the record starts on.
+bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t& line);
+
+// `field` as one CSV field: unchanged unless it holds a comma, quote, CR or LF, then quoted.
+std::string csv_quote(const std::string& field);
+// One record: the fields quoted as needed, separated by commas, ended by "\n".
+void write_csv_record(std::ostream& out, const std::vector<std::string>& fields);
+
+}  // namespace dnncast::core
