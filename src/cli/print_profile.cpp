@@ -8,9 +8,6 @@
 
 namespace dnncast::cli {
 
-namespace {
-
-// Relative spread of the repeats' medians: (max - min) / median; 0 below 2 repeats.
 double spread(const std::vector<double>& values) {
   if (values.size() < 2) return 0;
   std::vector<double> sorted = values;
@@ -19,8 +16,6 @@ double spread(const std::vector<double>& values) {
                                     : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   return median > 0 ? (sorted.back() - sorted.front()) / median : 0;
 }
-
-}  // namespace
 
 void print_summary(const std::string& model, const Graph& graph, const profile::TrainConfig& config,
                    const profile::Measurement& m, const std::vector<profile::Measurement>& repeats) {
