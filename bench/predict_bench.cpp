@@ -148,7 +148,7 @@ void BM_BatchSweep(benchmark::State& state) {
   const int64_t block = 1024;
   size_t columns = features::feature_count();
   std::vector<double> rows(static_cast<size_t>(block) * columns);
-  std::vector<apps::Forecast> forecasts(static_cast<size_t>(block));
+  std::vector<apps::Estimate> forecasts(static_cast<size_t>(block));
   for (auto _ : state) {
     for (int64_t start = 0; start < configs; start += block) {
       int64_t count = std::min(block, configs - start);

@@ -56,7 +56,7 @@ struct Candidates {
 void forecast_candidates(Candidates& candidates, const Predictor& source) {
   const int64_t count = candidates.size();
   candidates.forecast.resize(count);
-  std::vector<Forecast> forecasts = source.predict(candidates.rows);
+  std::vector<Estimate> forecasts = source.predict(candidates.rows);
   for (int64_t k = 0; k < count; ++k)
     candidates.forecast(k) = std::max(forecasts[static_cast<size_t>(k)].value, 1e-9);
   candidates.options.resize(count, static_cast<int64_t>(kCalibrateOptions.size()));
@@ -230,7 +230,7 @@ double write_adapted_bundle(PredictorSet& set, const CalibrateOptions& options, 
     Predictor(adapted, std::move(model.learner)).save(options.out_dir);
   }
   Predictor reloaded = Predictor::load(options.out_dir);
-  std::vector<Forecast> again = reloaded.predict(learn::select_rows(candidates.rows, test.rows));
+  std::vector<Estimate> again = reloaded.predict(learn::select_rows(candidates.rows, test.rows));
   double sum = 0;
   for (size_t k = 0; k < again.size(); ++k) sum += std::abs(again[k].value - test.times_ms[k]) / test.times_ms[k];
   return 100 * sum / static_cast<double>(again.size());

@@ -227,6 +227,99 @@ std::vector<double> baseline_predictions(const TrainingTable& table, const std::
   return predictions;
 }
 
+namespace {
+
+// The candidate (learner, hyperparameters, transform) chosen on the first training part only (the
+// test parts stay unseen): AutoML, or the given learner with the transform chosen by CV.
+learn::Candidate choose_candidate(const TrainingTable& table, const learn::Matrix& x_all, const learn::Vector& y,
+                                  const std::string& target, const std::vector<int64_t>& train,
+                                  const EvaluateOptions& options, const std::string& cv_groups) {
+  learn::Candidate candidate;
+  learn::Matrix full = learn::select_rows(x_all, train);
+  std::vector<int> columns = varying_columns(full);
+  if (columns.empty()) throw InputError("the training part has no varying feature");
+  learn::Matrix x = select(x_all, train, columns);
+  learn::Vector y_train = learn::select_rows(y, train);
+  std::vector<learn::TargetTransform> transforms = transforms_for(target, columns);
+  if (!options.transform.empty()) transforms = keep_transform_kind(transforms, options.transform, target);
+  if (options.learner == "auto") {
+    learn::AutoMLOptions automl;
+    automl.budget_s = options.budget_s;
+    automl.folds = options.folds;
+    automl.seed = options.seed;
+    automl.transforms = transforms;
+    automl.learners = options.learners;
+    automl.groups = cv_groups_of(table, train, cv_groups);
+    automl.log = options.log;
+    if (options.log)
+      *options.log << "evaluate " << target << ": AutoML on the first training part (" << train.size()
+                   << " configurations)\n";
+    learn::AutoMLResult result = learn::run_automl(x, y_train, automl);
+    candidate = result.best().candidate;
+    if (options.log) *options.log << learn::format_leaderboard(result, 5);
+  } else {
+    // A fixed learner with its defaults (or the given hyperparameters over them); only the target
+    // transform is chosen, by CV on this part.
+    nlohmann::json hyperparameters = learn::make_learner(options.learner, options.hyperparameters)->hyperparameters();
+    std::vector<int64_t> groups = cv_groups_of(table, train, cv_groups);
+    auto folds = groups.empty() ? learn::kfold_indices(x.rows(), options.folds, options.seed)
+                                : learn::group_kfold_indices(groups, options.folds, options.seed);
+    double best_mre = HUGE_VAL;
+    for (const learn::TargetTransform& transform : transforms) {
+      learn::Candidate trial{options.learner, hyperparameters, transform};
+      learn::CandidateResult scored = learn::cross_validate(x, y_train, trial, folds);
+      if (scored.error.empty() && scored.cv.mre < best_mre) {
+        best_mre = scored.cv.mre;
+        candidate = trial;
+      }
+    }
+    if (candidate.learner.empty())
+      throw InputError("learner " + options.learner + " failed on every target transform");
+  }
+  return candidate;
+}
+
+// Per family and per kind (designed, synthetic) errors, and the noise floor of the repeats.
+void summarize_errors(const TrainingTable& table, const std::string& target,
+                      const std::map<std::string, std::vector<double>>& family_signed,
+                      std::map<std::string, std::vector<double>>& family_baseline, TargetEvaluation& evaluation) {
+  for (const auto& [family, errors] : family_signed) {
+    FamilyErrors row;
+    row.family = family;
+    row.runs = static_cast<int64_t>(errors.size());
+    std::vector<double> absolute;
+    for (double error : errors) absolute.push_back(std::abs(error));
+    row.model_mre = learn::error_stats(absolute).mre;
+    row.baseline_mre = learn::error_stats(family_baseline[family]).mre;
+    row.model_median_signed = learn::quantile(errors, 0.5);
+    evaluation.by_family.push_back(row);
+  }
+  std::vector<std::vector<double>> all_repeats;
+  std::map<std::string, std::vector<std::vector<double>>> kind_repeats;
+  for (const Sample& sample : table.samples) {
+    all_repeats.push_back(repeats_of(sample, target));
+    kind_repeats[kind_of(sample.family)].push_back(all_repeats.back());
+    if (all_repeats.back().size() >= 2) ++evaluation.noise_configurations;
+  }
+  evaluation.noise_floor = noise_floor(all_repeats);
+  for (const char* kind : {"designed", "synthetic"}) {
+    std::vector<double> absolute;
+    for (const auto& [family, errors] : family_signed)
+      if (kind_of(family) == kind)
+        for (double error : errors) absolute.push_back(std::abs(error));
+    if (absolute.empty()) continue;
+    KindErrors row;
+    row.kind = kind;
+    row.model = learn::error_stats(absolute);
+    row.noise_floor = noise_floor(kind_repeats[kind]);
+    for (const std::vector<double>& repeats : kind_repeats[kind])
+      if (repeats.size() >= 2) ++row.noise_configurations;
+    evaluation.by_kind.push_back(row);
+  }
+}
+
+}  // namespace
+
 EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& options) {
   EvaluationReport report;
   report.dataset = table.dataset;
@@ -296,51 +389,8 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.folds = static_cast<int>(splits.size());
 
     // Choose the candidate on the first training part only (the test parts stay unseen).
-    learn::Candidate candidate;
-    {
-      const std::vector<int64_t>& train = splits.front().first;
-      learn::Matrix full = learn::select_rows(x_of(0), train);
-      std::vector<int> columns = varying_columns(full);
-      if (columns.empty()) throw InputError("the training part has no varying feature");
-      learn::Matrix x = select(x_of(0), train, columns);
-      learn::Vector y_train = learn::select_rows(y, train);
-      std::vector<learn::TargetTransform> transforms = transforms_for(target, columns);
-      if (!options.transform.empty()) transforms = keep_transform_kind(transforms, options.transform, target);
-      if (options.learner == "auto") {
-        learn::AutoMLOptions automl;
-        automl.budget_s = options.budget_s;
-        automl.folds = options.folds;
-        automl.seed = options.seed;
-        automl.transforms = transforms;
-        automl.learners = options.learners;
-        automl.groups = cv_groups_of(table, train, cv_groups);
-        automl.log = options.log;
-        if (options.log)
-          *options.log << "evaluate " << target << ": AutoML on the first training part (" << train.size()
-                       << " configurations)\n";
-        learn::AutoMLResult result = learn::run_automl(x, y_train, automl);
-        candidate = result.best().candidate;
-        if (options.log) *options.log << learn::format_leaderboard(result, 5);
-      } else {
-        // A fixed learner with its defaults (or the given hyperparameters over them); only the target
-        // transform is chosen, by CV on this part.
-        nlohmann::json hyperparameters = learn::make_learner(options.learner, options.hyperparameters)->hyperparameters();
-        std::vector<int64_t> groups = cv_groups_of(table, train, cv_groups);
-        auto folds = groups.empty() ? learn::kfold_indices(x.rows(), options.folds, options.seed)
-                                    : learn::group_kfold_indices(groups, options.folds, options.seed);
-        double best_mre = HUGE_VAL;
-        for (const learn::TargetTransform& transform : transforms) {
-          learn::Candidate trial{options.learner, hyperparameters, transform};
-          learn::CandidateResult scored = learn::cross_validate(x, y_train, trial, folds);
-          if (scored.error.empty() && scored.cv.mre < best_mre) {
-            best_mre = scored.cv.mre;
-            candidate = trial;
-          }
-        }
-        if (candidate.learner.empty())
-          throw InputError("learner " + options.learner + " failed on every target transform");
-      }
-    }
+    learn::Candidate candidate =
+        choose_candidate(table, x_of(0), y, target, splits.front().first, options, cv_groups);
     evaluation.learner = candidate.learner;
     evaluation.transform = candidate.transform.name();
     evaluation.hyperparameters = candidate.hyperparameters;
@@ -390,43 +440,11 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       }
       evaluation.test_configurations += static_cast<int64_t>(test.size());
     }
-    for (const auto& [family, errors] : family_signed) {
-      FamilyErrors row;
-      row.family = family;
-      row.runs = static_cast<int64_t>(errors.size());
-      std::vector<double> absolute;
-      for (double error : errors) absolute.push_back(std::abs(error));
-      row.model_mre = learn::error_stats(absolute).mre;
-      row.baseline_mre = learn::error_stats(family_baseline[family]).mre;
-      row.model_median_signed = learn::quantile(errors, 0.5);
-      evaluation.by_family.push_back(row);
-    }
+    summarize_errors(table, target, family_signed, family_baseline, evaluation);
     evaluation.model = learn::error_stats(model_errors);
     evaluation.baseline = learn::error_stats(baseline_errors);
     evaluation.simulator = learn::error_stats(simulator_errors);
     evaluation.layerwise = learn::error_stats(layerwise_errors);
-    std::vector<std::vector<double>> all_repeats;
-    std::map<std::string, std::vector<std::vector<double>>> kind_repeats;
-    for (const Sample& sample : table.samples) {
-      all_repeats.push_back(repeats_of(sample, target));
-      kind_repeats[kind_of(sample.family)].push_back(all_repeats.back());
-      if (all_repeats.back().size() >= 2) ++evaluation.noise_configurations;
-    }
-    evaluation.noise_floor = noise_floor(all_repeats);
-    for (const char* kind : {"designed", "synthetic"}) {
-      std::vector<double> absolute;
-      for (const auto& [family, errors] : family_signed)
-        if (kind_of(family) == kind)
-          for (double error : errors) absolute.push_back(std::abs(error));
-      if (absolute.empty()) continue;
-      KindErrors row;
-      row.kind = kind;
-      row.model = learn::error_stats(absolute);
-      row.noise_floor = noise_floor(kind_repeats[kind]);
-      for (const std::vector<double>& repeats : kind_repeats[kind])
-        if (repeats.size() >= 2) ++row.noise_configurations;
-      evaluation.by_kind.push_back(row);
-    }
     if (evaluation.noise_floor.count == 0)
       report.notes.push_back(target + ": no configuration has 2 or more repeats; the noise floor is unknown");
     report.targets.push_back(std::move(evaluation));

@@ -31,7 +31,7 @@ struct GroupBuilder {
   int64_t inside = 0;
   std::vector<std::vector<double>> repeats;
 
-  void add(const Sample& sample, const Forecast& forecast) {
+  void add(const Sample& sample, const Estimate& forecast) {
     ++configurations;
     for (double measured : sample.times_ms) {
       errors.push_back(std::fabs(forecast.value - measured) / measured);
@@ -177,13 +177,13 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
                            score.environments.end());
   score.notes = table.notes;
 
-  std::vector<Forecast> forecasts = predictor.predict(table.x);
+  std::vector<Estimate> forecasts = predictor.predict(table.x);
   GroupBuilder all;
   all.name = "all";
   std::map<std::string, GroupBuilder> kinds;
   for (size_t row = 0; row < table.samples.size(); ++row) {
     const Sample& sample = table.samples[row];
-    const Forecast& forecast = forecasts[row];
+    const Estimate& forecast = forecasts[row];
     if (!(forecast.value > 0) || !std::isfinite(forecast.value))
       throw InputError("predictor " + set_dir + " forecast " + std::to_string(forecast.value) + " ms for " +
                        sample.network_name + " at batch " + std::to_string(sample.config.batch));

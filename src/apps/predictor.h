@@ -134,7 +134,8 @@ struct Manifest {
   nlohmann::json to_json() const;
 };
 
-struct Forecast {
+// A learned value with its 90% prediction interval.
+struct Estimate {
   double value = 0, low = 0, high = 0;
 };
 
@@ -149,10 +150,10 @@ class Predictor {
   void set_manifest(Manifest manifest) { manifest_ = std::move(manifest); }  // same learner and columns
   const std::string& dir() const { return dir_; }
   // rows: full feature rows (features::feature_count() columns each).
-  std::vector<Forecast> predict(const learn::Matrix& rows) const;
-  Forecast predict_one(const std::vector<double>& row) const;
+  std::vector<Estimate> predict(const learn::Matrix& rows) const;
+  Estimate predict_one(const std::vector<double>& row) const;
   // `count` full feature rows stored one after the other (row-major); forecasts into `out`.
-  void predict_rows(const double* rows, int64_t count, Forecast* out) const;
+  void predict_rows(const double* rows, int64_t count, Estimate* out) const;
 
   Predictor(Manifest manifest, std::unique_ptr<learn::Learner> learner, std::string dir = "");
   Predictor(Predictor&&) = default;

@@ -3,32 +3,45 @@
 // framework: the graph is featurized and the learned model evaluated.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
-#include <optional>
 
-#include "apps/host_match.h"
-#include "apps/model_source.h"
-#include "apps/predictor.h"
-#include "core/checked.h"
+#include "core/units.h"
+#include "apps/forecast.h"
+#include "apps/forecast_json.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
+#include "core/checked.h"
 #include "core/error.h"
-#include "core/units.h"
-#include "memory/simulator.h"
 
 namespace dnncast::cli {
 
 namespace {
 
-using nlohmann::json;
-
-bool contains(const json& list, const json& value) {
-  return list.is_array() && std::find(list.begin(), list.end(), value) != list.end();
+void print_forecast(const apps::Forecast& result) {
+  for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  std::printf("%s  batch %lld  input %s  %s %s  %lld thread%s  on %s\n", result.model.c_str(),
+              static_cast<long long>(result.batch), result.input.c_str(), result.optimizer.c_str(),
+              result.precision.c_str(), static_cast<long long>(result.threads), result.threads == 1 ? "" : "s",
+              result.env.c_str());
+  std::printf("  time per iteration  %.1f ms   (90%% interval %.1f - %.1f ms)\n", result.time_ms, result.time_ms_low,
+              result.time_ms_high);
+  if (result.epoch_s)
+    std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", *result.epoch_s,
+                static_cast<long long>(result.epoch_samples), static_cast<long long>(result.epoch_iterations));
+  if (result.simulated()) {
+    const double total = static_cast<double>(*result.peak_total_bytes), peak = static_cast<double>(*result.peak_bytes);
+    std::printf("  peak memory         %s in total: %s held before the first iteration + %s while training (simulated)\n",
+                core::format_bytes(total, core::ByteStyle::TwoDecimals).c_str(), core::format_bytes(total - peak, core::ByteStyle::TwoDecimals).c_str(), core::format_bytes(peak, core::ByteStyle::TwoDecimals).c_str());
+  } else if (result.peak_bytes) {
+    std::printf("  peak memory         %s   (90%% interval %s - %s, learned)\n",
+                core::format_bytes(static_cast<double>(*result.peak_bytes), core::ByteStyle::TwoDecimals).c_str(),
+                core::format_bytes(static_cast<double>(*result.peak_bytes_low), core::ByteStyle::TwoDecimals).c_str(),
+                core::format_bytes(static_cast<double>(*result.peak_bytes_high), core::ByteStyle::TwoDecimals).c_str());
+  }
+  std::printf("  predictor           %s (%s, CV MRE %.1f%%)\n", result.predictor.c_str(), result.learner.c_str(),
+              100 * result.cv_mre);
 }
 
 }  // namespace
@@ -63,162 +76,25 @@ int run_predict(const Args& args) {
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
-  std::vector<std::string> notes;
-
-  // Which predictor set.
-  std::string set_dir = predictor_dir;
-  if (set_dir.empty()) {
-    std::string root = apps::default_predictor_root();
-    std::vector<std::string> sets = apps::shipped_predictor_sets(root);
-    if (sets.empty())
-      throw InputError("no shipped predictors found" + (root.empty() ? std::string() : " in " + root) +
-                       "; train one with `dnncast train --db DATA --out DIR` and pass --predictor DIR");
-    apps::SetChoice choice = apps::choose_predictor_set(sets, device, hardware::detect_host());
-    set_dir = choice.dir;
-    if (!choice.note.empty()) notes.push_back(choice.note);
-  } else if (!device.empty()) {
-    apps::choose_predictor_set({set_dir}, device, hardware::detect_host());  // the given set must match
-  }
-  apps::PredictorSet set = apps::load_predictor_set(set_dir);
-  const data::EnvironmentRecord& environment = set.environment();
-  const apps::Manifest& time_manifest = set.time->manifest();
-  const json& training = time_manifest.training;
-  if (training.contains("optimizers") && !contains(training["optimizers"], optimizer))
-    throw InputError("predictor " + set_dir + " was trained on optimizers " + training["optimizers"].dump() +
-                     ", not " + quote(optimizer));
-  precision = features::canonical_precision(precision);
-  if (training.contains("precisions") && !contains(training["precisions"], precision))
-    throw InputError("predictor " + set_dir + " was trained on precisions " + training["precisions"].dump() +
-                     ", not " + quote(precision));
-  if (threads == 0) {
-    // The environment's thread count, or the largest one the predictor was trained on below it.
-    threads = std::max<int64_t>(1, environment.threads);
-    if (training.contains("threads") && training["threads"].is_array() && !training["threads"].empty() &&
-        !contains(training["threads"], threads)) {
-      int64_t best = 0;
-      for (const json& trained : training["threads"])
-        if (trained.get<int64_t>() <= threads) best = std::max(best, trained.get<int64_t>());
-      threads = best > 0 ? best : training["threads"].front().get<int64_t>();
-    }
-  }
-  if (training.contains("threads") && !contains(training["threads"], threads))
-    notes.push_back("threads " + std::to_string(threads) + " not among the trained " + training["threads"].dump());
-  if (training.contains("batch_max") && (batch > training["batch_max"].get<int64_t>() || batch < training["batch_min"].get<int64_t>()))
-    notes.push_back("batch " + std::to_string(batch) + " is outside the trained range " +
-                    std::to_string(training["batch_min"].get<int64_t>()) + "-" +
-                    std::to_string(training["batch_max"].get<int64_t>()) + ": extrapolated");
-
-  // The model at this batch, built once: featurized for the time forecast, simulated for memory.
-  Graph graph = load_model(model, model_options.spec(model, batch));
-  features::TrainingConfig config;
-  config.batch = batch;
-  config.optimizer = optimizer;
-  config.precision = precision;
-  config.threads = threads;
-  std::vector<double> row = features::featurize_graph(graph, config, apps::hardware_of(environment));
-  std::string input_shape = graph.node(graph.inputs().front()).shape.to_string();
-  if (training.contains("inputs")) {
-    std::string used = input_shape.substr(input_shape.find('x') + 1);
-    if (!contains(training["inputs"], used))
-      notes.push_back("input " + used + " was not among the trained inputs " + training["inputs"].dump());
-  }
-
-  if (training.contains("families") && !graph.family.empty() && !contains(training["families"], graph.family))
-    notes.push_back("family " + graph.family + " is not among the trained families " + training["families"].dump() +
-                    ": a zero-shot forecast");
-
-  apps::Forecast time = set.time->predict_one(row);
-  json result{{"model", model},
-              {"graph", graph.name},
-              {"batch", batch},
-              {"input", input_shape.substr(input_shape.find('x') + 1)},
-              {"optimizer", optimizer},
-              {"precision", precision},
-              {"threads", threads},
-              {"time_ms", time.value},
-              {"time_ms_low", time.low},
-              {"time_ms_high", time.high},
-              {"epoch_s", nullptr},
-              {"peak_bytes", nullptr},
-              {"predictor", set_dir},
-              {"learner", time_manifest.learner},
-              {"env", apps::environment_label(environment)},
-              {"env_hash", environment.hash()},
-              {"feature_version", features::kFeatureVersion}};
-  // Was the predictor trained on this host? A CPU set forecasts for this host: a note when not
-  // exactly (a GPU set forecasts for its GPU, whatever the host).
-  std::optional<apps::HostMatch> host_match;
-  if (environment.gpu_name.empty()) {
-    host_match = apps::match_host(apps::host_environment(host_isa), time_manifest.environments);
-    if (!host_match->exact) host_match->remedy = apps::calibrate_remedy(set_dir);
-    result["host_match"] = host_match->to_json();
-  }
-  int64_t iterations = 0;
-  if (epoch_samples > 0) {
-    iterations = (epoch_samples + batch - 1) / batch;
-    result["epoch_s"] = time.value * static_cast<double>(iterations) / 1000.0;
-    result["epoch_iterations"] = iterations;
-  }
-  // Peak memory: the allocator-exact simulator (docs/MEMORY.md) where it models the configuration;
-  // the learned memory predictor otherwise. peak_bytes is what `dnncast profile` reports (above the
-  // parameters, buffers and inputs held before training); peak_total_bytes includes them.
-  bool simulated = false;
-  const bool gpu_environment = !environment.gpu_name.empty();
-  try {
-    memory::MemoryConfig memory_config;
-    memory_config.optimizer = optimizer;
-    memory_config.precision = precision;
-    memory_config.device = gpu_environment ? "cuda" : "cpu";
-    memory_config.threads = threads;
-    memory_config.isa = host_isa;  // Unknown: this host's
-    memory::MemoryReport report = memory::simulate_memory(graph, memory_config);
-    if (!gpu_environment) result["memory_isa"] = hardware::isa_name(memory::resolve_isa(host_isa));
-    result["peak_bytes"] = report.peak_bytes;
-    result["peak_bytes_low"] = report.peak_bytes;
-    result["peak_bytes_high"] = report.peak_bytes;
-    result["peak_total_bytes"] = report.required_bytes;
-    result["memory_source"] = "simulator";
-    simulated = true;
-  } catch (const InputError& error) {
-    notes.push_back(std::string("memory simulator: ") + error.what() + "; peak memory from the learned predictor");
-  }
-  if (!simulated && set.memory) {
-    apps::Forecast memory = set.memory->predict_one(row);
-    result["peak_bytes"] = std::llround(memory.value);
-    result["peak_bytes_low"] = std::llround(memory.low);
-    result["peak_bytes_high"] = std::llround(memory.high);
-    result["memory_source"] = set.memory->manifest().learner;
-  } else if (!simulated) {
-    notes.push_back("no memory predictor in " + set_dir);
-  }
-  result["notes"] = notes;
+  apps::ForecastRequest request;
+  request.model = model;
+  request.spec = model_options.spec(model, batch);
+  request.optimizer = optimizer;
+  request.precision = precision;
+  request.threads = threads;
+  request.device = device;
+  request.epoch_samples = epoch_samples;
+  request.predictor_dir = predictor_dir;
+  request.host_isa = host_isa;
+  const apps::Forecast result = apps::forecast(request);
   // Always said, --json or not (stdout keeps the JSON): one line.
-  if (host_match && !host_match->exact) std::fprintf(stderr, "note: %s\n", apps::host_match_note(*host_match).c_str());
-
+  if (result.host_match && !result.host_match->exact)
+    std::fprintf(stderr, "note: %s\n", apps::host_match_note(*result.host_match).c_str());
   if (as_json) {
-    std::cout << result.dump(2) << "\n";
+    std::cout << apps::to_json(result).dump(2) << "\n";
     return 0;
   }
-  for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-  std::printf("%s  batch %lld  input %s  %s %s  %lld thread%s  on %s\n", model.c_str(), static_cast<long long>(batch),
-              result["input"].get<std::string>().c_str(), optimizer.c_str(), precision.c_str(),
-              static_cast<long long>(threads), threads == 1 ? "" : "s", apps::environment_label(environment).c_str());
-  std::printf("  time per iteration  %.1f ms   (90%% interval %.1f - %.1f ms)\n", time.value, time.low, time.high);
-  if (epoch_samples > 0)
-    std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", result["epoch_s"].get<double>(),
-                static_cast<long long>(epoch_samples), static_cast<long long>(iterations));
-  if (simulated)
-    std::printf("  peak memory         %s in total: %s held before the first iteration + %s while training (simulated)\n",
-                core::format_bytes(result["peak_total_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
-                core::format_bytes(result["peak_total_bytes"].get<double>() - result["peak_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
-                core::format_bytes(result["peak_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str());
-  else if (!result["peak_bytes"].is_null())
-    std::printf("  peak memory         %s   (90%% interval %s - %s, learned)\n",
-                core::format_bytes(result["peak_bytes"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
-                core::format_bytes(result["peak_bytes_low"].get<double>(), core::ByteStyle::TwoDecimals).c_str(),
-                core::format_bytes(result["peak_bytes_high"].get<double>(), core::ByteStyle::TwoDecimals).c_str());
-  std::printf("  predictor           %s (%s, CV MRE %.1f%%)\n", set_dir.c_str(), time_manifest.learner.c_str(),
-              100 * time_manifest.cv.value("mre", 0.0));
+  print_forecast(result);
   return 0;
 }
 

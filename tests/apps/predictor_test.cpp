@@ -225,7 +225,7 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
   std::string dir = temp_dir("bundle");
   predictor.save(dir);
   Predictor loaded = Predictor::load(dir);
-  std::vector<Forecast> before = predictor.predict(table.x), after = loaded.predict(table.x);
+  std::vector<Estimate> before = predictor.predict(table.x), after = loaded.predict(table.x);
   for (size_t row = 0; row < before.size(); ++row) {
     EXPECT_NEAR(before[row].value, after[row].value, 1e-6 * before[row].value);
     EXPECT_LE(after[row].low, after[row].value);
@@ -239,7 +239,7 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
   loaded.set_manifest(shifted_manifest);
   std::string shifted_dir = temp_dir("bundle_shifted");
   loaded.save(shifted_dir);
-  std::vector<Forecast> moved = Predictor::load(shifted_dir).predict(table.x);
+  std::vector<Estimate> moved = Predictor::load(shifted_dir).predict(table.x);
   for (size_t row = 0; row < before.size(); ++row) {
     EXPECT_NEAR(moved[row].value, 0.5 * std::pow(before[row].value, 0.9), 1e-6 * moved[row].value);
     EXPECT_NEAR(moved[row].high, 0.5 * std::pow(before[row].high, 0.9), 1e-6 * moved[row].high);

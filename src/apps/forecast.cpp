@@ -1,0 +1,178 @@
+// Time and memory of training from a predictor set: the set for the device, the checks against
+// what it was trained on, the featurized graph, and peak memory from the simulator where it models
+// the configuration (the learned memory predictor otherwise).
+#include "apps/forecast.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/model_source.h"
+#include "apps/predictor.h"
+#include "core/error.h"
+#include "features/featurizer.h"
+
+namespace dnncast::apps {
+
+namespace {
+
+using nlohmann::json;
+
+bool contains(const json& list, const json& value) {
+  return list.is_array() && std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// The predictor set's folder: the given one (which must match the device when one is given), or
+// the shipped set for the device (a note when it is a fallback).
+std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::string>& notes) {
+  if (!request.predictor_dir.empty()) {
+    if (!request.device.empty())  // the given set must match
+      choose_predictor_set({request.predictor_dir}, request.device, hardware::detect_host());
+    return request.predictor_dir;
+  }
+  std::string root = default_predictor_root();
+  std::vector<std::string> sets = shipped_predictor_sets(root);
+  if (sets.empty())
+    throw InputError("no shipped predictors found" + (root.empty() ? std::string() : " in " + root) +
+                     "; train one with `dnncast train --db DATA --out DIR` and pass --predictor DIR");
+  SetChoice choice = choose_predictor_set(sets, request.device, hardware::detect_host());
+  if (!choice.note.empty()) notes.push_back(choice.note);
+  return choice.dir;
+}
+
+// Optimizer and precision must be among the trained ones; threads default to the environment's
+// (or the largest trained count below it); notes where threads or batch lie outside the training.
+void check_trained_range(const ForecastRequest& request, const json& training, const data::EnvironmentRecord& environment,
+                         Forecast& result) {
+  const std::string& set_dir = result.predictor;
+  if (training.contains("optimizers") && !contains(training["optimizers"], result.optimizer))
+    throw InputError("predictor " + set_dir + " was trained on optimizers " + training["optimizers"].dump() + ", not " +
+                     quote(result.optimizer));
+  result.precision = features::canonical_precision(request.precision);
+  if (training.contains("precisions") && !contains(training["precisions"], result.precision))
+    throw InputError("predictor " + set_dir + " was trained on precisions " + training["precisions"].dump() + ", not " +
+                     quote(result.precision));
+  int64_t threads = request.threads;
+  if (threads == 0) {
+    // The environment's thread count, or the largest one the predictor was trained on below it.
+    threads = std::max<int64_t>(1, environment.threads);
+    if (training.contains("threads") && training["threads"].is_array() && !training["threads"].empty() &&
+        !contains(training["threads"], threads)) {
+      int64_t best = 0;
+      for (const json& trained : training["threads"])
+        if (trained.get<int64_t>() <= threads) best = std::max(best, trained.get<int64_t>());
+      threads = best > 0 ? best : training["threads"].front().get<int64_t>();
+    }
+  }
+  result.threads = threads;
+  if (training.contains("threads") && !contains(training["threads"], threads))
+    result.notes.push_back("threads " + std::to_string(threads) + " not among the trained " + training["threads"].dump());
+  const int64_t batch = result.batch;
+  if (training.contains("batch_max") &&
+      (batch > training["batch_max"].get<int64_t>() || batch < training["batch_min"].get<int64_t>()))
+    result.notes.push_back("batch " + std::to_string(batch) + " is outside the trained range " +
+                           std::to_string(training["batch_min"].get<int64_t>()) + "-" +
+                           std::to_string(training["batch_max"].get<int64_t>()) + ": extrapolated");
+}
+
+// Notes where the model's input or family lie outside the training.
+void check_trained_model(const json& training, const Graph& graph, Forecast& result) {
+  if (training.contains("inputs") && !contains(training["inputs"], result.input))
+    result.notes.push_back("input " + result.input + " was not among the trained inputs " + training["inputs"].dump());
+  if (training.contains("families") && !graph.family.empty() && !contains(training["families"], graph.family))
+    result.notes.push_back("family " + graph.family + " is not among the trained families " +
+                           training["families"].dump() + ": a zero-shot forecast");
+}
+
+// Peak memory: the allocator-exact simulator (docs/MEMORY.md) where it models the configuration;
+// the learned memory predictor otherwise. peak_bytes is what `dnncast profile` reports (above the
+// parameters, buffers and inputs held before training); peak_total_bytes includes them.
+void forecast_peak(const ForecastRequest& request, const Graph& graph, const PredictorSet& set,
+                   const std::vector<double>& row, Forecast& result) {
+  const bool gpu_environment = !set.environment().gpu_name.empty();
+  try {
+    memory::MemoryConfig memory_config;
+    memory_config.optimizer = result.optimizer;
+    memory_config.precision = result.precision;
+    memory_config.device = gpu_environment ? "cuda" : "cpu";
+    memory_config.threads = result.threads;
+    memory_config.isa = request.host_isa;  // Unknown: this host's
+    memory::MemoryReport report = memory::simulate_memory(graph, memory_config);
+    if (!gpu_environment) result.memory_isa = hardware::isa_name(memory::resolve_isa(request.host_isa));
+    result.peak_bytes = report.peak_bytes;
+    result.peak_bytes_low = report.peak_bytes;
+    result.peak_bytes_high = report.peak_bytes;
+    result.peak_total_bytes = report.required_bytes;
+    result.memory_source = "simulator";
+    return;
+  } catch (const InputError& error) {
+    result.notes.push_back(std::string("memory simulator: ") + error.what() + "; peak memory from the learned predictor");
+  }
+  if (!set.memory) {
+    result.notes.push_back("no memory predictor in " + set.dir);
+    return;
+  }
+  Estimate memory = set.memory->predict_one(row);
+  result.peak_bytes = std::llround(memory.value);
+  result.peak_bytes_low = std::llround(memory.low);
+  result.peak_bytes_high = std::llround(memory.high);
+  result.memory_source = set.memory->manifest().learner;
+}
+
+}  // namespace
+
+Forecast forecast(const ForecastRequest& request) {
+  if (request.spec.batch < 1)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
+  if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
+  if (request.threads < 0) throw InputError("--threads must be positive");
+  Forecast result;
+  result.model = request.model;
+  result.batch = request.spec.batch;
+  result.optimizer = request.optimizer;
+  result.epoch_samples = request.epoch_samples;
+  result.predictor = predictor_set_dir(request, result.notes);
+
+  PredictorSet set = load_predictor_set(result.predictor);
+  const data::EnvironmentRecord& environment = set.environment();
+  const Manifest& time_manifest = set.time->manifest();
+  check_trained_range(request, time_manifest.training, environment, result);
+
+  // The model at this batch, built once: featurized for the time forecast, simulated for memory.
+  Graph graph = load_model(request.model, request.spec);
+  result.graph = graph.name;
+  features::TrainingConfig config;
+  config.batch = result.batch;
+  config.optimizer = result.optimizer;
+  config.precision = result.precision;
+  config.threads = result.threads;
+  std::vector<double> row = features::featurize_graph(graph, config, hardware_of(environment));
+  const std::string input_shape = graph.node(graph.inputs().front()).shape.to_string();
+  result.input = input_shape.substr(input_shape.find('x') + 1);
+  check_trained_model(time_manifest.training, graph, result);
+
+  Estimate time = set.time->predict_one(row);
+  result.time_ms = time.value;
+  result.time_ms_low = time.low;
+  result.time_ms_high = time.high;
+  result.learner = time_manifest.learner;
+  result.cv_mre = time_manifest.cv.value("mre", 0.0);
+  result.env = environment_label(environment);
+  result.env_hash = environment.hash();
+  result.feature_version = features::kFeatureVersion;
+  // Was the predictor trained on this host? A CPU set forecasts for this host: a note when not
+  // exactly (a GPU set forecasts for its GPU, whatever the host).
+  if (environment.gpu_name.empty()) {
+    result.host_match = match_host(host_environment(request.host_isa), time_manifest.environments);
+    if (!result.host_match->exact) result.host_match->remedy = calibrate_remedy(result.predictor);
+  }
+  if (request.epoch_samples > 0) {
+    result.epoch_iterations = (request.epoch_samples + result.batch - 1) / result.batch;
+    result.epoch_s = time.value * static_cast<double>(result.epoch_iterations) / 1000.0;
+  }
+  forecast_peak(request, graph, set, row, result);
+  return result;
+}
+
+}  // namespace dnncast::apps

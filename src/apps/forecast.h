@@ -1,0 +1,120 @@
+// The forecast API (issue 17): what `dnncast predict`, `memory` and `inspect` compute, as plain
+// structs, for the CLI, the Python module and `serve` alike. The CLI commands parse flags, call
+// these and print; nothing here prints or knows about JSON (forecast_json.h writes the CLI's).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/host_match.h"
+#include "graph/graph.h"
+#include "hardware/isa.h"
+#include "memory/simulator.h"
+#include "models/zoo.h"
+
+namespace dnncast::apps {
+
+// ---------------------------------------------------------------------------------------------
+// Time and memory of training, from a predictor set (`dnncast predict`)
+
+struct ForecastRequest {
+  std::string model;       // zoo name, graph JSON file, or synthetic:SEED (model_source.h)
+  ModelSpec spec;          // batch (>= 1), input or sequence length, classes
+  std::string optimizer = "sgd";
+  std::string precision = "fp32";
+  int64_t threads = 0;        // 0: the environment's, or the largest trained count below it
+  std::string device;         // a predictor set's name, its GPU, or cpu; "": this host's CPU set
+  int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
+  std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
+  hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
+};
+
+struct Forecast {
+  std::string model, graph;  // as requested; the built graph's name
+  int64_t batch = 0;
+  std::string input;  // the input's shape without the batch: "3x224x224", "128"
+  std::string optimizer, precision;  // precision canonical
+  int64_t threads = 0;
+  double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
+  std::optional<double> epoch_s;                          // with epoch_samples
+  int64_t epoch_samples = 0, epoch_iterations = 0;
+  // Peak memory above what is held before training (as `dnncast profile` reports it), with its
+  // interval (a point for the simulator); total includes parameters, buffers and inputs (simulator).
+  std::optional<int64_t> peak_bytes, peak_bytes_low, peak_bytes_high, peak_total_bytes;
+  std::string memory_source;  // "simulator", the memory predictor's learner, or "" (none)
+  std::string memory_isa;     // the ISA simulated, CPU environments only; "" otherwise
+  std::string predictor;      // the set's folder
+  std::string learner;        // the time predictor's
+  double cv_mre = 0;          // the time predictor's cross-validated mean relative error
+  std::string env, env_hash;  // the set's environment: label, hash
+  int feature_version = 0;
+  std::optional<HostMatch> host_match;  // CPU sets: was the predictor trained on this host
+  std::vector<std::string> notes;       // fallbacks, extrapolations, what was not forecast
+  bool simulated() const { return memory_source == "simulator"; }
+};
+
+// Throws InputError: no predictor set found or matching the device, an optimizer, precision the
+// set was not trained on, a bad model or input (model_source.h).
+Forecast forecast(const ForecastRequest& request);
+
+// ---------------------------------------------------------------------------------------------
+// Simulated memory (`dnncast memory`)
+
+struct MemoryRequest {
+  std::string model;
+  ModelSpec spec;
+  memory::MemoryConfig config;  // optimizer, precision, device, threads, isa, timeline, events
+  int64_t fits_limit = 0;       // > 0: does training fit in this many bytes
+  int64_t batch_limit = 0;      // > 0: the largest batch that fits in this many bytes
+  int64_t batch_cap = int64_t{1} << 20;  // the largest batch that search tries
+  std::string measure_command;  // the command that would measure this run (the ISA match's remedy)
+};
+
+struct MemoryForecast {
+  std::string model;
+  int64_t batch = 0;
+  memory::MemoryConfig config;  // as requested
+  Graph graph;                 // the model at the requested batch
+  std::string input;           // the input's shape without the batch
+  memory::MemoryReport report; // peak, breakdown at the peak, timeline and events when asked
+  // CPU: the ISA whose kernels were simulated, why, and whether measured runs checked its rules.
+  hardware::CpuIsa simulated_isa = hardware::CpuIsa::Unknown;
+  std::string isa_source;
+  std::optional<HostMatch> isa_match;
+  int64_t fits_limit = 0;
+  bool fits = false;  // with fits_limit
+  int64_t batch_limit = 0;
+  memory::MaxBatchResult max_batch;  // with batch_limit
+};
+
+// Throws InputError: a bad model, input or configuration the simulator does not model.
+MemoryForecast forecast_memory(const MemoryRequest& request);
+
+// ---------------------------------------------------------------------------------------------
+// Per-layer costs (`dnncast inspect`)
+
+struct LayerRow {
+  std::string name, op, kind;
+  TensorShape shape;
+  int64_t params = 0, param_bytes = 0, buffers = 0, macs = 0, flops_fwd = 0, flops_bwd = 0;
+  int64_t activation_bytes = 0;  // the layer's output tensor
+  int64_t saved_bytes = 0;       // tensors it keeps from forward to backward
+};
+
+struct Inspection {
+  std::string model, family, hash;  // the graph's name, family, architecture hash
+  int64_t batch = 0;
+  std::vector<int64_t> input;  // the first input's shape without the batch
+  int64_t layer_count = 0;
+  std::vector<LayerRow> layers;
+  LayerRow total;  // sums; name/op/kind/shape unused
+  // Saved tensors counted once each: a layer's output kept by itself and by its consumers
+  // (a conv's input is the ReLU output the ReLU also keeps) is one tensor in memory.
+  int64_t saved_bytes_distinct = 0;
+};
+
+Inspection inspect(const Graph& graph);
+
+}  // namespace dnncast::apps

@@ -1,0 +1,17 @@
+// The forecast API's results as the CLI's --json prints them (`predict`, `memory`, `inspect`):
+// the fields and their values are part of the CLI's interface (tests/cli/forecast_fixture).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "apps/forecast.h"
+
+namespace dnncast::apps {
+
+nlohmann::json to_json(const Forecast& forecast);
+// Without "measured" (`memory --measure` adds it: a real run is the CLI's, not the forecast's).
+nlohmann::json to_json(const MemoryForecast& forecast);
+nlohmann::json to_json(const Inspection& inspection);
+nlohmann::json to_json(const memory::MemoryBreakdown& breakdown);
+
+}  // namespace dnncast::apps

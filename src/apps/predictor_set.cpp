@@ -1,0 +1,127 @@
+// Predictor sets: loading one, the shipped ones, and the one to use for a device (predictor.h).
+#include "apps/predictor.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "hardware/hardware.h"
+
+namespace dnncast::apps {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const data::EnvironmentRecord& PredictorSet::environment() const {
+  DNNCAST_ASSERT(time.has_value());
+  return time->manifest().environments.front();
+}
+
+PredictorSet load_predictor_set(const std::string& dir) {
+  PredictorSet set;
+  set.dir = dir;
+  if (fs::exists(dir + "/manifest.json")) {
+    Predictor predictor = Predictor::load(dir);
+    if (predictor.manifest().target == "time") set.time.emplace(std::move(predictor));
+    else throw InputError("predictor " + dir + " forecasts " + predictor.manifest().target + ", not time; give its set's folder");
+    return set;
+  }
+  if (!fs::exists(dir + "/time/manifest.json"))
+    throw InputError("no predictor at " + dir + " (expected " + dir + "/manifest.json or " + dir + "/time/manifest.json)");
+  set.time.emplace(Predictor::load(dir + "/time"));
+  if (fs::exists(dir + "/memory/manifest.json")) set.memory.emplace(Predictor::load(dir + "/memory"));
+  return set;
+}
+
+std::vector<std::string> shipped_predictor_sets(const std::string& root) {
+  std::vector<std::string> sets;
+  std::error_code error;
+  if (root.empty() || !fs::is_directory(root, error)) return sets;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, error))
+    if (entry.is_directory() && (fs::exists(entry.path() / "time" / "manifest.json") || fs::exists(entry.path() / "manifest.json")))
+      sets.push_back(entry.path().string());
+  std::sort(sets.begin(), sets.end());
+  return sets;
+}
+
+namespace {
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+data::EnvironmentRecord set_environment(const std::string& dir) {
+  std::string path = fs::exists(dir + "/time/manifest.json") ? dir + "/time/manifest.json" : dir + "/manifest.json";
+  std::ifstream in(path);
+  try {
+    json document = json::parse(in);
+    return environment_from_json(document.at("environments").at(0));
+  } catch (const json::exception& error) {
+    throw InputError(path + ": " + error.what());
+  }
+}
+
+}  // namespace
+
+SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::string& device,
+                               const hardware::HostInfo& host) {
+  std::string wanted = lower(device);
+  std::vector<data::EnvironmentRecord> environments;
+  for (const std::string& dir : sets) environments.push_back(set_environment(dir));
+  auto known = [&] {
+    std::string text;
+    for (size_t index = 0; index < sets.size(); ++index)
+      text += (text.empty() ? "" : ", ") + fs::path(sets[index]).filename().string() + " (" +
+              environment_label(environments[index]) + ")";
+    return text.empty() ? std::string("none") : text;
+  };
+  if (wanted.empty() || wanted == "cpu") {
+    int fallback = -1;
+    for (size_t index = 0; index < sets.size(); ++index) {
+      const data::EnvironmentRecord& environment = environments[index];
+      if (!environment.gpu_name.empty()) continue;
+      if (environment.cpu_model == host.cpu_model && environment.cores == host.logical_cores) return {sets[index], ""};
+      if (fallback < 0) fallback = static_cast<int>(index);
+    }
+    if (fallback >= 0)
+      return {sets[static_cast<size_t>(fallback)],
+              "no predictor was trained on this machine (" + (host.cpu_model.empty() ? "unknown CPU" : host.cpu_model) +
+                  ", " + std::to_string(host.logical_cores) + " CPUs); forecasting for " +
+                  environment_label(environments[static_cast<size_t>(fallback)]) + " instead"};
+    throw InputError("no CPU predictor is known (known predictors: " + known() + ")");
+  }
+  const hardware::DeviceSpec* catalogue_device = nullptr;
+  for (const hardware::DeviceSpec& spec : hardware::device_catalogue())
+    if (spec.name == wanted) catalogue_device = &spec;
+  for (size_t index = 0; index < sets.size(); ++index) {
+    const data::EnvironmentRecord& environment = environments[index];
+    std::vector<std::string> names{lower(fs::path(sets[index]).filename().string()), environment_slug(environment),
+                                   lower(environment_label(environment)), environment.hash(), lower(environment.gpu_name)};
+    if (std::find(names.begin(), names.end(), wanted) != names.end()) return {sets[index], ""};
+    if (catalogue_device != nullptr && !environment.gpu_name.empty() &&
+        hardware::match_gpu_name(environment.gpu_name) == catalogue_device)
+      return {sets[index], ""};
+  }
+  throw InputError("no predictor for device " + quote(device) + " (known predictors: " + known() +
+                   "; train one with `dnncast train --db DATA --out data/predictors/NAME`)");
+}
+
+std::string default_predictor_root() {
+  if (const char* override_root = std::getenv("DNNCAST_PREDICTORS")) return override_root;
+  // Walk up from the executable (build/dnncast -> the source tree's data/predictors).
+  std::error_code error;
+  fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      if (fs::is_directory(dir / "data" / "predictors", error)) return (dir / "data" / "predictors").string();
+      if (dir == dir.root_path()) break;
+    }
+  }
+  return "";
+}
+
+}  // namespace dnncast::apps

@@ -1,0 +1,91 @@
+#include "core/units.h"
+#include "cli/print_inspect.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+namespace dnncast::cli {
+
+namespace {
+
+// 1234567 -> "1,234,567"
+std::string grouped(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string text;
+  for (size_t index = 0; index < digits.size(); ++index) {
+    if (index > 0 && (digits.size() - index) % 3 == 0) text += ',';
+    text += digits[index];
+  }
+  return value < 0 ? "-" + text : text;
+}
+
+// 4089184256 -> "4.09 G" (SI units for counts).
+std::string human_count(int64_t value) {
+  static const char* const kUnits[] = {"", " K", " M", " G", " T", " P", " E"};
+  if (value < 1000) return std::to_string(value);
+  double scaled = static_cast<double>(value);
+  size_t unit = 0;
+  while (scaled >= 999.5 && unit + 1 < sizeof kUnits / sizeof kUnits[0]) {
+    scaled /= 1000.0;
+    ++unit;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, scaled >= 99.95 ? "%.0f%s" : scaled >= 9.995 ? "%.1f%s" : "%.2f%s", scaled,
+                kUnits[unit]);
+  return buffer;
+}
+
+}  // namespace
+
+void print_table(const apps::Inspection& summary) {
+  const std::vector<std::string> headers{"Layer", "Op", "Output shape", "Params", "MACs", "Activations", "Saved"};
+  std::vector<std::vector<std::string>> cells;
+  for (const apps::LayerRow& row : summary.layers) {
+    cells.push_back({row.name, row.kind, row.shape.to_string(), row.params ? grouped(row.params) : "-",
+                     row.macs ? human_count(row.macs) : "-", core::format_bytes(row.activation_bytes, core::ByteStyle::Significant),
+                     row.saved_bytes ? core::format_bytes(row.saved_bytes, core::ByteStyle::Significant) : "-"});
+  }
+  std::vector<size_t> widths;
+  for (const std::string& header : headers) widths.push_back(header.size());
+  for (const auto& line : cells)
+    for (size_t column = 0; column < line.size(); ++column) widths[column] = std::max(widths[column], line[column].size());
+  size_t rule_width = headers.size() - 1;
+  for (size_t width : widths) rule_width += width + 1;
+  const std::string rule(rule_width, '-');
+  auto print_line = [&](const std::vector<std::string>& line) {
+    std::string text;
+    for (size_t column = 0; column < line.size(); ++column) {
+      std::string cell = line[column];
+      std::string pad(widths[column] - cell.size(), ' ');
+      // Names and kinds read left to right; numbers line up on the right.
+      text += column < 3 ? cell + pad : pad + cell;
+      if (column + 1 < line.size()) text += "  ";
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    std::cout << text << "\n";
+  };
+
+  const apps::LayerRow& total = summary.total;
+  std::cout << summary.model << " (family " << summary.family << ", hash " << summary.hash << "): batch " << summary.batch
+            << ", input " << TensorShape(summary.input).to_string() << ", " << summary.layer_count << " layers\n";
+  std::cout << rule << "\n";
+  print_line(headers);
+  std::cout << rule << "\n";
+  for (const auto& line : cells) print_line(line);
+  std::cout << rule << "\n";
+  auto total_line = [](const std::string& label, const std::string& value) {
+    std::cout << label << std::string(label.size() < 28 ? 28 - label.size() : 1, ' ') << value << "\n";
+  };
+  total_line("Parameters:", grouped(total.params) + " (" + human_count(total.params) + ")");
+  total_line("Parameter bytes:", core::format_bytes(total.param_bytes, core::ByteStyle::Significant));
+  total_line("Buffers (running stats):", grouped(total.buffers));
+  total_line("MACs (forward):", human_count(total.macs));
+  total_line("FLOPs forward:", human_count(total.flops_fwd));
+  total_line("FLOPs backward:", human_count(total.flops_bwd));
+  total_line("Activation bytes:", core::format_bytes(total.activation_bytes, core::ByteStyle::Significant) + " (every layer's output)");
+  total_line("Saved for backward:", core::format_bytes(total.saved_bytes, core::ByteStyle::Significant) + " (" + core::format_bytes(summary.saved_bytes_distinct, core::ByteStyle::Significant) +
+                                         " distinct: a tensor kept by several layers counted once)");
+}
+
+}  // namespace dnncast::cli

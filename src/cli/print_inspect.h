@@ -1,0 +1,10 @@
+// `dnncast inspect`'s table: one line per layer (grouped counts, SI MACs, binary bytes), then totals.
+#pragma once
+
+#include "apps/forecast.h"
+
+namespace dnncast::cli {
+
+void print_table(const apps::Inspection& inspection);
+
+}  // namespace dnncast::cli

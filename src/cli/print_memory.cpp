@@ -1,0 +1,202 @@
+#include "core/units.h"
+#include "cli/print_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "apps/memory_check.h"
+#include "core/error.h"
+#ifdef DNNCAST_HAVE_TORCH
+#include "profile/measure.h"
+#endif
+
+namespace dnncast::cli {
+
+namespace {
+
+using nlohmann::json;
+
+void print_row(const char* label, int64_t bytes, int64_t total) {
+  double share = total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total) : 0;
+  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), core::format_bytes(bytes).c_str(), share);
+}
+
+std::string config_text(const apps::MemoryCheckRow& row) {
+  return row.network + " b" + std::to_string(row.config.batch) + " " +
+         (row.config.input.empty() ? "seq " + std::to_string(row.config.seq_len) : row.config.input_text()) + " " +
+         row.config.optimizer + " t" + std::to_string(row.config.threads);
+}
+
+}  // namespace
+
+Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config, double timeout_s) {
+#ifdef DNNCAST_HAVE_TORCH
+  profile::TrainConfig train;
+  train.optimizer = config.optimizer;
+  train.precision = config.precision;
+  train.device = config.device;
+  train.threads = config.threads;
+  profile::Limits limits;
+  limits.time_budget_s = 0.01;
+  limits.warmup_budget_s = 0.01;
+  limits.min_iterations = 1;
+  limits.timeout_s = timeout_s;
+  profile::Measurement measurement = profile::measure_isolated(graph, train, limits);
+  Measured measured;
+  measured.ran = true;
+  measured.status = measurement.status;
+  measured.message = measurement.message;
+  measured.baseline_bytes = measurement.baseline_bytes;
+  measured.peak_bytes = measurement.peak_bytes;
+  measured.peak_reserved_bytes = measurement.peak_reserved_bytes;
+  return measured;
+#else
+  (void)graph;
+  (void)config;
+  (void)timeout_s;
+  throw InputError("--measure: this dnncast was built without libtorch (configured with -DDNNCAST_WITH_TORCH=OFF)");
+#endif
+}
+
+double relative_error(int64_t simulated, int64_t measured) {
+  return measured > 0 ? static_cast<double>(simulated - measured) / static_cast<double>(measured) : 0.0;
+}
+
+int64_t simulated_profiler_peak(const memory::MemoryReport& report) {
+  return report.device == "cuda" ? report.peak_allocated_bytes - report.baseline_allocated_bytes : report.peak_bytes;
+}
+
+void print_memory(const apps::MemoryForecast& forecast, const Measured& measured) {
+  const memory::MemoryReport& report = forecast.report;
+  const int64_t simulated_peak = simulated_profiler_peak(report);
+  std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", forecast.model.c_str(),
+              static_cast<long long>(forecast.batch), forecast.input.c_str(), forecast.config.optimizer.c_str(), report.device.c_str(),
+              static_cast<long long>(forecast.config.threads));
+  std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
+              core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
+              core::format_bytes(report.peak_total_bytes).c_str());
+  if (report.device == "cuda")
+    std::printf("cuda model     peak allocated %s, peak reserved %s, context %s (unverified: docs/MEMORY.md)\n",
+                core::format_bytes(report.peak_allocated_bytes).c_str(),
+                core::format_bytes(report.peak_reserved_bytes).c_str(),
+                core::format_bytes(report.cuda_context_bytes).c_str());
+  if (report.device == "cpu")
+    std::printf("kernels        isa %s (%s)\n", hardware::isa_name(forecast.simulated_isa), forecast.isa_source.c_str());
+  std::printf("at the peak    iteration %d, %s%s%s\n", report.peak_iteration, memory::phase_name(report.peak_phase),
+              report.peak_node_name.empty() ? "" : " of ", report.peak_node_name.c_str());
+  const memory::MemoryBreakdown& b = report.at_peak;
+  print_row("parameters", b.parameter_bytes, report.peak_total_bytes);
+  print_row("buffers + inputs + labels", b.state_bytes, report.peak_total_bytes);
+  print_row("gradients", b.gradient_bytes, report.peak_total_bytes);
+  print_row("optimizer state", b.optimizer_state_bytes, report.peak_total_bytes);
+  print_row("activations (kept for backward)", b.activation_bytes, report.peak_total_bytes);
+  print_row("transient (grads, workspaces)", b.transient_bytes, report.peak_total_bytes);
+  if (forecast.fits_limit > 0)
+    std::printf("fits in %s: %s (needs %s)\n", core::format_bytes(forecast.fits_limit).c_str(),
+                forecast.fits ? "yes" : "no", core::format_bytes(report.required_bytes).c_str());
+  if (forecast.batch_limit > 0) {
+    if (forecast.max_batch.batch == 0)
+      std::printf("largest batch in %s: none (batch 1 needs %s)\n", core::format_bytes(forecast.batch_limit).c_str(),
+                  core::format_bytes(forecast.max_batch.next_required_bytes).c_str());
+    else
+      std::printf("largest batch in %s: %lld (needs %s%s%s)\n", core::format_bytes(forecast.batch_limit).c_str(),
+                  static_cast<long long>(forecast.max_batch.batch), core::format_bytes(forecast.max_batch.required_bytes).c_str(),
+                  forecast.max_batch.next_required_bytes > 0 ? "; one more needs " : "",
+                  forecast.max_batch.next_required_bytes > 0 ? core::format_bytes(forecast.max_batch.next_required_bytes).c_str() : "");
+  }
+  if (measured.ran) {
+    if (measured.status != "ok")
+      std::printf("measured       status %s: %s\n", measured.status.c_str(), measured.message.c_str());
+    else
+      std::printf("measured       peak %lld B above a baseline of %lld B; simulated %lld B: %+lld B (%+.4f%%)\n",
+                  static_cast<long long>(measured.peak_bytes), static_cast<long long>(measured.baseline_bytes),
+                  static_cast<long long>(simulated_peak), static_cast<long long>(simulated_peak - measured.peak_bytes),
+                  100 * relative_error(simulated_peak, measured.peak_bytes));
+  }
+  if (forecast.config.keep_events) {
+    std::printf("\n");
+    for (const memory::LoggedEvent& e : report.event_log)
+      std::printf("%c %lld %lld %d %s %s %s\n", e.alloc ? '+' : '-', static_cast<long long>(e.bytes),
+                  static_cast<long long>(e.live_bytes), e.iteration, memory::phase_name(e.phase),
+                  e.node >= 0 ? forecast.graph.node(e.node).name.c_str() : "-", e.what);
+  }
+  if (forecast.config.keep_timeline) {
+    std::printf("\n%-4s %-9s %-40s %14s %14s\n", "iter", "phase", "node", "max above base", "end above base");
+    for (const memory::TimelineEntry& entry : report.timeline)
+      std::printf("%-4d %-9s %-40s %14lld %14lld\n", entry.iteration, memory::phase_name(entry.phase),
+                  entry.node >= 0 ? forecast.graph.node(entry.node).name.c_str() : "-",
+                  static_cast<long long>(entry.max_bytes - report.baseline_bytes),
+                  static_cast<long long>(entry.end_bytes - report.baseline_bytes));
+  }
+}
+
+int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::CpuIsa isa) {
+  apps::MemoryCheck check = apps::check_memory_simulator(db, isa);
+  const int64_t off = check.configurations - check.within_1pct;
+  const size_t listed = std::min(check.rows.size(), static_cast<size_t>(show));
+  if (as_json) {
+    json worst = json::array();
+    for (size_t k = 0; k < listed; ++k) {
+      const apps::MemoryCheckRow& row = check.rows[k];
+      worst.push_back({{"network", row.network},
+                       {"family", row.family},
+                       {"env_hash", row.environment_hash},
+                       {"batch", row.config.batch},
+                       {"input", row.config.input_text()},
+                       {"seq_len", row.config.seq_len},
+                       {"optimizer", row.config.optimizer},
+                       {"threads", row.config.threads},
+                       {"measured_bytes", row.measured_bytes},
+                       {"simulated_bytes", row.simulated_bytes},
+                       {"relative_error", row.relative_error()}});
+    }
+    json environments = json::array();
+    for (const apps::CheckedEnvironment& environment : check.environments) {
+      json entry{{"env_hash", environment.hash},
+                 {"recorded_isa", environment.recorded_isa},
+                 {"simulated_isa", hardware::isa_name(environment.simulated)},
+                 {"inferred", environment.inferred}};
+      if (environment.inferred)
+        entry["exact_by_rules"] = {{"avx512_core", environment.exact_avx512}, {"avx2", environment.exact_avx2}};
+      environments.push_back(entry);
+    }
+    std::cout << json{{"dataset", db},
+                      {"environments", environments},
+                      {"configurations", check.configurations},
+                      {"exact", check.exact},
+                      {"within_1pct", check.within_1pct},
+                      {"not_modelled", check.not_modelled},
+                      {"worst", worst}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::printf("memory simulator vs profiler on %s: %lld configurations with a measured peak\n", db.c_str(),
+                static_cast<long long>(check.configurations));
+    std::printf("  byte-exact %lld, within 1%% %lld, more than 1%% off %lld; not modelled %lld\n",
+                static_cast<long long>(check.exact), static_cast<long long>(check.within_1pct),
+                static_cast<long long>(off), static_cast<long long>(check.not_modelled));
+    for (const apps::CheckedEnvironment& environment : check.environments) {
+      if (environment.inferred)
+        std::printf("  environment %s: isa not recorded; its peaks follow the %s rules (%lld byte-exact under avx2, "
+                    "%lld under avx512_core): simulated as %s\n",
+                    environment.hash.c_str(), environment.exact_avx2 > environment.exact_avx512 ? "AVX2" : "AVX-512",
+                    static_cast<long long>(environment.exact_avx2), static_cast<long long>(environment.exact_avx512),
+                    hardware::isa_name(environment.simulated));
+      else
+        std::printf("  environment %s: simulated as %s (%s)\n", environment.hash.c_str(),
+                    hardware::isa_name(environment.simulated), isa == hardware::CpuIsa::Unknown ? "recorded" : "--isa");
+    }
+    if (listed > 0) std::printf("  largest differences (simulated - measured) / measured:\n");
+    for (size_t k = 0; k < listed; ++k) {
+      const apps::MemoryCheckRow& row = check.rows[k];
+      std::printf("    %+9.4f%%  %-44s measured %14lld  simulated %14lld\n", 100 * row.relative_error(),
+                  config_text(row).c_str(), static_cast<long long>(row.measured_bytes),
+                  static_cast<long long>(row.simulated_bytes));
+    }
+  }
+  return off > 0 ? 1 : 0;
+}
+
+}  // namespace dnncast::cli
