@@ -46,9 +46,8 @@ struct Measured {
 Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config, double timeout_s) {
 #ifdef DNNCAST_HAVE_TORCH
   profile::TrainConfig train;
-  train.optimizer = config.optimizer;
-  train.precision = config.precision;
-  train.device = config.device;
+  TrainingSetup& setup = train;
+  setup = config;
   train.threads = config.threads;
   profile::Limits limits;
   limits.time_budget_s = 0.01;
@@ -84,7 +83,7 @@ void print_row(const char* label, int64_t bytes, int64_t total) {
 std::string config_text(const apps::MemoryCheckRow& row) {
   return row.network + " b" + std::to_string(row.config.batch) + " " +
          (row.config.input.empty() ? "seq " + std::to_string(row.config.seq_len) : row.config.input_text()) + " " +
-         row.config.optimizer + " t" + std::to_string(row.config.threads);
+         name(row.config.optimizer) + " t" + std::to_string(row.config.threads);
 }
 
 // --check-db: the simulator against every measured peak of a dataset.
@@ -102,7 +101,7 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
                        {"batch", row.config.batch},
                        {"input", row.config.input_text()},
                        {"seq_len", row.config.seq_len},
-                       {"optimizer", row.config.optimizer},
+                       {"optimizer", name(row.config.optimizer)},
                        {"threads", row.config.threads},
                        {"measured_bytes", row.measured_bytes},
                        {"simulated_bytes", row.simulated_bytes},
@@ -216,9 +215,9 @@ int run_memory(const Args& args) {
     throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
   if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
   memory::MemoryConfig config;
-  config.optimizer = optimizer;
-  config.precision = precision;
-  config.device = device;
+  config.optimizer = parse_optimizer(optimizer, "--optimizer");
+  config.precision = parse_precision(precision, "--precision");
+  config.device = parse_device(device, "--device");
   config.threads = threads;
   config.isa = isa;
   config.keep_timeline = timeline;
@@ -278,7 +277,7 @@ int run_memory(const Args& args) {
     json doc = {{"model", model},
                 {"graph_hash", graph.architecture_hash()},
                 {"config",
-                 {{"batch", batch}, {"input", input_shape}, {"optimizer", config.optimizer}, {"precision", "fp32"},
+                 {{"batch", batch}, {"input", input_shape}, {"optimizer", name(config.optimizer)}, {"precision", "fp32"},
                   {"device", report.device}, {"threads", threads}}},
                 {"baseline_bytes", report.baseline_bytes},
                 {"peak_bytes", report.peak_bytes},
@@ -338,7 +337,7 @@ int run_memory(const Args& args) {
   }
 
   std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", model.c_str(),
-              static_cast<long long>(batch), input_shape.c_str(), config.optimizer.c_str(), report.device.c_str(),
+              static_cast<long long>(batch), input_shape.c_str(), name(config.optimizer).c_str(), report.device.c_str(),
               static_cast<long long>(threads));
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
               memory::format_bytes(report.peak_bytes).c_str(), memory::format_bytes(report.baseline_bytes).c_str(),

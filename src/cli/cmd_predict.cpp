@@ -94,10 +94,14 @@ int run_predict(const Args& args) {
   const data::EnvironmentRecord& environment = set.environment();
   const apps::Manifest& time_manifest = set.time->manifest();
   const json& training = time_manifest.training;
+  TrainingSetup setup;
+  setup.optimizer = parse_optimizer(optimizer, "--optimizer");
+  setup.precision = parse_precision(precision, "--precision");
+  optimizer = name(setup.optimizer);  // the stored names: checked against the manifest, printed
+  precision = name(setup.precision);
   if (training.contains("optimizers") && !contains(training["optimizers"], optimizer))
     throw InputError("predictor " + set_dir + " was trained on optimizers " + training["optimizers"].dump() +
                      ", not " + quote(optimizer));
-  precision = features::canonical_precision(precision);
   if (training.contains("precisions") && !contains(training["precisions"], precision))
     throw InputError("predictor " + set_dir + " was trained on precisions " + training["precisions"].dump() +
                      ", not " + quote(precision));
@@ -123,8 +127,8 @@ int run_predict(const Args& args) {
   Graph graph = load_model(model, model_options.spec(model, batch));
   features::TrainingConfig config;
   config.batch = batch;
-  config.optimizer = optimizer;
-  config.precision = precision;
+  config.optimizer = setup.optimizer;
+  config.precision = setup.precision;
   config.threads = threads;
   std::vector<double> row = features::featurize_graph(graph, config, apps::hardware_of(environment));
   std::string input_shape = graph.node(graph.inputs().front()).shape.to_string();
@@ -177,9 +181,9 @@ int run_predict(const Args& args) {
   const bool gpu_environment = !environment.gpu_name.empty();
   try {
     memory::MemoryConfig memory_config;
-    memory_config.optimizer = optimizer;
-    memory_config.precision = precision;
-    memory_config.device = gpu_environment ? "cuda" : "cpu";
+    memory_config.optimizer = setup.optimizer;
+    memory_config.precision = setup.precision;
+    memory_config.device = gpu_environment ? Device::Cuda : Device::Cpu;
     memory_config.threads = threads;
     memory_config.isa = host_isa;  // Unknown: this host's
     memory::MemoryReport report = memory::simulate_memory(graph, memory_config);

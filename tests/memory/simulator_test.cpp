@@ -109,7 +109,7 @@ TEST(Simulator, BaselineIsParametersBuffersInputsAndLabels) {
 }
 
 TEST(Simulator, BreakdownAddsUpToThePeak) {
-  for (const char* optimizer : {"sgd", "adam", "adamw"}) {
+  for (Optimizer optimizer : all_optimizers()) {
     MemoryConfig config;
     config.optimizer = optimizer;
     Graph graph = zoo("resnet18", 4);
@@ -125,7 +125,7 @@ TEST(Simulator, BreakdownAddsUpToThePeak) {
     // From the second iteration on every parameter has its gradient and its optimizer state.
     ASSERT_EQ(report.peak_iteration, 2) << optimizer;
     EXPECT_EQ(b.gradient_bytes, param_bytes) << optimizer;
-    EXPECT_EQ(b.optimizer_state_bytes, (std::string(optimizer) == "sgd" ? 1 : 2) * param_bytes) << optimizer;
+    EXPECT_EQ(b.optimizer_state_bytes, optimizer_state_per_param(optimizer) * param_bytes) << name(optimizer);
     EXPECT_EQ(report.required_bytes, report.peak_total_bytes);
   }
 }
@@ -141,7 +141,7 @@ TEST(Simulator, PeakGrowsWithTheBatch) {
 
 TEST(Simulator, CudaModelRoundsAndCaches) {
   MemoryConfig config;
-  config.device = "cuda";
+  config.device = Device::Cuda;
   config.cuda_context_bytes = 300 * kMiB;
   MemoryReport report = simulate_memory(zoo("resnet18", 8), config);
   EXPECT_GE(report.peak_allocated_bytes, report.peak_total_bytes);  // blocks are rounded up
@@ -161,7 +161,7 @@ TEST(Simulator, DropoutKeepsFp32NoiseOnCpuAndABoolMaskOnCuda) {
   Graph graph = b.finish();
   const int drop = 2;
   ASSERT_EQ(graph.node(drop).op, "Dropout");
-  for (const char* device : {"cpu", "cuda"}) {
+  for (Device device : all_devices()) {
     TraceOptions options;
     options.device = device;
     Program program = trace_training(graph, options);
@@ -170,7 +170,7 @@ TEST(Simulator, DropoutKeepsFp32NoiseOnCpuAndABoolMaskOnCuda) {
       if (event.kind == Event::Alloc && event.iteration == 1 && event.phase == Phase::Forward && event.node == drop)
         kept.push_back(event.bytes);
     const int64_t elements = 2 * 512;
-    if (std::string(device) == "cpu") {
+    if (device == Device::Cpu) {
       ASSERT_GE(kept.size(), 2u);
       EXPECT_EQ(kept.front(), elements * 4);  // the noise, then ATen's scalar temporaries, then the output
       EXPECT_EQ(kept.back(), elements * 4);
@@ -182,15 +182,20 @@ TEST(Simulator, DropoutKeepsFp32NoiseOnCpuAndABoolMaskOnCuda) {
 
 TEST(Simulator, RejectsWhatItDoesNotModel) {
   Graph graph = zoo("resnet18", 1);
-  MemoryConfig bad_optimizer;
-  bad_optimizer.optimizer = "lamb";
-  EXPECT_THROW(simulate_memory(graph, bad_optimizer), InputError);
-  MemoryConfig bf16;
-  bf16.precision = "bf16";
-  EXPECT_THROW(simulate_memory(graph, bf16), InputError);
-  MemoryConfig tpu;
-  tpu.device = "tpu";
-  EXPECT_THROW(simulate_memory(graph, tpu), InputError);
+  // Unknown optimizers and devices cannot be expressed any more (parse_optimizer refuses them).
+  for (Precision precision : {Precision::Bf16, Precision::Fp16}) {
+    MemoryConfig config;
+    config.precision = precision;
+    try {
+      simulate_memory(graph, config);
+      ADD_FAILURE() << name(precision) << " simulated";
+    } catch (const InputError& error) {
+      EXPECT_EQ(std::string(error.what()), "precision '" + name(precision) + "': the memory simulator models fp32 only");
+    }
+    TraceOptions options;
+    options.precision = precision;
+    EXPECT_THROW(trace_training(graph, options), InputError);
+  }
 }
 
 TEST(Simulator, TimelineCoversEveryConvolutionForwardAndBackward) {
