@@ -118,13 +118,13 @@ TEST(Simulator, BreakdownAddsUpToThePeak) {
     EXPECT_EQ(b.parameter_bytes + b.state_bytes + b.gradient_bytes + b.optimizer_state_bytes + b.activation_bytes +
                   b.transient_bytes,
               report.peak_total_bytes)
-        << optimizer;
+        << name(optimizer);
     int64_t param_bytes = 0;
     for (int index = 0; index < graph.size(); ++index) param_bytes += node_cost(graph, index).params * 4;
     EXPECT_EQ(b.parameter_bytes, param_bytes);
     // From the second iteration on every parameter has its gradient and its optimizer state.
-    ASSERT_EQ(report.peak_iteration, 2) << optimizer;
-    EXPECT_EQ(b.gradient_bytes, param_bytes) << optimizer;
+    ASSERT_EQ(report.peak_iteration, 2) << name(optimizer);
+    EXPECT_EQ(b.gradient_bytes, param_bytes) << name(optimizer);
     EXPECT_EQ(b.optimizer_state_bytes, optimizer_state_per_param(optimizer) * param_bytes) << name(optimizer);
     EXPECT_EQ(report.required_bytes, report.peak_total_bytes);
   }
