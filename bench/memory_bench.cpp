@@ -20,7 +20,7 @@ Graph zoo_graph(const char* name, int64_t batch) {
 void simulate(benchmark::State& state, const char* model, const char* device) {
   Graph graph = zoo_graph(model, state.range(0));
   dnncast::memory::MemoryConfig config;
-  config.device = device;
+  config.device = dnncast::parse_device(device);
   int64_t peak = 0;
   for (auto _ : state) {
     dnncast::memory::MemoryReport report = dnncast::memory::simulate_memory(graph, config);

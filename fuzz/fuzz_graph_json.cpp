@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     graph.architecture_hash();
     dnncast::write_graph_json(graph);
     dnncast::features::graph_features(graph);
-    for (const char* optimizer : {"sgd", "adam"}) {
+    for (dnncast::Optimizer optimizer : {dnncast::Optimizer::Sgd, dnncast::Optimizer::Adam}) {
       dnncast::memory::MemoryConfig config;
       config.optimizer = optimizer;
       config.isa = dnncast::hardware::CpuIsa::Avx2;

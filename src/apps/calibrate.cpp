@@ -31,8 +31,8 @@ const std::vector<std::string> kCalibrateOptions{
 
 std::string config_key(const std::string& network_hash, const data::RunConfig& config) {
   return network_hash + "|" + std::to_string(config.batch) + "|" + config.input_text() + "|" +
-         std::to_string(config.seq_len) + "|" + config.optimizer + "|" + config.precision + "|" +
-         std::to_string(config.threads) + "|" + config.device;
+         std::to_string(config.seq_len) + "|" + name(config.optimizer) + "|" + name(config.precision) + "|" +
+         std::to_string(config.threads) + "|" + name(config.device);
 }
 
 double mape_of(const learn::Vector& predicted, const std::vector<int64_t>& rows, const std::vector<double>& truth) {
@@ -90,11 +90,7 @@ Candidates candidates_of(const data::Plan& plan, int64_t threads, const Predicto
     if (cached == graphs.end())
       cached =
           graphs.emplace(graph_key, features::graph_features(data::build_network(network.model, entry.config))).first;
-    features::TrainingConfig config;
-    config.batch = entry.config.batch;
-    config.optimizer = entry.config.optimizer;
-    config.precision = entry.config.precision;
-    config.threads = entry.config.threads;
+    features::TrainingConfig config = training_config_of(entry.config);
     std::vector<double> row = features::featurize(cached->second, config, hardware);
     for (size_t col = 0; col < row.size(); ++col) result.rows(k, static_cast<int64_t>(col)) = row[col];
   }
@@ -384,8 +380,8 @@ json calibrate_offline(const OfflineCalibrateOptions& options) {
                                             {"family", sample.family},
                                             {"batch", sample.config.batch},
                                             {"input", sample.config.input_text()},
-                                            {"optimizer", sample.config.optimizer},
-                                            {"precision", sample.config.precision},
+                                            {"optimizer", name(sample.config.optimizer)},
+                                            {"precision", name(sample.config.precision)},
                                             {"threads", sample.config.threads},
                                             {"repeats", sample.times_ms.size()},
                                             {"time_ms", sample.time_ms()},

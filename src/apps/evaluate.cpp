@@ -642,7 +642,7 @@ void write_predictions_csv(const TrainingTable& table, const EvaluationReport& r
       out << target.target << ',' << data::csv_quote(sample.network_name) << ',' << data::csv_quote(sample.family)
           << ",\"" << where << "\","
           << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
-          << sample.config.optimizer << ',' << sample.config.precision << ',' << sample.config.threads << ',' << numbers
+          << name(sample.config.optimizer) << ',' << name(sample.config.precision) << ',' << sample.config.threads << ',' << numbers
           << ',' << data::csv_quote(plan) << ',';
       if (run.layerwise > 0) out << run.layerwise;
       out << '\n';

@@ -46,13 +46,13 @@ std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::s
 void check_trained_range(const ForecastRequest& request, const json& training, const data::EnvironmentRecord& environment,
                          Forecast& result) {
   const std::string& set_dir = result.predictor;
-  if (training.contains("optimizers") && !contains(training["optimizers"], result.optimizer))
+  if (training.contains("optimizers") && !contains(training["optimizers"], name(result.optimizer)))
     throw InputError("predictor " + set_dir + " was trained on optimizers " + training["optimizers"].dump() + ", not " +
-                     quote(result.optimizer));
-  result.precision = features::canonical_precision(request.precision);
-  if (training.contains("precisions") && !contains(training["precisions"], result.precision))
+                     quote(name(result.optimizer)));
+  result.precision = request.precision;
+  if (training.contains("precisions") && !contains(training["precisions"], name(result.precision)))
     throw InputError("predictor " + set_dir + " was trained on precisions " + training["precisions"].dump() + ", not " +
-                     quote(result.precision));
+                     quote(name(result.precision)));
   int64_t threads = request.threads;
   if (threads == 0) {
     // The environment's thread count, or the largest one the predictor was trained on below it.
@@ -95,7 +95,7 @@ void forecast_peak(const ForecastRequest& request, const Graph& graph, const Pre
     memory::MemoryConfig memory_config;
     memory_config.optimizer = result.optimizer;
     memory_config.precision = result.precision;
-    memory_config.device = gpu_environment ? "cuda" : "cpu";
+    memory_config.device = gpu_environment ? Device::Cuda : Device::Cpu;
     memory_config.threads = result.threads;
     memory_config.isa = request.host_isa;  // Unknown: this host's
     memory::MemoryReport report = memory::simulate_memory(graph, memory_config);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/training_setup.h"
 #include "apps/host_match.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
@@ -22,8 +23,8 @@ namespace dnncast::apps {
 struct ForecastRequest {
   std::string model;       // zoo name, graph JSON file, or synthetic:SEED (model_source.h)
   ModelSpec spec;          // batch (>= 1), input or sequence length, classes
-  std::string optimizer = "sgd";
-  std::string precision = "fp32";
+  Optimizer optimizer = Optimizer::Sgd;
+  Precision precision = Precision::Fp32;
   int64_t threads = 0;        // 0: the environment's, or the largest trained count below it
   std::string device;         // a predictor set's name, its GPU, or cpu; "": this host's CPU set
   int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
@@ -35,7 +36,8 @@ struct Forecast {
   std::string model, graph;  // as requested; the built graph's name
   int64_t batch = 0;
   std::string input;  // the input's shape without the batch: "3x224x224", "128"
-  std::string optimizer, precision;  // precision canonical
+  Optimizer optimizer = Optimizer::Sgd;
+  Precision precision = Precision::Fp32;
   int64_t threads = 0;
   double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
   std::optional<double> epoch_s;                          // with epoch_samples

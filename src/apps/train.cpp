@@ -217,8 +217,8 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
     networks.insert(sample.network_hash);
     families.insert(sample.family);
     batches.insert(sample.config.batch);
-    optimizers.insert(sample.config.optimizer);
-    precisions.insert(sample.config.precision);
+    optimizers.insert(name(sample.config.optimizer));
+    precisions.insert(name(sample.config.precision));
     threads.insert(sample.config.threads);
     inputs.insert(sample.config.input.empty() ? "seq " + std::to_string(sample.config.seq_len) : sample.config.input_text());
   }

@@ -80,8 +80,8 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
     const Sample& sample = table.samples[row];
     out << data::csv_quote(sample.environment_hash) << ',' << data::csv_quote(sample.network_name) << ','
         << data::csv_quote(sample.family) << ',' << sample.config.batch << ',' << sample.config.input_text() << ','
-        << sample.config.seq_len << ',' << data::csv_quote(sample.config.optimizer) << ','
-        << data::csv_quote(sample.config.precision) << ',' << sample.config.threads << ',' << sample.times_ms.size();
+        << sample.config.seq_len << ',' << data::csv_quote(name(sample.config.optimizer)) << ','
+        << data::csv_quote(name(sample.config.precision)) << ',' << sample.config.threads << ',' << sample.times_ms.size();
     put(sample.time_ms());
     if (sample.peak_bytes.empty()) out << ',';
     else put(sample.peak());
@@ -93,8 +93,8 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
 features::TrainingConfig training_config_of(const data::RunConfig& run) {
   features::TrainingConfig config;
   config.batch = run.batch;
-  config.optimizer = run.optimizer;
-  config.precision = run.precision;
+  TrainingSetup& setup = config;
+  setup = run;
   config.threads = run.threads;
   return config;
 }
@@ -177,7 +177,7 @@ double simulated_peak(const data::NetworkRecord& network, const Sample& sample, 
   memory::MemoryConfig memory_config;
   memory_config.optimizer = sample.config.optimizer;
   memory_config.precision = sample.config.precision;
-  memory_config.device = environment.gpu_name.empty() ? "cpu" : "cuda";
+  memory_config.device = environment.gpu_name.empty() ? Device::Cpu : Device::Cuda;
   memory_config.threads = sample.config.threads;
   // The simulator follows the measuring environment's ISA (or TableOptions::isa), never the
   // features of featurize_as: it models the runs as they were measured.

@@ -80,9 +80,9 @@ int run_memory(const Args& args) {
   request.model = model;
   request.spec = model_options.spec(model, batch);
   memory::MemoryConfig& config = request.config;
-  config.optimizer = optimizer;
-  config.precision = precision;
-  config.device = device;
+  config.optimizer = parse_optimizer(optimizer, "--optimizer");
+  config.precision = parse_precision(precision, "--precision");
+  config.device = parse_device(device, "--device");
   config.threads = threads;
   config.isa = isa;
   config.keep_timeline = timeline;

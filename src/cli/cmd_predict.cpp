@@ -22,8 +22,8 @@ namespace {
 void print_forecast(const apps::Forecast& result) {
   for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   std::printf("%s  batch %lld  input %s  %s %s  %lld thread%s  on %s\n", result.model.c_str(),
-              static_cast<long long>(result.batch), result.input.c_str(), result.optimizer.c_str(),
-              result.precision.c_str(), static_cast<long long>(result.threads), result.threads == 1 ? "" : "s",
+              static_cast<long long>(result.batch), result.input.c_str(), name(result.optimizer).c_str(),
+              name(result.precision).c_str(), static_cast<long long>(result.threads), result.threads == 1 ? "" : "s",
               result.env.c_str());
   std::printf("  time per iteration  %.1f ms   (90%% interval %.1f - %.1f ms)\n", result.time_ms, result.time_ms_low,
               result.time_ms_high);
@@ -79,8 +79,8 @@ int run_predict(const Args& args) {
   apps::ForecastRequest request;
   request.model = model;
   request.spec = model_options.spec(model, batch);
-  request.optimizer = optimizer;
-  request.precision = precision;
+  request.optimizer = parse_optimizer(optimizer, "--optimizer");
+  request.precision = parse_precision(precision, "--precision");
   request.threads = threads;
   request.device = device;
   request.epoch_samples = epoch_samples;

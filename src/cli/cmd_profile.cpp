@@ -76,9 +76,9 @@ int run_profile(const Args& args) {
   if (!(ci_target > 0)) throw InputError("--ci must be a positive fraction");
 
   profile::TrainConfig config;
-  config.optimizer = profile::canonical_optimizer(optimizer);
-  config.precision = profile::canonical_precision(precision);
-  config.device = profile::canonical_device(device);
+  config.optimizer = parse_optimizer(optimizer, "--optimizer");
+  config.precision = parse_precision(precision, "--precision");
+  config.device = parse_device(device, "--device");
   config.threads = threads;
   config.per_layer = per_layer;
   config.seed = seed;

@@ -26,7 +26,7 @@ void print_row(const char* label, int64_t bytes, int64_t total) {
 std::string config_text(const apps::MemoryCheckRow& row) {
   return row.network + " b" + std::to_string(row.config.batch) + " " +
          (row.config.input.empty() ? "seq " + std::to_string(row.config.seq_len) : row.config.input_text()) + " " +
-         row.config.optimizer + " t" + std::to_string(row.config.threads);
+         name(row.config.optimizer) + " t" + std::to_string(row.config.threads);
 }
 
 }  // namespace
@@ -34,9 +34,8 @@ std::string config_text(const apps::MemoryCheckRow& row) {
 Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config, double timeout_s) {
 #ifdef DNNCAST_HAVE_TORCH
   profile::TrainConfig train;
-  train.optimizer = config.optimizer;
-  train.precision = config.precision;
-  train.device = config.device;
+  TrainingSetup& setup = train;
+  setup = config;
   train.threads = config.threads;
   profile::Limits limits;
   limits.time_budget_s = 0.01;
@@ -72,7 +71,7 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
   const memory::MemoryReport& report = forecast.report;
   const int64_t simulated_peak = simulated_profiler_peak(report);
   std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", forecast.model.c_str(),
-              static_cast<long long>(forecast.batch), forecast.input.c_str(), forecast.config.optimizer.c_str(), report.device.c_str(),
+              static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(), report.device.c_str(),
               static_cast<long long>(forecast.config.threads));
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
               core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
@@ -146,7 +145,7 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
                        {"batch", row.config.batch},
                        {"input", row.config.input_text()},
                        {"seq_len", row.config.seq_len},
-                       {"optimizer", row.config.optimizer},
+                       {"optimizer", name(row.config.optimizer)},
                        {"threads", row.config.threads},
                        {"measured_bytes", row.measured_bytes},
                        {"simulated_bytes", row.simulated_bytes},

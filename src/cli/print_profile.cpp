@@ -20,8 +20,8 @@ double spread(const std::vector<double>& values) {
 void print_summary(const std::string& model, const Graph& graph, const profile::TrainConfig& config,
                    const profile::Measurement& m, const std::vector<profile::Measurement>& repeats) {
   std::printf("%s  input %s  optimizer %s  precision %s  threads %lld  device %s\n", model.c_str(),
-              graph.node(graph.inputs().front()).shape.to_string().c_str(), config.optimizer.c_str(),
-              config.precision.c_str(), static_cast<long long>(m.env.threads), config.device.c_str());
+              graph.node(graph.inputs().front()).shape.to_string().c_str(), name(config.optimizer).c_str(),
+              name(config.precision).c_str(), static_cast<long long>(m.env.threads), name(config.device).c_str());
   std::printf("status       %s%s%s\n", m.status.c_str(), m.message.empty() ? "" : ": ", m.message.c_str());
   if (m.status != "ok") return;
   std::string ci = std::isfinite(m.time_ms.rel_ci) ? "CI +-" + std::to_string(100 * m.time_ms.rel_ci).substr(0, 4) + "%"

@@ -31,9 +31,9 @@ bool passes(const apps::Sample& sample, const std::map<std::string, std::string>
     if (key == "threads") actual = std::to_string(sample.config.threads);
     else if (key == "batch") actual = std::to_string(sample.config.batch);
     else if (key == "input") actual = sample.config.input_text();
-    else if (key == "optimizer") actual = sample.config.optimizer;
-    else if (key == "precision") actual = sample.config.precision;
-    else if (key == "device") actual = sample.config.device;
+    else if (key == "optimizer") actual = name(sample.config.optimizer);
+    else if (key == "precision") actual = name(sample.config.precision);
+    else if (key == "device") actual = name(sample.config.device);
     else if (key == "network") actual = sample.network_name;
     else if (key == "family") actual = sample.family;
     else if (key == "env") actual = sample.environment_hash;

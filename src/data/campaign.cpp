@@ -54,8 +54,8 @@ std::string describe(const Plan& plan, const WorkItem& item) {
   std::ostringstream text;
   text << plan.networks[static_cast<size_t>(entry.network)].name << " b" << config.batch << " "
        << (config.input.empty() ? "seq" + std::to_string(config.seq_len) : config.input_text()) << " "
-       << config.optimizer << " " << config.precision << " t" << config.threads;
-  if (config.device != "cpu") text << " " << config.device;
+       << name(config.optimizer) << " " << name(config.precision) << " t" << config.threads;
+  if (config.device != Device::Cpu) text << " " << name(config.device);
   text << " #" << item.repeat;
   return text.str();
 }
@@ -149,11 +149,10 @@ std::vector<int> pin_to(const std::vector<int>& wanted) {
 #ifdef DNNCAST_HAVE_TORCH
 profile::TrainConfig train_config(const RunConfig& config, bool per_layer = false) {
   profile::TrainConfig train;
+  TrainingSetup& setup = train;
+  setup = config;
   train.per_layer = per_layer;
-  train.optimizer = config.optimizer;
-  train.precision = config.precision;
   train.threads = config.threads;
-  train.device = config.device;
   return train;
 }
 
@@ -205,7 +204,7 @@ RunResult result_of(const profile::Measurement& measurement) {
 
 // Everything the shard will ask of the profiler is checked before the first measurement.
 void check_measurable(const Plan& plan, const std::vector<size_t>& entries) {
-  std::set<std::tuple<std::string, std::string, int64_t, std::string>> configs;
+  std::set<std::tuple<Optimizer, Precision, int64_t, Device>> configs;
   std::set<int> networks;
   for (size_t index : entries) {
     const RunConfig& config = plan.entries[index].config;
@@ -214,8 +213,8 @@ void check_measurable(const Plan& plan, const std::vector<size_t>& entries) {
     try {
       profile::validate_config(train_config(config));
     } catch (const InputError& error) {
-      throw InputError(plan.source + ": optimizer " + config.optimizer + ", precision " + config.precision + ", " +
-                       std::to_string(config.threads) + " threads on " + config.device + ": " + error.what());
+      throw InputError(plan.source + ": optimizer " + name(config.optimizer) + ", precision " + name(config.precision) +
+                       ", " + std::to_string(config.threads) + " threads on " + name(config.device) + ": " + error.what());
     }
   }
   // Every network of the shard must consist of ops the executor runs. Checked once per distinct
@@ -313,7 +312,7 @@ struct CampaignState {
 CampaignState open_campaign(const Plan& plan, const std::vector<size_t>& entries, const CampaignOptions& options) {
   CampaignState state;
   for (size_t index : entries) {
-    const std::string& device = plan.entries[index].config.device;
+    const std::string& device = name(plan.entries[index].config.device);
     if (!state.environments.count(device)) state.environments.emplace(device, detect_environment(device));
   }
   bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
@@ -342,7 +341,7 @@ std::vector<WorkItem> campaign_todo(const Plan& plan, const std::vector<size_t>&
   for (int64_t repeat = 0; repeat < plan.repeats; ++repeat) {
     for (size_t index : entries) {
       const PlanEntry& entry = plan.entries[index];
-      const std::set<RunKey>& device_done = state.done[entry.config.device];
+      const std::set<RunKey>& device_done = state.done[name(entry.config.device)];
       RunKey key{plan.networks[static_cast<size_t>(entry.network)].hash, entry.config, repeat};
       if (device_done.count(key))
         ++summary.done_before;
@@ -375,11 +374,11 @@ const RunResult& measure_and_store(const Plan& plan, const WorkItem& item, const
                                    const profile::Limits& limits, CampaignState& state, RunRecord& run) {
   const PlanEntry& entry = plan.entries[item.entry];
   const PlanNetwork& network = plan.networks[static_cast<size_t>(entry.network)];
-  run.environment_id = state.environment_ids.at(entry.config.device);
+  run.environment_id = state.environment_ids.at(name(entry.config.device));
   run.config = entry.config;
   run.repeat_index = item.repeat;
   run.plan = plan.name;
-  run.host = state.environments.at(entry.config.device).host;
+  run.host = state.environments.at(name(entry.config.device)).host;
   run.cpus = format_cpu_list(cpus);
   Clock::time_point run_start = Clock::now();
   try {

@@ -115,10 +115,14 @@ void read_run_fields(const Row& row, RunRecord& run) {
   }
   run.config.batch = row.integer("batch");
   run.config.seq_len = row.integer("seq_len");
-  run.config.optimizer = row.text("optimizer");
-  run.config.precision = row.text("precision");
+  try {
+    run.config.optimizer = parse_optimizer(row.text("optimizer"));
+    run.config.precision = parse_precision(row.text("precision"));
+    run.config.device = parse_device(row.text("device"));
+  } catch (const InputError& error) {
+    row.fail(error.what());
+  }
   run.config.threads = row.integer("threads");
-  run.config.device = row.text("device");
   run.repeat_index = row.integer("repeat_index");
   if (run.config.batch <= 0 || run.config.threads <= 0 || run.repeat_index < 0)
     row.fail("batch and threads must be positive, repeat_index non-negative");
@@ -247,10 +251,10 @@ void export_csv(Store& store, std::ostream& out, bool with_graphs) {
                                     std::to_string(run.config.batch),
                                     run.config.input_text(),
                                     std::to_string(run.config.seq_len),
-                                    run.config.optimizer,
-                                    run.config.precision,
+                                    name(run.config.optimizer),
+                                    name(run.config.precision),
                                     std::to_string(run.config.threads),
-                                    run.config.device,
+                                    name(run.config.device),
                                     std::to_string(run.repeat_index),
                                     result.status,
                                     result.message,

@@ -78,7 +78,7 @@ EnvironmentRecord detect_environment(const std::string& device) {
   // The profiler's fingerprint (GPU from the CUDA runtime, libtorch and build type of this build);
   // `threads` stays the CPUs this process may use, not one measurement's thread count.
   profile::TrainConfig config;
-  config.device = device;
+  config.device = parse_device(device);
   profile::Environment measured = profile::detect_environment(config);
   environment.cpu_model = measured.cpu_model.empty() ? environment.cpu_model : measured.cpu_model;
   environment.gpu_name = measured.gpu_name;

@@ -92,26 +92,25 @@ std::vector<int64_t> int_list(const json& value, const std::string& where, int64
   return result;
 }
 
-// The profiler's aliases (profile/measure.h canonical_precision): f32 -> fp32, f16 -> fp16.
-std::string canonical_choice(const std::string& text) {
-  if (text == "f32") return "fp32";
-  if (text == "f16") return "fp16";
-  return text;
-}
-
-std::vector<std::string> choice_list(const json& value, const std::string& where, const std::vector<std::string>& known,
-                                     const char* what) {
-  std::vector<std::string> result;
+// A list of names of one kind of the training setup (core/training_setup.h: aliases such as f32 become
+// their value, stored as fp32).
+template <typename Value>
+std::vector<Value> choice_list(const json& value, const std::string& where,
+                               Value (*parse)(const std::string&, const std::string&), const char* what) {
+  std::vector<Value> result;
   const json& list = non_empty_list(value, where);
   for (size_t index = 0; index < list.size(); ++index) {
     std::string item_where = where + "[" + std::to_string(index) + "]";
     if (!list[index].is_string()) fail(item_where, std::string(what) + " must be a string, got " + list[index].dump());
-    std::string text = canonical_choice(list[index].get<std::string>());
-    if (std::find(known.begin(), known.end(), text) == known.end())
-      fail(item_where, std::string("unknown ") + what + " " + quote(text) + " (known: " + join(known) + ")");
-    if (std::find(result.begin(), result.end(), text) != result.end())
-      fail(item_where, std::string(what) + " " + quote(text) + " listed twice");
-    result.push_back(text);
+    Value choice{};
+    try {
+      choice = parse(list[index].get<std::string>(), what);
+    } catch (const InputError& error) {
+      fail(item_where, error.what());
+    }
+    if (std::find(result.begin(), result.end(), choice) != result.end())
+      fail(item_where, std::string(what) + " " + quote(name(choice)) + " listed twice");
+    result.push_back(choice);
   }
   return result;
 }
@@ -290,7 +289,9 @@ struct Group {
   std::vector<int64_t> batches;
   std::vector<std::vector<int64_t>> inputs;
   std::vector<int64_t> seq_lens;
-  std::vector<std::string> optimizers{"sgd"}, precisions{"fp32"}, devices{"cpu"};
+  std::vector<Optimizer> optimizers{Optimizer::Sgd};
+  std::vector<Precision> precisions{Precision::Fp32};
+  std::vector<Device> devices{Device::Cpu};
   std::vector<int64_t> threads{1};
   double max_train_gflops = 0;  // skip (model, size, batch) above this many training GFLOPs per iteration
   Sampling sampling;
@@ -328,9 +329,9 @@ Group parse_group(const json& group, const json& defaults, const std::string& wh
     }
   }
   if ((value = pick("seq_lens", at))) result.seq_lens = int_list(*value, at, 1, 1 << 20, "sequence length");
-  if ((value = pick("optimizers", at))) result.optimizers = choice_list(*value, at, known_optimizers(), "optimizer");
-  if ((value = pick("precisions", at))) result.precisions = choice_list(*value, at, known_precisions(), "precision");
-  if ((value = pick("devices", at))) result.devices = choice_list(*value, at, known_devices(), "device");
+  if ((value = pick("optimizers", at))) result.optimizers = choice_list(*value, at, parse_optimizer, "optimizer");
+  if ((value = pick("precisions", at))) result.precisions = choice_list(*value, at, parse_precision, "precision");
+  if ((value = pick("devices", at))) result.devices = choice_list(*value, at, parse_device, "device");
   if ((value = pick("threads", at))) result.threads = int_list(*value, at, 1, 4096, "thread count");
   if ((value = pick("sampling", at))) result.sampling = parse_sampling(*value, at);
   if ((value = pick("max_train_gflops", at)))
@@ -573,20 +574,6 @@ std::vector<GridPoint> sample_group(const Group& group, const GroupGrid& grid) {
 
 }  // namespace
 
-const std::vector<std::string>& known_optimizers() {
-  static const std::vector<std::string> names{"sgd", "adam", "adamw"};
-  return names;
-}
-
-const std::vector<std::string>& known_precisions() {
-  static const std::vector<std::string> names{"fp32", "bf16", "fp16"};
-  return names;
-}
-
-const std::vector<std::string>& known_devices() {
-  static const std::vector<std::string> names{"cpu", "cuda"};
-  return names;
-}
 
 // Refuses a group whose grid exceeds `limits` (overflow-safe: the product is checked as it grows).
 void check_group_size(const Group& group, const PlanLimits& limits) {

@@ -56,11 +56,8 @@ struct Plan {
   int64_t run_count() const { return repeats * static_cast<int64_t>(entries.size()); }
 };
 
-// Option values the profiler accepts (profile/measure.h; checked by plan validation, which also
-// turns the aliases f32/f16 into fp32/fp16). Combinations (fp16 on cpu) are checked by the campaign.
-const std::vector<std::string>& known_optimizers();
-const std::vector<std::string>& known_precisions();
-const std::vector<std::string>& known_devices();
+// Optimizers, precisions and devices are the names of core/training_setup.h (aliases such as f32
+// accepted); combinations the profiler lacks (fp16 on cpu) are checked by the campaign.
 
 // How large a plan may be. Both bounds are checked on the group's full grid (models x sizes x
 // batches x options, before max_train_gflops and sampling) before any network is built, so that a

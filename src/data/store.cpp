@@ -126,10 +126,10 @@ RunRecord read_run(const Statement& row) {
   run.config.batch = row.get_int(col++);
   run.config.input = parse_input_text(row.get_text(col++));
   run.config.seq_len = row.get_int(col++);
-  run.config.optimizer = row.get_text(col++);
-  run.config.precision = row.get_text(col++);
+  run.config.optimizer = parse_optimizer(row.get_text(col++), "runs.optimizer");
+  run.config.precision = parse_precision(row.get_text(col++), "runs.precision");
   run.config.threads = row.get_int(col++);
-  run.config.device = row.get_text(col++);
+  run.config.device = parse_device(row.get_text(col++), "runs.device");
   run.repeat_index = row.get_int(col++);
   RunResult& result = run.result;
   result.status = row.get_text(col++);
@@ -224,9 +224,10 @@ std::vector<int64_t> parse_input_text(const std::string& text) {
 }
 
 bool RunConfig::operator<(const RunConfig& other) const {
-  return std::tie(batch, input, seq_len, optimizer, precision, threads, device) <
-         std::tie(other.batch, other.input, other.seq_len, other.optimizer, other.precision, other.threads,
-                  other.device);
+  // The setup orders by its names, as when these were strings.
+  return std::tie(batch, input, seq_len, name(optimizer), name(precision), threads, name(device)) <
+         std::tie(other.batch, other.input, other.seq_len, name(other.optimizer), name(other.precision), other.threads,
+                  name(other.device));
 }
 
 bool RunConfig::operator==(const RunConfig& other) const { return !(*this < other) && !(other < *this); }
@@ -382,10 +383,10 @@ bool Store::insert_run(const NetworkRecord& network, const RunRecord& run) {
   insert.bind(col++, run.config.batch);
   insert.bind(col++, run.config.input_text());
   insert.bind(col++, run.config.seq_len);
-  insert.bind(col++, run.config.optimizer);
-  insert.bind(col++, run.config.precision);
+  insert.bind(col++, name(run.config.optimizer));
+  insert.bind(col++, name(run.config.precision));
   insert.bind(col++, run.config.threads);
-  insert.bind(col++, run.config.device);
+  insert.bind(col++, name(run.config.device));
   insert.bind(col++, run.repeat_index);
   insert.bind(col++, result.status);
   insert.bind(col++, result.message);
@@ -445,10 +446,10 @@ std::set<RunKey> Store::run_keys(int64_t environment_id) {
     config.batch = query.get_int(1);
     config.input = parse_input_text(query.get_text(2));
     config.seq_len = query.get_int(3);
-    config.optimizer = query.get_text(4);
-    config.precision = query.get_text(5);
+    config.optimizer = parse_optimizer(query.get_text(4), "runs.optimizer");
+    config.precision = parse_precision(query.get_text(5), "runs.precision");
     config.threads = query.get_int(6);
-    config.device = query.get_text(7);
+    config.device = parse_device(query.get_text(7), "runs.device");
     keys.emplace(query.get_text(0), config, query.get_int(8));
   }
   return keys;
@@ -465,10 +466,10 @@ bool Store::has_run(int64_t environment_id, const std::string& network_hash, con
       .bind(3, config.batch)
       .bind(4, config.input_text())
       .bind(5, config.seq_len)
-      .bind(6, config.optimizer)
-      .bind(7, config.precision)
+      .bind(6, name(config.optimizer))
+      .bind(7, name(config.precision))
       .bind(8, config.threads)
-      .bind(9, config.device)
+      .bind(9, name(config.device))
       .bind(10, repeat_index);
   return query.step();
 }

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/training_setup.h"
 #include "data/sqlite.h"
 
 namespace dnncast::data {
@@ -61,14 +62,11 @@ struct NetworkRecord {
 };
 
 // The training configuration of a run (the options a campaign varies).
-struct RunConfig {
+struct RunConfig : TrainingSetup {  // optimizer, precision, device: stored as name(x)
   int64_t batch = 1;
   std::vector<int64_t> input;  // C x H x W of image models; empty for sequence models
   int64_t seq_len = 0;         // tokens of sequence models; 0 for image models
-  std::string optimizer = "sgd";
-  std::string precision = "fp32";
   int64_t threads = 1;
-  std::string device = "cpu";
 
   std::string input_text() const;  // "3x64x64", "" when empty
   bool operator<(const RunConfig& other) const;

@@ -106,6 +106,9 @@ struct Layout {
   }
 };
 
+// Optimizer columns config.opt.<name>, a fixed layout that predictor bundles name: an optimizer of
+// core/training_setup.h without a column here sets config.opt.other. rmsprop and adagrad are not
+// optimizers dnncast parses, so their columns are 0.
 const std::vector<std::string> kOptimizers{"sgd", "adam", "adamw", "rmsprop", "adagrad"};
 
 const std::vector<const char*> kTotals{
@@ -231,21 +234,6 @@ int feature_index(const std::string& name) {
   auto found = layout().index.find(name);
   return found == layout().index.end() ? -1 : found->second;
 }
-
-int optimizer_state_per_param(const std::string& optimizer) {
-  if (optimizer == "adam" || optimizer == "adamw") return 2;
-  if (optimizer == "sgd" || optimizer == "rmsprop" || optimizer == "adagrad") return 1;
-  return 0;
-}
-
-std::string canonical_precision(const std::string& precision) {
-  if (precision == "f32" || precision == "fp32") return "fp32";
-  if (precision == "f16" || precision == "fp16") return "fp16";
-  if (precision == "bf16") return "bf16";
-  throw InputError("unknown precision " + quote(precision) + " (known: fp32, fp16, bf16)");
-}
-
-int precision_bytes(const std::string& precision) { return canonical_precision(precision) == "fp32" ? 4 : 2; }
 
 namespace {
 
@@ -546,7 +534,7 @@ void fill_config(const TrainingConfig& config, const HardwareFeatures& hardware,
   row[c.opt_state_bytes] = param_bytes * state;
   bool known_optimizer = false;
   for (size_t optimizer = 0; optimizer < kOptimizers.size(); ++optimizer) {
-    bool match = config.optimizer == kOptimizers[optimizer];
+    bool match = name(config.optimizer) == kOptimizers[optimizer];
     row[c.opt_first + static_cast<int>(optimizer)] = match ? 1.0 : 0.0;
     known_optimizer = known_optimizer || match;
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/training_setup.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
 #include "memory/cpu_conv.h"
@@ -35,10 +36,9 @@ int kind_index(const std::string& kind, const std::string& category = "");
 bool has_kind_entry(const std::string& op);
 
 // What is being trained, and how (the options a campaign varies).
-struct TrainingConfig {
+// Optimizer and precision: TrainingSetup (the device is the hardware's: HardwareFeatures).
+struct TrainingConfig : TrainingSetup {
   int64_t batch = 1;
-  std::string optimizer = "sgd";  // sgd | adam | adamw | rmsprop | adagrad | other
-  std::string precision = "fp32";  // fp32 | fp16 | bf16 (f32, f16 accepted)
   int64_t threads = 1;            // CPU threads of the training process
 };
 
@@ -111,8 +111,7 @@ ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad);
 std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
                                            const HardwareFeatures& hardware);
 
-// Writes feature_count() values to `row`. Throws InputError on a batch or thread count < 1 or an
-// unknown precision.
+// Writes feature_count() values to `row`. Throws InputError on a batch or thread count < 1.
 void featurize(const GraphFeatures& graph, const TrainingConfig& config, const HardwareFeatures& hardware,
                double* row);
 std::vector<double> featurize(const GraphFeatures& graph, const TrainingConfig& config,
@@ -122,11 +121,5 @@ std::vector<double> featurize(const GraphFeatures& graph, const TrainingConfig& 
 // config.batch differs from the graph's batch.
 std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& config, const HardwareFeatures& hardware);
 
-// The optimizer's persistent state in values per parameter (momentum buffer: 1; Adam: 2).
-int optimizer_state_per_param(const std::string& optimizer);
-// "f32"/"fp32" -> "fp32", "f16"/"fp16" -> "fp16", "bf16"; throws InputError listing the known ones.
-std::string canonical_precision(const std::string& precision);
-// Bytes per element of a precision name ("fp32" -> 4).
-int precision_bytes(const std::string& precision);
 
 }  // namespace dnncast::features

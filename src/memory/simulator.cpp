@@ -40,12 +40,11 @@ hardware::CpuIsa resolve_isa(hardware::CpuIsa isa) {
 }
 
 MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
-  std::string precision = lower(config.precision);
-  if (precision != "fp32" && precision != "f32")
-    throw InputError("precision " + quote(config.precision) + ": the memory simulator models fp32 only");
+  if (config.precision != Precision::Fp32)
+    throw InputError("precision " + quote(name(config.precision)) + ": the memory simulator models fp32 only");
   TraceOptions options;
-  options.optimizer = lower(config.optimizer);
-  options.device = lower(config.device);
+  TrainingSetup& setup = options;
+  setup = config;
   options.threads = config.threads;
   options.isa = resolve_isa(config.isa);
   options.iterations = 2;
@@ -53,8 +52,8 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   Program program = trace_training(graph, options);
 
   MemoryReport report;
-  report.device = options.device;
-  const bool cuda = options.device == "cuda";
+  report.device = name(options.device);
+  const bool cuda = options.device == Device::Cuda;
   const std::vector<Event>& events = program.events();
   report.events = static_cast<int64_t>(events.size());
 

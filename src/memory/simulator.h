@@ -16,16 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "core/training_setup.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
 #include "memory/program.h"
 
 namespace dnncast::memory {
 
-struct MemoryConfig {
-  std::string optimizer = "sgd";   // sgd (momentum 0.9) | adam | adamw
-  std::string precision = "fp32";  // fp32 only (f32 accepted)
-  std::string device = "cpu";      // cpu | cuda
+// Optimizer (sgd has momentum 0.9), precision (fp32 only: others are refused) and device: TrainingSetup.
+struct MemoryConfig : TrainingSetup {
   int64_t threads = 1;             // intra-op threads of the run (the profiler's default is 1)
   // The ISA oneDNN dispatches to (cpu): Unknown = this host's (hardware::host_dispatch(), which
   // honours ONEDNN_MAX_CPU_ISA as oneDNN does).

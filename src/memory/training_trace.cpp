@@ -290,7 +290,7 @@ struct Parameter {
 class Trace {
  public:
   Trace(const Graph& graph, const TraceOptions& options)
-      : graph_(graph), options_(options), cpu_(options.device != "cuda"), consumers_(graph.consumers()) {
+      : graph_(graph), options_(options), cpu_(options.device != Device::Cuda), consumers_(graph.consumers()) {
     is_output_.assign(static_cast<size_t>(graph.size()), false);
     outputs_ = graph.outputs();
     for (int output : outputs_) is_output_[static_cast<size_t>(output)] = true;
@@ -603,35 +603,43 @@ class Trace {
   }
 
   // --- optimizer step (libtorch 1.13 torch::optim) ---------------------------------------------
+  // One case per Optimizer (core/training_setup.h); -Wswitch names a missing one.
   void step() {
-    const std::string& name = options_.optimizer;
     for (Parameter& param : params_) {
       if (param.grad < 0) continue;
-      if (name == "sgd") {
-        if (param.state.empty()) {
-          param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "momentum"));
-        } else {
-          scalar_temps();  // buf.mul_(momentum)
-        }
-        continue;
+      switch (options_.optimizer) {
+        case Optimizer::Sgd: sgd_step(param); break;
+        case Optimizer::Adam: adam_step(param, false); break;
+        case Optimizer::AdamW: adam_step(param, true); break;
       }
-      if (name == "adamw") scalar_temps();  // p.mul_(1 - lr * weight_decay)
-      if (param.state.empty()) {
-        param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg"));
-        param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg_sq"));
-      }
-      scalar_temps();  // exp_avg.mul_(beta1)
-      scalar_temps();  // exp_avg_sq.mul_(beta2)
-      int root = program_.alloc(param.bytes, Category::Transient, "sqrt");
-      int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-      int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
-      int denom = program_.alloc(param.bytes, Category::Transient, "denom");
-      program_.release(converted);
-      program_.release(wrapped);
-      scalar_temps();  // .add_(eps)
-      program_.release(root);
-      program_.release(denom);  // after p.addcdiv_(exp_avg, denom, -step_size)
     }
+  }
+
+  void sgd_step(Parameter& param) {
+    if (param.state.empty()) {
+      param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "momentum"));
+    } else {
+      scalar_temps();  // buf.mul_(momentum)
+    }
+  }
+
+  void adam_step(Parameter& param, bool decoupled_weight_decay) {
+    if (decoupled_weight_decay) scalar_temps();  // AdamW: p.mul_(1 - lr * weight_decay)
+    if (param.state.empty()) {
+      param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg"));
+      param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg_sq"));
+    }
+    scalar_temps();  // exp_avg.mul_(beta1)
+    scalar_temps();  // exp_avg_sq.mul_(beta2)
+    int root = program_.alloc(param.bytes, Category::Transient, "sqrt");
+    int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
+    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    int denom = program_.alloc(param.bytes, Category::Transient, "denom");
+    program_.release(converted);
+    program_.release(wrapped);
+    scalar_temps();  // .add_(eps)
+    program_.release(root);
+    program_.release(denom);  // after p.addcdiv_(exp_avg, denom, -step_size)
   }
 
   // --- loss (executor's LossFunction) ----------------------------------------------------------
@@ -1443,10 +1451,8 @@ RecipeKind recipe_kind(const std::string& op) {
 }
 
 Program trace_training(const Graph& graph, const TraceOptions& options) {
-  if (options.optimizer != "sgd" && options.optimizer != "adam" && options.optimizer != "adamw")
-    throw InputError("optimizer " + quote(options.optimizer) + ": expected sgd, adam or adamw");
-  if (options.device != "cpu" && options.device != "cuda")
-    throw InputError("device " + quote(options.device) + ": expected cpu or cuda");
+  if (options.precision != Precision::Fp32)
+    throw InputError("precision " + quote(name(options.precision)) + ": the memory trace models fp32 only");
   if (options.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(options.threads));
   if (options.iterations < 1) throw InputError("iterations must be at least 1");
   for (const Node& node : graph.nodes())

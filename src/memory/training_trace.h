@@ -14,16 +14,16 @@
 #include <cstdint>
 #include <string>
 
+#include "core/training_setup.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
 #include "memory/program.h"
 
 namespace dnncast::memory {
 
-struct TraceOptions {
-  std::string optimizer = "sgd";  // sgd (momentum 0.9) | adam | adamw, as the executor builds them
-  std::string device = "cpu";     // cpu: libtorch's CPU kernels; cuda: the same autograd program
-                                  // without oneDNN's reorders and scratch (unverified)
+// Optimizer as the executor builds it; precision fp32 only; device cpu: libtorch's CPU kernels, cuda:
+// the same autograd program without oneDNN's reorders and scratch (unverified).
+struct TraceOptions : TrainingSetup {
   int64_t threads = 1;            // intra-op threads (backend choice, per-thread scratch)
   hardware::CpuIsa isa = hardware::CpuIsa::Avx512Core;  // what oneDNN dispatches to (cpu)
   int iterations = 2;             // iteration 2 and later repeat each other

@@ -252,7 +252,7 @@ Environment detect_environment(const TrainConfig& config) {
   if (static_cast<int64_t>(cpus.size()) > env.threads) cpus.resize(static_cast<size_t>(env.threads));
   env.cpus = detail::cpu_list_text(cpus);
   env.memory_bytes = detail::mem_total_bytes();
-  if (config.device == "cuda") detail::nvml_gpu_info(env.gpu_name, env.gpu_driver);
+  if (config.device == dnncast::Device::Cuda) detail::nvml_gpu_info(env.gpu_name, env.gpu_driver);
   env.torch_version = detail::torch_version();
   env.build_type = detail::build_type();
   char host[256] = {0};

@@ -573,9 +573,9 @@ const std::map<std::string, OpImpl>& op_impls() {
 // Autocast for the forward and loss (torch.autocast's C++ equivalent).
 class AutocastScope {
  public:
-  AutocastScope(const std::string& precision, bool cuda) : enabled_(precision != "fp32"), cuda_(cuda) {
+  AutocastScope(Precision precision, bool cuda) : enabled_(precision != Precision::Fp32), cuda_(cuda) {
     if (!enabled_) return;
-    at::ScalarType dtype = precision == "bf16" ? at::kBFloat16 : at::kHalf;
+    at::ScalarType dtype = precision == Precision::Bf16 ? at::kBFloat16 : at::kHalf;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
     at::DeviceType type = cuda_ ? at::kCUDA : at::kCPU;
     at::autocast::set_autocast_enabled(type, true);
@@ -701,10 +701,15 @@ class LossFunction {
   std::vector<Target> targets_;
 };
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, const std::vector<at::Tensor>& params) {
-  if (name == "sgd") return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.01).momentum(0.9));
-  if (name == "adam") return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
-  return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
+// One case per Optimizer (core/training_setup.h); -Wswitch names a missing one.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(Optimizer optimizer, const std::vector<at::Tensor>& params) {
+  switch (optimizer) {
+    case Optimizer::Sgd:
+      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.01).momentum(0.9));
+    case Optimizer::Adam: return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
+    case Optimizer::AdamW: return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
+  }
+  DNNCAST_ASSERT(false);
 }
 
 int64_t optimizer_state_bytes(torch::optim::Optimizer& optimizer) {
@@ -1197,9 +1202,6 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in,
   TrainConfig config = config_in;
   try {
     validate_config(config);
-    config.precision = canonical_precision(config.precision);
-    config.optimizer = canonical_optimizer(config.optimizer);
-    config.device = canonical_device(config.device);
     check_supported(graph);
   } catch (const InputError& error) {
     m.status = "error";
@@ -1209,10 +1211,10 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in,
   if (config.threads == 0) config.threads = static_cast<int64_t>(detail::allowed_cpus().size());
   setup_threads(config.threads);
   m.env = detect_environment(config);
-  at::Device device = config.device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  at::Device device = config.device == Device::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
   bool cuda = device.is_cuda();
   detail::install_tracking_allocator();
-  detail::EnergyMeter energy(config.device);
+  detail::EnergyMeter energy(name(config.device));
   m.energy_note = energy.note();
 
   try {

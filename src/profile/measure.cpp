@@ -39,35 +39,15 @@ using nlohmann::json;
 
 // --- Configuration -------------------------------------------------------------------------------
 
-std::string canonical_optimizer(const std::string& name) {
-  if (name == "sgd" || name == "adam" || name == "adamw") return name;
-  throw InputError("unknown optimizer '" + name + "' (valid: sgd, adam, adamw)");
-}
-
-std::string canonical_precision(const std::string& name) {
-  if (name == "fp32" || name == "f32") return "fp32";
-  if (name == "bf16") return "bf16";
-  if (name == "fp16" || name == "f16") return "fp16";
-  throw InputError("unknown precision '" + name + "' (valid: fp32, bf16, fp16)");
-}
-
-std::string canonical_device(const std::string& name) {
-  if (name == "cpu" || name == "cuda") return name;
-  throw InputError("unknown device '" + name + "' (valid: cpu, cuda)");
-}
-
 void validate_config(const TrainConfig& config) {
-  canonical_optimizer(config.optimizer);
-  std::string precision = canonical_precision(config.precision);
-  std::string device = canonical_device(config.device);
   if (config.threads < 0) throw InputError("threads must be >= 0 (0 = all allowed CPUs), got " + std::to_string(config.threads));
   auto allowed = static_cast<int64_t>(detail::allowed_cpus().size());
   if (config.threads > allowed)
     throw InputError("threads " + std::to_string(config.threads) + " is more than the " + std::to_string(allowed) +
                      " CPUs this process may use");
-  if (device == "cpu" && precision == "fp16")
+  if (config.device == Device::Cpu && config.precision == Precision::Fp16)
     throw InputError("precision fp16 needs device cuda (on cpu libtorch autocasts to bf16 only)");
-  if (device == "cuda" && !detail::cuda_available())
+  if (config.device == Device::Cuda && !detail::cuda_available())
     throw InputError("device cuda: this build's libtorch (" + detail::torch_version() +
                      ") has no CUDA or no GPU is visible; build against a CUDA libtorch with -DTorch_DIR=...");
 }
@@ -268,16 +248,20 @@ Measurement measurement_from_json(const json& doc) {
 namespace {
 
 json config_to_json(const TrainConfig& config) {
-  return json{{"optimizer", config.optimizer}, {"precision", config.precision}, {"threads", config.threads},
-              {"device", config.device},       {"per_layer", config.per_layer},  {"seed", config.seed}};
+  return json{{"optimizer", name(config.optimizer)},
+              {"precision", name(config.precision)},
+              {"threads", config.threads},
+              {"device", name(config.device)},
+              {"per_layer", config.per_layer},
+              {"seed", config.seed}};
 }
 
 TrainConfig config_from_json(const json& doc) {
   TrainConfig config;
-  config.optimizer = doc.at("optimizer").get<std::string>();
-  config.precision = doc.at("precision").get<std::string>();
+  config.optimizer = parse_optimizer(doc.at("optimizer").get<std::string>());
+  config.precision = parse_precision(doc.at("precision").get<std::string>());
   config.threads = doc.at("threads").get<int64_t>();
-  config.device = doc.at("device").get<std::string>();
+  config.device = parse_device(doc.at("device").get<std::string>());
   config.per_layer = doc.at("per_layer").get<bool>();
   config.seed = doc.at("seed").get<uint64_t>();
   return config;
@@ -370,7 +354,7 @@ int64_t vm_size_bytes() {
 #else
     constexpr bool kCapAddressSpace = true;
 #endif
-    if (kCapAddressSpace && config.device == "cpu" && limits.memory_bytes > 0) {
+    if (kCapAddressSpace && config.device == Device::Cpu && limits.memory_bytes > 0) {
       // Backstop for memory outside the tracked tensors (oneDNN/MKL scratch, malloc arenas,
       // thread stacks): address space = what is mapped now + the limit + 2 GiB of slack.
       rlim_t cap = static_cast<rlim_t>(vm_size_bytes() + limits.memory_bytes + (int64_t{2} << 30));
@@ -433,9 +417,6 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
   (void)g_is_child;
   TrainConfig config = config_in;
   validate_config(config);
-  config.optimizer = canonical_optimizer(config.optimizer);
-  config.precision = canonical_precision(config.precision);
-  config.device = canonical_device(config.device);
   check_supported(graph);
   if (limits.timeout_s <= 0) throw InputError("timeout must be positive");
   if (limits.memory_bytes < 0) throw InputError("memory limit must be >= 0 bytes");

@@ -15,26 +15,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/training_setup.h"
 #include "graph/graph.h"
 
 namespace dnncast::profile {
 
 // What to train. The batch and input size are the graph's own (build the graph at the batch and
 // input you want measured: build_zoo_model(name, {batch, input, ...})).
-struct TrainConfig {
-  std::string optimizer = "sgd";   // sgd (momentum 0.9) | adam | adamw
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (f32 / f16 accepted as aliases)
+// Optimizer (sgd has momentum 0.9), precision and device: TrainingSetup.
+struct TrainConfig : TrainingSetup {
   int64_t threads = 1;             // intra-op threads; the child is pinned to this many CPUs; 0 = all allowed
-  std::string device = "cpu";      // cpu | cuda
   bool per_layer = false;          // also time forward and backward of each node (LayerTime)
   uint64_t seed = 0;               // parameters, inputs and labels are drawn from this seed
 };
 
-// Canonical spellings ("f32" -> "fp32", "f16" -> "fp16"); InputError listing the valid values.
-std::string canonical_optimizer(const std::string& name);
-std::string canonical_precision(const std::string& name);
-std::string canonical_device(const std::string& name);
-// Throws InputError naming what is wrong: unknown optimizer/precision/device, threads < 0 or more
+// Throws InputError naming what is wrong: threads < 0 or more
 // than the CPUs this process may use, cuda without a CUDA libtorch or GPU, a precision the device
 // lacks (fp16 on cpu).
 void validate_config(const TrainConfig& config);

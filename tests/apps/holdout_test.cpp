@@ -40,7 +40,7 @@ std::string scratch(const std::string& name) {
 // count is still one the holdout must not have been trained on.
 using Key = std::tuple<std::string, int64_t, std::string, int64_t, std::string, std::string>;
 Key key_of(const std::string& network_name, const data::RunConfig& config) {
-  return {network_name, config.batch, config.input_text(), config.seq_len, config.optimizer, config.precision};
+  return {network_name, config.batch, config.input_text(), config.seq_len, name(config.optimizer), name(config.precision)};
 }
 
 std::set<Key> holdout_plan_keys() {

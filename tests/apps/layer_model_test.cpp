@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 // A known cost law per row: ~1 GFLOP/s for the node's work plus 20 us a node; the optimizer
 // 5 ns a parameter and state value.
 double law_ms(const features::LayerSite* site, const features::LayerSites& sites, const features::TrainingConfig& c) {
-  if (site == nullptr) return 5e-6 * sites.params * (1 + features::optimizer_state_per_param(c.optimizer));
+  if (site == nullptr) return 5e-6 * sites.params * (1 + optimizer_state_per_param(c.optimizer));
   return 1e-6 * (site->flops_fwd + site->flops_bwd) * static_cast<double>(c.batch) + 0.02;
 }
 
@@ -27,7 +27,7 @@ LayerExample example_of(const features::LayerSites& sites, int64_t batch, const 
   LayerExample example;
   example.sites = &sites;
   example.config.batch = batch;
-  example.config.optimizer = optimizer;
+  example.config.optimizer = parse_optimizer(optimizer);
   for (const features::LayerSite& site : sites.nodes) example.ms.push_back(law_ms(&site, sites, example.config));
   example.ms.push_back(law_ms(nullptr, sites, example.config));
   return example;

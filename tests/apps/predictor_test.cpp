@@ -99,7 +99,7 @@ std::string make_dataset(const std::string& name, const std::vector<std::string>
       data::RunConfig config;
       config.batch = batch;
       config.input = {3, 32, 32};
-      config.precision = "fp32";
+      config.precision = Precision::Fp32;
       config.threads = 1;
       Graph graph = data::build_network(model, config);
       Truth truth = truth_of(graph);

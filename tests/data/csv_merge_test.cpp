@@ -24,7 +24,7 @@ RunConfig image_config(int64_t batch, int64_t side, const std::string& optimizer
   RunConfig config;
   config.batch = batch;
   config.input = {3, side, side};
-  config.optimizer = optimizer;
+  config.optimizer = parse_optimizer(optimizer);
   return config;
 }
 
@@ -60,7 +60,7 @@ std::multiset<std::string> run_texts(Store& store) {
   for (const RunRecord& run : store.runs()) {
     std::ostringstream text;
     text << run.network_hash << '|' << run.environment_hash << '|' << run.config.batch << '|' << run.config.input_text()
-         << '|' << run.config.optimizer << '|' << run.repeat_index << '|' << run.result.status << '|'
+         << '|' << name(run.config.optimizer) << '|' << run.repeat_index << '|' << run.result.status << '|'
          << run.result.message << '|' << *run.result.time_ms_median << '|' << run.result.peak_bytes.value_or(-1) << '|'
          << run.result.energy_j.has_value() << '|' << run.plan << '|' << run.measured_at;
     texts.insert(text.str());

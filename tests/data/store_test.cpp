@@ -34,7 +34,7 @@ RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t repeat) {
   run.environment_id = environment_id;
   run.config.batch = batch;
   run.config.input = {3, 32, 32};
-  run.config.optimizer = "adam";
+  run.config.optimizer = Optimizer::Adam;
   run.config.threads = 2;
   run.repeat_index = repeat;
   run.result.status = "ok";

@@ -125,7 +125,13 @@ TEST(ConvImpl, FeaturesFollowTheBatchThreshold) {
   auto column = [&](const std::vector<double>& row, const char* name) {
     return row[static_cast<size_t>(feature_index(name))];
   };
-  TrainingConfig eight{8, "sgd", "fp32", 1}, sixteen{16, "sgd", "fp32", 1}, eight_two{8, "sgd", "fp32", 2};
+  auto training = [](int64_t batch, int64_t threads) {  // sgd, fp32
+    TrainingConfig config;
+    config.batch = batch;
+    config.threads = threads;
+    return config;
+  };
+  TrainingConfig eight = training(8, 1), sixteen = training(16, 1), eight_two = training(8, 2);
   std::vector<double> at_eight = featurize(features, eight, cpu), at_sixteen = featurize(features, sixteen, cpu),
                       two_threads = featurize(features, eight_two, cpu);
   EXPECT_GT(column(at_eight, "conv.slow_flops_per_thread"), 0.4 * column(at_eight, "total.flops_train"));

@@ -112,7 +112,7 @@ TEST(Featurizer, BatchScalingMatchesARebuiltGraph) {
     GraphFeatures at_batch = graph_features(build_zoo_model("resnet18", spec));
     TrainingConfig config;
     config.batch = batch;
-    config.optimizer = "adam";
+    config.optimizer = Optimizer::Adam;
     config.threads = 2;
     HardwareFeatures hardware{2, false, 1e11, 2e10, int64_t{8} << 30};
     std::vector<double> scaled = featurize(at_one, config, hardware);
@@ -167,8 +167,6 @@ TEST(Featurizer, BadInputIsAnInputError) {
   config.threads = 0;
   EXPECT_THROW(featurize(graph, config, HardwareFeatures{}), InputError);
   config.threads = 1;
-  config.precision = "f8";
-  EXPECT_THROW(featurize(graph, config, HardwareFeatures{}), InputError);
   Graph empty;
   empty.name = "empty";
   EXPECT_THROW(graph_features(empty), InputError);

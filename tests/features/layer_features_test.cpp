@@ -36,7 +36,7 @@ TEST(LayerFeatures, RowsAddUpToTheNetworkAndScaleWithTheBatch) {
     for (int64_t batch : {1, 8, 16}) {
       TrainingConfig config;
       config.batch = batch;
-      config.optimizer = "adam";
+      config.optimizer = Optimizer::Adam;
       std::vector<float> rows;
       layer_rows(sites, config, false, rows);
       ASSERT_EQ(rows.size(), (timed + 1) * width);

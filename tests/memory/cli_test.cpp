@@ -72,7 +72,7 @@ TEST_F(MemoryCli, JsonAgreesWithTheLibrary) {
   spec.batch = 3;
   spec.input = {3, 32, 32};
   MemoryConfig config;
-  config.optimizer = "adam";
+  config.optimizer = Optimizer::Adam;
   MemoryReport report = simulate_memory(build_zoo_model("resnet18", spec), config);
   EXPECT_EQ(doc["peak_bytes"].get<int64_t>(), report.peak_bytes);
   EXPECT_EQ(doc["baseline_bytes"].get<int64_t>(), report.baseline_bytes);

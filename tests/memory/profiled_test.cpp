@@ -50,12 +50,12 @@ Graph build(const Case& c) {
 // Profiles `graph` and checks the simulated peak against the measured one; returns the measured peak.
 int64_t expect_matches(const Graph& graph, const std::string& label, const std::string& optimizer = "sgd") {
   profile::TrainConfig train;
-  train.optimizer = optimizer;
+  train.optimizer = parse_optimizer(optimizer);
   profile::Measurement measured = profile::measure_isolated(graph, train, quick_limits());
   EXPECT_EQ(measured.status, "ok") << label << ": " << measured.message;
   if (measured.status != "ok") return 0;
   MemoryConfig config;
-  config.optimizer = optimizer;
+  config.optimizer = parse_optimizer(optimizer);
   MemoryReport simulated = simulate_memory(graph, config);
   const double error = static_cast<double>(simulated.peak_bytes - measured.peak_bytes) / static_cast<double>(measured.peak_bytes);
   std::printf("%-28s measured %12lld  simulated %12lld  error %+.4f%%\n", label.c_str(),
@@ -128,7 +128,7 @@ TEST(SimulatorVsProfiler, DropoutKeepsAnFp32NoiseTensorOnCpu) {
 
   // The CUDA program keeps a quarter of it (a bool per element).
   MemoryConfig cuda;
-  cuda.device = "cuda";
+  cuda.device = Device::Cuda;
   MemoryReport on_cpu = simulate_memory(graph, MemoryConfig{});
   MemoryReport on_cuda = simulate_memory(graph, cuda);
   EXPECT_LT(on_cuda.peak_bytes, on_cpu.peak_bytes);

@@ -86,7 +86,7 @@ TEST(Simulator, BaselineIsParametersBuffersInputsAndLabels) {
 }
 
 TEST(Simulator, BreakdownAddsUpToThePeak) {
-  for (const char* optimizer : {"sgd", "adam", "adamw"}) {
+  for (Optimizer optimizer : all_optimizers()) {
     MemoryConfig config;
     config.optimizer = optimizer;
     Graph graph = zoo("resnet18", 4);
@@ -95,14 +95,14 @@ TEST(Simulator, BreakdownAddsUpToThePeak) {
     EXPECT_EQ(b.parameter_bytes + b.state_bytes + b.gradient_bytes + b.optimizer_state_bytes + b.activation_bytes +
                   b.transient_bytes,
               report.peak_total_bytes)
-        << optimizer;
+        << name(optimizer);
     int64_t param_bytes = 0;
     for (int index = 0; index < graph.size(); ++index) param_bytes += node_cost(graph, index).params * 4;
     EXPECT_EQ(b.parameter_bytes, param_bytes);
     // From the second iteration on every parameter has its gradient and its optimizer state.
-    ASSERT_EQ(report.peak_iteration, 2) << optimizer;
-    EXPECT_EQ(b.gradient_bytes, param_bytes) << optimizer;
-    EXPECT_EQ(b.optimizer_state_bytes, (std::string(optimizer) == "sgd" ? 1 : 2) * param_bytes) << optimizer;
+    ASSERT_EQ(report.peak_iteration, 2) << name(optimizer);
+    EXPECT_EQ(b.gradient_bytes, param_bytes) << name(optimizer);
+    EXPECT_EQ(b.optimizer_state_bytes, optimizer_state_per_param(optimizer) * param_bytes) << name(optimizer);
     EXPECT_EQ(report.required_bytes, report.peak_total_bytes);
   }
 }
@@ -118,7 +118,7 @@ TEST(Simulator, PeakGrowsWithTheBatch) {
 
 TEST(Simulator, CudaModelRoundsAndCaches) {
   MemoryConfig config;
-  config.device = "cuda";
+  config.device = Device::Cuda;
   config.cuda_context_bytes = 300 * kMiB;
   MemoryReport report = simulate_memory(zoo("resnet18", 8), config);
   EXPECT_GE(report.peak_allocated_bytes, report.peak_total_bytes);  // blocks are rounded up
@@ -138,7 +138,7 @@ TEST(Simulator, DropoutKeepsFp32NoiseOnCpuAndABoolMaskOnCuda) {
   Graph graph = b.finish();
   const int drop = 2;
   ASSERT_EQ(graph.node(drop).op, "Dropout");
-  for (const char* device : {"cpu", "cuda"}) {
+  for (Device device : all_devices()) {
     TraceOptions options;
     options.device = device;
     Program program = trace_training(graph, options);
@@ -147,7 +147,7 @@ TEST(Simulator, DropoutKeepsFp32NoiseOnCpuAndABoolMaskOnCuda) {
       if (event.kind == Event::Alloc && event.iteration == 1 && event.phase == Phase::Forward && event.node == drop)
         kept.push_back(event.bytes);
     const int64_t elements = 2 * 512;
-    if (std::string(device) == "cpu") {
+    if (device == Device::Cpu) {
       ASSERT_GE(kept.size(), 2u);
       EXPECT_EQ(kept.front(), elements * 4);  // the noise, then ATen's scalar temporaries, then the output
       EXPECT_EQ(kept.back(), elements * 4);
@@ -159,15 +159,20 @@ TEST(Simulator, DropoutKeepsFp32NoiseOnCpuAndABoolMaskOnCuda) {
 
 TEST(Simulator, RejectsWhatItDoesNotModel) {
   Graph graph = zoo("resnet18", 1);
-  MemoryConfig bad_optimizer;
-  bad_optimizer.optimizer = "lamb";
-  EXPECT_THROW(simulate_memory(graph, bad_optimizer), InputError);
-  MemoryConfig bf16;
-  bf16.precision = "bf16";
-  EXPECT_THROW(simulate_memory(graph, bf16), InputError);
-  MemoryConfig tpu;
-  tpu.device = "tpu";
-  EXPECT_THROW(simulate_memory(graph, tpu), InputError);
+  // Unknown optimizers and devices cannot be expressed any more (parse_optimizer refuses them).
+  for (Precision precision : {Precision::Bf16, Precision::Fp16}) {
+    MemoryConfig config;
+    config.precision = precision;
+    try {
+      simulate_memory(graph, config);
+      ADD_FAILURE() << name(precision) << " simulated";
+    } catch (const InputError& error) {
+      EXPECT_EQ(std::string(error.what()), "precision '" + name(precision) + "': the memory simulator models fp32 only");
+    }
+    TraceOptions options;
+    options.precision = precision;
+    EXPECT_THROW(trace_training(graph, options), InputError);
+  }
 }
 
 TEST(Simulator, TimelineCoversEveryConvolutionForwardAndBackward) {

@@ -103,7 +103,7 @@ inline Comparison compare(const std::string& model, int64_t batch, std::vector<i
   spec.input = input;
   Graph graph = build_zoo_model(model, spec);
   TrainConfig config;
-  config.optimizer = optimizer;
+  config.optimizer = parse_optimizer(optimizer);
   Limits limits;
   limits.time_budget_s = budget_s;
   limits.warmup_budget_s = budget_s;

@@ -79,7 +79,7 @@ TEST(Profile, TinyNetworkTrainsInAChild) {
 
 TEST(Profile, AdamStateIsTwoBuffersPerParameter) {
   TrainConfig config;
-  config.optimizer = "adamw";
+  config.optimizer = Optimizer::AdamW;
   Measurement m = measure_isolated(tiny_network(), config, quick_limits());
   ASSERT_EQ(m.status, "ok") << m.message;
   EXPECT_EQ(m.optimizer_state_bytes, 2 * m.param_bytes);
@@ -87,7 +87,7 @@ TEST(Profile, AdamStateIsTwoBuffersPerParameter) {
 
 TEST(Profile, Bf16AutocastOnCpu) {
   TrainConfig config;
-  config.precision = "bf16";
+  config.precision = Precision::Bf16;
   Measurement m = measure_isolated(tiny_network(), config, quick_limits());
   ASSERT_EQ(m.status, "ok") << m.message;
   EXPECT_EQ(m.param_bytes, 4 * m.params);  // master weights stay fp32 under autocast
@@ -161,19 +161,13 @@ TEST(Profile, HangingChildTimesOut) {
 TEST(Profile, BadConfigurationsAreInputErrors) {
   Graph graph = tiny_network();
   TrainConfig config;
-  config.device = "tpu";
-  EXPECT_THROW(measure_isolated(graph, config, quick_limits()), InputError);
-  config = TrainConfig{};
-  config.optimizer = "lbfgs";
-  EXPECT_THROW(measure_isolated(graph, config, quick_limits()), InputError);
-  config = TrainConfig{};
-  config.precision = "fp16";  // cpu autocasts to bf16 only
+  config.precision = Precision::Fp16;  // cpu autocasts to bf16 only
   EXPECT_THROW(measure_isolated(graph, config, quick_limits()), InputError);
   config = TrainConfig{};
   config.threads = 100000;
   EXPECT_THROW(measure_isolated(graph, config, quick_limits()), InputError);
   config = TrainConfig{};
-  config.device = "cuda";  // Debian's libtorch has no CUDA
+  config.device = Device::Cuda;  // Debian's libtorch has no CUDA
   if (!detail::cuda_available()) {
     EXPECT_THROW(measure_isolated(graph, config, quick_limits()), InputError);
   }

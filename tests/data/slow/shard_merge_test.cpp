@@ -36,7 +36,7 @@ int run(const std::vector<std::string>& args) {
 std::set<std::string> identities(Store& store) {
   std::set<std::string> keys;
   for (const RunRecord& run : store.runs())
-    keys.insert(run.network_hash + "|" + std::to_string(run.config.batch) + "|" + run.config.optimizer + "|" +
+    keys.insert(run.network_hash + "|" + std::to_string(run.config.batch) + "|" + name(run.config.optimizer) + "|" +
                 std::to_string(run.repeat_index));
   return keys;
 }
@@ -56,7 +56,7 @@ TEST(CampaignSlow, ShardsMergeIntoTheWholePlan) {
   std::set<std::string> planned;
   for (const PlanEntry& entry : plan.entries)
     planned.insert(plan.networks[static_cast<size_t>(entry.network)].hash + "|" + std::to_string(entry.config.batch) +
-                   "|" + entry.config.optimizer + "|0");
+                   "|" + name(entry.config.optimizer) + "|0");
 
   const int shards = 3;
   std::vector<std::string> files;
