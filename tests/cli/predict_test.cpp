@@ -17,6 +17,13 @@
 namespace dnncast {
 namespace {
 
+// This test's own folder for the captured stdout and stderr: ctest runs tests side by side, and a
+// shared /tmp/out, /tmp/err let one test read another's output.
+const std::string& private_tmp() {
+  static const cli_test::ScratchDir dir("predict_test");
+  return dir.path();
+}
+
 using nlohmann::json;
 
 using cli_test::Result;
@@ -128,7 +135,7 @@ using cli_test::shell_quoted;
 // dispatched to AVX2 (what the Zen 3 EPYC these tests were written on does) is not an exact match,
 // whatever the host.
 TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
-  Result result = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--host-isa", "avx2"}, "/tmp");
+  Result result = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--host-isa", "avx2"}, private_tmp());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json forecast = json::parse(result.out, nullptr, false);
   ASSERT_FALSE(forecast.is_discarded()) << result.out;
@@ -147,14 +154,14 @@ TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
   EXPECT_NE(result.err.find("To adapt it: dnncast calibrate --predictor "), std::string::npos) << result.err;
   EXPECT_NE(result.err.find(" --budget 20 "), std::string::npos) << result.err;
 
-  Result text = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--host-isa", "avx2"}, "/tmp");
+  Result text = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--host-isa", "avx2"}, private_tmp());
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(text.err, result.err);
 }
 
 // This host as it is: the note comes exactly when the match is not exact.
 TEST(PredictHostMatch, ThisHostNoteFollowsTheMatch) {
-  Result result = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json"}, "/tmp");
+  Result result = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json"}, private_tmp());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json forecast = json::parse(result.out, nullptr, false);
   ASSERT_FALSE(forecast.is_discarded()) << result.out;
@@ -205,7 +212,7 @@ TEST(PredictHostMatch, TheRecordedIsaIsAnExactMatch) {
 }
 
 TEST(PredictHostMatch, UnknownIsaIsAnInputError) {
-  Result result = run("predict", {"resnet18", "--batch", "2", "--host-isa", "avx9"}, "/tmp");
+  Result result = run("predict", {"resnet18", "--batch", "2", "--host-isa", "avx9"}, private_tmp());
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("--host-isa"), std::string::npos) << result.err;
 }
@@ -214,7 +221,7 @@ TEST(PredictHostMatch, UnknownIsaIsAnInputError) {
 TEST(MemoryHostMatch, SaysWhichIsaItSimulated) {
   // AVX2 and AVX-512: rules checked on measured runs of that ISA, no note.
   for (const char* isa : {"avx2", "avx512_core", "avx512_core_bf16"}) {
-    Result checked = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", isa}, "/tmp");
+    Result checked = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", isa}, private_tmp());
     ASSERT_EQ(checked.exit_code, 0) << checked.err;
     json document = json::parse(checked.out);
     EXPECT_EQ(document["isa"]["simulated"], isa);
@@ -223,7 +230,7 @@ TEST(MemoryHostMatch, SaysWhichIsaItSimulated) {
     EXPECT_EQ(checked.err, "") << isa;
   }
   // SSE4.1: the AVX2 table, never checked on a real run: one note with the command that checks it.
-  Result sse = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "sse41"}, "/tmp");
+  Result sse = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "sse41"}, private_tmp());
   ASSERT_EQ(sse.exit_code, 0) << sse.err;
   json document = json::parse(sse.out);
   EXPECT_EQ(document["host_match"]["match"], "nearest");
