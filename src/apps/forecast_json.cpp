@@ -1,6 +1,6 @@
 #include "apps/forecast_json.h"
 
-#include "memory/cpu_conv.h"
+#include "kernels/cpu_conv.h"
 
 namespace dnncast::apps {
 
@@ -88,7 +88,7 @@ json to_json(const MemoryForecast& forecast) {
   if (report.device == "cpu") {
     doc["isa"] = {{"simulated", hardware::isa_name(forecast.simulated_isa)},
                   {"source", forecast.isa_source},
-                  {"rules_checked_on", memory::conv_rules_evidence(forecast.simulated_isa)}};
+                  {"rules_checked_on", kernels::conv_rules_evidence(forecast.simulated_isa)}};
     doc["host_match"] = forecast.isa_match->to_json();
   }
   if (report.device == "cuda")

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "hardware/fingerprint.h"
 #include "hardware/hardware.h"
-#include "memory/cpu_conv.h"
+#include "kernels/cpu_conv.h"
 
 namespace dnncast::apps {
 
@@ -184,7 +184,7 @@ std::string host_match_note(const HostMatch& match) {
 HostMatch simulator_isa_match(hardware::CpuIsa simulated, const std::string& measure_command) {
   // The simulator's rules follow the ISA alone; which ISAs they were checked on is memory's fact.
   HostMatch match;
-  match.exact = !memory::conv_rules_evidence(simulated).empty();
+  match.exact = !kernels::conv_rules_evidence(simulated).empty();
   if (!match.exact) {
     match.differs.push_back({"isa", hardware::isa_name(simulated), "avx2 or an AVX-512 level"});
     match.remedy = measure_command;

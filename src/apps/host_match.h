@@ -68,7 +68,7 @@ std::string calibrate_remedy(const std::string& predictor_dir);
 std::string host_match_note(const HostMatch& match);
 
 // `dnncast memory`: exact when the simulated ISA's convolution rules were checked on measured runs
-// (memory::conv_rules_evidence: AVX2 and the AVX-512 levels); else the remedy is MEASURE_COMMAND
+// (kernels::conv_rules_evidence: AVX2 and the AVX-512 levels); else the remedy is MEASURE_COMMAND
 // (the same command with --measure).
 HostMatch simulator_isa_match(hardware::CpuIsa simulated, const std::string& measure_command);
 // Its one line when not exact: "the simulator followed isa sse41 (...); its convolution rules were

@@ -240,25 +240,25 @@ namespace {
 // oneDNN's kernels for a convolution when it runs one (the choice does not depend on the batch),
 // remembered per geometry: deciding builds the whole allocation recipe, and a network repeats its
 // few geometries many times (resnet50: 53 convolutions, 20 geometries).
-std::array<memory::ConvImpl, 3> mkldnn_impls(const memory::ConvShape& shape, hardware::CpuIsa isa) {
+std::array<kernels::ConvImpl, 3> mkldnn_impls(const kernels::ConvShape& shape, hardware::CpuIsa isa) {
   using Key = std::array<int64_t, 15>;
   static std::mutex mutex;
-  static std::map<Key, std::array<memory::ConvImpl, 3>> known;
+  static std::map<Key, std::array<kernels::ConvImpl, 3>> known;
   const Key key{shape.in_channels, shape.in_h,     shape.in_w,     shape.out_channels, shape.kernel_h,
                 shape.kernel_w,    shape.stride_h, shape.stride_w, shape.pad_h,        shape.pad_w,
                 shape.dilation_h,  shape.dilation_w, shape.groups, shape.bias ? 1 : 0, static_cast<int64_t>(isa)};
   std::lock_guard<std::mutex> lock(mutex);
   auto found = known.find(key);
   if (found != known.end()) return found->second;
-  memory::ConvShape at_sixteen = shape;
+  kernels::ConvShape at_sixteen = shape;
   at_sixteen.batch = 16;
-  return known.emplace(key, memory::cpu_conv_impls(at_sixteen, 1, isa)).first->second;
+  return known.emplace(key, kernels::cpu_conv_impls(at_sixteen, 1, isa)).first->second;
 }
 
 // The ConvSite of a Conv2d node (`cost` its op cost at the graph's batch).
 ConvSite conv_site(const Graph& graph, const Node& node, const OpCost& cost, bool input_grad) {
   ConvSite site;
-  site.shape = memory::conv_shape(graph, node);
+  site.shape = kernels::conv_shape(graph, node);
   const double batch = static_cast<double>(std::max<int64_t>(site.shape.batch, 1));
   site.flops_per_sample = static_cast<double>(cost.flops_fwd) / batch;
   site.weight_bytes = static_cast<double>(cost.params * dtype_bytes(node.dtype));
@@ -406,14 +406,14 @@ static const TensorShape& checked_input_shape(const Graph& graph) {
   return input_shape;
 }
 
-std::array<memory::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
+std::array<kernels::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
                                            const HardwareFeatures& hardware) {
-  if (hardware.gpu) return {memory::ConvImpl::Jit, memory::ConvImpl::Jit, memory::ConvImpl::Jit};
-  memory::ConvShape shape = site.shape;
+  if (hardware.gpu) return {kernels::ConvImpl::Jit, kernels::ConvImpl::Jit, kernels::ConvImpl::Jit};
+  kernels::ConvShape shape = site.shape;
   shape.batch = config.batch;
-  if (memory::cpu_conv_uses_mkldnn(shape, config.threads))
+  if (kernels::cpu_conv_uses_mkldnn(shape, config.threads))
     return hardware::is_avx512(effective_isa(hardware.isa)) ? site.mkldnn : site.mkldnn_avx2;
-  return {memory::ConvImpl::Slow, memory::ConvImpl::Slow, memory::ConvImpl::Slow};
+  return {kernels::ConvImpl::Slow, kernels::ConvImpl::Slow, kernels::ConvImpl::Slow};
 }
 
 ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad) {
@@ -501,14 +501,14 @@ void fill_conv(const std::vector<ConvSite>& sites, const TrainingConfig& config,
   double flops[3] = {0, 0, 0}, calls[3] = {0, 0, 0}, weight_bytes = 0;
   const double batch = static_cast<double>(config.batch);
   for (const ConvSite& site : sites) {
-    const std::array<memory::ConvImpl, 3> impls = conv_impls(site, config, hardware);
+    const std::array<kernels::ConvImpl, 3> impls = conv_impls(site, config, hardware);
     for (int pass = 0; pass < 3; ++pass) {
       if (pass == 1 && !site.input_grad) continue;
-      const memory::ConvImpl impl = impls[static_cast<size_t>(pass)];
+      const kernels::ConvImpl impl = impls[static_cast<size_t>(pass)];
       auto index = static_cast<size_t>(impl);
       flops[index] += site.flops_per_sample * batch;
-      calls[index] += impl == memory::ConvImpl::Slow ? static_cast<double>(site.shape.groups) : 1.0;
-      if (impl != memory::ConvImpl::Slow) weight_bytes += site.weight_bytes;
+      calls[index] += impl == kernels::ConvImpl::Slow ? static_cast<double>(site.shape.groups) : 1.0;
+      if (impl != kernels::ConvImpl::Slow) weight_bytes += site.weight_bytes;
     }
   }
   const double threads = static_cast<double>(config.threads);

@@ -13,9 +13,21 @@
 #include "core/error.h"
 #include "graph/inplace.h"
 #include "graph/op_registry.h"
-#include "memory/cpu_conv.h"
+#include "kernels/cpu_conv.h"
 
 namespace dnncast::memory {
+
+// A convolution's allocations come from kernels/cpu_conv (what libtorch's CPU kernels allocate).
+using kernels::ConvRecipe;
+using kernels::ConvShape;
+using kernels::Step;
+using kernels::conv_shape;
+using kernels::cpu_conv_recipe;
+using kernels::kFirstTemp;
+using kernels::kSlotGradBias;
+using kernels::kSlotGradInput;
+using kernels::kSlotGradWeight;
+using kernels::kSlotOutput;
 
 namespace {
 

@@ -6,7 +6,7 @@
 // tensors released after their last consumer, zero_grad in place), autograd's (one node per op,
 // saved tensors released after the node's backward, gradients accumulated out of place, nodes run
 // in reverse creation order, AccumulateGrad stealing the first gradient), and each op's kernels'
-// own allocations (cpu_conv.h for convolutions). Each op has a recipe in one table keyed by op name
+// own allocations (kernels/cpu_conv.h for convolutions). Each op has a recipe in one table keyed by op name
 // (Trace::recipes() in training_trace.cpp); the few replayed only from their OpDef's saved tensors
 // say so there ("approximate"; docs/MEMORY.md lists which are exact).
 #pragma once

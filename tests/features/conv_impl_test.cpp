@@ -20,13 +20,13 @@
 namespace dnncast::features {
 namespace {
 
-const char* name_of(memory::ConvImpl impl) {
+const char* name_of(kernels::ConvImpl impl) {
   switch (impl) {
-    case memory::ConvImpl::Slow:
+    case kernels::ConvImpl::Slow:
       return "slow";
-    case memory::ConvImpl::Gemm:
+    case kernels::ConvImpl::Gemm:
       return "gemm";
-    case memory::ConvImpl::Jit:
+    case kernels::ConvImpl::Jit:
       return "jit";
   }
   return "?";
@@ -60,8 +60,8 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
           TrainingConfig config;
           config.batch = batch;
           config.threads = threads;
-          std::array<memory::ConvImpl, 3> impls = conv_impls(site, config, host);
-          const memory::ConvShape& s = site.shape;
+          std::array<kernels::ConvImpl, 3> impls = conv_impls(site, config, host);
+          const kernels::ConvShape& s = site.shape;
           std::ostringstream line;
           line << batch << ' ' << s.in_channels << ' ' << s.in_h << ' ' << s.in_w << ' ' << s.out_channels << ' '
                << s.kernel_h << ' ' << s.kernel_w << ' ' << s.stride_h << ' ' << s.stride_w << ' ' << s.pad_h << ' '

@@ -79,10 +79,10 @@ TEST(LayerFeatures, ConvolutionRowsCarryTheImplementationOfEachPass) {
         continue;
       }
       ASSERT_LT(conv, convs.size());
-      std::array<memory::ConvImpl, 3> impls = conv_impls(convs[conv++], config, HardwareFeatures{});
+      std::array<kernels::ConvImpl, 3> impls = conv_impls(convs[conv++], config, HardwareFeatures{});
       EXPECT_EQ(rows[row * width + column("impl_fwd")], 1.0f + static_cast<float>(impls[0]));
       EXPECT_EQ(rows[row * width + column("impl_bwd_weight")], 1.0f + static_cast<float>(impls[2]));
-      slow += impls[0] == memory::ConvImpl::Slow ? 1 : 0;
+      slow += impls[0] == kernels::ConvImpl::Slow ? 1 : 0;
     }
     EXPECT_EQ(conv, convs.size());
     // One thread: this network's unstrided 1x1 convolutions run ATen's slow path below batch 16.

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "graph/op_registry.h"
 #include "memory/allocators.h"
-#include "memory/cpu_conv.h"
+#include "kernels/cpu_conv.h"
 #include "memory/simulator.h"
 #include "memory/training_trace.h"
 #include "models/synthetic.h"
@@ -17,6 +17,11 @@
 
 namespace dnncast::memory {
 namespace {
+
+using kernels::ConvRecipe;
+using kernels::ConvShape;
+using kernels::Step;
+using kernels::cpu_conv_recipe;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 

@@ -1,10 +1,10 @@
-#include "memory/cpu_conv.h"
+#include "kernels/cpu_conv.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 
-namespace dnncast::memory {
+namespace dnncast::kernels {
 
 namespace {
 
@@ -560,4 +560,4 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa
   return recipe;
 }
 
-}  // namespace dnncast::memory
+}  // namespace dnncast::kernels
