@@ -1,4 +1,5 @@
 #include "apps/evaluate.h"
+#include "core/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -291,7 +292,7 @@ void summarize_errors(const TrainingTable& table, const std::string& target,
     for (double error : errors) absolute.push_back(std::abs(error));
     row.model_mre = learn::error_stats(absolute).mre;
     row.baseline_mre = learn::error_stats(family_baseline[family]).mre;
-    row.model_median_signed = learn::quantile(errors, 0.5);
+    row.model_median_signed = core::quantile(errors, 0.5);
     evaluation.by_family.push_back(row);
   }
   std::vector<std::vector<double>> all_repeats;
@@ -416,7 +417,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         for (int64_t row : train)
           if (estimates[static_cast<size_t>(row)] > 0)
             ratios.push_back(table.samples[static_cast<size_t>(row)].time_ms() / estimates[static_cast<size_t>(row)]);
-        if (!ratios.empty()) layer_scale = learn::quantile(ratios, 0.5);
+        if (!ratios.empty()) layer_scale = core::quantile(ratios, 0.5);
       }
       for (size_t index = 0; index < test.size(); ++index) {
         const double layer_sum = layer_scale > 0 ? layer_scale * estimates[static_cast<size_t>(test[index])] : 0;
@@ -639,11 +640,11 @@ void write_predictions_csv(const TrainingTable& table, const EvaluationReport& r
       const std::string plan = static_cast<size_t>(run.repeat) < plans.size() ? plans[static_cast<size_t>(run.repeat)] : "";
       std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.4f", run.measured, run.predicted, run.baseline,
                     (run.predicted - run.measured) / run.measured);
-      out << target.target << ',' << data::csv_quote(sample.network_name) << ',' << data::csv_quote(sample.family)
+      out << target.target << ',' << core::csv_quote(sample.network_name) << ',' << core::csv_quote(sample.family)
           << ",\"" << where << "\","
           << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
           << name(sample.config.optimizer) << ',' << name(sample.config.precision) << ',' << sample.config.threads << ',' << numbers
-          << ',' << data::csv_quote(plan) << ',';
+          << ',' << core::csv_quote(plan) << ',';
       if (run.layerwise > 0) out << run.layerwise;
       out << '\n';
     }

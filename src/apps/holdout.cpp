@@ -1,4 +1,5 @@
 #include "apps/holdout.h"
+#include "core/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -47,7 +48,7 @@ struct GroupBuilder {
     group.configurations = configurations;
     group.runs = static_cast<int64_t>(errors.size());
     group.model = learn::error_stats(errors);
-    group.median_signed = learn::quantile(signed_errors, 0.5);
+    group.median_signed = core::quantile(signed_errors, 0.5);
     group.coverage = errors.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(errors.size());
     group.noise_floor = noise_floor(repeats);
     group.noise_configurations = static_cast<int64_t>(repeats.size());

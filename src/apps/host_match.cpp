@@ -26,7 +26,8 @@ int64_t memory_gib(int64_t bytes) { return (bytes + (int64_t{1} << 29)) >> 30; }
 // One compared field: its value on either side, "" where not recorded; `shown`: the trained side
 // as the difference names it, when not its value (an unrecorded ISA, compared as the assumed one).
 struct Field {
-  std::string name, host, trained, shown;
+  std::string name, host, trained;
+  std::string shown = {};
 };
 
 // An environment that did not record its ISA ran some AVX-512 level (its peaks follow the AVX-512

@@ -1,4 +1,5 @@
 // Training a predictor: targets, transforms, AutoML and the refit of the best candidate (predictor.h).
+#include "core/stats.h"
 #include "apps/predictor.h"
 
 #include <algorithm>
@@ -207,8 +208,8 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
   manifest.learner = best.candidate.learner;
   manifest.hyperparameters = model.learner->hyperparameters();
   manifest.transform = model.transform;
-  manifest.interval_low = learn::quantile(log_ratios, 0.05);
-  manifest.interval_high = learn::quantile(log_ratios, 0.95);
+  manifest.interval_low = core::quantile(log_ratios, 0.05);
+  manifest.interval_high = core::quantile(log_ratios, 0.95);
   for (const auto& [hash, environment] : table.environments) manifest.environments.push_back(environment);
 
   std::set<std::string> networks, families, optimizers, precisions, inputs;

@@ -68,7 +68,7 @@ bool matches_environment(const data::EnvironmentRecord& environment, const std::
 
 void write_features_csv(const TrainingTable& table, std::ostream& out) {
   out << "environment,network,family,batch,input,seq_len,optimizer,precision,threads,repeats,time_ms,peak_bytes";
-  for (const std::string& name : features::feature_names()) out << ',' << data::csv_quote(name);
+  for (const std::string& name : features::feature_names()) out << ',' << core::csv_quote(name);
   out << '\n';
   char number[32];
   auto put = [&](double value) {  // the shortest of 15 or 17 digits that reads back exactly
@@ -78,10 +78,10 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
   };
   for (size_t row = 0; row < table.samples.size(); ++row) {
     const Sample& sample = table.samples[row];
-    out << data::csv_quote(sample.environment_hash) << ',' << data::csv_quote(sample.network_name) << ','
-        << data::csv_quote(sample.family) << ',' << sample.config.batch << ',' << sample.config.input_text() << ','
-        << sample.config.seq_len << ',' << data::csv_quote(name(sample.config.optimizer)) << ','
-        << data::csv_quote(name(sample.config.precision)) << ',' << sample.config.threads << ',' << sample.times_ms.size();
+    out << core::csv_quote(sample.environment_hash) << ',' << core::csv_quote(sample.network_name) << ','
+        << core::csv_quote(sample.family) << ',' << sample.config.batch << ',' << sample.config.input_text() << ','
+        << sample.config.seq_len << ',' << core::csv_quote(name(sample.config.optimizer)) << ','
+        << core::csv_quote(name(sample.config.precision)) << ',' << sample.config.threads << ',' << sample.times_ms.size();
     put(sample.time_ms());
     if (sample.peak_bytes.empty()) out << ',';
     else put(sample.peak());
@@ -93,8 +93,7 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
 features::TrainingConfig training_config_of(const data::RunConfig& run) {
   features::TrainingConfig config;
   config.batch = run.batch;
-  TrainingSetup& setup = config;
-  setup = run;
+  config.set_setup(run);
   config.threads = run.threads;
   return config;
 }

@@ -34,8 +34,7 @@ std::string config_text(const apps::MemoryCheckRow& row) {
 Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config, double timeout_s) {
 #ifdef DNNCAST_HAVE_TORCH
   profile::TrainConfig train;
-  TrainingSetup& setup = train;
-  setup = config;
+  train.set_setup(config);
   train.threads = config.threads;
   profile::Limits limits;
   limits.time_budget_s = 0.01;

@@ -27,6 +27,9 @@ struct TrainingSetup {
   Optimizer optimizer = Optimizer::Sgd;
   Precision precision = Precision::Fp32;
   Device device = Device::Cpu;
+
+  // Copies the setup of another config (a RunConfig into a TrainConfig, ...), leaving the rest.
+  void set_setup(const TrainingSetup& other) { *this = other; }
 };
 bool operator==(const TrainingSetup& a, const TrainingSetup& b);
 // Orders as the stored names do ("adam" < "sgd", "bf16" < "fp32"): sets and maps of configs iterate

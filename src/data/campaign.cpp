@@ -149,8 +149,7 @@ std::vector<int> pin_to(const std::vector<int>& wanted) {
 #ifdef DNNCAST_HAVE_TORCH
 profile::TrainConfig train_config(const RunConfig& config, bool per_layer = false) {
   profile::TrainConfig train;
-  TrainingSetup& setup = train;
-  setup = config;
+  train.set_setup(config);
   train.per_layer = per_layer;
   train.threads = config.threads;
   return train;

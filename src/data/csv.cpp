@@ -288,7 +288,7 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
   int64_t line = 0;
   std::vector<std::string> header;
   try {
-    if (!read_csv_record(in, header, line)) throw InputError("empty file (expected a header line)");
+    if (!core::read_csv_record(in, header, line)) throw InputError("empty file (expected a header line)");
   } catch (const InputError& error) {
     throw error.with_context(source);
   }
@@ -306,7 +306,7 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
   for (;;) {
     int64_t record_line = line + 1;
     try {
-      if (!read_csv_record(in, fields, line)) break;
+      if (!core::read_csv_record(in, fields, line)) break;
     } catch (const InputError& error) {
       throw error.with_context(source);
     }

@@ -31,8 +31,4 @@ struct ImportSummary {
 // and checked against network_hash. Throws InputError naming `source` and the line.
 ImportSummary import_csv(Store& store, std::istream& in, const std::string& source);
 
-// The RFC 4180 reader and quoting (core/csv.h), by their old names here for the many writers in apps/.
-using core::csv_quote;
-using core::read_csv_record;
-
 }  // namespace dnncast::data

@@ -13,54 +13,22 @@ namespace dnncast::features {
 
 namespace {
 
-struct KindSpec {
-  const char* kind;
-  std::vector<const char*> aliases;  // other op or kind names folded into this kind
-};
-
-// Version 1 of the kind list. Order is part of the feature version. Every op of the registry is
-// named here, as a kind or an alias (op_completeness_test): an op that really belongs to "Other"
-// is listed under it; only names no op registers (kinds from elsewhere) fall to a category or
-// "Other" unlisted.
-const std::vector<KindSpec>& kind_specs() {
-  static const std::vector<KindSpec> specs{
-      {"Input", {}},
-      {"Conv2d", {}},
-      {"DepthwiseConv2d", {}},
-      {"GroupedConv2d", {}},
-      {"ConvTranspose2d", {}},
-      {"Linear", {}},
-      {"MatMul", {"BatchMatMul", "Bmm", "BMM", "Matmul"}},
-      {"BatchNorm2d", {"BatchNorm"}},
-      {"LayerNorm", {}},
-      {"GroupNorm", {}},
-      {"ReLU", {}},
-      {"ReLU6", {}},
-      {"GELU", {}},
-      {"SiLU", {}},
-      {"Sigmoid", {}},
-      {"Tanh", {}},
-      {"Hardswish", {}},
-      {"Hardsigmoid", {}},
-      {"MaxPool2d", {}},
-      {"AvgPool2d", {}},
-      {"AdaptiveAvgPool2d", {}},
-      {"Add", {}},
-      {"Mul", {"LayerScale"}},
-      {"Concat", {"Cat"}},
-      {"Flatten", {}},
-      {"Reshape", {"View"}},
-      {"Permute", {"Transpose"}},
-      {"Slice", {}},
-      {"Dropout", {"StochasticDepth"}},
-      {"Softmax", {}},
-      {"Embedding", {}},
-      {"Attention", {"ScaledDotProductAttention", "SDPA", "MultiheadAttention"}},
-      {"ChannelShuffle", {}},
-      {"Loss", {"CrossEntropyLoss", "CrossEntropy", "MSELoss"}},
-      {"Other", {"PositionEmbedding", "ClassToken"}},
+// Version 1 of the kind list. Order is part of the feature version. Every op of the registry
+// counts under one: its OpDef's feature kind (OpDef::feature_kind_of: a finer kind, a declared
+// kind such as "Permute" for Transpose, or its own name), checked by op_completeness_test. A new
+// kind is a new feature version; a new op of an existing kind declares that kind and touches
+// nothing here. Names no op registers (kinds from elsewhere) fall to a category or "Other".
+const std::vector<const char*>& kind_specs() {
+  static const std::vector<const char*> kinds{
+      "Input",
+      "Conv2d", "DepthwiseConv2d", "GroupedConv2d", "ConvTranspose2d", "Linear", "MatMul",
+      "BatchNorm2d", "LayerNorm", "GroupNorm",
+      "ReLU", "ReLU6", "GELU", "SiLU", "Sigmoid", "Tanh", "Hardswish", "Hardsigmoid",
+      "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+      "Add", "Mul", "Concat", "Flatten", "Reshape", "Permute", "Slice", "Dropout", "Softmax",
+      "Embedding", "Attention", "ChannelShuffle", "Loss", "Other",
   };
-  return specs;
+  return kinds;
 }
 
 struct KindTables {
@@ -71,11 +39,9 @@ struct KindTables {
 const KindTables& kind_tables() {
   static const KindTables tables = [] {
     KindTables result;
-    for (const KindSpec& spec : kind_specs()) {
-      int index = static_cast<int>(result.kinds.size());
-      result.kinds.push_back(spec.kind);
-      DNNCAST_ASSERT(result.by_name.emplace(spec.kind, index).second);
-      for (const char* alias : spec.aliases) DNNCAST_ASSERT(result.by_name.emplace(alias, index).second);
+    for (const char* kind : kind_specs()) {
+      DNNCAST_ASSERT(result.by_name.emplace(kind, static_cast<int>(result.kinds.size())).second);
+      result.kinds.push_back(kind);
     }
     return result;
   }();
@@ -215,7 +181,12 @@ double log1p_safe(double value) { return std::log1p(std::max(0.0, value)); }
 
 const std::vector<std::string>& op_kinds() { return kind_tables().kinds; }
 
-bool has_kind_entry(const std::string& op) { return kind_tables().by_name.count(op) != 0; }
+bool has_kind_entry(const std::string& op) {
+  const OpRegistry& registry = OpRegistry::instance();
+  std::string kind = op;
+  if (registry.has(op) && !registry.get(op).feature_kind.empty()) kind = registry.get(op).feature_kind;
+  return kind_tables().by_name.count(kind) != 0;
+}
 
 int kind_index(const std::string& kind, const std::string& category) {
   const KindTables& tables = kind_tables();
@@ -299,8 +270,7 @@ std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shap
           graph.node(node.inputs[0]).shape.rank() == 4)
         sites->push_back(conv_site(graph, node, cost, inputs_need_grad));
     }
-    std::string kind = def.kind ? def.kind(view) : def.name;
-    int kind_column = kind_index(kind, def.category);
+    int kind_column = kind_index(def.feature_kind_of(view), def.category);
     kind_of[static_cast<size_t>(node_index)] = kind_column;
 
     double out_bytes = static_cast<double>(node.shape.numel() * dtype_bytes(node.dtype));

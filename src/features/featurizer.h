@@ -28,11 +28,12 @@ inline constexpr int kFeatureVersion = 3;
 // The op kinds of the structural matrix in feature order (node_kind() names); the last is "Other",
 // which takes every kind not listed.
 const std::vector<std::string>& op_kinds();
-// Index into op_kinds() of a node kind or op name (aliases such as "Transpose" -> "Permute" and
-// registry categories such as "loss" are folded in); unknown kinds give the index of "Other".
+// Index into op_kinds() of a node's feature kind (OpDef::feature_kind_of; "Permute" for a Transpose
+// node). A kind no op declares is folded by registry category ("loss", "attention") or into
+// "Other"; a registered op's own name that is not a kind is a bug (asserted).
 int kind_index(const std::string& kind, const std::string& category = "");
-// Whether op (or kind) `op` is named in the kind table, as a kind or an alias. True for every op of
-// the registry (op_completeness_test); kind_index() asserts it for them.
+// Whether the feature kind op `op` declares (or `op` itself, for a name no op registers) is in the
+// kind table. True for every op of the registry (op_completeness_test).
 bool has_kind_entry(const std::string& op);
 
 // What is being trained, and how (the options a campaign varies).

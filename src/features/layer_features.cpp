@@ -81,7 +81,7 @@ LayerSites layer_sites(const Graph& graph) {
     LayerSite site;
     site.node = node.name;
     site.op = node.op;
-    site.kind = kind_index(def.kind ? def.kind(view) : def.name, def.category);
+    site.kind = kind_index(def.feature_kind_of(view), def.category);
     site.flops_fwd = per_sample(cost.flops_fwd, batch);
     site.flops_bwd = per_sample(cost.flops_bwd, batch);
     site.bytes_out = per_sample(node.shape.numel() * dtype_bytes(node.dtype), batch);

@@ -8,10 +8,11 @@
 
 namespace dnncast {
 
-// One flag per node: true when the node is a ReLU/ReLU6/SiLU/Hardswish (inplace=True in
-// torchvision) whose single input has no other consumer and comes from an op that does not keep
-// its output for backward (Conv2d, ConvTranspose2d, BatchNorm2d, LayerNorm, GroupNorm, Linear, and
-// Add when no broadcast changed the shape). The graph's shapes must be inferred.
+// One flag per node: true when the node's op runs in place (OpDef::runs_inplace: ReLU, ReLU6,
+// SiLU, Hardswish, inplace=True in torchvision) and its single input has no other consumer and
+// comes from an op whose output is a fresh tensor it does not keep for backward
+// (OpDef::fresh_output: Conv2d, ConvTranspose2d, BatchNorm2d, LayerNorm, GroupNorm, Linear, Add).
+// The graph's shapes must be inferred.
 std::vector<bool> inplace_safe_nodes(const Graph& graph);
 
 }  // namespace dnncast

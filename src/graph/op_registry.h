@@ -62,6 +62,25 @@ struct OpDef {
   std::function<std::string(const OpView& view)> kind;
   // Output element type; nullptr means the first input's (F32 when there is none).
   std::function<DType(const OpView& view)> dtype;
+
+  // What the modules above need of the op, declared with it (one home per op; OpCompleteness.*
+  // names a registered op that lacks one):
+  // - the allocation pattern memory/training_trace.cpp replays for it: a key of Trace::recipes()
+  //   ("activation", "conv", ...; "generic" is the approximate one, docs/MEMORY.md);
+  std::string memory_recipe;
+  // - its feature kind when `kind` is unset: a kind of features/featurizer.cpp's table, whose
+  //   column block counts it ("Permute" for Transpose, "Other" for a token); empty: the op name;
+  std::string feature_kind;
+  // - the executor runs it in place on its input when that input is a fresh output nobody else
+  //   reads (graph/inplace.h), and whether its own output is such a fresh tensor.
+  bool runs_inplace = false;
+  bool fresh_output = false;
+
+  // The feature kind of a node of this op: kind(view), else feature_kind, else the op name.
+  std::string feature_kind_of(const OpView& view) const {
+    if (kind) return kind(view);
+    return feature_kind.empty() ? name : feature_kind;
+  }
 };
 
 class OpRegistry {

@@ -66,6 +66,7 @@ AttentionGeometry attention_geometry(const OpView& view) {
 OpDef matmul_op() {
   OpDef matmul;
   matmul.name = "MatMul";
+  matmul.memory_recipe = "generic";
   matmul.category = "linear";
   matmul.min_inputs = 2;
   matmul.max_inputs = 2;
@@ -109,6 +110,7 @@ OpDef matmul_op() {
 OpDef softmax_op() {
   OpDef softmax;
   softmax.name = "Softmax";
+  softmax.memory_recipe = "softmax";
   softmax.category = "activation";
   softmax.shape = [](const OpView& view) {
     ops::normalize_axis(view, view.node.attr_int("axis", -1), view.in(0).rank());
@@ -130,6 +132,7 @@ OpDef softmax_op() {
 OpDef embedding_op() {
   OpDef embedding;
   embedding.name = "Embedding";
+  embedding.memory_recipe = "generic";
   embedding.category = "embedding";
   embedding.required_attrs = {"num_embeddings", "embedding_dim"};
   embedding.shape = [](const OpView& view) {
@@ -159,6 +162,8 @@ OpDef embedding_op() {
 OpDef attention_op() {
   OpDef attention;
   attention.name = "ScaledDotProductAttention";
+  attention.memory_recipe = "attention";
+  attention.feature_kind = "Attention";
   attention.category = "attention";
   attention.min_inputs = 3;
   attention.max_inputs = 3;
@@ -195,6 +200,8 @@ OpDef attention_op() {
 OpDef position_op() {
   OpDef position;
   position.name = "PositionEmbedding";
+  position.memory_recipe = "position_embedding";
+  position.feature_kind = "Other";
   position.category = "embedding";
   position.required_attrs = {"length"};
   position.shape = [](const OpView& view) {
@@ -222,6 +229,8 @@ OpDef position_op() {
 OpDef class_token_op() {
   OpDef class_token;
   class_token.name = "ClassToken";
+  class_token.memory_recipe = "class_token";
+  class_token.feature_kind = "Other";
   class_token.category = "embedding";
   class_token.shape = [](const OpView& view) {
     ops::require_rank(view, 0, 3);

@@ -59,6 +59,8 @@ OpCost conv_cost(const OpView& view, const ConvGeometry& g, int64_t macs) {
 void register_conv_ops(OpRegistry& registry) {
   OpDef conv;
   conv.name = "Conv2d";
+  conv.memory_recipe = "conv";
+  conv.fresh_output = true;
   conv.category = "conv";
   conv.required_attrs = {"out_channels", "kernel"};
   conv.shape = [](const OpView& view) {
@@ -91,6 +93,8 @@ void register_conv_ops(OpRegistry& registry) {
   // Weight C_in x (C_out/groups) x kh x kw; every input element scatters into C_out/groups x kh x kw.
   OpDef deconv;
   deconv.name = "ConvTranspose2d";
+  deconv.memory_recipe = "generic";
+  deconv.fresh_output = true;
   deconv.category = "conv";
   deconv.required_attrs = {"out_channels", "kernel"};
   deconv.shape = [](const OpView& view) {

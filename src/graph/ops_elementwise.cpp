@@ -35,6 +35,8 @@ TensorShape broadcast(const OpView& view) {
 void register_elementwise_ops(OpRegistry& registry) {
   OpDef add;
   add.name = "Add";
+  add.memory_recipe = "add";
+  add.fresh_output = true;
   add.category = "elementwise";
   add.min_inputs = 2;
   add.max_inputs = 2;
@@ -51,6 +53,7 @@ void register_elementwise_ops(OpRegistry& registry) {
 
   OpDef mul;
   mul.name = "Mul";
+  mul.memory_recipe = "mul";
   mul.category = "elementwise";
   mul.min_inputs = 2;
   mul.max_inputs = 2;
@@ -68,6 +71,7 @@ void register_elementwise_ops(OpRegistry& registry) {
 
   OpDef dropout;
   dropout.name = "Dropout";
+  dropout.memory_recipe = "dropout";
   dropout.category = "regularization";
   dropout.shape = [](const OpView& view) {
     double p = view.node.attr_float("p", 0.5);
@@ -89,6 +93,8 @@ void register_elementwise_ops(OpRegistry& registry) {
 
   OpDef layer_scale;
   layer_scale.name = "LayerScale";
+  layer_scale.memory_recipe = "mul";
+  layer_scale.feature_kind = "Mul";
   layer_scale.category = "elementwise";
   layer_scale.shape = [](const OpView& view) {
     ops::normalize_axis(view, view.node.attr_int("axis", 1), view.in(0).rank());

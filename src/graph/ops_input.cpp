@@ -7,6 +7,7 @@ namespace dnncast {
 void register_input_ops(OpRegistry& registry) {
   OpDef input;
   input.name = "Input";
+  input.memory_recipe = "input";
   input.category = "input";
   input.min_inputs = 0;
   input.max_inputs = 0;

@@ -12,6 +12,8 @@ namespace dnncast {
 void register_linear_ops(OpRegistry& registry) {
   OpDef linear;
   linear.name = "Linear";
+  linear.memory_recipe = "linear";
+  linear.fresh_output = true;
   linear.category = "linear";
   linear.required_attrs = {"out_features"};
   linear.shape = [](const OpView& view) {

@@ -14,6 +14,8 @@ namespace dnncast {
 void register_loss_ops(OpRegistry& registry) {
   OpDef cross_entropy;
   cross_entropy.name = "CrossEntropyLoss";
+  cross_entropy.memory_recipe = "cross_entropy";
+  cross_entropy.feature_kind = "Loss";
   cross_entropy.category = "loss";
   cross_entropy.shape = [](const OpView& view) {
     view.check(view.in(0).rank() >= 2, "expected logits N x C, got " + view.in(0).to_string());
@@ -35,6 +37,8 @@ void register_loss_ops(OpRegistry& registry) {
 
   OpDef mse;
   mse.name = "MSELoss";
+  mse.memory_recipe = "mse";
+  mse.feature_kind = "Loss";
   mse.category = "loss";
   mse.min_inputs = 1;
   mse.max_inputs = 2;

@@ -16,6 +16,8 @@ namespace dnncast {
 void register_norm_ops(OpRegistry& registry) {
   OpDef batchnorm;
   batchnorm.name = "BatchNorm2d";
+  batchnorm.memory_recipe = "batchnorm";
+  batchnorm.fresh_output = true;
   batchnorm.category = "norm";
   batchnorm.shape = [](const OpView& view) {
     ops::require_rank(view, 0, 4);
@@ -38,6 +40,8 @@ void register_norm_ops(OpRegistry& registry) {
 
   OpDef layernorm;
   layernorm.name = "LayerNorm";
+  layernorm.memory_recipe = "norm";
+  layernorm.fresh_output = true;
   layernorm.category = "norm";
   layernorm.required_attrs = {"normalized_shape"};
   layernorm.shape = [](const OpView& view) {
@@ -73,6 +77,8 @@ void register_norm_ops(OpRegistry& registry) {
 
   OpDef groupnorm;
   groupnorm.name = "GroupNorm";
+  groupnorm.memory_recipe = "norm";
+  groupnorm.fresh_output = true;
   groupnorm.category = "norm";
   groupnorm.required_attrs = {"groups"};
   groupnorm.shape = [](const OpView& view) {

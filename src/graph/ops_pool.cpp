@@ -51,6 +51,7 @@ TensorShape pool_shape(const OpView& view) {
 void register_pool_ops(OpRegistry& registry) {
   OpDef maxpool;
   maxpool.name = "MaxPool2d";
+  maxpool.memory_recipe = "max_pool";
   maxpool.category = "pool";
   maxpool.required_attrs = {"kernel"};
   maxpool.shape = pool_shape;
@@ -69,6 +70,7 @@ void register_pool_ops(OpRegistry& registry) {
 
   OpDef avgpool;
   avgpool.name = "AvgPool2d";
+  avgpool.memory_recipe = "avg_pool";
   avgpool.category = "pool";
   avgpool.required_attrs = {"kernel"};
   avgpool.shape = pool_shape;
@@ -87,6 +89,7 @@ void register_pool_ops(OpRegistry& registry) {
 
   OpDef adaptive;
   adaptive.name = "AdaptiveAvgPool2d";
+  adaptive.memory_recipe = "avg_pool";
   adaptive.category = "pool";
   adaptive.required_attrs = {"output_size"};
   adaptive.shape = [](const OpView& view) {

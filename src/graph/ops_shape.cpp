@@ -49,6 +49,7 @@ TensorShape permuted(const OpView& view, const std::vector<int64_t>& dims) {
 OpDef flatten_op() {
   OpDef flatten;
   flatten.name = "Flatten";
+  flatten.memory_recipe = "reshape";
   flatten.category = "shape";
   flatten.shape = [](const OpView& view) {
     const TensorShape& in = view.in(0);
@@ -70,6 +71,7 @@ OpDef flatten_op() {
 OpDef concat_op() {
   OpDef concat;
   concat.name = "Concat";
+  concat.memory_recipe = "concat";
   concat.category = "shape";
   concat.min_inputs = 1;
   concat.max_inputs = -1;
@@ -93,6 +95,7 @@ OpDef concat_op() {
 OpDef reshape_op() {
   OpDef reshape;
   reshape.name = "Reshape";
+  reshape.memory_recipe = "reshape";
   reshape.category = "shape";
   reshape.required_attrs = {"shape"};
   reshape.shape = [](const OpView& view) {
@@ -138,6 +141,7 @@ OpDef reshape_op() {
 OpDef permute_op() {
   OpDef permute;
   permute.name = "Permute";
+  permute.memory_recipe = "permute";
   permute.category = "shape";
   permute.required_attrs = {"dims"};
   permute.shape = [](const OpView& view) { return permuted(view, view.node.attr_ints("dims")); };
@@ -148,6 +152,8 @@ OpDef permute_op() {
 OpDef transpose_op() {
   OpDef transpose;
   transpose.name = "Transpose";
+  transpose.memory_recipe = "permute";
+  transpose.feature_kind = "Permute";
   transpose.category = "shape";
   transpose.required_attrs = {"dim0", "dim1"};
   transpose.shape = [](const OpView& view) {
@@ -166,6 +172,7 @@ OpDef transpose_op() {
 OpDef slice_op() {
   OpDef slice;
   slice.name = "Slice";
+  slice.memory_recipe = "slice";
   slice.category = "shape";
   slice.required_attrs = {"axis", "start", "end"};
   slice.shape = [](const OpView& view) {
@@ -191,6 +198,7 @@ OpDef slice_op() {
 OpDef shuffle_op() {
   OpDef shuffle;
   shuffle.name = "ChannelShuffle";
+  shuffle.memory_recipe = "channel_shuffle";
   shuffle.category = "shape";
   shuffle.required_attrs = {"groups"};
   shuffle.shape = [](const OpView& view) {

@@ -25,7 +25,6 @@ struct ErrorStats {
 ErrorStats error_stats(const Vector& predicted, const Vector& truth);
 ErrorStats error_stats(const std::vector<double>& relative_errors);
 
-using core::quantile;  // linear interpolation (core/stats.h); many callers say learn::quantile
 
 // Test-row indices of k shuffled folds over `rows` (folds = min(folds, rows)).
 std::vector<std::vector<int64_t>> kfold_indices(int64_t rows, int folds, uint64_t seed);

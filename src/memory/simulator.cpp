@@ -1,7 +1,6 @@
 #include "memory/simulator.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -12,11 +11,6 @@
 namespace dnncast::memory {
 
 namespace {
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 int64_t& category_slot(MemoryBreakdown& breakdown, Category category) {
   switch (category) {
@@ -43,8 +37,7 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   if (config.precision != Precision::Fp32)
     throw InputError("precision " + quote(name(config.precision)) + ": the memory simulator models fp32 only");
   TraceOptions options;
-  TrainingSetup& setup = options;
-  setup = config;
+  options.set_setup(config);
   options.threads = config.threads;
   options.isa = resolve_isa(config.isa);
   options.iterations = 2;

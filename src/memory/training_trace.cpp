@@ -308,7 +308,7 @@ class Trace {
     for (int output : outputs_) is_output_[static_cast<size_t>(output)] = true;
     inplace_safe_ = inplace_safe_nodes(graph);
     for (const Node& node : graph.nodes()) {
-      auto found = recipes().find(node.op);
+      auto found = recipes().find(OpRegistry::instance().get(node.op).memory_recipe);
       DNNCAST_ASSERT(found != recipes().end());  // every registered op has one (op_completeness_test)
       recipes_.push_back(&found->second);
     }
@@ -880,9 +880,8 @@ Tensor Trace::run_batchnorm(int index, const Node& node, const std::vector<Tenso
   return out;
 }
 
-Tensor Trace::run_activation(int index, const Node& node, const std::vector<Tensor>& in) {
+Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<Tensor>& in) {
   const Tensor& x = in[0];
-  const std::string& op = node.op;
   const int64_t bytes = x.bytes;
   const bool inplace = inplace_safe_[static_cast<size_t>(index)];
   // threshold_backward(grad, result) & co: a new tensor laid out like the incoming gradient.
@@ -891,11 +890,14 @@ Tensor Trace::run_activation(int index, const Node& node, const std::vector<Tens
     follow_layout(out, grad);
     return std::vector<Grad>{out};
   };
-  // Which tensor autograd keeps: ReLU, Sigmoid, Tanh their result; the others their input (an
-  // in-place variant keeps a clone of its input, except relu_ which keeps its result).
-  const bool saves_result = op == "ReLU" || op == "Sigmoid" || op == "Tanh";
+  // Which tensor autograd keeps, as the op declares it (graph/ops_activation.cpp): ReLU, Sigmoid,
+  // Tanh their result; the others their input (an in-place variant keeps a clone of its input,
+  // except one that keeps its result, relu_, which keeps that).
+  const std::vector<SavedTensor> kept = node_cost(graph_, index).saved;
+  DNNCAST_ASSERT(kept.size() == 1);
+  const bool saves_result = kept[0].kind == SavedTensor::Kind::Output;
   if (inplace) {
-    if (op == "ReLU") {
+    if (saves_result) {
       Tensor out = view(x, bytes, x.contiguous);
       out.grad_fn = make_node(index, {saved(out)}, {edge_of(x)}, grad_like_incoming);
       return out;
@@ -1404,48 +1406,35 @@ Tensor Trace::run_cross_entropy(int, const Node& node, const std::vector<Tensor>
 
 Tensor Trace::run_mse(int, const Node&, const std::vector<Tensor>& in) { return mse(in[0], in[0].bytes, -1); }
 
-// The recipe of every op of the registry. An op whose allocations are not replayed kernel by
-// kernel says so: its recipe is run_generic, marked approximate (docs/MEMORY.md).
+// The recipes, by the name an op declares (OpDef::memory_recipe): one per op or family of ops,
+// each the allocations of its kernels. "generic" is not replayed kernel by kernel: an op that
+// declares it is approximate (docs/MEMORY.md).
 const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
   static const char* const kGeneric = "approximate: generic elementwise recipe (the OpDef's saved tensors)";
   static const std::map<std::string, OpRecipe> table{
-      {"Input", {&Trace::run_input}},
-      {"Conv2d", {&Trace::run_conv}},
-      {"ConvTranspose2d", {&Trace::run_generic, kGeneric}},
-      {"Linear", {&Trace::run_linear}},
-      {"MatMul", {&Trace::run_generic, kGeneric}},
-      {"Embedding", {&Trace::run_generic, kGeneric}},
-      {"BatchNorm2d", {&Trace::run_batchnorm}},
-      {"LayerNorm", {&Trace::run_norm}},
-      {"GroupNorm", {&Trace::run_norm}},
-      {"ReLU", {&Trace::run_activation}},
-      {"ReLU6", {&Trace::run_activation}},
-      {"GELU", {&Trace::run_activation}},
-      {"SiLU", {&Trace::run_activation}},
-      {"Sigmoid", {&Trace::run_activation}},
-      {"Tanh", {&Trace::run_activation}},
-      {"Hardswish", {&Trace::run_activation}},
-      {"Hardsigmoid", {&Trace::run_activation}},
-      {"MaxPool2d", {&Trace::run_max_pool}},
-      {"AvgPool2d", {&Trace::run_avg_pool}},
-      {"AdaptiveAvgPool2d", {&Trace::run_avg_pool}},
-      {"Add", {&Trace::run_add}},
-      {"Mul", {&Trace::run_mul}},
-      {"LayerScale", {&Trace::run_mul}},
-      {"Dropout", {&Trace::run_dropout}},
-      {"Flatten", {&Trace::run_reshape}},
-      {"Reshape", {&Trace::run_reshape}},
-      {"Concat", {&Trace::run_concat}},
-      {"Slice", {&Trace::run_slice}},
-      {"ChannelShuffle", {&Trace::run_channel_shuffle}},
-      {"Permute", {&Trace::run_permute}},
-      {"Transpose", {&Trace::run_permute}},
-      {"Softmax", {&Trace::run_softmax}},
-      {"ClassToken", {&Trace::run_class_token}},
-      {"PositionEmbedding", {&Trace::run_position_embedding}},
-      {"ScaledDotProductAttention", {&Trace::run_attention}},
-      {"CrossEntropyLoss", {&Trace::run_cross_entropy}},
-      {"MSELoss", {&Trace::run_mse}},
+      {"input", {&Trace::run_input}},
+      {"conv", {&Trace::run_conv}},
+      {"generic", {&Trace::run_generic, kGeneric}},
+      {"linear", {&Trace::run_linear}},
+      {"batchnorm", {&Trace::run_batchnorm}},
+      {"norm", {&Trace::run_norm}},
+      {"activation", {&Trace::run_activation}},
+      {"max_pool", {&Trace::run_max_pool}},
+      {"avg_pool", {&Trace::run_avg_pool}},
+      {"add", {&Trace::run_add}},
+      {"mul", {&Trace::run_mul}},
+      {"dropout", {&Trace::run_dropout}},
+      {"reshape", {&Trace::run_reshape}},
+      {"concat", {&Trace::run_concat}},
+      {"slice", {&Trace::run_slice}},
+      {"channel_shuffle", {&Trace::run_channel_shuffle}},
+      {"permute", {&Trace::run_permute}},
+      {"softmax", {&Trace::run_softmax}},
+      {"class_token", {&Trace::run_class_token}},
+      {"position_embedding", {&Trace::run_position_embedding}},
+      {"attention", {&Trace::run_attention}},
+      {"cross_entropy", {&Trace::run_cross_entropy}},
+      {"mse", {&Trace::run_mse}},
   };
   return table;
 }
@@ -1457,7 +1446,8 @@ Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& i
 }  // namespace
 
 RecipeKind recipe_kind(const std::string& op) {
-  auto found = Trace::recipes().find(op);
+  if (!OpRegistry::instance().has(op)) return RecipeKind::None;
+  auto found = Trace::recipes().find(OpRegistry::instance().get(op).memory_recipe);
   if (found == Trace::recipes().end()) return RecipeKind::None;
   return found->second.approximate ? RecipeKind::Approximate : RecipeKind::Exact;
 }

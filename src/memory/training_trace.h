@@ -32,9 +32,10 @@ struct TraceOptions : TrainingSetup {
 // Graph must be shape-inferred. Throws InputError for an op the executor cannot run.
 Program trace_training(const Graph& graph, const TraceOptions& options);
 
-// How the trace replays op `op`: its own recipe (Exact), the generic one from the OpDef's saved
-// tensors, marked so in the table (Approximate), or not at all (None: a registered op in that
-// state is a bug that tests/memory/op_completeness_test.cpp reports).
+// How the trace replays op `op`, by the recipe its OpDef names (memory_recipe): one replayed kernel
+// by kernel (Exact), the generic one from the OpDef's saved tensors (Approximate), or none (an
+// unknown op, or a registered op whose memory_recipe names no recipe: a bug that
+// tests/memory/op_completeness_test.cpp reports).
 enum class RecipeKind { None, Exact, Approximate };
 RecipeKind recipe_kind(const std::string& op);
 

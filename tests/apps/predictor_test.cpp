@@ -169,7 +169,7 @@ TEST_F(PredictorPipeline, FeaturesCsvHasOneRowPerConfiguration) {
   write_features_csv(table, csv);
   std::vector<std::string> header, fields;
   int64_t line = 0;
-  ASSERT_TRUE(data::read_csv_record(csv, header, line));
+  ASSERT_TRUE(core::read_csv_record(csv, header, line));
   const std::vector<std::string>& names = features::feature_names();
   ASSERT_EQ(header.size(), 12 + names.size());
   EXPECT_EQ(header[10], "time_ms");
@@ -182,7 +182,7 @@ TEST_F(PredictorPipeline, FeaturesCsvHasOneRowPerConfiguration) {
                                          column("kind.GroupedConv2d.macs")};
   for (size_t index : conv_macs) ASSERT_LT(index, header.size());
   size_t rows = 0;
-  while (data::read_csv_record(csv, fields, line)) {
+  while (core::read_csv_record(csv, fields, line)) {
     ASSERT_EQ(fields.size(), header.size()) << "line " << line;
     data::RunConfig config;
     config.batch = std::stoll(fields[3]);

@@ -209,15 +209,15 @@ TEST(Csv, QuotedFieldsRoundTrip) {
   std::stringstream in("a,\"b,c\",\"d\"\"e\",\"f\ng\",\nlast\r\n");
   std::vector<std::string> fields;
   int64_t line = 0;
-  ASSERT_TRUE(read_csv_record(in, fields, line));
+  ASSERT_TRUE(core::read_csv_record(in, fields, line));
   EXPECT_EQ(fields, (std::vector<std::string>{"a", "b,c", "d\"e", "f\ng", ""}));
   EXPECT_EQ(line, 2);
-  ASSERT_TRUE(read_csv_record(in, fields, line));
+  ASSERT_TRUE(core::read_csv_record(in, fields, line));
   EXPECT_EQ(fields, (std::vector<std::string>{"last"}));
-  EXPECT_FALSE(read_csv_record(in, fields, line));
+  EXPECT_FALSE(core::read_csv_record(in, fields, line));
   for (const std::string field : {"plain", "with,comma", "with\"quote", "multi\nline", ""}) {
-    std::stringstream round(csv_quote(field) + "\n");
-    ASSERT_TRUE(read_csv_record(round, fields, line));
+    std::stringstream round(core::csv_quote(field) + "\n");
+    ASSERT_TRUE(core::read_csv_record(round, fields, line));
     EXPECT_EQ(fields, std::vector<std::string>{field});
   }
 }

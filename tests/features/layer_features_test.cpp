@@ -86,8 +86,12 @@ TEST(LayerFeatures, ConvolutionRowsCarryTheImplementationOfEachPass) {
     }
     EXPECT_EQ(conv, convs.size());
     // One thread: this network's unstrided 1x1 convolutions run ATen's slow path below batch 16.
-    if (batch == 8) EXPECT_GT(slow, 10u);
-    if (batch == 16) EXPECT_EQ(slow, 0u);
+    if (batch == 8) {
+      EXPECT_GT(slow, 10u);
+    }
+    if (batch == 16) {
+      EXPECT_EQ(slow, 0u);
+    }
   }
   TrainingConfig bad;
   bad.batch = 0;

@@ -28,11 +28,11 @@ TEST(OpCompleteness, EveryRegisteredOpHasARecipeAndAFeatureKind) {
   std::vector<std::string> missing;
   for (const std::string& op : OpRegistry::instance().names()) {
     if (memory::recipe_kind(op) == memory::RecipeKind::None)
-      missing.push_back("op '" + op + "': no memory recipe (memory/training_trace.cpp, Trace::recipes(): add one, "
-                        "or an entry marked approximate)");
+      missing.push_back("op '" + op + "': its OpDef::memory_recipe names no recipe of memory/training_trace.cpp's "
+                        "Trace::recipes() (declare one, \"generic\" for an approximate one, or add a recipe)");
     if (!features::has_kind_entry(op))
-      missing.push_back("op '" + op + "': no feature kind (features/featurizer.cpp, kind_specs(): name it as a kind "
-                        "or an alias, \"Other\" included)");
+      missing.push_back("op '" + op + "': its feature kind (OpDef::feature_kind, else its name) is not a kind of "
+                        "features/featurizer.cpp's kind_specs() (declare an existing kind, \"Other\" included)");
   }
   EXPECT_TRUE(missing.empty()) << missing.size() << " gap(s):" << joined(missing);
 }
