@@ -202,6 +202,17 @@ bool fold_values(Context& context, const onnx::NodeProto& node, Constant& out) {
     shape.has_values = false;
     out = broadcast(in(0), shape, [](double a, double) { return a; });
     out.parameter = in(0).parameter;
+  } else if (op == "Transpose") {  // a weight transposed for MatMul (Linear exported unfolded): its shape
+    out = in(0);
+    std::vector<int64_t> perm = attr_ints(node, "perm", {});
+    if (perm.empty())
+      for (size_t a = out.dims.size(); a-- > 0;) perm.push_back(static_cast<int64_t>(a));
+    if (perm.size() != out.dims.size()) throw InputError("Transpose perm does not match the rank");
+    for (size_t a = 0; a < perm.size(); ++a) {
+      if (perm[a] < 0 || perm[a] >= static_cast<int64_t>(perm.size())) throw InputError("Transpose perm out of range");
+      out.dims[a] = in(0).dims[static_cast<size_t>(perm[a])];
+    }
+    if (out.dims.size() > 1) out.has_values = false, out.values.clear();
   } else if (op == "Reshape" && !in(0).has_values) return false;
   else return false;
   return true;
