@@ -199,8 +199,10 @@ void index_nodes(Context& context) {
       if (context.values.count(output) || !context.producer.emplace(output, index).second)
         throw InputError(where(node) + ": output " + quote(output) + " is defined twice");
     }
-    // Constants first: fusions look at their values wherever they stand in the node list.
-    if (node.op_type() == "Constant" && is_default_domain(node.domain())) {
+    // Constants first: fusions look at their values (and weights' shapes) wherever they stand.
+    bool constant_inputs = node.input_size() > 0;
+    for (const std::string& input : node.input()) constant_inputs = constant_inputs && (input.empty() || context.has_constant(input));
+    if ((node.op_type() == "Constant" || constant_inputs) && is_default_domain(node.domain())) {
       try {
         fold_constant(context, index);
       } catch (const InputError& error) {
@@ -214,7 +216,13 @@ void index_nodes(Context& context) {
 void emit_fusion(Context& context, const Fusion& fusion, int anchor) {
   const onnx::NodeProto& node = context.node(anchor);
   std::vector<int> inputs;
-  for (const std::string& input : fusion.inputs) inputs.push_back(context.runtime(input, where(node)));
+  for (size_t i = 0; i < fusion.inputs.size(); ++i) {
+    inputs.push_back(context.runtime(fusion.inputs[i], where(node)));
+    auto perm = fusion.permute_inputs.find(i);
+    if (perm != fusion.permute_inputs.end())
+      inputs.back() = context.builder.op(context.unique_name(node, anchor) + "#input" + std::to_string(i), "Permute",
+                                         {inputs.back()}, {{"dims", perm->second}});
+  }
   std::map<std::string, AttrValue> attrs = fusion.attrs;
   if (fusion.op == "LayerNorm") {  // over the last axis, whose size the input's shape tells
     const TensorShape& shape = context.builder.shape(inputs.at(0));
@@ -238,7 +246,7 @@ void translate_all(Context& context) {
         emit_fusion(context, fusion->second, index);
         continue;
       }
-      if (node.op_type() == "Constant" && context.has_constant(node.output(0))) continue;
+      if (node.output_size() > 0 && context.has_constant(node.output(0))) continue;  // folded by index_nodes
       bool all_constant = true;
       for (const std::string& input : node.input()) {
         if (input.empty()) continue;

@@ -43,6 +43,7 @@ struct Fusion {
   std::map<std::string, AttrValue> attrs;
   std::string output;               // the ONNX value it defines
   std::vector<int> members;         // ONNX node indices, the anchor included
+  std::map<size_t, std::vector<int64_t>> permute_inputs;  // input position -> a Permute emitted before the op
 };
 
 struct Context {

@@ -78,7 +78,7 @@ struct Matcher {
 
   bool linear(int index, Fusion& fusion) const {
     if (!is(index, "MatMul") || node(index).input_size() != 2) return false;
-    const Constant* weight = parameter(node(index).input(1));
+    const Constant* weight = parameter(node(index).input(1));  // folded already when a Transpose of one
     if (weight == nullptr || weight->dims.size() != 2 || context.has_constant(node(index).input(0))) return false;
     int add = next(index, "Add");
     const Constant* bias = add >= 0 ? parameter(other(add, out(index))) : nullptr;
@@ -122,7 +122,9 @@ struct Matcher {
     int transpose = context.producer.count(node(index).input(1)) ? context.producer.at(node(index).input(1)) : -1;
     if (!is(transpose, "Transpose") || context.sole_consumer(out(transpose)) != index) return false;
     std::vector<int64_t> perm = attr_ints(node(transpose), "perm", {});
-    if (perm.size() != 4 || perm != std::vector<int64_t>{0, 1, 3, 2}) return false;
+    // k.transpose(-1, -2) of N x h x S x d, or the export's merge of the heads' permute with it
+    bool merged = perm == std::vector<int64_t>{0, 2, 3, 1};
+    if (perm != std::vector<int64_t>{0, 1, 3, 2} && !merged) return false;
     std::vector<int> members{transpose, index};
     int at = index;
     int scale = next(at, "Div") >= 0 ? next(at, "Div") : next(at, "Mul");
@@ -149,6 +151,7 @@ struct Matcher {
               {{"causal", int64_t{0}}, {"dropout_p", float_as_written(static_cast<float>(dropout_p))}},
               out(product),
               members};
+    if (merged) fusion.permute_inputs[1] = {0, 2, 1, 3};
     return true;
   }
 };
