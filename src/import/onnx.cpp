@@ -228,6 +228,12 @@ void emit_fusion(Context& context, const Fusion& fusion, int anchor) {
     const TensorShape& shape = context.builder.shape(inputs.at(0));
     attrs["normalized_shape"] = std::vector<int64_t>{shape.dims.empty() ? 1 : shape.dims.back()};
   }
+  if (!fusion.groups_from.empty()) {
+    const onnx_import::Constant* target = context.constant(fusion.groups_from);
+    if (target == nullptr || !target->has_values || target->values.size() != 5)
+      throw InputError(where(node) + ": the channel shuffle's 5-D shape is not known at import");
+    attrs["groups"] = static_cast<int64_t>(target->values[1]);
+  }
   int ir = context.builder.op(context.unique_name(node, anchor), fusion.op, inputs, attrs);
   context.values[fusion.output] = Value{ir, {}};
 }

@@ -44,6 +44,7 @@ struct Fusion {
   std::string output;               // the ONNX value it defines
   std::vector<int> members;         // ONNX node indices, the anchor included
   std::map<size_t, std::vector<int64_t>> permute_inputs;  // input position -> a Permute emitted before the op
+  std::string groups_from;  // ChannelShuffle: the 5-D Reshape target (N, groups, C/groups, H, W), folded by then
 };
 
 struct Context {

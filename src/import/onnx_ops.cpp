@@ -355,6 +355,17 @@ void Translator::run() {
     // outside the patterns, an element-wise op the IR has no node for (docs/ONNX.md)
     return bind(runtime(0));
   }
+  if (op == "ReduceMean") {  // x.mean([2, 3]) of N x C x H x W: a global average pool
+    int x = runtime(0);
+    std::vector<int64_t> axes = has_input(1) ? ints(1) : attr_ints(node, "axes", {});
+    int rank = shape_of(x).rank();
+    for (int64_t& axis : axes) axis = axis < 0 ? axis + rank : axis;
+    if (rank != 4 || (axes != std::vector<int64_t>{2, 3} && axes != std::vector<int64_t>{3, 2}))
+      fail("ReduceMean outside a LayerNorm pattern is supported over the spatial axes of N x C x H x W only");
+    int y = emit("AdaptiveAvgPool2d", {x}, {{"output_size", std::vector<int64_t>{1, 1}}});
+    if (attr_int(node, "keepdims", 1) != 0) return bind(y);
+    return bind(emit("Flatten", {y}, {{"start_dim", int64_t{1}}}, "#flatten"));
+  }
   if (op == "Concat") return concat();
   if (op == "Split") return split();
   if (op == "Slice") return slice();

@@ -6,6 +6,7 @@
 //   Div(x, sqrt 2) -> Erf -> Add(1) -> Mul(x, .) [-> Mul(0.5)]   GELU
 //   MatMul(x, W) -> Add(bias)                    Linear (W an initializer)
 //   ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div [-> Mul(w) -> Add(b)]  LayerNorm
+//   Reshape(x, N g C/g H W) -> Transpose(0 2 1 3 4) -> Reshape(N C H W)  ChannelShuffle
 //   MatMul(q, Transpose(k)) [-> Div/Mul(scale)] -> Softmax [-> Dropout] -> MatMul(., v)  ScaledDotProductAttention
 #include <cmath>
 
@@ -117,6 +118,17 @@ struct Matcher {
     return true;
   }
 
+  bool channel_shuffle(int index, Fusion& fusion) const {
+    if (!is(index, "Reshape") || node(index).input_size() != 2) return false;
+    int transpose = next(index, "Transpose");
+    if (transpose < 0 || attr_ints(node(transpose), "perm", {}) != std::vector<int64_t>{0, 2, 1, 3, 4}) return false;
+    int back = next(transpose, "Reshape");
+    if (back < 0) return false;
+    fusion = {"ChannelShuffle", {node(index).input(0)}, {}, out(back), {index, transpose, back}};
+    fusion.groups_from = node(index).input(1);
+    return true;
+  }
+
   bool attention(int index, Fusion& fusion) const {
     if (!is(index, "MatMul") || node(index).input_size() != 2) return false;
     int transpose = context.producer.count(node(index).input(1)) ? context.producer.at(node(index).input(1)) : -1;
@@ -165,7 +177,7 @@ std::map<int, Fusion> find_fusions(Context& context) {
   for (int index = 0; index < context.graph.node_size(); ++index) {
     if (taken[static_cast<size_t>(index)]) continue;
     Fusion fusion;
-    if (matcher.attention(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
+    if (matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
         matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
       bool free = true;
       for (int member : fusion.members) free = free && !taken[static_cast<size_t>(member)];
