@@ -69,7 +69,7 @@ const std::set<std::string>& supported_ops() {
       "GroupNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Gelu", "Erf",
       "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "ReduceMean", "Concat", "Split", "Slice", "MaxPool", "AveragePool",
       "GlobalAveragePool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Softmax", "Gather", "Dropout",
-      "Identity", "Shape", "Constant", "ConstantOfShape", "Cast", "Expand", "Range", "Equal", "Where", "Neg"};
+      "Identity", "Pad", "Shape", "Constant", "ConstantOfShape", "Cast", "Expand", "Range", "Equal", "Where", "Neg"};
   return ops;
 }
 

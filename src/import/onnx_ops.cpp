@@ -366,6 +366,13 @@ void Translator::run() {
     if (attr_int(node, "keepdims", 1) != 0) return bind(y);
     return bind(emit("Flatten", {y}, {{"start_dim", int64_t{1}}}, "#flatten"));
   }
+  if (op == "Pad") {  // PyTorch exports avg_pool2d without padding as a Pad of zeros first
+    int x = runtime(0);
+    std::vector<int64_t> pads = has_input(1) ? ints(1) : attr_ints(node, "pads", {});
+    for (int64_t pad : pads)
+      if (pad != 0) fail("Pad with non-zero pads is not supported (give the padding to the convolution or pool)");
+    return bind(x);
+  }
   if (op == "Concat") return concat();
   if (op == "Split") return split();
   if (op == "Slice") return slice();

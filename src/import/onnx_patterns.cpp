@@ -7,6 +7,7 @@
 //   MatMul(x, W) -> Add(bias)                    Linear (W an initializer)
 //   ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div [-> Mul(w) -> Add(b)]  LayerNorm
 //   Reshape(x, N g C/g H W) -> Transpose(0 2 1 3 4) -> Reshape(N C H W)  ChannelShuffle
+//   Pad(x, zeros around H x W) -> AveragePool   AvgPool2d with that padding, counting it (count_include_pad)
 //   MatMul(q, Transpose(k)) [-> Div/Mul(scale)] -> Softmax [-> Dropout] -> MatMul(., v)  ScaledDotProductAttention
 #include <cmath>
 
@@ -118,6 +119,27 @@ struct Matcher {
     return true;
   }
 
+  bool padded_pool(int index, Fusion& fusion) const {
+    if (!is(index, "Pad") || node(index).input_size() < 2) return false;
+    const Constant* pads = context.constant(node(index).input(1));
+    if (pads == nullptr || !pads->has_values || pads->values.size() != 8) return false;
+    const std::vector<double>& p = pads->values;
+    if (p[0] != 0 || p[1] != 0 || p[4] != 0 || p[5] != 0 || p[2] != p[6] || p[3] != p[7]) return false;
+    const onnx::AttributeProto* mode = find_attr(node(index), "mode");
+    if (mode != nullptr && mode->s() != "constant") return false;
+    if (node(index).input_size() > 2 && !node(index).input(2).empty() && !scalar_near(node(index).input(2), 0.0)) return false;
+    int pool = next(index, "AveragePool");
+    if (pool < 0 || attr_ints(node(pool), "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0}) return false;
+    std::vector<int64_t> kernel = attr_ints(node(pool), "kernel_shape", {});
+    if (kernel.size() != 2) return false;
+    fusion = {"AvgPool2d", {node(index).input(0)},
+              {{"kernel", kernel}, {"stride", attr_ints(node(pool), "strides", {1, 1})},
+               {"padding", std::vector<int64_t>{static_cast<int64_t>(p[2]), static_cast<int64_t>(p[3])}},
+               {"ceil_mode", attr_int(node(pool), "ceil_mode", 0)}, {"count_include_pad", int64_t{1}}},
+              out(pool), {index, pool}};
+    return true;
+  }
+
   bool channel_shuffle(int index, Fusion& fusion) const {
     if (!is(index, "Reshape") || node(index).input_size() != 2) return false;
     int transpose = next(index, "Transpose");
@@ -177,7 +199,7 @@ std::map<int, Fusion> find_fusions(Context& context) {
   for (int index = 0; index < context.graph.node_size(); ++index) {
     if (taken[static_cast<size_t>(index)]) continue;
     Fusion fusion;
-    if (matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
+    if (matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
         matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
       bool free = true;
       for (int member : fusion.members) free = free && !taken[static_cast<size_t>(member)];

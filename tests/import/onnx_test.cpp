@@ -22,34 +22,8 @@ namespace {
 
 using onnx_test::scratch;
 
-struct Totals {
-  int64_t params = 0, macs = 0, peak_bytes = 0;
-};
-
-Totals totals(const Graph& graph) {
-  Totals out;
-  apps::Inspection inspection = apps::inspect(graph);
-  out.params = inspection.total.params;
-  out.macs = inspection.total.macs;
-  memory::MemoryConfig config;
-  out.peak_bytes = memory::simulate_memory(graph, config).peak_bytes;
-  return out;
-}
-
-void expect_matches_zoo(const std::string& model) {
-  std::string path = onnx_test::export_torchvision(model);
-  ASSERT_FALSE(path.empty());
-  ModelSpec spec;
-  spec.batch = 4;
-  Totals imported = totals(load_model(path, spec));
-  Totals zoo = totals(load_model(model, spec));
-  EXPECT_EQ(imported.params, zoo.params) << model;
-  EXPECT_NEAR(static_cast<double>(imported.macs), static_cast<double>(zoo.macs), 0.005 * static_cast<double>(zoo.macs)) << model;
-  EXPECT_EQ(imported.peak_bytes, zoo.peak_bytes) << model;
-}
-
-TEST(OnnxImport, Resnet18MatchesTheZoo) { expect_matches_zoo("resnet18"); }
-TEST(OnnxImport, MobilenetV2MatchesTheZoo) { expect_matches_zoo("mobilenet_v2"); }
+TEST(OnnxImport, Resnet18MatchesTheZoo) { onnx_test::expect_matches_zoo("resnet18"); }
+TEST(OnnxImport, MobilenetV2MatchesTheZoo) { onnx_test::expect_matches_zoo("mobilenet_v2"); }
 
 // A BERT-like encoder layer stack (embeddings, post-LN attention with separate q/k/v, Erf GELU MLP),
 // small; PyTorch's own parameter count and a MAC count from its module sizes are the references.
@@ -140,6 +114,8 @@ const BadFile kBadFiles[] = {
      "node 'conv1' (Conv): weight 8x5x3x3 with group 1 takes 5 channels, the input has 3"},
     {"unknown", "nodes=[h.make_node('Relu',['x'],['a'],name='r'),h.make_node('TopK',['a'],['b'],name='top1'),h.make_node('TopK',['b'],['c'],name='top2'),h.make_node('Det',['c'],['y'],name='det1')]",
      "unsupported ONNX ops: Det x1 (first 'det1'), TopK x2 (first 'top1'); --allow-unknown"},
+    {"nested", "g=h.make_graph([],'leaf',[],[])\nfor i in range(40): g=h.make_graph([h.make_node('If',['x'],['y'],then_branch=g)],'g',[],[])\nnodes=[h.make_node('If',['x'],['y'],name='if1',then_branch=g)]",
+     "not an ONNX model: the protobuf does not parse (truncated, garbage, or nested deeper than 64)"},
     {"opset", "nodes=[h.make_node('Relu',['x'],['y'],name='r')]; opset=9", "opset 9 is not supported"},
 };
 
@@ -199,6 +175,9 @@ TEST(OnnxImport, MalformedFilesAreOneLineErrorsNamingFileAndNode) {
     std::string message = error_of(path);
     EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
     EXPECT_NE(message.find("not an ONNX model"), std::string::npos) << message;
+    cli_test::Result cli = cli_test::run("memory", {path, "--batch", "2"}, scratch());
+    EXPECT_EQ(cli.exit_code, 2) << cli.err;
+    EXPECT_NE(cli.err.find(path + ": not an ONNX model"), std::string::npos) << cli.err;
   }
 }
 
