@@ -11,6 +11,13 @@ namespace dnncast::onnx_import {
 
 namespace {
 
+// Input `i` of `node`, a constant (fold_constant checked that every given input is one).
+const Constant& const_input(const Context& context, const onnx::NodeProto& node, int i) {
+  const Constant* constant = i < node.input_size() ? context.constant(node.input(i)) : nullptr;
+  if (constant == nullptr) throw InputError(where(node) + ": missing input " + std::to_string(i));
+  return *constant;
+}
+
 int64_t normalize(int64_t axis, int64_t rank, const std::string& what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) throw InputError(what + " axis " + std::to_string(axis) + " is out of range");
   return axis < 0 ? axis + rank : axis;
@@ -136,8 +143,8 @@ Constant concat(const std::vector<const Constant*>& parts, int64_t axis_attr) {
 }
 
 Constant slice(const Context& context, const onnx::NodeProto& node, const Constant& data) {
-  std::vector<int64_t> starts = ints_of(*context.constant(node.input(1)), "Slice starts");
-  std::vector<int64_t> ends = ints_of(*context.constant(node.input(2)), "Slice ends");
+  std::vector<int64_t> starts = ints_of(const_input(context, node, 1), "Slice starts");
+  std::vector<int64_t> ends = ints_of(const_input(context, node, 2), "Slice ends");
   if (data.dims.size() != 1 || starts.size() != 1 || ends.size() != 1 ||
       (node.input_size() > 4 && !node.input(4).empty()))
     throw InputError("Slice of constants is folded for 1-D tensors with step 1 only");
@@ -152,7 +159,7 @@ Constant slice(const Context& context, const onnx::NodeProto& node, const Consta
 }
 
 Constant unsqueeze(const Context& context, const onnx::NodeProto& node, const Constant& data) {
-  std::vector<int64_t> axes = node.input_size() > 1 ? ints_of(*context.constant(node.input(1)), "Unsqueeze axes")
+  std::vector<int64_t> axes = node.input_size() > 1 ? ints_of(const_input(context, node, 1), "Unsqueeze axes")
                                                     : attr_ints(node, "axes", {});
   std::vector<int64_t> dims = data.dims;
   int64_t rank = static_cast<int64_t>(dims.size() + axes.size());
@@ -167,7 +174,7 @@ Constant unsqueeze(const Context& context, const onnx::NodeProto& node, const Co
 
 bool fold_values(Context& context, const onnx::NodeProto& node, Constant& out) {
   const std::string& op = node.op_type();
-  auto in = [&](int i) -> const Constant& { return *context.constant(node.input(i)); };
+  auto in = [&](int i) -> const Constant& { return const_input(context, node, i); };
   if (op == "Constant") out = constant_node(node);
   else if (op == "Identity" || op == "Cast") { out = in(0); if (op == "Cast") out.elem_type = static_cast<int32_t>(attr_int(node, "to", 1)); }
   else if (op == "Gather") out = gather(in(0), in(1), attr_int(node, "axis", 0));
@@ -175,7 +182,8 @@ bool fold_values(Context& context, const onnx::NodeProto& node, Constant& out) {
   else if (op == "Slice") out = slice(context, node, in(0));
   else if (op == "Concat") {
     std::vector<const Constant*> parts;
-    for (const std::string& name : node.input()) parts.push_back(context.constant(name));
+    for (int i = 0; i < node.input_size(); ++i) parts.push_back(&const_input(context, node, i));
+    if (parts.empty()) throw InputError(where(node) + ": Concat without inputs");
     out = concat(parts, attr_int(node, "axis", 0));
   } else if (op == "Add") out = broadcast(in(0), in(1), [](double a, double b) { return a + b; });
   else if (op == "Sub") out = broadcast(in(0), in(1), [](double a, double b) { return a - b; });

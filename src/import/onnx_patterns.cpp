@@ -29,7 +29,10 @@ struct Matcher {
     int consumer = context.sole_consumer(node(index).output(0));
     return is(consumer, op) ? consumer : -1;
   }
-  const std::string& out(int index) const { return node(index).output(0); }
+  const std::string& out(int index) const {
+    static const std::string kNone;
+    return node(index).output_size() > 0 ? node(index).output(0) : kNone;
+  }
   // The input of binary node `index` that is not `name` ("" when both or neither are).
   std::string other(int index, const std::string& name) const {
     const onnx::NodeProto& n = node(index);
@@ -99,7 +102,8 @@ struct Matcher {
     if (users == context.consumers.end() || users->second.size() != 2) return false;
     int pow = is(users->second[0], "Pow") ? users->second[0] : users->second[1];
     int div = is(users->second[0], "Div") ? users->second[0] : users->second[1];
-    if (!is(pow, "Pow") || !is(div, "Div") || !scalar_near(node(pow).input(1), 2.0)) return false;
+    if (!is(pow, "Pow") || !is(div, "Div") || node(pow).input_size() != 2 || !scalar_near(node(pow).input(1), 2.0))
+      return false;
     int mean = next(pow, "ReduceMean");
     int add = next(mean, "Add");
     int sqrt = next(add, "Sqrt");
@@ -154,7 +158,8 @@ struct Matcher {
   bool attention(int index, Fusion& fusion) const {
     if (!is(index, "MatMul") || node(index).input_size() != 2) return false;
     int transpose = context.producer.count(node(index).input(1)) ? context.producer.at(node(index).input(1)) : -1;
-    if (!is(transpose, "Transpose") || context.sole_consumer(out(transpose)) != index) return false;
+    if (!is(transpose, "Transpose") || node(transpose).input_size() != 1 || context.sole_consumer(out(transpose)) != index)
+      return false;
     std::vector<int64_t> perm = attr_ints(node(transpose), "perm", {});
     // k.transpose(-1, -2) of N x h x S x d, or the export's merge of the heads' permute with it
     bool merged = perm == std::vector<int64_t>{0, 2, 3, 1};
@@ -178,7 +183,7 @@ struct Matcher {
       members.push_back(at = dropout);
     }
     int product = next(at, "MatMul");
-    if (product < 0 || node(product).input(0) != out(at)) return false;
+    if (product < 0 || node(product).input_size() != 2 || node(product).input(0) != out(at)) return false;
     members.push_back(product);
     fusion = {"ScaledDotProductAttention",
               {node(index).input(0), node(transpose).input(0), node(product).input(1)},
@@ -198,10 +203,11 @@ std::map<int, Fusion> find_fusions(Context& context) {
   std::vector<bool> taken(static_cast<size_t>(context.graph.node_size()), false);
   for (int index = 0; index < context.graph.node_size(); ++index) {
     if (taken[static_cast<size_t>(index)]) continue;
+    if (context.node(index).input_size() == 0 || context.node(index).output_size() == 0) continue;
     Fusion fusion;
     if (matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
         matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
-      bool free = true;
+      bool free = !fusion.output.empty();
       for (int member : fusion.members) free = free && !taken[static_cast<size_t>(member)];
       if (!free) continue;
       int anchor = 0;
