@@ -230,7 +230,8 @@ void emit_fusion(Context& context, const Fusion& fusion, int anchor) {
   }
   if (!fusion.groups_from.empty()) {
     const onnx_import::Constant* target = context.constant(fusion.groups_from);
-    if (target == nullptr || !target->has_values || target->values.size() != 5)
+    if (target == nullptr || !target->has_values || target->values.size() != 5 || !(target->values[1] >= 1.0) ||
+        target->values[1] > static_cast<double>(kMaxIntegerAttr))
       throw InputError(where(node) + ": the channel shuffle's 5-D shape is not known at import");
     attrs["groups"] = static_cast<int64_t>(target->values[1]);
   }

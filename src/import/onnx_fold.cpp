@@ -221,7 +221,21 @@ bool fold_values(Context& context, const onnx::NodeProto& node, Constant& out) {
       out.dims[a] = in(0).dims[static_cast<size_t>(perm[a])];
     }
     if (out.dims.size() > 1) out.has_values = false, out.values.clear();
-  } else if (op == "Reshape" && !in(0).has_values) return false;
+  } else if (op == "Reshape") {  // a view of a constant (ViT's class token before Expand): its shape
+    std::vector<int64_t> target = ints_of(in(1), "Reshape shape");
+    int64_t known = 1, infer = -1;
+    for (size_t a = 0; a < target.size(); ++a) {
+      if (target[a] == 0 && a < in(0).dims.size()) target[a] = in(0).dims[a];
+      if (target[a] == -1 && infer < 0) { infer = static_cast<int64_t>(a); continue; }
+      if (target[a] <= 0 || target[a] > kMaxIntegerAttr) throw InputError("Reshape of a constant to " + TensorShape(target).to_string());
+      known *= target[a];
+      if (known > kMaxTensorElements) throw InputError("folded tensor is too large");
+    }
+    if (infer >= 0) target[static_cast<size_t>(infer)] = known > 0 ? in(0).numel() / known : 0;
+    out = in(0);
+    out.dims = target;
+    if (out.numel() != in(0).numel()) throw InputError("Reshape of a constant changes its size");
+  }
   else return false;
   return true;
 }

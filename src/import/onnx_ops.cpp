@@ -38,7 +38,10 @@ struct Translator {
     const Constant* c = context.constant(input(i));
     if (c == nullptr || !c->has_values) fail("input " + std::to_string(i) + " must be a constant known at import");
     std::vector<int64_t> list;
-    for (double v : c->values) list.push_back(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
+    for (double v : c->values) {
+      if (!std::isfinite(v)) fail("input " + std::to_string(i) + " holds a value that is not finite");
+      list.push_back(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
+    }
     return list;
   }
   int emit(const std::string& op, std::vector<int> inputs, Attrs attrs = {}, const std::string& suffix = "") {

@@ -129,6 +129,7 @@ struct Matcher {
     if (pads == nullptr || !pads->has_values || pads->values.size() != 8) return false;
     const std::vector<double>& p = pads->values;
     if (p[0] != 0 || p[1] != 0 || p[4] != 0 || p[5] != 0 || p[2] != p[6] || p[3] != p[7]) return false;
+    if (!(p[2] >= 0 && p[3] >= 0 && p[2] <= 1024 && p[3] <= 1024)) return false;
     const onnx::AttributeProto* mode = find_attr(node(index), "mode");
     if (mode != nullptr && mode->s() != "constant") return false;
     if (node(index).input_size() > 2 && !node(index).input(2).empty() && !scalar_near(node(index).input(2), 0.0)) return false;

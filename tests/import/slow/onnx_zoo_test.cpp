@@ -15,7 +15,7 @@ const std::vector<std::string> kModels = {
     "alexnet", "squeezenet1_0", "squeezenet1_1", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "mnasnet0_5",
     "mobilenet_v3_small", "mobilenet_v3_large", "regnet_x_400mf", "regnet_y_400mf", "googlenet", "resnet34",
     "resnet50", "resnext50_32x4d", "densenet121", "inception_v3", "vgg11", "vgg11_bn", "wide_resnet50_2",
-    "efficientnet_b0"};
+    "efficientnet_b0", "convnext_tiny"};
 
 TEST(OnnxZooSlow, EveryExportableZooModelMatchesItsBuilder) {
   rotation::Slice slice = rotation::slice_of("OnnxZooSlow", kModels.size());
