@@ -15,14 +15,22 @@
 
 namespace dnncast::onnx_test {
 
-// A scratch folder for this test process.
-inline const std::string& scratch() {
-  static const std::string path = [] {
+// A scratch folder for this test process, removed with everything in it when the process exits.
+struct ScratchFolder {
+  std::string path;
+  ScratchFolder() {
     char templ[] = "/tmp/dnncast-onnx-XXXXXX";
     const char* made = mkdtemp(templ);
-    return std::string(made ? made : "/tmp");
-  }();
-  return path;
+    path = made ? made : "";
+  }
+  ~ScratchFolder() {
+    if (!path.empty()) std::system(("rm -rf '" + path + "'").c_str());
+  }
+};
+
+inline const std::string& scratch() {
+  static const ScratchFolder folder;
+  return folder.path;
 }
 
 // Python: export(name, module, example, path) with BatchNorm kept (training mode) and a dynamic batch.
