@@ -16,6 +16,8 @@ LayerRow layer_row(const Graph& graph, int index, const OpCost& cost) {
   row.name = node.name;
   row.op = node.op;
   row.kind = node_kind(graph, index);
+  if (node.has_attr("onnx_op"))  // an unsupported ONNX op imported as elementwise (--allow-unknown)
+    row.kind = "unknown:" + node.attr_str("onnx_op", "");
   row.shape = node.shape;
   row.params = cost.params;
   row.param_bytes = cost.params * dtype_bytes(node.dtype);

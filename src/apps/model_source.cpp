@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "import/graph_json.h"
+#include "import/onnx.h"
 #include "models/synthetic.h"
 
 namespace dnncast {
@@ -117,11 +118,26 @@ Graph load_file(const std::string& path, const ModelSpec& spec) {
   return graph;
 }
 
+Graph load_onnx(const std::string& path, const ModelSpec& spec) {
+  if (spec.batch > 0 || !spec.input.empty() || spec.seq_len > 0) {
+    std::vector<int64_t> size = spec.input.empty() ? std::vector<int64_t>{spec.seq_len} : spec.input;
+    if (spec.input.empty() && spec.seq_len == 0) size.clear();
+    check_size(spec.batch > 0 ? spec.batch : 1, size, spec.seq_len > 0);
+  }
+  OnnxOptions options;
+  options.batch = spec.batch;
+  options.input = spec.input;
+  options.seq_len = spec.seq_len;
+  options.allow_unknown = spec.allow_unknown_ops;
+  return load_onnx_file(path, options);
+}
+
 }  // namespace
 
 ModelSourceKind model_source_kind(const std::string& source) {
   if (starts_with(source, "synthetic:")) return ModelSourceKind::Synthetic;
   if (starts_with(source, "zoo:")) return ModelSourceKind::Zoo;
+  if (starts_with(source, "onnx:") || ends_with(source, ".onnx")) return ModelSourceKind::Onnx;
   if (starts_with(source, "file:") || ends_with(source, ".json") || source.find('/') != std::string::npos ||
       is_regular_file(source))
     return ModelSourceKind::File;
@@ -143,6 +159,11 @@ Graph load_model(const std::string& source, const ModelSpec& spec) {
       std::string path = starts_with(source, "file:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
       return load_file(path, spec);
+    }
+    case ModelSourceKind::Onnx: {
+      std::string path = starts_with(source, "onnx:") ? source.substr(5) : source;
+      if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
+      return load_onnx(path, spec);
     }
     case ModelSourceKind::Zoo:
       return load_zoo(starts_with(source, "zoo:") ? source.substr(4) : source, spec);

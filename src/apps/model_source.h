@@ -3,6 +3,7 @@
 //   synthetic:SEED                   a network of the seeded generator (models/synthetic.h)
 //   path/to/graph.json | file:PATH   a graph JSON file (import/graph_json.h): a source ending in
 //                                    ".json", containing '/', or naming an existing file
+//   model.onnx | onnx:PATH           an ONNX file (import/onnx.h): a source ending in ".onnx"
 // and built for one configuration (batch, image input CxHxW or sequence length, classes).
 #pragma once
 
@@ -13,7 +14,7 @@
 
 namespace dnncast {
 
-enum class ModelSourceKind { Zoo, Synthetic, File };
+enum class ModelSourceKind { Zoo, Synthetic, File, Onnx };
 
 // Which kind of source the text names (no file is read, no model built).
 ModelSourceKind model_source_kind(const std::string& source);
@@ -21,7 +22,8 @@ ModelSourceKind model_source_kind(const std::string& source);
 // Builds the model for `spec`. spec.batch == 0 means the source's own batch (1 for zoo and
 // synthetic models, the file's for a graph file); an empty spec.input / zero spec.seq_len the
 // model's default input. For a graph file, batch, input and seq_len replace the shape of its
-// Input node(s) and shapes are inferred again; num_classes is the file's own.
+// Input node(s) and shapes are inferred again; num_classes is the file's own. An ONNX file takes them
+// the same way (a dynamic batch dimension is spec.batch, or 1), and spec.allow_unknown_ops.
 // Throws InputError: unknown model (with the closest names), a bad seed, a missing or malformed
 // file, an input the model cannot take (an image size for a sequence model, ...), or an input
 // too large to count (more than 2^34 elements or 2^24 tokens).

@@ -57,12 +57,12 @@ void print_list(bool as_json) {
 int run_inspect(const Args& args) {
   CLI::App app(
       "Per-layer output shapes, parameters, MACs, activation bytes and bytes kept for backward, with totals.\n"
-      "MODEL: a zoo name (--list), a graph JSON file, or synthetic:SEED.",
+      "MODEL: a zoo name (--list), a graph JSON file, an ONNX file (.onnx, docs/ONNX.md), or synthetic:SEED.",
       "dnncast inspect");
   std::string model;
   int64_t batch = 0;
   bool as_json = false, list = false;
-  app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED");
+  app.add_option("MODEL", model, "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED");
   CLI::Option* batch_option = app.add_option("--batch", batch, "batch size (default: 1, or the graph file's)");
   ModelOptions model_options;
   model_options.add_to(app);

@@ -32,7 +32,7 @@ int run_memory(const Args& args) {
   double measure_timeout_s = 600;
   std::string check_db;
   int64_t show = 10;
-  app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED (not with --check-db)");
+  app.add_option("MODEL", model, "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED (not with --check-db)");
   app.add_option("--batch", batch, "batch size (default 1)");
   ModelOptions model_options;
   model_options.add_to(app);

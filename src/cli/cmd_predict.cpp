@@ -54,7 +54,7 @@ int run_predict(const Args& args) {
   std::string model, optimizer = "sgd", precision = "fp32", device, predictor_dir;
   int64_t batch = 0, threads = 0, epoch_samples = 0;
   bool as_json = false;
-  app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
+  app.add_option("MODEL", model, "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED")->required();
   app.add_option("--batch", batch, "batch size")->required();
   ModelOptions model_options;
   model_options.add_to(app);

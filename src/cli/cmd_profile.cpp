@@ -49,7 +49,7 @@ int run_profile(const Args& args) {
   uint64_t seed = 0;
   double timeout_s = 300, budget_s = 5, ci_target = 0.02;
   bool as_json = false, per_layer = false;
-  app.add_option("MODEL", model, "zoo name, graph JSON file, or synthetic:SEED")->required();
+  app.add_option("MODEL", model, "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED")->required();
   app.add_option("--batch", batch, "batch size (default 1)");
   ModelOptions model_options;
   model_options.add_to(app);

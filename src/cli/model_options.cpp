@@ -14,11 +14,13 @@ void ModelOptions::add_to(CLI::App& app) {
   input_->excludes(seq_);
   classes_option_ =
       app.add_option("--classes", classes_, "classifier outputs (default 1000)")->check(positive_at_most(kMaxIntegerAttr));
+  app.add_flag("--allow-unknown", allow_unknown_, "ONNX: treat unsupported ops as elementwise (warns once per op type)");
 }
 
 ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
   ModelSpec spec;
   spec.batch = batch;
+  spec.allow_unknown_ops = allow_unknown_;
   if (input_->count() > 0) spec.input = parse_image_input(input_text_);
   if (seq_->count() > 0) {
     if (seq_len_ <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len_));
@@ -26,8 +28,10 @@ ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
   }
   if (classes_option_->count() > 0) {
     if (classes_ <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes_));
-    if (model_source_kind(model) == ModelSourceKind::File)
-      throw InputError("--classes does not apply to a graph file (its classifier is part of the file)");
+    ModelSourceKind kind = model_source_kind(model);
+    if (kind == ModelSourceKind::File || kind == ModelSourceKind::Onnx)
+      throw InputError(std::string("--classes does not apply to ") + (kind == ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
+                       " (its classifier is part of the file)");
     spec.num_classes = classes_;
   }
   return spec;

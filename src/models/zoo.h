@@ -15,6 +15,7 @@ struct ModelSpec {
   std::vector<int64_t> input;  // C x H x W for images; empty = the model's default
   int64_t seq_len = 0;         // tokens for sequence models; 0 = the model's default
   int64_t num_classes = 1000;  // classifier outputs (vocabulary size stays fixed for LMs)
+  bool allow_unknown_ops = false;  // ONNX files: unsupported ops become elementwise nodes (import/onnx.h)
 };
 
 struct ZooEntry {

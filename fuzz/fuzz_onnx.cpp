@@ -1,0 +1,30 @@
+// ONNX reader (src/import/onnx*.cpp): bytes as a ModelProto, with and without --allow-unknown, and
+// what consumes the graph (per-node costs, features, the memory simulator).
+#include <cstdint>
+
+#include "features/featurizer.h"
+#include "fuzz_common.h"
+#include "graph/op_registry.h"
+#include "import/onnx.h"
+#include "memory/simulator.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string bytes = dnncast::fuzz::text_of(data, size);
+  for (bool allow_unknown : {false, true}) {
+    dnncast::fuzz::run_one([&] {
+      dnncast::OnnxOptions options;
+      options.allow_unknown = allow_unknown;
+      options.batch = 2;
+      dnncast::Graph graph = dnncast::read_onnx(bytes, "fuzz.onnx", options);
+      for (int index = 0; index < graph.size(); ++index) {
+        dnncast::node_cost(graph, index);
+        dnncast::node_kind(graph, index);
+      }
+      dnncast::features::graph_features(graph);
+      dnncast::memory::MemoryConfig config;
+      config.isa = dnncast::hardware::CpuIsa::Avx2;
+      dnncast::memory::simulate_memory(graph, config);
+    });
+  }
+  return 0;
+}

@@ -1,0 +1,209 @@
+// ONNX import: torchvision models exported by Debian's torch agree with the zoo builders (params
+// exactly, MACs within 0.5%, simulated peak equal); a small transformer written in PyTorch imports
+// with torch's own parameter count and the MACs of its Linear layers and attention; malformed
+// files and unsupported ops are one-line errors naming the file (exit 2 in the CLI).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "apps/forecast.h"
+#include "apps/model_source.h"
+#include "cli_run.h"
+#include "core/error.h"
+#include "import/onnx.h"
+#include "memory/simulator.h"
+#include "models/zoo.h"
+#include "onnx_export.h"
+
+namespace dnncast {
+namespace {
+
+using onnx_test::scratch;
+
+TEST(OnnxImport, Resnet18MatchesTheZoo) { onnx_test::expect_matches_zoo("resnet18"); }
+TEST(OnnxImport, MobilenetV2MatchesTheZoo) { onnx_test::expect_matches_zoo("mobilenet_v2"); }
+
+// A BERT-like encoder layer stack (embeddings, post-LN attention with separate q/k/v, Erf GELU MLP),
+// small; PyTorch's own parameter count and a MAC count from its module sizes are the references.
+TEST(OnnxImport, TransformerEncoderMatchesTorch) {
+  std::string path = scratch() + "/encoder.onnx";
+  std::string script = std::string(onnx_test::kExportPrelude) + R"PY(
+import math
+D, H, L, V, F, LAYERS = 64, 4, 16, 500, 256, 2
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(D, D) for _ in range(4))
+        self.ln1, self.ln2 = torch.nn.LayerNorm(D, eps=1e-12), torch.nn.LayerNorm(D, eps=1e-12)
+        self.up, self.down = torch.nn.Linear(D, F), torch.nn.Linear(F, D)
+        self.drop = torch.nn.Dropout(0.1)
+    def heads(self, x):
+        n, l, _ = x.shape
+        return x.view(n, l, H, D // H).permute(0, 2, 1, 3)
+    def forward(self, x):
+        q, k, v = self.heads(self.q(x)), self.heads(self.k(x)), self.heads(self.v(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D // H)
+        probs = self.drop(torch.softmax(scores, dim=-1))
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        ctx = ctx.view(ctx.shape[0], ctx.shape[1], D)
+        x = self.ln1(x + self.drop(self.o(ctx)))
+        return self.ln2(x + self.drop(self.down(torch.nn.functional.gelu(self.up(x)))))
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(V, D)
+        self.layers = torch.nn.ModuleList(Layer() for _ in range(LAYERS))
+        self.head = torch.nn.Linear(D, 3)
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x[:, 0])
+model = Encoder()
+export(model, torch.randint(0, V, (1, L)), sys.argv[1])
+N = 2
+linear_macs = sum(m.in_features * m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear) and m is not model.head) * N * L
+attention_macs = LAYERS * 2 * N * H * L * L * (D // H)
+print(json.dumps({"params": sum(p.numel() for p in model.parameters()),
+                  "macs": linear_macs + attention_macs + N * D * 3}))
+)PY";
+  std::string script_path = python_test::write_temp(script);
+  std::string output = python_test::run_python_command(script_path + " " + path);
+  std::remove(script_path.c_str());
+  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  std::string json_line = output.substr(output.rfind('{'));
+  auto number = [&](const std::string& key) {
+    size_t at = json_line.find("\"" + key + "\": ");
+    return std::stoll(json_line.substr(at + key.size() + 4));
+  };
+  ModelSpec spec;
+  spec.batch = 2;
+  Graph graph = load_model(path, spec);
+  apps::Inspection inspection = apps::inspect(graph);
+  EXPECT_EQ(inspection.total.params, number("params"));
+  EXPECT_EQ(inspection.total.macs, number("macs"));
+  int attention = 0, gelu = 0, layer_norm = 0, embedding = 0;
+  for (const Node& node : graph.nodes()) {
+    attention += node.op == "ScaledDotProductAttention";
+    gelu += node.op == "GELU";
+    layer_norm += node.op == "LayerNorm";
+    embedding += node.op == "Embedding";
+  }
+  EXPECT_EQ(attention, 2);
+  EXPECT_EQ(gelu, 2);
+  EXPECT_EQ(layer_norm, 4);
+  EXPECT_EQ(embedding, 1);
+}
+
+// Hand-built files (onnx.helper): name -> how it is made. Each must fail with `expected` in the message.
+struct BadFile {
+  const char* name;
+  const char* python;    // builds `model`; helpers h = onnx.helper, T = onnx.TensorProto
+  const char* expected;  // substring of the error
+};
+
+const BadFile kBadFiles[] = {
+    {"dangling", "nodes=[h.make_node('Relu',['nowhere'],['y'],name='relu1')]", "node 'relu1' (Relu): input 'nowhere' is produced by no"},
+    {"absurd_dims", "nodes=[h.make_node('Conv',['x','w'],['y'],name='conv1')]; inits=[tensor('w',[1<<30,1<<30,3,3])]",
+     "initializer 'w': more than"},
+    {"big_initializer", "nodes=[h.make_node('Conv',['x','w'],['y'],name='conv1')]; inits=[tensor('w',[4096,4096,3,3])]",
+     "initializer 'w': declares 4096x4096x3x3 elements of 4 bytes, more than the file's"},
+    {"wrong_channels", "nodes=[h.make_node('Conv',['x','w'],['y'],name='conv1')]; inits=[h.make_tensor('w',T.FLOAT,[8,5,3,3],[0.0]*360)]",
+     "node 'conv1' (Conv): weight 8x5x3x3 with group 1 takes 5 channels, the input has 3"},
+    {"unknown", "nodes=[h.make_node('Relu',['x'],['a'],name='r'),h.make_node('TopK',['a'],['b'],name='top1'),h.make_node('TopK',['b'],['c'],name='top2'),h.make_node('Det',['c'],['y'],name='det1')]",
+     "unsupported ONNX ops: Det x1 (first 'det1'), TopK x2 (first 'top1'); --allow-unknown"},
+    {"nested", "g=h.make_graph([],'leaf',[],[])\nfor i in range(40): g=h.make_graph([h.make_node('If',['x'],['y'],then_branch=g)],'g',[],[])\nnodes=[h.make_node('If',['x'],['y'],name='if1',then_branch=g)]",
+     "not an ONNX model: the protobuf does not parse (truncated, garbage, or nested deeper than 64)"},
+    {"opset", "nodes=[h.make_node('Relu',['x'],['y'],name='r')]; opset=9", "opset 9 is not supported"},
+};
+
+std::string build_bad_files() {
+  std::string script = R"PY(
+import sys, onnx
+from onnx import helper as h, TensorProto as T
+def tensor(name, dims, raw=b''):
+    t = T(); t.name = name; t.data_type = T.FLOAT; t.dims.extend(dims); t.raw_data = raw
+    return t
+def save(name, nodes, inits=[], opset=13):
+    x = h.make_tensor_value_info('x', T.FLOAT, ['batch', 3, 8, 8])
+    y = h.make_tensor_value_info('y', T.FLOAT, None)
+    graph = h.make_graph(nodes, name, [x], [y], initializer=inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid('', opset)])
+    open(sys.argv[1] + '/' + name + '.onnx', 'wb').write(model.SerializeToString())
+)PY";
+  for (const BadFile& bad : kBadFiles)
+    script += std::string("inits=[]; opset=13\n") + bad.python + "\nsave('" + bad.name + "', nodes, inits, opset)\n";
+  std::string script_path = python_test::write_temp(script);
+  std::string output = python_test::run_python_command(script_path + " " + scratch());
+  std::remove(script_path.c_str());
+  return output;
+}
+
+std::string error_of(const std::string& path, bool allow_unknown = false) {
+  ModelSpec spec;
+  spec.allow_unknown_ops = allow_unknown;
+  try {
+    load_model(path, spec);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(OnnxImport, MalformedFilesAreOneLineErrorsNamingFileAndNode) {
+  std::string output = build_bad_files();
+  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  for (const BadFile& bad : kBadFiles) {
+    std::string path = scratch() + "/" + bad.name + ".onnx";
+    std::string message = error_of(path);
+    EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << bad.name << ": " << message;
+    EXPECT_NE(message.find(bad.expected), std::string::npos) << bad.name << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // Truncated and garbage bytes: the first half of a valid file, and random bytes.
+  std::ifstream file(scratch() + "/unknown.onnx", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 20u);
+  std::ofstream(scratch() + "/truncated.onnx", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i) garbage += static_cast<char>((i * 2654435761u) >> 13);
+  std::ofstream(scratch() + "/garbage.onnx", std::ios::binary) << garbage;
+  for (const char* name : {"truncated", "garbage"}) {
+    std::string path = scratch() + "/" + name + ".onnx";
+    std::string message = error_of(path);
+    EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
+    EXPECT_NE(message.find("not an ONNX model"), std::string::npos) << message;
+    cli_test::Result cli = cli_test::run("memory", {path, "--batch", "2"}, scratch());
+    EXPECT_EQ(cli.exit_code, 2) << cli.err;
+    EXPECT_NE(cli.err.find(path + ": not an ONNX model"), std::string::npos) << cli.err;
+  }
+}
+
+TEST(OnnxImport, AllowUnknownTreatsUnsupportedOpsAsElementwiseAndInspectMarksThem) {
+  std::string output = build_bad_files();
+  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  std::string path = scratch() + "/unknown.onnx";
+  ModelSpec spec;
+  spec.batch = 2;
+  spec.allow_unknown_ops = true;
+  Graph graph = load_model(path, spec);
+  apps::Inspection inspection = apps::inspect(graph);
+  int marked = 0;
+  for (const apps::LayerRow& row : inspection.layers) marked += row.kind.rfind("unknown:", 0) == 0;
+  EXPECT_EQ(marked, 3);
+  EXPECT_EQ(graph.node(graph.outputs().at(0)).shape, (TensorShape{2, 3, 8, 8}));
+  // The CLI: exit 2 and the file named without the flag; a warning once per type with it.
+  cli_test::Result refused = cli_test::run("inspect", {path}, scratch());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find(path + ": unsupported ONNX ops: Det x1"), std::string::npos) << refused.err;
+  cli_test::Result allowed = cli_test::run("inspect", {path, "--allow-unknown"}, scratch());
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  EXPECT_NE(allowed.err.find("unsupported ONNX op TopK (2 nodes, first 'top1') treated as elementwise"), std::string::npos)
+      << allowed.err;
+  EXPECT_NE(allowed.out.find("unknown:TopK"), std::string::npos) << allowed.out;
+}
+
+}  // namespace
+}  // namespace dnncast
