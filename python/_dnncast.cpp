@@ -38,6 +38,7 @@ struct ModelArgs {
   int64_t batch = 0;
   std::vector<int64_t> input;
   int64_t seq = 0, classes = 0;
+  bool allow_unknown = false;  // ONNX: unsupported ops as elementwise (the CLI's --allow-unknown)
 };
 
 void check_range(const std::string& keyword, int64_t value, int64_t low, int64_t high) {
@@ -49,6 +50,7 @@ void check_range(const std::string& keyword, int64_t value, int64_t low, int64_t
 ModelSpec model_spec(const ModelArgs& args) {
   ModelSpec spec;
   spec.batch = args.batch;
+  spec.allow_unknown_ops = args.allow_unknown;
   if (!args.input.empty() && args.seq > 0) throw InputError("give input_shape or seq, not both");
   if (!args.input.empty()) {
     if (args.input.size() != 3)
@@ -63,8 +65,11 @@ ModelSpec model_spec(const ModelArgs& args) {
   }
   if (args.classes != 0) {
     check_range("classes", args.classes, 1, kMaxIntegerAttr);
-    if (model_source_kind(args.model) == ModelSourceKind::File)
-      throw InputError("classes does not apply to a graph file (its classifier is part of the file)");
+    const ModelSourceKind kind = model_source_kind(args.model);
+    if (kind == ModelSourceKind::File || kind == ModelSourceKind::Onnx)
+      throw InputError(std::string("classes does not apply to ") +
+                       (kind == ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
+                       " (its classifier is part of the file)");
     spec.num_classes = args.classes;
   }
   return spec;
@@ -196,36 +201,36 @@ PYBIND11_MODULE(_dnncast, module) {
   module.attr("source_dir") = DNNCAST_SOURCE_DIR;
   module.def(
       "inspect",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes) {
-        return guarded([&] { return inspect_json({model, batch, input, seq, classes}); });
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown) {
+        return guarded([&] { return inspect_json({model, batch, input, seq, classes, allow_unknown}); });
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"));
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"));
   module.def(
       "predict",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa) {
         JsonAndNote result = guarded([&] {
-          return predict_json({model, batch, input, seq, classes}, optimizer, precision, threads, device,
+          return predict_json({model, batch, input, seq, classes, allow_unknown}, optimizer, precision, threads, device,
                               epoch_samples, predictor_dir, host_isa);
         });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("optimizer"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),
       py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
       py::arg("host_isa"));
   module.def(
       "memory",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
          const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
          const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command) {
         MemoryArgs options{optimizer, precision, device, threads, fits, max_batch_bytes, cuda_context, isa,
                            batch_cap, timeline, measure_command};
-        JsonAndNote result = guarded([&] { return memory_json({model, batch, input, seq, classes}, options); });
+        JsonAndNote result = guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown}, options); });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("optimizer"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),
       py::arg("precision"), py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"),
       py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
       py::arg("measure_command"));

@@ -179,11 +179,16 @@ def _export_module(module, input_shape, path, opset):
         saved = [(buffer, buffer.detach().clone()) for buffer in module.buffers()]
     try:
         parameter = next(module.parameters(), None)
-        dummy = torch.randn(2, *input_shape, dtype=parameter.dtype if parameter is not None else torch.float32)
+        dummy = torch.randn(2, *input_shape, dtype=parameter.dtype if parameter is not None else torch.float32,
+                            device=parameter.device if parameter is not None else "cpu")
         kwargs = {"opset_version": opset} if opset else {}
-        torch.onnx.export(module, (dummy,), path, training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, input_names=["input"], output_names=["output"],
-                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, **kwargs)
+        # The exporter warns about what training mode asks of it (BatchNorm's num_batches_tracked
+        # update dropped, constant folding off): by design here, not the caller's concern.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, (dummy,), path, training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False, input_names=["input"], output_names=["output"],
+                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, **kwargs)
     except ValueError:
         raise
     except Exception as error:  # torch's own errors: the module cannot be traced or exported
@@ -224,23 +229,26 @@ def _result(text, kind, name, note="", field="model"):
     return Result(fields, kind)
 
 
-def inspect(model, input_shape=None, batch=None, seq=None, classes=None, opset=None):
+def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_unknown=False, opset=None):
     """Per-layer shapes, parameters, MACs, FLOPs and bytes, with totals: `dnncast inspect --json`.
 
     model: a zoo name, a graph JSON or ONNX path, synthetic:SEED, or a torch.nn.Module.
     input_shape: (C, H, W) (a module: the shape of one sample); batch: default 1, or the file's own.
+    allow_unknown: ONNX operators dnncast does not know become elementwise nodes (else an error).
     """
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
         batch_size = _int(batch, "batch") if batch is not None else (1 if is_module else 0)
         if batch is not None and batch_size <= 0:
             raise ValueError(f"batch must be a positive integer, got {batch_size}")
-        text = _dnncast.inspect(source, batch_size, shape, _int(seq, "seq"), _int(classes, "classes"))
+        text = _dnncast.inspect(source, batch_size, shape, _int(seq, "seq"), _int(classes, "classes"),
+                                bool(allow_unknown))
     return _result(text, "Inspection", name)
 
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
-            seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, opset=None):
+            seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
+            opset=None):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
@@ -251,9 +259,10 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
-        text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _int(seq, "seq"), _int(classes, "classes"),
-                                optimizer_name, precision, _int(threads, "threads"), device or "",
-                                _int(epoch_samples, "epoch_samples"), predictor or "", host_isa or "")
+        text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _int(seq, "seq"),
+                                      _int(classes, "classes"), bool(allow_unknown), optimizer_name, precision,
+                                      _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
+                                      predictor or "", host_isa or "")
     return _result(text, "Forecast", name, note)
 
 
@@ -277,7 +286,7 @@ def _memory_command(source, batch, shape, seq, classes, settings):
 
 def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", threads=1, fits=None,
            max_batch_bytes=None, seq=None, classes=None, precision="fp32", batch_cap=1 << 20,
-           cuda_context=None, isa=None, timeline=False, opset=None):
+           cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None):
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
     e.g. 24 * 2**30 or "24GiB") and the largest batch that fits (max_batch_bytes): `dnncast memory --json`.
 
@@ -294,9 +303,11 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--device", device, "cpu"), ("--threads", _int(threads, "threads"), 1),
                     ("--fits", fits_text, None), ("--max-batch", limit_text, None),
                     ("--batch-cap", _int(batch_cap, "batch_cap"), 1 << 20), ("--cuda-context", context_text, None),
-                    ("--isa", isa, None), ("--timeline", bool(timeline), False)]
+                    ("--isa", isa, None), ("--timeline", bool(timeline), False),
+                    ("--allow-unknown", bool(allow_unknown), False)]
         command = _memory_command(source, batch_size, shape, seq_len, class_count, settings)
-        text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, optimizer_name, precision, device,
-                               _int(threads, "threads"), fits_text, limit_text, _int(batch_cap, "batch_cap"),
-                               context_text, isa or "", bool(timeline), command)
+        text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, bool(allow_unknown),
+                                     optimizer_name, precision, device, _int(threads, "threads"), fits_text,
+                                     limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
+                                     bool(timeline), command)
     return _result(text, "MemoryForecast", name, note)
