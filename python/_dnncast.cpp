@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -164,15 +165,19 @@ JsonAndNote memory_json(const ModelArgs& args, const MemoryArgs& options) {
   return {apps::to_json(result).dump(2), note};
 }
 
-// Runs `call` without the GIL (a forecast touches no Python object), translating every C++
-// exception into the Python exception of its kind with the same message.
+// Runs `call` without the GIL (a forecast touches no Python object), one call at a time (the
+// library is written for one command per process: predictor sets and the host's fingerprint are
+// read on first use), translating every C++ exception into the Python exception of its kind with
+// the same message.
 template <typename Call>
 auto guarded(Call call) -> decltype(call()) {
+  static std::mutex one_at_a_time;
   decltype(call()) result;
   std::string error;
   bool input_error = false;
   {
     py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(one_at_a_time);
     try {
       result = call();
     } catch (const InputError& caught) {
