@@ -305,7 +305,10 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--batch-cap", _int(batch_cap, "batch_cap"), 1 << 20), ("--cuda-context", context_text, None),
                     ("--isa", isa, None), ("--timeline", bool(timeline), False),
                     ("--allow-unknown", bool(allow_unknown), False)]
-        command = _memory_command(source, batch_size, shape, seq_len, class_count, settings)
+        # A module's temporary file is gone when the caller reads the remedy: name the file that
+        # torch.onnx.export of the module would write instead.
+        command = _memory_command(name + ".onnx" if is_module else source, batch_size, shape, seq_len, class_count,
+                                  settings)
         text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, bool(allow_unknown),
                                      optimizer_name, precision, device, _int(threads, "threads"), fits_text,
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
