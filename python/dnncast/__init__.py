@@ -174,18 +174,22 @@ def _export_module(module, input_shape, path, opset):
     if not input_shape:
         raise ValueError("a torch.nn.Module needs input_shape=, the shape of one sample without the batch "
                          "(e.g. (3, 224, 224)), to export it with a dummy input")
+    shape = _shape(input_shape)
     was_training = module.training
     with torch.no_grad():
         saved = [(buffer, buffer.detach().clone()) for buffer in module.buffers()]
+    parameter = next(module.parameters(), None)
+    device = parameter.device if parameter is not None else torch.device("cpu")
     try:
-        parameter = next(module.parameters(), None)
-        dummy = torch.randn(2, *input_shape, dtype=parameter.dtype if parameter is not None else torch.float32,
-                            device=parameter.device if parameter is not None else "cpu")
         kwargs = {"opset_version": opset} if opset else {}
-        # The exporter warns about what training mode asks of it (BatchNorm's num_batches_tracked
-        # update dropped, constant folding off): by design here, not the caller's concern.
-        with warnings.catch_warnings():
+        # The dummy input and Dropout draw random numbers: the caller's generators are left as they
+        # were. The exporter warns about what training mode asks of it (BatchNorm's
+        # num_batches_tracked update dropped, constant folding off): by design here.
+        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []), \
+                warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            dummy = torch.randn(2, *shape, device=device,
+                                dtype=parameter.dtype if parameter is not None else torch.float32)
             torch.onnx.export(module, (dummy,), path, training=torch.onnx.TrainingMode.TRAINING,
                               do_constant_folding=False, input_names=["input"], output_names=["output"],
                               dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, **kwargs)
@@ -193,7 +197,7 @@ def _export_module(module, input_shape, path, opset):
         raise
     except Exception as error:  # torch's own errors: the module cannot be traced or exported
         raise ValueError(f"cannot export {type(module).__name__} to ONNX with a dummy input of shape "
-                         f"{tuple([2] + list(input_shape))}: {error}") from error
+                         f"{tuple([2] + shape)}: {error}") from error
     finally:
         with torch.no_grad():
             for buffer, value in saved:

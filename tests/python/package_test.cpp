@@ -187,6 +187,7 @@ TEST(PythonPackage, BadInputRaisesValueErrorWithTheCliMessage) {
       "  'optimizer': error_of(lambda: dnncast.predict('resnet18', batch=8, optimizer=torch.optim.RMSprop(model.parameters()))),\n"
       "  'module_shape': error_of(lambda: dnncast.inspect(model)),\n"
       "  'type': error_of(lambda: dnncast.inspect(42)),\n"
+      "  'export': error_of(lambda: dnncast.inspect(model, input_shape=(3,))),\n"
       "  'after': dnncast.inspect('resnet18').params}))\n",
       cli_test::shell_quoted(bad_graph));
   json errors = last_json(output);
@@ -204,6 +205,7 @@ TEST(PythonPackage, BadInputRaisesValueErrorWithTheCliMessage) {
       << errors["optimizer"];
   EXPECT_NE(errors["module_shape"].get<std::string>().find("input_shape"), std::string::npos);
   EXPECT_NE(errors["type"].get<std::string>().find("int"), std::string::npos);
+  EXPECT_EQ(errors["export"].get<std::string>().rfind("cannot export Linear to ONNX", 0), 0) << errors["export"];
   EXPECT_EQ(errors["after"], cli_json("inspect", {"resnet18"})["params"]);  // the interpreter lives on
 }
 
