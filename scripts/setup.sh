@@ -16,6 +16,7 @@ PACKAGES=(
   python3-torch python3-torchvision # cross-checks against torchvision
   libonnx-dev libprotobuf-dev       # ONNX import (src/import/onnx*.cpp): onnx_proto and protobuf 3.21
   python3-onnx                      # tests/import: torch.onnx.export and hand-built files
+  pybind11-dev python3-dev          # the Python package (python/), built for /usr/bin/python3
   clang-14 libclang-rt-14-dev       # make fuzz: libFuzzer, ASan and UBSan runtimes (fuzz/)
 )
 

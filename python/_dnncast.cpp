@@ -1,0 +1,242 @@
+// The Python module's C++ side: the three calls of the forecast API (apps/forecast.h) that `dnncast
+// inspect`, `predict` and `memory` make, with the options those commands take, answering the CLI's
+// --json (apps/forecast_json.h) as text that python/dnncast/__init__.py turns into objects. No
+// forecast logic lives here: requests are filled as the commands fill them, and checked as they
+// check them, with the Python keyword in place of the flag.
+//
+// Errors cross as Python exceptions with the same message (xgboost's API_BEGIN/API_END):
+// InputError -> ValueError, anything else -> RuntimeError; nothing escapes as a crash.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "apps/forecast.h"
+#include "apps/forecast_json.h"
+#include "apps/model_source.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/training_setup.h"
+#include "core/units.h"
+#include "hardware/isa.h"
+
+namespace py = pybind11;
+
+namespace dnncast::python {
+
+namespace {
+
+constexpr int64_t kMaxThreads = 1024;  // the CLI's (cli/parse_args.h)
+
+// The options that size a model (the CLI's ModelOptions): input CxHxW or seq, and classes; 0 / empty:
+// not given.
+struct ModelArgs {
+  std::string model;
+  int64_t batch = 0;
+  std::vector<int64_t> input;
+  int64_t seq = 0, classes = 0;
+  bool allow_unknown = false;  // ONNX: unsupported ops as elementwise (the CLI's --allow-unknown)
+};
+
+void check_range(const std::string& keyword, int64_t value, int64_t low, int64_t high) {
+  if (value < low || value > high)
+    throw InputError(keyword + " must be an integer in [" + std::to_string(low) + ", " + std::to_string(high) +
+                     "], got " + std::to_string(value));
+}
+
+ModelSpec model_spec(const ModelArgs& args) {
+  ModelSpec spec;
+  spec.batch = args.batch;
+  spec.allow_unknown_ops = args.allow_unknown;
+  if (!args.input.empty() && args.seq > 0) throw InputError("give input_shape or seq, not both");
+  if (!args.input.empty()) {
+    if (args.input.size() != 3)
+      throw InputError("input_shape must be three positive integers (C, H, W), got " +
+                       std::to_string(args.input.size()));
+    for (int64_t dim : args.input) check_range("input_shape", dim, 1, kMaxIntegerAttr);
+    spec.input = args.input;
+  }
+  if (args.seq != 0) {
+    check_range("seq", args.seq, 1, kMaxIntegerAttr);
+    spec.seq_len = args.seq;
+  }
+  if (args.classes != 0) {
+    check_range("classes", args.classes, 1, kMaxIntegerAttr);
+    const ModelSourceKind kind = model_source_kind(args.model);
+    if (kind == ModelSourceKind::File || kind == ModelSourceKind::Onnx)
+      throw InputError(std::string("classes does not apply to ") +
+                       (kind == ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
+                       " (its classifier is part of the file)");
+    spec.num_classes = args.classes;
+  }
+  return spec;
+}
+
+hardware::CpuIsa isa_option(const std::string& text, const std::string& keyword) {
+  if (text.empty()) return hardware::CpuIsa::Unknown;
+  hardware::CpuIsa isa = hardware::parse_isa(text);
+  if (isa == hardware::CpuIsa::Unknown) {
+    std::string known;
+    for (const std::string& name : hardware::isa_names()) known += (known.empty() ? "" : " | ") + name;
+    throw InputError(keyword + " " + quote(text) + " is not an ISA; known: " + known);
+  }
+  return isa;
+}
+
+// `dnncast inspect MODEL [--batch N]`: batch 0 is the source's own.
+std::string inspect_json(const ModelArgs& args) {
+  if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
+  if (args.batch < 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
+  return apps::to_json(apps::inspect(load_model(args.model, model_spec(args)))).dump(1);
+}
+
+// `dnncast predict MODEL --batch N ...`: device "" is this host's CPU set, threads 0 the environment's.
+// A result as the CLI's --json text, and the note the CLI prints on stderr beside it ("" when none).
+struct JsonAndNote {
+  std::string json, note;
+};
+
+JsonAndNote predict_json(const ModelArgs& args, const std::string& optimizer, const std::string& precision,
+                         int64_t threads, const std::string& device, int64_t epoch_samples,
+                         const std::string& predictor_dir, const std::string& host_isa) {
+  const hardware::CpuIsa isa = isa_option(host_isa, "host_isa");
+  if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
+  if (epoch_samples != 0) check_range("epoch_samples", epoch_samples, 1, kMaxTensorElements);
+  if (threads != 0) check_range("threads", threads, 1, kMaxThreads);
+  apps::ForecastRequest request;
+  request.model = args.model;
+  request.spec = model_spec(args);
+  request.optimizer = parse_optimizer(optimizer, "optimizer");
+  request.precision = parse_precision(precision, "precision");
+  request.threads = threads;
+  request.device = device;
+  request.epoch_samples = epoch_samples;
+  request.predictor_dir = predictor_dir;
+  request.host_isa = isa;
+  const apps::Forecast result = apps::forecast(request);
+  // The line the CLI always prints on stderr: the predictor was not trained on this host.
+  std::string note;
+  if (result.host_match && !result.host_match->exact) note = apps::host_match_note(*result.host_match);
+  return {apps::to_json(result).dump(2), note};
+}
+
+struct MemoryArgs {
+  std::string optimizer = "sgd", precision = "fp32", device = "cpu";
+  int64_t threads = 1;
+  std::string fits, max_batch_bytes, cuda_context, isa;  // bytes with units, or "" (not given)
+  int64_t batch_cap = int64_t{1} << 20;
+  bool timeline = false;
+  std::string measure_command;  // the CLI command that would measure this run
+};
+
+// `dnncast memory MODEL --batch N ...` without --measure / --check-db.
+JsonAndNote memory_json(const ModelArgs& args, const MemoryArgs& options) {
+  const hardware::CpuIsa isa = isa_option(options.isa, "isa");
+  if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
+  if (args.batch <= 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
+  check_range("threads", options.threads, 1, kMaxThreads);
+  if (options.batch_cap <= 0)
+    throw InputError("batch_cap must be a positive integer, got " + std::to_string(options.batch_cap));
+  apps::MemoryRequest request;
+  request.model = args.model;
+  request.spec = model_spec(args);
+  memory::MemoryConfig& config = request.config;
+  config.optimizer = parse_optimizer(options.optimizer, "optimizer");
+  config.precision = parse_precision(options.precision, "precision");
+  config.device = parse_device(options.device, "device");
+  config.threads = options.threads;
+  config.isa = isa;
+  config.keep_timeline = options.timeline;
+  if (!options.cuda_context.empty()) config.cuda_context_bytes = core::parse_bytes(options.cuda_context, "cuda_context");
+  if (!options.fits.empty()) request.fits_limit = core::parse_bytes(options.fits, "fits");
+  if (!options.max_batch_bytes.empty())
+    request.batch_limit = core::parse_bytes(options.max_batch_bytes, "max_batch_bytes");
+  request.batch_cap = options.batch_cap;
+  request.measure_command = options.measure_command;
+  const apps::MemoryForecast result = apps::forecast_memory(request);
+  // The line the CLI prints on stderr: the ISA simulated is not this host's, or its rules were not
+  // checked against measured runs.
+  std::string note;
+  if (result.isa_match && !result.isa_match->exact) note = apps::simulator_isa_note(*result.isa_match, result.isa_source);
+  return {apps::to_json(result).dump(2), note};
+}
+
+// Runs `call` without the GIL (a forecast touches no Python object), one call at a time (the
+// library is written for one command per process: predictor sets and the host's fingerprint are
+// read on first use), translating every C++ exception into the Python exception of its kind with
+// the same message.
+template <typename Call>
+auto guarded(Call call) -> decltype(call()) {
+  static std::mutex one_at_a_time;
+  decltype(call()) result;
+  std::string error;
+  bool input_error = false;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(one_at_a_time);
+    try {
+      result = call();
+    } catch (const InputError& caught) {
+      input_error = true;
+      error = caught.what();
+    } catch (const std::exception& caught) {
+      error = caught.what();
+      if (error.empty()) error = "internal error";
+    } catch (...) {
+      error = "internal error: an exception of unknown type";
+    }
+  }
+  if (input_error) throw py::value_error(error);
+  if (!error.empty()) throw std::runtime_error(error);  // pybind11: RuntimeError
+  return result;
+}
+
+}  // namespace
+
+}  // namespace dnncast::python
+
+PYBIND11_MODULE(_dnncast, module) {
+  using namespace dnncast::python;
+  module.doc() = "dnncast's forecast API (apps/forecast.h); use the dnncast package, not this module";
+  // The source tree whose data/predictors the package falls back on (the CLI finds it from its path).
+  module.attr("source_dir") = DNNCAST_SOURCE_DIR;
+  module.def(
+      "inspect",
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown) {
+        return guarded([&] { return inspect_json({model, batch, input, seq, classes, allow_unknown}); });
+      },
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"));
+  module.def(
+      "predict",
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
+         const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
+         int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa) {
+        JsonAndNote result = guarded([&] {
+          return predict_json({model, batch, input, seq, classes, allow_unknown}, optimizer, precision, threads, device,
+                              epoch_samples, predictor_dir, host_isa);
+        });
+        return py::make_tuple(result.json, result.note);
+      },
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),
+      py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
+      py::arg("host_isa"));
+  module.def(
+      "memory",
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
+         const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
+         const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
+         const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command) {
+        MemoryArgs options{optimizer, precision, device, threads, fits, max_batch_bytes, cuda_context, isa,
+                           batch_cap, timeline, measure_command};
+        JsonAndNote result = guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown}, options); });
+        return py::make_tuple(result.json, result.note);
+      },
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),
+      py::arg("precision"), py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"),
+      py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
+      py::arg("measure_command"));
+}
