@@ -311,6 +311,14 @@ class Trace {
       auto found = recipes().find(OpRegistry::instance().get(node.op).memory_recipe);
       DNNCAST_ASSERT(found != recipes().end());  // every registered op has one (op_completeness_test)
       recipes_.push_back(&found->second);
+      // An activation: which tensor autograd keeps, as the op declares it (graph/ops_activation.cpp).
+      bool saves_result = false;
+      if (found->second.run == &Trace::run_activation) {
+        const std::vector<SavedTensor> kept = node_cost(graph, static_cast<int>(saves_result_.size())).saved;
+        DNNCAST_ASSERT(kept.size() == 1);
+        saves_result = kept[0].kind == SavedTensor::Kind::Output;
+      }
+      saves_result_.push_back(saves_result);
     }
   }
 
@@ -772,6 +780,7 @@ class Trace {
   std::vector<int> outputs_;
   std::vector<bool> inplace_safe_;
   std::vector<const OpRecipe*> recipes_;  // per node
+  std::vector<bool> saves_result_;         // per node: an activation that keeps its output for backward
   Program program_;
   std::vector<Parameter> params_;
   std::vector<std::vector<int>> node_params_;
@@ -890,12 +899,10 @@ Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<
     follow_layout(out, grad);
     return std::vector<Grad>{out};
   };
-  // Which tensor autograd keeps, as the op declares it (graph/ops_activation.cpp): ReLU, Sigmoid,
-  // Tanh their result; the others their input (an in-place variant keeps a clone of its input,
-  // except one that keeps its result, relu_, which keeps that).
-  const std::vector<SavedTensor> kept = node_cost(graph_, index).saved;
-  DNNCAST_ASSERT(kept.size() == 1);
-  const bool saves_result = kept[0].kind == SavedTensor::Kind::Output;
+  // Which tensor autograd keeps, as the op declares it: ReLU, Sigmoid, Tanh their result; the
+  // others their input (an in-place variant keeps a clone of its input, except one that keeps its
+  // result, relu_, which keeps that).
+  const bool saves_result = saves_result_[static_cast<size_t>(index)];
   if (inplace) {
     if (saves_result) {
       Tensor out = view(x, bytes, x.contiguous);
