@@ -410,6 +410,11 @@ void Translator::run() {
                                   ? context.constant(input(1))->values.at(0) : 0.5
                             : attr_float(node, "ratio", 0.5);
     check_no_extra_outputs(1);
+    if (p == 0.0) {  // F.dropout(p=0) returns its input (ViT's dropout 0.0): no node, as the zoo builds it
+      runtime(0);  // checked: a computed tensor
+      context.values[node.output(0)] = context.values.at(input(0));
+      return;
+    }
     return bind(emit("Dropout", {runtime(0)}, {{"p", float_as_written(static_cast<float>(p))}}));
   }
   if (context.unknown_count.count(node.domain().empty() || node.domain() == "ai.onnx" ? op : node.domain() + "." + op))

@@ -9,6 +9,7 @@
 //   Reshape(x, N g C/g H W) -> Transpose(0 2 1 3 4) -> Reshape(N C H W)  ChannelShuffle
 //   Pad(x, zeros around H x W) -> AveragePool   AvgPool2d with that padding, counting it (count_include_pad)
 //   MatMul(q, Transpose(k)) [-> Div/Mul(scale)] -> Softmax [-> Dropout] -> MatMul(., v)  ScaledDotProductAttention
+//   nn.MultiheadAttention's export: the zoo's in_proj, SDPA, out_proj sequence (onnx_mha.cpp)
 #include <cmath>
 
 #include "core/error.h"
@@ -206,15 +207,15 @@ std::map<int, Fusion> find_fusions(Context& context) {
     if (taken[static_cast<size_t>(index)]) continue;
     if (context.node(index).input_size() == 0 || context.node(index).output_size() == 0) continue;
     Fusion fusion;
-    if (matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
+    if (match_multihead_attention(context, index, fusion) || matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
         matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
       bool free = !fusion.output.empty();
       for (int member : fusion.members) free = free && !taken[static_cast<size_t>(member)];
       if (!free) continue;
-      int anchor = 0;
+      int anchor = fusion.at_first ? context.graph.node_size() : 0;
       for (int member : fusion.members) {
         taken[static_cast<size_t>(member)] = true;
-        anchor = std::max(anchor, member);
+        anchor = fusion.at_first ? std::min(anchor, member) : std::max(anchor, member);
       }
       fusions[anchor] = std::move(fusion);
     }

@@ -1,6 +1,6 @@
-// Every zoo CNN, exported by torch 1.13 in training mode and imported from ONNX, against its zoo
-// builder (params exact, MACs within 0.5%, simulated peak equal). Slow (one export each, up to ~30 s
-// for the VGGs): in rotation, `make test` runs one slice of two models per commit, `make test-slow` all.
+// Every zoo CNN (and vit_b_16), exported by torch 1.13 in training mode and imported from ONNX, against its zoo
+// builder (params exact, MACs within 0.5%, simulated peak equal). Slow (one export each, up to ~50 s
+// for vgg16 and vit_b_16 on shared cores): in rotation, `make test` runs one slice of two models per commit, `make test-slow` all.
 // DNNCAST_ONNX_ZOO_MODELS=vgg16,resnet152 runs just the models named (any zoo model, in or out of the list).
 #include <gtest/gtest.h>
 
@@ -13,13 +13,14 @@
 namespace dnncast {
 namespace {
 
-// Every CNN of `dnncast inspect --list`. Case i runs in slice i % (size / 2): the first half holds the big
+// Every CNN of `dnncast inspect --list` (vit_b_16 among them). Case i runs in slice i % ceil(size / 2): the first half holds the big
 // ones, the second half the small, so a slice pairs one big model with one small one.
 const std::vector<std::string> kModels = {
     // big (export and simulation up to ~30 s each)
     "vgg16", "resnet152", "wide_resnet101_2", "resnext101_32x8d", "densenet201", "vgg19", "vgg16_bn", "vgg19_bn",
     "resnet101", "densenet161", "densenet169", "vgg13", "vgg13_bn", "vgg11", "vgg11_bn", "wide_resnet50_2",
     "efficientnet_b3", "efficientnet_b2", "inception_v3", "convnext_tiny", "resnext50_32x4d", "efficientnet_b1",
+    "vit_b_16",
     // small
     "alexnet", "squeezenet1_0", "squeezenet1_1", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5",
     "shufflenet_v2_x2_0", "mnasnet0_5", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3", "mobilenet_v2",
