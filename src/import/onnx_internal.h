@@ -63,6 +63,7 @@ struct Context {
   std::map<std::string, int> unknown_count;              // op type -> nodes
   std::map<std::string, std::string> unknown_first;      // op type -> first node's name
   std::set<std::string> used_parameters;
+  std::map<std::string, std::string> embedding_of;        // initializer -> the IR Embedding node gathering it
 
   Context(const onnx::GraphProto& g, std::string src, OnnxOptions opts)
       : graph(g), source(std::move(src)), options(std::move(opts)), builder("onnx", "onnx") {}

@@ -119,7 +119,10 @@ struct Translator {
     const Constant& table = weight(1, 2);
     if (shape_of(x).dims.back() != table.dims[0])
       fail("weight " + TensorShape(table.dims).to_string() + " does not fit input " + shape_of(x).to_string());
-    bind(emit("Linear", {x}, {{"out_features", table.dims[1]}, {"bias", int64_t{0}}}));
+    std::map<std::string, AttrValue> attrs{{"out_features", table.dims[1]}, {"bias", int64_t{0}}};
+    auto tied = context.embedding_of.find(table.parameter);  // GPT-2's LM head: the token table transposed
+    if (tied != context.embedding_of.end() && table.dims[1] > 0) attrs["tied_to"] = tied->second;
+    bind(emit("Linear", {x}, attrs));
   }
 
   void batch_norm() {
@@ -195,7 +198,11 @@ struct Translator {
     const TensorShape& shape = shape_of(x);
     if (!c.parameter.empty() && (op == "Add") && shape.rank() == 3 && c.dims.size() >= 2 && c.dims.back() == shape[2]) {
       context.used_parameters.insert(c.parameter);
-      bind(emit("PositionEmbedding", {x}, {{"length", c.numel() / shape[2]}}));  // a learned table added
+      // A learned table added; its parameters are the whole table, also when a slice or gather of it is
+      // added (Hugging Face's position_ids).
+      const Constant* table = context.constant(c.parameter);
+      int64_t elements = table != nullptr && table->numel() % shape[2] == 0 ? table->numel() : c.numel();
+      bind(emit("PositionEmbedding", {x}, {{"length", elements / shape[2]}}));
       return;
     }
     if (!c.parameter.empty() && op == "Mul" && shape.rank() >= 2 && c.numel() == shape[1]) {
@@ -284,7 +291,9 @@ struct Translator {
     if (table != nullptr) {
       const Constant& w = weight(0, 2);
       if (attr_int(node, "axis", 0) != 0) fail("a table is gathered along axis 0 only");
-      bind(emit("Embedding", {runtime(1)}, {{"num_embeddings", w.dims[0]}, {"embedding_dim", w.dims[1]}}));
+      int ir = emit("Embedding", {runtime(1)}, {{"num_embeddings", w.dims[0]}, {"embedding_dim", w.dims[1]}});
+      context.embedding_of.emplace(w.parameter, context.builder.graph().node(ir).name);
+      bind(ir);
       return;
     }
     int x = runtime(0);
