@@ -81,6 +81,7 @@ struct MhaMatcher {
       keep(q = transpose, "MLd");
       keep(scale = by, "MLd");
       double d = div >= 0 ? factor->values[0] * factor->values[0] : 1.0 / (factor->values[0] * factor->values[0]);
+      if (!(d >= 1.0 && d <= static_cast<double>(embed))) return false;
       head_dim = static_cast<int64_t>(std::llround(d));
       return std::fabs(d - static_cast<double>(head_dim)) < 1e-3 * d && head_dim >= 1;
     }
@@ -102,6 +103,7 @@ struct MhaMatcher {
     const Constant* weight = matmul >= 0 && node(matmul).input_size() == 2 ? parameter(node(matmul).input(1)) : nullptr;
     if (weight == nullptr || weight->dims.size() != 2 || weight->dims[1] != 3 * weight->dims[0]) return false;
     embed = weight->dims[0];
+    if (embed < 1) return false;
     keep(matmul, "LNT");
     int add = next(matmul, "Add", -1);
     if (add < 0) return false;

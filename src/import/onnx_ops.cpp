@@ -121,7 +121,10 @@ struct Translator {
       fail("weight " + TensorShape(table.dims).to_string() + " does not fit input " + shape_of(x).to_string());
     std::map<std::string, AttrValue> attrs{{"out_features", table.dims[1]}, {"bias", int64_t{0}}};
     auto tied = context.embedding_of.find(table.parameter);  // GPT-2's LM head: the token table transposed
-    if (tied != context.embedding_of.end() && table.dims[1] > 0) attrs["tied_to"] = tied->second;
+    const Constant* whole = context.constant(table.parameter);
+    if (tied != context.embedding_of.end() && whole != nullptr &&
+        whole->dims == std::vector<int64_t>{table.dims[1], table.dims[0]})
+      attrs["tied_to"] = tied->second;
     bind(emit("Linear", {x}, attrs));
   }
 

@@ -229,7 +229,9 @@ std::map<int, Fusion> find_fusions(Context& context) {
     if (taken[static_cast<size_t>(index)]) continue;
     if (context.node(index).input_size() == 0 || context.node(index).output_size() == 0) continue;
     Fusion fusion;
-    if (match_multihead_attention(context, index, fusion) || matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
+    if (match_multihead_attention(context, index, fusion) || matcher.attention(index, fusion) ||
+        matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) ||
+        matcher.gelu(index, fusion) ||
         matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
       bool free = !fusion.output.empty();
       for (int member : fusion.members) free = free && !taken[static_cast<size_t>(member)];

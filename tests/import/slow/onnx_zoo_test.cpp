@@ -1,6 +1,7 @@
-// Every zoo CNN (and vit_b_16), exported by torch 1.13 in training mode and imported from ONNX, against its zoo
-// builder (params exact, MACs within 0.5%, simulated peak equal). Slow (one export each, up to ~50 s
-// for vgg16 and vit_b_16 on shared cores): in rotation, `make test` runs one slice of two models per commit, `make test-slow` all.
+// Every zoo CNN (vit_b_16 among them), exported by torch 1.13 in training mode and imported from ONNX,
+// against its zoo builder (params exact, MACs within 0.5%, simulated peak equal). Slow (one export each,
+// up to ~50 s for vgg16 and vit_b_16 on shared cores): in rotation, `make test` runs one slice of two
+// models per commit, `make test-slow` all.
 // DNNCAST_ONNX_ZOO_MODELS=vgg16,resnet152 runs just the models named (any zoo model, in or out of the list).
 #include <gtest/gtest.h>
 
