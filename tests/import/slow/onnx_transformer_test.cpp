@@ -2,10 +2,13 @@
 // BertForSequenceClassification's layout with separate q/k/v and post-LN; GPT-2's packed c_attn, causal
 // mask and LM head tied to the token table), exported by torch 1.13 in training mode and imported from
 // ONNX: parameters equal torch's count and the zoo's, MACs within 0.5% of the zoo's, simulated peak equal.
-// Slow (a 440-500 MB export each, ~1 min): label slow.
+// Slow (a 440-500 MB export each, 25-50 s): label slow, in rotation.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "import/onnx_export.h"
+#include "rotation.h"
 
 namespace dnncast {
 namespace {
@@ -100,9 +103,25 @@ void expect_matches_zoo(const std::string& model, int64_t seq) {
   EXPECT_EQ(imported.peak_bytes, zoo.peak_bytes) << model;
 }
 
-TEST(OnnxTransformersSlow, BertBaseMatchesTheZoo) { expect_matches_zoo("bert_base", 128); }
-// 256 tokens: the causal mask (256 x 256) is small enough for the importer to read its values.
-TEST(OnnxTransformersSlow, Gpt2SmallMatchesTheZoo) { expect_matches_zoo("gpt2_small", 256); }
+// 256 tokens for GPT-2: its causal mask (256 x 256) is small enough for the importer to read its values.
+const std::vector<std::pair<std::string, int64_t>> kCases = {{"bert_base", 128}, {"gpt2_small", 256}};
+
+// In rotation with the sweep's budget in mind: each case in one of 12 slices (most commits run neither);
+// DNNCAST_ONNX_ZOO_MODELS (comma-separated) runs the ones it names.
+TEST(OnnxTransformersSlow, BertBaseAndGpt2SmallMatchTheZoo) {
+  const char* names = std::getenv("DNNCAST_ONNX_ZOO_MODELS");
+  std::vector<std::pair<std::string, int64_t>> cases;
+  if (names != nullptr) {
+    for (const auto& entry : kCases)
+      if (("," + std::string(names) + ",").find("," + entry.first + ",") != std::string::npos) cases.push_back(entry);
+  } else {
+    cases = rotation::pick(rotation::slice_of("OnnxTransformersSlow", 12), kCases);
+  }
+  for (const auto& [model, seq] : cases) {
+    SCOPED_TRACE(model);
+    expect_matches_zoo(model, seq);
+  }
+}
 
 }  // namespace
 }  // namespace dnncast
