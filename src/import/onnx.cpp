@@ -214,6 +214,7 @@ void index_nodes(Context& context) {
 }
 
 void emit_fusion(Context& context, const Fusion& fusion, int anchor) {
+  if (fusion.op == "MultiheadAttention") return emit_multihead_attention(context, fusion, anchor);
   const onnx::NodeProto& node = context.node(anchor);
   std::vector<int> inputs;
   for (size_t i = 0; i < fusion.inputs.size(); ++i) {

@@ -45,6 +45,10 @@ struct Fusion {
   std::vector<int> members;         // ONNX node indices, the anchor included
   std::map<size_t, std::vector<int64_t>> permute_inputs;  // input position -> a Permute emitted before the op
   std::string groups_from;  // ChannelShuffle: the 5-D Reshape target (N, groups, C/groups, H, W), folded by then
+  // MultiheadAttention: emitted at the first member (the shape chains between the members read their
+  // outputs' shapes), each inner ONNX value bound to a shape-only constant of the layout its code names.
+  bool at_first = false;
+  std::vector<std::pair<std::string, std::string>> shape_only;  // ONNX value -> layout (onnx_mha.cpp)
 };
 
 struct Context {
@@ -59,6 +63,7 @@ struct Context {
   std::map<std::string, int> unknown_count;              // op type -> nodes
   std::map<std::string, std::string> unknown_first;      // op type -> first node's name
   std::set<std::string> used_parameters;
+  std::map<std::string, std::string> embedding_of;        // initializer -> the IR Embedding node gathering it
 
   Context(const onnx::GraphProto& g, std::string src, OnnxOptions opts)
       : graph(g), source(std::move(src)), options(std::move(opts)), builder("onnx", "onnx") {}
@@ -91,6 +96,9 @@ double float_as_written(float value);
 bool fold_constant(Context& context, int index);
 // Finds the fusions of the whole graph, keyed by anchor node.
 std::map<int, Fusion> find_fusions(Context& context);
+// torch's nn.MultiheadAttention export (onnx_mha.cpp): the match at its first node, and its emission.
+bool match_multihead_attention(Context& context, int index, Fusion& fusion);
+void emit_multihead_attention(Context& context, const Fusion& fusion, int anchor);
 // Translates one node with runtime inputs into IR nodes (binds its outputs in context.values).
 void translate_node(Context& context, int index);
 

@@ -119,7 +119,13 @@ struct Translator {
     const Constant& table = weight(1, 2);
     if (shape_of(x).dims.back() != table.dims[0])
       fail("weight " + TensorShape(table.dims).to_string() + " does not fit input " + shape_of(x).to_string());
-    bind(emit("Linear", {x}, {{"out_features", table.dims[1]}, {"bias", int64_t{0}}}));
+    std::map<std::string, AttrValue> attrs{{"out_features", table.dims[1]}, {"bias", int64_t{0}}};
+    auto tied = context.embedding_of.find(table.parameter);  // GPT-2's LM head: the token table transposed
+    const Constant* whole = context.constant(table.parameter);
+    if (tied != context.embedding_of.end() && whole != nullptr &&
+        whole->dims == std::vector<int64_t>{table.dims[1], table.dims[0]})
+      attrs["tied_to"] = tied->second;
+    bind(emit("Linear", {x}, attrs));
   }
 
   void batch_norm() {
@@ -195,7 +201,11 @@ struct Translator {
     const TensorShape& shape = shape_of(x);
     if (!c.parameter.empty() && (op == "Add") && shape.rank() == 3 && c.dims.size() >= 2 && c.dims.back() == shape[2]) {
       context.used_parameters.insert(c.parameter);
-      bind(emit("PositionEmbedding", {x}, {{"length", c.numel() / shape[2]}}));  // a learned table added
+      // A learned table added; its parameters are the whole table, also when a slice or gather of it is
+      // added (Hugging Face's position_ids).
+      const Constant* table = context.constant(c.parameter);
+      int64_t elements = table != nullptr && table->numel() % shape[2] == 0 ? table->numel() : c.numel();
+      bind(emit("PositionEmbedding", {x}, {{"length", elements / shape[2]}}));
       return;
     }
     if (!c.parameter.empty() && op == "Mul" && shape.rank() >= 2 && c.numel() == shape[1]) {
@@ -284,7 +294,9 @@ struct Translator {
     if (table != nullptr) {
       const Constant& w = weight(0, 2);
       if (attr_int(node, "axis", 0) != 0) fail("a table is gathered along axis 0 only");
-      bind(emit("Embedding", {runtime(1)}, {{"num_embeddings", w.dims[0]}, {"embedding_dim", w.dims[1]}}));
+      int ir = emit("Embedding", {runtime(1)}, {{"num_embeddings", w.dims[0]}, {"embedding_dim", w.dims[1]}});
+      context.embedding_of.emplace(w.parameter, context.builder.graph().node(ir).name);
+      bind(ir);
       return;
     }
     int x = runtime(0);
@@ -410,6 +422,11 @@ void Translator::run() {
                                   ? context.constant(input(1))->values.at(0) : 0.5
                             : attr_float(node, "ratio", 0.5);
     check_no_extra_outputs(1);
+    if (p == 0.0) {  // F.dropout(p=0) returns its input (ViT's dropout 0.0): no node, as the zoo builds it
+      runtime(0);  // checked: a computed tensor
+      context.values[node.output(0)] = context.values.at(input(0));
+      return;
+    }
     return bind(emit("Dropout", {runtime(0)}, {{"p", float_as_written(static_cast<float>(p))}}));
   }
   if (context.unknown_count.count(node.domain().empty() || node.domain() == "ai.onnx" ? op : node.domain() + "." + op))

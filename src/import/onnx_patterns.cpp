@@ -8,7 +8,9 @@
 //   ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div [-> Mul(w) -> Add(b)]  LayerNorm
 //   Reshape(x, N g C/g H W) -> Transpose(0 2 1 3 4) -> Reshape(N C H W)  ChannelShuffle
 //   Pad(x, zeros around H x W) -> AveragePool   AvgPool2d with that padding, counting it (count_include_pad)
-//   MatMul(q, Transpose(k)) [-> Div/Mul(scale)] -> Softmax [-> Dropout] -> MatMul(., v)  ScaledDotProductAttention
+//   MatMul(q, Transpose(k)) [-> Div/Mul(scale)] [-> Add(causal mask)] -> Softmax [-> Dropout] -> MatMul(., v)
+//                                                ScaledDotProductAttention (causal with the mask)
+//   nn.MultiheadAttention's export: the zoo's in_proj, SDPA, out_proj sequence (onnx_mha.cpp)
 #include <cmath>
 
 #include "core/error.h"
@@ -156,6 +158,20 @@ struct Matcher {
     return true;
   }
 
+  // A constant L x L (or 1 x 1 x L x L) whose values are 0 on and below the diagonal and <= -1e4 above.
+  bool causal_mask(const std::string& name) const {
+    const Constant* c = context.constant(name);
+    if (c == nullptr || !c->has_values || c->dims.size() < 2) return false;
+    int64_t rows = c->dims[c->dims.size() - 2], cols = c->dims.back();
+    if (rows != cols || c->numel() != rows * cols) return false;
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t col = 0; col < cols; ++col) {
+        double value = c->values[static_cast<size_t>(row * cols + col)];
+        if (col <= row ? value != 0.0 : !(value <= -1e4)) return false;
+      }
+    return true;
+  }
+
   bool attention(int index, Fusion& fusion) const {
     if (!is(index, "MatMul") || node(index).input_size() != 2) return false;
     int transpose = context.producer.count(node(index).input(1)) ? context.producer.at(node(index).input(1)) : -1;
@@ -173,6 +189,13 @@ struct Matcher {
       if (factor == nullptr || !factor->is_scalar()) return false;
       members.push_back(at = scale);
     }
+    int64_t causal = 0;
+    int mask = next(at, "Add");
+    if (mask >= 0) {  // an additive L x L mask: causal when it is the upper triangle of large negatives
+      if (!causal_mask(other(mask, out(at)))) return false;
+      causal = 1;
+      members.push_back(at = mask);
+    }
     int softmax = next(at, "Softmax");
     if (softmax < 0 || (attr_int(node(softmax), "axis", -1) != -1 && attr_int(node(softmax), "axis", -1) != 3)) return false;
     members.push_back(at = softmax);
@@ -188,7 +211,7 @@ struct Matcher {
     members.push_back(product);
     fusion = {"ScaledDotProductAttention",
               {node(index).input(0), node(transpose).input(0), node(product).input(1)},
-              {{"causal", int64_t{0}}, {"dropout_p", float_as_written(static_cast<float>(dropout_p))}},
+              {{"causal", causal}, {"dropout_p", float_as_written(static_cast<float>(dropout_p))}},
               out(product),
               members};
     if (merged) fusion.permute_inputs[1] = {0, 2, 1, 3};
@@ -206,15 +229,17 @@ std::map<int, Fusion> find_fusions(Context& context) {
     if (taken[static_cast<size_t>(index)]) continue;
     if (context.node(index).input_size() == 0 || context.node(index).output_size() == 0) continue;
     Fusion fusion;
-    if (matcher.attention(index, fusion) || matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) || matcher.gelu(index, fusion) ||
+    if (match_multihead_attention(context, index, fusion) || matcher.attention(index, fusion) ||
+        matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) ||
+        matcher.gelu(index, fusion) ||
         matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
       bool free = !fusion.output.empty();
       for (int member : fusion.members) free = free && !taken[static_cast<size_t>(member)];
       if (!free) continue;
-      int anchor = 0;
+      int anchor = fusion.at_first ? context.graph.node_size() : 0;
       for (int member : fusion.members) {
         taken[static_cast<size_t>(member)] = true;
-        anchor = std::max(anchor, member);
+        anchor = fusion.at_first ? std::min(anchor, member) : std::max(anchor, member);
       }
       fusions[anchor] = std::move(fusion);
     }

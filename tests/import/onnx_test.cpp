@@ -97,6 +97,78 @@ print(json.dumps({"params": sum(p.numel() for p in model.parameters()),
   EXPECT_EQ(embedding, 1);
 }
 
+// The patterns of vit_b_16 and gpt2_small (tests/import/slow has the full models against the zoo), small:
+// a ViT block with nn.MultiheadAttention(batch_first), a GPT-2 block (packed c_attn, additive causal mask),
+// a position table gathered by position_ids, an LM head tied to the token table.
+TEST(OnnxImport, MultiheadAttentionCausalMaskAndTiedHeadMatchTorch) {
+  std::string path = scratch() + "/tiny_gpt.onnx";
+  std::string script = std::string(onnx_test::kExportPrelude) + R"PY(
+import math
+D, H, L, V, P = 64, 4, 16, 300, 32
+class VitBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(D, eps=1e-6)
+        self.attn = torch.nn.MultiheadAttention(D, H, dropout=0.0, batch_first=True)
+    def forward(self, x):
+        y = self.ln(x)
+        y, _ = self.attn(y, y, y, need_weights=False)
+        return x + y
+class CausalBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn, self.c_proj = torch.nn.Linear(D, 3 * D), torch.nn.Linear(D, D)
+        self.register_buffer("mask", torch.triu(torch.full((L, L), -1e4), 1))
+    def forward(self, x):
+        q, k, v = (p.view(p.shape[0], L, H, D // H).permute(0, 2, 1, 3) for p in self.c_attn(x).split(D, dim=2))
+        probs = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D // H) + self.mask, dim=-1)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        return self.c_proj(ctx.view(ctx.shape[0], L, D)) + x
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = torch.nn.Embedding(V, D), torch.nn.Embedding(P, D)
+        self.register_buffer("position_ids", torch.arange(L))
+        self.vit, self.causal = VitBlock(), CausalBlock()
+    def forward(self, ids):
+        x = self.causal(self.vit(self.wte(ids) + self.wpe(self.position_ids)))
+        return torch.nn.functional.linear(x, self.wte.weight)
+model = Net()
+export(model, torch.randint(0, V, (1, L)), sys.argv[1])
+N = 2
+linear = sum(m.in_features * m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear))
+macs = N * L * (linear + 3 * D * D + V * D) + 2 * 2 * N * H * L * L * (D // H)
+print(json.dumps({"params": sum(p.numel() for p in model.parameters()), "macs": macs}))
+)PY";
+  std::string script_path = python_test::write_temp(script);
+  std::string output = python_test::run_python_command(script_path + " " + path);
+  std::remove(script_path.c_str());
+  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  std::string json_line = output.substr(output.rfind('{'));
+  auto number = [&](const std::string& key) {
+    size_t at = json_line.find("\"" + key + "\": ");
+    return std::stoll(json_line.substr(at + key.size() + 4));
+  };
+  ModelSpec spec;
+  spec.batch = 2;
+  Graph graph = load_model(path, spec);
+  apps::Inspection inspection = apps::inspect(graph);
+  EXPECT_EQ(inspection.total.params, number("params"));
+  EXPECT_EQ(inspection.total.macs, number("macs"));
+  int attention = 0, causal = 0, tied = 0, copies = 0;
+  for (const Node& node : graph.nodes()) {
+    attention += node.op == "ScaledDotProductAttention";
+    causal += node.op == "ScaledDotProductAttention" && node.attr_int("causal", 0) == 1;
+    tied += node.op == "Linear" && !node.attr_str("tied_to", "").empty();
+    copies += node.op == "Permute" && node.attr_int("contiguous", 0) == 1;
+    if (node.op == "PositionEmbedding") EXPECT_EQ(node.attr_int("length", 0), 32);  // the whole table
+  }
+  EXPECT_EQ(attention, 2);
+  EXPECT_EQ(causal, 1);
+  EXPECT_EQ(tied, 1);
+  EXPECT_EQ(copies, 2);  // the ViT block's head split and merge, as the zoo builds them
+}
+
 // Hand-built files (onnx.helper): name -> how it is made. Each must fail with `expected` in the message.
 struct BadFile {
   const char* name;
