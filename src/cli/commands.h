@@ -19,5 +19,6 @@ int run_predict(const Args& args);
 int run_memory(const Args& args);
 int run_transfer(const Args& args);
 int run_calibrate(const Args& args);
+int run_devices(const Args& args);  // devices [--instances]: the GPU catalogue and cloud instances
 
 }  // namespace dnncast::cli

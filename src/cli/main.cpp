@@ -28,6 +28,7 @@ const std::map<std::string, Command>& commands() {
       {"memory", {dnncast::cli::run_memory, "simulated peak memory of training: breakdown, fits, largest batch"}},
       {"transfer", {dnncast::cli::run_transfer, "carry a performance model to another environment: DM, LMS, NMLS, GS"}},
       {"calibrate", {dnncast::cli::run_calibrate, "adapt a time predictor to this host with a few guided measurements"}},
+      {"devices", {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
   };
   return table;
 }
