@@ -2,7 +2,6 @@
 // with the source of every row, or the cloud instances that rent those GPUs (data/hardware/instances.csv).
 // Reads CSV files only; docs/DEVICES.md says what the catalogue holds and how to extend it.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,22 +28,40 @@ ordered_json gpu_json(const hardware::GpuSpec& gpu) {
   ordered_json references = ordered_json::array();
   for (const hardware::SpecsReference& reference : gpu.from_gpu_specs)
     references.push_back({{"gpu", reference.gpu}, {"source", reference.source}, {"fields", reference.fields}});
-  return {{"name", gpu.name}, {"aliases", gpu.aliases}, {"vendor", gpu.vendor}, {"full_name", gpu.full_name},
-          {"architecture", gpu.architecture}, {"fp32_tflops", or_null(gpu.fp32_tflops)},
-          {"tf32_tensor_tflops", or_null(gpu.tf32_tensor_tflops)}, {"fp16_tensor_tflops", or_null(gpu.fp16_tensor_tflops)},
-          {"bf16_tensor_tflops", or_null(gpu.bf16_tensor_tflops)}, {"memory_gib", or_null(gpu.memory_gib)},
-          {"bandwidth_gbs", or_null(gpu.bandwidth_gbs)}, {"sm_count", or_null(gpu.sm_count)},
-          {"l2_mib", or_null(gpu.l2_mib)}, {"tdp_w", or_null(gpu.tdp_w)}, {"from_gpu_specs", references},
-          {"source_url", gpu.source_url}, {"date", gpu.date}, {"notes", gpu.notes}, {"file", gpu.file},
+  return {{"name", gpu.name},
+          {"aliases", gpu.aliases},
+          {"vendor", gpu.vendor},
+          {"full_name", gpu.full_name},
+          {"architecture", gpu.architecture},
+          {"fp32_tflops", or_null(gpu.fp32_tflops)},
+          {"tf32_tensor_tflops", or_null(gpu.tf32_tensor_tflops)},
+          {"fp16_tensor_tflops", or_null(gpu.fp16_tensor_tflops)},
+          {"bf16_tensor_tflops", or_null(gpu.bf16_tensor_tflops)},
+          {"memory_gib", or_null(gpu.memory_gib)},
+          {"bandwidth_gbs", or_null(gpu.bandwidth_gbs)},
+          {"sm_count", or_null(gpu.sm_count)},
+          {"l2_mib", or_null(gpu.l2_mib)},
+          {"tdp_w", or_null(gpu.tdp_w)},
+          {"from_gpu_specs", references},
+          {"source_url", gpu.source_url},
+          {"date", gpu.date},
+          {"notes", gpu.notes},
+          {"file", gpu.file},
           {"line", gpu.line}};
 }
 
 ordered_json instance_json(const hardware::CloudInstance& instance) {
-  return {{"provider", instance.provider}, {"instance_type", instance.instance_type}, {"gpu", instance.gpu},
-          {"gpu_listed", instance.gpu_listed}, {"gpu_count", instance.gpu_count},
-          {"gpu_memory_gib", or_null(instance.gpu_memory_gib)}, {"vcpus", or_null(instance.vcpus)},
-          {"memory_gib", or_null(instance.memory_gib)}, {"price_usd_per_hour", instance.price_usd_per_hour},
-          {"spot_price_usd_per_hour", or_null(instance.spot_price_usd_per_hour)}, {"region", instance.region},
+  return {{"provider", instance.provider},
+          {"instance_type", instance.instance_type},
+          {"gpu", instance.gpu},
+          {"gpu_listed", instance.gpu_listed},
+          {"gpu_count", instance.gpu_count},
+          {"gpu_memory_gib", or_null(instance.gpu_memory_gib)},
+          {"vcpus", or_null(instance.vcpus)},
+          {"memory_gib", or_null(instance.memory_gib)},
+          {"price_usd_per_hour", instance.price_usd_per_hour},
+          {"spot_price_usd_per_hour", or_null(instance.spot_price_usd_per_hour)},
+          {"region", instance.region},
           {"source_commit", instance.source_commit}};
 }
 
@@ -77,16 +94,18 @@ void print_gpus(const hardware::Catalogue& catalogue) {
                 cell(gpu, "sm_count", sms).c_str(), cell(gpu, "l2_mib", gpu.l2_mib).c_str(),
                 cell(gpu, "tdp_w", gpu.tdp_w).c_str(), gpu.source_url.c_str(), gpu.date.c_str());
   }
-  std::printf("\n%zu GPUs. Dense peak TFLOP/s (tf32/fp16/bf16 on tensor cores); - unknown; * copied from "
-              "gpu_specs.csv (../shared/data/public/gpu_benchmarks), the rest from the source. Files: ",
-              catalogue.gpus().size());
+  std::printf(
+      "\n%zu GPUs. Dense peak TFLOP/s (tf32/fp16/bf16 on tensor cores); - unknown; * copied from "
+      "gpu_specs.csv (../shared/data/public/gpu_benchmarks), the rest from the source. Files: ",
+      catalogue.gpus().size());
   for (size_t index = 0; index < catalogue.files().size(); ++index)
     std::printf("%s%s", index == 0 ? "" : ", ", catalogue.files()[index].c_str());
   std::printf("\n");
 }
 
 void print_instances(const hardware::Catalogue& catalogue) {
-  std::printf("%-8s %-30s %-16s %5s %9s %9s  %s\n", "provider", "instance", "gpu", "count", "usd/h", "spot/h", "region");
+  std::printf("%-8s %-30s %-16s %5s %9s %9s  %s\n", "provider", "instance", "gpu", "count", "usd/h", "spot/h",
+              "region");
   for (const hardware::CloudInstance& instance : catalogue.instances()) {
     char spot[32] = "-";
     if (instance.spot_price_usd_per_hour) std::snprintf(spot, sizeof spot, "%.4f", *instance.spot_price_usd_per_hour);
@@ -94,9 +113,10 @@ void print_instances(const hardware::Catalogue& catalogue) {
                 instance.instance_type.empty() ? "(gpu only)" : instance.instance_type.c_str(), instance.gpu.c_str(),
                 static_cast<long long>(instance.gpu_count), instance.price_usd_per_hour, spot, instance.region.c_str());
   }
-  std::printf("\n%zu instances: on-demand and spot USD per hour, a snapshot of SkyPilot's public catalog "
-              "(data/hardware/instances.README.md), not a quote. gcp rows price the GPUs alone, without the host.\n",
-              catalogue.instances().size());
+  std::printf(
+      "\n%zu instances: on-demand and spot USD per hour, a snapshot of SkyPilot's public catalog "
+      "(data/hardware/instances.README.md), not a quote. gcp rows price the GPUs alone, without the host.\n",
+      catalogue.instances().size());
 }
 
 }  // namespace

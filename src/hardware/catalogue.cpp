@@ -19,18 +19,32 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kGpuColumns{
-    "name",        "aliases",       "vendor",   "full_name",          "architecture",       "fp32_tflops",
-    "tf32_tensor_tflops", "fp16_tensor_tflops", "bf16_tensor_tflops", "memory_gib", "bandwidth_gbs",
-    "sm_count",    "l2_mib",        "tdp_w",    "from_gpu_specs",     "source_url",         "date",
-    "notes"};
+const std::vector<std::string> kGpuColumns{"name",
+                                           "aliases",
+                                           "vendor",
+                                           "full_name",
+                                           "architecture",
+                                           "fp32_tflops",
+                                           "tf32_tensor_tflops",
+                                           "fp16_tensor_tflops",
+                                           "bf16_tensor_tflops",
+                                           "memory_gib",
+                                           "bandwidth_gbs",
+                                           "sm_count",
+                                           "l2_mib",
+                                           "tdp_w",
+                                           "from_gpu_specs",
+                                           "source_url",
+                                           "date",
+                                           "notes"};
 const std::vector<std::string> kInstanceColumns{
-    "provider", "instance_type", "gpu",  "gpu_count", "gpu_memory_gib",          "vcpus",
-    "memory_gib", "price_usd_per_hour", "spot_price_usd_per_hour", "region", "source_commit"};
+    "provider",           "instance_type",           "gpu",    "gpu_count",    "gpu_memory_gib", "vcpus", "memory_gib",
+    "price_usd_per_hour", "spot_price_usd_per_hour", "region", "source_commit"};
 // Columns of a GPU row whose value from_gpu_specs may claim.
 const std::vector<std::string> kValueColumns{
-    "fp32_tflops", "tf32_tensor_tflops", "fp16_tensor_tflops", "bf16_tensor_tflops", "memory_gib",
-    "bandwidth_gbs", "sm_count", "l2_mib", "tdp_w"};
+    "fp32_tflops", "tf32_tensor_tflops", "fp16_tensor_tflops", "bf16_tensor_tflops",
+    "memory_gib",  "bandwidth_gbs",      "sm_count",           "l2_mib",
+    "tdp_w"};
 
 std::string trim(const std::string& text) {
   size_t begin = text.find_first_not_of(" \t");
@@ -88,7 +102,8 @@ class Table {
       if (message.rfind(path_, 0) == 0) throw;
       throw InputError(path_ + ": " + message);
     }
-    if (!have_header) throw InputError(path_ + ": no header line (want " + columns.front() + "," + columns[1] + ",...)");
+    if (!have_header)
+      throw InputError(path_ + ": no header line (want " + columns.front() + "," + columns[1] + ",...)");
   }
 
   struct Row {
@@ -197,14 +212,16 @@ bool is_header_of(const std::string& path, const std::string& first_column) {
 std::string catalogue_key(const std::string& name) {
   std::string key;
   for (char c : name)
-    if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return key;
 }
 
 void Catalogue::add_gpu(GpuSpec spec) {
   const std::string key = catalogue_key(spec.name);
-  gpus_.erase(std::remove_if(gpus_.begin(), gpus_.end(), [&](const GpuSpec& old) { return catalogue_key(old.name) == key; }),
-              gpus_.end());
+  gpus_.erase(
+      std::remove_if(gpus_.begin(), gpus_.end(), [&](const GpuSpec& old) { return catalogue_key(old.name) == key; }),
+      gpus_.end());
   std::vector<std::string> names{spec.name};
   names.insert(names.end(), spec.aliases.begin(), spec.aliases.end());
   for (const std::string& name : names) {
@@ -261,8 +278,9 @@ void Catalogue::add_instance_file(const std::string& path) {
     if (gpu == nullptr) {
       std::vector<std::string> known;
       for (const GpuSpec& spec : gpus_) known.push_back(spec.name);
-      table.fail(row, "gpu", "GPU " + quote(instance.gpu_listed) + " is not in the catalogue (did you mean " +
-                                 hint(catalogue_key(instance.gpu_listed), known) + "? add it with --catalogue FILE)");
+      table.fail(row, "gpu",
+                 "GPU " + quote(instance.gpu_listed) + " is not in the catalogue (did you mean " +
+                     hint(catalogue_key(instance.gpu_listed), known) + "? add it with --catalogue FILE)");
     }
     instance.gpu = gpu->name;
     std::optional<int64_t> count = table.integer(row, "gpu_count");
@@ -295,7 +313,8 @@ Catalogue Catalogue::load(const std::vector<std::string>& extra_files, const std
     else if (is_header_of(file, "provider"))
       instance_files.push_back(file);
     else
-      throw InputError(file + ": not a catalogue file (its header must be gpus.csv's or instances.csv's, docs/DEVICES.md)");
+      throw InputError(file +
+                       ": not a catalogue file (its header must be gpus.csv's or instances.csv's, docs/DEVICES.md)");
   }
   for (const std::string& file : instance_files) catalogue.add_instance_file(file);
   return catalogue;

@@ -85,9 +85,11 @@ TEST(Catalogue, EveryInstanceOfTheSharedSnapshotResolvesAndIsCopied) {
 
 // Our column -> gpu_specs.csv's column (l2_mib: its note, "L2 40 MB").
 double specs_value(const std::map<std::string, std::string>& row, const std::string& field) {
-  static const std::map<std::string, std::string> column{
-      {"fp32_tflops", "fp32_TFLOPS"}, {"fp16_tensor_tflops", "fp16_tensor_TFLOPS"}, {"memory_gib", "memory_GB"},
-      {"bandwidth_gbs", "mem_bw_GBps"}, {"sm_count", "num_SMs"}};
+  static const std::map<std::string, std::string> column{{"fp32_tflops", "fp32_TFLOPS"},
+                                                         {"fp16_tensor_tflops", "fp16_tensor_TFLOPS"},
+                                                         {"memory_gib", "memory_GB"},
+                                                         {"bandwidth_gbs", "mem_bw_GBps"},
+                                                         {"sm_count", "num_SMs"}};
   std::string text;
   if (field == "l2_mib") {
     std::smatch match;
@@ -104,14 +106,18 @@ TEST(Catalogue, ValuesClaimedFromGpuSpecsEqualThatFile) {
   size_t compared = 0;
   for (const GpuSpec& gpu : shipped().gpus()) {
     std::map<std::string, std::optional<double>> ours{
-        {"fp32_tflops", gpu.fp32_tflops}, {"fp16_tensor_tflops", gpu.fp16_tensor_tflops},
-        {"memory_gib", gpu.memory_gib},   {"bandwidth_gbs", gpu.bandwidth_gbs},
-        {"l2_mib", gpu.l2_mib},           {"sm_count", gpu.sm_count ? std::optional<double>(*gpu.sm_count) : std::nullopt}};
+        {"fp32_tflops", gpu.fp32_tflops},
+        {"fp16_tensor_tflops", gpu.fp16_tensor_tflops},
+        {"memory_gib", gpu.memory_gib},
+        {"bandwidth_gbs", gpu.bandwidth_gbs},
+        {"l2_mib", gpu.l2_mib},
+        {"sm_count", gpu.sm_count ? std::optional<double>(*gpu.sm_count) : std::nullopt}};
     for (const SpecsReference& reference : gpu.from_gpu_specs) {
       const std::map<std::string, std::string>* row = nullptr;
       for (const auto& candidate : rows)
         if (candidate.at("gpu") == reference.gpu && candidate.at("source") == reference.source) row = &candidate;
-      ASSERT_NE(row, nullptr) << gpu.name << ": no gpu_specs.csv row " << reference.gpu << "[" << reference.source << "]";
+      ASSERT_NE(row, nullptr) << gpu.name << ": no gpu_specs.csv row " << reference.gpu << "[" << reference.source
+                              << "]";
       for (const std::string& field : reference.fields) {
         double theirs = specs_value(*row, field);
         ASSERT_TRUE(ours.count(field) && ours.at(field)) << gpu.name << " " << field << " is claimed but empty";
@@ -139,8 +145,11 @@ TEST(Catalogue, RowsAreSourcedAndNamesUnique) {
     EXPECT_EQ(gpu.source_url.rfind("https://", 0), 0u) << gpu.name;
     EXPECT_TRUE(std::regex_match(gpu.date, std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2}"))) << gpu.name;
     EXPECT_TRUE(keys.insert(catalogue_key(gpu.name)).second) << gpu.name;
-    for (const std::string& alias : gpu.aliases)
-      if (catalogue_key(alias) != catalogue_key(gpu.name)) EXPECT_TRUE(keys.insert(catalogue_key(alias)).second) << alias;
+    for (const std::string& alias : gpu.aliases) {
+      if (catalogue_key(alias) != catalogue_key(gpu.name)) {
+        EXPECT_TRUE(keys.insert(catalogue_key(alias)).second) << alias;
+      }
+    }
   }
 }
 
@@ -188,15 +197,15 @@ TEST(Catalogue, MalformedUserFilesNameFileLineAndColumn) {
   cli_test::ScratchDir dir("catalogue");
   const std::string good_tail = ",,,,24,500,40,,,,https://example.com/x,2026-01-01,\n";
   std::string bad_number = write(dir, "n.csv", "# mine\n" + gpus_header() + "x1,,nvidia,X,Y,fast" + good_tail);
-  EXPECT_EQ(load_error({bad_number}),
-            bad_number + " line 3 column 6 (fp32_tflops): 'fast' is not a positive number");
+  EXPECT_EQ(load_error({bad_number}), bad_number + " line 3 column 6 (fp32_tflops): 'fast' is not a positive number");
   std::string negative = write(dir, "m.csv", gpus_header() + "x1,,nvidia,X,Y,-3" + good_tail);
   EXPECT_NE(load_error({negative}).find(negative + " line 2 column 6 (fp32_tflops)"), std::string::npos);
   std::string short_row = write(dir, "s.csv", gpus_header() + "x1,,nvidia\n");
   EXPECT_EQ(load_error({short_row}), short_row + " line 2: 3 fields, the header has 18");
   std::string no_source = write(dir, "u.csv", gpus_header() + "x1,,nvidia,X,Y,1,,,,24,500,40,,,,,2026-01-01,\n");
   EXPECT_EQ(load_error({no_source}), no_source + " line 2 column 16 (source_url): empty; this column is required");
-  std::string claim = write(dir, "c.csv", gpus_header() + "x1,,nvidia,X,Y,1,,,,24,500,40,,,T4[D]=speed,https://e.x,d,\n");
+  std::string claim =
+      write(dir, "c.csv", gpus_header() + "x1,,nvidia,X,Y,1,,,,24,500,40,,,T4[D]=speed,https://e.x,d,\n");
   EXPECT_NE(load_error({claim}).find("column 15 (from_gpu_specs): unknown field 'speed'"), std::string::npos);
   std::string column = write(dir, "h.csv", "name,aliasses\n");
   EXPECT_NE(load_error({column}).find(column + " line 1 column 2: unknown column 'aliasses' (did you mean aliases"),
@@ -205,9 +214,10 @@ TEST(Catalogue, MalformedUserFilesNameFileLineAndColumn) {
   EXPECT_NE(load_error({quote}).find(quote + ": line 2: unterminated quoted field"), std::string::npos);
   std::string taken = write(dir, "t.csv", gpus_header() + "mine,A100,nvidia,X,Y,1" + good_tail);
   EXPECT_NE(load_error({taken}).find("name 'A100' of GPU 'mine' is already GPU 'a100-40gb'"), std::string::npos);
-  std::string instance = write(dir, "i.csv", "provider,instance_type,gpu,gpu_count,gpu_memory_gib,vcpus,memory_gib,"
-                                             "price_usd_per_hour,spot_price_usd_per_hour,region,source_commit\n"
-                                             "mycloud,big,A1000,1,,,,2.5,,here,\n");
+  std::string instance = write(dir, "i.csv",
+                               "provider,instance_type,gpu,gpu_count,gpu_memory_gib,vcpus,memory_gib,"
+                               "price_usd_per_hour,spot_price_usd_per_hour,region,source_commit\n"
+                               "mycloud,big,A1000,1,,,,2.5,,here,\n");
   EXPECT_NE(load_error({instance}).find(instance + " line 2 column 3 (gpu): GPU 'A1000' is not in the catalogue"),
             std::string::npos);
   EXPECT_EQ(load_error({dir.path() + "/absent.csv"}), "cannot read catalogue file '" + dir.path() + "/absent.csv'");
@@ -217,14 +227,16 @@ TEST(Catalogue, MalformedUserFilesNameFileLineAndColumn) {
 
 TEST(Catalogue, UserFileOverridesAndAddsRows) {
   cli_test::ScratchDir dir("catalogue");
-  std::string gpus = write(dir, "g.csv", gpus_header() +
-                                             "T4,T4g,nvidia,NVIDIA T4 (mine),Turing,7.5,,,,16,300,40,,,,"
-                                             "https://example.com/t4,2026-02-02,measured\n"
-                                             "my-gpu,Mine 1;mine-one,acme,Acme One,Z,10,,,,32,1000,50,,,,"
-                                             "https://example.com/one,2026-02-02,\n");
-  std::string instances = write(dir, "i.csv", "provider,instance_type,gpu,gpu_count,gpu_memory_gib,vcpus,memory_gib,"
-                                              "price_usd_per_hour,spot_price_usd_per_hour,region,source_commit\n"
-                                              "mycloud,one.x2,Mine 1,2,,8,64,3.25,,home,\n");
+  std::string gpus = write(dir, "g.csv",
+                           gpus_header() +
+                               "T4,T4g,nvidia,NVIDIA T4 (mine),Turing,7.5,,,,16,300,40,,,,"
+                               "https://example.com/t4,2026-02-02,measured\n"
+                               "my-gpu,Mine 1;mine-one,acme,Acme One,Z,10,,,,32,1000,50,,,,"
+                               "https://example.com/one,2026-02-02,\n");
+  std::string instances = write(dir, "i.csv",
+                                "provider,instance_type,gpu,gpu_count,gpu_memory_gib,vcpus,memory_gib,"
+                                "price_usd_per_hour,spot_price_usd_per_hour,region,source_commit\n"
+                                "mycloud,one.x2,Mine 1,2,,8,64,3.25,,home,\n");
   Catalogue catalogue = Catalogue::load({instances, gpus}, kShipped);
   EXPECT_EQ(catalogue.gpus().size(), shipped().gpus().size() + 1);
   EXPECT_DOUBLE_EQ(*catalogue.gpu("t4").fp32_tflops, 7.5);

@@ -79,7 +79,8 @@ TEST(DevicesCli, CatalogueFileOverridesAndBadFilesExit2) {
       break;
     }
   std::string mine = dir.path() + "/mine.csv";
-  std::ofstream(mine) << header << "\nl4,L4;NVIDIA L4,nvidia,NVIDIA L4,Ada,30.3,,,,24,300,58,48,72,,https://example.com/l4,"
+  std::ofstream(mine) << header
+                      << "\nl4,L4;NVIDIA L4,nvidia,NVIDIA L4,Ada,30.3,,,,24,300,58,48,72,,https://example.com/l4,"
                       << "2026-03-03,own\n";
   Result result = run("devices", {"--json", "--catalogue", mine}, dir.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -95,7 +96,8 @@ TEST(DevicesCli, CatalogueFileOverridesAndBadFilesExit2) {
   std::ofstream(bad) << header << "\nl4,,nvidia,NVIDIA L4,Ada,30.3,,,,24,300,5.5,48,72,,https://e.x,2026-03-03,\n";
   Result failed = run("devices", {"--catalogue", bad}, dir.path());
   EXPECT_EQ(failed.exit_code, 2);
-  EXPECT_EQ(failed.err, "dnncast devices: error: " + bad + " line 2 column 12 (sm_count): '5.5' is not a whole number\n");
+  EXPECT_EQ(failed.err,
+            "dnncast devices: error: " + bad + " line 2 column 12 (sm_count): '5.5' is not a whole number\n");
   EXPECT_TRUE(failed.out.empty());
 }
 
