@@ -1,0 +1,105 @@
+// Training time and memory on a catalogued GPU that was never profiled (issue 19, docs/GPU.md).
+//
+// Time: per op of the graph, forward and backward, a roofline time from the op's FLOPs and bytes and
+// the device's peaks (hardware/catalogue.h), divided by an efficiency that grows with the op's work per
+// SM (the wave / occupancy regime of small problems) up to a ceiling per op class, plus a per-kernel
+// launch cost, the optimizer step as a memory-bound pass over the parameters, and a per-iteration
+// host overhead. The efficiency curves and overheads are calibrated on public end-to-end measurements
+// (../shared/data/public/gpu_benchmarks) and shipped in data/hardware/gpu_calibration.csv, written by
+// `dnncast calibrate-gpus`. Memory: the simulator's CUDA caching-allocator model plus the CUDA context.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/training_setup.h"
+#include "graph/graph.h"
+#include "hardware/catalogue.h"
+#include "models/zoo.h"
+
+namespace dnncast::apps {
+
+// What the matrix ops (conv, linear, attention) run in; fp16 / bf16 are autocast mixed precision
+// ("amp" is fp16). tf32: fp32 storage, TF32 tensor cores for convolutions and GEMMs (Ampere and later).
+enum class GpuPrecision { Fp32, Tf32, Fp16, Bf16 };
+enum class Framework { PyTorch, TensorFlow };
+
+// "fp32", "tf32", "amp" / "fp16", "bf16" (any case); throws InputError naming `what` and the choices.
+GpuPrecision parse_gpu_precision(const std::string& text, const std::string& what = "precision");
+const std::string& name(GpuPrecision precision);  // "fp32", "tf32", "fp16", "bf16"
+Framework parse_framework(const std::string& text, const std::string& what = "framework");
+const std::string& name(Framework framework);  // "pytorch", "tensorflow"
+
+// The calibrated constants (one row each of gpu_calibration.csv).
+struct GpuCalibration {
+  // Efficiency of an op class: ceiling * w / (w + half_work), w = FLOPs per SM of the op.
+  struct Curve {
+    double ceiling = 1, half_work = 0;
+  };
+  Curve conv, gemm;            // convolutions; linear layers and attention matmuls
+  double memory_efficiency = 1;  // fraction of peak bandwidth that memory-bound ops reach
+  double kernel_launch_us = 0;   // per kernel (forward op, backward op)
+  double iteration_us = 0;       // per iteration: host work, loss, synchronisation
+  double tensorflow_factor = 1;  // TensorFlow's time over PyTorch's at equal work (public tables)
+  std::string source;            // the file read, or "built-in (uncalibrated)"
+};
+
+// The shipped file (data/hardware/gpu_calibration.csv), or `path`; throws InputError for a malformed file.
+GpuCalibration load_gpu_calibration(const std::string& path = "");
+
+struct GpuTiming {
+  double time_ms = 0;      // calibrated forecast per iteration
+  double roofline_ms = 0;  // plain roofline: peaks only, no efficiency, no overheads
+  double compute_ms = 0, memory_ms = 0, overhead_ms = 0;  // parts of time_ms
+  int64_t kernels = 0;     // kernels counted for launch costs
+};
+
+// One iteration (forward, backward, optimizer step) of `graph` on `gpu`; throws InputError when the
+// catalogue lacks a peak the precision needs (the message names the GPU and the column).
+GpuTiming time_on_gpu(const Graph& graph, const hardware::GpuSpec& gpu, GpuPrecision precision,
+                      Optimizer optimizer, Framework framework, const GpuCalibration& calibration,
+                      bool with_optimizer_step = true);
+
+struct GpuForecastRequest {
+  std::string model;  // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)
+  ModelSpec spec;     // batch and input
+  Optimizer optimizer = Optimizer::Sgd;
+  GpuPrecision precision = GpuPrecision::Fp32;
+  Framework framework = Framework::PyTorch;
+  std::string device;         // a catalogue GPU, by name or alias
+  int64_t epoch_samples = 0;  // > 0: also time per epoch
+  bool max_batch = false;     // also the largest batch that fits in the GPU's memory
+  std::vector<std::string> catalogue_files;  // --catalogue
+  std::string calibration_file;              // "": the shipped calibration
+};
+
+struct GpuForecast {
+  std::string model, graph;  // as requested; the built graph's name
+  std::string device, device_name;  // catalogue name, full name
+  int64_t batch = 0;
+  std::string input;  // without the batch: "3x224x224"
+  Optimizer optimizer = Optimizer::Sgd;
+  GpuPrecision precision = GpuPrecision::Fp32;
+  Framework framework = Framework::PyTorch;
+  double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
+  double roofline_ms = 0;                                   // the plain roofline, for comparison
+  std::optional<double> epoch_s;
+  int64_t epoch_samples = 0, epoch_iterations = 0;
+  // What the forecast rests on: "measured" (our own runs on this GPU), "calibrated" (public
+  // measurements of this GPU were in the calibration), "specs" (only its catalogue row).
+  std::string basis;
+  std::string basis_detail;  // one line: which tables, how many rows
+  // Memory (simulated, CUDA caching allocator, fp32 tensors): what must fit, the GPU's memory.
+  std::optional<int64_t> required_bytes, device_memory_bytes;
+  std::optional<bool> fits;
+  std::optional<int64_t> max_batch;  // with request.max_batch (0: batch 1 does not fit)
+  std::vector<std::string> notes;
+};
+
+// Throws InputError: an unknown GPU (naming the close ones), a bad model or input, a peak missing.
+GpuForecast forecast_gpu(const GpuForecastRequest& request);
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue);
+
+}  // namespace dnncast::apps
