@@ -155,16 +155,9 @@ int run_predict(const Args& args) {
       print_gpu_forecast(result);
     return 0;
   }
-  apps::ForecastRequest request;
-  request.model = model;
-  request.spec = model_options.spec(model, batch);
-  request.optimizer = parse_optimizer(optimizer, "--optimizer");
-  request.precision = parse_precision(precision, "--precision");
-  request.threads = threads;
-  request.device = device;
-  request.epoch_samples = epoch_samples;
-  request.predictor_dir = predictor_dir;
-  request.host_isa = host_isa;
+  const apps::ForecastOptions options{optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
+  const apps::ForecastRequest request =
+      apps::make_forecast_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::Forecast result = forecast_or_name_gpus(request, catalogue_files);
   // Always said, --json or not (stdout keeps the JSON): one line.
   if (result.host_match && !result.host_match->exact)
