@@ -3,7 +3,7 @@
 //
 // The tables (../shared/data/public/gpu_benchmarks; line 1 of each says what it timed) differ in what
 // they time, and each row says so here: framework, precision, whether the optimizer step is in.
-//   lambda_tf       TensorFlow tf_cnn_benchmarks, full SGD step, synthetic data, fp32 / fp16 (AMP)
+//   lambda_tf       TensorFlow tf_cnn_benchmarks, full SGD step, synthetic data, fp32 (tf32 with CUDA 11) / fp16
 //   lambda_pytorch  NVIDIA DeepLearningExamples ResNet-50, full step, synthetic rows only, tf32 / amp
 //   jcjohnson       Torch7 + cuDNN, forward + backward (no optimizer), batch 16, newest cuDNN per GPU
 //   u39kun          PyTorch / TensorFlow, forward + loss + backward (no optimizer), batch 16
@@ -62,7 +62,7 @@ class CalibrationSet {
   std::vector<std::shared_ptr<const GpuWork>> work_;
 };
 
-// Least squares on log(forecast / measured) over the rows `use` selects (all when empty), by
+// Huber loss on log(forecast / measured) over the rows `use` selects (all when empty), by
 // Nelder-Mead over the constants; efficiencies and factors bounded to their meaning.
 GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<bool>& use = {});
 

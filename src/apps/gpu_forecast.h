@@ -1,12 +1,14 @@
 // Training time and memory on a catalogued GPU that was never profiled (issue 19, docs/GPU.md).
 //
-// Time: per op of the graph, forward and backward, a roofline time from the op's FLOPs and bytes and
-// the device's peaks (hardware/catalogue.h), divided by an efficiency that grows with the op's work per
-// SM (the wave / occupancy regime of small problems) up to a ceiling per op class, plus a per-kernel
-// launch cost, the optimizer step as a memory-bound pass over the parameters, and a per-iteration
-// host overhead. The efficiency curves and overheads are calibrated on public end-to-end measurements
-// (../shared/data/public/gpu_benchmarks) and shipped in data/hardware/gpu_calibration.csv, written by
-// `dnncast calibrate-gpus`. Memory: the simulator's CUDA caching-allocator model plus the CUDA context.
+// Time: per op of the graph, forward and backward, its compute time (FLOPs over the device's peak,
+// hardware/catalogue.h, divided by an efficiency that grows with the op's work per SM -- the wave /
+// occupancy regime of small problems -- up to a ceiling per op class) plus its memory time (bytes
+// over the bandwidth): a fitted soft maximum (c^p + m^p)^(1/p) came out at p = 1.00, no overlap. Plus
+// a per-kernel launch cost (a kernel takes at least that), the optimizer step as a memory-bound pass
+// over the parameters, and a per-iteration host overhead. The curves and overheads are calibrated on
+// public end-to-end measurements (../shared/data/public/gpu_benchmarks) and shipped in
+// data/hardware/gpu_calibration.csv, written by `dnncast calibrate-gpus`. Memory: the simulator's
+// CUDA caching-allocator model plus the CUDA context.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +43,8 @@ struct GpuCalibration {
   };
   // conv3x3: 3x3 stride-1 dense convolutions at fp32, which cuDNN runs as Winograd (fewer FLOPs than
   // the direct count: their ceiling may exceed 1); conv: the other convolutions.
-  Curve conv3x3_fp32, conv_fp32, conv_tensor, gemm_fp32, gemm_tensor;
+  // tf32: convolutions on TF32 tensor cores; tensor: on fp16 / bf16 ones.
+  Curve conv3x3_fp32, conv_fp32, conv_tf32, conv_tensor, gemm_fp32, gemm_tensor;
   double memory_efficiency = 1;  // fraction of peak bandwidth that memory-bound kernels reach
   double kernel_launch_us = 0;   // host time per kernel: a kernel takes at least this long
   double iteration_us = 0;       // per iteration: host work, loss, synchronisation

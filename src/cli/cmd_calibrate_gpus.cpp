@@ -67,6 +67,27 @@ ordered_json held_out_table(const apps::CalibrationSet& set, const apps::HeldOut
           {"mre_groups", mean_of_groups}, {"roofline_mre_groups", mean_roofline}, {"below_roofline", below}};
 }
 
+// The tables' own noise floor: rows of one GPU, model, batch, precision and framework measured more than
+// once (other systems, software versions), each row's relative deviation from its group's mean.
+std::pair<double, int64_t> duplicate_spread(const apps::CalibrationSet& set) {
+  std::map<std::string, std::vector<double>> groups;
+  for (size_t index = 0; index < set.size(); ++index) {
+    const apps::PublicMeasurement& row = set.row(index);
+    groups[row.table + "/" + row.gpu + "/" + row.model + "/" + std::to_string(row.spec.batch) + "/" +
+           apps::name(row.precision) + "/" + apps::name(row.framework)]
+        .push_back(row.measured_ms);
+  }
+  double sum = 0;
+  int64_t rows = 0;
+  for (const auto& [key, times] : groups) {
+    if (times.size() < 2) continue;
+    double mean = 0;
+    for (double t : times) mean += t / static_cast<double>(times.size());
+    for (double t : times) sum += std::abs(t / mean - 1), ++rows;
+  }
+  return {rows ? sum / static_cast<double>(rows) : 0, rows};
+}
+
 double quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   const double at = q * static_cast<double>(values.size() - 1);
@@ -109,7 +130,13 @@ int run_calibrate_gpus(const Args& args) {
   double in_sample = 0;
   for (size_t index = 0; index < set.size(); ++index)
     in_sample += std::abs(set.time(index, calibration).time_ms / set.row(index).measured_ms - 1) / static_cast<double>(set.size());
-  if (print) std::printf("fit on all rows: in-sample MRE %.1f%%\n", 100 * in_sample);
+  const auto [spread, spread_rows] = duplicate_spread(set);
+  if (print) {
+    std::printf("fit on all rows: in-sample MRE %.1f%%\n", 100 * in_sample);
+    std::printf("noise floor of the tables: %lld rows measured more than once deviate %.1f%% (mean) from their "
+                "group's mean\n", static_cast<long long>(spread_rows), 100 * spread);
+  }
+  result["noise_floor"] = {{"rows", spread_rows}, {"mean_relative_deviation", spread}};
   if (print && show_rows) {
     std::printf("  %-15s %5s %-16s %-13s %5s %-5s %-10s %10s %10s %10s\n", "table", "line", "gpu", "model", "batch",
                 "prec", "framework", "measured", "forecast", "roofline");
