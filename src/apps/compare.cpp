@@ -147,7 +147,8 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
 }  // namespace
 
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
-                               const std::vector<GpuForecast>& forecasts) {
+                               const std::vector<GpuForecast>& forecasts,
+                               const std::map<std::string, std::string>& failures) {
   if (request.spec.batch < 1) throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
   std::map<std::string, const GpuForecast*> by_gpu;
   for (const GpuForecast& forecast : forecasts) by_gpu[forecast.device] = &forecast;
@@ -168,7 +169,12 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   std::set<std::string> bases;
   for (const hardware::CloudInstance& instance : instances) {
     auto found = by_gpu.find(instance.gpu);
-    if (found == by_gpu.end()) continue;
+    if (found == by_gpu.end()) {
+      auto failure = failures.find(instance.gpu);
+      comparison.left_out.push_back({instance.provider, instance.instance_type, instance.gpu,
+                                     failure == failures.end() ? "no forecast for this GPU" : failure->second});
+      continue;
+    }
     comparison.rows.push_back(make_row(request, instance, *found->second));
     bases.insert(found->second->basis);
   }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,13 @@ struct CompareRow {
   bool on_pareto_front = false;
 };
 
+// An instance selected but not compared: its GPU could not be forecast (a peak the precision needs is
+// not catalogued, ...).
+struct LeftOutInstance {
+  std::string provider, instance_type, gpu;
+  std::string reason;  // the forecast's error message
+};
+
 struct Comparison {
   std::string model, graph;  // as requested; the built graph's name
   int64_t batch = 0;
@@ -65,6 +73,7 @@ struct Comparison {
   int64_t epochs = 1, epoch_samples = 0;
   bool spot = false, multi_gpu = false;
   std::vector<CompareRow> rows;  // sorted by total_usd, then total_hours
+  std::vector<LeftOutInstance> left_out;  // in catalogue order
   // Every row's GPU is too small (or of unknown memory): what one GPU would need, the largest offered.
   bool fits_nowhere = false;
   std::optional<int64_t> required_bytes, largest_memory_bytes;
@@ -83,10 +92,12 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
                                                       const hardware::Catalogue& catalogue,
                                                       std::vector<std::string>& notes);
 
-// The rows of `instances`, given one forecast per GPU name (instances whose GPU has none are skipped),
-// with totals, the Pareto front and the fits-nowhere verdict; the parts of compare() after forecasting.
+// The rows of `instances`, given one forecast per GPU name, with totals, the Pareto front and the
+// fits-nowhere verdict; the parts of compare() after forecasting. An instance whose GPU has no forecast
+// is left out, with the reason `failures` gives for its GPU.
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
-                               const std::vector<GpuForecast>& forecasts);
+                               const std::vector<GpuForecast>& forecasts,
+                               const std::map<std::string, std::string>& failures = {});
 
 // Marks on_pareto_front: a row that fits and that no other fitting row beats, i.e. none costs at most
 // as much and takes at most as long while being strictly better in one of the two.

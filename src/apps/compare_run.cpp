@@ -1,5 +1,7 @@
 // `dnncast compare` (compare.h): one GPU forecast per distinct GPU of the selected instances, then
 // the rows (compare.cpp). Apart from compare.cpp so that the row logic links without the forecaster.
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "apps/compare.h"
@@ -22,7 +24,7 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   const std::vector<hardware::CloudInstance> instances = select_instances(request, catalogue, notes);
 
   std::vector<GpuForecast> forecasts;
-  std::vector<std::string> failures;
+  std::map<std::string, std::string> failures;  // GPU -> the forecast's error
   std::optional<InputError> first_failure;
   std::set<std::string> done;
   for (const hardware::CloudInstance& instance : instances) {
@@ -42,13 +44,18 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
       forecasts.push_back(forecast_gpu(one, catalogue));
     } catch (const InputError& error) {
       if (!first_failure) first_failure = error;
-      failures.push_back(instance.gpu + " (" + error.what() + ")");
+      failures[instance.gpu] = error.what();
     }
   }
   // The same error on every GPU is the model's or the request's: report it as it is.
   if (forecasts.empty()) throw *first_failure;
-  Comparison comparison = assemble_comparison(request, instances, forecasts);
-  for (const std::string& failure : failures) notes.push_back("left out " + failure);
+  Comparison comparison = assemble_comparison(request, instances, forecasts, failures);
+  for (const auto& [gpu, reason] : failures) {
+    const auto count = std::count_if(comparison.left_out.begin(), comparison.left_out.end(),
+                                     [&](const LeftOutInstance& left) { return left.gpu == gpu; });
+    notes.push_back("left out " + std::to_string(count) + " instance" + (count == 1 ? "" : "s") + " of " + gpu +
+                    ", not forecast: " + reason);
+  }
   comparison.notes.insert(comparison.notes.begin(), notes.begin(), notes.end());
   return comparison;
 }

@@ -231,7 +231,7 @@ constexpr const char* kStyle =
     "body{font-family:sans-serif;margin:24px;color:#222;background:#fff}"
     "h1{font-size:22px}h2{font-size:17px;margin-top:28px}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:bold}dd{margin:0}"
-    "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}"
+    "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}"
     "th{background:#eef2f7}td:nth-child(2),td:nth-child(3),td:nth-child(4){text-align:left}"
     "tr.pareto{background:#fff1ee}.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}"
     "svg text{font-size:12px}svg .label{font-size:11px;fill:#a11}.warn{color:#a11;font-weight:bold}";
@@ -258,6 +258,14 @@ std::string render_html(const Comparison& comparison) {
     html << "<li><span class='dot' style='background:" << basis_colour(basis) << "'></span><b>" << html_escape(basis)
          << "</b>: " << html_escape(basis_meaning(basis)) << "</li>\n";
   html << "</ul>\n<h2>Instances, cheapest first</h2>\n" << table_html(comparison);
+  if (!comparison.left_out.empty()) {
+    html << "<h2>Not compared</h2>\n<ul class='left-out'>\n";
+    for (const LeftOutInstance& left : comparison.left_out)
+      html << "<li>" << html_escape(left.provider + " " + (left.instance_type.empty() ? "(gpu only)" : left.instance_type) +
+                                    " " + left.gpu + ": " + left.reason)
+           << "</li>\n";
+    html << "</ul>\n";
+  }
   if (!comparison.notes.empty()) {
     html << "<h2>Notes</h2>\n<ul class='notes'>\n";
     for (const std::string& note : comparison.notes) html << "<li>" << html_escape(note) << "</li>\n";

@@ -170,6 +170,19 @@ TEST(CompareRows, AModelThatFitsNowhereNamesTheMemoryItNeeds) {
   EXPECT_EQ(comparison.rows.front().iterations, kIterationsWithoutEpochs);
 }
 
+TEST(CompareRows, AnInstanceWhoseGpuHasNoForecastIsLeftOutWithTheReason) {
+  CompareRequest request;
+  request.spec.batch = 8;
+  const Comparison comparison =
+      assemble_comparison(request, {instance("aws", "t4", 1, 0.5), instance("azure", "mi25", 1, 0.2)},
+                          {forecast("t4", 300, true)}, {{"mi25", "GPU mi25: no fp32 peak"}});
+  ASSERT_EQ(comparison.rows.size(), 1u);
+  ASSERT_EQ(comparison.left_out.size(), 1u);
+  EXPECT_EQ(comparison.left_out[0].instance_type, "azure-mi25-1");
+  EXPECT_EQ(comparison.left_out[0].reason, "GPU mi25: no fp32 peak");
+  EXPECT_TRUE(comparison.rows[0].on_pareto_front);
+}
+
 // instances.csv read here with a plain split: provider, gpu_count and spot price of each row.
 struct CsvInstance {
   std::string provider;
