@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/forecast.h"
+#include "apps/gpu_forecast.h"
 
 namespace dnncast::apps {
 
@@ -13,5 +14,7 @@ nlohmann::json to_json(const Forecast& forecast);
 nlohmann::json to_json(const MemoryForecast& forecast);
 nlohmann::json to_json(const Inspection& inspection);
 nlohmann::json to_json(const memory::MemoryBreakdown& breakdown);
+// `predict --device GPU` (gpu_forecast.h): the same time fields as a Forecast, plus basis and roofline.
+nlohmann::json to_json(const GpuForecast& forecast);
 
 }  // namespace dnncast::apps

@@ -24,7 +24,8 @@ namespace dnncast::apps {
 // What the matrix ops (conv, linear, attention) run in; fp16 / bf16 are autocast mixed precision
 // ("amp" is fp16). tf32: fp32 storage, TF32 tensor cores for convolutions and GEMMs (Ampere and later).
 enum class GpuPrecision { Fp32, Tf32, Fp16, Bf16 };
-enum class Framework { PyTorch, TensorFlow };
+// Torch7 only appears in the calibration (jcjohnson's tables); users choose pytorch or tensorflow.
+enum class Framework { PyTorch, TensorFlow, Torch7 };
 
 // "fp32", "tf32", "amp" / "fp16", "bf16" (any case); throws InputError naming `what` and the choices.
 GpuPrecision parse_gpu_precision(const std::string& text, const std::string& what = "precision");
@@ -32,35 +33,61 @@ const std::string& name(GpuPrecision precision);  // "fp32", "tf32", "fp16", "bf
 Framework parse_framework(const std::string& text, const std::string& what = "framework");
 const std::string& name(Framework framework);  // "pytorch", "tensorflow"
 
-// The calibrated constants (one row each of gpu_calibration.csv).
+// The calibrated constants (gpu_calibration.csv). Tensor: the tf32/fp16/bf16 tensor-core peaks.
 struct GpuCalibration {
-  // Efficiency of an op class: ceiling * w / (w + half_work), w = FLOPs per SM of the op.
+  // Efficiency of an op class: ceiling * w / (w + half_work), w = FLOPs per SM of one kernel.
   struct Curve {
     double ceiling = 1, half_work = 0;
   };
-  Curve conv, gemm;            // convolutions; linear layers and attention matmuls
-  double memory_efficiency = 1;  // fraction of peak bandwidth that memory-bound ops reach
-  double kernel_launch_us = 0;   // per kernel (forward op, backward op)
+  // conv3x3: 3x3 stride-1 dense convolutions at fp32, which cuDNN runs as Winograd (fewer FLOPs than
+  // the direct count: their ceiling may exceed 1); conv: the other convolutions.
+  Curve conv3x3_fp32, conv_fp32, conv_tensor, gemm_fp32, gemm_tensor;
+  double memory_efficiency = 1;  // fraction of peak bandwidth that memory-bound kernels reach
+  double kernel_launch_us = 0;   // host time per kernel: a kernel takes at least this long
   double iteration_us = 0;       // per iteration: host work, loss, synchronisation
-  double tensorflow_factor = 1;  // TensorFlow's time over PyTorch's at equal work (public tables)
-  std::string source;            // the file read, or "built-in (uncalibrated)"
+  double tensorflow_factor = 1, torch7_factor = 1;  // time over PyTorch's at equal work
+  // Ratios of measured to forecast time at the 5th and 95th percentile of the leave-one-GPU-out
+  // residuals: the 90% interval of a forecast.
+  double interval_low = 1, interval_high = 1;
+  // GPUs whose public measurements the calibration was fitted to: catalogue name -> rows, tables.
+  struct Coverage {
+    int64_t rows = 0;
+    std::string tables;
+  };
+  std::vector<std::pair<std::string, Coverage>> gpus;
+  std::string source;  // the file read, or "uncalibrated"
 };
 
-// The shipped file (data/hardware/gpu_calibration.csv), or `path`; throws InputError for a malformed file.
+// The shipped file (data/hardware/gpu_calibration.csv), or `path`; throws InputError for a missing or
+// malformed file. write_gpu_calibration writes what load reads, with `header` as line 1.
 GpuCalibration load_gpu_calibration(const std::string& path = "");
+void write_gpu_calibration(const GpuCalibration& calibration, const std::string& path, const std::string& header);
+std::string default_gpu_calibration_path();
+
+// One iteration's kernels, independent of the GPU (the calibration computes them once per graph):
+// forward and backward of every op (a conv or GEMM backward is two kernels: data and weight
+// gradients), and the optimizer step as one memory-bound pass per parameter tensor.
+struct GpuKernel {
+  enum class Class { Conv3x3, Conv, Gemm, Memory };
+  Class kind = Class::Memory;
+  double flops = 0, bytes = 0;
+  int64_t count = 1;  // identical kernels merged
+};
+struct GpuWork {
+  std::vector<GpuKernel> kernels;
+  int64_t kernel_count = 0;
+};
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step = true);
 
 struct GpuTiming {
   double time_ms = 0;      // calibrated forecast per iteration
   double roofline_ms = 0;  // plain roofline: peaks only, no efficiency, no overheads
-  double compute_ms = 0, memory_ms = 0, overhead_ms = 0;  // parts of time_ms
-  int64_t kernels = 0;     // kernels counted for launch costs
+  int64_t kernels = 0;
 };
 
-// One iteration (forward, backward, optimizer step) of `graph` on `gpu`; throws InputError when the
-// catalogue lacks a peak the precision needs (the message names the GPU and the column).
-GpuTiming time_on_gpu(const Graph& graph, const hardware::GpuSpec& gpu, GpuPrecision precision,
-                      Optimizer optimizer, Framework framework, const GpuCalibration& calibration,
-                      bool with_optimizer_step = true);
+// Throws InputError when the catalogue lacks a peak the precision needs (naming the GPU and column).
+GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
+                      const GpuCalibration& calibration);
 
 struct GpuForecastRequest {
   std::string model;  // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)

@@ -9,6 +9,8 @@
 #include "core/units.h"
 #include "apps/forecast.h"
 #include "apps/forecast_json.h"
+#include "apps/gpu_forecast.h"
+#include "hardware/catalogue.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
@@ -44,6 +46,37 @@ void print_forecast(const apps::Forecast& result) {
               100 * result.cv_mre);
 }
 
+void print_gpu_forecast(const apps::GpuForecast& result) {
+  for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  std::printf("%s  batch %lld  input %s  %s %s  %s  on %s (%s)\n", result.model.c_str(),
+              static_cast<long long>(result.batch), result.input.c_str(), name(result.optimizer).c_str(),
+              apps::name(result.precision).c_str(), apps::name(result.framework).c_str(), result.device.c_str(),
+              result.device_name.c_str());
+  std::printf("  time per iteration  %.1f ms   (90%% interval %.1f - %.1f ms; plain roofline %.1f ms)\n", result.time_ms,
+              result.time_ms_low, result.time_ms_high, result.roofline_ms);
+  if (result.epoch_s)
+    std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", *result.epoch_s,
+                static_cast<long long>(result.epoch_samples), static_cast<long long>(result.epoch_iterations));
+  if (result.required_bytes) {
+    std::printf("  memory              %s needed (simulated, CUDA caching allocator + context)",
+                core::format_bytes(static_cast<double>(*result.required_bytes), core::ByteStyle::TwoDecimals).c_str());
+    if (result.fits)
+      std::printf(" of %s: %s", core::format_bytes(static_cast<double>(*result.device_memory_bytes), core::ByteStyle::TwoDecimals).c_str(),
+                  *result.fits ? "fits" : "does NOT fit");
+    std::printf("\n");
+  }
+  if (result.max_batch) std::printf("  largest batch       %lld\n", static_cast<long long>(*result.max_batch));
+  std::printf("  basis               %s: %s\n", result.basis.c_str(), result.basis_detail.c_str());
+}
+
+// A catalogued GPU with no predictor set given: the GPU time model (apps/gpu_forecast.h).
+bool is_catalogued_gpu(const std::string& device, const std::string& predictor_dir,
+                       const std::vector<std::string>& catalogue_files) {
+  if (device.empty() || !predictor_dir.empty()) return false;
+  const hardware::Catalogue catalogue = hardware::Catalogue::load(catalogue_files);
+  return catalogue.find(device) != nullptr;
+}
+
 }  // namespace
 
 int run_predict(const Args& args) {
@@ -59,9 +92,18 @@ int run_predict(const Args& args) {
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_option("--optimizer", optimizer, "sgd (default), adam, ...: one the predictor was trained on");
-  app.add_option("--precision", precision, "fp32 (default)");
+  app.add_option("--precision", precision, "fp32 (default); on a catalogued GPU also tf32, amp (fp16), bf16");
   app.add_option("--threads", threads, "CPU threads of training (default: the environment's)")->check(thread_count());
-  app.add_option("--device", device, "environment to forecast for: a predictor set's name, its GPU, or cpu");
+  app.add_option("--device", device,
+                 "environment to forecast for: a predictor set's name, its GPU, or cpu; a GPU of `dnncast devices`: "
+                 "the GPU time model (docs/GPU.md)");
+  std::string framework = "pytorch", calibration_file;
+  std::vector<std::string> catalogue_files;
+  bool max_batch = false;
+  app.add_option("--framework", framework, "GPU model: pytorch (default) or tensorflow");
+  app.add_option("--catalogue", catalogue_files, "GPU model: an extra catalogue file (docs/DEVICES.md)");
+  app.add_option("--calibration", calibration_file, "GPU model: a calibration file (default: data/hardware/gpu_calibration.csv)");
+  app.add_flag("--max-batch", max_batch, "GPU model: also the largest batch that fits in the GPU's memory");
   app.add_option("--epoch-samples", epoch_samples, "samples per epoch: also forecast time per epoch")
       ->check(positive_at_most(kMaxTensorElements));
   app.add_option("--predictor", predictor_dir, "predictor set or bundle folder (default: data/predictors/)");
@@ -76,6 +118,25 @@ int run_predict(const Args& args) {
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
+  if (is_catalogued_gpu(device, predictor_dir, catalogue_files)) {
+    apps::GpuForecastRequest gpu_request;
+    gpu_request.model = model;
+    gpu_request.spec = model_options.spec(model, batch);
+    gpu_request.optimizer = parse_optimizer(optimizer, "--optimizer");
+    gpu_request.precision = apps::parse_gpu_precision(precision, "--precision");
+    gpu_request.framework = apps::parse_framework(framework, "--framework");
+    gpu_request.device = device;
+    gpu_request.epoch_samples = epoch_samples;
+    gpu_request.max_batch = max_batch;
+    gpu_request.catalogue_files = catalogue_files;
+    gpu_request.calibration_file = calibration_file;
+    const apps::GpuForecast result = apps::forecast_gpu(gpu_request);
+    if (as_json)
+      std::cout << apps::to_json(result).dump(2) << "\n";
+    else
+      print_gpu_forecast(result);
+    return 0;
+  }
   apps::ForecastRequest request;
   request.model = model;
   request.spec = model_options.spec(model, batch);

@@ -20,5 +20,6 @@ int run_memory(const Args& args);
 int run_transfer(const Args& args);
 int run_calibrate(const Args& args);
 int run_devices(const Args& args);  // devices [--instances]: the GPU catalogue and cloud instances
+int run_calibrate_gpus(const Args& args);  // fit and judge the GPU time model on the public tables
 
 }  // namespace dnncast::cli
