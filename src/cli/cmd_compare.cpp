@@ -95,6 +95,8 @@ int run_compare(const Args& args) {
     std::cout << comparison_json(comparison).dump(2) << "\n";
   else
     print_comparison(comparison);
+  std::cout.flush();
+  std::fflush(stdout);  // the table before the notes when both go to one terminal
   for (const std::string& note : comparison.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (app.count("--html") > 0) std::fprintf(stderr, "wrote %s\n", html.c_str());
   return 0;

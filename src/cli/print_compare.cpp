@@ -85,14 +85,14 @@ void print_comparison(const apps::Comparison& comparison) {
                 static_cast<long long>(comparison.epoch_samples));
   else
     std::printf("%lld iterations (no --epoch-samples)\n", static_cast<long long>(apps::kIterationsWithoutEpochs));
-  std::printf("%1s %-7s %-22s %-12s %4s %8s %10s %10s %9s %10s %10s %4s %6s  %s\n", "", "provider", "instance", "gpu",
+  std::printf("%1s %-7s %-26s %-15s %4s %8s %10s %10s %9s %10s %10s %4s %6s  %s\n", "", "provider", "instance", "gpu",
               "gpus", "usd/h", "ms/iter", "epoch_s", "hours", "usd", "usd_high", "fits", "max_b", "basis");
   for (const apps::CompareRow& row : comparison.rows) {
     char epoch[32] = "-";
     if (row.epoch_s) std::snprintf(epoch, sizeof epoch, "%.1f", *row.epoch_s);
     const std::string fits = row.fits ? (*row.fits ? "yes" : "no") : "?";
     const std::string max_batch = row.max_batch ? std::to_string(*row.max_batch) : "-";
-    std::printf("%1s %-7s %-22s %-12s %4lld %8.4f %10.2f %10s %9.4f %10.4f %10.4f %4s %6s  %s\n",
+    std::printf("%1s %-7s %-26s %-15s %4lld %8.4f %10.2f %10s %9.4f %10.4f %10.4f %4s %6s  %s\n",
                 row.on_pareto_front ? "*" : "", row.provider.c_str(),
                 row.instance_type.empty() ? "(gpu only)" : row.instance_type.c_str(), row.gpu.c_str(),
                 static_cast<long long>(row.gpu_count), row.price_usd_per_hour, row.time_ms, epoch, row.total_hours,
