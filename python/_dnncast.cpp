@@ -1,8 +1,9 @@
 // The Python module's C++ side: the three calls of the forecast API (apps/forecast.h) that `dnncast
 // inspect`, `predict` and `memory` make, with the options those commands take, answering the CLI's
 // --json (apps/forecast_json.h) as text that python/dnncast/__init__.py turns into objects. No
-// forecast logic lives here: requests are filled as the commands fill them, and checked as they
-// check them, with the Python keyword in place of the flag.
+// forecast logic lives here: requests are filled by the functions the commands call
+// (apps::make_forecast_request, make_memory_request), and checked as the commands check them, with
+// the Python keyword in place of the flag.
 //
 // Errors cross as Python exceptions with the same message (xgboost's API_BEGIN/API_END):
 // InputError -> ValueError, anything else -> RuntimeError; nothing escapes as a crash.
@@ -100,23 +101,13 @@ struct JsonAndNote {
   std::string json, note;
 };
 
-JsonAndNote predict_json(const ModelArgs& args, const std::string& optimizer, const std::string& precision,
-                         int64_t threads, const std::string& device, int64_t epoch_samples,
-                         const std::string& predictor_dir, const std::string& host_isa) {
-  const hardware::CpuIsa isa = isa_option(host_isa, "host_isa");
+JsonAndNote predict_json(const ModelArgs& args, apps::ForecastOptions options, const std::string& host_isa) {
+  options.host_isa = isa_option(host_isa, "host_isa");
   if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  if (epoch_samples != 0) check_range("epoch_samples", epoch_samples, 1, kMaxTensorElements);
-  if (threads != 0) check_range("threads", threads, 1, kMaxThreads);
-  apps::ForecastRequest request;
-  request.model = args.model;
-  request.spec = model_spec(args);
-  request.optimizer = parse_optimizer(optimizer, "optimizer");
-  request.precision = parse_precision(precision, "precision");
-  request.threads = threads;
-  request.device = device;
-  request.epoch_samples = epoch_samples;
-  request.predictor_dir = predictor_dir;
-  request.host_isa = isa;
+  if (options.epoch_samples != 0) check_range("epoch_samples", options.epoch_samples, 1, kMaxTensorElements);
+  if (options.threads != 0) check_range("threads", options.threads, 1, kMaxThreads);
+  const apps::ForecastRequest request =
+      apps::make_forecast_request(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
   const apps::Forecast result = apps::forecast(request);
   // The line the CLI always prints on stderr: the predictor was not trained on this host.
   std::string note;
@@ -124,39 +115,16 @@ JsonAndNote predict_json(const ModelArgs& args, const std::string& optimizer, co
   return {apps::to_json(result).dump(2), note};
 }
 
-struct MemoryArgs {
-  std::string optimizer = "sgd", precision = "fp32", device = "cpu";
-  int64_t threads = 1;
-  std::string fits, max_batch_bytes, cuda_context, isa;  // bytes with units, or "" (not given)
-  int64_t batch_cap = int64_t{1} << 20;
-  bool timeline = false;
-  std::string measure_command;  // the CLI command that would measure this run
-};
-
-// `dnncast memory MODEL --batch N ...` without --measure / --check-db.
-JsonAndNote memory_json(const ModelArgs& args, const MemoryArgs& options) {
-  const hardware::CpuIsa isa = isa_option(options.isa, "isa");
+// `dnncast memory MODEL --batch N ...` without --measure / --check-db; isa: a name, or "" (this host's).
+JsonAndNote memory_json(const ModelArgs& args, apps::MemoryOptions options, const std::string& isa) {
+  options.isa = isa_option(isa, "isa");
   if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
   if (args.batch <= 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
   check_range("threads", options.threads, 1, kMaxThreads);
   if (options.batch_cap <= 0)
     throw InputError("batch_cap must be a positive integer, got " + std::to_string(options.batch_cap));
-  apps::MemoryRequest request;
-  request.model = args.model;
-  request.spec = model_spec(args);
-  memory::MemoryConfig& config = request.config;
-  config.optimizer = parse_optimizer(options.optimizer, "optimizer");
-  config.precision = parse_precision(options.precision, "precision");
-  config.device = parse_device(options.device, "device");
-  config.threads = options.threads;
-  config.isa = isa;
-  config.keep_timeline = options.timeline;
-  if (!options.cuda_context.empty()) config.cuda_context_bytes = core::parse_bytes(options.cuda_context, "cuda_context");
-  if (!options.fits.empty()) request.fits_limit = core::parse_bytes(options.fits, "fits");
-  if (!options.max_batch_bytes.empty())
-    request.batch_limit = core::parse_bytes(options.max_batch_bytes, "max_batch_bytes");
-  request.batch_cap = options.batch_cap;
-  request.measure_command = options.measure_command;
+  const apps::MemoryRequest request =
+      apps::make_memory_request(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
   const apps::MemoryForecast result = apps::forecast_memory(request);
   // The line the CLI prints on stderr: the ISA simulated is not this host's, or its rules were not
   // checked against measured runs.
@@ -215,10 +183,11 @@ PYBIND11_MODULE(_dnncast, module) {
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa) {
-        JsonAndNote result = guarded([&] {
-          return predict_json({model, batch, input, seq, classes, allow_unknown}, optimizer, precision, threads, device,
-                              epoch_samples, predictor_dir, host_isa);
-        });
+        // host_isa is parsed inside the call, where its error becomes a ValueError
+        const dnncast::apps::ForecastOptions options{
+            optimizer, precision, threads, device, epoch_samples, predictor_dir, dnncast::hardware::CpuIsa::Unknown};
+        JsonAndNote result = guarded(
+            [&] { return predict_json({model, batch, input, seq, classes, allow_unknown}, options, host_isa); });
         return py::make_tuple(result.json, result.note);
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),
@@ -230,9 +199,12 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
          const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
          const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command) {
-        MemoryArgs options{optimizer, precision, device, threads, fits, max_batch_bytes, cuda_context, isa,
-                           batch_cap, timeline, measure_command};
-        JsonAndNote result = guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown}, options); });
+        // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
+        const dnncast::apps::MemoryOptions options{optimizer, precision, device, threads,
+                                                   dnncast::hardware::CpuIsa::Unknown, timeline, false, cuda_context,
+                                                   fits, max_batch_bytes, batch_cap, measure_command};
+        JsonAndNote result =
+            guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown}, options, isa); });
         return py::make_tuple(result.json, result.note);
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),

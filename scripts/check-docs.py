@@ -8,8 +8,10 @@ For every Markdown file:
     path such as ../shared/data/...) must exist in the checkout, or with .xz (the docs decompress
     with `xz -dk`), or with an extension (src/apps/layer_model: its .h and .cpp), or be written by
     a command of the same file (after -o, --out, > or .backup);
-    a path under build/ must exist in BUILD, or name a CMake target (`cmake --build BUILD --target
-    help`) that this build does not make (benchmarks off); a target built elsewhere is a problem;
+    a path under build/ must exist in BUILD, be a file the Makefile writes there (`>$(BUILD)/NAME`:
+    build/configure.log, which a folder configured by cmake itself lacks), or name a CMake target
+    (`cmake --build BUILD --target help`) that this build does not make (benchmarks off); a target
+    built elsewhere is a problem;
   - each `dnncast COMMAND [SUBCOMMAND] ... --option` in code (backticks or a fenced block) must name a
     command that `BUILD/dnncast COMMAND --help` accepts, a subcommand its help lists, and options
     that the help of the (sub)command lists.
@@ -87,6 +89,13 @@ class Cli:
         return self.helps[key]
 
 
+def makefile_outputs():
+    """Names of the files the Makefile writes into its build folder (`>$(BUILD)/configure.log`): a doc may
+    name them as build/NAME whatever folder BUILD is and however it was configured."""
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as makefile:
+        return set(re.findall(r">\s*\$\(BUILD\)/([A-Za-z0-9_.-]+)", makefile.read()))
+
+
 def build_targets(build):
     try:
         run = subprocess.run(["cmake", "--build", build, "--target", "help"], capture_output=True, text=True,
@@ -123,7 +132,7 @@ def placeholder(path):
 checked = {"paths": 0, "commands": 0}
 
 
-def check_file(path, build, targets, cli, problems):
+def check_file(path, build, targets, made, cli, problems):
     text = open(path, encoding="utf-8").read()
     name = os.path.relpath(path, ROOT)
     created = set(m.group(1).rstrip(".,:;)") for m in CREATED_RE.finditer(text))
@@ -135,7 +144,7 @@ def check_file(path, build, targets, cli, problems):
             checked["paths"] += 1
             if ref.startswith("build/"):
                 inside = ref[len("build/"):].rstrip("/")
-                if os.path.exists(os.path.join(build, inside)):
+                if os.path.exists(os.path.join(build, inside)) or inside in made:
                     continue
                 base = os.path.basename(inside)
                 if base in targets:
@@ -200,10 +209,11 @@ def main(argv):
         print(f"check-docs.py: {binary} not built (make build, or --build BUILD)", file=sys.stderr)
         return 2
     targets = build_targets(build)
+    made = makefile_outputs()
     cli = Cli(binary)
     problems = []
     for path in files:
-        check_file(path, build, targets, cli, problems)
+        check_file(path, build, targets, made, cli, problems)
     for problem in problems:
         print(problem)
     print(f"check-docs: {len(files)} files, {checked['paths']} paths and {checked['commands']} dnncast commands "

@@ -95,6 +95,42 @@ struct MemoryForecast {
 MemoryForecast forecast_memory(const MemoryRequest& request);
 
 // ---------------------------------------------------------------------------------------------
+// Requests from the options as a user gives them (the CLI's flags, the Python module's keywords), filled
+// one way for both. Each caller checks its numbers' ranges first, under its own names; these parse the
+// names and byte sizes, and a message names the option as the caller spells it.
+
+enum class OptionStyle { Flag, Keyword };  // "--max-batch" (CLI) or "max_batch_bytes" (Python)
+
+// `predict`'s options besides the model and its size.
+struct ForecastOptions {
+  std::string optimizer = "sgd", precision = "fp32";  // names, parsed here
+  int64_t threads = 0;
+  std::string device;
+  int64_t epoch_samples = 0;
+  std::string predictor_dir;
+  hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;
+};
+
+// Throws InputError: an optimizer or precision that is not one.
+ForecastRequest make_forecast_request(const std::string& model, const ModelSpec& spec,
+                                      const ForecastOptions& options, OptionStyle style);
+
+// `memory`'s options besides the model and its size (not --measure, --check-db).
+struct MemoryOptions {
+  std::string optimizer = "sgd", precision = "fp32", device = "cpu";  // names, parsed here
+  int64_t threads = 1;
+  hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
+  bool timeline = false, events = false;
+  std::string cuda_context, fits, max_batch;  // bytes with units ("24GiB"), or "" (not given)
+  int64_t batch_cap = int64_t{1} << 20;
+  std::string measure_command;
+};
+
+// Throws InputError: an optimizer, precision or device that is not one, a byte size that is not one.
+MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spec, const MemoryOptions& options,
+                                  OptionStyle style);
+
+// ---------------------------------------------------------------------------------------------
 // Per-layer costs (`dnncast inspect`)
 
 struct LayerRow {

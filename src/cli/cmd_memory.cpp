@@ -76,31 +76,19 @@ int run_memory(const Args& args) {
   if (!(measure_timeout_s > 0))
     throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
   if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
-  apps::MemoryRequest request;
-  request.model = model;
-  request.spec = model_options.spec(model, batch);
-  memory::MemoryConfig& config = request.config;
-  config.optimizer = parse_optimizer(optimizer, "--optimizer");
-  config.precision = parse_precision(precision, "--precision");
-  config.device = parse_device(device, "--device");
-  config.threads = threads;
-  config.isa = isa;
-  config.keep_timeline = timeline;
-  config.keep_events = events;
-  if (!context_text.empty()) config.cuda_context_bytes = core::parse_bytes(context_text, "--cuda-context");
-  if (!fits_text.empty()) request.fits_limit = core::parse_bytes(fits_text, "--fits");
-  if (!max_batch_text.empty()) request.batch_limit = core::parse_bytes(max_batch_text, "--max-batch");
-  request.batch_cap = batch_cap;
-  request.measure_command = "dnncast memory";
+  apps::MemoryOptions options{optimizer, precision, device, threads, isa, timeline, events,
+                              context_text, fits_text, max_batch_text, batch_cap, "dnncast memory"};
   for (const std::string& arg : args)
-    if (arg != "--json") request.measure_command += " " + arg;
-  if (!measure) request.measure_command += " --measure";
+    if (arg != "--json") options.measure_command += " " + arg;
+  if (!measure) options.measure_command += " --measure";
+  const apps::MemoryRequest request =
+      apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::MemoryForecast result = apps::forecast_memory(request);
   if (result.isa_match && !result.isa_match->exact)
     std::fprintf(stderr, "note: %s\n", apps::simulator_isa_note(*result.isa_match, result.isa_source).c_str());
 
   Measured measured;
-  if (measure) measured = measure_real_run(result.graph, config, measure_timeout_s);
+  if (measure) measured = measure_real_run(result.graph, request.config, measure_timeout_s);
   const int exit_code = measured.ran && measured.status != "ok" && measured.status != "oom" ? 1 : 0;
   if (!as_json) {
     print_memory(result, measured);

@@ -77,6 +77,24 @@ bool is_catalogued_gpu(const std::string& device, const std::string& predictor_d
   return catalogue.find(device) != nullptr;
 }
 
+// apps::forecast; when it finds no predictor set for --device, the message also names the catalogued GPUs
+// closest to it (the GPU time model's devices).
+apps::Forecast forecast_or_name_gpus(const apps::ForecastRequest& request, const std::vector<std::string>& catalogue_files) {
+  try {
+    return apps::forecast(request);
+  } catch (const InputError& error) {
+    if (request.device.empty() || !request.predictor_dir.empty() || request.device == "cpu") throw;
+    const std::string message = error.what();
+    if (message.find("no predictor for device") == std::string::npos) throw;
+    try {
+      hardware::Catalogue::load(catalogue_files).gpu(request.device);
+    } catch (const InputError& gpu_error) {
+      throw InputError(message + "; nor is it a catalogued GPU: " + gpu_error.what());
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
 int run_predict(const Args& args) {
@@ -137,17 +155,10 @@ int run_predict(const Args& args) {
       print_gpu_forecast(result);
     return 0;
   }
-  apps::ForecastRequest request;
-  request.model = model;
-  request.spec = model_options.spec(model, batch);
-  request.optimizer = parse_optimizer(optimizer, "--optimizer");
-  request.precision = parse_precision(precision, "--precision");
-  request.threads = threads;
-  request.device = device;
-  request.epoch_samples = epoch_samples;
-  request.predictor_dir = predictor_dir;
-  request.host_isa = host_isa;
-  const apps::Forecast result = apps::forecast(request);
+  const apps::ForecastOptions options{optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
+  const apps::ForecastRequest request =
+      apps::make_forecast_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
+  const apps::Forecast result = forecast_or_name_gpus(request, catalogue_files);
   // Always said, --json or not (stdout keeps the JSON): one line.
   if (result.host_match && !result.host_match->exact)
     std::fprintf(stderr, "note: %s\n", apps::host_match_note(*result.host_match).c_str());

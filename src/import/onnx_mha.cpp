@@ -3,7 +3,7 @@
 //   q: Transpose(1 0 2) -> Div/Mul(scale); k: Transpose(1 2 0); v: Transpose(1 0 2)
 //   MatMul(q, k) -> Softmax [-> Dropout] -> MatMul(., v) -> Transpose(1 0 2) -> Reshape(L*N, D)
 //   -> Gemm(out_proj) -> Reshape(L, N, D) -> Transpose(1 0 2)
-// becomes what the zoo builds for it (models/transformers.cpp, vit_self_attention): the packed in_proj
+// becomes what the zoo builds for it (models/attention.h, packed_self_attention): the packed in_proj
 // Linear, a contiguous copy into 3 x N x h x L x d, q/k/v as slices of it, ScaledDotProductAttention,
 // a contiguous copy merging the heads, out_proj. The head count comes from the scale (1/sqrt(d)).
 // Shape nodes read several of the inner values (the export computes the reshapes from them), so the op
@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "import/onnx_internal.h"
+#include "models/attention.h"
 
 namespace dnncast::onnx_import {
 
@@ -213,25 +214,10 @@ void emit_multihead_attention(Context& context, const Fusion& fusion, int anchor
                            : code == 'M' ? batch * heads : code == 'd' ? head_dim : length * batch);  // 'K'
     context.values[name] = Value{-1, inner};
   }
-  GraphBuilder& b = context.builder;
   const std::string prefix = context.unique_name(node, anchor) + "#";
-  int qkv = b.linear(prefix + "in_proj", x, 3 * embed);
-  qkv = b.op(prefix + "in_proj_view", "Reshape", {qkv}, {{"shape", std::vector<int64_t>{0, 0, 3, heads, head_dim}}});
-  qkv = b.op(prefix + "in_proj_heads", "Permute", {qkv},
-             {{"dims", std::vector<int64_t>{2, 0, 3, 1, 4}}, {"contiguous", int64_t{1}}});
-  int parts[3];
-  const char* names[3] = {"q", "k", "v"};
-  for (int part = 0; part < 3; ++part) {
-    int slice = b.op(prefix + names[part], "Slice", {qkv},
-                     {{"axis", int64_t{0}}, {"start", int64_t{part}}, {"end", int64_t{part + 1}}});
-    parts[part] = b.op(prefix + names[part] + "_heads", "Flatten", {slice},
-                       {{"start_dim", int64_t{0}}, {"end_dim", int64_t{1}}});
-  }
-  int y = b.op(prefix + "attention", "ScaledDotProductAttention", {parts[0], parts[1], parts[2]},
-               {{"causal", int64_t{0}}, {"dropout_p", fusion.attrs.at("dropout_p")}});
-  y = b.op(prefix + "merge_heads", "Permute", {y}, {{"dims", std::vector<int64_t>{0, 2, 1, 3}}, {"contiguous", int64_t{1}}});
-  y = b.op(prefix + "merge_view", "Flatten", {y}, {{"start_dim", int64_t{2}}});
-  context.values[fusion.output] = Value{b.linear(prefix + "out_proj", y, embed), {}};
+  const int y = packed_self_attention(context.builder, prefix, x, embed, heads,
+                                      std::get<double>(fusion.attrs.at("dropout_p")));
+  context.values[fusion.output] = Value{y, {}};
 }
 
 }  // namespace dnncast::onnx_import

@@ -12,6 +12,10 @@
 //                                                ScaledDotProductAttention (causal with the mask)
 //   nn.MultiheadAttention's export: the zoo's in_proj, SDPA, out_proj sequence (onnx_mha.cpp)
 #include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "import/onnx_internal.h"
@@ -19,6 +23,19 @@
 namespace dnncast::onnx_import {
 
 namespace {
+
+// A fusion of `op` over the chain `members`; the fields only some fusions set (permute_inputs,
+// groups_from, at_first, shape_only) keep their defaults.
+Fusion fused(const std::string& op, std::vector<std::string> inputs, std::map<std::string, AttrValue> attrs,
+             const std::string& output, std::vector<int> members) {
+  Fusion fusion;
+  fusion.op = op;
+  fusion.inputs = std::move(inputs);
+  fusion.attrs = std::move(attrs);
+  fusion.output = output;
+  fusion.members = std::move(members);
+  return fusion;
+}
 
 struct Matcher {
   Context& context;
@@ -58,7 +75,7 @@ struct Matcher {
     const std::string& x = node(index).input(0);
     int mul = next(index, "Mul");
     if (mul < 0 || other(mul, out(index)) != x) return false;
-    fusion = {hard ? "Hardswish" : "SiLU", {x}, {}, out(mul), {index, mul}};
+    fusion = fused(hard ? "Hardswish" : "SiLU", {x}, {}, out(mul), {index, mul});
     return true;
   }
 
@@ -74,7 +91,7 @@ struct Matcher {
     if (plus < 0 || !scalar_near(other(plus, out(erf)), 1.0)) return false;
     int times = next(plus, "Mul");
     if (times < 0 || other(times, out(plus)) != x) return false;
-    fusion = {"GELU", {x}, {}, out(times), {index, erf, plus, times}};
+    fusion = fused("GELU", {x}, {}, out(times), {index, erf, plus, times});
     int half = next(times, "Mul");
     if (half >= 0 && scalar_near(other(half, out(times)), 0.5)) {
       fusion.output = out(half);
@@ -90,7 +107,7 @@ struct Matcher {
     int add = next(index, "Add");
     const Constant* bias = add >= 0 ? parameter(other(add, out(index))) : nullptr;
     if (bias == nullptr || bias->dims.size() != 1 || bias->dims[0] != weight->dims[1]) return false;
-    fusion = {"Linear", {node(index).input(0)}, {{"out_features", weight->dims[1]}, {"bias", int64_t{1}}}, out(add), {index, add}};
+    fusion = fused("Linear", {node(index).input(0)}, {{"out_features", weight->dims[1]}, {"bias", int64_t{1}}}, out(add), {index, add});
     context.used_parameters.insert(weight->parameter);
     return true;
   }
@@ -112,8 +129,8 @@ struct Matcher {
     if (sqrt < 0 || context.sole_consumer(out(sqrt)) != div || node(div).input(0) != out(sub)) return false;
     const Constant* eps = context.constant(other(add, out(mean)));
     if (eps == nullptr || !eps->is_scalar() || !eps->has_values) return false;
-    fusion = {"LayerNorm", {x}, {{"eps", float_as_written(static_cast<float>(eps->values[0]))}}, out(div),
-              {index, sub, pow, mean, add, sqrt, div}};
+    fusion = fused("LayerNorm", {x}, {{"eps", float_as_written(static_cast<float>(eps->values[0]))}}, out(div),
+              {index, sub, pow, mean, add, sqrt, div});
     int mul = next(div, "Mul");
     int bias = next(mul, "Add");
     if (mul >= 0 && parameter(other(mul, out(div))) && bias >= 0 && parameter(other(bias, out(mul)))) {
@@ -139,11 +156,11 @@ struct Matcher {
     if (pool < 0 || attr_ints(node(pool), "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0}) return false;
     std::vector<int64_t> kernel = attr_ints(node(pool), "kernel_shape", {});
     if (kernel.size() != 2) return false;
-    fusion = {"AvgPool2d", {node(index).input(0)},
+    fusion = fused("AvgPool2d", {node(index).input(0)},
               {{"kernel", kernel}, {"stride", attr_ints(node(pool), "strides", {1, 1})},
                {"padding", std::vector<int64_t>{static_cast<int64_t>(p[2]), static_cast<int64_t>(p[3])}},
                {"ceil_mode", attr_int(node(pool), "ceil_mode", 0)}, {"count_include_pad", int64_t{1}}},
-              out(pool), {index, pool}};
+              out(pool), {index, pool});
     return true;
   }
 
@@ -153,7 +170,7 @@ struct Matcher {
     if (transpose < 0 || attr_ints(node(transpose), "perm", {}) != std::vector<int64_t>{0, 2, 1, 3, 4}) return false;
     int back = next(transpose, "Reshape");
     if (back < 0) return false;
-    fusion = {"ChannelShuffle", {node(index).input(0)}, {}, out(back), {index, transpose, back}};
+    fusion = fused("ChannelShuffle", {node(index).input(0)}, {}, out(back), {index, transpose, back});
     fusion.groups_from = node(index).input(1);
     return true;
   }
@@ -209,11 +226,11 @@ struct Matcher {
     int product = next(at, "MatMul");
     if (product < 0 || node(product).input_size() != 2 || node(product).input(0) != out(at)) return false;
     members.push_back(product);
-    fusion = {"ScaledDotProductAttention",
+    fusion = fused("ScaledDotProductAttention",
               {node(index).input(0), node(transpose).input(0), node(product).input(1)},
               {{"causal", causal}, {"dropout_p", float_as_written(static_cast<float>(dropout_p))}},
               out(product),
-              members};
+              members);
     if (merged) fusion.permute_inputs[1] = {0, 2, 1, 3};
     return true;
   }

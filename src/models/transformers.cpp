@@ -15,6 +15,7 @@
 // Reshapes use 0 / -1 and Flatten so that no attribute depends on the batch or the sequence length.
 #include "graph/builder.h"
 #include "core/error.h"
+#include "models/attention.h"
 #include "models/zoo.h"
 
 namespace dnncast {
@@ -50,27 +51,6 @@ int attention(GraphBuilder& b, const std::string& name, int q, int k, int v, boo
 
 // ---- vit_b_16 ----------------------------------------------------------------------------------
 
-// torch 1.13 F.multi_head_attention_forward with a packed in_proj: the projection is unflattened to
-// 3 x D, moved to the front and made contiguous, then each of q, k, v is viewed as heads.
-int vit_self_attention(GraphBuilder& b, const std::string& prefix, int x) {
-  int64_t head_dim = kHidden / kHeads;
-  int qkv = b.linear(prefix + "in_proj", x, 3 * kHidden);
-  qkv = b.op(prefix + "in_proj_view", "Reshape", {qkv}, {{"shape", std::vector<int64_t>{0, 0, 3, kHeads, head_dim}}});
-  qkv = b.op(prefix + "in_proj_heads", "Permute", {qkv},
-             {{"dims", std::vector<int64_t>{2, 0, 3, 1, 4}}, {"contiguous", int64_t{1}}});  // 3 x N x h x L x d
-  int parts[3];
-  const char* names[3] = {"q", "k", "v"};
-  for (int part = 0; part < 3; ++part) {
-    int slice = b.op(prefix + names[part], "Slice", {qkv},
-                     {{"axis", int64_t{0}}, {"start", int64_t{part}}, {"end", int64_t{part + 1}}});
-    parts[part] = b.op(prefix + names[part] + "_heads", "Flatten", {slice},
-                       {{"start_dim", int64_t{0}}, {"end_dim", int64_t{1}}});  // N x h x L x d
-  }
-  int context = attention(b, prefix + "attention", parts[0], parts[1], parts[2], false, 0.0);
-  context = merge_heads(b, prefix, context);
-  return b.linear(prefix + "out_proj", context, kHidden);
-}
-
 Graph build_vit_b_16(const ModelSpec& spec) {
   constexpr int64_t kPatch = 16;
   int64_t channels = spec.input[0], height = spec.input[1], width = spec.input[2];
@@ -88,7 +68,7 @@ Graph build_vit_b_16(const ModelSpec& spec) {
   for (int64_t layer = 0; layer < kLayers; ++layer) {
     std::string prefix = "encoder.layers.encoder_layer_" + std::to_string(layer) + ".";
     int y = layer_norm(b, prefix + "ln_1", x, 1e-6);
-    y = vit_self_attention(b, prefix + "self_attention.", y);
+    y = packed_self_attention(b, prefix + "self_attention.", y, kHidden, kHeads, 0.0);
     x = b.add(prefix + "add_1", y, x);
     y = layer_norm(b, prefix + "ln_2", x, 1e-6);
     y = b.linear(prefix + "mlp.0", y, kMlp);
@@ -195,6 +175,29 @@ Graph build_gpt2_small(const ModelSpec& spec) {
 }
 
 }  // namespace
+
+// torch 1.13 F.multi_head_attention_forward with a packed in_proj: the projection is unflattened to
+// 3 x D, moved to the front and made contiguous, then each of q, k, v is viewed as heads.
+int packed_self_attention(GraphBuilder& b, const std::string& prefix, int x, int64_t embed, int64_t heads,
+                          double dropout_p) {
+  DNNCAST_ASSERT(heads > 0 && embed % heads == 0);
+  const int64_t head_dim = embed / heads;
+  int qkv = b.linear(prefix + "in_proj", x, 3 * embed);
+  qkv = b.op(prefix + "in_proj_view", "Reshape", {qkv}, {{"shape", std::vector<int64_t>{0, 0, 3, heads, head_dim}}});
+  qkv = b.op(prefix + "in_proj_heads", "Permute", {qkv},
+             {{"dims", std::vector<int64_t>{2, 0, 3, 1, 4}}, {"contiguous", int64_t{1}}});  // 3 x N x h x L x d
+  int parts[3];
+  const char* names[3] = {"q", "k", "v"};
+  for (int part = 0; part < 3; ++part) {
+    int slice = b.op(prefix + names[part], "Slice", {qkv},
+                     {{"axis", int64_t{0}}, {"start", int64_t{part}}, {"end", int64_t{part + 1}}});
+    parts[part] = b.op(prefix + names[part] + "_heads", "Flatten", {slice},
+                       {{"start_dim", int64_t{0}}, {"end_dim", int64_t{1}}});  // N x h x L x d
+  }
+  int context = attention(b, prefix + "attention", parts[0], parts[1], parts[2], false, dropout_p);
+  context = merge_heads(b, prefix, context);
+  return b.linear(prefix + "out_proj", context, embed);
+}
 
 void register_transformers(std::vector<ZooEntry>& entries) {
   entries.push_back({"vit_b_16", "vit", "cnn", {3, 224, 224}, build_vit_b_16});

@@ -22,6 +22,26 @@ namespace {
 
 using onnx_test::scratch;
 
+// Runs `script`, which exports a model to sys.argv[1] and prints a JSON line with PyTorch's "params"
+// and "macs" at batch 2, imports `path` at batch 2 into `graph` and checks both counts against it.
+void export_and_check_costs(const std::string& script, const std::string& path, Graph& graph) {
+  std::string script_path = python_test::write_temp(script);
+  std::string output = python_test::run_python_command(script_path + " " + path);
+  std::remove(script_path.c_str());
+  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  std::string json_line = output.substr(output.rfind('{'));
+  auto number = [&](const std::string& key) {
+    size_t at = json_line.find("\"" + key + "\": ");
+    return std::stoll(json_line.substr(at + key.size() + 4));
+  };
+  ModelSpec spec;
+  spec.batch = 2;
+  graph = load_model(path, spec);
+  apps::Inspection inspection = apps::inspect(graph);
+  EXPECT_EQ(inspection.total.params, number("params"));
+  EXPECT_EQ(inspection.total.macs, number("macs"));
+}
+
 TEST(OnnxImport, Resnet18MatchesTheZoo) { onnx_test::expect_matches_zoo("resnet18"); }
 TEST(OnnxImport, MobilenetV2MatchesTheZoo) { onnx_test::expect_matches_zoo("mobilenet_v2"); }
 
@@ -69,21 +89,8 @@ attention_macs = LAYERS * 2 * N * H * L * L * (D // H)
 print(json.dumps({"params": sum(p.numel() for p in model.parameters()),
                   "macs": linear_macs + attention_macs + N * D * 3}))
 )PY";
-  std::string script_path = python_test::write_temp(script);
-  std::string output = python_test::run_python_command(script_path + " " + path);
-  std::remove(script_path.c_str());
-  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
-  std::string json_line = output.substr(output.rfind('{'));
-  auto number = [&](const std::string& key) {
-    size_t at = json_line.find("\"" + key + "\": ");
-    return std::stoll(json_line.substr(at + key.size() + 4));
-  };
-  ModelSpec spec;
-  spec.batch = 2;
-  Graph graph = load_model(path, spec);
-  apps::Inspection inspection = apps::inspect(graph);
-  EXPECT_EQ(inspection.total.params, number("params"));
-  EXPECT_EQ(inspection.total.macs, number("macs"));
+  Graph graph;
+  ASSERT_NO_FATAL_FAILURE(export_and_check_costs(script, path, graph));
   int attention = 0, gelu = 0, layer_norm = 0, embedding = 0;
   for (const Node& node : graph.nodes()) {
     attention += node.op == "ScaledDotProductAttention";
@@ -140,21 +147,8 @@ linear = sum(m.in_features * m.out_features for m in model.modules() if isinstan
 macs = N * L * (linear + 3 * D * D + V * D) + 2 * 2 * N * H * L * L * (D // H)
 print(json.dumps({"params": sum(p.numel() for p in model.parameters()), "macs": macs}))
 )PY";
-  std::string script_path = python_test::write_temp(script);
-  std::string output = python_test::run_python_command(script_path + " " + path);
-  std::remove(script_path.c_str());
-  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
-  std::string json_line = output.substr(output.rfind('{'));
-  auto number = [&](const std::string& key) {
-    size_t at = json_line.find("\"" + key + "\": ");
-    return std::stoll(json_line.substr(at + key.size() + 4));
-  };
-  ModelSpec spec;
-  spec.batch = 2;
-  Graph graph = load_model(path, spec);
-  apps::Inspection inspection = apps::inspect(graph);
-  EXPECT_EQ(inspection.total.params, number("params"));
-  EXPECT_EQ(inspection.total.macs, number("macs"));
+  Graph graph;
+  ASSERT_NO_FATAL_FAILURE(export_and_check_costs(script, path, graph));
   int attention = 0, causal = 0, tied = 0, copies = 0;
   for (const Node& node : graph.nodes()) {
     attention += node.op == "ScaledDotProductAttention";

@@ -111,32 +111,41 @@ TEST(PythonPackage, ReadmeImportLinePrintsTorchvisionsParameterCount) {
   EXPECT_EQ(printed, reference) << readme_line;
 }
 
-TEST(PythonPackage, PredictOnAZooNameEqualsTheCli) {
-  std::string output = run_with_package(
-      "import json, warnings, dnncast\n"
-      "warnings.simplefilter('ignore')\n"
-      "print(json.dumps(dnncast.predict('resnet18', batch=8, epoch_samples=1000).to_dict()))\n"
-      "print(json.dumps(dnncast.predict('mobilenet_v2', batch=4, input_shape=(3, 96, 96), optimizer='adam').to_dict()))\n");
-  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+// The to_dict() of each call of the package (Python expressions, warnings off), in order; empty, with
+// the script's output as a test failure, when the script fails or prints fewer results.
+std::vector<json> package_results(const std::vector<std::string>& calls) {
+  std::string script = "import json, warnings, dnncast\nwarnings.simplefilter('ignore')\n";
+  for (const std::string& call : calls) script += "print(json.dumps((" + call + ").to_dict()))\n";
+  const std::string output = run_with_package(script);
+  std::vector<json> results;
   std::istringstream lines(output);
-  std::string first, second;
-  std::getline(lines, first);
-  std::getline(lines, second);
-  expect_same_fields(cli_json("predict", {"resnet18", "--batch", "8", "--epoch-samples", "1000"}), json::parse(first));
+  std::string line;
+  while (std::getline(lines, line))
+    if (!line.empty() && line[0] == '{') results.push_back(json::parse(line, nullptr, false));
+  if (output.rfind("FAILED", 0) == 0 || results.size() != calls.size()) {
+    ADD_FAILURE() << output;
+    return {};
+  }
+  return results;
+}
+
+TEST(PythonPackage, PredictOnAZooNameEqualsTheCli) {
+  const std::vector<json> results =
+      package_results({"dnncast.predict('resnet18', batch=8, epoch_samples=1000)",
+                       "dnncast.predict('mobilenet_v2', batch=4, input_shape=(3, 96, 96), optimizer='adam')"});
+  ASSERT_EQ(results.size(), 2u);
+  expect_same_fields(cli_json("predict", {"resnet18", "--batch", "8", "--epoch-samples", "1000"}), results[0]);
   expect_same_fields(cli_json("predict", {"mobilenet_v2", "--batch", "4", "--input", "3x96x96", "--optimizer", "adam"}),
-                     json::parse(second));
+                     results[1]);
 }
 
 TEST(PythonPackage, MemoryOnAZooNameEqualsTheCli) {
-  std::string output = run_with_package(
-      "import json, warnings, dnncast\n"
-      "warnings.simplefilter('ignore')\n"
-      "r = dnncast.memory('resnet18', batch=16, optimizer='adam', fits='1GiB', max_batch_bytes=4 * 2**30, timeline=True)\n"
-      "print(json.dumps(r.to_dict()))\n");
-  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  const std::vector<json> results = package_results(
+      {"dnncast.memory('resnet18', batch=16, optimizer='adam', fits='1GiB', max_batch_bytes=4 * 2**30, timeline=True)"});
+  ASSERT_EQ(results.size(), 1u);
   expect_same_fields(cli_json("memory", {"resnet18", "--batch", "16", "--optimizer", "adam", "--fits", "1GiB",
                                          "--max-batch", "4294967296", "--timeline"}),
-                     last_json(output));
+                     results[0]);
 }
 
 TEST(PythonPackage, FitsAndMaxBatchAnswerAtTheirLimits) {

@@ -1,0 +1,149 @@
+// The GPU time model (apps/gpu_forecast.h) and its calibration (apps/gpu_calibration.h): the shipped
+// calibration is what a fresh fit of the public tables gives (not typed in), held-out forecasts of
+// the public measurements beat the plain roofline, every catalogued GPU with peaks gets a forecast,
+// and the ordering of GPUs that published benchmarks agree on holds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "apps/forecast.h"
+#include "apps/gpu_calibration.h"
+#include "apps/gpu_forecast.h"
+#include "apps/model_source.h"
+#include "core/error.h"
+
+namespace dnncast::apps {
+namespace {
+
+const hardware::Catalogue& catalogue() {
+  static const hardware::Catalogue loaded = hardware::Catalogue::load();
+  return loaded;
+}
+
+GpuForecast resnet(const std::string& device, int64_t batch = 64, GpuPrecision precision = GpuPrecision::Fp32) {
+  GpuForecastRequest request;
+  request.model = "resnet50";
+  request.spec.batch = batch;
+  request.device = device;
+  request.precision = precision;
+  return forecast_gpu(request, catalogue());
+}
+
+TEST(GpuWork, KernelsCarryEveryFlopOfTheGraph) {
+  // inspect's per-layer totals (the op registry's costs) against the kernels' sum: nothing lost or
+  // counted twice when backward kernels are split and identical kernels merged.
+  ModelSpec spec;
+  spec.batch = 8;
+  const Graph graph = load_model("googlenet", spec);
+  const Inspection inspection = inspect(graph);
+  const GpuWork work = gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, false);
+  double flops = 0;
+  for (const GpuKernel& kernel : work.kernels) flops += kernel.flops * static_cast<double>(kernel.count);
+  EXPECT_NEAR(flops, static_cast<double>(inspection.total.flops_fwd + inspection.total.flops_bwd), 1e-9 * flops);
+  // The optimizer step adds memory-bound kernels only.
+  const GpuWork with_step = gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, true);
+  EXPECT_GT(with_step.kernel_count, work.kernel_count);
+}
+
+TEST(GpuCalibration, ShippedFileIsAFreshFitOfThePublicTables) {
+  const GpuCalibration shipped = load_gpu_calibration();
+  const PublicTables tables = load_public_tables(catalogue());
+  const CalibrationSet set(tables.rows, catalogue());
+  const GpuCalibration fresh = fit_gpu_calibration(set);
+  // Same rows and GPUs; constants within 2% (the optimiser is deterministic; libm may differ by host).
+  ASSERT_EQ(shipped.gpus.size(), fresh.gpus.size());
+  for (size_t index = 0; index < fresh.gpus.size(); ++index) {
+    EXPECT_EQ(shipped.gpus[index].first, fresh.gpus[index].first);
+    EXPECT_EQ(shipped.gpus[index].second.rows, fresh.gpus[index].second.rows);
+  }
+  auto near = [](double a, double b) { return std::abs(a - b) <= 0.02 * std::max(std::abs(a), std::abs(b)) + 1e-9; };
+  EXPECT_TRUE(near(shipped.conv_fp32.ceiling, fresh.conv_fp32.ceiling));
+  EXPECT_TRUE(near(shipped.conv3x3_fp32.ceiling, fresh.conv3x3_fp32.ceiling));
+  EXPECT_TRUE(near(shipped.conv_tensor.ceiling, fresh.conv_tensor.ceiling));
+  EXPECT_TRUE(near(shipped.memory_efficiency, fresh.memory_efficiency));
+  EXPECT_TRUE(near(shipped.iteration_us, fresh.iteration_us));
+  EXPECT_TRUE(near(shipped.tensorflow_factor, fresh.tensorflow_factor));
+  // The fit explains the public measurements better than the roofline does (in sample).
+  double fitted = 0, roofline = 0;
+  for (size_t index = 0; index < set.size(); ++index) {
+    const GpuTiming timing = set.time(index, fresh);
+    fitted += std::abs(timing.time_ms / set.row(index).measured_ms - 1);
+    roofline += std::abs(timing.roofline_ms / set.row(index).measured_ms - 1);
+  }
+  EXPECT_LT(fitted, 0.7 * roofline);
+  EXPECT_GT(set.size(), 250u);
+}
+
+TEST(GpuForecast, EveryCatalogueGpuWithPeaksHasOne) {
+  const GpuCalibration calibration = load_gpu_calibration();
+  std::set<std::string> calibrated;
+  for (const auto& [gpu, coverage] : calibration.gpus) calibrated.insert(gpu);
+  int forecast = 0;
+  for (const hardware::GpuSpec& gpu : catalogue().gpus()) {
+    if (!gpu.fp32_tflops || !gpu.bandwidth_gbs || !gpu.sm_count) {
+      try {
+        resnet(gpu.name, 8);
+        ADD_FAILURE() << gpu.name << " lacks a peak but was forecast";
+      } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find(gpu.name), std::string::npos) << error.what();
+      }
+      continue;
+    }
+    const GpuForecast result = resnet(gpu.name, 8);
+    ++forecast;
+    EXPECT_GT(result.time_ms, 0) << gpu.name;
+    EXPECT_LT(result.time_ms_low, result.time_ms) << gpu.name;
+    EXPECT_GT(result.time_ms_high, result.time_ms) << gpu.name;
+    EXPECT_EQ(result.basis, calibrated.count(gpu.name) ? "calibrated" : "specs") << gpu.name;
+    ASSERT_TRUE(result.required_bytes) << gpu.name;
+    if (gpu.memory_gib) {
+      EXPECT_TRUE(result.fits.value_or(false)) << gpu.name;  // resnet50 at batch 8 fits everywhere
+    }
+  }
+  EXPECT_GE(forecast, 40);
+}
+
+TEST(GpuForecast, GenerationsOrderAsPublishedBenchmarksDo) {
+  // ResNet-50 training throughput: H100 > A100 > V100 > T4 in every published table (MLPerf, Lambda's).
+  const double h100 = resnet("h100-sxm").time_ms, a100 = resnet("a100-40gb").time_ms;
+  const double v100 = resnet("v100-16gb").time_ms, t4 = resnet("t4").time_ms;
+  EXPECT_LT(h100, a100);
+  EXPECT_LT(a100, v100);
+  EXPECT_LT(v100, t4);
+  // Mixed precision is faster than fp32 on a tensor-core GPU; time grows with the batch.
+  EXPECT_LT(resnet("a100-40gb", 64, GpuPrecision::Fp16).time_ms, a100);
+  EXPECT_LT(resnet("a100-40gb", 32).time_ms, a100);
+}
+
+TEST(GpuForecast, MaxBatchFitsAndTheNextDoesNot) {
+  GpuForecastRequest request;
+  request.model = "resnet50";
+  request.spec.batch = 16;
+  request.device = "t4";
+  request.max_batch = true;
+  const GpuForecast result = forecast_gpu(request, catalogue());
+  ASSERT_TRUE(result.max_batch);
+  ASSERT_GT(*result.max_batch, 16);
+  request.max_batch = false;
+  request.spec.batch = *result.max_batch;
+  EXPECT_TRUE(*forecast_gpu(request, catalogue()).fits);
+  request.spec.batch = *result.max_batch + 1;
+  EXPECT_FALSE(*forecast_gpu(request, catalogue()).fits);
+}
+
+TEST(GpuForecast, BadInputNamesWhatIsWrong) {
+  try {
+    resnet("a100-4gb");
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("a100-40gb"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(parse_gpu_precision("fp8"), InputError);
+  EXPECT_THROW(parse_framework("torch7"), InputError);  // calibration-only
+  EXPECT_THROW(load_gpu_calibration("/nonexistent/gpu_calibration.csv"), InputError);
+}
+
+}  // namespace
+}  // namespace dnncast::apps
