@@ -84,7 +84,8 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
     throw InputError(what + " (`dnncast devices --instances` lists them)");
   }
   if (multi_gpu_left_out > 0)
-    notes.push_back(plural(multi_gpu_left_out, "instance") + " with more than one GPU left out (--multi-gpu adds them)");
+    notes.push_back(plural(multi_gpu_left_out, "instance") +
+                    " with more than one GPU left out (--multi-gpu adds them)");
   if (request.multi_gpu)
     notes.push_back(
         "multi-GPU instances: --batch is per GPU, data-parallel with linear scaling and no all-reduce cost "
@@ -92,8 +93,9 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
   if (without_spot > 0) notes.push_back(plural(without_spot, "instance") + " without a spot price left out");
   if (request.spot) notes.push_back("spot prices: one zone at the catalogue's crawl time; they move by zone and hour");
   if (gcp)
-    notes.push_back("gcp rows price the GPUs alone: the host VM is priced apart and not included "
-                    "(data/hardware/instances.README.md)");
+    notes.push_back(
+        "gcp rows price the GPUs alone: the host VM is priced apart and not included "
+        "(data/hardware/instances.README.md)");
   return selected;
 }
 
@@ -149,7 +151,8 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
                                const std::vector<GpuForecast>& forecasts,
                                const std::map<std::string, std::string>& failures) {
-  if (request.spec.batch < 1) throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
+  if (request.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
   std::map<std::string, const GpuForecast*> by_gpu;
   for (const GpuForecast& forecast : forecasts) by_gpu[forecast.device] = &forecast;
   Comparison comparison;
@@ -188,9 +191,11 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   mark_pareto_front(comparison.rows);
 
   comparison.fits_nowhere = !comparison.rows.empty();
-  for (const CompareRow& row : comparison.rows) comparison.fits_nowhere = comparison.fits_nowhere && !row.fits.value_or(false);
+  for (const CompareRow& row : comparison.rows)
+    comparison.fits_nowhere = comparison.fits_nowhere && !row.fits.value_or(false);
   for (const GpuForecast& forecast : forecasts) {
-    if (forecast.required_bytes && (!comparison.required_bytes || *forecast.required_bytes < *comparison.required_bytes))
+    if (forecast.required_bytes &&
+        (!comparison.required_bytes || *forecast.required_bytes < *comparison.required_bytes))
       comparison.required_bytes = forecast.required_bytes;
     if (forecast.device_memory_bytes &&
         (!comparison.largest_memory_bytes || *forecast.device_memory_bytes > *comparison.largest_memory_bytes))
@@ -198,7 +203,8 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   }
   if (comparison.fits_nowhere) {
     std::string line = "fits on no instance compared";
-    if (comparison.required_bytes) line += ": one GPU needs " + core::format_bytes(static_cast<double>(*comparison.required_bytes));
+    if (comparison.required_bytes)
+      line += ": one GPU needs " + core::format_bytes(static_cast<double>(*comparison.required_bytes));
     if (comparison.largest_memory_bytes)
       line += ", the largest offered has " + core::format_bytes(static_cast<double>(*comparison.largest_memory_bytes));
     comparison.notes.push_back(line + " (a smaller --batch may fit: see max batch)");

@@ -28,14 +28,14 @@ struct CompareRequest {
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
-  int64_t epochs = 1;         // >= 1; more than 1 needs epoch_samples
-  int64_t epoch_samples = 0;  // 0: kIterationsWithoutEpochs iterations
-  std::vector<std::string> providers;  // empty: every provider of the catalogue
-  std::vector<std::string> gpus;       // catalogue names or aliases; empty: every GPU rented
+  int64_t epochs = 1;                        // >= 1; more than 1 needs epoch_samples
+  int64_t epoch_samples = 0;                 // 0: kIterationsWithoutEpochs iterations
+  std::vector<std::string> providers;        // empty: every provider of the catalogue
+  std::vector<std::string> gpus;             // catalogue names or aliases; empty: every GPU rented
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
-  bool spot = false;       // spot prices; instances without one are left out
-  bool multi_gpu = false;  // also instances with more than one GPU
+  bool spot = false;                         // spot prices; instances without one are left out
+  bool multi_gpu = false;                    // also instances with more than one GPU
 };
 
 struct CompareRow {
@@ -51,8 +51,8 @@ struct CompareRow {
   double total_usd = 0, total_usd_low = 0, total_usd_high = 0;
   std::optional<int64_t> gpu_memory_bytes;  // of one GPU, as catalogued
   std::optional<bool> fits;                 // unknown when the GPU's memory is not catalogued
-  std::optional<int64_t> max_batch;  // per GPU; 0: batch 1 does not fit
-  std::string basis;                 // "measured", "calibrated", "specs" (gpu_forecast.h)
+  std::optional<int64_t> max_batch;         // per GPU; 0: batch 1 does not fit
+  std::string basis;                        // "measured", "calibrated", "specs" (gpu_forecast.h)
   bool on_pareto_front = false;
 };
 
@@ -72,7 +72,7 @@ struct Comparison {
   Framework framework = Framework::PyTorch;
   int64_t epochs = 1, epoch_samples = 0;
   bool spot = false, multi_gpu = false;
-  std::vector<CompareRow> rows;  // sorted by total_usd, then total_hours
+  std::vector<CompareRow> rows;           // sorted by total_usd, then total_hours
   std::vector<LeftOutInstance> left_out;  // in catalogue order
   // Every row's GPU is too small (or of unknown memory): what one GPU would need, the largest offered.
   bool fits_nowhere = false;

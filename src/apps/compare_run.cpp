@@ -14,10 +14,12 @@ Comparison compare(const CompareRequest& request) {
 }
 
 Comparison compare(const CompareRequest& request, const hardware::Catalogue& catalogue) {
-  if (request.spec.batch < 1) throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
+  if (request.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
   if (request.epochs < 1) throw InputError("--epochs " + std::to_string(request.epochs) + ": must be at least 1");
   if (request.epochs > 1 && request.epoch_samples == 0)
-    throw InputError("--epochs " + std::to_string(request.epochs) + " needs --epoch-samples (the samples of one epoch)");
+    throw InputError("--epochs " + std::to_string(request.epochs) +
+                     " needs --epoch-samples (the samples of one epoch)");
   if (request.epoch_samples < 0)
     throw InputError("--epoch-samples " + std::to_string(request.epoch_samples) + ": must be at least 1");
   std::vector<std::string> notes;

@@ -17,12 +17,23 @@ std::string html_escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -43,6 +54,16 @@ std::string number(double value, int digits = 3) {
 }
 
 std::string money(double usd) { return "$" + number(usd, usd >= 100 ? 5 : 3); }
+
+// An axis tick in dollars without trailing zeros: "$500", "$20", "$0.5".
+std::string tick_money(double usd) {
+  std::string text = number(usd, 3);
+  if (text.find('.') != std::string::npos) {
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+  }
+  return "$" + text;
+}
 
 const char* basis_colour(const std::string& basis) {
   if (basis == "measured") return "#1b9e77";
@@ -129,7 +150,7 @@ void axes_svg(std::ostringstream& svg, const Axis& x, const Axis& y) {
     const double py = y.at(tick);
     svg << "<line x1='" << kLeft << "' y1='" << py << "' x2='" << kWidth - kRight << "' y2='" << py
         << "' stroke='#e4e4e4'/><text x='" << kLeft - 8 << "' y='" << py + 4 << "' text-anchor='end' class='tick'>"
-        << html_escape(money(tick)) << "</text>\n";
+        << html_escape(tick_money(tick)) << "</text>\n";
   }
   svg << "<text x='" << (kLeft + kWidth - kRight) / 2 << "' y='" << kHeight - 20
       << "' text-anchor='middle'>total time, hours" << (x.log ? " (log scale)" : "") << "</text>\n"
@@ -150,8 +171,8 @@ std::string scatter_svg(const Comparison& comparison) {
   axes_svg(svg, x, y);
   // Interval whiskers: cost is price x time, so a time interval is a segment along the row's price line.
   for (const CompareRow& row : comparison.rows)
-    svg << "<line class='whisker' x1='" << x.at(row.total_hours_low) << "' y1='" << y.at(row.total_usd_low)
-        << "' x2='" << x.at(row.total_hours_high) << "' y2='" << y.at(row.total_usd_high) << "' stroke='"
+    svg << "<line class='whisker' x1='" << x.at(row.total_hours_low) << "' y1='" << y.at(row.total_usd_low) << "' x2='"
+        << x.at(row.total_hours_high) << "' y2='" << y.at(row.total_usd_high) << "' stroke='"
         << (row.fits.value_or(false) ? basis_colour(row.basis) : "#bbbbbb") << "' stroke-width='2' opacity='0.6'/>\n";
   std::vector<const CompareRow*> front;
   for (const CompareRow& row : comparison.rows)
@@ -169,14 +190,21 @@ std::string scatter_svg(const Comparison& comparison) {
         << "' cy='" << y.at(row.total_usd) << "' r='5' fill='" << (fits ? basis_colour(row.basis) : "none")
         << "' stroke='" << (fits ? "#333" : "#999") << "'><title>"
         << html_escape(instance_label(row) + ": " + number(row.total_hours) + " h, " + money(row.total_usd) +
-                       (fits ? "" : row.fits ? " (does not fit)" : " (memory unknown)"))
+                       (fits       ? ""
+                        : row.fits ? " (does not fit)"
+                                   : " (memory unknown)"))
         << "</title></circle>\n";
   }
-  for (const CompareRow* row : front)
-    svg << "<circle class='pareto-mark' cx='" << x.at(row->total_hours) << "' cy='" << y.at(row->total_usd)
-        << "' r='9' fill='none' stroke='#d62728' stroke-width='2'/><text class='label' x='"
-        << x.at(row->total_hours) + 12 << "' y='" << y.at(row->total_usd) - 8 << "'>"
-        << html_escape(instance_label(*row)) << "</text>\n";
+  // Front points are labelled with their row number in the table (names would overlap where several
+  // instances of one GPU sit side by side), alternately above and below the point.
+  for (size_t position = 0; position < front.size(); ++position) {
+    const CompareRow& row = *front[position];
+    const size_t number_in_table = static_cast<size_t>(&row - comparison.rows.data()) + 1;
+    svg << "<circle class='pareto-mark' cx='" << x.at(row.total_hours) << "' cy='" << y.at(row.total_usd)
+        << "' r='9' fill='none' stroke='#d62728' stroke-width='2'/><text class='label' text-anchor='middle' x='"
+        << x.at(row.total_hours) << "' y='" << y.at(row.total_usd) + (position % 2 == 0 ? -13 : 23) << "'>#"
+        << number_in_table << "<title>" << html_escape(instance_label(row)) << "</title></text>\n";
+  }
   svg << "</svg>\n";
   return svg.str();
 }
@@ -211,7 +239,9 @@ std::string table_html(const Comparison& comparison) {
 std::string request_html(const Comparison& comparison) {
   std::ostringstream html;
   html << "<dl>\n<dt>model</dt><dd>" << html_escape(comparison.model)
-       << (comparison.graph.empty() || comparison.graph == comparison.model ? "" : " (" + html_escape(comparison.graph) + ")")
+       << (comparison.graph.empty() || comparison.graph == comparison.model
+               ? ""
+               : " (" + html_escape(comparison.graph) + ")")
        << "</dd>\n<dt>batch</dt><dd>" << comparison.batch << (comparison.multi_gpu ? " per GPU" : "")
        << "</dd>\n<dt>input</dt><dd>" << html_escape(comparison.input.empty() ? "default" : comparison.input)
        << "</dd>\n<dt>precision</dt><dd>" << html_escape(name(comparison.precision)) << "</dd>\n<dt>framework</dt><dd>"
@@ -231,7 +261,8 @@ constexpr const char* kStyle =
     "body{font-family:sans-serif;margin:24px;color:#222;background:#fff}"
     "h1{font-size:22px}h2{font-size:17px;margin-top:28px}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:bold}dd{margin:0}"
-    "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}"
+    "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ccc;padding:3px "
+    "7px;text-align:right;white-space:nowrap}"
     "th{background:#eef2f7}td:nth-child(2),td:nth-child(3),td:nth-child(4){text-align:left}"
     "tr.pareto{background:#fff1ee}.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}"
     "svg text{font-size:12px}svg .label{font-size:11px;fill:#a11}.warn{color:#a11;font-weight:bold}";
@@ -252,7 +283,8 @@ std::string render_html(const Comparison& comparison) {
   }
   html << "<h2>Total cost against total time</h2>\n<p>Each point is an instance, coloured by the basis of its "
           "forecast (hollow: does not fit); the whisker is its 90% interval; the red line joins the Pareto front "
-          "(no other fitting instance is both cheaper and faster).</p>\n"
+          "(no other fitting instance is both cheaper and faster), its points labelled with their row in the "
+          "table.</p>\n"
        << scatter_svg(comparison) << "<h2>Basis of the forecasts</h2>\n<ul class='legend'>\n";
   for (const std::string& basis : comparison.bases)
     html << "<li><span class='dot' style='background:" << basis_colour(basis) << "'></span><b>" << html_escape(basis)
@@ -261,8 +293,9 @@ std::string render_html(const Comparison& comparison) {
   if (!comparison.left_out.empty()) {
     html << "<h2>Not compared</h2>\n<ul class='left-out'>\n";
     for (const LeftOutInstance& left : comparison.left_out)
-      html << "<li>" << html_escape(left.provider + " " + (left.instance_type.empty() ? "(gpu only)" : left.instance_type) +
-                                    " " + left.gpu + ": " + left.reason)
+      html << "<li>"
+           << html_escape(left.provider + " " + (left.instance_type.empty() ? "(gpu only)" : left.instance_type) + " " +
+                          left.gpu + ": " + left.reason)
            << "</li>\n";
     html << "</ul>\n";
   }

@@ -2,9 +2,9 @@
 // epoch, the run's total time and cost, whether it fits and the largest batch that would, the basis
 // of the forecast, and the cost-versus-time Pareto front (apps/compare.h, docs/COMPARE.md).
 // --html FILE writes the self-contained report (apps/html_report.h). Notes go to stderr.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -31,8 +31,7 @@ void check_writable(const std::string& path) {
   std::error_code error;
   const fs::path file(path);
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  if (path.empty() || fs::is_directory(file, error))
-    throw InputError("--html " + quote(path) + ": not a file name");
+  if (path.empty() || fs::is_directory(file, error)) throw InputError("--html " + quote(path) + ": not a file name");
   if (!fs::is_directory(dir, error)) throw InputError("--html " + quote(path) + ": no folder " + quote(dir.string()));
   if (::access(dir.c_str(), W_OK) != 0 || (fs::exists(file, error) && ::access(file.c_str(), W_OK) != 0))
     throw InputError("--html " + quote(path) + ": cannot write the file");

@@ -53,8 +53,10 @@ ordered_json comparison_json(const apps::Comparison& comparison) {
   for (const apps::CompareRow& row : comparison.rows) rows.push_back(row_json(row));
   ordered_json left_out = ordered_json::array();
   for (const apps::LeftOutInstance& left : comparison.left_out)
-    left_out.push_back(
-        {{"provider", left.provider}, {"instance_type", left.instance_type}, {"gpu", left.gpu}, {"reason", left.reason}});
+    left_out.push_back({{"provider", left.provider},
+                        {"instance_type", left.instance_type},
+                        {"gpu", left.gpu},
+                        {"reason", left.reason}});
   return {{"model", comparison.model},
           {"graph", comparison.graph},
           {"batch", comparison.batch},
@@ -100,8 +102,9 @@ void print_comparison(const apps::Comparison& comparison) {
   }
   std::printf("\n%zu instances, cheapest first", comparison.rows.size());
   if (!comparison.left_out.empty()) std::printf(" (%zu more not forecast: see the notes)", comparison.left_out.size());
-  std::printf("; * on the cost-versus-time Pareto front (among those that fit); usd_high: at the top of the 90%% "
-              "time interval.\n");
+  std::printf(
+      "; * on the cost-versus-time Pareto front (among those that fit); usd_high: at the top of the 90%% "
+      "time interval.\n");
   if (comparison.fits_nowhere)
     std::printf("Fits on no instance: one GPU needs %s; the largest offered has %s.\n",
                 bytes_text(comparison.required_bytes).c_str(), bytes_text(comparison.largest_memory_bytes).c_str());

@@ -1,6 +1,8 @@
 // The parts of `dnncast compare` after the forecasts (apps/compare.h): the Pareto front against a
 // sweep written apart from it, totals against price x time, the instance filters against
 // data/hardware/instances.csv read here line by line, and the fits-nowhere verdict.
+#include "apps/compare.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "apps/compare.h"
 #include "core/error.h"
 
 namespace dnncast::apps {
@@ -80,7 +81,7 @@ TEST(ComparePareto, RowsThatDoNotFitAreNeverOnTheFront) {
 
 TEST(CompareRun, IterationsRoundUpPerEpochAndSplitOverGpus) {
   EXPECT_EQ(run_iterations(32, 1, 1, 0), kIterationsWithoutEpochs);
-  EXPECT_EQ(run_iterations(32, 1, 1, 50000), 1563);    // 50000 / 32 = 1562.5
+  EXPECT_EQ(run_iterations(32, 1, 1, 50000), 1563);      // 50000 / 32 = 1562.5
   EXPECT_EQ(run_iterations(32, 1, 3, 50000), 3 * 1563);  // each epoch ends on its own partial batch
   EXPECT_EQ(run_iterations(32, 8, 2, 50000), 2 * 196);   // 256 samples per iteration: 195.3
   EXPECT_EQ(run_iterations(1, 1, 1, 1), 1);
@@ -119,9 +120,9 @@ TEST(CompareRows, TotalCostIsPriceTimesHoursAndRowsSortByCost) {
   request.spec.batch = 32;
   request.epochs = 2;
   request.epoch_samples = 10000;
-  const std::vector<hardware::CloudInstance> instances = {instance("aws", "t4", 1, 0.5), instance("gcp", "a100", 1, 3.0),
-                                                          instance("lambda", "a100", 1, 1.5),
-                                                          instance("aws", "a100", 4, 12.0)};
+  const std::vector<hardware::CloudInstance> instances = {
+      instance("aws", "t4", 1, 0.5), instance("gcp", "a100", 1, 3.0), instance("lambda", "a100", 1, 1.5),
+      instance("aws", "a100", 4, 12.0)};
   const Comparison comparison =
       assemble_comparison(request, instances, {forecast("t4", 300, true), forecast("a100", 60, true, 40)});
   ASSERT_EQ(comparison.rows.size(), 4u);

@@ -8,11 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_run.h"
 #include "python_run.h"
@@ -125,7 +124,8 @@ TEST_F(CompareCli, TheTableMarksTheSameFrontAndNotesGoToStderr) {
   std::string line;
   std::vector<std::string> instance_lines;
   while (std::getline(lines, line))
-    if (line.size() > 2 && (line[0] == '*' || line[0] == ' ') && line[1] == ' ' && line.find("provider") == std::string::npos)
+    if (line.size() > 2 && (line[0] == '*' || line[0] == ' ') && line[1] == ' ' &&
+        line.find("provider") == std::string::npos)
       instance_lines.push_back(line);
   ASSERT_EQ(instance_lines.size(), rows.size()) << table.out;
   for (size_t index = 0; index < rows.size(); ++index) {
@@ -163,7 +163,9 @@ TEST_F(CompareCli, TheHtmlReportRendersInHeadlessChromium) {
   // Decoded by Pillow (python3-pil): distinct colours and the share of pixels that are not white.
   const std::string out = python_test::run_python(
       "from PIL import Image\n"
-      "image = Image.open('" + png + "').convert('RGB')\n"
+      "image = Image.open('" +
+      png +
+      "').convert('RGB')\n"
       "pixels = list(image.getdata())\n"
       "print(image.size[0], image.size[1], len(set(pixels)), sum(1 for p in pixels if p != (255, 255, 255)))\n");
   ASSERT_EQ(out.rfind("FAILED", 0), std::string::npos) << out;
