@@ -166,8 +166,8 @@ std::string scatter_svg(const Comparison& comparison) {
   }
   const Axis x = Axis::fit(hours, kLeft, kWidth - kRight), y = Axis::fit(usd, kHeight - kBottom, kTop);
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << kWidth << "' height='" << kHeight << "' viewBox='0 0 "
-      << kWidth << " " << kHeight << "' role='img' aria-label='total cost against total time per instance'>\n";
+  svg << "<svg width='" << kWidth << "' height='" << kHeight << "' viewBox='0 0 " << kWidth << " " << kHeight
+      << "' role='img' aria-label='total cost against total time per instance'>\n";
   axes_svg(svg, x, y);
   // Interval whiskers: cost is price x time, so a time interval is a segment along the row's price line.
   for (const CompareRow& row : comparison.rows)

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/html_report.h"
 #include "core/error.h"
 
 namespace dnncast::apps {
@@ -263,6 +264,32 @@ TEST(CompareFilters, GpusByAliasAndUnknownNamesAreOneClearLine) {
   request.providers = {"lambda"};
   request.spot = true;
   EXPECT_THROW(select_instances(request, catalogue, notes), InputError);
+}
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++count;
+  return count;
+}
+
+TEST(CompareReport, EveryTextIsEscapedAndEveryRowIsATableRowAndAPoint) {
+  EXPECT_EQ(html_escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  CompareRequest request;
+  request.model = "<script>alert(1)</script>.onnx";
+  request.spec.batch = 8;
+  hardware::CloudInstance hostile = instance("aws", "t4", 1, 0.5);
+  hostile.instance_type = "g4dn\"'><img src=x>";
+  const Comparison comparison =
+      assemble_comparison(request, {hostile, instance("lambda", "a100", 1, 1.5), instance("gcp", "a100", 1, 3.0)},
+                          {forecast("t4", 300, true), forecast("a100", 60, false)});
+  const std::string html = render_html(comparison);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;.onnx"), std::string::npos);
+  EXPECT_EQ(count_of(html, "<tr class='instance"), comparison.rows.size());
+  EXPECT_EQ(count_of(html, "<circle class='point"), comparison.rows.size());
+  EXPECT_EQ(count_of(html, "<circle class='pareto-mark'"), 1u);  // only the T4 fits
+  EXPECT_EQ(html.find("http"), std::string::npos) << "no URL: the report fetches nothing";
 }
 
 }  // namespace
