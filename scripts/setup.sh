@@ -18,6 +18,7 @@ PACKAGES=(
   python3-onnx                      # tests/import: torch.onnx.export and hand-built files
   pybind11-dev python3-dev          # the Python package (python/), built for /usr/bin/python3
   clang-14 libclang-rt-14-dev       # make fuzz: libFuzzer, ASan and UBSan runtimes (fuzz/)
+  chromium python3-pil              # tests/cli: the compare --html report rendered headless, its screenshot decoded
 )
 
 missing=()

@@ -30,6 +30,7 @@ const std::map<std::string, Command>& commands() {
       {"calibrate", {dnncast::cli::run_calibrate, "adapt a time predictor to this host with a few guided measurements"}},
       {"devices", {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
       {"calibrate-gpus", {dnncast::cli::run_calibrate_gpus, "fit the GPU time model to public measurements; leave-one-GPU-out"}},
+      {"compare", {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
   };
   return table;
 }

@@ -1,0 +1,65 @@
+// `dnncast compare` (compare.h): one GPU forecast per distinct GPU of the selected instances, then
+// the rows (compare.cpp). Apart from compare.cpp so that the row logic links without the forecaster.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "apps/compare.h"
+#include "core/error.h"
+
+namespace dnncast::apps {
+
+Comparison compare(const CompareRequest& request) {
+  return compare(request, hardware::Catalogue::load(request.catalogue_files));
+}
+
+Comparison compare(const CompareRequest& request, const hardware::Catalogue& catalogue) {
+  if (request.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
+  if (request.epochs < 1) throw InputError("--epochs " + std::to_string(request.epochs) + ": must be at least 1");
+  if (request.epochs > 1 && request.epoch_samples == 0)
+    throw InputError("--epochs " + std::to_string(request.epochs) +
+                     " needs --epoch-samples (the samples of one epoch)");
+  if (request.epoch_samples < 0)
+    throw InputError("--epoch-samples " + std::to_string(request.epoch_samples) + ": must be at least 1");
+  std::vector<std::string> notes;
+  const std::vector<hardware::CloudInstance> instances = select_instances(request, catalogue, notes);
+
+  std::vector<GpuForecast> forecasts;
+  std::map<std::string, std::string> failures;  // GPU -> the forecast's error
+  std::optional<InputError> first_failure;
+  std::set<std::string> done;
+  for (const hardware::CloudInstance& instance : instances) {
+    if (!done.insert(instance.gpu).second) continue;
+    GpuForecastRequest one;
+    one.model = request.model;
+    one.spec = request.spec;
+    one.optimizer = request.optimizer;
+    one.precision = request.precision;
+    one.framework = request.framework;
+    one.device = instance.gpu;
+    one.epoch_samples = request.epoch_samples;
+    one.max_batch = true;
+    one.catalogue_files = request.catalogue_files;
+    one.calibration_file = request.calibration_file;
+    try {
+      forecasts.push_back(forecast_gpu(one, catalogue));
+    } catch (const InputError& error) {
+      if (!first_failure) first_failure = error;
+      failures[instance.gpu] = error.what();
+    }
+  }
+  // The same error on every GPU is the model's or the request's: report it as it is.
+  if (forecasts.empty()) throw *first_failure;
+  Comparison comparison = assemble_comparison(request, instances, forecasts, failures);
+  for (const auto& [gpu, reason] : failures) {
+    const auto count = std::count_if(comparison.left_out.begin(), comparison.left_out.end(),
+                                     [&](const LeftOutInstance& left) { return left.gpu == gpu; });
+    notes.push_back("left out " + std::to_string(count) + " instance" + (count == 1 ? "" : "s") + " of " + gpu +
+                    ", not forecast: " + reason);
+  }
+  comparison.notes.insert(comparison.notes.begin(), notes.begin(), notes.end());
+  return comparison;
+}
+
+}  // namespace dnncast::apps

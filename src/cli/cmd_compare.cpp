@@ -1,0 +1,104 @@
+// `dnncast compare MODEL --batch N [...]`: per cloud instance, the forecast time per iteration and
+// epoch, the run's total time and cost, whether it fits and the largest batch that would, the basis
+// of the forecast, and the cost-versus-time Pareto front (apps/compare.h, docs/COMPARE.md).
+// --html FILE writes the self-contained report (apps/html_report.h). Notes go to stderr.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "apps/compare.h"
+#include "apps/html_report.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "cli/parse_args.h"
+#include "cli/print_compare.h"
+#include "core/checked.h"
+#include "core/error.h"
+
+namespace dnncast::cli {
+
+namespace {
+
+constexpr int64_t kMaxEpochs = 1000000;
+
+// Refuses an --html path that cannot be written before any forecast is made.
+void check_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path file(path);
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (path.empty() || fs::is_directory(file, error)) throw InputError("--html " + quote(path) + ": not a file name");
+  if (!fs::is_directory(dir, error)) throw InputError("--html " + quote(path) + ": no folder " + quote(dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0 || (fs::exists(file, error) && ::access(file.c_str(), W_OK) != 0))
+    throw InputError("--html " + quote(path) + ": cannot write the file");
+}
+
+}  // namespace
+
+int run_compare(const Args& args) {
+  CLI::App app(
+      "Which cloud instance trains MODEL fastest, which cheapest: per instance of data/hardware/instances.csv the\n"
+      "forecast time per iteration and epoch, total time and cost of the run, whether it fits and the largest batch\n"
+      "that would, and the basis of the forecast; '*' marks the cost-versus-time Pareto front. Without\n"
+      "--epoch-samples the totals are for 1000 iterations. docs/COMPARE.md states the assumptions.",
+      "dnncast compare");
+  std::string model, precision = "fp32", framework = "pytorch", optimizer = "sgd", providers, gpus, html;
+  int64_t batch = 0, epochs = 1, epoch_samples = 0;
+  bool spot = false, multi_gpu = false, as_json = false;
+  std::vector<std::string> catalogue_files;
+  app.add_option("MODEL", model, "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED")->required();
+  app.add_option("--batch", batch, "batch size (per GPU with --multi-gpu)")
+      ->required()
+      ->check(positive_at_most(kMaxTensorElements));
+  ModelOptions model_options;
+  model_options.add_to(app);
+  app.add_option("--precision", precision, "fp32 | tf32 | amp (fp16) | bf16 (default fp32)");
+  app.add_option("--framework", framework, "pytorch | tensorflow (default pytorch)");
+  app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
+  app.add_option("--epochs", epochs, "epochs of the run (default 1; more need --epoch-samples)")
+      ->check(positive_at_most(kMaxEpochs));
+  app.add_option("--epoch-samples", epoch_samples, "samples in one epoch (default none: totals for 1000 iterations)")
+      ->check(positive_at_most(kMaxTensorElements));
+  app.add_option("--provider", providers, "only these providers, comma-separated (aws,gcp,azure,lambda,runpod)");
+  app.add_option("--gpus", gpus, "only these GPUs, comma-separated catalogue names or aliases (t4,a100-80gb)");
+  app.add_flag("--spot", spot, "spot prices; instances without one are left out");
+  app.add_flag("--multi-gpu", multi_gpu, "also instances with several GPUs (data-parallel, linear scaling)");
+  app.add_option("--catalogue", catalogue_files, "a CSV in gpus.csv's or instances.csv's format; may repeat");
+  app.add_flag("--json", as_json, "print JSON instead of a table");
+  app.add_option("--html", html, "also write the self-contained HTML report to this file");
+  if (!parse_args(app, args, "compare")) return 0;
+
+  if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
+  if (app.count("--html") > 0) check_writable(html);
+  apps::CompareRequest request;
+  request.model = model;
+  request.spec = model_options.spec(model, batch);
+  request.optimizer = parse_optimizer(optimizer, "--optimizer");
+  request.precision = apps::parse_gpu_precision(precision, "--precision");
+  request.framework = apps::parse_framework(framework, "--framework");
+  request.epochs = epochs;
+  request.epoch_samples = epoch_samples;
+  request.providers = split_list(providers);
+  request.gpus = split_list(gpus);
+  request.catalogue_files = catalogue_files;
+  request.spot = spot;
+  request.multi_gpu = multi_gpu;
+
+  const apps::Comparison comparison = apps::compare(request);
+  if (app.count("--html") > 0) apps::write_html(comparison, html);
+  if (as_json)
+    std::cout << comparison_json(comparison).dump(2) << "\n";
+  else
+    print_comparison(comparison);
+  std::cout.flush();
+  std::fflush(stdout);  // the table before the notes when both go to one terminal
+  for (const std::string& note : comparison.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  if (app.count("--html") > 0) std::fprintf(stderr, "wrote %s\n", html.c_str());
+  return 0;
+}
+
+}  // namespace dnncast::cli

@@ -1,0 +1,15 @@
+// Output of `dnncast compare` (cmd_compare.cpp): the table on stdout, the JSON document, the notes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "apps/compare.h"
+
+namespace dnncast::cli {
+
+// One line per instance, cheapest first, Pareto rows marked '*'; then the fits-nowhere line if any.
+void print_comparison(const apps::Comparison& comparison);
+// Every field of the comparison; unknown values are null.
+nlohmann::ordered_json comparison_json(const apps::Comparison& comparison);
+
+}  // namespace dnncast::cli
