@@ -30,14 +30,15 @@ struct Errors {
 
 // Mean relative errors of held-out forecasts and of the roofline, by the group's key, and overall.
 ordered_json held_out_table(const apps::CalibrationSet& set, const apps::HeldOut& held, bool print) {
-  std::map<std::string, Errors> by;
+  std::map<std::string, Errors> by, by_framework;
   Errors all;
   for (size_t index = 0; index < set.size(); ++index) {
     const apps::PublicMeasurement& row = set.row(index);
     Errors& errors = by[held.group == "gpu" ? row.gpu : row.model];
     const double forecast = std::abs(held.forecast_ms[index] / row.measured_ms - 1);
     const double roofline = std::abs(held.roofline_ms[index] / row.measured_ms - 1);
-    for (Errors* e : {&errors, &all}) e->forecast += forecast, e->roofline += roofline, ++e->rows;
+    Errors& framework = by_framework[apps::name(row.framework)];
+    for (Errors* e : {&errors, &all, &framework}) e->forecast += forecast, e->roofline += roofline, ++e->rows;
     if (errors.tables.find(row.table) == std::string::npos) errors.tables += (errors.tables.empty() ? "" : " ") + row.table;
   }
   ordered_json rows = ordered_json::array();
@@ -63,7 +64,15 @@ ordered_json held_out_table(const apps::CalibrationSet& set, const apps::HeldOut
                 by.size(), 100 * mean_of_groups, 100 * mean_roofline, held.group.c_str(), static_cast<long long>(below),
                 by.size());
   }
-  return {{"group", held.group}, {"rows", rows}, {"mre_rows", mre_rows}, {"roofline_mre_rows", roof_rows},
+  ordered_json frameworks = ordered_json::object();
+  for (const auto& [framework, e] : by_framework) {
+    const double mre = e.forecast / static_cast<double>(e.rows), roof = e.roofline / static_cast<double>(e.rows);
+    frameworks[framework] = {{"rows", e.rows}, {"mre", mre}, {"roofline_mre", roof}};
+    if (print)
+      std::printf("  %-20s %5lld  %8.1f%%  %8.1f%%  (rows of this framework)\n", framework.c_str(),
+                  static_cast<long long>(e.rows), 100 * mre, 100 * roof);
+  }
+  return {{"group", held.group}, {"rows", rows}, {"frameworks", frameworks}, {"mre_rows", mre_rows}, {"roofline_mre_rows", roof_rows},
           {"mre_groups", mean_of_groups}, {"roofline_mre_groups", mean_roofline}, {"below_roofline", below}};
 }
 

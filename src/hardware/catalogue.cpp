@@ -266,6 +266,21 @@ void Catalogue::add_gpu_file(const std::string& path) {
   }
 }
 
+void Catalogue::apply_instance_gpus(const std::string& path) {
+  Table table(path, {"provider", "instance_type", "gpu", "why"});
+  files_.push_back(path);
+  for (const Table::Row& row : table.rows()) {
+    const std::string provider = table.required(row, "provider"), type = table.required(row, "instance_type");
+    const GpuSpec* gpu = find(table.required(row, "gpu"));
+    if (gpu == nullptr) table.fail(row, "gpu", "GPU " + quote(table.required(row, "gpu")) + " is not in the catalogue");
+    table.required(row, "why");
+    bool matched = false;
+    for (CloudInstance& instance : instances_)
+      if (instance.provider == provider && instance.instance_type == type) instance.gpu = gpu->name, matched = true;
+    if (!matched) table.fail(row, "instance_type", "no instance " + quote(provider + " " + type) + " to resolve");
+  }
+}
+
 void Catalogue::add_instance_file(const std::string& path) {
   Table table(path, kInstanceColumns);
   files_.push_back(path);
@@ -317,6 +332,8 @@ Catalogue Catalogue::load(const std::vector<std::string>& extra_files, const std
                        ": not a catalogue file (its header must be gpus.csv's or instances.csv's, docs/DEVICES.md)");
   }
   for (const std::string& file : instance_files) catalogue.add_instance_file(file);
+  const fs::path overrides = fs::path(root) / "instance_gpus.csv";
+  if (fs::exists(overrides)) catalogue.apply_instance_gpus(overrides.string());
   return catalogue;
 }
 
