@@ -129,8 +129,8 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
   row.time_ms = forecast.time_ms;
   row.time_ms_low = forecast.time_ms_low;
   row.time_ms_high = forecast.time_ms_high;
-  row.iterations = run_iterations(request.spec.batch, instance.gpu_count, request.epochs, request.epoch_samples);
-  if (request.epoch_samples > 0)
+  row.iterations = run_iterations(request.forecast.spec.batch, instance.gpu_count, request.epochs, request.forecast.epoch_samples);
+  if (request.forecast.epoch_samples > 0)
     row.epoch_s = static_cast<double>(row.iterations / request.epochs) * forecast.time_ms / 1e3;
   const double ms_to_hours = static_cast<double>(row.iterations) / 3.6e6;
   row.total_hours = forecast.time_ms * ms_to_hours;
@@ -151,18 +151,18 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
                                const std::vector<GpuForecast>& forecasts,
                                const std::map<std::string, std::string>& failures) {
-  if (request.spec.batch < 1)
-    throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
+  if (request.forecast.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.forecast.spec.batch) + ": must be at least 1");
   std::map<std::string, const GpuForecast*> by_gpu;
   for (const GpuForecast& forecast : forecasts) by_gpu[forecast.device] = &forecast;
   Comparison comparison;
-  comparison.model = request.model;
-  comparison.batch = request.spec.batch;
-  comparison.optimizer = request.optimizer;
-  comparison.precision = request.precision;
-  comparison.framework = request.framework;
+  comparison.model = request.forecast.model;
+  comparison.batch = request.forecast.spec.batch;
+  comparison.optimizer = request.forecast.optimizer;
+  comparison.precision = request.forecast.precision;
+  comparison.framework = request.forecast.framework;
   comparison.epochs = request.epochs;
-  comparison.epoch_samples = request.epoch_samples;
+  comparison.epoch_samples = request.forecast.epoch_samples;
   comparison.spot = request.spot;
   comparison.multi_gpu = request.multi_gpu;
   if (!forecasts.empty()) {
@@ -209,7 +209,7 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
       line += ", the largest offered has " + core::format_bytes(static_cast<double>(*comparison.largest_memory_bytes));
     comparison.notes.push_back(line + " (a smaller --batch may fit: see max batch)");
   }
-  if (request.epoch_samples == 0)
+  if (request.forecast.epoch_samples == 0)
     comparison.notes.push_back("no --epoch-samples: totals are for " + std::to_string(kIterationsWithoutEpochs) +
                                " iterations");
   return comparison;

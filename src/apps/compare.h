@@ -23,17 +23,13 @@ namespace dnncast::apps {
 inline constexpr int64_t kIterationsWithoutEpochs = 1000;
 
 struct CompareRequest {
-  std::string model;  // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)
-  ModelSpec spec;     // batch (per GPU) and input
-  Optimizer optimizer = Optimizer::Sgd;
-  GpuPrecision precision = GpuPrecision::Fp32;
-  Framework framework = Framework::PyTorch;
-  int64_t epochs = 1;                        // >= 1; more than 1 needs epoch_samples
-  int64_t epoch_samples = 0;                 // 0: kIterationsWithoutEpochs iterations
+  // What every GPU's forecast is asked: model, batch (per GPU) and input, optimizer, precision,
+  // framework, epoch_samples (0: kIterationsWithoutEpochs iterations), catalogue and calibration
+  // files. Its device and max_batch are set per GPU.
+  GpuForecastRequest forecast;
+  int64_t epochs = 1;                        // >= 1; more than 1 needs forecast.epoch_samples
   std::vector<std::string> providers;        // empty: every provider of the catalogue
   std::vector<std::string> gpus;             // catalogue names or aliases; empty: every GPU rented
-  std::vector<std::string> catalogue_files;  // --catalogue
-  std::string calibration_file;              // "": the shipped calibration
   bool spot = false;                         // spot prices; instances without one are left out
   bool multi_gpu = false;                    // also instances with more than one GPU
 };

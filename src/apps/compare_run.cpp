@@ -10,18 +10,18 @@
 namespace dnncast::apps {
 
 Comparison compare(const CompareRequest& request) {
-  return compare(request, hardware::Catalogue::load(request.catalogue_files));
+  return compare(request, hardware::Catalogue::load(request.forecast.catalogue_files));
 }
 
 Comparison compare(const CompareRequest& request, const hardware::Catalogue& catalogue) {
-  if (request.spec.batch < 1)
-    throw InputError("--batch " + std::to_string(request.spec.batch) + ": must be at least 1");
+  if (request.forecast.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.forecast.spec.batch) + ": must be at least 1");
   if (request.epochs < 1) throw InputError("--epochs " + std::to_string(request.epochs) + ": must be at least 1");
-  if (request.epochs > 1 && request.epoch_samples == 0)
+  if (request.epochs > 1 && request.forecast.epoch_samples == 0)
     throw InputError("--epochs " + std::to_string(request.epochs) +
                      " needs --epoch-samples (the samples of one epoch)");
-  if (request.epoch_samples < 0)
-    throw InputError("--epoch-samples " + std::to_string(request.epoch_samples) + ": must be at least 1");
+  if (request.forecast.epoch_samples < 0)
+    throw InputError("--epoch-samples " + std::to_string(request.forecast.epoch_samples) + ": must be at least 1");
   std::vector<std::string> notes;
   const std::vector<hardware::CloudInstance> instances = select_instances(request, catalogue, notes);
 
@@ -31,17 +31,9 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   std::set<std::string> done;
   for (const hardware::CloudInstance& instance : instances) {
     if (!done.insert(instance.gpu).second) continue;
-    GpuForecastRequest one;
-    one.model = request.model;
-    one.spec = request.spec;
-    one.optimizer = request.optimizer;
-    one.precision = request.precision;
-    one.framework = request.framework;
+    GpuForecastRequest one = request.forecast;
     one.device = instance.gpu;
-    one.epoch_samples = request.epoch_samples;
     one.max_batch = true;
-    one.catalogue_files = request.catalogue_files;
-    one.calibration_file = request.calibration_file;
     try {
       forecasts.push_back(forecast_gpu(one, catalogue));
     } catch (const InputError& error) {

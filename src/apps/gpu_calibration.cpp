@@ -273,7 +273,7 @@ namespace {
 double logistic(double x) { return 1 / (1 + std::exp(-x)); }
 double logit(double p) { return std::log(p / (1 - p)); }
 
-constexpr size_t kParameters = 17;
+constexpr size_t kParameters = 18;
 constexpr double kConvCeilingMax = 3;
 constexpr double kHuber = 0.3;  // log-ratio beyond which the loss grows linearly  // Winograd and FFT kernels beat the direct FLOP count
 using Point = std::array<double, kParameters>;
@@ -292,6 +292,7 @@ GpuCalibration decode(const Point& x) {
   c.torch7_factor = std::exp(x[12]);
   c.conv3x3_fp32 = {kConvCeilingMax * logistic(x[13]), std::exp(x[14])};
   c.conv_tf32 = {kConvCeilingMax * logistic(x[15]), std::exp(x[16])};
+  c.tensorflow_iteration_us = std::exp(x[17]);
   c.source = "fit";
   return c;
 }
@@ -299,7 +300,7 @@ GpuCalibration decode(const Point& x) {
 Point start_point() {
   return {logit(0.6 / kConvCeilingMax), std::log(2e8), logit(0.4 / kConvCeilingMax), std::log(2e8), logit(0.6),
           std::log(2e8), logit(0.4), std::log(2e8), logit(0.7), std::log(5.0), std::log(1000.0), 0.0, 0.0,
-          logit(1.0 / kConvCeilingMax), std::log(2e8), logit(0.4 / kConvCeilingMax), std::log(2e8)};
+          logit(1.0 / kConvCeilingMax), std::log(2e8), logit(0.4 / kConvCeilingMax), std::log(2e8), std::log(1000.0)};
 }
 
 // Nelder-Mead (reflection 1, expansion 2, contraction 0.5, shrink 0.5), `iterations` steps.
@@ -371,7 +372,7 @@ GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<
       sum += error < kHuber ? error * error : kHuber * (2 * error - kHuber);
     }
     // A framework with no rows keeps factor 1 (a weak pull, so its coordinate does not wander).
-    return sum / static_cast<double>(rows.size()) + (tensorflow ? 0 : x[11] * x[11]) + (torch7 ? 0 : x[12] * x[12]);
+    return sum / static_cast<double>(rows.size()) + (tensorflow ? 0 : x[11] * x[11] + (x[17] - x[10]) * (x[17] - x[10])) + (torch7 ? 0 : x[12] * x[12]);
   };
   Point best = start_point();
   for (double step : {1.0, 0.5, 0.25}) best = nelder_mead(loss, best, step, 1500);

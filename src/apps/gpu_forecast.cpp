@@ -217,7 +217,7 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
     seconds += count * std::max(compute_s + memory_s, launch_s);
     roofline += count * std::max(peak_compute_s, kernel.bytes / peaks.bandwidth);
   }
-  seconds += calibration.iteration_us * 1e-6;
+  seconds += (framework == Framework::TensorFlow ? calibration.tensorflow_iteration_us : calibration.iteration_us) * 1e-6;
   if (framework == Framework::TensorFlow) seconds *= calibration.tensorflow_factor;
   if (framework == Framework::Torch7) seconds *= calibration.torch7_factor;
   GpuTiming timing;
@@ -250,6 +250,7 @@ const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>
       {"memory_efficiency", [](GpuCalibration& c) -> double& { return c.memory_efficiency; }},
       {"kernel_launch_us", [](GpuCalibration& c) -> double& { return c.kernel_launch_us; }},
       {"iteration_us", [](GpuCalibration& c) -> double& { return c.iteration_us; }},
+      {"tensorflow_iteration_us", [](GpuCalibration& c) -> double& { return c.tensorflow_iteration_us; }},
       {"tensorflow_factor", [](GpuCalibration& c) -> double& { return c.tensorflow_factor; }},
       {"torch7_factor", [](GpuCalibration& c) -> double& { return c.torch7_factor; }},
       {"interval_low", [](GpuCalibration& c) -> double& { return c.interval_low; }},

@@ -47,7 +47,8 @@ struct GpuCalibration {
   Curve conv3x3_fp32, conv_fp32, conv_tf32, conv_tensor, gemm_fp32, gemm_tensor;
   double memory_efficiency = 1;  // fraction of peak bandwidth that memory-bound kernels reach
   double kernel_launch_us = 0;   // host time per kernel: a kernel takes at least this long
-  double iteration_us = 0;       // per iteration: host work, loss, synchronisation
+  double iteration_us = 0;       // per iteration: host work, loss, synchronisation (PyTorch, Torch7)
+  double tensorflow_iteration_us = 0;  // the same in TensorFlow (tf_cnn_benchmarks' step)
   double tensorflow_factor = 1, torch7_factor = 1;  // time over PyTorch's at equal work
   // Ratios of measured to forecast time at the 5th and 95th percentile of the leave-one-GPU-out
   // residuals: the 90% interval of a forecast.

@@ -75,16 +75,11 @@ int run_compare(const Args& args) {
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (app.count("--html") > 0) check_writable(html);
   apps::CompareRequest request;
-  request.model = model;
-  request.spec = model_options.spec(model, batch);
-  request.optimizer = parse_optimizer(optimizer, "--optimizer");
-  request.precision = apps::parse_gpu_precision(precision, "--precision");
-  request.framework = apps::parse_framework(framework, "--framework");
+  request.forecast = gpu_forecast_request(model, model_options.spec(model, batch), optimizer, precision, framework,
+                                          epoch_samples, catalogue_files);
   request.epochs = epochs;
-  request.epoch_samples = epoch_samples;
   request.providers = split_list(providers);
   request.gpus = split_list(gpus);
-  request.catalogue_files = catalogue_files;
   request.spot = spot;
   request.multi_gpu = multi_gpu;
 

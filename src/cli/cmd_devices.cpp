@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/json_out.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
@@ -18,11 +19,6 @@ namespace dnncast::cli {
 namespace {
 
 using nlohmann::ordered_json;
-
-template <typename T>
-ordered_json or_null(const std::optional<T>& value) {
-  return value ? ordered_json(*value) : ordered_json(nullptr);
-}
 
 ordered_json gpu_json(const hardware::GpuSpec& gpu) {
   ordered_json references = ordered_json::array();

@@ -137,16 +137,10 @@ int run_predict(const Args& args) {
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
   if (is_catalogued_gpu(device, predictor_dir, catalogue_files)) {
-    apps::GpuForecastRequest gpu_request;
-    gpu_request.model = model;
-    gpu_request.spec = model_options.spec(model, batch);
-    gpu_request.optimizer = parse_optimizer(optimizer, "--optimizer");
-    gpu_request.precision = apps::parse_gpu_precision(precision, "--precision");
-    gpu_request.framework = apps::parse_framework(framework, "--framework");
+    apps::GpuForecastRequest gpu_request = gpu_forecast_request(model, model_options.spec(model, batch), optimizer,
+                                                                precision, framework, epoch_samples, catalogue_files);
     gpu_request.device = device;
-    gpu_request.epoch_samples = epoch_samples;
     gpu_request.max_batch = max_batch;
-    gpu_request.catalogue_files = catalogue_files;
     gpu_request.calibration_file = calibration_file;
     const apps::GpuForecast result = apps::forecast_gpu(gpu_request);
     if (as_json)

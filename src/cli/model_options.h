@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/gpu_forecast.h"
 #include "hardware/isa.h"
 #include "models/zoo.h"
 
@@ -31,6 +32,14 @@ class ModelOptions {
   CLI::Option* seq_ = nullptr;
   CLI::Option* classes_option_ = nullptr;
 };
+
+// The GPU forecast that `predict --device GPU` and `compare` ask (apps/gpu_forecast.h), from their
+// flags' text: --optimizer, --precision, --framework, --epoch-samples, --catalogue. Throws InputError
+// naming the flag.
+apps::GpuForecastRequest gpu_forecast_request(const std::string& model, const ModelSpec& spec,
+                                              const std::string& optimizer, const std::string& precision,
+                                              const std::string& framework, int64_t epoch_samples,
+                                              const std::vector<std::string>& catalogue_files);
 
 // "3x224x224" -> {3, 224, 224}; throws InputError naming --input otherwise.
 std::vector<int64_t> parse_image_input(const std::string& text);

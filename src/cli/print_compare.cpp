@@ -1,4 +1,5 @@
 // The table and JSON of `dnncast compare` (print_compare.h).
+#include "cli/json_out.h"
 #include "cli/print_compare.h"
 
 #include <cstdio>
@@ -11,11 +12,6 @@ namespace dnncast::cli {
 namespace {
 
 using nlohmann::ordered_json;
-
-template <typename T>
-ordered_json or_null(const std::optional<T>& value) {
-  return value ? ordered_json(*value) : ordered_json(nullptr);
-}
 
 ordered_json row_json(const apps::CompareRow& row) {
   return {{"provider", row.provider},

@@ -106,9 +106,12 @@ TEST_F(Predict, PeakMemoryIsTheSimulatorsAndGrowsWithBatch) {
 }
 
 TEST_F(Predict, BadInputsAreOneLineAndExitCode2) {
-  std::string line = expect_input_error({"resnet50", "--batch", "32", "--device", "a100"});
-  EXPECT_NE(line.find("a100"), std::string::npos) << line;
+  // A device that is neither a predictor set nor a catalogued GPU: the predictors it knows and the
+  // closest GPUs (a catalogued GPU, "a100", is forecast by the GPU time model: tests/apps/gpu_forecast_test.cpp).
+  std::string line = expect_input_error({"resnet50", "--batch", "32", "--device", "a1000"});
+  EXPECT_NE(line.find("a1000"), std::string::npos) << line;
   EXPECT_NE(line.find("known"), std::string::npos) << line;  // lists the predictors it knows
+  EXPECT_NE(line.find("a100-40gb"), std::string::npos) << line;  // and the closest catalogued GPUs
   EXPECT_NE(expect_input_error({"resnet5", "--batch", "32"}).find("resnet5"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "0"}).find("--batch"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--input", "3x0x224"}).find("3x0x224"), std::string::npos);

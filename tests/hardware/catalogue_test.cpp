@@ -65,11 +65,18 @@ TEST(Catalogue, EveryGpuOfGpuSpecsResolves) {
 TEST(Catalogue, EveryInstanceOfTheSharedSnapshotResolvesAndIsCopied) {
   auto rows = read_rows(kPublic + "cloud_prices/gpu_instances.csv");
   ASSERT_EQ(shipped().instances().size(), rows.size());
+  // instance_gpus.csv resolves some instances to a more exact GPU than the price list's name.
+  std::map<std::string, std::string> resolved;
+  for (const auto& row : read_rows(kShipped + "/instance_gpus.csv"))
+    resolved[row.at("provider") + " " + row.at("instance_type")] = row.at("gpu");
+  size_t overridden = 0;
   for (size_t index = 0; index < rows.size(); ++index) {
     const CloudInstance& instance = shipped().instances()[index];
     const GpuSpec* gpu = shipped().find(rows[index].at("gpu"));
     ASSERT_NE(gpu, nullptr) << rows[index].at("gpu");
-    EXPECT_EQ(instance.gpu, gpu->name);
+    auto exact = resolved.find(rows[index].at("provider") + " " + rows[index].at("instance_type"));
+    overridden += exact != resolved.end();
+    EXPECT_EQ(instance.gpu, exact != resolved.end() ? exact->second : gpu->name);
     EXPECT_EQ(instance.provider, rows[index].at("provider"));
     EXPECT_EQ(instance.instance_type, rows[index].at("instance_type"));
     EXPECT_EQ(instance.gpu_count, std::stoll(rows[index].at("gpu_count")));
@@ -81,6 +88,8 @@ TEST(Catalogue, EveryInstanceOfTheSharedSnapshotResolvesAndIsCopied) {
       EXPECT_GE(listed, *gpu->memory_gib * 0.9) << rows[index].at("gpu") << " -> " << gpu->name;
     }
   }
+  EXPECT_EQ(overridden, resolved.size());  // every override names an instance of the snapshot
+  EXPECT_GE(resolved.size(), 3u);
 }
 
 // Our column -> gpu_specs.csv's column (l2_mib: its note, "L2 40 MB").
@@ -247,7 +256,7 @@ TEST(Catalogue, UserFileOverridesAndAddsRows) {
   ASSERT_EQ(catalogue.instances().size(), shipped().instances().size() + 1);
   EXPECT_EQ(catalogue.instances().back().gpu, "my-gpu");
   EXPECT_EQ(catalogue.instances().back().gpu_count, 2);
-  EXPECT_EQ(catalogue.files().size(), 4u);
+  EXPECT_EQ(catalogue.files().size(), 5u);  // gpus.csv, the user's GPU file, instances.csv, theirs, instance_gpus.csv
 }
 
 }  // namespace
