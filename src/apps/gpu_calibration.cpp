@@ -95,9 +95,11 @@ std::string lookup(const std::vector<std::pair<const char*, const char*>>& names
 }
 
 void load_lambda_tf(const Table& table, Collector& collect) {
-  static const std::vector<std::pair<const char*, const char*>> models = {
-      {"alexnet", "alexnet"}, {"inception3", "inception_v3"}, {"resnet50", "resnet50"},
-      {"resnet152", "resnet152"}, {"vgg16", "vgg16"}};
+  static const std::vector<std::pair<const char*, const char*>> models = {{"alexnet", "alexnet"},
+                                                                          {"inception3", "inception_v3"},
+                                                                          {"resnet50", "resnet50"},
+                                                                          {"resnet152", "resnet152"},
+                                                                          {"vgg16", "vgg16"}};
   for (const auto& [line, fields] : table.rows) {
     PublicMeasurement row;
     row.table = "lambda_tf";
@@ -149,9 +151,9 @@ void load_lambda_pytorch(const Table& table, Collector& collect) {
 
 void load_jcjohnson(const Table& table, Collector& collect) {
   static const std::vector<std::pair<const char*, const char*>> models = {
-      {"AlexNet", "alexnet"},     {"Inception-V1", "googlenet"}, {"VGG-16", "vgg16"},
-      {"VGG-19", "vgg19"},        {"ResNet-18", "resnet18"},     {"ResNet-34", "resnet34"},
-      {"ResNet-50", "resnet50"},  {"ResNet-101", "resnet101"},   {"ResNet-152", "resnet152"}};
+      {"AlexNet", "alexnet"},    {"Inception-V1", "googlenet"}, {"VGG-16", "vgg16"},
+      {"VGG-19", "vgg19"},       {"ResNet-18", "resnet18"},     {"ResNet-34", "resnet34"},
+      {"ResNet-50", "resnet50"}, {"ResNet-101", "resnet101"},   {"ResNet-152", "resnet152"}};
   // The newest cuDNN per model and GPU (versions compare as text: 4.0.07 < 5.0.05 < 5.1.10).
   std::map<std::pair<std::string, std::string>, std::pair<std::string, size_t>> newest;
   for (size_t index = 0; index < table.rows.size(); ++index) {
@@ -230,8 +232,9 @@ PublicTables load_public_tables(const hardware::Catalogue& catalogue, const std:
   PublicTables tables;
   tables.dir = given.empty() ? default_public_dir() : given;
   if (tables.dir.empty())
-    throw InputError("no public GPU tables found (../shared/data/public/gpu_benchmarks): set DNNCAST_PUBLIC_DATA "
-                     "or pass --public DIR");
+    throw InputError(
+        "no public GPU tables found (../shared/data/public/gpu_benchmarks): set DNNCAST_PUBLIC_DATA "
+        "or pass --public DIR");
   Collector collect{catalogue, tables};
   const fs::path dir(tables.dir);
   load_lambda_tf(read_table((dir / "lambda_tf_cnn_benchmarks_1gpu.csv").string()), collect);
@@ -253,8 +256,9 @@ CalibrationSet::CalibrationSet(const std::vector<PublicMeasurement>& rows, const
     auto at = built.find(key);
     if (at == built.end()) {
       const Graph graph = load_model(row.model, row.spec);
-      at = built.emplace(key, std::make_shared<const GpuWork>(
-                                  gpu_work(graph, row.precision, Optimizer::Sgd, row.with_optimizer_step)))
+      at = built
+               .emplace(key, std::make_shared<const GpuWork>(
+                                 gpu_work(graph, row.precision, Optimizer::Sgd, row.with_optimizer_step)))
                .first;
     }
     work_.push_back(at->second);
@@ -275,7 +279,8 @@ double logit(double p) { return std::log(p / (1 - p)); }
 
 constexpr size_t kParameters = 18;
 constexpr double kConvCeilingMax = 3;
-constexpr double kHuber = 0.3;  // log-ratio beyond which the loss grows linearly  // Winograd and FFT kernels beat the direct FLOP count
+constexpr double kHuber =
+    0.3;  // log-ratio beyond which the loss grows linearly  // Winograd and FFT kernels beat the direct FLOP count
 using Point = std::array<double, kParameters>;
 
 // Unbounded coordinates -> constants: ceilings and memory efficiency in (0, 1), the rest positive.
@@ -298,9 +303,24 @@ GpuCalibration decode(const Point& x) {
 }
 
 Point start_point() {
-  return {logit(0.6 / kConvCeilingMax), std::log(2e8), logit(0.4 / kConvCeilingMax), std::log(2e8), logit(0.6),
-          std::log(2e8), logit(0.4), std::log(2e8), logit(0.7), std::log(5.0), std::log(1000.0), 0.0, 0.0,
-          logit(1.0 / kConvCeilingMax), std::log(2e8), logit(0.4 / kConvCeilingMax), std::log(2e8), std::log(1000.0)};
+  return {logit(0.6 / kConvCeilingMax),
+          std::log(2e8),
+          logit(0.4 / kConvCeilingMax),
+          std::log(2e8),
+          logit(0.6),
+          std::log(2e8),
+          logit(0.4),
+          std::log(2e8),
+          logit(0.7),
+          std::log(5.0),
+          std::log(1000.0),
+          0.0,
+          0.0,
+          logit(1.0 / kConvCeilingMax),
+          std::log(2e8),
+          logit(0.4 / kConvCeilingMax),
+          std::log(2e8),
+          std::log(1000.0)};
 }
 
 // Nelder-Mead (reflection 1, expansion 2, contraction 0.5, shrink 0.5), `iterations` steps.
@@ -341,7 +361,8 @@ Point nelder_mead(const std::function<double(const Point&)>& f, Point start, dou
       } else {
         for (size_t i = 0; i < simplex.size(); ++i) {
           if (i == best) continue;
-          for (size_t d = 0; d < kParameters; ++d) simplex[i][d] = simplex[best][d] + 0.5 * (simplex[i][d] - simplex[best][d]);
+          for (size_t d = 0; d < kParameters; ++d)
+            simplex[i][d] = simplex[best][d] + 0.5 * (simplex[i][d] - simplex[best][d]);
           value[i] = f(simplex[i]);
         }
       }
@@ -372,7 +393,8 @@ GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<
       sum += error < kHuber ? error * error : kHuber * (2 * error - kHuber);
     }
     // A framework with no rows keeps factor 1 (a weak pull, so its coordinate does not wander).
-    return sum / static_cast<double>(rows.size()) + (tensorflow ? 0 : x[11] * x[11] + (x[17] - x[10]) * (x[17] - x[10])) + (torch7 ? 0 : x[12] * x[12]);
+    return sum / static_cast<double>(rows.size()) +
+           (tensorflow ? 0 : x[11] * x[11] + (x[17] - x[10]) * (x[17] - x[10])) + (torch7 ? 0 : x[12] * x[12]);
   };
   Point best = start_point();
   for (double step : {1.0, 0.5, 0.25}) best = nelder_mead(loss, best, step, 1500);

@@ -23,9 +23,9 @@
 namespace dnncast::apps {
 
 struct PublicMeasurement {
-  std::string table;  // "lambda_tf", "lambda_pytorch", "jcjohnson", "u39kun"
-  int64_t line = 0;   // in its file
-  std::string gpu;    // catalogue name
+  std::string table;       // "lambda_tf", "lambda_pytorch", "jcjohnson", "u39kun"
+  int64_t line = 0;        // in its file
+  std::string gpu;         // catalogue name
   std::string gpu_listed;  // as the table names it
   std::string model;       // zoo name
   ModelSpec spec;
@@ -68,7 +68,7 @@ GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<
 
 // Each row's forecast when its group (GPU, or model) was held out of the fit.
 struct HeldOut {
-  std::string group;  // "gpu" or "model"
+  std::string group;                             // "gpu" or "model"
   std::vector<double> forecast_ms, roofline_ms;  // per row of the set
 };
 HeldOut leave_one_out(const CalibrationSet& set, const std::string& group);

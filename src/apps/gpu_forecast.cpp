@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -82,7 +82,8 @@ const std::string& name(GpuPrecision precision) {
 
 Framework parse_framework(const std::string& text, const std::string& what) {
   Framework framework = parse_named(framework_table(), text, what, "pytorch, tensorflow");
-  if (framework == Framework::Torch7) throw InputError(what + " " + quote(text) + ": expected one of pytorch, tensorflow");
+  if (framework == Framework::Torch7)
+    throw InputError(what + " " + quote(text) + ": expected one of pytorch, tensorflow");
   return framework;
 }
 
@@ -116,7 +117,7 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
     }
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
     if (is_matrix_category(def.category)) {
-      const GpuKernel::Class kind = def.category != "conv"  ? GpuKernel::Class::Gemm
+      const GpuKernel::Class kind = def.category != "conv" ? GpuKernel::Class::Gemm
                                     : winograd_shaped(view_of(graph, static_cast<int>(index)))
                                         ? GpuKernel::Class::Conv3x3
                                         : GpuKernel::Class::Conv;
@@ -137,7 +138,8 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
   }
   GpuWork work;
   for (const auto& [key, count] : merged) {
-    work.kernels.push_back({static_cast<GpuKernel::Class>(std::get<0>(key)), std::get<1>(key), std::get<2>(key), count});
+    work.kernels.push_back(
+        {static_cast<GpuKernel::Class>(std::get<0>(key)), std::get<1>(key), std::get<2>(key), count});
     work.kernel_count += count;
   }
   return work;
@@ -156,9 +158,8 @@ struct Peaks {
 Peaks peaks_of(const hardware::GpuSpec& gpu, GpuPrecision precision) {
   auto need = [&](const std::optional<double>& value, const char* column) {
     if (!value || *value <= 0)
-      throw InputError("GPU " + quote(gpu.name) + " has no " + column +
-                       " in the catalogue (" + gpu.file + "): add it with --catalogue to forecast " +
-                       name(precision) + " on it");
+      throw InputError("GPU " + quote(gpu.name) + " has no " + column + " in the catalogue (" + gpu.file +
+                       "): add it with --catalogue to forecast " + name(precision) + " on it");
     return *value;
   };
   Peaks peaks;
@@ -192,7 +193,7 @@ double efficiency(const GpuCalibration::Curve& curve, double work_per_sm) {
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
                       const GpuCalibration& calibration) {
   const Peaks peaks = peaks_of(gpu, precision);
-  const GpuCalibration::Curve& conv = peaks.tf32 ? calibration.conv_tf32
+  const GpuCalibration::Curve& conv = peaks.tf32     ? calibration.conv_tf32
                                       : peaks.tensor ? calibration.conv_tensor
                                                      : calibration.conv_fp32;
   const GpuCalibration::Curve& gemm = peaks.tensor ? calibration.gemm_tensor : calibration.gemm_fp32;
@@ -217,7 +218,8 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
     seconds += count * std::max(compute_s + memory_s, launch_s);
     roofline += count * std::max(peak_compute_s, kernel.bytes / peaks.bandwidth);
   }
-  seconds += (framework == Framework::TensorFlow ? calibration.tensorflow_iteration_us : calibration.iteration_us) * 1e-6;
+  seconds +=
+      (framework == Framework::TensorFlow ? calibration.tensorflow_iteration_us : calibration.iteration_us) * 1e-6;
   if (framework == Framework::TensorFlow) seconds *= calibration.tensorflow_factor;
   if (framework == Framework::Torch7) seconds *= calibration.torch7_factor;
   GpuTiming timing;
@@ -231,7 +233,6 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
 // The calibration file: key,value,detail rows
 
 namespace {
-
 
 const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>>>& calibration_keys() {
   static const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>>> keys = {
@@ -268,7 +269,8 @@ std::string default_gpu_calibration_path() {
 
 GpuCalibration load_gpu_calibration(const std::string& given) {
   const std::string path = given.empty() ? default_gpu_calibration_path() : given;
-  if (path.empty()) throw InputError("no GPU calibration: data/hardware/gpu_calibration.csv not found (set DNNCAST_HARDWARE)");
+  if (path.empty())
+    throw InputError("no GPU calibration: data/hardware/gpu_calibration.csv not found (set DNNCAST_HARDWARE)");
   std::ifstream in(path);
   if (!in) throw InputError("cannot read GPU calibration " + quote(path));
   GpuCalibration calibration;
@@ -289,7 +291,8 @@ GpuCalibration load_gpu_calibration(const std::string& given) {
       throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
     }
     if (fields[0].rfind("gpu:", 0) == 0) {
-      calibration.gpus.push_back({fields[0].substr(4), {static_cast<int64_t>(value), fields.size() > 2 ? fields[2] : ""}});
+      calibration.gpus.push_back(
+          {fields[0].substr(4), {static_cast<int64_t>(value), fields.size() > 2 ? fields[2] : ""}});
       continue;
     }
     bool known = false;
@@ -342,8 +345,9 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
   config.device = Device::Cuda;
   config.cuda_context_bytes = kCudaContextBytes;
   if (request.precision == GpuPrecision::Fp16 || request.precision == GpuPrecision::Bf16)
-    result.notes.push_back("memory is simulated with fp32 tensors (the simulator models fp32 only): autocast keeps "
-                           "16-bit copies of activations, so the real peak is lower");
+    result.notes.push_back(
+        "memory is simulated with fp32 tensors (the simulator models fp32 only): autocast keeps "
+        "16-bit copies of activations, so the real peak is lower");
   try {
     result.required_bytes = memory::simulate_memory(graph, config).required_bytes;
   } catch (const InputError& error) {
@@ -374,8 +378,9 @@ void set_basis(const GpuCalibration& calibration, const hardware::GpuSpec& gpu, 
     return;
   }
   result.basis = "specs";
-  result.basis_detail = "no measurement of this GPU was in the calibration: its catalogue peaks and the calibrated "
-                        "efficiencies; the interval is the leave-one-GPU-out spread";
+  result.basis_detail =
+      "no measurement of this GPU was in the calibration: its catalogue peaks and the calibrated "
+      "efficiencies; the interval is the leave-one-GPU-out spread";
 }
 
 }  // namespace
@@ -404,9 +409,8 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
   result.framework = request.framework;
   if (request.precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops)
     result.notes.push_back(gpu.name + " has no TF32 tensor cores: forecast at fp32");
-  const GpuTiming timing =
-      time_on_gpu(gpu_work(graph, request.precision, request.optimizer), gpu, request.precision, request.framework,
-                  calibration);
+  const GpuTiming timing = time_on_gpu(gpu_work(graph, request.precision, request.optimizer), gpu, request.precision,
+                                       request.framework, calibration);
   result.time_ms = timing.time_ms;
   result.time_ms_low = timing.time_ms * calibration.interval_low;
   result.time_ms_high = timing.time_ms * calibration.interval_high;
@@ -418,10 +422,12 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
   }
   set_basis(calibration, gpu, result);
   if (request.framework == Framework::TensorFlow)
-    result.notes.push_back("TensorFlow cannot be profiled here: its forecast rests on the public TensorFlow tables "
-                           "(one calibrated factor over the PyTorch model)");
+    result.notes.push_back(
+        "TensorFlow cannot be profiled here: its forecast rests on the public TensorFlow tables "
+        "(one calibrated factor over the PyTorch model)");
   if (gpu.vendor != "nvidia")
-    result.notes.push_back(gpu.name + " is not an NVIDIA GPU: the calibration's public data is mostly NVIDIA (CUDA, "
+    result.notes.push_back(gpu.name +
+                           " is not an NVIDIA GPU: the calibration's public data is mostly NVIDIA (CUDA, "
                            "cuDNN); treat this forecast as specs-only");
   forecast_memory_on(request, gpu, graph, result);
   return result;

@@ -45,10 +45,10 @@ struct GpuCalibration {
   // the direct count: their ceiling may exceed 1); conv: the other convolutions.
   // tf32: convolutions on TF32 tensor cores; tensor: on fp16 / bf16 ones.
   Curve conv3x3_fp32, conv_fp32, conv_tf32, conv_tensor, gemm_fp32, gemm_tensor;
-  double memory_efficiency = 1;  // fraction of peak bandwidth that memory-bound kernels reach
-  double kernel_launch_us = 0;   // host time per kernel: a kernel takes at least this long
-  double iteration_us = 0;       // per iteration: host work, loss, synchronisation (PyTorch, Torch7)
-  double tensorflow_iteration_us = 0;  // the same in TensorFlow (tf_cnn_benchmarks' step)
+  double memory_efficiency = 1;                     // fraction of peak bandwidth that memory-bound kernels reach
+  double kernel_launch_us = 0;                      // host time per kernel: a kernel takes at least this long
+  double iteration_us = 0;                          // per iteration: host work, loss, synchronisation (PyTorch, Torch7)
+  double tensorflow_iteration_us = 0;               // the same in TensorFlow (tf_cnn_benchmarks' step)
   double tensorflow_factor = 1, torch7_factor = 1;  // time over PyTorch's at equal work
   // Ratios of measured to forecast time at the 5th and 95th percentile of the leave-one-GPU-out
   // residuals: the 90% interval of a forecast.
@@ -99,15 +99,15 @@ struct GpuForecastRequest {
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
-  std::string device;         // a catalogue GPU, by name or alias
-  int64_t epoch_samples = 0;  // > 0: also time per epoch
-  bool max_batch = false;     // also the largest batch that fits in the GPU's memory
+  std::string device;                        // a catalogue GPU, by name or alias
+  int64_t epoch_samples = 0;                 // > 0: also time per epoch
+  bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
 };
 
 struct GpuForecast {
-  std::string model, graph;  // as requested; the built graph's name
+  std::string model, graph;         // as requested; the built graph's name
   std::string device, device_name;  // catalogue name, full name
   int64_t batch = 0;
   std::string input;  // without the batch: "3x224x224"
@@ -115,7 +115,7 @@ struct GpuForecast {
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
   double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
-  double roofline_ms = 0;                                   // the plain roofline, for comparison
+  double roofline_ms = 0;                                 // the plain roofline, for comparison
   std::optional<double> epoch_s;
   int64_t epoch_samples = 0, epoch_iterations = 0;
   // What the forecast rests on: "measured" (our own runs on this GPU), "calibrated" (public

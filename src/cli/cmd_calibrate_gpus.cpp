@@ -2,7 +2,6 @@
 // GPU time model's constants (apps/gpu_forecast.h) to the public end-to-end training tables and judges it
 // on GPUs / models held out of the fit, beside the plain roofline (docs/GPU.md, docs/RESULTS.md).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,12 +38,15 @@ ordered_json held_out_table(const apps::CalibrationSet& set, const apps::HeldOut
     const double roofline = std::abs(held.roofline_ms[index] / row.measured_ms - 1);
     Errors& framework = by_framework[apps::name(row.framework)];
     for (Errors* e : {&errors, &all, &framework}) e->forecast += forecast, e->roofline += roofline, ++e->rows;
-    if (errors.tables.find(row.table) == std::string::npos) errors.tables += (errors.tables.empty() ? "" : " ") + row.table;
+    if (errors.tables.find(row.table) == std::string::npos)
+      errors.tables += (errors.tables.empty() ? "" : " ") + row.table;
   }
   ordered_json rows = ordered_json::array();
   double mean_of_groups = 0, mean_roofline = 0;
   int64_t below = 0;
-  if (print) std::printf("\nleave-one-%s-out (each %s's rows held out of the fit in turn)\n", held.group.c_str(), held.group.c_str());
+  if (print)
+    std::printf("\nleave-one-%s-out (each %s's rows held out of the fit in turn)\n", held.group.c_str(),
+                held.group.c_str());
   if (print) std::printf("  %-20s %5s  %9s  %9s  %s\n", held.group.c_str(), "rows", "MRE", "roofline", "tables");
   for (const auto& [key, e] : by) {
     const double mre = e.forecast / static_cast<double>(e.rows), roof = e.roofline / static_cast<double>(e.rows);
@@ -56,7 +58,8 @@ ordered_json held_out_table(const apps::CalibrationSet& set, const apps::HeldOut
       std::printf("  %-20s %5lld  %8.1f%%  %8.1f%%  %s\n", key.c_str(), static_cast<long long>(e.rows), 100 * mre,
                   100 * roof, e.tables.c_str());
   }
-  const double mre_rows = all.forecast / static_cast<double>(all.rows), roof_rows = all.roofline / static_cast<double>(all.rows);
+  const double mre_rows = all.forecast / static_cast<double>(all.rows),
+               roof_rows = all.roofline / static_cast<double>(all.rows);
   if (print) {
     std::printf("  %-20s %5lld  %8.1f%%  %8.1f%%  (mean over rows)\n", "all", static_cast<long long>(all.rows),
                 100 * mre_rows, 100 * roof_rows);
@@ -72,8 +75,14 @@ ordered_json held_out_table(const apps::CalibrationSet& set, const apps::HeldOut
       std::printf("  %-20s %5lld  %8.1f%%  %8.1f%%  (rows of this framework)\n", framework.c_str(),
                   static_cast<long long>(e.rows), 100 * mre, 100 * roof);
   }
-  return {{"group", held.group}, {"rows", rows}, {"frameworks", frameworks}, {"mre_rows", mre_rows}, {"roofline_mre_rows", roof_rows},
-          {"mre_groups", mean_of_groups}, {"roofline_mre_groups", mean_roofline}, {"below_roofline", below}};
+  return {{"group", held.group},
+          {"rows", rows},
+          {"frameworks", frameworks},
+          {"mre_rows", mre_rows},
+          {"roofline_mre_rows", roof_rows},
+          {"mre_groups", mean_of_groups},
+          {"roofline_mre_groups", mean_roofline},
+          {"below_roofline", below}};
 }
 
 // The tables' own noise floor: rows of one GPU, model, batch, precision and framework measured more than
@@ -132,18 +141,22 @@ int run_calibrate_gpus(const Args& args) {
   ordered_json result = {{"public", tables.dir}, {"rows", set.size()}};
   if (print) {
     std::printf("%zu public measurements used from %s; left out:\n", set.size(), tables.dir.c_str());
-    for (const auto& [reason, count] : tables.skipped) std::printf("  %4lld  %s\n", static_cast<long long>(count), reason.c_str());
+    for (const auto& [reason, count] : tables.skipped)
+      std::printf("  %4lld  %s\n", static_cast<long long>(count), reason.c_str());
   }
   for (const auto& [reason, count] : tables.skipped) result["skipped"][reason] = count;
   apps::GpuCalibration calibration = apps::fit_gpu_calibration(set);
   double in_sample = 0;
   for (size_t index = 0; index < set.size(); ++index)
-    in_sample += std::abs(set.time(index, calibration).time_ms / set.row(index).measured_ms - 1) / static_cast<double>(set.size());
+    in_sample += std::abs(set.time(index, calibration).time_ms / set.row(index).measured_ms - 1) /
+                 static_cast<double>(set.size());
   const auto [spread, spread_rows] = duplicate_spread(set);
   if (print) {
     std::printf("fit on all rows: in-sample MRE %.1f%%\n", 100 * in_sample);
-    std::printf("noise floor of the tables: %lld rows measured more than once deviate %.1f%% (mean) from their "
-                "group's mean\n", static_cast<long long>(spread_rows), 100 * spread);
+    std::printf(
+        "noise floor of the tables: %lld rows measured more than once deviate %.1f%% (mean) from their "
+        "group's mean\n",
+        static_cast<long long>(spread_rows), 100 * spread);
   }
   result["noise_floor"] = {{"rows", spread_rows}, {"mean_relative_deviation", spread}};
   if (print && show_rows) {
@@ -164,7 +177,8 @@ int run_calibrate_gpus(const Args& args) {
     const apps::HeldOut held = apps::leave_one_out(set, "gpu");
     if (leave_out == "gpu" || leave_out == "both") result["leave_one_gpu_out"] = held_out_table(set, held, print);
     std::vector<double> ratios;
-    for (size_t index = 0; index < set.size(); ++index) ratios.push_back(set.row(index).measured_ms / held.forecast_ms[index]);
+    for (size_t index = 0; index < set.size(); ++index)
+      ratios.push_back(set.row(index).measured_ms / held.forecast_ms[index]);
     calibration.interval_low = quantile(ratios, 0.05);
     calibration.interval_high = quantile(ratios, 0.95);
   }
@@ -172,8 +186,8 @@ int run_calibrate_gpus(const Args& args) {
     result["leave_one_model_out"] = held_out_table(set, apps::leave_one_out(set, "model"), print);
   if (!out.empty()) {
     apps::write_gpu_calibration(calibration, out,
-                                "dnncast GPU calibration (docs/GPU.md): written by `dnncast calibrate-gpus --out " + out +
-                                    "` from " + std::to_string(set.size()) +
+                                "dnncast GPU calibration (docs/GPU.md): written by `dnncast calibrate-gpus --out " +
+                                    out + "` from " + std::to_string(set.size()) +
                                     " rows of ../shared/data/public/gpu_benchmarks; interval = 5th/95th percentile of "
                                     "measured/forecast when each GPU was held out");
     if (print) std::printf("wrote %s\n", out.c_str());

@@ -1,9 +1,8 @@
 // What the commands' --json outputs share: an unknown value (an empty optional) is null.
 #pragma once
 
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace dnncast::cli {
 

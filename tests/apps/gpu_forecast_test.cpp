@@ -2,6 +2,8 @@
 // calibration is what a fresh fit of the public tables gives (not typed in), held-out forecasts of
 // the public measurements beat the plain roofline, every catalogued GPU with peaks gets a forecast,
 // and the ordering of GPUs that published benchmarks agree on holds.
+#include "apps/gpu_forecast.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "apps/forecast.h"
 #include "apps/gpu_calibration.h"
-#include "apps/gpu_forecast.h"
 #include "apps/model_source.h"
 #include "core/error.h"
 

@@ -38,7 +38,8 @@ TEST(GpuHoldout, HeldOutGpusAreForecastBetterThanTheRoofline) {
       ++rows;
     }
     mre /= rows, roofline /= rows;
-    std::printf("held out %-16s %3d rows  MRE %5.1f%%  roofline %5.1f%%\n", gpu.c_str(), rows, 100 * mre, 100 * roofline);
+    std::printf("held out %-16s %3d rows  MRE %5.1f%%  roofline %5.1f%%\n", gpu.c_str(), rows, 100 * mre,
+                100 * roofline);
     // Per GPU a loose bound (docs/RESULTS.md lists the GPUs where the roofline still wins).
     EXPECT_LT(mre, 0.5) << gpu;
     mre_sum += mre, roofline_sum += roofline, ++held_out;
