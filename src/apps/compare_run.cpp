@@ -44,11 +44,12 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   // The same error on every GPU is the model's or the request's: report it as it is.
   if (forecasts.empty()) throw *first_failure;
   Comparison comparison = assemble_comparison(request, instances, forecasts, failures);
-  for (const auto& [gpu, reason] : failures) {
+  for (const auto& failure : failures) {
+    const std::string& gpu = failure.first;  // a named copy: C++17 lambdas cannot capture structured bindings
     const auto count = std::count_if(comparison.left_out.begin(), comparison.left_out.end(),
-                                     [&](const LeftOutInstance& left) { return left.gpu == gpu; });
+                                     [&gpu](const LeftOutInstance& left) { return left.gpu == gpu; });
     notes.push_back("left out " + std::to_string(count) + " instance" + (count == 1 ? "" : "s") + " of " + gpu +
-                    ", not forecast: " + reason);
+                    ", not forecast: " + failure.second);
   }
   comparison.notes.insert(comparison.notes.begin(), notes.begin(), notes.end());
   return comparison;
