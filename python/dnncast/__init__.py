@@ -33,24 +33,26 @@ class HostMismatchWarning(UserWarning):
     host, or the CPU ISA simulated is not this host's (the result says so in host_match too)."""
 
 
-def _predictor_root():
-    """The shipped predictor sets, found as the CLI finds them from its executable: walking up from
-    this package (build/python/dnncast -> the source tree's data/predictors), else the source tree
-    the module was built from."""
+def _data_folder(name):
+    """data/<name> of the source tree (predictors: the shipped sets; hardware: the GPU catalogue), found
+    as the CLI finds it from its executable: walking up from this package (build/python/dnncast -> the
+    source tree's data/<name>), else the source tree the module was built from."""
     folder = os.path.dirname(os.path.abspath(__file__))
     while True:
-        candidate = os.path.join(folder, "data", "predictors")
+        candidate = os.path.join(folder, "data", name)
         if os.path.isdir(candidate):
             return candidate
         parent = os.path.dirname(folder)
         if parent == folder:
-            return os.path.join(_dnncast.source_dir, "data", "predictors")
+            return os.path.join(_dnncast.source_dir, "data", name)
         folder = parent
 
 
-# The library reads the shipped sets' folder from DNNCAST_PREDICTORS, or beside the running
-# executable, which here is the interpreter: name it unless the caller has.
-os.environ.setdefault("DNNCAST_PREDICTORS", _predictor_root())
+# The library reads the shipped sets' folder from DNNCAST_PREDICTORS and the GPU catalogue's (the
+# peaks of a GPU predictor set's environment) from DNNCAST_HARDWARE, or beside the running
+# executable, which here is the interpreter: name them unless the caller has.
+os.environ.setdefault("DNNCAST_PREDICTORS", _data_folder("predictors"))
+os.environ.setdefault("DNNCAST_HARDWARE", _data_folder("hardware"))
 
 
 class Result:

@@ -3,6 +3,7 @@
 
 #include <cctype>
 
+#include "hardware/catalogue.h"
 #include "hardware/hardware.h"
 
 namespace dnncast::apps {
@@ -15,10 +16,11 @@ features::HardwareFeatures hardware_of(const data::EnvironmentRecord& environmen
   hardware.memory_bytes = environment.memory_bytes;
   if (!environment.gpu_name.empty()) {
     hardware.gpu = true;
-    if (const hardware::DeviceSpec* device = hardware::match_gpu_name(environment.gpu_name)) {
-      hardware.peak_flops_f32 = device->peak_flops_f32;
-      hardware.memory_bandwidth_bytes_s = device->memory_bandwidth_bytes_s;
-      hardware.memory_bytes = device->memory_bytes;
+    // The catalogue's peaks (data/hardware/gpus.csv); an unknown value stays 0, unknown.
+    if (const hardware::GpuSpec* gpu = hardware::shipped_catalogue().match_driver_name(environment.gpu_name)) {
+      hardware.peak_flops_f32 = gpu->fp32_tflops.value_or(0) * 1e12;
+      hardware.memory_bandwidth_bytes_s = gpu->bandwidth_gbs.value_or(0) * 1e9;
+      if (gpu->memory_gib) hardware.memory_bytes = static_cast<int64_t>(*gpu->memory_gib * double(int64_t{1} << 30));
     }
   }
   // CPU peaks depend on SIMD flags the dataset does not record: unknown (0) rather than guessed.

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "hardware/catalogue.h"
 #include "hardware/hardware.h"
 
 namespace dnncast::apps {
@@ -94,16 +95,19 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
                   environment_label(environments[static_cast<size_t>(fallback)]) + " instead"};
     throw InputError("no CPU predictor is known (known predictors: " + known() + ")");
   }
-  const hardware::DeviceSpec* catalogue_device = nullptr;
-  for (const hardware::DeviceSpec& spec : hardware::device_catalogue())
-    if (spec.name == wanted) catalogue_device = &spec;
+  // A catalogued GPU (by name or alias) also finds the sets measured on it under its driver-reported name.
+  const bool any_gpu_set =
+      std::any_of(environments.begin(), environments.end(),
+                  [](const data::EnvironmentRecord& environment) { return !environment.gpu_name.empty(); });
+  const hardware::Catalogue* catalogue = any_gpu_set ? &hardware::shipped_catalogue() : nullptr;
+  const hardware::GpuSpec* catalogue_device = catalogue != nullptr ? catalogue->find(wanted) : nullptr;
   for (size_t index = 0; index < sets.size(); ++index) {
     const data::EnvironmentRecord& environment = environments[index];
     std::vector<std::string> names{lower(fs::path(sets[index]).filename().string()), environment_slug(environment),
                                    lower(environment_label(environment)), environment.hash(), lower(environment.gpu_name)};
     if (std::find(names.begin(), names.end(), wanted) != names.end()) return {sets[index], ""};
     if (catalogue_device != nullptr && !environment.gpu_name.empty() &&
-        hardware::match_gpu_name(environment.gpu_name) == catalogue_device)
+        catalogue->match_driver_name(environment.gpu_name) == catalogue_device)
       return {sets[index], ""};
   }
   throw InputError("no predictor for device " + quote(device) + " (known predictors: " + known() +

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "core/csv.h"
 #include "core/error.h"
@@ -190,6 +192,25 @@ std::vector<SpecsReference> parse_specs_references(const Table& table, const Tab
   return references;
 }
 
+// Runs of letters and digits, lower case, less the vendor's and product line's words that name no
+// card ("tesla v100" is no closer to "Tesla V100-SXM2-32GB" than "v100-32gb"): "NVIDIA A100-SXM4-40GB"
+// -> a100, sxm4, 40gb.
+std::vector<std::string> model_words(const std::string& text) {
+  static const std::vector<std::string> kBrands{"nvidia", "tesla", "geforce", "amd", "instinct"};
+  std::vector<std::string> result;
+  std::string word;
+  for (size_t index = 0; index <= text.size(); ++index) {
+    const char c = index < text.size() ? text[index] : ' ';
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      continue;
+    }
+    if (!word.empty() && std::find(kBrands.begin(), kBrands.end(), word) == kBrands.end()) result.push_back(word);
+    word.clear();
+  }
+  return result;
+}
+
 bool is_header_of(const std::string& path, const std::string& first_column) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot read catalogue file " + quote(path));
@@ -368,6 +389,43 @@ const GpuSpec& Catalogue::gpu(const std::string& name) const {
   for (const std::string& owner : close) text += (text.empty() ? "" : ", ") + owner;
   throw InputError("unknown GPU " + quote(name) + " (did you mean " + text + "? `dnncast devices` lists all " +
                    std::to_string(gpus_.size()) + ")");
+}
+
+const GpuSpec* Catalogue::match_driver_name(const std::string& reported) const {
+  if (const GpuSpec* spec = find(reported)) return spec;
+  const std::vector<std::string> reported_words = model_words(reported);
+  const GpuSpec* best = nullptr;
+  size_t best_words = 0;
+  bool tied = false;
+  for (const GpuSpec& spec : gpus_) {
+    std::vector<std::string> names{spec.name, spec.full_name};
+    names.insert(names.end(), spec.aliases.begin(), spec.aliases.end());
+    for (const std::string& name : names) {
+      const std::vector<std::string> wanted = model_words(name);
+      if (wanted.empty() || wanted.size() < best_words) continue;
+      const bool all = std::all_of(wanted.begin(), wanted.end(), [&](const std::string& word) {
+        return std::find(reported_words.begin(), reported_words.end(), word) != reported_words.end();
+      });
+      if (!all) continue;
+      if (wanted.size() > best_words) {
+        best = &spec, best_words = wanted.size(), tied = false;
+      } else if (best != &spec) {
+        tied = true;
+      }
+    }
+  }
+  return tied ? nullptr : best;
+}
+
+const Catalogue& shipped_catalogue(const std::string& dir) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<const Catalogue>> loaded;  // by folder
+  const std::string root = dir.empty() ? default_catalogue_dir() : dir;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(root);
+  if (found == loaded.end())
+    found = loaded.emplace(root, std::make_unique<const Catalogue>(Catalogue::load({}, root))).first;
+  return *found->second;
 }
 
 std::string default_catalogue_dir() {

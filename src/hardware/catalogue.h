@@ -2,7 +2,7 @@
 // CSV files, data/hardware/gpus.csv and data/hardware/instances.csv (a snapshot of SkyPilot's public
 // catalog), plus any files the user adds with `--catalogue FILE`. Nothing here is compiled in: the
 // rows and their sources live in the CSV. An empty field is unknown (std::nullopt), never zero.
-// (hardware.h's small compiled-in DeviceSpec table predates this and still serves the predictor lookup.)
+// Predictor lookup and the hardware features of a stored GPU environment read it too (shipped_catalogue()).
 #pragma once
 
 #include <cstdint>
@@ -74,6 +74,12 @@ class Catalogue {
   const GpuSpec* find(const std::string& name) const;
   // As find(); an unknown name throws InputError listing the closest catalogued names.
   const GpuSpec& gpu(const std::string& name) const;
+  // The GPU a driver-reported name stands for ("NVIDIA A100-SXM4-40GB", "Tesla V100-SXM2-16GB"), or
+  // nullptr: find() first; else the GPU one of whose names (name, alias, full name) has all its words
+  // among the reported name's (words: runs of letters and digits, any case, less nvidia, tesla,
+  // geforce, amd, instinct), the name with the most words winning, so that "NVIDIA L40" is l40, never l4,
+  // and "Tesla V100-SXM2-32GB" v100-32gb. Two GPUs tied for the most words: no match.
+  const GpuSpec* match_driver_name(const std::string& reported) const;
 
  private:
   void add_gpu_file(const std::string& path);
@@ -93,5 +99,9 @@ std::string catalogue_key(const std::string& name);
 // data/hardware of this source tree: $DNNCAST_HARDWARE, else the nearest data/hardware above the
 // executable; "" when neither exists.
 std::string default_catalogue_dir();
+
+// Catalogue::load({}, dir), read once per process per folder (`dir` "": default_catalogue_dir()) and
+// kept; thread-safe. Throws InputError as load() does, and tries again on the next call.
+const Catalogue& shipped_catalogue(const std::string& dir = "");
 
 }  // namespace dnncast::hardware

@@ -1,32 +1,11 @@
-// Hardware descriptors for features and predictor lookup: the host, read from /proc, and a small
-// catalogue of GPUs with their published peaks (DESIGN.md "Hardware catalogue"). Peaks are
-// single-precision, dense, without tensor cores; 0 means unknown.
+// The host this process runs on, read from /proc, for features and predictor lookup. Peaks are
+// single-precision; 0 means unknown. GPUs are in the catalogue (catalogue.h, data/hardware/gpus.csv).
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace dnncast::hardware {
-
-struct DeviceSpec {
-  std::string name;   // lookup key, lower case ("a100-sxm4-40gb")
-  std::string kind;   // "gpu" or "cpu"
-  std::string match;  // lower-case text that a driver-reported name contains ("a100-sxm4-40gb")
-  double peak_flops_f32 = 0;           // FLOP/s
-  double memory_bandwidth_bytes_s = 0;  // bytes/s
-  int64_t memory_bytes = 0;
-  int64_t compute_units = 0;  // streaming multiprocessors (GPU)
-  std::string source;  // where the numbers come from
-  std::string date;    // when they were read
-};
-
-// The catalogue, sorted by name.
-const std::vector<DeviceSpec>& device_catalogue();
-// By catalogue name (case-insensitive); throws InputError listing the known names.
-const DeviceSpec& find_device(const std::string& name);
-// The catalogue entry whose `match` text occurs in a driver-reported GPU name, or nullptr.
-const DeviceSpec* match_gpu_name(const std::string& gpu_name);
 
 // The machine this process runs on.
 struct HostInfo {

@@ -17,6 +17,7 @@
 #include "data/csv.h"
 #include "data/network_source.h"
 #include "graph/op_registry.h"
+#include "hardware/catalogue.h"
 #include "core/error.h"
 #include "learn/learner.h"
 
@@ -523,8 +524,17 @@ TEST(PredictorSets, ChoiceByDeviceAndHost) {
   EXPECT_TRUE(set.time.has_value());
   EXPECT_FALSE(set.memory.has_value());
   EXPECT_EQ(set.environment().gpu_name, "Tesla T4");
-  EXPECT_TRUE(hardware_of(set.environment()).gpu);
-  EXPECT_GT(hardware_of(set.environment()).peak_flops_f32, 8e12);
+  // The features' peaks are the catalogue row's that the driver-reported name finds (data/hardware/gpus.csv).
+  const features::HardwareFeatures gpu = hardware_of(set.environment());
+  const hardware::GpuSpec& t4 = hardware::Catalogue::load().gpu("t4");
+  EXPECT_TRUE(gpu.gpu);
+  EXPECT_EQ(gpu.peak_flops_f32, *t4.fp32_tflops * 1e12);
+  EXPECT_EQ(gpu.memory_bandwidth_bytes_s, *t4.bandwidth_gbs * 1e9);
+  EXPECT_EQ(gpu.memory_bytes, static_cast<int64_t>(*t4.memory_gib) << 30);
+  EXPECT_GT(gpu.peak_flops_f32, 8e12);
+  // A catalogued GPU by alias finds the set measured on it; an uncatalogued one does not.
+  EXPECT_EQ(choose_predictor_set(sets, "T4g", host).dir, root + "/t4");
+  EXPECT_THROW(choose_predictor_set(sets, "l4", host), InputError);
 }
 
 TEST(ShippedPredictors, LoadWithThisBuildsFeatures) {

@@ -1,6 +1,6 @@
 // The GPU catalogue (data/hardware/gpus.csv) and the instances (data/hardware/instances.csv) against
 // independent sources: the shared gpu_specs.csv and gpu_instances.csv read here with their own columns,
-// the compiled-in table of hardware.h, and malformed user files.
+// driver-reported names, and malformed user files.
 #include "hardware/catalogue.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,6 @@
 #include "cli_run.h"  // ScratchDir
 #include "core/csv.h"
 #include "core/error.h"
-#include "hardware/hardware.h"
 
 namespace dnncast::hardware {
 namespace {
@@ -45,6 +44,15 @@ std::vector<std::map<std::string, std::string>> read_rows(const std::string& pat
 const Catalogue& shipped() {
   static const Catalogue catalogue = Catalogue::load({}, kShipped);
   return catalogue;
+}
+
+std::string load_error_of_shipped(const std::string& dir) {
+  try {
+    shipped_catalogue(dir);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "(no error)";
 }
 
 std::string load_error(const std::vector<std::string>& files) {
@@ -138,14 +146,49 @@ TEST(Catalogue, ValuesClaimedFromGpuSpecsEqualThatFile) {
   EXPECT_GT(compared, 80u);
 }
 
-TEST(Catalogue, CompiledInDevicesAgreeWithTheCatalogue) {
-  for (const DeviceSpec& device : device_catalogue()) {
-    const GpuSpec* gpu = shipped().find(device.name);
-    ASSERT_NE(gpu, nullptr) << device.name;
-    EXPECT_NEAR(*gpu->fp32_tflops * 1e12, device.peak_flops_f32, 1e3) << device.name;
-    EXPECT_NEAR(*gpu->bandwidth_gbs * 1e9, device.memory_bandwidth_bytes_s, 1e3) << device.name;
-    EXPECT_EQ(*gpu->sm_count, device.compute_units) << device.name;
+// Names as nvidia-smi and torch.cuda.get_device_name report them, most of them no alias of the catalogue.
+TEST(Catalogue, DriverReportedNamesFindTheirRows) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"Tesla T4", "t4"},
+      {"NVIDIA L4", "l4"},
+      {"NVIDIA L40", "l40"},  // words, not substrings: never l4
+      {"Tesla V100-SXM2-16GB", "v100-16gb"},
+      {"Tesla V100-SXM2-32GB", "v100-32gb"},
+      {"Tesla P100-SXM2-16GB", "p100"},
+      {"NVIDIA A100-SXM4-40GB", "a100-40gb"},
+      {"NVIDIA A100-SXM4-80GB", "a100-80gb"},
+      {"NVIDIA A100-PCIE-40GB", "a100-40gb-pcie"},
+      {"NVIDIA H100 80GB HBM3", "h100-sxm"},
+      {"NVIDIA GeForce RTX 4090", "rtx4090"},
+      {"NVIDIA RTX 6000 Ada Generation", "rtx6000-ada"},
+      {"AMD Instinct MI300X", "mi300x"},
+  };
+  for (const auto& [reported, expected] : cases) {
+    const GpuSpec* gpu = shipped().match_driver_name(reported);
+    ASSERT_NE(gpu, nullptr) << reported;
+    EXPECT_EQ(gpu->name, expected) << reported;
   }
+  for (const char* unknown : {"Tesla K80", "NVIDIA", "", "unknown"})
+    EXPECT_EQ(shipped().match_driver_name(unknown), nullptr) << unknown;
+  // One word of a100 and one of h100: a tie is no match, not the first row.
+  EXPECT_EQ(shipped().match_driver_name("NVIDIA A100 H100"), nullptr);
+  // Every name a row has, the full name included, finds that row.
+  for (const GpuSpec& gpu : shipped().gpus()) {
+    std::vector<std::string> names{gpu.name, gpu.full_name};
+    names.insert(names.end(), gpu.aliases.begin(), gpu.aliases.end());
+    for (const std::string& name : names) {
+      const GpuSpec* found = shipped().match_driver_name(name);
+      EXPECT_EQ(found, &gpu) << name << " finds " << (found ? found->name : "nothing") << ", not " << gpu.name;
+    }
+  }
+}
+
+TEST(Catalogue, ShippedCatalogueIsLoadedOnce) {
+  const Catalogue& first = shipped_catalogue(kShipped);
+  EXPECT_EQ(&shipped_catalogue(kShipped), &first);
+  EXPECT_EQ(first.gpus().size(), shipped().gpus().size());
+  EXPECT_NE(std::string(load_error_of_shipped("/nonexistent-dnncast-dir")).find("cannot read catalogue file"),
+            std::string::npos);
 }
 
 TEST(Catalogue, RowsAreSourcedAndNamesUnique) {
