@@ -24,6 +24,8 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
     throw InputError("--epoch-samples " + std::to_string(request.forecast.epoch_samples) + ": must be at least 1");
   std::vector<std::string> notes;
   const std::vector<hardware::CloudInstance> instances = select_instances(request, catalogue, notes);
+  // Read once for all the GPUs (a bad file is the request's error, the same on every GPU).
+  const GpuCalibration calibration = load_gpu_calibration(request.forecast.calibration_file);
 
   std::vector<GpuForecast> forecasts;
   std::map<std::string, std::string> failures;  // GPU -> the forecast's error
@@ -35,7 +37,7 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
     one.device = instance.gpu;
     one.max_batch = true;
     try {
-      forecasts.push_back(forecast_gpu(one, catalogue));
+      forecasts.push_back(forecast_gpu(one, catalogue, calibration));
     } catch (const InputError& error) {
       if (!first_failure) first_failure = error;
       failures[instance.gpu] = error.what();

@@ -393,9 +393,17 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
   if (request.spec.batch < 1)
     throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
+  catalogue.gpu(request.device);  // an unknown GPU before a calibration file's errors
+  return forecast_gpu(request, catalogue, load_gpu_calibration(request.calibration_file));
+}
+
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue,
+                         const GpuCalibration& calibration) {
+  if (request.spec.batch < 1)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
+  if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   const hardware::GpuSpec& gpu = catalogue.gpu(request.device);
   const Graph graph = load_model(request.model, request.spec);
-  const GpuCalibration calibration = load_gpu_calibration(request.calibration_file);
   GpuForecast result;
   result.model = request.model;
   result.graph = graph.name;

@@ -130,7 +130,11 @@ struct GpuForecast {
 };
 
 // Throws InputError: an unknown GPU (naming the close ones), a bad model or input, a peak missing.
+// The first reads the catalogue (request.catalogue_files) and the calibration (request.calibration_file),
+// the second the calibration; a caller forecasting many GPUs loads both once and passes them.
 GpuForecast forecast_gpu(const GpuForecastRequest& request);
 GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue);
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue,
+                         const GpuCalibration& calibration);
 
 }  // namespace dnncast::apps

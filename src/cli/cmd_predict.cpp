@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "core/units.h"
 #include "apps/forecast.h"
@@ -69,25 +70,26 @@ void print_gpu_forecast(const apps::GpuForecast& result) {
   std::printf("  basis               %s: %s\n", result.basis.c_str(), result.basis_detail.c_str());
 }
 
-// A catalogued GPU with no predictor set given: the GPU time model (apps/gpu_forecast.h).
-bool is_catalogued_gpu(const std::string& device, const std::string& predictor_dir,
-                       const std::vector<std::string>& catalogue_files) {
-  if (device.empty() || !predictor_dir.empty()) return false;
-  const hardware::Catalogue catalogue = hardware::Catalogue::load(catalogue_files);
-  return catalogue.find(device) != nullptr;
+// The catalogue, read once, when --device may name a catalogued GPU (no predictor set given): such a GPU
+// takes the GPU time model (apps/gpu_forecast.h).
+std::optional<hardware::Catalogue> gpu_catalogue(const std::string& device, const std::string& predictor_dir,
+                                                 const std::vector<std::string>& catalogue_files) {
+  if (device.empty() || !predictor_dir.empty()) return std::nullopt;
+  return hardware::Catalogue::load(catalogue_files);
 }
 
 // apps::forecast; when it finds no predictor set for --device, the message also names the catalogued GPUs
 // closest to it (the GPU time model's devices).
-apps::Forecast forecast_or_name_gpus(const apps::ForecastRequest& request, const std::vector<std::string>& catalogue_files) {
+apps::Forecast forecast_or_name_gpus(const apps::ForecastRequest& request,
+                                     const std::optional<hardware::Catalogue>& catalogue) {
   try {
     return apps::forecast(request);
   } catch (const InputError& error) {
-    if (request.device.empty() || !request.predictor_dir.empty() || request.device == "cpu") throw;
+    if (!catalogue || request.device == "cpu") throw;
     const std::string message = error.what();
     if (message.find("no predictor for device") == std::string::npos) throw;
     try {
-      hardware::Catalogue::load(catalogue_files).gpu(request.device);
+      catalogue->gpu(request.device);
     } catch (const InputError& gpu_error) {
       throw InputError(message + "; nor is it a catalogued GPU: " + gpu_error.what());
     }
@@ -136,13 +138,14 @@ int run_predict(const Args& args) {
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
-  if (is_catalogued_gpu(device, predictor_dir, catalogue_files)) {
+  const std::optional<hardware::Catalogue> catalogue = gpu_catalogue(device, predictor_dir, catalogue_files);
+  if (catalogue && catalogue->find(device) != nullptr) {
     apps::GpuForecastRequest gpu_request = gpu_forecast_request(model, model_options.spec(model, batch), optimizer,
                                                                 precision, framework, epoch_samples, catalogue_files);
     gpu_request.device = device;
     gpu_request.max_batch = max_batch;
     gpu_request.calibration_file = calibration_file;
-    const apps::GpuForecast result = apps::forecast_gpu(gpu_request);
+    const apps::GpuForecast result = apps::forecast_gpu(gpu_request, *catalogue);
     if (as_json)
       std::cout << apps::to_json(result).dump(2) << "\n";
     else
@@ -152,7 +155,7 @@ int run_predict(const Args& args) {
   const apps::ForecastOptions options{optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
   const apps::ForecastRequest request =
       apps::make_forecast_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
-  const apps::Forecast result = forecast_or_name_gpus(request, catalogue_files);
+  const apps::Forecast result = forecast_or_name_gpus(request, catalogue);
   // Always said, --json or not (stdout keeps the JSON): one line.
   if (result.host_match && !result.host_match->exact)
     std::fprintf(stderr, "note: %s\n", apps::host_match_note(*result.host_match).c_str());
