@@ -78,9 +78,14 @@ struct Collector {
     if (zoo_model.empty()) return skip(row.table + ": model " + model_listed + " is not in the zoo");
     const hardware::GpuSpec* gpu = catalogue.find(strip_host(row.gpu_listed));
     if (!gpu) return skip(row.table + ": GPU " + row.gpu_listed + " is not in the catalogue");
-    const bool half = row.precision == GpuPrecision::Fp16 || row.precision == GpuPrecision::Bf16;
-    if (!gpu->fp32_tflops || !gpu->bandwidth_gbs || !gpu->sm_count || (half && !gpu->fp16_tensor_tflops))
-      return skip(row.table + ": GPU " + gpu->name + " lacks a peak " + name(row.precision) + " needs");
+    // The columns the forecast at the row's precision needs (gpu_forecast.h), each named.
+    const std::vector<std::string> missing = missing_peaks(*gpu, row.precision);
+    if (!missing.empty()) {
+      std::string columns;
+      for (const std::string& column : missing) columns += (columns.empty() ? "" : ", ") + column;
+      return skip(row.table + ": GPU " + gpu->name + " has no " + columns + " in the catalogue (" +
+                  name(row.precision) + " needs " + (missing.size() == 1 ? "it" : "them") + ")");
+    }
     row.gpu = gpu->name;
     row.model = zoo_model;
     out.rows.push_back(row);

@@ -156,17 +156,14 @@ struct Peaks {
 };
 
 Peaks peaks_of(const hardware::GpuSpec& gpu, GpuPrecision precision) {
-  auto need = [&](const std::optional<double>& value, const char* column) {
-    if (!value || *value <= 0)
-      throw InputError("GPU " + quote(gpu.name) + " has no " + column + " in the catalogue (" + gpu.file +
-                       "): add it with --catalogue to forecast " + name(precision) + " on it");
-    return *value;
-  };
+  const std::vector<std::string> missing = missing_peaks(gpu, precision);
+  if (!missing.empty())
+    throw InputError("GPU " + quote(gpu.name) + " has no " + missing.front() + " in the catalogue (" + gpu.file +
+                     "): add it with --catalogue to forecast " + name(precision) + " on it");
   Peaks peaks;
-  peaks.vector = need(gpu.fp32_tflops, "fp32_tflops") * 1e12;
-  peaks.bandwidth = need(gpu.bandwidth_gbs, "bandwidth_gbs") * 1e9;
-  peaks.sms = static_cast<double>(gpu.sm_count.value_or(0));
-  if (peaks.sms <= 0) need(std::nullopt, "sm_count");
+  peaks.vector = *gpu.fp32_tflops * 1e12;
+  peaks.bandwidth = *gpu.bandwidth_gbs * 1e9;
+  peaks.sms = static_cast<double>(*gpu.sm_count);
   peaks.matrix = peaks.vector;
   switch (precision) {
     case GpuPrecision::Fp32:
@@ -175,10 +172,10 @@ Peaks peaks_of(const hardware::GpuSpec& gpu, GpuPrecision precision) {
       if (gpu.tf32_tensor_tflops) peaks.matrix = *gpu.tf32_tensor_tflops * 1e12, peaks.tensor = peaks.tf32 = true;
       break;
     case GpuPrecision::Fp16:
-      peaks.matrix = need(gpu.fp16_tensor_tflops, "fp16_tensor_tflops") * 1e12, peaks.tensor = true;
+      peaks.matrix = *gpu.fp16_tensor_tflops * 1e12, peaks.tensor = true;
       break;
     case GpuPrecision::Bf16:
-      peaks.matrix = need(gpu.bf16_tensor_tflops, "bf16_tensor_tflops") * 1e12, peaks.tensor = true;
+      peaks.matrix = *gpu.bf16_tensor_tflops * 1e12, peaks.tensor = true;
       break;
   }
   return peaks;
@@ -189,6 +186,19 @@ double efficiency(const GpuCalibration::Curve& curve, double work_per_sm) {
 }
 
 }  // namespace
+
+std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecision precision) {
+  std::vector<std::string> missing;
+  auto need = [&](bool known, const char* column) {
+    if (!known) missing.push_back(column);
+  };
+  need(gpu.fp32_tflops.value_or(0) > 0, "fp32_tflops");
+  need(gpu.bandwidth_gbs.value_or(0) > 0, "bandwidth_gbs");
+  need(gpu.sm_count.value_or(0) > 0, "sm_count");
+  if (precision == GpuPrecision::Fp16) need(gpu.fp16_tensor_tflops.value_or(0) > 0, "fp16_tensor_tflops");
+  if (precision == GpuPrecision::Bf16) need(gpu.bf16_tensor_tflops.value_or(0) > 0, "bf16_tensor_tflops");
+  return missing;
+}
 
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
                       const GpuCalibration& calibration) {

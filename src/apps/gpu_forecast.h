@@ -89,6 +89,11 @@ struct GpuTiming {
   int64_t kernels = 0;
 };
 
+// The catalogue columns (gpus.csv) that a forecast at `precision` needs and `gpu` leaves empty, in the
+// order time_on_gpu checks them ("fp32_tflops", "bandwidth_gbs", "sm_count", then fp16 / bf16's tensor
+// peak); none: it can be forecast. tf32 needs no tf32 peak (without TF32 tensor cores it runs at fp32).
+std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecision precision);
+
 // Throws InputError when the catalogue lacks a peak the precision needs (naming the GPU and column).
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
                       const GpuCalibration& calibration);
