@@ -146,33 +146,33 @@ json to_json(const Inspection& inspection) {
           {"layers", layers}};
 }
 
-json to_json(const GpuForecast& forecast) {
-  auto optional = [](const auto& value) { return value ? json(*value) : json(nullptr); };
-  json out = {{"model", forecast.model},
-              {"graph", forecast.graph},
-              {"device", forecast.device},
-              {"device_name", forecast.device_name},
-              {"batch", forecast.batch},
-              {"input", forecast.input},
-              {"optimizer", name(forecast.optimizer)},
-              {"precision", name(forecast.precision)},
-              {"framework", name(forecast.framework)},
-              {"time_ms", forecast.time_ms},
-              {"time_ms_low", forecast.time_ms_low},
-              {"time_ms_high", forecast.time_ms_high},
-              {"roofline_ms", forecast.roofline_ms},
-              {"epoch_s", optional(forecast.epoch_s)},
-              {"epoch_samples", forecast.epoch_samples},
-              {"epoch_iterations", forecast.epoch_iterations},
-              {"basis", forecast.basis},
-              {"basis_detail", forecast.basis_detail},
-              {"required_bytes", optional(forecast.required_bytes)},
-              {"device_memory_bytes", optional(forecast.device_memory_bytes)},
-              {"fits", optional(forecast.fits)},
-              {"max_batch", optional(forecast.max_batch)},
-              {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator)" : ""},
-              {"notes", forecast.notes}};
-  return out;
+nlohmann::ordered_json to_json(const GpuForecast& forecast) {
+  using nlohmann::ordered_json;
+  auto optional = [](const auto& value) { return value ? ordered_json(*value) : ordered_json(nullptr); };
+  return {{"model", forecast.model},
+          {"graph", forecast.graph},
+          {"device", forecast.device},
+          {"device_name", forecast.device_name},
+          {"batch", forecast.batch},
+          {"input", forecast.input},
+          {"optimizer", name(forecast.optimizer)},
+          {"precision", name(forecast.precision)},
+          {"framework", name(forecast.framework)},
+          {"time_ms", forecast.time_ms},
+          {"time_ms_low", forecast.time_ms_low},
+          {"time_ms_high", forecast.time_ms_high},
+          {"roofline_ms", forecast.roofline_ms},
+          {"epoch_s", optional(forecast.epoch_s)},
+          {"epoch_samples", forecast.epoch_samples},
+          {"epoch_iterations", forecast.epoch_iterations},
+          {"required_bytes", optional(forecast.required_bytes)},
+          {"device_memory_bytes", optional(forecast.device_memory_bytes)},
+          {"fits", optional(forecast.fits)},
+          {"max_batch", optional(forecast.max_batch)},
+          {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator)" : ""},
+          {"basis", forecast.basis},
+          {"basis_detail", forecast.basis_detail},
+          {"notes", forecast.notes}};
 }
 
 }  // namespace dnncast::apps

@@ -14,7 +14,9 @@ nlohmann::json to_json(const Forecast& forecast);
 nlohmann::json to_json(const MemoryForecast& forecast);
 nlohmann::json to_json(const Inspection& inspection);
 nlohmann::json to_json(const memory::MemoryBreakdown& breakdown);
-// `predict --device GPU` (gpu_forecast.h): the same time fields as a Forecast, plus basis and roofline.
-nlohmann::json to_json(const GpuForecast& forecast);
+// `predict --device GPU` (gpu_forecast.h): the same time fields as a Forecast, plus basis and roofline,
+// in reading order: what was forecast (model, device, configuration), its time, its memory, what the
+// forecast rests on, notes.
+nlohmann::ordered_json to_json(const GpuForecast& forecast);
 
 }  // namespace dnncast::apps

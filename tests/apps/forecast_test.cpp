@@ -3,7 +3,9 @@
 // API returns), plus what the structs say on their own and the API's errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 
 #include "apps/forecast.h"
 #include "apps/forecast_json.h"
+#include "apps/gpu_forecast.h"
 #include "apps/model_source.h"
 #include "cli_run.h"
 #include "core/error.h"
@@ -47,6 +50,36 @@ ForecastRequest request_for(const std::string& model, int64_t batch) {
   request.spec.batch = batch;
   request.predictor_dir = kCpuSet;
   return request;
+}
+
+// `predict --device GPU --json`: what forecast_gpu returns, in to_json's reading order (an ordered_json
+// compares its keys in order): what was forecast, then time, memory, basis, notes.
+TEST_F(ForecastApi, GpuPredictMatchesTheCliJsonInReadingOrder) {
+  GpuForecastRequest request;
+  request.model = "resnet18";
+  request.spec.batch = 8;
+  request.device = "t4";
+  request.epoch_samples = 1000;
+  request.max_batch = true;
+  cli_test::Result run = cli_test::run(
+      "predict", {"resnet18", "--batch", "8", "--device", "t4", "--epoch-samples", "1000", "--max-batch", "--json"},
+      dir_);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::ordered_json printed = nlohmann::ordered_json::parse(run.out);
+  EXPECT_EQ(to_json(forecast_gpu(request)), printed);
+  std::vector<std::string> keys;
+  for (const auto& item : printed.items()) keys.push_back(item.key());
+  auto at = [&](const std::string& key) {
+    const auto found = std::find(keys.begin(), keys.end(), key);
+    EXPECT_NE(found, keys.end()) << key;
+    return found - keys.begin();
+  };
+  EXPECT_EQ(at("model"), 0);
+  EXPECT_LT(at("device"), at("time_ms"));
+  EXPECT_LT(at("epoch_s"), at("required_bytes"));
+  EXPECT_LT(at("max_batch"), at("basis"));
+  EXPECT_EQ(at("notes"), static_cast<std::ptrdiff_t>(keys.size()) - 1);
+  EXPECT_GT(printed.at("max_batch").get<int64_t>(), 8);  // resnet18 at 8 is far from T4's 16 GiB
 }
 
 TEST_F(ForecastApi, PredictMatchesTheCliJson) {
