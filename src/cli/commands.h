@@ -12,6 +12,7 @@ using Args = std::vector<std::string>;
 int run_inspect(const Args& args);
 int run_profile(const Args& args);
 int run_dataset(const Args& args);   // dataset stats | export | import | merge
+int run_bench_layers(const Args& args);
 int run_campaign(const Args& args);
 int run_train(const Args& args);
 int run_evaluate(const Args& args);

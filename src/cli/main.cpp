@@ -21,6 +21,7 @@ const std::map<std::string, Command>& commands() {
       {"inspect", {dnncast::cli::run_inspect, "per-layer shapes, parameters, MACs and memory of a model"}},
       {"profile", {dnncast::cli::run_profile, "measure real training iterations with libtorch"}},
       {"dataset", {dnncast::cli::run_dataset, "stats, export, import and merge of measurement databases"}},
+      {"bench-layers", {dnncast::cli::run_bench_layers, "time single layers alone into a database (proxy benchmarks), resumably"}},
       {"campaign", {dnncast::cli::run_campaign, "run a profiling plan into a database, resumably"}},
       {"train", {dnncast::cli::run_train, "fit a predictor bundle from a database"}},
       {"evaluate", {dnncast::cli::run_evaluate, "error of learned predictors beside the noise floor"}},

@@ -104,6 +104,37 @@ ALTER TABLE environments ADD COLUMN l2_bytes         INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE environments ADD COLUMN l3_bytes         INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE environments ADD COLUMN base_mhz         REAL    NOT NULL DEFAULT 0;
 )sql",
+      // 3 -> 4: single-layer benchmarks (LayerBenchRecord, `dnncast bench-layers`).
+      R"sql(
+CREATE TABLE layer_benchmarks (
+  id                 INTEGER PRIMARY KEY,
+  environment_id     INTEGER NOT NULL REFERENCES environments(id),
+  kind               TEXT NOT NULL,
+  op                 TEXT NOT NULL,
+  key                TEXT NOT NULL,
+  origin             TEXT NOT NULL,
+  graph_json         TEXT NOT NULL,
+  batch              INTEGER NOT NULL CHECK (batch > 0),
+  threads            INTEGER NOT NULL CHECK (threads > 0),
+  flops_forward      REAL NOT NULL,
+  status             TEXT NOT NULL CHECK (status IN ('ok', 'oom', 'error', 'timeout')),
+  message            TEXT NOT NULL,
+  forward_ms         REAL,
+  backward_ms        REAL,
+  backward_data_ms   REAL,
+  backward_weight_ms REAL,
+  cold_forward_ms    REAL,
+  cold_backward_ms   REAL,
+  reps               INTEGER NOT NULL,
+  peak_bytes         INTEGER,
+  wall_s             REAL,
+  cpus               TEXT NOT NULL,
+  host               TEXT NOT NULL,
+  plan               TEXT NOT NULL,
+  measured_at        TEXT NOT NULL,
+  UNIQUE (environment_id, key, threads)
+);
+)sql",
   };
   return steps;
 }
@@ -557,6 +588,93 @@ std::string Store::integrity_check() {
   std::string report;
   while (query.step()) report += (report.empty() ? "" : "; ") + query.get_text(0);
   return report;
+}
+
+}  // namespace dnncast::data
+
+namespace dnncast::data {
+
+bool Store::insert_layer_bench(const LayerBenchRecord& r) {
+  DNNCAST_ASSERT(r.environment_id > 0);
+  Transaction transaction(db_);
+  Statement insert = db_.prepare(
+      "INSERT OR IGNORE INTO layer_benchmarks (environment_id, kind, op, key, origin, graph_json, batch, threads, "
+      "flops_forward, status, message, forward_ms, backward_ms, backward_data_ms, backward_weight_ms, cold_forward_ms, "
+      "cold_backward_ms, reps, peak_bytes, wall_s, cpus, host, plan, measured_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  int col = 1;
+  insert.bind(col++, r.environment_id);
+  insert.bind(col++, r.kind);
+  insert.bind(col++, r.op);
+  insert.bind(col++, r.key);
+  insert.bind(col++, r.origin);
+  insert.bind(col++, r.graph_json);
+  insert.bind(col++, r.batch);
+  insert.bind(col++, r.threads);
+  insert.bind(col++, r.flops_forward);
+  insert.bind(col++, r.status);
+  insert.bind(col++, r.message);
+  for (const std::optional<double>* value : {&r.forward_ms, &r.backward_ms, &r.backward_data_ms, &r.backward_weight_ms,
+                                             &r.cold_forward_ms, &r.cold_backward_ms})
+    insert.bind(col++, *value);
+  insert.bind(col++, r.reps);
+  insert.bind(col++, r.peak_bytes);
+  insert.bind(col++, r.wall_s);
+  insert.bind(col++, r.cpus);
+  insert.bind(col++, r.host);
+  insert.bind(col++, r.plan);
+  insert.bind(col++, r.measured_at.empty() ? utc_now() : r.measured_at);
+  DNNCAST_ASSERT(col == 25);
+  insert.run();
+  bool inserted = db_.changes() > 0;
+  transaction.commit();
+  return inserted;
+}
+
+std::set<std::string> Store::layer_bench_keys(int64_t environment_id, int64_t threads) {
+  std::set<std::string> keys;
+  Statement query = db_.prepare("SELECT key FROM layer_benchmarks WHERE environment_id = ? AND threads = ?");
+  query.bind(1, environment_id);
+  query.bind(2, threads);
+  while (query.step()) keys.insert(query.get_text(0));
+  return keys;
+}
+
+std::vector<LayerBenchRecord> Store::layer_benchmarks(bool with_graphs) {
+  std::vector<LayerBenchRecord> records;
+  Statement query = db_.prepare(
+      std::string("SELECT id, environment_id, kind, op, key, origin, ") + (with_graphs ? "graph_json" : "''") +
+      ", batch, threads, flops_forward, status, message, forward_ms, backward_ms, backward_data_ms, backward_weight_ms, "
+      "cold_forward_ms, cold_backward_ms, reps, peak_bytes, wall_s, cpus, host, plan, measured_at FROM layer_benchmarks "
+      "ORDER BY id");
+  while (query.step()) {
+    LayerBenchRecord r;
+    int col = 0;
+    r.id = query.get_int(col++);
+    r.environment_id = query.get_int(col++);
+    r.kind = query.get_text(col++);
+    r.op = query.get_text(col++);
+    r.key = query.get_text(col++);
+    r.origin = query.get_text(col++);
+    r.graph_json = query.get_text(col++);
+    r.batch = query.get_int(col++);
+    r.threads = query.get_int(col++);
+    r.flops_forward = query.get_double(col++);
+    r.status = query.get_text(col++);
+    r.message = query.get_text(col++);
+    for (std::optional<double>* value : {&r.forward_ms, &r.backward_ms, &r.backward_data_ms, &r.backward_weight_ms,
+                                         &r.cold_forward_ms, &r.cold_backward_ms})
+      *value = query.get_optional_double(col++);
+    r.reps = query.get_int(col++);
+    r.peak_bytes = query.get_optional_int(col++);
+    r.wall_s = query.get_optional_double(col++);
+    r.cpus = query.get_text(col++);
+    r.host = query.get_text(col++);
+    r.plan = query.get_text(col++);
+    r.measured_at = query.get_text(col++);
+    records.push_back(std::move(r));
+  }
+  return records;
 }
 
 }  // namespace dnncast::data

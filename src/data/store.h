@@ -19,7 +19,7 @@
 namespace dnncast::data {
 
 // Version of the schema this build writes; older files are migrated on open, newer ones refused.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Where a measurement ran. The hash covers every field except `host`, `isa_cap` and `base_mhz`, so
 // identical machines of a cluster (Slurm nodes) share one environment; the host of each run is kept
@@ -129,6 +129,31 @@ struct RunRecord {
   std::string measured_at;  // UTC, ISO 8601 ("2024-05-01T12:00:00Z")
 };
 
+// One single-layer benchmark (schema 4, table layer_benchmarks; `dnncast bench-layers`,
+// docs/MEASUREMENT.md "Layer benchmarks"): a layer case (models/layer_cases.h) timed alone, warm
+// and cold, with the backward split into data and weight gradients where it has both. Identified
+// by environment + key (the case graph's architecture hash) + threads; unset optionals are NULL.
+struct LayerBenchRecord {
+  int64_t id = 0;
+  int64_t environment_id = 0;
+  std::string kind;   // conv, dwconv, ... (models::layer_kinds())
+  std::string op;     // the timed node's op
+  std::string key;    // LayerCase::key: architecture hash of the case graph + its input shapes
+  std::string origin;  // "sample", "zoo:<model>", "file:<path>:<row>"
+  std::string graph_json;  // the case graph (Input nodes + the timed node), at its batch
+  int64_t batch = 1;
+  int64_t threads = 1;
+  double flops_forward = 0;
+  std::string status = "ok";  // ok | oom | error | timeout
+  std::string message;
+  std::optional<double> forward_ms, backward_ms, backward_data_ms, backward_weight_ms, cold_forward_ms,
+      cold_backward_ms;
+  int64_t reps = 0;
+  std::optional<int64_t> peak_bytes;
+  std::optional<double> wall_s;
+  std::string cpus, host, plan, measured_at;
+};
+
 // Identity of a run inside one environment: network hash + configuration + repeat index.
 using RunKey = std::tuple<std::string, RunConfig, int64_t>;
 
@@ -158,6 +183,11 @@ class Store {
   std::vector<NetworkRecord> networks(bool with_graphs = true);
   std::optional<NetworkRecord> network_by_hash(const std::string& hash);
   std::vector<RunRecord> runs();  // ordered by id (without their layers)
+  // Inserts a layer benchmark in its own transaction; false when its identity is stored already.
+  bool insert_layer_bench(const LayerBenchRecord& record);
+  // Keys of the layer benchmarks stored for an environment at a thread count (to skip them on resume).
+  std::set<std::string> layer_bench_keys(int64_t environment_id, int64_t threads);
+  std::vector<LayerBenchRecord> layer_benchmarks(bool with_graphs = true);  // ordered by id
   // The layer timings of every run that has them, by run id, each in position order.
   std::map<int64_t, std::vector<LayerTiming>> layer_times();
   int64_t run_count();

@@ -1325,3 +1325,168 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in,
 }
 
 }  // namespace dnncast::profile
+
+// --- Single-layer benchmarks (measure.h LayerBench) ----------------------------------------------
+
+namespace dnncast::profile {
+namespace {
+
+// Writes a buffer of twice the last-level cache (at least 64 MiB): what the layer's tensors had in
+// the caches is evicted, as the other layers of a real pass evict it.
+class CacheFlusher {
+ public:
+  CacheFlusher() {
+    int64_t l3 = 0;
+    std::ifstream size("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::string text;
+    if (size >> text && !text.empty()) {
+      l3 = std::atoll(text.c_str());
+      if (text.back() == 'K') l3 <<= 10;
+      if (text.back() == 'M') l3 <<= 20;
+    }
+    buffer_.assign(static_cast<size_t>(std::max<int64_t>(2 * l3, int64_t{64} << 20)), 0);
+  }
+  void flush() {
+    for (size_t at = 0; at < buffer_.size(); at += 64) buffer_[at] = static_cast<char>(buffer_[at] + 1);
+  }
+
+ private:
+  std::vector<char> buffer_;
+};
+
+struct PassTimes {
+  double forward_ms = 0, backward_ms = 0;
+};
+
+// One forward and backward of the case's node; gradients of the float inputs when `data`, of the
+// parameters when `weight`.
+PassTimes layer_pass(GraphModule& module, int index, std::vector<at::Tensor>& inputs, bool data, bool weight,
+                     const TrainConfig& config, CacheFlusher* flusher) {
+  at::Device device = module.device();
+  for (at::Tensor& input : inputs)
+    if (at::isFloatingType(input.scalar_type())) {
+      input.mutable_grad() = at::Tensor();
+      input.set_requires_grad(data);
+    }
+  for (const at::Tensor& param : module.parameters()) {
+    at::Tensor handle = param;
+    handle.mutable_grad() = at::Tensor();
+    handle.set_requires_grad(weight);
+  }
+  if (flusher != nullptr) flusher->flush();
+  PassTimes times;
+  synchronize(device);
+  Clock::time_point start = Clock::now();
+  at::Tensor out;
+  {
+    AutocastScope autocast(config.precision, device.is_cuda());
+    out = module.run_node(index, inputs, /*allow_inplace=*/false);
+  }
+  synchronize(device);
+  times.forward_ms = ms_since(start);
+  if (out.requires_grad()) {
+    at::Tensor grad = out.dim() == 0 ? at::ones_like(out) : at::randn_like(out);
+    if (flusher != nullptr) flusher->flush();
+    synchronize(device);
+    start = Clock::now();
+    out.backward(grad);
+    synchronize(device);
+    times.backward_ms = ms_since(start);
+  }
+  return times;
+}
+
+}  // namespace
+
+void check_layer_case(const Graph& graph) {
+  check_supported(graph);
+  int timed = 0;
+  for (int index = 0; index < graph.size(); ++index) {
+    bool input = graph.node(index).op == "Input";
+    if (!input) ++timed;
+    if (input && timed > 0)
+      throw InputError("layer case '" + graph.name + "': Input node '" + graph.node(index).name + "' after the timed node");
+  }
+  if (timed != 1)
+    throw InputError("layer case '" + graph.name + "': " + std::to_string(timed) +
+                     " nodes besides the Input nodes; a layer case times exactly one");
+}
+
+LayerBench bench_layer_in_process(const Graph& graph, const TrainConfig& config_in, const Limits& limits) {
+  Clock::time_point wall_start = Clock::now();
+  LayerBench bench;
+  TrainConfig config = config_in;
+  try {
+    validate_config(config);
+    check_layer_case(graph);
+  } catch (const InputError& error) {
+    bench.status = "error";
+    bench.message = error.what();
+    return bench;
+  }
+  if (config.threads == 0) config.threads = static_cast<int64_t>(detail::allowed_cpus().size());
+  setup_threads(config.threads);
+  at::Device device = config.device == Device::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  detail::install_tracking_allocator();
+  try {
+    detail::set_tracked_limit(device.is_cuda() ? 0 : limits.memory_bytes);
+    at::manual_seed(static_cast<uint64_t>(config.seed));
+    GraphModule module(graph, device, true);
+    std::vector<at::Tensor> inputs = make_inputs(graph, device);
+    const int index = graph.size() - 1;
+    bool has_data = std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); });
+    bool has_weight = !module.parameters().empty();
+    int64_t baseline = detail::tracked_live_bytes();
+    detail::reset_tracked_peak();
+
+    std::vector<double> forward, backward;
+    layer_pass(module, index, inputs, has_data, has_weight, config, nullptr);  // warm-up
+    bench.peak_bytes = detail::tracked_peak_bytes() - baseline;
+    Clock::time_point start = Clock::now();
+    while (forward.size() < 50) {
+      PassTimes times = layer_pass(module, index, inputs, has_data, has_weight, config, nullptr);
+      forward.push_back(times.forward_ms);
+      backward.push_back(times.backward_ms);
+      if (forward.size() >= 3 && ms_since(start) > limits.time_budget_s * 1000) break;
+    }
+    bench.forward_ms = core::quantile(forward, 0.5);
+    bench.backward_ms = core::quantile(backward, 0.5);
+    bench.reps = static_cast<int64_t>(forward.size());
+    auto median_of = [&](bool data, bool weight, CacheFlusher* flusher, bool want_forward) {
+      std::vector<double> times;
+      for (int rep = 0; rep < 3; ++rep) {
+        PassTimes pass = layer_pass(module, index, inputs, data, weight, config, flusher);
+        times.push_back(want_forward ? pass.forward_ms : pass.backward_ms);
+      }
+      return core::quantile(times, 0.5);
+    };
+    if (has_data && has_weight) {
+      bench.backward_data_ms = median_of(true, false, nullptr, false);
+      bench.backward_weight_ms = median_of(false, true, nullptr, false);
+    }
+    CacheFlusher flusher;
+    std::vector<double> cold_forward, cold_backward;
+    for (int rep = 0; rep < 3; ++rep) {
+      PassTimes pass = layer_pass(module, index, inputs, has_data, has_weight, config, &flusher);
+      cold_forward.push_back(pass.forward_ms);
+      cold_backward.push_back(pass.backward_ms);
+    }
+    bench.cold_forward_ms = core::quantile(cold_forward, 0.5);
+    bench.cold_backward_ms = core::quantile(cold_backward, 0.5);
+  } catch (const std::bad_alloc&) {
+    bench.status = "oom";
+    bench.message = "std::bad_alloc (memory outside the tracked tensors ran out, or the address-space limit)";
+  } catch (const std::exception& error) {
+    std::string text = error.what();
+    text = text.substr(0, text.find("\nException raised from"));
+    bool oom = detail::tracked_refused() || dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr ||
+               is_out_of_memory_message(text);
+    bench.status = oom ? "oom" : "error";
+    bench.message = text;
+  }
+  detail::set_tracked_limit(0);
+  bench.wall_s = ms_since(wall_start) / 1000;
+  return bench;
+}
+
+}  // namespace dnncast::profile

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -363,11 +364,22 @@ int64_t vm_size_bytes() {
     }
     int size = std::snprintf(g_oom_reply, sizeof(g_oom_reply),
                              "{\"status\":\"oom\",\"message\":\"tensor memory above the limit of %lld bytes "
-                             "(refused inside a parallel region)\"}",
+                             "(refused inside a parallel region)\"}\n",
                              static_cast<long long>(limits.memory_bytes));
     g_oom_reply_size = size > 0 ? static_cast<size_t>(size) : 0;
     signal(SIGABRT, on_abort);
 
+    if (doc.value("kind", "") == "layers") {
+      // One line per case, as each finishes: the parent keeps what came before a crash.
+      const json& cases = doc.at("cases");
+      for (size_t index = 0; index < cases.size(); ++index) {
+        Graph graph = graph_from_json(cases[index], "layer case");
+        std::string line = to_json(bench_layer_in_process(graph, config, limits)).dump() + "\n";
+        if (!write_all(fd, line.data(), line.size())) break;
+      }
+      ::close(fd);
+      _exit(0);
+    }
     Graph graph = graph_from_json(doc.at("graph"), "measurement request");
     result = measure_in_process(graph, config, limits);
   } catch (const std::exception& error) {
@@ -375,7 +387,7 @@ int64_t vm_size_bytes() {
     result.status = "error";
     result.message = std::string("child: ") + error.what();
   }
-  std::string reply = to_json(result).dump();
+  std::string reply = to_json(result).dump() + "\n";
   write_all(fd, reply.data(), reply.size());
   ::close(fd);
   _exit(0);
@@ -411,19 +423,18 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
+// What a child process left: its reply, its stderr, and how it ended.
+struct ChildRun {
+  std::string reply, child_stderr;
+  bool timed_out = false;
+  int wait_status = 0;
+  double wall_s = 0;
+};
 
-Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, const Limits& limits) {
-  (void)g_is_child;
-  TrainConfig config = config_in;
-  validate_config(config);
-  check_supported(graph);
-  if (limits.timeout_s <= 0) throw InputError("timeout must be positive");
-  if (limits.memory_bytes < 0) throw InputError("memory limit must be >= 0 bytes");
-
-  std::string request = json{{"graph", graph_to_json(graph)}, {"config", config_to_json(config)},
-                             {"limits", limits_to_json(limits)}}.dump();
-
+// Starts this executable as a measurement child, sends it `request`, collects its reply. The child
+// is killed when `timeout_s` pass without the reply ending; with `on_line`, each complete line of the
+// reply is handed over as it arrives (and removed from ChildRun::reply), and restarts the clock.
+ChildRun run_child(const std::string& request, double timeout_s, const std::function<void(const std::string&)>& on_line) {
   int sockets[2];
   int err_pipe[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
@@ -445,7 +456,7 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
   int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   pid_t parent_pid = getpid();
 
-  double start_s = now_s();
+  double start_s = now_s(), deadline_s = start_s + timeout_s;
   pid_t pid = fork();
   if (pid < 0) {
     ::close(sockets[0]);
@@ -471,12 +482,15 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
   fcntl(channel, F_SETFL, fcntl(channel, F_GETFL) | O_NONBLOCK);
   fcntl(err_pipe[0], F_SETFL, fcntl(err_pipe[0], F_GETFL) | O_NONBLOCK);
 
-  std::string reply, child_stderr;
+  ChildRun run;
+  std::string& reply = run.reply;
+  std::string& child_stderr = run.child_stderr;
   size_t sent = 0;
-  bool channel_open = true, err_open = true, timed_out = false;
+  bool channel_open = true, err_open = true;
+  bool& timed_out = run.timed_out;
   char buffer[65536];
   while (channel_open || err_open) {
-    double left_s = limits.timeout_s - (now_s() - start_s);
+    double left_s = deadline_s - now_s();
     if (left_s <= 0) {
       timed_out = true;
       kill(pid, SIGKILL);
@@ -501,6 +515,14 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
           ssize_t got = ::read(channel, buffer, sizeof(buffer));
           if (got > 0) {
             reply.append(buffer, static_cast<size_t>(got));
+            if (on_line) {
+              size_t end;
+              while ((end = reply.find('\n')) != std::string::npos) {
+                on_line(reply.substr(0, end));
+                reply.erase(0, end + 1);
+                deadline_s = now_s() + timeout_s;
+              }
+            }
           } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
             channel_open = false;
           }
@@ -518,11 +540,32 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
   }
   ::close(channel);
   ::close(err_pipe[0]);
-  int wait_status = 0;
-  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  while (waitpid(pid, &run.wait_status, 0) < 0 && errno == EINTR) {
   }
-  double wall_s = now_s() - start_s;
+  run.wall_s = now_s() - start_s;
 
+  return run;
+}
+
+}  // namespace
+
+Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, const Limits& limits) {
+  (void)g_is_child;
+  TrainConfig config = config_in;
+  validate_config(config);
+  check_supported(graph);
+  if (limits.timeout_s <= 0) throw InputError("timeout must be positive");
+  if (limits.memory_bytes < 0) throw InputError("memory limit must be >= 0 bytes");
+
+  std::string request = json{{"graph", graph_to_json(graph)}, {"config", config_to_json(config)},
+                             {"limits", limits_to_json(limits)}}.dump();
+
+  ChildRun run = run_child(request, limits.timeout_s, {});
+  const std::string& reply = run.reply;
+  const std::string& child_stderr = run.child_stderr;
+  const int wait_status = run.wait_status;
+  const bool timed_out = run.timed_out;
+  const double wall_s = run.wall_s;
   Measurement result;
   if (timed_out) {
     result.status = "timeout";
@@ -557,6 +600,87 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
   result.wall_s = wall_s;
   if (result.env.cpu_model.empty()) result.env = detect_environment(config);
   return result;
+}
+
+json to_json(const LayerBench& b) {
+  json doc{{"status", b.status},
+           {"message", b.message},
+           {"forward_ms", b.forward_ms},
+           {"backward_ms", b.backward_ms},
+           {"cold_forward_ms", b.cold_forward_ms},
+           {"cold_backward_ms", b.cold_backward_ms},
+           {"reps", b.reps},
+           {"peak_bytes", b.peak_bytes},
+           {"wall_s", b.wall_s}};
+  doc["backward_data_ms"] = b.backward_data_ms ? json(*b.backward_data_ms) : json(nullptr);
+  doc["backward_weight_ms"] = b.backward_weight_ms ? json(*b.backward_weight_ms) : json(nullptr);
+  return doc;
+}
+
+LayerBench layer_bench_from_json(const json& doc) {
+  LayerBench b;
+  b.status = doc.value("status", "error");
+  b.message = doc.value("message", "");
+  b.forward_ms = number_or(doc, "forward_ms", 0);
+  b.backward_ms = number_or(doc, "backward_ms", 0);
+  b.cold_forward_ms = number_or(doc, "cold_forward_ms", 0);
+  b.cold_backward_ms = number_or(doc, "cold_backward_ms", 0);
+  b.reps = int_or(doc, "reps", 0);
+  b.peak_bytes = int_or(doc, "peak_bytes", 0);
+  b.wall_s = number_or(doc, "wall_s", 0);
+  if (doc.contains("backward_data_ms") && doc["backward_data_ms"].is_number())
+    b.backward_data_ms = doc["backward_data_ms"].get<double>();
+  if (doc.contains("backward_weight_ms") && doc["backward_weight_ms"].is_number())
+    b.backward_weight_ms = doc["backward_weight_ms"].get<double>();
+  return b;
+}
+
+void bench_layers_isolated(const std::vector<Graph>& cases, const TrainConfig& config_in, const Limits& limits,
+                           const std::function<void(size_t, const LayerBench&)>& on_result) {
+  TrainConfig config = config_in;
+  validate_config(config);
+  if (limits.timeout_s <= 0) throw InputError("timeout must be positive");
+  if (limits.memory_bytes < 0) throw InputError("memory limit must be >= 0 bytes");
+  for (const Graph& graph : cases) check_layer_case(graph);
+  constexpr size_t kCasesPerChild = 200;  // a fresh process now and then: fresh allocator, no drift
+  size_t next = 0;
+  while (next < cases.size()) {
+    size_t end = std::min(cases.size(), next + kCasesPerChild);
+    json list = json::array();
+    for (size_t index = next; index < end; ++index) list.push_back(graph_to_json(cases[index]));
+    std::string request = json{{"kind", "layers"}, {"cases", list}, {"config", config_to_json(config)},
+                               {"limits", limits_to_json(limits)}}.dump();
+    size_t done = next;
+    ChildRun run = run_child(request, limits.timeout_s, [&](const std::string& line) {
+      if (done >= end) return;
+      LayerBench bench;
+      try {
+        bench = layer_bench_from_json(json::parse(line));
+      } catch (const std::exception& error) {
+        bench.status = "error";
+        bench.message = std::string("unreadable reply from the child: ") + error.what();
+      }
+      on_result(done++, bench);
+    });
+    if (done < end) {  // the child died inside case `done`
+      LayerBench lost;
+      if (run.timed_out) {
+        lost.status = "timeout";
+        lost.message = "killed after the timeout of " + std::to_string(limits.timeout_s) + " s";
+      } else if (WIFSIGNALED(run.wait_status) && WTERMSIG(run.wait_status) == SIGKILL) {
+        lost.status = "oom";
+        lost.message = "child killed by SIGKILL without a result (the kernel's out-of-memory killer?)";
+      } else {
+        lost.status = "error";
+        lost.message = WIFSIGNALED(run.wait_status) ? "child died with " + signal_text(WTERMSIG(run.wait_status))
+                                                    : std::string("child ended without a result");
+      }
+      if (!run.child_stderr.empty()) lost.message += "; stderr: " + tail(run.child_stderr, 600);
+      lost.wall_s = run.wall_s;
+      on_result(done++, lost);
+    }
+    next = done;
+  }
 }
 
 std::vector<Measurement> measure_repeats(const Graph& graph, const TrainConfig& config, const Limits& limits,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -148,6 +149,36 @@ std::vector<Measurement> measure_repeats(const Graph& graph, const TrainConfig& 
 // The same measurement in this process (no isolation; an OOM or crash is this process's). For the
 // child itself and for tests. Failures are returned as a status as far as they can be caught.
 Measurement measure_in_process(const Graph& graph, const TrainConfig& config, const Limits& limits);
+
+// Single-layer benchmarks (`dnncast bench-layers`, docs/MEASUREMENT.md "Layer benchmarks"): a graph
+// of Input nodes and one node to time, the last. Its training work is timed alone: the forward, the
+// whole backward (gradients of the float inputs and of the parameters), and, where a node has both,
+// the backward for the input gradients alone (backward-data) and for the parameter gradients alone
+// (backward-weight), libtorch's output mask doing only that part. Warm: the same tensors pass after
+// pass (caches hold what fits); cold: a buffer of twice the last-level cache written before each
+// pass, as inside a real iteration where the previous layers evicted this one's tensors.
+struct LayerBench {
+  std::string status = "ok";  // ok | oom | error | timeout
+  std::string message;
+  double forward_ms = 0, backward_ms = 0;  // warm medians
+  std::optional<double> backward_data_ms, backward_weight_ms;  // only where both parts exist
+  double cold_forward_ms = 0, cold_backward_ms = 0;            // medians, caches flushed before each pass
+  int64_t reps = 0;        // warm passes timed
+  int64_t peak_bytes = 0;  // tracked live bytes above the baseline (inputs, parameters) in a pass
+  double wall_s = 0;
+};
+// Throws InputError unless the graph is Input nodes followed by exactly one other node.
+void check_layer_case(const Graph& graph);
+// In this process (the child's side, and tests). limits.time_budget_s bounds the warm passes.
+LayerBench bench_layer_in_process(const Graph& graph, const TrainConfig& config, const Limits& limits);
+// Every case in child processes, many per child (a process start costs more than most layers):
+// on_result(i, result) as each finishes, in order. A case that kills its child (a crash, the kernel's
+// OOM killer, limits.timeout_s without a result) is recorded with that status, and the cases after
+// it go on in a new child. Throws InputError for a bad config or case, before any is run.
+void bench_layers_isolated(const std::vector<Graph>& cases, const TrainConfig& config, const Limits& limits,
+                           const std::function<void(size_t, const LayerBench&)>& on_result);
+nlohmann::json to_json(const LayerBench& bench);
+LayerBench layer_bench_from_json(const nlohmann::json& document);
 
 // Combines repeats: status = first non-ok (else ok); time statistics = medians of the repeats'
 // statistics; peak_bytes = the largest; probes and load = means; env and per-layer of the first ok.

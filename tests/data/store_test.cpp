@@ -166,7 +166,7 @@ TEST(Store, MigratesFromEmptyAndKeepsVersionOnReopen) {
   Statement tables =
       raw.prepare("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)");
   ASSERT_TRUE(tables.step());
-  EXPECT_EQ(tables.get_text(0), "environments,layer_times,networks,runs");
+  EXPECT_EQ(tables.get_text(0), "environments,layer_benchmarks,layer_times,networks,runs");
 }
 
 // Layer timings travel with their run: written in its transaction, read back by run id in order;
@@ -220,7 +220,7 @@ TEST(Store, MigratesSchemaOneToTwo) {
     Store store = Store::open(path);
     store.insert_run(network, sample_run(store.ensure_environment(test_environment()), 2, 0));
     testing::drop_fingerprint_columns(store.db());  // as schema 1 had them: not yet
-    store.db().exec("DROP TABLE layer_times; PRAGMA user_version = 1");
+    store.db().exec("DROP TABLE layer_benchmarks; DROP TABLE layer_times; PRAGMA user_version = 1");
   }
   {
     Store reader = Store::open(path, Database::Mode::ReadOnly);  // migrates a copy in memory only
@@ -232,6 +232,53 @@ TEST(Store, MigratesSchemaOneToTwo) {
   EXPECT_EQ(store.schema_version(), kSchemaVersion);
   EXPECT_EQ(store.run_count(), 1);
   EXPECT_TRUE(store.layer_times().empty());
+}
+
+// Layer benchmarks (schema 4): every field back, one row per environment + key + threads, keys for resume.
+TEST(Store, LayerBenchmarksRoundTripAndResume) {
+  ScratchDir dir;
+  Store store = Store::open(dir.file("lb.db"));
+  LayerBenchRecord record;
+  record.environment_id = store.ensure_environment(test_environment());
+  record.kind = "conv";
+  record.op = "Conv2d";
+  record.key = "0123456789abcdef:8x64x56x56";
+  record.origin = "zoo:resnet18";
+  record.graph_json = "{}";
+  record.batch = 8;
+  record.threads = 1;
+  record.flops_forward = 1.5e9;
+  record.forward_ms = 1.0 / 3;
+  record.backward_ms = 2.5;
+  record.backward_weight_ms = 1.25;  // backward_data_ms left NULL
+  record.cold_forward_ms = 0.5;
+  record.cold_backward_ms = 3;
+  record.reps = 7;
+  record.peak_bytes = 12345;
+  record.wall_s = 0.2;
+  record.cpus = "1 of 1";
+  record.host = "node01";
+  record.plan = "unit";
+  record.measured_at = "2026-12-02T00:00:00Z";
+  EXPECT_TRUE(store.insert_layer_bench(record));
+  EXPECT_FALSE(store.insert_layer_bench(record));  // the same identity again: ignored
+  record.threads = 2;
+  EXPECT_TRUE(store.insert_layer_bench(record));
+  std::vector<LayerBenchRecord> rows = store.layer_benchmarks();
+  ASSERT_EQ(rows.size(), 2u);
+  const LayerBenchRecord& back = rows[0];
+  EXPECT_EQ(back.kind, "conv");
+  EXPECT_EQ(back.key, record.key);
+  EXPECT_EQ(back.origin, "zoo:resnet18");
+  EXPECT_EQ(back.batch, 8);
+  EXPECT_EQ(back.threads, 1);
+  EXPECT_DOUBLE_EQ(*back.forward_ms, 1.0 / 3);
+  EXPECT_FALSE(back.backward_data_ms.has_value());
+  EXPECT_DOUBLE_EQ(*back.backward_weight_ms, 1.25);
+  EXPECT_EQ(*back.peak_bytes, 12345);
+  EXPECT_EQ(back.measured_at, "2026-12-02T00:00:00Z");
+  EXPECT_EQ(store.layer_bench_keys(record.environment_id, 1), (std::set<std::string>{record.key}));
+  EXPECT_TRUE(store.layer_bench_keys(record.environment_id, 4).empty());
 }
 
 TEST(Store, RejectsUnknownStatusAndBadConfigs) {
