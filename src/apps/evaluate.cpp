@@ -319,6 +319,17 @@ void summarize_errors(const TrainingTable& table, const std::string& target,
   }
 }
 
+// The candidate fitted on one training part (the columns that vary there) and its forecasts of the test part.
+learn::Vector fold_predictions(const learn::Matrix& fold_x, const learn::Vector& y, const std::vector<int64_t>& train,
+                               const std::vector<int64_t>& test, const learn::Candidate& candidate) {
+  std::vector<int> columns = varying_columns(learn::select_rows(fold_x, train));
+  learn::Candidate fold_candidate = candidate;
+  fold_candidate.transform = resolve_transform(candidate.transform, columns);
+  learn::Matrix x_train = select(fold_x, train, columns);
+  learn::FittedModel model = learn::fit_candidate(x_train, learn::select_rows(y, train), fold_candidate);
+  return model.predict(select(fold_x, test, columns));
+}
+
 }  // namespace
 
 EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& options) {
@@ -352,26 +363,37 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
   // The layer-wise model, where the data has per-layer timings: fitted on each training part's
   // runs only; its forecast (est.layers_ms) of every configuration is evaluated on its own, and is a
   // feature of the time predictor with EvaluateOptions::layer_feature.
-  if (options.layer_feature && table.layer_runs.empty())
+  if ((options.layer_feature || options.hybrid) && table.layer_runs.empty() && options.layer_bench.empty())
     report.notes.push_back("layer feature asked for, but the data has no per-layer timings (plans with \"per_layer\": "
                            "true): evaluated without it");
   std::vector<std::vector<double>> layer_estimates(splits.size());
   std::vector<learn::Matrix> layer_x(splits.size());
   const int layers_column = features::feature_index("est.layers_ms");
+  const bool has_layer_data = !table.layer_runs.empty() || !options.layer_bench.empty();
+  std::vector<features::LayerSites> bench_sites;  // one per benchmark row, built once
+  std::vector<LayerExample> bench_all = bench_examples(options.layer_bench, options.bench_target, bench_sites);
   auto estimates_of = [&](size_t fold) -> const std::vector<double>& {
     std::vector<double>& estimates = layer_estimates[fold];
-    if (table.layer_runs.empty() || !estimates.empty()) return estimates;
+    if (!has_layer_data || !estimates.empty()) return estimates;
     std::vector<LayerExample> examples = layer_examples(table, &splits[fold].first);
+    const size_t from_runs = examples.size();
+    // A zoo model only the test part holds has not been seen: nor have its layers' benchmarks.
+    std::set<std::string> train_models, test_models;
+    for (int64_t row : splits[fold].first) train_models.insert("zoo:" + table.samples[static_cast<size_t>(row)].network_name);
+    for (int64_t row : splits[fold].second) test_models.insert("zoo:" + table.samples[static_cast<size_t>(row)].network_name);
+    for (const LayerExample& example : bench_all)
+      if (!test_models.count(example.origin) || train_models.count(example.origin)) examples.push_back(example);
     if (examples.empty()) return estimates;
     LayerModel model = LayerModel::fit(examples);
     estimates = layer_estimates_of(table, model);
     if (options.log)
-      *options.log << "evaluate: layer-wise model of part " << fold + 1 << " fitted on " << model.training_runs()
-                   << " runs (" << model.training_rows() << " layer rows)\n";
+      *options.log << "evaluate: layer-wise model of part " << fold + 1 << " fitted on " << from_runs << " runs and "
+                   << examples.size() - from_runs << " layer benchmarks (" << model.training_rows() << " layer rows)\n";
     return estimates;
   };
+  bool with_layer_feature = options.layer_feature;
   auto time_x = [&](size_t fold) -> const learn::Matrix& {
-    if (!options.layer_feature) return table.x;
+    if (!with_layer_feature) return table.x;
     const std::vector<double>& estimates = estimates_of(fold);
     if (estimates.empty()) return table.x;
     if (layer_x[fold].size() == 0) {
@@ -400,13 +422,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     std::map<std::string, std::vector<double>> family_signed, family_baseline;  // per test family
     for (size_t fold = 0; fold < splits.size(); ++fold) {
       const auto& [train, test] = splits[fold];
-      const learn::Matrix& fold_x = x_of(fold);
-      std::vector<int> columns = varying_columns(learn::select_rows(fold_x, train));
-      learn::Candidate fold_candidate = candidate;
-      fold_candidate.transform = resolve_transform(candidate.transform, columns);
-      learn::Matrix x_train = select(fold_x, train, columns);
-      learn::FittedModel model = learn::fit_candidate(x_train, learn::select_rows(y, train), fold_candidate);
-      learn::Vector predicted = model.predict(select(fold_x, test, columns));
+      learn::Vector predicted = fold_predictions(x_of(fold), y, train, test, candidate);
       std::vector<double> baseline = baseline_predictions(table, target, train, test);
       // The layer-wise sum alone, scaled by the training part's median measured / sum.
       double layer_scale = 0;
@@ -446,6 +462,22 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.baseline = learn::error_stats(baseline_errors);
     evaluation.simulator = learn::error_stats(simulator_errors);
     evaluation.layerwise = learn::error_stats(layerwise_errors);
+    if (options.hybrid && target == "time" && !options.layer_feature && has_layer_data) {
+      with_layer_feature = true;
+      learn::Candidate hybrid = choose_candidate(table, x_of(0), y, target, splits.front().first, options, cv_groups);
+      evaluation.hybrid_learner = hybrid.learner;
+      evaluation.hybrid_transform = hybrid.transform.name();
+      std::vector<double> hybrid_errors;
+      for (size_t fold = 0; fold < splits.size(); ++fold) {
+        const auto& [train, test] = splits[fold];
+        learn::Vector predicted = fold_predictions(x_of(fold), y, train, test, hybrid);
+        for (size_t index = 0; index < test.size(); ++index)
+          for (double truth : repeats_of(table.samples[static_cast<size_t>(test[index])], target))
+            hybrid_errors.push_back(std::abs(predicted(static_cast<int64_t>(index)) - truth) / truth);
+      }
+      evaluation.hybrid = learn::error_stats(hybrid_errors);
+      with_layer_feature = false;
+    }
     if (evaluation.noise_floor.count == 0)
       report.notes.push_back(target + ": no configuration has 2 or more repeats; the noise floor is unknown");
     report.targets.push_back(std::move(evaluation));
@@ -491,6 +523,10 @@ json EvaluationReport::to_json() const {
                             {"baseline", target.baseline.to_json()},
                             {"simulator", target.simulator.count > 0 ? target.simulator.to_json() : json(nullptr)},
                             {"layerwise", target.layerwise.count > 0 ? target.layerwise.to_json() : json(nullptr)},
+                            {"hybrid", target.hybrid.count > 0 ? json{{"learner", target.hybrid_learner},
+                                                                      {"transform", target.hybrid_transform},
+                                                                      {"errors", target.hybrid.to_json()}}
+                                                               : json(nullptr)},
                             {"noise_floor", target.noise_floor.to_json()},
                             {"noise_configurations", target.noise_configurations},
                             {"by_family", by_family_json(target.by_family)},
@@ -533,6 +569,9 @@ std::string EvaluationReport::markdown() const {
                           " test runs whose training part had per-layer timings"
                     : std::string()),
            target.layerwise);
+    if (target.hybrid.count > 0)
+      line("hybrid: " + target.hybrid_learner + ", " + target.hybrid_transform + " with the layer-wise sum as a feature",
+           target.hybrid);
     line("analytic roofline (least squares)", target.baseline);
     line("noise floor (a repeat vs. its configuration's mean, from the spread between repeats)", target.noise_floor);
     out << "\n";
@@ -598,6 +637,7 @@ std::string EvaluationReport::text() const {
               ? "layer-wise sum alone (" + std::to_string(target.layerwise.count) + " runs)"
               : std::string("layer-wise sum alone (scaled)"),
           target.layerwise);
+    if (target.hybrid.count > 0) row("hybrid (" + target.hybrid_learner + " + est.layers_ms)", target.hybrid);
     row("analytic roofline (least squares)", target.baseline);
     row("noise floor (repeat vs. configuration mean)", target.noise_floor);
     if (target.noise_floor.count > 0 && target.noise_floor.mre > 0)

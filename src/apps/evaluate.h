@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "apps/predictor.h"
+#include "data/store.h"
 #include "learn/metrics.h"
 
 namespace dnncast::apps {
@@ -45,6 +46,14 @@ struct EvaluateOptions {
   // Where the data has per-layer timings: also give the time predictor the layer-wise model's
   // forecast as a feature (est.layers_ms; else only the layer-wise row is evaluated).
   bool layer_feature = false;
+  // Also score the hybrid (the whole-network learner with est.layers_ms, AutoML run for it on its
+  // own) beside the whole-network learner: TargetEvaluation::hybrid (`evaluate --model whole,layerwise,hybrid`).
+  bool hybrid = false;
+  // Single-layer benchmarks (`dnncast bench-layers`, table layer_benchmarks) the layer-wise model is
+  // also fitted on (alone: those of the dataset's environment where the dataset has no per-layer
+  // runs). Rows timed as a layer of a zoo model that a test part holds are left out of that part's fit.
+  std::vector<data::LayerBenchRecord> layer_bench;
+  std::string bench_target = "warm";  // warm | cold: which of a benchmark's timings is the target
   std::ostream* log = nullptr;
 };
 
@@ -83,6 +92,8 @@ struct TargetEvaluation {
   // time, where the data has per-layer timings: the layer-wise model's sum alone, times one factor
   // (median of measured / sum over the training part: what isolated layers leave out), nothing else.
   learn::ErrorStats layerwise;
+  learn::ErrorStats hybrid;  // EvaluateOptions::hybrid: the whole-network learner with est.layers_ms
+  std::string hybrid_learner, hybrid_transform;
   std::vector<FamilyErrors> by_family;  // every family with test runs, by name
   std::vector<KindErrors> by_kind;      // designed, synthetic: those with test runs
   std::vector<TestPrediction> predictions;  // every held-out run (EvaluateOptions::keep_predictions)

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "import/graph_json.h"
 
 namespace dnncast::apps {
 
@@ -45,11 +46,43 @@ bool match_layer_timings(const features::LayerSites& sites, const std::vector<da
   return optimizer;
 }
 
+std::vector<LayerExample> bench_examples(const std::vector<data::LayerBenchRecord>& records, const std::string& target,
+                                         std::vector<features::LayerSites>& sites) {
+  if (target != "warm" && target != "cold") throw InputError("unknown benchmark target " + quote(target) + " (known: warm, cold)");
+  sites.clear();
+  sites.reserve(records.size());  // no reallocation: the examples point into it
+  std::vector<LayerExample> examples;
+  for (const data::LayerBenchRecord& record : records) {
+    bool cold = target == "cold";
+    const std::optional<double>& forward = cold ? record.cold_forward_ms : record.forward_ms;
+    const std::optional<double>& backward = cold ? record.cold_backward_ms : record.backward_ms;
+    if (record.status != "ok" || !forward || !backward) continue;
+    Graph graph;
+    try {
+      graph = graph_from_json(nlohmann::json::parse(record.graph_json), "layer benchmark " + record.key);
+    } catch (const nlohmann::json::exception& error) {
+      throw InputError("layer benchmark " + record.key + ": graph_json is not JSON: " + error.what());
+    }
+    sites.push_back(features::layer_sites(graph));
+    LayerExample example;
+    example.sites = &sites.back();
+    example.config.batch = record.batch;
+    example.config.threads = record.threads;
+    example.ms = {*forward + *backward};
+    example.origin = record.origin;
+    examples.push_back(std::move(example));
+  }
+  return examples;
+}
+
 LayerModel LayerModel::fit(const std::vector<LayerExample>& examples, const std::string& learner,
                            const nlohmann::json& hyperparameters) {
   const size_t columns = features::layer_feature_count();
-  size_t rows = 0;
-  for (const LayerExample& example : examples) rows += example.ms.size();
+  size_t rows = 0, runs = 0;
+  for (const LayerExample& example : examples) {
+    rows += example.ms.size();
+    runs += example.origin.empty() ? 1 : 0;
+  }
   if (rows == 0) throw InputError("no per-layer timings to fit the layer-wise model on");
   learn::Matrix x(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(columns));
   learn::Vector y(static_cast<Eigen::Index>(rows));
@@ -57,7 +90,7 @@ LayerModel LayerModel::fit(const std::vector<LayerExample>& examples, const std:
   Eigen::Index row = 0;
   for (const LayerExample& example : examples) {
     features::layer_rows(*example.sites, example.config, example.gpu, block);
-    DNNCAST_ASSERT(block.size() == example.ms.size() * columns);
+    DNNCAST_ASSERT(block.size() >= example.ms.size() * columns);
     for (size_t index = 0; index < example.ms.size(); ++index, ++row) {
       for (size_t column = 0; column < columns; ++column)
         x(row, static_cast<Eigen::Index>(column)) = block[index * columns + column];
@@ -67,7 +100,7 @@ LayerModel LayerModel::fit(const std::vector<LayerExample>& examples, const std:
   LayerModel model;
   model.learner_ = learn::make_learner(learner, hyperparameters);
   model.learner_->fit(x, y);
-  model.training_runs_ = static_cast<int64_t>(examples.size());
+  model.training_runs_ = static_cast<int64_t>(runs);
   model.training_rows_ = static_cast<int64_t>(rows);
   return model;
 }

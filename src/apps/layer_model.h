@@ -31,8 +31,15 @@ struct LayerExample {
   features::TrainingConfig config;
   bool gpu = false;
   std::vector<double> ms;  // sites->nodes.size() + 1 values: each node's forward + backward, then the rest
-                           // (optimizer step, zero_grad, loss)
+                           // (optimizer step, zero_grad, loss); a layer benchmark: its one node's only
+  std::string origin;      // a layer benchmark's LayerBenchRecord::origin; "" for a run
 };
+
+// The ok rows of single-layer benchmarks as examples of one node each (target "warm": forward +
+// backward with warm caches; "cold": with caches flushed before each). `sites` holds their layer
+// sites (resized here: the examples point into it). InputError for another target or a bad graph.
+std::vector<LayerExample> bench_examples(const std::vector<data::LayerBenchRecord>& records, const std::string& target,
+                                         std::vector<features::LayerSites>& sites);
 
 // Matches a run's layer_times rows to the sites of its graph (by position, checked by node name;
 // the rows after the nodes, optimizer step, zero_grad and loss, summed into one). The times inside

@@ -92,6 +92,8 @@ struct TableOptions {
                                        // beside the learned memory predictor; train does not need it)
   bool layer_sites = false;            // fill layer_sites and layer_runs (the layer-wise model) when
                                        // some run has per-layer timings
+  bool all_layer_sites = false;        // fill layer_sites whatever the runs have (a layer-wise model
+                                       // fitted on layer benchmarks forecasts every sample)
   // The CPU ISA the features and the simulator assume for every run: Unknown = each environment's
   // recorded one (features::kUnrecordedIsa where it recorded none).
   hardware::CpuIsa isa = hardware::CpuIsa::Unknown;

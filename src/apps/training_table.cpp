@@ -210,7 +210,7 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
       try {
         Graph graph = network_graph(network, sample.config);
         cached = graph_cache.emplace(key, features::graph_features(graph)).first;
-        if (!sources.layer_times.empty()) {  // layer sites only where some run has per-layer timings
+        if (!sources.layer_times.empty() || options.all_layer_sites) {  // layer sites only where something uses them
           table.layer_sites.push_back(features::layer_sites(graph));
           sites_of_graph.emplace(key, static_cast<int>(table.layer_sites.size() - 1));
         }
@@ -232,7 +232,7 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
     rows.push_back(features::featurize(cached->second, training_config_of(sample.config), hardware));
     if (options.simulate_memory && !sample.peak_bytes.empty())
       sample.simulated_peak_bytes = simulated_peak(network, sample, environment, options);
-    if (!sources.layer_times.empty()) sample.layer_sites = sites_of_graph.at(key);
+    if (!sources.layer_times.empty() || options.all_layer_sites) sample.layer_sites = sites_of_graph.at(key);
     table.environments[sample.environment_hash] = environment;
     kept_index[sample_index] = kept.size();
     kept.push_back(std::move(sample));

@@ -124,6 +124,9 @@ int run_dataset(const Args& args) {
     std::printf("merged %zu datasets into %s: %lld runs read, %lld new, %lld duplicates skipped\n", merge_inputs.size(),
                 merge_out.c_str(), static_cast<long long>(summary.runs_read), static_cast<long long>(summary.inserted),
                 static_cast<long long>(summary.duplicates));
+    if (summary.layer_benchmarks_read > 0)
+      std::printf("layer benchmarks: %lld read, %lld new\n", static_cast<long long>(summary.layer_benchmarks_read),
+                  static_cast<long long>(summary.layer_benchmarks_inserted));
     return 0;
   }
   return 2;

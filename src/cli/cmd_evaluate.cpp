@@ -10,6 +10,7 @@
 #include "apps/evaluate.h"
 #include "apps/holdout.h"
 #include "cli/commands.h"
+#include "data/store.h"
 #include "cli/parse_args.h"
 #include "cli/print_report.h"
 #include "core/error.h"
@@ -59,6 +60,15 @@ int run_evaluate(const Args& args) {
   app.add_flag("--layer-feature", layer_feature,
                "where the data has per-layer timings, also give the time predictor the layer-wise model's "
                "forecast as a feature (est.layers_ms)");
+  std::vector<std::string> models{"whole", "layerwise"};
+  app.add_option("--model", models,
+                 "time predictors scored side by side: whole (the whole-network learner), layerwise (the sum of "
+                 "per-layer forecasts), hybrid (the whole-network learner with that sum as a feature); default whole,layerwise")
+      ->delimiter(',');
+  std::string bench_path, bench_target = "warm";
+  app.add_option("--layer-bench", bench_path,
+                 "also fit the layer-wise model on this dataset's single-layer benchmarks (dnncast bench-layers)");
+  app.add_option("--bench-target", bench_target, "warm (default) or cold: which timing of a benchmark to fit");
   std::string predictor_dir;
   bool all_runs = false;
   app.add_option("--predictor", predictor_dir,
@@ -70,7 +80,7 @@ int run_evaluate(const Args& args) {
   if (!predictor_dir.empty()) {
     for (const char* option : {"--split", "--learner", "--learners", "--hyperparameters", "--transform", "--budget-s",
                                "--folds", "--target", "--time-column", "--seed", "--threads", "--predictions",
-                               "--cv-groups", "--layer-feature"})
+                               "--cv-groups", "--layer-feature", "--model", "--layer-bench", "--bench-target"})
       if (app.count(option) > 0) throw InputError(std::string(option) + " does not go with --predictor (nothing is fitted)");
     std::ofstream json_file;
     if (!json_out.empty()) {
@@ -115,8 +125,22 @@ int run_evaluate(const Args& args) {
   table_options.environment = environment;
   table_options.simulate_memory = target.empty() || target == "memory";
   table_options.layer_sites = target.empty() || target == "time";
-  apps::TrainingTable table = apps::load_training_table(db, table_options);
   apps::EvaluateOptions options;
+  for (const std::string& model : models)
+    if (model != "whole" && model != "layerwise" && model != "hybrid")
+      throw InputError("unknown --model " + quote(model) + " (known: whole, layerwise, hybrid)");
+  options.hybrid = std::find(models.begin(), models.end(), "hybrid") != models.end();
+  if (options.hybrid && layer_feature) throw InputError("--layer-feature is --model hybrid alone: give one of them");
+  if (bench_target != "warm" && bench_target != "cold")
+    throw InputError("unknown --bench-target " + quote(bench_target) + " (known: warm, cold)");
+  options.bench_target = bench_target;
+  if (!bench_path.empty()) {
+    data::Store bench = data::Store::open(bench_path, data::Database::Mode::ReadOnly);
+    options.layer_bench = bench.layer_benchmarks();
+    if (options.layer_bench.empty()) throw InputError(bench_path + ": no layer benchmarks (dnncast bench-layers)");
+    table_options.all_layer_sites = table_options.layer_sites;
+  }
+  apps::TrainingTable table = apps::load_training_table(db, table_options);
   options.split = split;
   options.layer_feature = layer_feature;
   options.learner = learner;

@@ -29,6 +29,11 @@ MergeSummary merge_datasets(const std::vector<std::string>& inputs, const std::s
       else
         ++summary.duplicates;
     }
+    for (LayerBenchRecord record : source.layer_benchmarks()) {
+      ++summary.layer_benchmarks_read;
+      record.environment_id = environment_ids.at(record.environment_id);
+      if (target.insert_layer_bench(record)) ++summary.layer_benchmarks_inserted;
+    }
     transaction.commit();
   }
   return summary;

@@ -12,6 +12,7 @@ namespace dnncast::data {
 struct MergeSummary {
   int64_t runs_read = 0;
   int64_t inserted = 0;
+  int64_t layer_benchmarks_read = 0, layer_benchmarks_inserted = 0;  // table layer_benchmarks (schema 4)
   int64_t duplicates = 0;  // same network hash + configuration + environment + repeat index
 };
 

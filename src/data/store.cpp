@@ -596,7 +596,8 @@ namespace dnncast::data {
 
 bool Store::insert_layer_bench(const LayerBenchRecord& r) {
   DNNCAST_ASSERT(r.environment_id > 0);
-  Transaction transaction(db_);
+  std::optional<Transaction> transaction;  // inside the caller's when there is one (merge)
+  if (db_.in_autocommit()) transaction.emplace(db_);
   Statement insert = db_.prepare(
       "INSERT OR IGNORE INTO layer_benchmarks (environment_id, kind, op, key, origin, graph_json, batch, threads, "
       "flops_forward, status, message, forward_ms, backward_ms, backward_data_ms, backward_weight_ms, cold_forward_ms, "
@@ -627,7 +628,7 @@ bool Store::insert_layer_bench(const LayerBenchRecord& r) {
   DNNCAST_ASSERT(col == 25);
   insert.run();
   bool inserted = db_.changes() > 0;
-  transaction.commit();
+  if (transaction) transaction->commit();
   return inserted;
 }
 

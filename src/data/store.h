@@ -183,7 +183,7 @@ class Store {
   std::vector<NetworkRecord> networks(bool with_graphs = true);
   std::optional<NetworkRecord> network_by_hash(const std::string& hash);
   std::vector<RunRecord> runs();  // ordered by id (without their layers)
-  // Inserts a layer benchmark in its own transaction; false when its identity is stored already.
+  // Inserts a layer benchmark (in its own transaction unless one is open); false when its identity is stored already.
   bool insert_layer_bench(const LayerBenchRecord& record);
   // Keys of the layer benchmarks stored for an environment at a thread count (to skip them on resume).
   std::set<std::string> layer_bench_keys(int64_t environment_id, int64_t threads);

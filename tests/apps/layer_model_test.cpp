@@ -1,13 +1,16 @@
 // The layer-wise model: per-layer timings matched to a graph's layer sites, a fit that recovers a
 // known per-layer cost law on networks it never saw, and its bundle round trip.
+#include "apps/layer_model.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "apps/layer_model.h"
 #include "core/error.h"
+#include "import/graph_json.h"
+#include "models/layer_cases.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
 
@@ -106,6 +109,64 @@ TEST(LayerModel, RecoversAKnownLawOnUnseenNetworksAndRoundTrips) {
   EXPECT_THROW(LayerModel::load(dir + "/missing"), InputError);
   EXPECT_THROW(LayerModel::fit({}), InputError);
   fs::remove_all(dir);
+}
+
+// Layer benchmarks as examples: the case graph comes back from its JSON, one row per benchmark
+// (warm or cold timings, failed ones left out), and a model fitted on sampled single layers alone
+// forecasts the layers of networks it never saw, here under the known law.
+TEST(LayerModel, SingleLayerBenchmarksTrainAModelOfWholeNetworks) {
+  models::SampleOptions sample;
+  sample.kinds = {"conv", "bn", "act", "pool", "add", "linear", "dwconv"};
+  sample.count = 1400;
+  sample.batches = {1, 2, 4, 8, 16};
+  sample.max_gflops = 1;
+  std::vector<data::LayerBenchRecord> records;
+  for (const models::LayerCase& c : models::sample_layer_cases(sample)) {
+    features::LayerSites sites = features::layer_sites(c.graph);
+    features::TrainingConfig config;
+    config.batch = c.batch;
+    data::LayerBenchRecord record;
+    record.kind = c.kind;
+    record.key = c.key;
+    record.origin = c.origin;
+    record.graph_json = graph_to_json(c.graph).dump();
+    record.batch = c.batch;
+    double ms = law_ms(&sites.nodes.at(0), sites, config);
+    record.forward_ms = ms / 3;
+    record.backward_ms = 2 * ms / 3;
+    record.cold_forward_ms = ms;  // cold: twice the warm time
+    record.cold_backward_ms = ms;
+    records.push_back(record);
+  }
+  records.back().status = "oom";
+  std::vector<features::LayerSites> sites;
+  std::vector<LayerExample> warm = bench_examples(records, "warm", sites);
+  ASSERT_EQ(warm.size(), records.size() - 1);
+  EXPECT_EQ(warm[0].sites->nodes.size(), 1u);
+  EXPECT_EQ(warm[0].origin, "sample");
+  EXPECT_NEAR(warm[0].ms.at(0), *records[0].forward_ms + *records[0].backward_ms, 1e-12);
+  std::vector<features::LayerSites> cold_sites;
+  EXPECT_NEAR(bench_examples(records, "cold", cold_sites)[0].ms.at(0), 2 * warm[0].ms.at(0), 1e-12);
+  EXPECT_THROW(bench_examples(records, "lukewarm", cold_sites), InputError);
+
+  LayerModel model = LayerModel::fit(warm);
+  EXPECT_EQ(model.training_runs(), 0);
+  double total = 0;
+  int count = 0;
+  for (const char* name : {"resnet18", "mobilenet_v2"}) {
+    features::LayerSites network = features::layer_sites(build_zoo_model(name, {4, {3, 32, 32}, 0, 1000}));
+    features::TrainingConfig config;
+    config.batch = 4;
+    std::vector<double> rows = model.row_ms(network, config, false);
+    double expected = 0, forecast = 0;
+    for (size_t index = 0; index < network.nodes.size(); ++index) {
+      expected += law_ms(&network.nodes[index], network, config);
+      forecast += rows[index];
+    }
+    total += std::abs(forecast - expected) / expected;
+    ++count;
+  }
+  EXPECT_LT(total / count, 0.25);  // flatten/reshape nodes were never benchmarked: a share of the error
 }
 
 }  // namespace

@@ -279,6 +279,15 @@ TEST(Store, LayerBenchmarksRoundTripAndResume) {
   EXPECT_EQ(back.measured_at, "2026-12-02T00:00:00Z");
   EXPECT_EQ(store.layer_bench_keys(record.environment_id, 1), (std::set<std::string>{record.key}));
   EXPECT_TRUE(store.layer_bench_keys(record.environment_id, 4).empty());
+  // merge copies them with their environment; a second merge adds none.
+  MergeSummary merged = merge_datasets({dir.file("lb.db"), dir.file("lb.db")}, dir.file("merged.db"));
+  EXPECT_EQ(merged.layer_benchmarks_read, 4);
+  EXPECT_EQ(merged.layer_benchmarks_inserted, 2);
+  std::vector<LayerBenchRecord> copied = Store::open(dir.file("merged.db")).layer_benchmarks();
+  ASSERT_EQ(copied.size(), 2u);
+  EXPECT_EQ(copied[1].key, record.key);
+  EXPECT_EQ(copied[1].threads, 2);
+  EXPECT_DOUBLE_EQ(*copied[1].cold_backward_ms, 3);
 }
 
 TEST(Store, RejectsUnknownStatusAndBadConfigs) {
