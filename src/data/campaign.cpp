@@ -13,6 +13,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/clock.h"
 #include "data/environment.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -27,7 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using core::seconds_since;
 
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "data/environment.h"
 #include "data/store.h"
@@ -17,7 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using core::seconds_since;
 
 #ifdef DNNCAST_HAVE_TORCH
 LayerBenchRecord record_of(const models::LayerCase& c, const profile::LayerBench& bench, int64_t environment_id,

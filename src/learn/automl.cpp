@@ -6,17 +6,12 @@
 #include <map>
 #include <sstream>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace dnncast::learn {
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
+using core::seconds_since;
 
 const CandidateResult& AutoMLResult::best() const {
   if (leaderboard.empty() || !leaderboard.front().error.empty()) {

@@ -137,6 +137,11 @@ double number_or(const json& doc, const char* key, double fallback) {
   return found != doc.end() && found->is_number() ? found->get<double>() : fallback;
 }
 
+std::optional<double> optional_number(const json& doc, const char* key) {
+  if (doc.contains(key) && doc[key].is_number()) return doc[key].get<double>();
+  return std::nullopt;
+}
+
 int64_t int_or(const json& doc, const char* key, int64_t fallback) {
   auto found = doc.find(key);
   return found != doc.end() && found->is_number() ? found->get<int64_t>() : fallback;
@@ -221,7 +226,7 @@ Measurement measurement_from_json(const json& doc) {
   m.param_bytes = int_or(doc, "param_bytes", 0);
   m.grad_bytes = int_or(doc, "grad_bytes", 0);
   m.optimizer_state_bytes = int_or(doc, "optimizer_state_bytes", 0);
-  if (doc.contains("energy_j") && doc["energy_j"].is_number()) m.energy_j = doc["energy_j"].get<double>();
+  m.energy_j = optional_number(doc, "energy_j");
   m.energy_note = doc.value("energy_note", "");
   if (doc.contains("layers") && doc["layers"].is_array()) {
     for (const json& layer : doc["layers"])
@@ -612,8 +617,8 @@ json to_json(const LayerBench& b) {
            {"reps", b.reps},
            {"peak_bytes", b.peak_bytes},
            {"wall_s", b.wall_s}};
-  doc["backward_data_ms"] = b.backward_data_ms ? json(*b.backward_data_ms) : json(nullptr);
-  doc["backward_weight_ms"] = b.backward_weight_ms ? json(*b.backward_weight_ms) : json(nullptr);
+  for (auto [key, value] : {std::pair{"backward_data_ms", &b.backward_data_ms}, std::pair{"backward_weight_ms", &b.backward_weight_ms}})
+    doc[key] = *value ? json(**value) : json(nullptr);
   return doc;
 }
 
@@ -628,10 +633,8 @@ LayerBench layer_bench_from_json(const json& doc) {
   b.reps = int_or(doc, "reps", 0);
   b.peak_bytes = int_or(doc, "peak_bytes", 0);
   b.wall_s = number_or(doc, "wall_s", 0);
-  if (doc.contains("backward_data_ms") && doc["backward_data_ms"].is_number())
-    b.backward_data_ms = doc["backward_data_ms"].get<double>();
-  if (doc.contains("backward_weight_ms") && doc["backward_weight_ms"].is_number())
-    b.backward_weight_ms = doc["backward_weight_ms"].get<double>();
+  b.backward_data_ms = optional_number(doc, "backward_data_ms");
+  b.backward_weight_ms = optional_number(doc, "backward_weight_ms");
   return b;
 }
 
