@@ -5,6 +5,10 @@
                                               (table layer_times of per-layer runs)
   scripts/layer-ratios.py --bench BENCH.db    per kind: cold / warm of single-layer benchmarks
                                               (table layer_benchmarks), and backward / forward
+  scripts/layer-ratios.py --bench BENCH.db --repeat AGAIN.db
+                                              also the noise floor: the same cases measured again in
+                                              another process (bench-layers --sample N with the same
+                                              seed), |a - mean| / mean per kind, warm forward + backward
 Medians with p10-p90 and counts; rows under 50 us alone are left out (clock resolution).
 """
 import argparse
@@ -34,6 +38,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs")
     parser.add_argument("--bench")
+    parser.add_argument("--repeat")
     args = parser.parse_args()
     if args.runs:
         db = sqlite3.connect(f"file:{args.runs}?mode=ro", uri=True)
@@ -54,6 +59,26 @@ def main():
                 backward.setdefault(kind, []).append(bwd / fwd)
         table(f"Cold / warm (forward + backward), per kind ({args.bench}):", cold)
         table(f"Backward / forward (warm), per kind ({args.bench}):", backward)
+    if args.bench and args.repeat:
+        first = {key: (kind, fwd + bwd) for key, kind, fwd, bwd in sqlite3.connect(f"file:{args.bench}?mode=ro", uri=True).execute(
+            "SELECT key, kind, forward_ms, backward_ms FROM layer_benchmarks WHERE status = 'ok'")}
+        noise, every = {}, []
+        for key, fwd, bwd in sqlite3.connect(f"file:{args.repeat}?mode=ro", uri=True).execute(
+                "SELECT key, forward_ms, backward_ms FROM layer_benchmarks WHERE status = 'ok'"):
+            if key not in first or first[key][1] + fwd + bwd <= 0:
+                continue
+            kind, a = first[key]
+            b = fwd + bwd
+            error = abs(a - b) / (a + b)  # |a - mean| / mean
+            noise.setdefault(kind, []).append(error)
+            every.append(error)
+        noise["all kinds"] = every
+        print(f"Noise floor: {len(every)} cases measured twice, |a - mean| / mean, mean error (MRE):")
+        print("| kind | cases | MRE | median |")
+        print("|---|---:|---:|---:|")
+        for name, values in sorted(noise.items(), key=lambda item: -len(item[1])):
+            print(f"| {name} | {len(values)} | {100 * statistics.mean(values):.1f}% | {100 * statistics.median(values):.1f}% |")
+        print()
 
 
 if __name__ == "__main__":
