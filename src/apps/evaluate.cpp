@@ -1,4 +1,5 @@
 #include "apps/evaluate.h"
+#include "apps/extrapolation.h"
 #include "core/stats.h"
 
 #include <algorithm>
@@ -320,14 +321,48 @@ void summarize_errors(const TrainingTable& table, const std::string& target,
 }
 
 // The candidate fitted on one training part (the columns that vary there) and its forecasts of the test part.
-learn::Vector fold_predictions(const learn::Matrix& fold_x, const learn::Vector& y, const std::vector<int64_t>& train,
-                               const std::vector<int64_t>& test, const learn::Candidate& candidate) {
+// The fitted model's forecasts of the test rows. With `bound_batches` (time, on the table's own
+// features), as `predict` makes them: past the training part's largest batch, held within the
+// forecast there and its time per sample (apps/extrapolation.h), the sample featurized again there.
+learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& fold_x, const learn::Vector& y,
+                               const std::vector<int64_t>& train, const std::vector<int64_t>& test,
+                               const learn::Candidate& candidate, bool bound_batches) {
   std::vector<int> columns = varying_columns(learn::select_rows(fold_x, train));
   learn::Candidate fold_candidate = candidate;
   fold_candidate.transform = resolve_transform(candidate.transform, columns);
   learn::Matrix x_train = select(fold_x, train, columns);
   learn::FittedModel model = learn::fit_candidate(x_train, learn::select_rows(y, train), fold_candidate);
-  return model.predict(select(fold_x, test, columns));
+  learn::Vector predicted = model.predict(select(fold_x, test, columns));
+  if (!bound_batches || train.empty()) return predicted;
+  int64_t batch_min = INT64_MAX, batch_max = 0;
+  for (int64_t row : train) {
+    batch_min = std::min(batch_min, table.samples[static_cast<size_t>(row)].config.batch);
+    batch_max = std::max(batch_max, table.samples[static_cast<size_t>(row)].config.batch);
+  }
+  std::vector<size_t> bounded;  // positions in test
+  for (size_t index = 0; index < test.size(); ++index) {
+    const Sample& sample = table.samples[static_cast<size_t>(test[index])];
+    if (bound_from(sample.config.batch, batch_min, batch_max) && sample.graph >= 0) bounded.push_back(index);
+  }
+  if (bounded.empty()) return predicted;
+  learn::Matrix high_x(static_cast<int64_t>(bounded.size()), static_cast<int64_t>(columns.size()));
+  for (size_t k = 0; k < bounded.size(); ++k) {
+    const size_t row = static_cast<size_t>(test[bounded[k]]);
+    const Sample& sample = table.samples[row];
+    features::TrainingConfig config = training_config_of(sample.config);
+    config.batch = batch_max;
+    std::vector<double> features =
+        features::featurize(table.graphs[static_cast<size_t>(sample.graph)], config, table.hardware[row]);
+    for (size_t c = 0; c < columns.size(); ++c)
+      high_x(static_cast<int64_t>(k), static_cast<int64_t>(c)) = features[static_cast<size_t>(columns[c])];
+  }
+  learn::Vector at_high = model.predict(high_x);
+  for (size_t k = 0; k < bounded.size(); ++k) {
+    const int64_t position = static_cast<int64_t>(bounded[k]);
+    predicted(position) = bounded_past_range(batch_max, at_high(static_cast<int64_t>(k)), predicted(position),
+                                             table.samples[static_cast<size_t>(test[bounded[k]])].config.batch);
+  }
+  return predicted;
 }
 
 }  // namespace
@@ -422,7 +457,8 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     std::map<std::string, std::vector<double>> family_signed, family_baseline;  // per test family
     for (size_t fold = 0; fold < splits.size(); ++fold) {
       const auto& [train, test] = splits[fold];
-      learn::Vector predicted = fold_predictions(x_of(fold), y, train, test, candidate);
+      learn::Vector predicted =
+          fold_predictions(table, x_of(fold), y, train, test, candidate, target == "time" && !with_layer_feature);
       std::vector<double> baseline = baseline_predictions(table, target, train, test);
       // The layer-wise sum alone, scaled by the training part's median measured / sum.
       double layer_scale = 0;
@@ -470,7 +506,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       std::vector<double> hybrid_errors;
       for (size_t fold = 0; fold < splits.size(); ++fold) {
         const auto& [train, test] = splits[fold];
-        learn::Vector predicted = fold_predictions(x_of(fold), y, train, test, hybrid);
+        learn::Vector predicted = fold_predictions(table, x_of(fold), y, train, test, hybrid, false);
         for (size_t index = 0; index < test.size(); ++index)
           for (double truth : repeats_of(table.samples[static_cast<size_t>(test[index])], target))
             hybrid_errors.push_back(std::abs(predicted(static_cast<int64_t>(index)) - truth) / truth);

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/extrapolation.h"
 #include "apps/model_source.h"
 #include "apps/predictor.h"
 #include "core/error.h"
@@ -69,11 +70,26 @@ void check_trained_range(const ForecastRequest& request, const json& training, c
   if (training.contains("threads") && !contains(training["threads"], threads))
     result.notes.push_back("threads " + std::to_string(threads) + " not among the trained " + training["threads"].dump());
   const int64_t batch = result.batch;
-  if (training.contains("batch_max") &&
-      (batch > training["batch_max"].get<int64_t>() || batch < training["batch_min"].get<int64_t>()))
-    result.notes.push_back("batch " + std::to_string(batch) + " is outside the trained range " +
+  if (training.contains("batch_max") && batch < training["batch_min"].get<int64_t>())
+    result.notes.push_back("batch " + std::to_string(batch) + " is below the trained range " +
                            std::to_string(training["batch_min"].get<int64_t>()) + "-" +
                            std::to_string(training["batch_max"].get<int64_t>()) + ": extrapolated");
+}
+
+// The time forecast (apps/extrapolation.h), with a note when it was bounded past the trained batches.
+Estimate forecast_time(const Predictor& time, const features::GraphFeatures& graph, const features::TrainingConfig& config,
+                       const features::HardwareFeatures& hardware, Forecast& result) {
+  int64_t bounded_at = 0;
+  Estimate out = time_forecast(time, graph, config, hardware, &bounded_at);
+  if (bounded_at > 0) {
+    const json& training = time.manifest().training;
+    result.extrapolated_from = bounded_at;
+    result.notes.push_back("batch " + std::to_string(config.batch) + " is past the trained range " +
+                           training["batch_min"].dump() + "-" + training["batch_max"].dump() +
+                           ": extrapolated, held between the forecast at batch " + std::to_string(bounded_at) +
+                           " and its time per sample");
+  }
+  return out;
 }
 
 // Notes where the model's input or family lie outside the training.
@@ -132,7 +148,8 @@ Forecast forecast(const ForecastRequest& request) {
   result.batch = request.spec.batch;
   result.optimizer = request.optimizer;
   result.epoch_samples = request.epoch_samples;
-  result.predictor = predictor_set_dir(request, result.notes);
+  std::vector<std::string> choice_notes;  // a fallback set for this host: said by the host match when it is not exact
+  result.predictor = predictor_set_dir(request, choice_notes);
 
   PredictorSet set = load_predictor_set(result.predictor);
   const data::EnvironmentRecord& environment = set.environment();
@@ -147,12 +164,14 @@ Forecast forecast(const ForecastRequest& request) {
   config.optimizer = result.optimizer;
   config.precision = result.precision;
   config.threads = result.threads;
-  std::vector<double> row = features::featurize_graph(graph, config, hardware_of(environment));
+  const features::GraphFeatures graph_part = features::graph_features(graph);
+  const features::HardwareFeatures hardware = hardware_of(environment);
+  std::vector<double> row = features::featurize(graph_part, config, hardware);
   const std::string input_shape = graph.node(graph.inputs().front()).shape.to_string();
   result.input = input_shape.substr(input_shape.find('x') + 1);
   check_trained_model(time_manifest.training, graph, result);
 
-  Estimate time = set.time->predict_one(row);
+  Estimate time = forecast_time(*set.time, graph_part, config, hardware, result);
   result.time_ms = time.value;
   result.time_ms_low = time.low;
   result.time_ms_high = time.high;
@@ -167,6 +186,9 @@ Forecast forecast(const ForecastRequest& request) {
     result.host_match = match_host(host_environment(request.host_isa), time_manifest.environments);
     if (!result.host_match->exact) result.host_match->remedy = calibrate_remedy(result.predictor);
   }
+  // The fallback's note says less than the host match's (which names the fields and the environment used).
+  if (!result.host_match || result.host_match->exact)
+    result.notes.insert(result.notes.begin(), choice_notes.begin(), choice_notes.end());
   if (request.epoch_samples > 0) {
     result.epoch_iterations = (request.epoch_samples + result.batch - 1) / result.batch;
     result.epoch_s = time.value * static_cast<double>(result.epoch_iterations) / 1000.0;

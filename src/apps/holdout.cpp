@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "apps/evaluate.h"
+#include "apps/extrapolation.h"
 #include "apps/host_match.h"
 #include "data/store.h"
 #include "core/error.h"
@@ -56,7 +57,49 @@ struct GroupBuilder {
   }
 };
 
+MonotoneCheck monotone_check(const TrainingTable& table, const std::vector<Estimate>& forecasts) {
+  // series key -> batch -> (measured mean, forecast), in ms
+  std::map<std::string, std::map<int64_t, std::pair<double, double>>> series;
+  std::map<std::string, std::string> series_name;
+  for (size_t row = 0; row < table.samples.size(); ++row) {
+    const Sample& sample = table.samples[row];
+    const data::RunConfig& c = sample.config;
+    std::string key = sample.environment_hash + "|" + sample.network_hash + "|" + c.input_text() + "|" +
+                      std::to_string(c.seq_len) + "|" + name(c.optimizer) + "|" + name(c.precision) + "|" +
+                      std::to_string(c.threads) + "|" + name(c.device);
+    series[key][c.batch] = {sample.time_ms(), forecasts[row].value};
+    series_name[key] = sample.network_name + " " + c.input_text() + " threads " + std::to_string(c.threads);
+  }
+  MonotoneCheck check;
+  for (const auto& [key, by_batch] : series) {
+    if (by_batch.size() < 2) continue;
+    for (auto at = by_batch.begin(), next = std::next(at); next != by_batch.end(); at = next++) {
+      ++check.pairs;
+      const double a = static_cast<double>(at->first), b = static_cast<double>(next->first);
+      const double measured = (next->second.first / b) / (at->second.first / a);
+      const double forecast = (next->second.second / b) / (at->second.second / a);
+      if (measured > 1.0) continue;
+      ++check.measured_flat;
+      if (forecast <= 1.0) continue;
+      ++check.forecast_rises;
+      if (forecast - 1.0 > check.worst_rise) {
+        check.worst_rise = forecast - 1.0;
+        check.worst = series_name.at(key) + " batches " + std::to_string(at->first) + "->" + std::to_string(next->first);
+      }
+    }
+  }
+  return check;
+}
+
 }  // namespace
+
+json MonotoneCheck::to_json() const {
+  return {{"pairs", pairs},
+          {"measured_flat", measured_flat},
+          {"forecast_rises", forecast_rises},
+          {"worst_rise", worst_rise},
+          {"worst", worst}};
+}
 
 json ScoreGroup::to_json() const {
   return {{"name", name},
@@ -81,6 +124,7 @@ json PredictorScore::to_json() const {
                     {"predictor_environment", use.predictor_environment}, {"match", use.exact ? "exact" : "nearest"},
                     {"differs", use.differs}});
   document["environments"] = uses;
+  document["monotone"] = monotone.to_json();
   document["notes"] = notes;
   return document;
 }
@@ -116,6 +160,10 @@ std::string PredictorScore::text() const {
   }
   out << "MRE against every measured repeat; the noise floor (same runs, configurations with 2+ repeats) is the "
          "MRE a forecast knowing each configuration's true mean would make. Interval goal: 85-95% inside.\n";
+  out << "Monotone in the batch: of " << monotone.pairs << " adjacent measured batch pairs, " << monotone.measured_flat
+      << " measured a time per sample that did not rise; the forecast's rose in " << monotone.forecast_rises;
+  if (monotone.forecast_rises > 0) out << " (worst +" << percent(monotone.worst_rise) << ", " << monotone.worst << ")";
+  out << "\n";
   for (const std::string& note : notes) out << "note: " << note << "\n";
   return out.str();
 }
@@ -179,6 +227,14 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
   score.notes = table.notes;
 
   std::vector<Estimate> forecasts = predictor.predict(table.x);
+  const json& training = predictor.manifest().training;
+  if (training.contains("batch_max"))  // past the trained batches, continued as `predict` does
+    for (size_t row = 0; row < table.samples.size(); ++row) {
+      const Sample& sample = table.samples[row];
+      if (sample.config.batch > training["batch_max"].get<int64_t>() && sample.graph >= 0)
+        forecasts[row] = time_forecast(predictor, table.graphs[static_cast<size_t>(sample.graph)],
+                                       training_config_of(sample.config), table.hardware[row]);
+    }
   GroupBuilder all;
   all.name = "all";
   std::map<std::string, GroupBuilder> kinds;
@@ -195,6 +251,7 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
     group.add(sample, forecast);
   }
   score.all = all.finish();
+  score.monotone = monotone_check(table, forecasts);
   for (const char* kind : {"designed", "synthetic"})
     if (kinds.count(kind)) score.by_kind.push_back(kinds.at(kind).finish());
   return score;

@@ -29,6 +29,18 @@ struct ScoreGroup {
   nlohmann::json to_json() const;
 };
 
+// Monotone in the batch: over each measured series (one network, input, optimizer, precision,
+// threads and environment) the adjacent measured batches b < b'. The forecast's time per sample
+// should not rise from b to b' where the measured one does not.
+struct MonotoneCheck {
+  int64_t pairs = 0;           // adjacent measured pairs
+  int64_t measured_flat = 0;   // of them, those whose measured time per sample did not rise
+  int64_t forecast_rises = 0;  // of those, the ones whose forecast time per sample rose
+  double worst_rise = 0;       // the largest such rise, as a fraction (0.2 = 20%)
+  std::string worst;           // which: "network input batches b->b'"
+  nlohmann::json to_json() const;
+};
+
 struct PredictorScore {
   std::string predictor, dataset, which;  // which: "holdout" (runs of the holdout plan) or "all runs"
   double interval_nominal = 0.90;         // the manifest's 5%-95% quantiles of log(truth / forecast)
@@ -41,6 +53,7 @@ struct PredictorScore {
   std::vector<EnvironmentUse> environments;
   ScoreGroup all;
   std::vector<ScoreGroup> by_kind;  // designed, synthetic: those with runs
+  MonotoneCheck monotone;
   std::vector<std::string> notes;
   nlohmann::json to_json() const;
   std::string text() const;

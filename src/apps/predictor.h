@@ -50,6 +50,7 @@ struct Sample {
   double simulated_peak_bytes = 0; // the memory simulator's peak for this configuration (src/memory);
                                    // 0 when the simulator does not model it (bf16, an unknown op)
   int layer_sites = -1;            // index into TrainingTable::layer_sites (TableOptions::layer_sites)
+  int graph = -1;                  // index into TrainingTable::graphs
   double time_ms() const;          // mean of the repeats
   double peak() const;             // mean of the repeats; 0 when none
 };
@@ -71,6 +72,10 @@ struct TrainingTable {
   // With TableOptions::layer_sites: the layer sites of every (network, input), and the runs with
   // per-layer timings.
   std::vector<features::LayerSites> layer_sites;
+  // The graph part of the samples' features (Sample::graph) and the hardware part of each sample's
+  // (by sample): a sample featurized again at another batch (the forecast past the trained batches).
+  std::vector<features::GraphFeatures> graphs;
+  std::vector<features::HardwareFeatures> hardware;
   std::vector<LayerRun> layer_runs;
   bool has_memory() const;     // every sample has peak bytes
 };

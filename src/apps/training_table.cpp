@@ -195,7 +195,7 @@ double simulated_peak(const data::NetworkRecord& network, const Sample& sample, 
 // dropped).
 std::vector<std::vector<double>> featurize_samples(const TableOptions& options, TableSources& sources,
                                                    TrainingTable& table, std::vector<size_t>& kept_index) {
-  std::map<std::string, features::GraphFeatures> graph_cache;
+  std::map<std::string, int> graph_cache;  // index into table.graphs
   std::map<std::string, std::string> graph_errors;
   std::vector<Sample> kept;
   std::vector<std::vector<double>> rows;
@@ -209,7 +209,8 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
     if (cached == graph_cache.end() && graph_errors.count(key) == 0) {
       try {
         Graph graph = network_graph(network, sample.config);
-        cached = graph_cache.emplace(key, features::graph_features(graph)).first;
+        table.graphs.push_back(features::graph_features(graph));
+        cached = graph_cache.emplace(key, static_cast<int>(table.graphs.size() - 1)).first;
         if (!sources.layer_times.empty() || options.all_layer_sites) {  // layer sites only where something uses them
           table.layer_sites.push_back(features::layer_sites(graph));
           sites_of_graph.emplace(key, static_cast<int>(table.layer_sites.size() - 1));
@@ -229,7 +230,9 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
     features::HardwareFeatures hardware =
         hardware_of(featurized_as != options.featurize_as.end() ? featurized_as->second : environment);
     if (options.isa != hardware::CpuIsa::Unknown) hardware.isa = options.isa;
-    rows.push_back(features::featurize(cached->second, training_config_of(sample.config), hardware));
+    rows.push_back(features::featurize(table.graphs[static_cast<size_t>(cached->second)], training_config_of(sample.config), hardware));
+    sample.graph = cached->second;
+    table.hardware.push_back(hardware);
     if (options.simulate_memory && !sample.peak_bytes.empty())
       sample.simulated_peak_bytes = simulated_peak(network, sample, environment, options);
     if (!sources.layer_times.empty() || options.all_layer_sites) sample.layer_sites = sites_of_graph.at(key);

@@ -44,6 +44,15 @@ struct Translator {
     }
     return list;
   }
+  // A one-element constant input (Clip's min and max, Dropout's ratio): anything else is refused.
+  double scalar(int i) const {
+    const Constant* c = context.constant(input(i));
+    if (c == nullptr || !c->has_values) fail("input " + std::to_string(i) + " must be a constant known at import");
+    if (c->values.size() != 1)
+      fail("input " + std::to_string(i) + " must hold one value, not " + std::to_string(c->values.size()));
+    if (std::isnan(c->values[0])) fail("input " + std::to_string(i) + " is NaN");
+    return c->values[0];
+  }
   int emit(const std::string& op, std::vector<int> inputs, Attrs attrs = {}, const std::string& suffix = "") {
     std::string name = context.unique_name(node, index) + suffix;
     return context.builder.op(name, op, std::move(inputs), std::move(attrs));
@@ -163,8 +172,8 @@ struct Translator {
   void clip() {
     int x = runtime(0);
     double low = -INFINITY, high = INFINITY;
-    if (has_input(1)) low = static_cast<double>(ints(1).at(0));
-    if (has_input(2)) high = static_cast<double>(ints(2).at(0));
+    if (has_input(1)) low = scalar(1);
+    if (has_input(2)) high = scalar(2);
     if (find_attr(node, "min")) low = attr_float(node, "min", low);
     if (find_attr(node, "max")) high = attr_float(node, "max", high);
     bind(emit(low == 0.0 && std::isinf(high) ? "ReLU" : "ReLU6", {x}));
@@ -418,8 +427,7 @@ void Translator::run() {
   if (op == "Softmax") return bind(emit("Softmax", {runtime(0)}, {{"axis", attr_int(node, "axis", -1)}}));
   if (op == "Gather") return gather();
   if (op == "Dropout") {
-    double p = has_input(1) ? context.constant(input(1)) && context.constant(input(1))->has_values
-                                  ? context.constant(input(1))->values.at(0) : 0.5
+    double p = has_input(1) ? context.constant(input(1)) && context.constant(input(1))->has_values ? scalar(1) : 0.5
                             : attr_float(node, "ratio", 0.5);
     check_no_extra_outputs(1);
     if (p == 0.0) {  // F.dropout(p=0) returns its input (ViT's dropout 0.0): no node, as the zoo builds it

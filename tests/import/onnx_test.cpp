@@ -183,6 +183,11 @@ const BadFile kBadFiles[] = {
     {"nested", "g=h.make_graph([],'leaf',[],[])\nfor i in range(40): g=h.make_graph([h.make_node('If',['x'],['y'],then_branch=g)],'g',[],[])\nnodes=[h.make_node('If',['x'],['y'],name='if1',then_branch=g)]",
      "not an ONNX model: the protobuf does not parse (truncated, garbage, or nested deeper than 64)"},
     {"opset", "nodes=[h.make_node('Relu',['x'],['y'],name='r')]; opset=9", "opset 9 is not supported"},
+    // Found by fuzz_onnx in CI: an empty Clip bound or Dropout ratio was an internal error (vector::at).
+    {"empty_clip_min", "nodes=[h.make_node('Clip',['x','lo'],['y'],name='clip1')]; inits=[h.make_tensor('lo',T.FLOAT,[0],[])]",
+     "node 'clip1' (Clip): input 1 must hold one value, not 0"},
+    {"empty_dropout_ratio", "nodes=[h.make_node('Dropout',['x','p'],['y'],name='drop1')]; inits=[h.make_tensor('p',T.FLOAT,[0],[])]",
+     "node 'drop1' (Dropout): input 1 must hold one value, not 0"},
 };
 
 std::string build_bad_files() {

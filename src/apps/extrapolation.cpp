@@ -1,0 +1,38 @@
+#include "apps/extrapolation.h"
+
+#include <algorithm>
+
+namespace dnncast::apps {
+
+std::optional<int64_t> bound_from(int64_t batch, int64_t trained_min, int64_t trained_max) {
+  if (batch <= trained_max || trained_max <= trained_min || trained_min < 1) return std::nullopt;
+  return trained_max;
+}
+
+double bounded_past_range(int64_t high, double at_high, double own, int64_t batch) {
+  const double proportional = at_high * static_cast<double>(batch) / static_cast<double>(high);
+  return std::clamp(own, std::min(at_high, proportional), std::max(at_high, proportional));
+}
+
+Estimate time_forecast(const Predictor& time, const features::GraphFeatures& graph,
+                       const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
+                       int64_t* bounded_at) {
+  const nlohmann::json& training = time.manifest().training;
+  std::optional<int64_t> high;
+  if (training.contains("batch_max") && training.contains("batch_min"))
+    high = bound_from(config.batch, training["batch_min"].get<int64_t>(), training["batch_max"].get<int64_t>());
+  if (bounded_at) *bounded_at = high ? *high : 0;
+  const Estimate own = time.predict_one(features::featurize(graph, config, hardware));
+  if (!high) return own;
+  features::TrainingConfig at = config;
+  at.batch = *high;
+  const Estimate at_high = time.predict_one(features::featurize(graph, at, hardware));
+  Estimate out;
+  out.value = bounded_past_range(*high, at_high.value, own.value, config.batch);
+  const double scale = own.value > 0 ? out.value / own.value : 1.0;
+  out.low = own.low * scale;
+  out.high = own.high * scale;
+  return out;
+}
+
+}  // namespace dnncast::apps

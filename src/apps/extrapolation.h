@@ -1,0 +1,37 @@
+// Forecasts past the largest batch a predictor was trained on. A learned model has seen nothing
+// bigger there: trees are flat in their features beyond the last split, and the residual over the
+// roofline drifts with whatever else grows with the batch, so nothing in the model keeps the time
+// from falling, or the time per sample from rising, past the trained batches. Measured time per
+// sample does rise with the batch in places (12% of the adjacent measured pairs of the shipped data),
+// but past the trained batches no measurement says where. There the forecast is the model's own,
+// held within [t(B), t(B) b / B] of the forecast t(B) at the largest trained batch B: time never
+// falls, time per sample never rises (docs/RESULTS.md "Forecasts past the trained batches").
+//
+// Continuing t(B) with the slope between B/2 and B instead was measured worse on the batch split
+// (43.6% MRE, against 36.7% for the model's own extrapolation and 33.5% for the bound): below batch
+// 16 libtorch's slow path for 1x1 convolutions makes that slope meaningless.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "apps/predictor.h"
+#include "features/featurizer.h"
+
+namespace dnncast::apps {
+
+// The largest trained batch when `batch` lies past it and the range spans two batches; nullopt
+// otherwise (a forecast inside the range, or below it, is the model's own, unbounded).
+std::optional<int64_t> bound_from(int64_t batch, int64_t trained_min, int64_t trained_max);
+
+// The model's own forecast at `batch` (`own`) held within [at_high, at_high * batch / high].
+double bounded_past_range(int64_t high, double at_high, double own, int64_t batch);
+
+// A time predictor's forecast of one configuration as `predict` makes it: its own inside and below
+// the trained batches (manifest training.batch_min, batch_max); past them, bounded as above, its
+// interval scaled alike. `bounded_at` (optional): the largest trained batch when past it, else 0.
+Estimate time_forecast(const Predictor& time, const features::GraphFeatures& graph,
+                       const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
+                       int64_t* bounded_at = nullptr);
+
+}  // namespace dnncast::apps
