@@ -319,13 +319,7 @@ CampaignState open_campaign(const Plan& plan, const std::vector<size_t>& entries
   if (!have_db) return state;
   state.store = Store::open(options.db_path, options.dry_run ? Database::Mode::ReadOnly : Database::Mode::Create);
   for (const auto& [device, environment] : state.environments) {
-    int64_t id = 0;
-    if (options.dry_run) {
-      for (const EnvironmentRecord& known : state.store->environments())
-        if (known.hash() == environment.hash()) id = known.id;
-    } else {
-      id = state.store->ensure_environment(environment);
-    }
+    const int64_t id = state.store->environment_id(environment, options.dry_run);
     state.environment_ids[device] = id;
     if (id) state.done[device] = state.store->run_keys(id);
   }

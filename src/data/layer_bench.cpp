@@ -71,12 +71,7 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
   std::set<std::string> done;
   if (have_db) {
     store = Store::open(options.db_path, options.dry_run ? Database::Mode::ReadOnly : Database::Mode::Create);
-    if (options.dry_run) {
-      for (const EnvironmentRecord& known : store->environments())
-        if (known.hash() == environment.hash()) environment_id = known.id;
-    } else {
-      environment_id = store->ensure_environment(environment);
-    }
+    environment_id = store->environment_id(environment, options.dry_run);
     if (environment_id) done = store->layer_bench_keys(environment_id, options.threads);
   }
   std::vector<const models::LayerCase*> todo;

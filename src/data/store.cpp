@@ -335,6 +335,14 @@ void Store::migrate(bool read_only, bool check_only) {
   transaction.commit();
 }
 
+int64_t Store::environment_id(const EnvironmentRecord& environment, bool read_only) {
+  if (!read_only) return ensure_environment(environment);
+  const std::string hash = environment.hash();
+  for (const EnvironmentRecord& known : environments())
+    if (known.hash() == hash) return known.id;
+  return 0;
+}
+
 int64_t Store::ensure_environment(const EnvironmentRecord& environment) {
   std::string hash = environment.hash();
   Statement find = db_.prepare("SELECT id FROM environments WHERE hash = ?");

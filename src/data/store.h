@@ -169,6 +169,9 @@ class Store {
 
   // Returns the row id of this environment, inserting it when new (matched by hash).
   int64_t ensure_environment(const EnvironmentRecord& environment);
+  // The row id of this environment (matched by hash): inserted when new unless `read_only`, where a
+  // new one is 0 (a dry run against an existing dataset).
+  int64_t environment_id(const EnvironmentRecord& environment, bool read_only);
   // Returns the row id of this network, inserting it when new (matched by hash).
   int64_t ensure_network(const NetworkRecord& network);
   // Inserts the network (if new) and the run in one transaction. False when a run with the same
