@@ -14,7 +14,7 @@ double bounded_past_range(int64_t high, double at_high, double own, int64_t batc
   return std::clamp(own, std::min(at_high, proportional), std::max(at_high, proportional));
 }
 
-Estimate time_forecast(const Predictor& time, const features::GraphFeatures& graph,
+Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,
                        const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
                        int64_t* bounded_at) {
   const nlohmann::json& training = time.manifest().training;
@@ -22,7 +22,6 @@ Estimate time_forecast(const Predictor& time, const features::GraphFeatures& gra
   if (training.contains("batch_max") && training.contains("batch_min"))
     high = bound_from(config.batch, training["batch_min"].get<int64_t>(), training["batch_max"].get<int64_t>());
   if (bounded_at) *bounded_at = high ? *high : 0;
-  const Estimate own = time.predict_one(features::featurize(graph, config, hardware));
   if (!high) return own;
   features::TrainingConfig at = config;
   at.batch = *high;

@@ -27,10 +27,11 @@ std::optional<int64_t> bound_from(int64_t batch, int64_t trained_min, int64_t tr
 // The model's own forecast at `batch` (`own`) held within [at_high, at_high * batch / high].
 double bounded_past_range(int64_t high, double at_high, double own, int64_t batch);
 
-// A time predictor's forecast of one configuration as `predict` makes it: its own inside and below
-// the trained batches (manifest training.batch_min, batch_max); past them, bounded as above, its
-// interval scaled alike. `bounded_at` (optional): the largest trained batch when past it, else 0.
-Estimate time_forecast(const Predictor& time, const features::GraphFeatures& graph,
+// A time predictor's forecast of one configuration as `predict` makes it, from its own forecast
+// `own` there: that inside and below the trained batches (manifest training.batch_min, batch_max);
+// past them, bounded as above (the forecast at the largest trained batch made here), its interval
+// scaled alike. `bounded_at` (optional): the largest trained batch when past it, else 0.
+Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,
                        const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
                        int64_t* bounded_at = nullptr);
 

@@ -77,10 +77,11 @@ void check_trained_range(const ForecastRequest& request, const json& training, c
 }
 
 // The time forecast (apps/extrapolation.h), with a note when it was bounded past the trained batches.
-Estimate forecast_time(const Predictor& time, const features::GraphFeatures& graph, const features::TrainingConfig& config,
-                       const features::HardwareFeatures& hardware, Forecast& result) {
+Estimate forecast_time(const Predictor& time, const std::vector<double>& row, const features::GraphFeatures& graph,
+                       const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
+                       Forecast& result) {
   int64_t bounded_at = 0;
-  Estimate out = time_forecast(time, graph, config, hardware, &bounded_at);
+  Estimate out = time_forecast(time, time.predict_one(row), graph, config, hardware, &bounded_at);
   if (bounded_at > 0) {
     const json& training = time.manifest().training;
     result.extrapolated_from = bounded_at;
@@ -171,7 +172,7 @@ Forecast forecast(const ForecastRequest& request) {
   result.input = input_shape.substr(input_shape.find('x') + 1);
   check_trained_model(time_manifest.training, graph, result);
 
-  Estimate time = forecast_time(*set.time, graph_part, config, hardware, result);
+  Estimate time = forecast_time(*set.time, row, graph_part, config, hardware, result);
   result.time_ms = time.value;
   result.time_ms_low = time.low;
   result.time_ms_high = time.high;

@@ -227,14 +227,12 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
   score.notes = table.notes;
 
   std::vector<Estimate> forecasts = predictor.predict(table.x);
-  const json& training = predictor.manifest().training;
-  if (training.contains("batch_max"))  // past the trained batches, continued as `predict` does
-    for (size_t row = 0; row < table.samples.size(); ++row) {
-      const Sample& sample = table.samples[row];
-      if (sample.config.batch > training["batch_max"].get<int64_t>() && sample.graph >= 0)
-        forecasts[row] = time_forecast(predictor, table.graphs[static_cast<size_t>(sample.graph)],
-                                       training_config_of(sample.config), table.hardware[row]);
-    }
+  for (size_t row = 0; row < table.samples.size(); ++row) {  // past the trained batches, bounded as `predict` bounds them
+    const Sample& sample = table.samples[row];
+    if (sample.graph >= 0)
+      forecasts[row] = time_forecast(predictor, forecasts[row], table.graphs[static_cast<size_t>(sample.graph)],
+                                     training_config_of(sample.config), table.hardware[row]);
+  }
   GroupBuilder all;
   all.name = "all";
   std::map<std::string, GroupBuilder> kinds;
