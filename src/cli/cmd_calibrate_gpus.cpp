@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "apps/gpu_calibration.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
+#include "core/csv.h"
 #include "core/error.h"
 
 namespace dnncast::cli {
@@ -114,6 +116,32 @@ double quantile(std::vector<double> values, double q) {
   return values[low] + (at - static_cast<double>(low)) * (values[high] - values[low]);
 }
 
+// Every row: measured, the fit on all rows, held out by GPU and by model, and the plain roofline.
+void write_residuals(const apps::CalibrationSet& set, const apps::GpuCalibration& calibration,
+                     const apps::HeldOut& held_gpu, const apps::HeldOut& held_model, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError("--residuals " + quote(path) + ": cannot write the file");
+  out << "# dnncast GPU forecast residuals: written by `dnncast calibrate-gpus --residuals " << path
+      << "`; per public row (../shared/data/public/gpu_benchmarks) the measured time per iteration, the forecast "
+         "fitted on all rows, the forecast with the row's GPU held out of the fit, with its model held out, and "
+         "the plain roofline (ms)\n";
+  core::write_csv_record(out, {"table", "line", "gpu", "model", "batch", "precision", "framework", "measured_ms",
+                               "fit_ms", "held_gpu_ms", "held_model_ms", "roofline_ms"});
+  char number[5][32];
+  for (size_t index = 0; index < set.size(); ++index) {
+    const apps::PublicMeasurement& row = set.row(index);
+    const apps::GpuTiming timing = set.time(index, calibration);
+    const double values[5] = {row.measured_ms, timing.time_ms, held_gpu.forecast_ms[index],
+                              held_model.forecast_ms[index], timing.roofline_ms};
+    for (int column = 0; column < 5; ++column)
+      std::snprintf(number[column], sizeof number[column], "%.6g", values[column]);
+    core::write_csv_record(out, {row.table, std::to_string(row.line), row.gpu, row.model,
+                                 std::to_string(row.spec.batch), apps::name(row.precision), apps::name(row.framework),
+                                 number[0], number[1], number[2], number[3], number[4]});
+  }
+  if (!out) throw InputError("--residuals " + quote(path) + ": writing failed");
+}
+
 }  // namespace
 
 int run_calibrate_gpus(const Args& args) {
@@ -122,7 +150,7 @@ int run_calibrate_gpus(const Args& args) {
       "and judge it on GPUs or models held out of the fit, beside the plain roofline. --out writes the\n"
       "calibration `predict --device GPU` and `compare` read (data/hardware/gpu_calibration.csv).",
       "dnncast calibrate-gpus");
-  std::string public_dir, out, leave_out;
+  std::string public_dir, out, leave_out, residuals;
   std::vector<std::string> catalogue_files;
   bool as_json = false, show_rows = false;
   app.add_flag("--rows", show_rows, "print every row: measured, fitted forecast, roofline");
@@ -130,6 +158,9 @@ int run_calibrate_gpus(const Args& args) {
   app.add_option("--catalogue", catalogue_files, "extra catalogue file (docs/DEVICES.md)");
   app.add_option("--leave-one-out", leave_out, "gpu, model or both: evaluate on held-out groups");
   app.add_option("--out", out, "write the calibration here (its interval is the leave-one-GPU-out spread)");
+  app.add_option("--residuals", residuals,
+                 "write every row's measured time beside its forecasts held out by GPU and by model (the error "
+                 "distribution `schedule-study` draws from; data/hardware/gpu_forecast_residuals.csv)");
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpus")) return 0;
   if (!leave_out.empty() && leave_out != "gpu" && leave_out != "model" && leave_out != "both")
@@ -172,9 +203,10 @@ int run_calibrate_gpus(const Args& args) {
     }
   }
   result["in_sample_mre"] = in_sample;
-  const bool by_gpu = leave_out == "gpu" || leave_out == "both" || !out.empty();
+  const bool by_gpu = leave_out == "gpu" || leave_out == "both" || !out.empty() || !residuals.empty();
+  apps::HeldOut held_gpu, held_model;
   if (by_gpu) {
-    const apps::HeldOut held = apps::leave_one_out(set, "gpu");
+    const apps::HeldOut& held = held_gpu = apps::leave_one_out(set, "gpu");
     if (leave_out == "gpu" || leave_out == "both") result["leave_one_gpu_out"] = held_out_table(set, held, print);
     std::vector<double> ratios;
     for (size_t index = 0; index < set.size(); ++index)
@@ -182,8 +214,13 @@ int run_calibrate_gpus(const Args& args) {
     calibration.interval_low = quantile(ratios, 0.05);
     calibration.interval_high = quantile(ratios, 0.95);
   }
+  if (leave_out == "model" || leave_out == "both" || !residuals.empty()) held_model = apps::leave_one_out(set, "model");
   if (leave_out == "model" || leave_out == "both")
-    result["leave_one_model_out"] = held_out_table(set, apps::leave_one_out(set, "model"), print);
+    result["leave_one_model_out"] = held_out_table(set, held_model, print);
+  if (!residuals.empty()) {
+    write_residuals(set, calibration, held_gpu, held_model, residuals);
+    if (print) std::printf("wrote %s\n", residuals.c_str());
+  }
   if (!out.empty()) {
     apps::write_gpu_calibration(calibration, out,
                                 "dnncast GPU calibration (docs/GPU.md): written by `dnncast calibrate-gpus --out " +

@@ -2,11 +2,8 @@
 // epoch, the run's total time and cost, whether it fits and the largest batch that would, the basis
 // of the forecast, and the cost-versus-time Pareto front (apps/compare.h, docs/COMPARE.md).
 // --html FILE writes the self-contained report (apps/html_report.h). Notes go to stderr.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -24,18 +21,6 @@ namespace dnncast::cli {
 namespace {
 
 constexpr int64_t kMaxEpochs = 1000000;
-
-// Refuses an --html path that cannot be written before any forecast is made.
-void check_writable(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::path file(path);
-  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  if (path.empty() || fs::is_directory(file, error)) throw InputError("--html " + quote(path) + ": not a file name");
-  if (!fs::is_directory(dir, error)) throw InputError("--html " + quote(path) + ": no folder " + quote(dir.string()));
-  if (::access(dir.c_str(), W_OK) != 0 || (fs::exists(file, error) && ::access(file.c_str(), W_OK) != 0))
-    throw InputError("--html " + quote(path) + ": cannot write the file");
-}
 
 }  // namespace
 
@@ -73,7 +58,7 @@ int run_compare(const Args& args) {
   if (!parse_args(app, args, "compare")) return 0;
 
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
-  if (app.count("--html") > 0) check_writable(html);
+  if (app.count("--html") > 0) check_writable("--html", html);
   apps::CompareRequest request;
   request.forecast = gpu_forecast_request(model, model_options.spec(model, batch), optimizer, precision, framework,
                                           epoch_samples, catalogue_files);

@@ -1,6 +1,9 @@
 #include "cli/parse_args.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -25,7 +28,9 @@ bool parse_args(CLI::App& app, const Args& args, const std::string& command) {
   return true;
 }
 
-CLI::Validator thread_count(bool zero_allowed) { return CLI::Range(zero_allowed ? int64_t{0} : int64_t{1}, kMaxThreads); }
+CLI::Validator thread_count(bool zero_allowed) {
+  return CLI::Range(zero_allowed ? int64_t{0} : int64_t{1}, kMaxThreads);
+}
 
 CLI::Validator positive_at_most(int64_t max) { return CLI::Range(int64_t{1}, max); }
 
@@ -49,6 +54,18 @@ std::vector<std::string> split_list(const std::string& text, char separator) {
   while (std::getline(stream, item, separator))
     if (!item.empty()) items.push_back(item);
   return items;
+}
+
+void check_writable(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path file(path);
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (path.empty() || fs::is_directory(file, error)) throw InputError(option + " " + quote(path) + ": not a file name");
+  if (!fs::is_directory(dir, error))
+    throw InputError(option + " " + quote(path) + ": no folder " + quote(dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0 || (fs::exists(file, error) && ::access(file.c_str(), W_OK) != 0))
+    throw InputError(option + " " + quote(path) + ": cannot write the file");
 }
 
 }  // namespace dnncast::cli

@@ -1,10 +1,9 @@
 // Command-line parsing shared by every subcommand: CLI11 on the arguments after the command's name.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 
@@ -24,6 +23,10 @@ CLI::Validator thread_count(bool zero_allowed = false);
 CLI::Validator positive_at_most(int64_t max);
 // A size in bytes as core::parse_bytes reads it ("24GiB"), at least one byte: "" and 1e-5 are refused.
 CLI::Validator byte_size();
+
+// Refuses a path given to `option` that cannot be written (a folder, a missing folder, no permission),
+// before any work is done: InputError "--html 'x/': not a file name".
+void check_writable(const std::string& option, const std::string& path);
 
 // "a,b,,c" -> {"a", "b", "c"}: the items of a list option, empty ones dropped.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');
