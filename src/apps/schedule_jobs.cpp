@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMaxJobs = 100000, kMaxGpus = 100000, kMaxIterations = int64_t{1} << 40;
+constexpr int64_t kMaxJobs = 10000, kMaxGpus = 10000, kMaxIterations = int64_t{1} << 40;
 constexpr double kMaxSeconds = 1e12;
 
 // A field of one job or node: its checks name the file, the entry and the field.

@@ -83,6 +83,41 @@ TEST(GpuCalibration, ShippedFileIsAFreshFitOfThePublicTables) {
   EXPECT_GT(set.size(), 250u);
 }
 
+// The residuals the scheduler's replay draws from (data/hardware/gpu_forecast_residuals.csv, written by
+// `calibrate-gpus --residuals`) are the public rows with the shipped calibration's forecasts: one row per
+// row of the set, in order, the fit column within 1% of the shipped calibration's forecast (the file was
+// written from a fresh fit; the held-out columns come from the same leave-one-out the docs quote).
+TEST(GpuCalibration, ShippedResidualsAreThePublicRowsWithTheShippedForecasts) {
+  const PublicTables tables = load_public_tables(catalogue());
+  const CalibrationSet set(tables.rows, catalogue());
+  const GpuCalibration shipped = load_gpu_calibration();
+  std::ifstream in(hardware::default_catalogue_dir() + "/gpu_forecast_residuals.csv");
+  ASSERT_TRUE(in.good());
+  std::vector<std::string> fields, header;
+  int64_t line = 0;
+  size_t index = 0;
+  while (core::read_csv_record(in, fields, line)) {
+    if (fields.empty() || fields[0].rfind("#", 0) == 0) continue;
+    if (header.empty()) {
+      header = fields;
+      ASSERT_EQ(header[7], "measured_ms");
+      ASSERT_EQ(header[8], "fit_ms");
+      continue;
+    }
+    ASSERT_LT(index, set.size());
+    const PublicMeasurement& row = set.row(index);
+    EXPECT_EQ(fields[0], row.table);
+    EXPECT_EQ(fields[1], std::to_string(row.line));
+    EXPECT_EQ(fields[2], row.gpu);
+    EXPECT_EQ(fields[3], row.model);
+    EXPECT_NEAR(std::stod(fields[7]), row.measured_ms, 1e-5 * row.measured_ms);
+    const double forecast = set.time(index, shipped).time_ms;
+    EXPECT_NEAR(std::stod(fields[8]), forecast, 0.01 * forecast) << "line " << line;
+    ++index;
+  }
+  EXPECT_EQ(index, set.size());
+}
+
 // data/hardware/gpus.csv read here with its own header: GPU name -> column -> text.
 std::map<std::string, std::map<std::string, std::string>> catalogue_rows() {
   std::ifstream in(hardware::default_catalogue_dir() + "/gpus.csv");
