@@ -23,5 +23,6 @@ int run_calibrate(const Args& args);
 int run_devices(const Args& args);  // devices [--instances]: the GPU catalogue and cloud instances
 int run_calibrate_gpus(const Args& args);  // fit and judge the GPU time model on the public tables
 int run_compare(const Args& args);  // compare MODEL --batch N: time and cost per cloud instance
+int run_serve(const Args& args);    // serve [--listen HOST:PORT]: the forecast API over HTTP
 
 }  // namespace dnncast::cli

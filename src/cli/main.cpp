@@ -32,6 +32,7 @@ const std::map<std::string, Command>& commands() {
       {"devices", {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
       {"calibrate-gpus", {dnncast::cli::run_calibrate_gpus, "fit the GPU time model to public measurements; leave-one-GPU-out"}},
       {"compare", {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
+      {"serve", {dnncast::cli::run_serve, "the forecast API over HTTP: predict, memory, compare, inspect, devices"}},
   };
   return table;
 }
