@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <signal.h>
 
 #include <atomic>
@@ -186,6 +187,9 @@ int serve(const ServeOptions& options) {
   server.new_task_queue = [connections] { return new httplib::ThreadPool(static_cast<size_t>(connections)); };
   // One over the ONNX cap, so that Api::handle answers a body at the cap itself (and httplib above it).
   server.set_payload_max_length(static_cast<size_t>(apps::serve::kMaxOnnxBodyBytes));
+  // Headers and body go out as separate writes: without TCP_NODELAY, Nagle's algorithm holds the body until
+  // the client's delayed ACK (40 ms on Linux) on every keep-alive answer.
+  server.set_tcp_nodelay(true);
   server.set_keep_alive_max_count(100000);
   server.set_keep_alive_timeout(2);
   server.set_read_timeout(5, 0);
@@ -228,6 +232,17 @@ int serve(const ServeOptions& options) {
     response.set_content(out.body, out.content_type.c_str());
   });
 
+  // httplib listens with a backlog of 5: a burst of new connections (a load generator opening 64) overflows
+  // it and waits for SYN retransmits, seconds. The socket is kept here and listened on again with a
+  // larger backlog once bound (Linux takes a second listen() as a new backlog).
+  int listen_socket = -1;
+  server.set_socket_options([&listen_socket](socket_t sock) {
+    // SO_REUSEADDR alone: httplib's default adds SO_REUSEPORT, with which a second server on the same port
+    // would bind too and take half of the connections instead of failing.
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket = sock;
+  });
   int port = options.port;
   if (port == 0) {
     port = server.bind_to_any_port(options.host);
@@ -237,6 +252,7 @@ int serve(const ServeOptions& options) {
   if (port < 0)
     throw InputError("--listen " + options.host + ":" + std::to_string(options.port) +
                      ": cannot bind (address in use, or not an address of this host)");
+  if (listen_socket >= 0) ::listen(listen_socket, 1024);
   std::printf("dnncast serve: listening on http://%s:%d (%d workers, queue %d, %d connections)\n", options.host.c_str(),
               port, options.threads, options.queue, options.connections);
   std::fflush(stdout);
