@@ -81,6 +81,7 @@ class Fields {
         if (object_.contains(name)) throw InputError("field " + quote(name) + " given twice");
         object_[name] = value;
       }
+      check_known();
       return;
     }
     const std::string type = media_type(request.content_type);
@@ -96,6 +97,7 @@ class Fields {
       throw InputError(std::string("body: not JSON: ") + error.what());
     }
     if (!object_.is_object()) throw InputError("body: expected a JSON object of fields, got " + type_name(object_));
+    check_known();
   }
 
   bool has(const std::string& name) {
@@ -202,14 +204,12 @@ class Fields {
 
   const json& raw(const std::string& name) { return object_.at(name); }
 
-  // Throws for a field no reader asked for.
+  // Throws for a field no reader asked for (a known one that does not apply to the request is refused by
+  // its reader).
   void finish() const {
-    for (const auto& item : object_.items()) {
-      if (read_.count(item.key()) > 0) continue;
-      std::string list;
-      for (const std::string& name : known_) list += (list.empty() ? "" : ", ") + name;
-      throw InputError("unknown field " + quote(item.key()) + "; known: " + list);
-    }
+    for (const auto& item : object_.items())
+      if (read_.count(item.key()) == 0)
+        throw InputError("field " + quote(item.key()) + " does not apply to this request");
   }
 
   bool from_query() const { return from_query_; }
@@ -217,9 +217,18 @@ class Fields {
  private:
   static std::string type_name(const json& value) { return std::string("a JSON ") + value.type_name(); }
   static std::string shown(const json& value) {
-    std::string text = value.dump();
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
     if (text.size() > 60) text = text.substr(0, 57) + "...";
     return escape_control(text);
+  }
+  // An unknown field first, before any other message: a misspelt option is the likeliest mistake.
+  void check_known() const {
+    for (const auto& item : object_.items()) {
+      if (std::find(known_.begin(), known_.end(), item.key()) != known_.end()) continue;
+      std::string list;
+      for (const std::string& name : known_) list += (list.empty() ? "" : ", ") + name;
+      throw InputError("unknown field " + quote(item.key()) + "; known: " + (list.empty() ? "none" : list));
+    }
   }
   void mark(const std::string& name) {
     DNNCAST_ASSERT(std::find(known_.begin(), known_.end(), name) != known_.end());  // each route lists what it reads
@@ -324,7 +333,12 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, ModelSpec
   return model;
 }
 
-std::string with_newline(const std::string& text) { return text + "\n"; }
+// A JSON answer as the CLI prints it (its indent), with a newline. Bytes that are not UTF-8 (an ONNX node's
+// name, a query parameter, quoted into a message) are replaced, not thrown about.
+template <typename Json>
+std::string answer_text(const Json& document, int indent) {
+  return document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 // ---------------------------------------------------------------------------------------------
 // The routes
@@ -345,7 +359,7 @@ HttpResponse devices(Api&, const HttpRequest& request) {
   Fields fields(request, {"instances"});
   const bool instances = fields.flag("instances");
   fields.finish();
-  return {200, with_newline(devices_json(hardware::Catalogue::load({}), instances).dump(2)), "application/json"};
+  return {200, answer_text(devices_json(hardware::Catalogue::load({}), instances), 2), "application/json"};
 }
 
 HttpResponse inspect_route(Api& api, const HttpRequest& request) {
@@ -354,7 +368,7 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
   spec.batch = fields.integer("batch", 0, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
   fields.finish();
-  return {200, with_newline(to_json(inspect(model.builder(spec))).dump(1)), "application/json"};
+  return {200, answer_text(to_json(inspect(model.builder(spec))), 1), "application/json"};
 }
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
@@ -397,7 +411,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
     gpu_request.device = options.device;
     gpu_request.max_batch = max_batch;
     gpu_request.builder = model.builder;
-    return {200, with_newline(to_json(forecast_gpu(gpu_request, *catalogue)).dump(2)), "application/json"};
+    return {200, answer_text(to_json(forecast_gpu(gpu_request, *catalogue)), 2), "application/json"};
   }
   if (framework != "pytorch" || max_batch)
     throw InputError(std::string("field '") + (max_batch ? "max_batch" : "framework") +
@@ -405,7 +419,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
   ForecastRequest forecast_request = make_forecast_request(model.name, spec, options, OptionStyle::Keyword);
   forecast_request.builder = model.builder;
   try {
-    return {200, with_newline(to_json(forecast(forecast_request)).dump(2)), "application/json"};
+    return {200, answer_text(to_json(forecast(forecast_request)), 2), "application/json"};
   } catch (const InputError& error) {
     const std::string message = error.what();
     if (!catalogue || options.device == "cpu" || message.find("no predictor for device") == std::string::npos) throw;
@@ -447,7 +461,7 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.measure_command = "dnncast memory " + model.name + " --batch " + std::to_string(spec.batch) + " --measure";
   MemoryRequest memory_request = make_memory_request(model.name, spec, options, OptionStyle::Keyword);
   memory_request.builder = model.builder;
-  return {200, with_newline(to_json(forecast_memory(memory_request)).dump(2)), "application/json"};
+  return {200, answer_text(to_json(forecast_memory(memory_request)), 2), "application/json"};
 }
 
 HttpResponse compare_route(Api& api, const HttpRequest& request) {
@@ -471,7 +485,7 @@ HttpResponse compare_route(Api& api, const HttpRequest& request) {
   compare_request.spot = fields.flag("spot");
   compare_request.multi_gpu = fields.flag("multi_gpu");
   fields.finish();
-  return {200, with_newline(to_json(compare(compare_request)).dump(2)), "application/json"};
+  return {200, answer_text(to_json(compare(compare_request)), 2), "application/json"};
 }
 
 }  // namespace
@@ -495,7 +509,7 @@ const std::vector<Route>& routes() {
 }
 
 HttpResponse error_response(int status, const std::string& message) {
-  return {status, with_newline(json{{"error", message}}.dump()), "application/json"};
+  return {status, answer_text(json{{"error", message}}, -1), "application/json"};
 }
 
 const Route* Api::route_of(const std::string& path) {
@@ -519,7 +533,8 @@ std::string cache_key(const Route& route, const HttpRequest& request) {
   if (!type.empty() && type != "application/json") return "";
   json body = json::parse(request.body, nullptr, false);  // no exceptions: malformed is simply not cached
   if (body.is_discarded() || !body.is_object()) return "";
-  return key + body.dump();  // object keys sorted: one key for one set of fields
+  return key + body.dump(-1, ' ', false,
+                         json::error_handler_t::replace);  // object keys sorted: one key for one set of fields
 }
 
 Api::Api(ApiOptions options)

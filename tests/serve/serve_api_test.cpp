@@ -48,6 +48,10 @@ TEST(ServeApi, AnswersErrorsWithStatusAndField) {
       {{"POST", "/v1/inspect", "application/onnx", "", {}}, 400, "ONNX"},
       {{"DELETE", "/v1/inspect", "", "", {}}, 405, "POST"},
       {{"GET", "/nothing", "", "", {}}, 404, "/v1/predict"},
+      // Not UTF-8, quoted into the message: replaced in the answer, never a crash (found by fuzz_serve_request).
+      {post("/v1/predict", "{\"model\": \"resnet\xce0\", \"batch\": 8}"), 400, "body"},
+      {post("/v1/predict", "{\"model}}}}\": \"resnet\", \"batch\": 8}"), 400, "model}}}}"},
+      {{"POST", "/v1/inspect", "application/onnx", "x", {{"batch", "\xce0"}}}, 400, "batch"},
   };
   for (const Case& item : cases) {
     const HttpResponse response = api.handle(item.request);
