@@ -158,7 +158,7 @@ Forecast forecast(const ForecastRequest& request) {
   check_trained_range(request, time_manifest.training, environment, result);
 
   // The model at this batch, built once: featurized for the time forecast, simulated for memory.
-  Graph graph = load_model(request.model, request.spec);
+  Graph graph = build_model(request.builder, request.model, request.spec);
   result.graph = graph.name;
   features::TrainingConfig config;
   config.batch = result.batch;

@@ -10,6 +10,7 @@
 
 #include "core/training_setup.h"
 #include "apps/host_match.h"
+#include "apps/model_source.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
 #include "memory/simulator.h"
@@ -30,6 +31,7 @@ struct ForecastRequest {
   int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
   std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
+  ModelBuilder builder;                                   // empty: load_model(model, spec) (model_source.h)
 };
 
 struct Forecast {
@@ -73,6 +75,7 @@ struct MemoryRequest {
   int64_t batch_limit = 0;      // > 0: the largest batch that fits in this many bytes
   int64_t batch_cap = int64_t{1} << 20;  // the largest batch that search tries
   std::string measure_command;  // the command that would measure this run (the ISA match's remedy)
+  ModelBuilder builder;         // empty: load_model(model, spec) (model_source.h)
 };
 
 struct MemoryForecast {

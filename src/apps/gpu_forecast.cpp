@@ -374,7 +374,7 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
   ModelSpec spec = request.spec;
   auto build = [&](int64_t batch) {
     spec.batch = batch;
-    return load_model(request.model, spec);
+    return build_model(request.builder, request.model, spec);
   };
   result.max_batch = memory::max_batch(build, config, *result.device_memory_bytes, int64_t{1} << 16).batch;
 }
@@ -413,7 +413,7 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
     throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   const hardware::GpuSpec& gpu = catalogue.gpu(request.device);
-  const Graph graph = load_model(request.model, request.spec);
+  const Graph graph = build_model(request.builder, request.model, request.spec);
   GpuForecast result;
   result.model = request.model;
   result.graph = graph.name;

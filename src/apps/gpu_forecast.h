@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/model_source.h"
 #include "core/training_setup.h"
 #include "graph/graph.h"
 #include "hardware/catalogue.h"
@@ -109,6 +110,7 @@ struct GpuForecastRequest {
   bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
+  ModelBuilder builder;                      // empty: load_model(model, spec) (model_source.h)
 };
 
 struct GpuForecast {

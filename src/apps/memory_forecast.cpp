@@ -12,7 +12,7 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.model = request.model;
   result.batch = request.spec.batch;
   result.config = request.config;
-  result.graph = load_model(request.model, request.spec);
+  result.graph = build_model(request.builder, request.model, request.spec);
   result.report = memory::simulate_memory(result.graph, request.config);
   result.fits_limit = request.fits_limit;
   result.fits = request.fits_limit > 0 && result.report.required_bytes <= request.fits_limit;
@@ -25,7 +25,7 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
         [&](int64_t candidate) {
           ModelSpec candidate_spec = request.spec;
           candidate_spec.batch = candidate;
-          return load_model(request.model, candidate_spec);
+          return build_model(request.builder, request.model, candidate_spec);
         },
         search, request.batch_limit, request.batch_cap);
   }

@@ -85,8 +85,8 @@ Graph load_zoo(const std::string& name, ModelSpec spec) {
   return build_zoo_model(name, spec);
 }
 
-Graph load_file(const std::string& path, const ModelSpec& spec) {
-  Graph graph = load_graph_file(path);
+// A graph read from `path` (a file, or the name of in-memory text), resized to `spec`.
+Graph resize_graph(Graph graph, const std::string& path, const ModelSpec& spec) {
   if (spec.batch == 0 && spec.input.empty() && spec.seq_len == 0) return graph;
   std::vector<int> inputs = graph.inputs();
   std::string applied;
@@ -118,7 +118,7 @@ Graph load_file(const std::string& path, const ModelSpec& spec) {
   return graph;
 }
 
-Graph load_onnx(const std::string& path, const ModelSpec& spec) {
+OnnxOptions onnx_options(const ModelSpec& spec) {
   if (spec.batch > 0 || !spec.input.empty() || spec.seq_len > 0) {
     std::vector<int64_t> size = spec.input.empty() ? std::vector<int64_t>{spec.seq_len} : spec.input;
     if (spec.input.empty() && spec.seq_len == 0) size.clear();
@@ -129,7 +129,7 @@ Graph load_onnx(const std::string& path, const ModelSpec& spec) {
   options.input = spec.input;
   options.seq_len = spec.seq_len;
   options.allow_unknown = spec.allow_unknown_ops;
-  return load_onnx_file(path, options);
+  return options;
 }
 
 }  // namespace
@@ -158,18 +158,28 @@ Graph load_model(const std::string& source, const ModelSpec& spec) {
     case ModelSourceKind::File: {
       std::string path = starts_with(source, "file:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
-      return load_file(path, spec);
+      return resize_graph(load_graph_file(path), path, spec);
     }
     case ModelSourceKind::Onnx: {
       std::string path = starts_with(source, "onnx:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
-      return load_onnx(path, spec);
+      return load_onnx_file(path, onnx_options(spec));
     }
     case ModelSourceKind::Zoo:
       return load_zoo(starts_with(source, "zoo:") ? source.substr(4) : source, spec);
   }
   DNNCAST_ASSERT(false);
   return Graph();
+}
+
+Graph load_graph_json_text(const std::string& text, const std::string& source, const ModelSpec& spec) {
+  check_spec(spec);
+  return resize_graph(read_graph_json(text, source), source, spec);
+}
+
+Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const ModelSpec& spec) {
+  check_spec(spec);
+  return read_onnx(bytes, source, onnx_options(spec));
 }
 
 }  // namespace dnncast

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "cli/json_out.h"
+#include "apps/catalogue_json.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
@@ -19,47 +19,6 @@ namespace dnncast::cli {
 namespace {
 
 using nlohmann::ordered_json;
-
-ordered_json gpu_json(const hardware::GpuSpec& gpu) {
-  ordered_json references = ordered_json::array();
-  for (const hardware::SpecsReference& reference : gpu.from_gpu_specs)
-    references.push_back({{"gpu", reference.gpu}, {"source", reference.source}, {"fields", reference.fields}});
-  return {{"name", gpu.name},
-          {"aliases", gpu.aliases},
-          {"vendor", gpu.vendor},
-          {"full_name", gpu.full_name},
-          {"architecture", gpu.architecture},
-          {"fp32_tflops", or_null(gpu.fp32_tflops)},
-          {"tf32_tensor_tflops", or_null(gpu.tf32_tensor_tflops)},
-          {"fp16_tensor_tflops", or_null(gpu.fp16_tensor_tflops)},
-          {"bf16_tensor_tflops", or_null(gpu.bf16_tensor_tflops)},
-          {"memory_gib", or_null(gpu.memory_gib)},
-          {"bandwidth_gbs", or_null(gpu.bandwidth_gbs)},
-          {"sm_count", or_null(gpu.sm_count)},
-          {"l2_mib", or_null(gpu.l2_mib)},
-          {"tdp_w", or_null(gpu.tdp_w)},
-          {"from_gpu_specs", references},
-          {"source_url", gpu.source_url},
-          {"date", gpu.date},
-          {"notes", gpu.notes},
-          {"file", gpu.file},
-          {"line", gpu.line}};
-}
-
-ordered_json instance_json(const hardware::CloudInstance& instance) {
-  return {{"provider", instance.provider},
-          {"instance_type", instance.instance_type},
-          {"gpu", instance.gpu},
-          {"gpu_listed", instance.gpu_listed},
-          {"gpu_count", instance.gpu_count},
-          {"gpu_memory_gib", or_null(instance.gpu_memory_gib)},
-          {"vcpus", or_null(instance.vcpus)},
-          {"memory_gib", or_null(instance.memory_gib)},
-          {"price_usd_per_hour", instance.price_usd_per_hour},
-          {"spot_price_usd_per_hour", or_null(instance.spot_price_usd_per_hour)},
-          {"region", instance.region},
-          {"source_commit", instance.source_commit}};
-}
 
 bool from_specs(const hardware::GpuSpec& gpu, const std::string& field) {
   for (const hardware::SpecsReference& reference : gpu.from_gpu_specs)
@@ -134,16 +93,7 @@ int run_devices(const Args& args) {
 
   const hardware::Catalogue catalogue = hardware::Catalogue::load(extra_files);
   if (as_json) {
-    ordered_json out{{"files", catalogue.files()}};
-    ordered_json rows = ordered_json::array();
-    if (instances) {
-      for (const hardware::CloudInstance& instance : catalogue.instances()) rows.push_back(instance_json(instance));
-      out["instances"] = rows;
-    } else {
-      for (const hardware::GpuSpec& gpu : catalogue.gpus()) rows.push_back(gpu_json(gpu));
-      out["gpus"] = rows;
-    }
-    std::cout << out.dump(2) << "\n";
+    std::cout << apps::devices_json(catalogue, instances).dump(2) << "\n";
   } else if (instances) {
     print_instances(catalogue);
   } else {

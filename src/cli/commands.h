@@ -25,5 +25,6 @@ int run_calibrate_gpus(const Args& args);  // fit and judge the GPU time model o
 int run_compare(const Args& args);  // compare MODEL --batch N: time and cost per cloud instance
 int run_schedule(const Args& args);        // schedule JOBS --cluster C: place jobs on GPUs (genetic algorithm)
 int run_schedule_study(const Args& args);  // the scheduler against the exact optimum, baselines, a replay
+int run_serve(const Args& args);    // serve [--listen HOST:PORT]: the forecast API over HTTP
 
 }  // namespace dnncast::cli

@@ -34,6 +34,7 @@ const std::map<std::string, Command>& commands() {
       {"compare", {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
       {"schedule", {dnncast::cli::run_schedule, "place training jobs on a GPU cluster: genetic algorithm over the forecasts"}},
       {"schedule-study", {dnncast::cli::run_schedule_study, "the scheduler against the exact optimum, baselines and a replay"}},
+      {"serve", {dnncast::cli::run_serve, "the forecast API over HTTP: predict, memory, compare, inspect, schedule, devices"}},
   };
   return table;
 }

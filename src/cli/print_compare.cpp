@@ -1,10 +1,10 @@
 // The table and JSON of `dnncast compare` (print_compare.h).
-#include "cli/json_out.h"
 #include "cli/print_compare.h"
 
 #include <cstdio>
 #include <string>
 
+#include "apps/catalogue_json.h"
 #include "core/units.h"
 
 namespace dnncast::cli {
@@ -13,66 +13,13 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json row_json(const apps::CompareRow& row) {
-  return {{"provider", row.provider},
-          {"instance_type", row.instance_type},
-          {"gpu", row.gpu},
-          {"gpu_name", row.gpu_name},
-          {"gpu_count", row.gpu_count},
-          {"price_usd_per_hour", row.price_usd_per_hour},
-          {"time_ms", row.time_ms},
-          {"time_ms_low", row.time_ms_low},
-          {"time_ms_high", row.time_ms_high},
-          {"epoch_s", or_null(row.epoch_s)},
-          {"iterations", row.iterations},
-          {"total_hours", row.total_hours},
-          {"total_hours_low", row.total_hours_low},
-          {"total_hours_high", row.total_hours_high},
-          {"total_usd", row.total_usd},
-          {"total_usd_low", row.total_usd_low},
-          {"total_usd_high", row.total_usd_high},
-          {"gpu_memory_bytes", or_null(row.gpu_memory_bytes)},
-          {"fits", or_null(row.fits)},
-          {"max_batch", or_null(row.max_batch)},
-          {"basis", row.basis},
-          {"on_pareto_front", row.on_pareto_front}};
-}
-
 std::string bytes_text(const std::optional<int64_t>& bytes) {
   return bytes ? core::format_bytes(static_cast<double>(*bytes)) : std::string("unknown");
 }
 
 }  // namespace
 
-ordered_json comparison_json(const apps::Comparison& comparison) {
-  ordered_json rows = ordered_json::array();
-  for (const apps::CompareRow& row : comparison.rows) rows.push_back(row_json(row));
-  ordered_json left_out = ordered_json::array();
-  for (const apps::LeftOutInstance& left : comparison.left_out)
-    left_out.push_back({{"provider", left.provider},
-                        {"instance_type", left.instance_type},
-                        {"gpu", left.gpu},
-                        {"reason", left.reason}});
-  return {{"model", comparison.model},
-          {"graph", comparison.graph},
-          {"batch", comparison.batch},
-          {"input", comparison.input},
-          {"optimizer", name(comparison.optimizer)},
-          {"precision", apps::name(comparison.precision)},
-          {"framework", apps::name(comparison.framework)},
-          {"epochs", comparison.epochs},
-          {"epoch_samples", comparison.epoch_samples},
-          {"iterations_without_epochs", apps::kIterationsWithoutEpochs},
-          {"spot", comparison.spot},
-          {"multi_gpu", comparison.multi_gpu},
-          {"fits_nowhere", comparison.fits_nowhere},
-          {"required_bytes", or_null(comparison.required_bytes)},
-          {"largest_memory_bytes", or_null(comparison.largest_memory_bytes)},
-          {"bases", comparison.bases},
-          {"notes", comparison.notes},
-          {"rows", rows},
-          {"left_out", left_out}};
-}
+ordered_json comparison_json(const apps::Comparison& comparison) { return apps::to_json(comparison); }
 
 void print_comparison(const apps::Comparison& comparison) {
   std::printf("%s, batch %lld%s, %s, %s, %s; ", comparison.model.c_str(), static_cast<long long>(comparison.batch),

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Load and soak of `dnncast serve` over loopback with wrk (Debian's `wrk`; scripts/setup.sh installs it):
+# POST /v1/predict for resnet50 at batch 32, at 1, 8 and 64 connections: p50 / p99 latency and requests/s;
+# then a soak at 8 connections with the server's resident memory sampled from /proc (growth reported).
+#
+#   scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N]
+#
+# defaults: build, 20 s per load step, a 600 s soak (0: none), 2 server workers. wrk runs on the same host
+# (it takes CPU from the server: the figures are for both sharing the cores). Prints a Markdown table.
+set -euo pipefail
+build=build seconds=20 soak=600 threads=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --seconds) seconds="$2"; shift 2 ;;
+    --soak) soak="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    *) echo "usage: scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N]" >&2; exit 2 ;;
+  esac
+done
+command -v wrk >/dev/null || { echo "serve-load.sh: wrk is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
+[ -x "$build/dnncast" ] || { echo "serve-load.sh: $build/dnncast is not built (make build)" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/dnncast-serve-load-XXXXXX)
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat >"$work/predict.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"model": "resnet50", "batch": 32}'
+wrk.headers["Content-Type"] = "application/json"
+done = function(summary, latency, requests)
+  local errors = summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
+  io.write(string.format("RESULT %.3f %.3f %.0f %d %d %d\n", latency:percentile(50) / 1000,
+                         latency:percentile(99) / 1000, summary.requests / (summary.duration / 1e6),
+                         summary.requests, summary.errors.status, errors))
+end
+LUA
+
+"$build/dnncast" serve --listen 127.0.0.1:0 --threads "$threads" >"$work/out" 2>"$work/err" &
+server_pid=$!
+for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+url=$(grep -o 'http://[0-9.]*:[0-9]*' "$work/out") || { cat "$work/err" >&2; exit 1; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status"; }
+
+echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs; server: $url, $threads workers"
+wrk -t1 -c1 -d2s -s "$work/predict.lua" "$url/v1/predict" >/dev/null  # the first answer is computed, the rest cached
+echo
+echo "| connections | wrk threads | seconds | requests/s | p50 ms | p99 ms | requests | non-2xx | socket errors |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for connections in 1 8 64; do
+  wrk_threads=$([ "$connections" -eq 1 ] && echo 1 || echo 2)
+  line=$(wrk -t"$wrk_threads" -c"$connections" -d"${seconds}s" --timeout 10s -s "$work/predict.lua" "$url/v1/predict" |
+         grep '^RESULT')
+  read -r _ p50 p99 rps requests non2xx errors <<<"$line"
+  echo "| $connections | $wrk_threads | $seconds | $rps | $p50 | $p99 | $requests | $non2xx | $errors |"
+done
+
+if [ "$soak" -gt 0 ]; then
+  echo
+  echo "soak: 8 connections for $soak s; server RSS (KiB) every 30 s:"
+  start_kib=$(rss_kib)
+  wrk -t2 -c8 -d"${soak}s" --timeout 10s -s "$work/predict.lua" "$url/v1/predict" >"$work/soak" &
+  wrk_pid=$!
+  samples="$start_kib"
+  while kill -0 "$wrk_pid" 2>/dev/null; do
+    sleep 30
+    samples="$samples $(rss_kib)"
+  done
+  wait "$wrk_pid"
+  end_kib=$(rss_kib)
+  read -r _ p50 p99 rps requests non2xx errors <<<"$(grep '^RESULT' "$work/soak")"
+  echo "  $samples"
+  echo "soak: $requests requests, $rps/s, p50 $p50 ms, p99 $p99 ms, non-2xx $non2xx, socket errors $errors;" \
+       "RSS $start_kib KiB at the start, $end_kib KiB at the end: growth $((end_kib - start_kib)) KiB"
+fi
+kill -TERM "$server_pid"
+wait "$server_pid" && echo "server: exit 0 after SIGTERM"
+server_pid=""

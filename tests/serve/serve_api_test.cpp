@@ -1,0 +1,76 @@
+// apps/serve_api.h without sockets: the response cache's key, field errors, and that nothing a client sends
+// becomes a 500.
+#include "apps/serve_api.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace dnncast::apps::serve {
+namespace {
+
+HttpRequest post(const std::string& path, const std::string& body) {
+  return {"POST", path, "application/json", body, {}};
+}
+
+TEST(ServeApi, CacheKeyIsCanonical) {
+  const Route& predict = *Api::route_of("/v1/predict");
+  EXPECT_EQ(cache_key(predict, post("/v1/predict", R"({"model": "resnet50", "batch": 8})")),
+            cache_key(predict, post("/v1/predict", R"({"batch":8,"model":"resnet50"})")));
+  EXPECT_NE(cache_key(predict, post("/v1/predict", R"({"model": "resnet50", "batch": 8})")),
+            cache_key(predict, post("/v1/predict", R"({"model": "resnet50", "batch": 9})")));
+  EXPECT_EQ(cache_key(predict, post("/v1/predict", "{not json")), "");
+  EXPECT_EQ(cache_key(*Api::route_of("/healthz"), {"GET", "/healthz", "", "", {}}), "");
+  EXPECT_EQ(Api::route_of("/v1/nothing"), nullptr);
+}
+
+TEST(ServeApi, AnswersErrorsWithStatusAndField) {
+  Api api({});
+  struct Case {
+    HttpRequest request;
+    int status;
+    std::string mentions;
+  };
+  const std::vector<Case> cases = {
+      {post("/v1/inspect", R"({"model": "resnet18", "batch": -1})"), 400, "batch"},
+      {post("/v1/inspect", R"({"model": "resnet18", "input": [3, 0, 4]})"), 400, "input"},
+      {post("/v1/inspect", R"({"model": "resnet18", "seq": 5, "input": "3x32x32"})"), 400, "seq"},
+      {post("/v1/inspect", R"({"model": "resnet18", "graph": {}})"), 400, "graph"},
+      {post("/v1/inspect", R"({"model": 5})"), 400, "model"},
+      {post("/v1/inspect", R"([1, 2])"), 400, "body"},
+      {post("/v1/inspect", R"({"model": "zoo:nosuchnet"})"), 404, "nosuchnet"},
+      {post("/v1/memory", R"({"model": "resnet18", "batch_cap": 0})"), 400, "batch_cap"},
+      {post("/v1/memory", R"({"model": "resnet18", "isa": "avx9"})"), 400, "isa"},
+      {post("/v1/compare", R"({"model": "resnet18", "batch": 1, "spot": "yes"})"), 400, "spot"},
+      {post("/v1/compare", R"({"model": "resnet18", "batch": 1, "gpus": [1]})"), 400, "gpus"},
+      {{"POST", "/v1/inspect", "text/plain", "{}", {}}, 400, "Content-Type"},
+      {{"POST", "/v1/inspect", "application/json", "{}", {{"batch", "2"}}}, 400, "batch"},
+      {{"POST", "/v1/inspect", "application/onnx", "", {}}, 400, "ONNX"},
+      {{"DELETE", "/v1/inspect", "", "", {}}, 405, "POST"},
+      {{"GET", "/nothing", "", "", {}}, 404, "/v1/predict"},
+      // Not UTF-8, quoted into the message: replaced in the answer, never a crash (found by fuzz_serve_request).
+      {post("/v1/predict", "{\"model\": \"resnet\xce" "0\", \"batch\": 8}"), 400, "body"},
+      {post("/v1/predict", "{\"model}}}}\": \"resnet\", \"batch\": 8}"), 400, "model}}}}"},
+      {{"POST", "/v1/inspect", "application/onnx", "x", {{"batch", "\xce" "0"}}}, 400, "batch"},
+  };
+  for (const Case& item : cases) {
+    const HttpResponse response = api.handle(item.request);
+    EXPECT_EQ(response.status, item.status) << item.request.path << " " << item.request.body << "\n" << response.body;
+    const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
+    ASSERT_TRUE(body.contains("error")) << response.body;
+    EXPECT_NE(body["error"].get<std::string>().find(item.mentions), std::string::npos) << response.body;
+  }
+}
+
+TEST(ServeApi, GraphCacheAnswersRepeatedBuilds) {
+  Api api({});
+  EXPECT_EQ(api.handle(post("/v1/inspect", R"({"model": "alexnet", "batch": 2})")).status, 200);
+  EXPECT_EQ(api.handle(post("/v1/memory", R"({"model": "alexnet", "batch": 2})")).status, 200);
+  EXPECT_EQ(api.metrics().graph_misses.load(), 1);
+  EXPECT_EQ(api.metrics().graph_hits.load(), 1);
+  EXPECT_EQ(api.handle(post("/v1/inspect", R"({"batch": 2, "model": "alexnet"})")).status, 200);
+  EXPECT_EQ(api.metrics().response_hits.load(), 1);
+}
+
+}  // namespace
+}  // namespace dnncast::apps::serve
