@@ -36,21 +36,24 @@ std::vector<std::vector<int64_t>> queues(const Problem& problem, const Plan& pla
   return by_gpu;
 }
 
-// Greedy list scheduling: jobs in `order`, each appended to the GPU where `end_on` says it ends first
-// (ties: the lower GPU index); keys are the placement order, so play() reproduces the greedy's times.
+// Greedy list scheduling: jobs in `order`, each appended to the fitting GPU where it ends first (or, with
+// by_start, where it starts first), ties to the lower GPU index, timed with `duration_on_type`; keys are
+// the placement order, so play() reproduces the greedy's times.
 template <typename Duration>
-Plan list_schedule(const Problem& problem, const std::vector<int64_t>& order, Duration duration_on_type) {
+Plan list_schedule(const Problem& problem, const std::vector<int64_t>& order, Duration duration_on_type,
+                   bool by_start = false) {
   Plan plan{std::vector<int64_t>(problem.jobs, -1), std::vector<double>(problem.jobs, 0)};
   std::vector<double> free_s(static_cast<size_t>(problem.gpus()), 0);
   for (size_t position = 0; position < order.size(); ++position) {
     const int64_t job = order[position];
     int64_t best_gpu = -1;
-    double best_end = kNoFit;
+    double best = kNoFit, best_end = kNoFit;
     for (int64_t gpu = 0; gpu < problem.gpus(); ++gpu) {
       const int64_t type = problem.gpu_type[gpu];
       if (!problem.fits(job, type)) continue;
-      const double end = std::max(free_s[gpu], problem.arrival_s[job]) + duration_on_type(job, type);
-      if (end < best_end) best_end = end, best_gpu = gpu;
+      const double start = std::max(free_s[gpu], problem.arrival_s[job]);
+      const double end = start + duration_on_type(job, type);
+      if ((by_start ? start : end) < best) best = by_start ? start : end, best_end = end, best_gpu = gpu;
     }
     DNNCAST_ASSERT(best_gpu >= 0);
     plan.gpu[job] = best_gpu;
@@ -161,23 +164,8 @@ Plan fifo_first_fit(const Problem& problem) {
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return problem.arrival_s[a] < problem.arrival_s[b]; });
   // The GPU that frees first among those the job fits: list scheduling by start, not by end.
-  Plan plan{std::vector<int64_t>(problem.jobs, -1), std::vector<double>(problem.jobs, 0)};
-  std::vector<double> free_s(static_cast<size_t>(problem.gpus()), 0);
-  for (size_t position = 0; position < order.size(); ++position) {
-    const int64_t job = order[position];
-    int64_t best_gpu = -1;
-    double best_start = kNoFit;
-    for (int64_t gpu = 0; gpu < problem.gpus(); ++gpu) {
-      if (!problem.fits(job, problem.gpu_type[gpu])) continue;
-      const double start = std::max(free_s[gpu], problem.arrival_s[job]);
-      if (start < best_start) best_start = start, best_gpu = gpu;
-    }
-    DNNCAST_ASSERT(best_gpu >= 0);
-    plan.gpu[job] = best_gpu;
-    plan.key[job] = static_cast<double>(position);
-    free_s[best_gpu] = best_start + problem.duration(job, problem.gpu_type[best_gpu]);
-  }
-  return plan;
+  return list_schedule(
+      problem, order, [&](int64_t job, int64_t type) { return problem.duration(job, type); }, true);
 }
 
 Plan greedy_lpt(const Problem& problem) {

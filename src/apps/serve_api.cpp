@@ -205,6 +205,19 @@ class Fields {
 
   const json& raw(const std::string& name) { return object_.at(name); }
 
+  // An ISA by name (hardware/isa.h); Unknown when the field is absent.
+  hardware::CpuIsa isa(const std::string& name) {
+    const std::string text = this->text(name, "");
+    if (text.empty()) return hardware::CpuIsa::Unknown;
+    const hardware::CpuIsa isa = hardware::parse_isa(text);
+    if (isa == hardware::CpuIsa::Unknown) {
+      std::string known;
+      for (const std::string& isa_name : hardware::isa_names()) known += (known.empty() ? "" : ", ") + isa_name;
+      throw InputError("field " + quote(name) + ": " + quote(text) + " is not an ISA; known: " + known);
+    }
+    return isa;
+  }
+
   // Throws for a field no reader asked for (a known one that does not apply to the request is refused by
   // its reader).
   void finish() const {
@@ -385,15 +398,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
   options.device = fields.text("device", "");
   options.epoch_samples = fields.integer("epoch_samples", 0, 1, kMaxTensorElements);
   options.predictor_dir = api.options().predictor_dir;
-  const std::string host_isa = fields.text("host_isa", "");
-  if (!host_isa.empty()) {
-    options.host_isa = hardware::parse_isa(host_isa);
-    if (options.host_isa == hardware::CpuIsa::Unknown) {
-      std::string known;
-      for (const std::string& name : hardware::isa_names()) known += (known.empty() ? "" : ", ") + name;
-      throw InputError("field 'host_isa': " + quote(host_isa) + " is not an ISA; known: " + known);
-    }
-  }
+  options.host_isa = fields.isa("host_isa");
   const std::string framework = fields.text("framework", "pytorch");
   const bool max_batch = fields.flag("max_batch");
   fields.finish();
@@ -444,15 +449,7 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.precision = fields.text("precision", "fp32");
   options.device = fields.text("device", "cpu");
   options.threads = fields.integer("threads", 1, 1, kMaxThreads);
-  const std::string isa = fields.text("isa", "");
-  if (!isa.empty()) {
-    options.isa = hardware::parse_isa(isa);
-    if (options.isa == hardware::CpuIsa::Unknown) {
-      std::string known;
-      for (const std::string& name : hardware::isa_names()) known += (known.empty() ? "" : ", ") + name;
-      throw InputError("field 'isa': " + quote(isa) + " is not an ISA; known: " + known);
-    }
-  }
+  options.isa = fields.isa("isa");
   options.fits = fields.text("fits", "");
   options.max_batch = fields.text("max_batch_bytes", "");
   options.batch_cap = fields.integer("batch_cap", int64_t{1} << 20, 1, kMaxTensorElements);

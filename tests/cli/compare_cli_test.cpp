@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "chromium_run.h"
 #include "cli_run.h"
-#include "python_run.h"
 
 namespace dnncast {
 namespace {
@@ -136,46 +136,20 @@ TEST_F(CompareCli, TheTableMarksTheSameFrontAndNotesGoToStderr) {
   EXPECT_NE(table.err.find("gcp rows price the GPUs alone"), std::string::npos) << table.err;
 }
 
-bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1") == 0; }
-
 TEST_F(CompareCli, TheHtmlReportRendersInHeadlessChromium) {
-  if (!have_chromium())
+  if (!chromium_test::have_chromium())
     GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it; under CI=true this skip fails)";
   const size_t rows = parsed()["rows"].size();
-  const std::string html = dir_->path() + "/report.html", png = dir_->path() + "/report.png";
-  const std::string chromium = "timeout 60 chromium --headless --no-sandbox --disable-gpu --user-data-dir=" +
-                               cli_test::shell_quoted(dir_->path() + "/profile") + " ";
-  const std::string page = cli_test::shell_quoted("file://" + html);
-  ASSERT_EQ(std::system((chromium + "--dump-dom " + page + " >" + cli_test::shell_quoted(dir_->path() + "/dom.html") +
-                         " 2>/dev/null")
-                            .c_str()),
-            0);
-  const std::string dom = cli_test::read_text(dir_->path() + "/dom.html");
-  EXPECT_EQ(count_of(dom, "<tr class=\"instance"), rows) << "rows of the rendered table";
-  EXPECT_EQ(count_of(dom, "<circle class=\"point"), rows) << "points of the scatter";
-  EXPECT_GE(count_of(dom, "<circle class=\"pareto-mark\""), 1u);
-  EXPECT_EQ(count_of(dom, "<script"), 0u);
-
-  ASSERT_EQ(std::system((chromium + "--screenshot=" + cli_test::shell_quoted(png) + " --window-size=1200,1600 " + page +
-                         " >/dev/null 2>&1")
-                            .c_str()),
-            0);
-  // Decoded by Pillow (python3-pil): distinct colours and the share of pixels that are not white.
-  const std::string out = python_test::run_python(
-      "from PIL import Image\n"
-      "image = Image.open('" +
-      png +
-      "').convert('RGB')\n"
-      "pixels = list(image.getdata())\n"
-      "print(image.size[0], image.size[1], len(set(pixels)), sum(1 for p in pixels if p != (255, 255, 255)))\n");
-  ASSERT_EQ(out.rfind("FAILED", 0), std::string::npos) << out;
-  std::istringstream numbers(out);
-  long width = 0, height = 0, colours = 0, not_white = 0;
-  numbers >> width >> height >> colours >> not_white;
-  EXPECT_EQ(width, 1200);
-  EXPECT_EQ(height, 1600);
-  EXPECT_GT(colours, 50) << "a blank or flat screenshot";
-  EXPECT_GT(not_white, width * height / 20) << "under 5% of the screenshot is drawn";
+  const chromium_test::Rendered page = chromium_test::render(dir_->path() + "/report.html", dir_->path(), 1200, 1600);
+  ASSERT_TRUE(page.ok);
+  EXPECT_EQ(count_of(page.dom, "<tr class=\"instance"), rows) << "rows of the rendered table";
+  EXPECT_EQ(count_of(page.dom, "<circle class=\"point"), rows) << "points of the scatter";
+  EXPECT_GE(count_of(page.dom, "<circle class=\"pareto-mark\""), 1u);
+  EXPECT_EQ(count_of(page.dom, "<script"), 0u);
+  EXPECT_EQ(page.width, 1200);
+  EXPECT_EQ(page.height, 1600);
+  EXPECT_GT(page.colours, 50) << "a blank or flat screenshot";
+  EXPECT_GT(page.not_white, page.width * page.height / 20) << "under 5% of the screenshot is drawn";
 }
 
 }  // namespace

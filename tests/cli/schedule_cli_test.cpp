@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "chromium_run.h"
 #include "cli_run.h"
-#include "python_run.h"
 
 namespace dnncast {
 namespace {
@@ -219,43 +219,19 @@ TEST_F(ScheduleCli, BadInputIsOneLineAndExitCode2) {
   }
 }
 
-bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1") == 0; }
-
 TEST_F(ScheduleCli, TheHtmlReportRendersInHeadlessChromium) {
-  if (!have_chromium())
+  if (!chromium_test::have_chromium())
     GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it; under CI=true this skip fails)";
   const size_t placed = parsed()["assignments"].size();
-  const std::string html = dir_->path() + "/report.html", png = dir_->path() + "/report.png";
-  const std::string chromium = "timeout 60 chromium --headless --no-sandbox --disable-gpu --user-data-dir=" +
-                               cli_test::shell_quoted(dir_->path() + "/profile") + " ";
-  const std::string page = cli_test::shell_quoted("file://" + html);
-  ASSERT_EQ(std::system((chromium + "--dump-dom " + page + " >" + cli_test::shell_quoted(dir_->path() + "/dom.html") +
-                         " 2>/dev/null")
-                            .c_str()),
-            0);
-  const std::string dom = cli_test::read_text(dir_->path() + "/dom.html");
-  EXPECT_EQ(count_of(dom, "<tr class=\"assignment\""), placed) << "rows of the rendered table";
-  EXPECT_EQ(count_of(dom, "<rect class=\"job\""), placed) << "bars of the Gantt chart";
-  EXPECT_EQ(count_of(dom, "<li class=\"unplaceable\""), 1u);
-  EXPECT_EQ(count_of(dom, "<script"), 0u);
-  EXPECT_EQ(count_of(dom, "http"), 0u) << "nothing fetched";
-  ASSERT_EQ(std::system((chromium + "--screenshot=" + cli_test::shell_quoted(png) + " --window-size=1200,900 " + page +
-                         " >/dev/null 2>&1")
-                            .c_str()),
-            0);
-  const std::string out = dnncast::python_test::run_python(
-      "from PIL import Image\n"
-      "image = Image.open('" +
-      png +
-      "').convert('RGB')\n"
-      "pixels = list(image.getdata())\n"
-      "print(len(set(pixels)), sum(1 for p in pixels if p != (255, 255, 255)))\n");
-  ASSERT_EQ(out.rfind("FAILED", 0), std::string::npos) << out;
-  std::istringstream numbers(out);
-  long colours = 0, not_white = 0;
-  numbers >> colours >> not_white;
-  EXPECT_GT(colours, 20) << "a blank or flat screenshot";
-  EXPECT_GT(not_white, 1200L * 900 / 50) << "under 2% of the screenshot is drawn";
+  const chromium_test::Rendered page = chromium_test::render(dir_->path() + "/report.html", dir_->path(), 1200, 900);
+  ASSERT_TRUE(page.ok);
+  EXPECT_EQ(count_of(page.dom, "<tr class=\"assignment\""), placed) << "rows of the rendered table";
+  EXPECT_EQ(count_of(page.dom, "<rect class=\"job\""), placed) << "bars of the Gantt chart";
+  EXPECT_EQ(count_of(page.dom, "<li class=\"unplaceable\""), 1u);
+  EXPECT_EQ(count_of(page.dom, "<script"), 0u);
+  EXPECT_EQ(count_of(page.dom, "http"), 0u) << "nothing fetched";
+  EXPECT_GT(page.colours, 20) << "a blank or flat screenshot";
+  EXPECT_GT(page.not_white, page.width * page.height / 50) << "under 2% of the screenshot is drawn";
 }
 
 }  // namespace
