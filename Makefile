@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build build-cli test test-rotation test-slow demo sanitize fuzz fuzz-ci fuzz-build clean
+.PHONY: setup configure build build-cli test test-rotation test-slow test-slurm demo sanitize fuzz fuzz-ci fuzz-build clean
 
 setup:
 	@bash scripts/setup.sh
@@ -52,6 +52,11 @@ test-rotation: build
 
 test-slow: build
 	@cd $(BUILD) && env -u DNNCAST_ROTATION_SEED ctest -L slow --output-on-failure
+
+# The Slurm test alone (label "slurm", also part of `make test`): a campaign as a job array on a
+# one-node cluster it starts (docs/SCALE-OUT.md).
+test-slurm: build
+	@cd $(BUILD) && ctest -L slurm --output-on-failure
 
 demo: build-cli
 	@$(BUILD)/dnncast predict resnet50 --batch 32 --input 3x224x224
