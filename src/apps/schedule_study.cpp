@@ -346,6 +346,8 @@ StudyReport run_study(const StudyOptions& options) {
       report.roofline_makespan.push_back(flops.timeline.makespan_s / oracle.makespan_s);
       report.forecast_jct.push_back(forecast.timeline.mean_jct_s / oracle.mean_jct_s);
       report.roofline_jct.push_back(flops.timeline.mean_jct_s / oracle.mean_jct_s);
+      report.forecast_cost.push_back(forecast.timeline.cost_usd / oracle.cost_usd);
+      report.roofline_cost.push_back(flops.timeline.cost_usd / oracle.cost_usd);
       report.oom_events += forecast.oom_events + flops.oom_events;
     }
   }
@@ -393,15 +395,19 @@ std::string study_markdown(const StudyReport& report, const StudyOptions& option
       << " public rows, " << report.residuals_source.substr(report.residuals_source.rfind('/') + 1)
       << "; realised over the oracle's, which planned with the realised times; mean +- sd over "
       << report.forecast_makespan.size() << "):\n\n";
-  out << "| planned with | makespan / oracle | median | mean JCT / oracle | median |\n"
-         "| --- | ---: | ---: | ---: | ---: |\n";
-  auto line = [&](const char* label, const std::vector<double>& makespan, const std::vector<double>& jct) {
+  out << "| planned with | makespan / oracle | median | mean JCT / oracle | median | cost / oracle |\n"
+         "| --- | ---: | ---: | ---: | ---: | ---: |\n";
+  auto line = [&](const char* label, const std::vector<double>& makespan, const std::vector<double>& jct,
+                  const std::vector<double>* cost) {
     out << "| " << label << " | " << fixed(mean_of(makespan), 3) << " +- " << fixed(sd_of(makespan), 3) << " | "
         << fixed(core::quantile(makespan, 0.5), 3) << " | " << fixed(mean_of(jct), 3) << " +- " << fixed(sd_of(jct), 3)
-        << " | " << fixed(core::quantile(jct, 0.5), 3) << " |\n";
+        << " | " << fixed(core::quantile(jct, 0.5), 3);
+    if (cost) out << " | " << fixed(mean_of(*cost), 3) << " +- " << fixed(sd_of(*cost), 3);
+    out << " |\n";
   };
-  line("dnncast's forecasts", report.forecast_makespan, report.forecast_jct);
-  line("roofline (FLOPs and bytes over the peaks)", report.roofline_makespan, report.roofline_jct);
+  line("dnncast's forecasts", report.forecast_makespan, report.forecast_jct, &report.forecast_cost);
+  line("roofline (FLOPs and bytes over the peaks)", report.roofline_makespan, report.roofline_jct,
+       &report.roofline_cost);
   int64_t closer = 0, farther = 0;
   for (size_t index = 0; index < report.forecast_makespan.size(); ++index) {
     closer += report.forecast_makespan[index] < report.roofline_makespan[index] * (1 - 1e-9);
@@ -425,10 +431,11 @@ std::string study_markdown(const StudyReport& report, const StudyOptions& option
     out << "):\n\n";
     out << "| planned with | makespan / oracle | median | mean JCT / oracle | median |\n"
            "| --- | ---: | ---: | ---: | ---: |\n";
-    line("forecasts, each GPU held out of the calibration", report.measured_held_gpu, report.measured_held_gpu_jct);
+    line("forecasts, each GPU held out of the calibration", report.measured_held_gpu, report.measured_held_gpu_jct,
+         nullptr);
     line("forecasts, each model held out of the calibration", report.measured_held_model,
-         report.measured_held_model_jct);
-    line("roofline (FLOPs and bytes over the peaks)", report.measured_roofline, report.measured_roofline_jct);
+         report.measured_held_model_jct, nullptr);
+    line("roofline (FLOPs and bytes over the peaks)", report.measured_roofline, report.measured_roofline_jct, nullptr);
   }
   return out.str();
 }

@@ -74,7 +74,7 @@ struct StudyReport {
   int64_t misplaced = 0;           // GA placements where the job does not fit: must be 0
   // Replay: realised makespan and mean JCT over the oracle's, per (instance, draw), for plans made with
   // dnncast's forecasts and with the roofline (FLOPs and bytes over the peaks, no efficiencies).
-  std::vector<double> forecast_makespan, roofline_makespan, forecast_jct, roofline_jct;
+  std::vector<double> forecast_makespan, roofline_makespan, forecast_jct, roofline_jct, forecast_cost, roofline_cost;
   int64_t oom_events = 0;
   // Makespan over a lower bound (the longest job on its fastest type after its arrival; the total of
   // every job's shortest time over the GPUs), per instance: GA and LPT.
