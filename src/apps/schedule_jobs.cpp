@@ -237,10 +237,10 @@ const GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu
     Entry entry;
     // A model or input no GPU could take is the user's error and propagates; a GPU that lacks the peak
     // this precision needs only leaves that GPU out for this job.
-    if (!missing_peaks(catalogue_.gpu(gpu), job.precision).empty()) {
+    const std::vector<std::string> missing = missing_peaks(catalogue_.gpu(gpu), job.precision);
+    if (!missing.empty()) {
       std::string columns;
-      for (const std::string& column : missing_peaks(catalogue_.gpu(gpu), job.precision))
-        columns += (columns.empty() ? "" : ", ") + column;
+      for (const std::string& column : missing) columns += (columns.empty() ? "" : ", ") + column;
       entry.error = gpu + " has no " + columns + " in the catalogue for " + name(job.precision);
     } else {
       entry.forecast = forecast_gpu(request, catalogue_, calibration_);
