@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -324,15 +325,19 @@ void summarize_errors(const TrainingTable& table, const std::string& target,
 // The fitted model's forecasts of the test rows. With `bound_batches` (time, on the table's own
 // features), as `predict` makes them: past the training part's largest batch, held within the
 // forecast there and its time per sample (apps/extrapolation.h), the sample featurized again there.
+// With `at_high`, also the forecast at the largest trained batch of each bounded test row (0 for the
+// others), and that batch in `batch_high`.
 learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& fold_x, const learn::Vector& y,
                                const std::vector<int64_t>& train, const std::vector<int64_t>& test,
-                               const learn::Candidate& candidate, bool bound_batches) {
+                               const learn::Candidate& candidate, bool bound_batches,
+                               std::vector<double>* at_high_out = nullptr, int64_t* batch_high = nullptr) {
   std::vector<int> columns = varying_columns(learn::select_rows(fold_x, train));
   learn::Candidate fold_candidate = candidate;
   fold_candidate.transform = resolve_transform(candidate.transform, columns);
   learn::Matrix x_train = select(fold_x, train, columns);
   learn::FittedModel model = learn::fit_candidate(x_train, learn::select_rows(y, train), fold_candidate);
   learn::Vector predicted = model.predict(select(fold_x, test, columns));
+  if (at_high_out) at_high_out->assign(test.size(), 0.0);
   if (!bound_batches || train.empty()) return predicted;
   int64_t batch_min = INT64_MAX, batch_max = 0;
   for (int64_t row : train) {
@@ -344,6 +349,7 @@ learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& 
     const Sample& sample = table.samples[static_cast<size_t>(test[index])];
     if (bound_from(sample.config.batch, batch_min, batch_max) && sample.graph >= 0) bounded.push_back(index);
   }
+  if (batch_high) *batch_high = batch_max;
   if (bounded.empty()) return predicted;
   learn::Matrix high_x(static_cast<int64_t>(bounded.size()), static_cast<int64_t>(columns.size()));
   for (size_t k = 0; k < bounded.size(); ++k) {
@@ -359,6 +365,7 @@ learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& 
   learn::Vector at_high = model.predict(high_x);
   for (size_t k = 0; k < bounded.size(); ++k) {
     const int64_t position = static_cast<int64_t>(bounded[k]);
+    if (at_high_out) (*at_high_out)[bounded[k]] = at_high(static_cast<int64_t>(k));
     predicted(position) = bounded_past_range(batch_max, at_high(static_cast<int64_t>(k)), predicted(position),
                                              table.samples[static_cast<size_t>(test[bounded[k]])].config.batch);
   }
@@ -403,6 +410,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
                            "true): evaluated without it");
   std::vector<std::vector<double>> layer_estimates(splits.size());
   std::vector<learn::Matrix> layer_x(splits.size());
+  std::vector<std::optional<LayerModel>> layer_models(splits.size());
   const int layers_column = features::feature_index("est.layers_ms");
   const bool has_layer_data = !table.layer_runs.empty() || !options.layer_bench.empty();
   std::vector<features::LayerSites> bench_sites;  // one per benchmark row, built once
@@ -421,6 +429,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     if (examples.empty()) return estimates;
     LayerModel model = LayerModel::fit(examples);
     estimates = layer_estimates_of(table, model);
+    layer_models[fold] = model;
     if (options.log)
       *options.log << "evaluate: layer-wise model of part " << fold + 1 << " fitted on " << from_runs << " runs and "
                    << examples.size() - from_runs << " layer benchmarks (" << model.training_rows() << " layer rows)\n";
@@ -453,12 +462,14 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.transform = candidate.transform.name();
     evaluation.hyperparameters = candidate.hyperparameters;
 
-    std::vector<double> model_errors, baseline_errors, simulator_errors, layerwise_errors;
+    std::vector<double> model_errors, baseline_errors, simulator_errors, layerwise_errors, scaled_errors;
     std::map<std::string, std::vector<double>> family_signed, family_baseline;  // per test family
     for (size_t fold = 0; fold < splits.size(); ++fold) {
       const auto& [train, test] = splits[fold];
-      learn::Vector predicted =
-          fold_predictions(table, x_of(fold), y, train, test, candidate, target == "time" && !with_layer_feature);
+      std::vector<double> at_high;
+      int64_t batch_high = 0;
+      learn::Vector predicted = fold_predictions(table, x_of(fold), y, train, test, candidate,
+                                                 target == "time" && !with_layer_feature, &at_high, &batch_high);
       std::vector<double> baseline = baseline_predictions(table, target, train, test);
       // The layer-wise sum alone, scaled by the training part's median measured / sum.
       double layer_scale = 0;
@@ -471,8 +482,27 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
             ratios.push_back(table.samples[static_cast<size_t>(row)].time_ms() / estimates[static_cast<size_t>(row)]);
         if (!ratios.empty()) layer_scale = core::quantile(ratios, 0.5);
       }
+      // The whole-network learner carried past the trained batches by the layer-wise model's scaling.
+      const bool score_scaled = options.scaled && target == "time" && !with_layer_feature && !estimates.empty() &&
+                                layer_models[fold].has_value();
+      auto scaled_forecast = [&](size_t index) {
+        const double own = predicted(static_cast<int64_t>(index));
+        if (at_high[index] <= 0) return own;
+        const Sample& sample = table.samples[static_cast<size_t>(test[index])];
+        const double at_b = estimates[static_cast<size_t>(test[index])];
+        if (sample.layer_sites < 0 || !(at_b > 0)) return own;
+        features::TrainingConfig config = training_config_of(sample.config);
+        config.batch = batch_high;
+        const bool gpu = !table.environments.at(sample.environment_hash).gpu_name.empty();
+        const double at_high_layers =
+            layer_models[fold]->iteration_ms(table.layer_sites[static_cast<size_t>(sample.layer_sites)], config, gpu);
+        if (!(at_high_layers > 0)) return own;
+        return bounded_past_range(batch_high, at_high[index], at_high[index] * at_b / at_high_layers,
+                                  sample.config.batch);
+      };
       for (size_t index = 0; index < test.size(); ++index) {
         const double layer_sum = layer_scale > 0 ? layer_scale * estimates[static_cast<size_t>(test[index])] : 0;
+        const double scaled = score_scaled ? scaled_forecast(index) : 0;
         std::vector<double> repeats = repeats_of(table.samples[static_cast<size_t>(test[index])], target);
         const std::string& family = table.samples[static_cast<size_t>(test[index])].family;
         for (size_t repeat = 0; repeat < repeats.size(); ++repeat) {
@@ -483,6 +513,10 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
                                               predicted(static_cast<int64_t>(index)), baseline[index], layer_sum});
           model_errors.push_back(std::abs(signed_error));
           if (layer_sum > 0) layerwise_errors.push_back(std::abs(layer_sum - truth) / truth);
+          if (score_scaled) {
+            scaled_errors.push_back(std::abs(scaled - truth) / truth);
+            if (at_high[index] > 0) ++evaluation.scaled_past_range;
+          }
           baseline_errors.push_back(std::abs(baseline[index] - truth) / truth);
           family_signed[family].push_back(signed_error);
           family_baseline[family].push_back(baseline_errors.back());
@@ -498,6 +532,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.baseline = learn::error_stats(baseline_errors);
     evaluation.simulator = learn::error_stats(simulator_errors);
     evaluation.layerwise = learn::error_stats(layerwise_errors);
+    evaluation.scaled = learn::error_stats(scaled_errors);
     if (options.hybrid && target == "time" && !options.layer_feature && has_layer_data) {
       with_layer_feature = true;
       learn::Candidate hybrid = choose_candidate(table, x_of(0), y, target, splits.front().first, options, cv_groups);
@@ -563,6 +598,9 @@ json EvaluationReport::to_json() const {
                                                                       {"transform", target.hybrid_transform},
                                                                       {"errors", target.hybrid.to_json()}}
                                                                : json(nullptr)},
+                            {"scaled", target.scaled.count > 0 ? json{{"errors", target.scaled.to_json()},
+                                                                      {"past_range_runs", target.scaled_past_range}}
+                                                               : json(nullptr)},
                             {"noise_floor", target.noise_floor.to_json()},
                             {"noise_configurations", target.noise_configurations},
                             {"by_family", by_family_json(target.by_family)},
@@ -608,6 +646,10 @@ std::string EvaluationReport::markdown() const {
     if (target.hybrid.count > 0)
       line("hybrid: " + target.hybrid_learner + ", " + target.hybrid_transform + " with the layer-wise sum as a feature",
            target.hybrid);
+    if (target.scaled.count > 0)
+      line("scaled: the learned model, past the trained batches carried by the layer-wise sum's batch scaling (" +
+               std::to_string(target.scaled_past_range) + " runs past them)",
+           target.scaled);
     line("analytic roofline (least squares)", target.baseline);
     line("noise floor (a repeat vs. its configuration's mean, from the spread between repeats)", target.noise_floor);
     out << "\n";
@@ -674,6 +716,8 @@ std::string EvaluationReport::text() const {
               : std::string("layer-wise sum alone (scaled)"),
           target.layerwise);
     if (target.hybrid.count > 0) row("hybrid (" + target.hybrid_learner + " + est.layers_ms)", target.hybrid);
+    if (target.scaled.count > 0)
+      row("scaled past batch range (" + std::to_string(target.scaled_past_range) + " runs)", target.scaled);
     row("analytic roofline (least squares)", target.baseline);
     row("noise floor (repeat vs. configuration mean)", target.noise_floor);
     if (target.noise_floor.count > 0 && target.noise_floor.mre > 0)

@@ -49,6 +49,11 @@ struct EvaluateOptions {
   // Also score the hybrid (the whole-network learner with est.layers_ms, AutoML run for it on its
   // own) beside the whole-network learner: TargetEvaluation::hybrid (`evaluate --model whole,layerwise,hybrid`).
   bool hybrid = false;
+  // Also score the whole-network learner carried past the training part's largest batch B by the
+  // layer-wise model's batch scaling: its forecast at B times L(b) / L(B), L the layer-wise sum, held
+  // within [t(B), t(B) b / B] like the plain bound: TargetEvaluation::scaled (`--model scaled`). Inside
+  // the trained batches it is the whole-network learner's own forecast.
+  bool scaled = false;
   // Single-layer benchmarks (`dnncast bench-layers`, table layer_benchmarks) the layer-wise model is
   // also fitted on (alone: those of the dataset's environment where the dataset has no per-layer
   // runs). Rows timed as a layer of a zoo model that a test part holds are left out of that part's fit.
@@ -94,6 +99,8 @@ struct TargetEvaluation {
   learn::ErrorStats layerwise;
   learn::ErrorStats hybrid;  // EvaluateOptions::hybrid: the whole-network learner with est.layers_ms
   std::string hybrid_learner, hybrid_transform;
+  learn::ErrorStats scaled;  // EvaluateOptions::scaled
+  int64_t scaled_past_range = 0;  // test runs past the training part's batches, where scaled differs
   std::vector<FamilyErrors> by_family;  // every family with test runs, by name
   std::vector<KindErrors> by_kind;      // designed, synthetic: those with test runs
   std::vector<TestPrediction> predictions;  // every held-out run (EvaluateOptions::keep_predictions)

@@ -1,6 +1,7 @@
 #include "apps/extrapolation.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dnncast::apps {
 
@@ -16,7 +17,7 @@ double bounded_past_range(int64_t high, double at_high, double own, int64_t batc
 
 Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,
                        const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
-                       int64_t* bounded_at) {
+                       int64_t* bounded_at, LayerScaling* layers) {
   const nlohmann::json& training = time.manifest().training;
   std::optional<int64_t> high;
   if (training.contains("batch_max") && training.contains("batch_min"))
@@ -26,8 +27,17 @@ Estimate time_forecast(const Predictor& time, const Estimate& own, const feature
   features::TrainingConfig at = config;
   at.batch = *high;
   const Estimate at_high = time.predict_one(features::featurize(graph, at, hardware));
+  double carried = own.value;
+  if (layers != nullptr && layers->model != nullptr && layers->sites != nullptr) {
+    const double at_b = layers->model->iteration_ms(*layers->sites, config, layers->gpu);
+    const double at_b_high = layers->model->iteration_ms(*layers->sites, at, layers->gpu);
+    if (at_b > 0 && at_b_high > 0 && std::isfinite(at_b / at_b_high)) {
+      layers->ratio = at_b / at_b_high;
+      carried = at_high.value * layers->ratio;
+    }
+  }
   Estimate out;
-  out.value = bounded_past_range(*high, at_high.value, own.value, config.batch);
+  out.value = bounded_past_range(*high, at_high.value, carried, config.batch);
   const double scale = own.value > 0 ? out.value / own.value : 1.0;
   out.low = own.low * scale;
   out.high = own.high * scale;

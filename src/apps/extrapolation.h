@@ -10,6 +10,11 @@
 // Continuing t(B) with the slope between B/2 and B instead was measured worse on the batch split
 // (43.6% MRE, against 36.7% for the model's own extrapolation and 33.5% for the bound): below batch
 // 16 libtorch's slow path for 1x1 convolutions makes that slope meaningless.
+//
+// Where the predictor set has a layer-wise model (time/layers/, `dnncast train --layer-bench`), fitted
+// on single layers timed alone up to batch 256, that model says where: the forecast past B is
+// t(B) L(b) / L(B), L the sum of the layer-wise model's forecasts for every layer of the network at
+// that batch, held within the same bounds (`evaluate --model scaled` scores it; docs/RESULTS.md).
 #pragma once
 
 #include <cstdint>
@@ -27,12 +32,21 @@ std::optional<int64_t> bound_from(int64_t batch, int64_t trained_min, int64_t tr
 // The model's own forecast at `batch` (`own`) held within [at_high, at_high * batch / high].
 double bounded_past_range(int64_t high, double at_high, double own, int64_t batch);
 
+// The layer-wise model's view of one network, for carrying a forecast past the trained batches.
+struct LayerScaling {
+  const LayerModel* model = nullptr;
+  const features::LayerSites* sites = nullptr;
+  bool gpu = false;
+  double ratio = 0;  // out: L(b) / L(B) where it was used, else 0
+};
+
 // A time predictor's forecast of one configuration as `predict` makes it, from its own forecast
 // `own` there: that inside and below the trained batches (manifest training.batch_min, batch_max);
 // past them, bounded as above (the forecast at the largest trained batch made here), its interval
-// scaled alike. `bounded_at` (optional): the largest trained batch when past it, else 0.
+// scaled alike; with `layers` (a model and the network's sites), t(B) L(b) / L(B) within the bounds.
+// `bounded_at` (optional): the largest trained batch when past it, else 0.
 Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,
                        const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
-                       int64_t* bounded_at = nullptr);
+                       int64_t* bounded_at = nullptr, LayerScaling* layers = nullptr);
 
 }  // namespace dnncast::apps

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include "apps/predictor.h"
 #include "core/error.h"
 #include "features/featurizer.h"
+#include "features/layer_features.h"
 
 namespace dnncast::apps {
 
@@ -77,18 +79,43 @@ void check_trained_range(const ForecastRequest& request, const json& training, c
 }
 
 // The time forecast (apps/extrapolation.h), with a note when it was bounded past the trained batches.
-Estimate forecast_time(const Predictor& time, const std::vector<double>& row, const features::GraphFeatures& graph,
-                       const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
-                       Forecast& result) {
+// Past the trained batches with a layer-wise model in the set: carried by its batch scaling.
+Estimate forecast_time(const PredictorSet& set, const std::vector<double>& row, const Graph& model,
+                       const features::GraphFeatures& graph, const features::TrainingConfig& config,
+                       const features::HardwareFeatures& hardware, Forecast& result) {
+  const Predictor& time = *set.time;
   int64_t bounded_at = 0;
-  Estimate out = time_forecast(time, time.predict_one(row), graph, config, hardware, &bounded_at);
+  features::LayerSites sites;
+  LayerScaling scaling;
+  const json& training = time.manifest().training;
+  const bool past_range = training.contains("batch_max") && training.contains("batch_min") &&
+                          bound_from(config.batch, training["batch_min"].get<int64_t>(),
+                                     training["batch_max"].get<int64_t>());
+  if (set.layers && past_range) {
+    sites = features::layer_sites(model);
+    scaling.model = &*set.layers;
+    scaling.sites = &sites;
+    scaling.gpu = !set.environment().gpu_name.empty();
+  }
+  Estimate out = time_forecast(time, time.predict_one(row), graph, config, hardware, &bounded_at,
+                               scaling.model != nullptr ? &scaling : nullptr);
+  result.time_model = "whole";
   if (bounded_at > 0) {
-    const json& training = time.manifest().training;
     result.extrapolated_from = bounded_at;
-    result.notes.push_back("batch " + std::to_string(config.batch) + " is past the trained range " +
-                           training["batch_min"].dump() + "-" + training["batch_max"].dump() +
-                           ": extrapolated, held between the forecast at batch " + std::to_string(bounded_at) +
-                           " and its time per sample");
+    const std::string range = training["batch_min"].dump() + "-" + training["batch_max"].dump();
+    if (scaling.ratio > 0) {
+      result.time_model = "whole, carried past the trained batches by the layer-wise model";
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.3g", scaling.ratio);
+      result.notes.push_back("batch " + std::to_string(config.batch) + " is past the trained range " + range +
+                             ": the forecast at batch " + std::to_string(bounded_at) +
+                             " times the layer-wise model's ratio between the two batches (" + ratio +
+                             "), held between that forecast and its time per sample");
+    } else {
+      result.notes.push_back("batch " + std::to_string(config.batch) + " is past the trained range " + range +
+                             ": extrapolated, held between the forecast at batch " + std::to_string(bounded_at) +
+                             " and its time per sample");
+    }
   }
   return out;
 }
@@ -172,7 +199,7 @@ Forecast forecast(const ForecastRequest& request) {
   result.input = input_shape.substr(input_shape.find('x') + 1);
   check_trained_model(time_manifest.training, graph, result);
 
-  Estimate time = forecast_time(*set.time, row, graph_part, config, hardware, result);
+  Estimate time = forecast_time(set, row, graph, graph_part, config, hardware, result);
   result.time_ms = time.value;
   result.time_ms_low = time.low;
   result.time_ms_high = time.high;

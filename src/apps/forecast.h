@@ -43,6 +43,10 @@ struct Forecast {
   int64_t threads = 0;
   double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
   int64_t extrapolated_from = 0;  // > 0: the batch past the trained range the time was continued from
+  // Which time model made the forecast: "whole" (the whole-network learner), or past the trained
+  // batches with a layer-wise model in the set, "whole, carried past the trained batches by the
+  // layer-wise model" (apps/extrapolation.h).
+  std::string time_model;
   std::optional<double> epoch_s;                          // with epoch_samples
   int64_t epoch_samples = 0, epoch_iterations = 0;
   // Peak memory above what is held before training (as `dnncast profile` reports it), with its

@@ -191,6 +191,11 @@ std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<
 
 // The layer-wise model's training examples: the layer runs of the given samples (all when null).
 std::vector<LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples = nullptr);
+// The layer-wise model of a predictor set (`dnncast train --layer-bench`): fitted on the table's
+// per-layer runs (TableOptions::layer_sites) and the single-layer benchmarks' `target` timings
+// (warm | cold). InputError when neither has a row.
+LayerModel train_layer_model(const TrainingTable& table, const std::vector<data::LayerBenchRecord>& bench,
+                             const std::string& target, std::ostream* log = nullptr);
 // The layer-wise model's forecast of every sample, ms (0 for a sample without layer sites).
 std::vector<double> layer_estimates_of(const TrainingTable& table, const LayerModel& model);
 
@@ -223,9 +228,12 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
 struct PredictorSet {
   std::string dir;
   std::optional<Predictor> time, memory;
+  // DIR/time/layers when present (`dnncast train --layer-bench`): carries time forecasts past the
+  // trained batches (apps/extrapolation.h).
+  std::optional<LayerModel> layers;
   const data::EnvironmentRecord& environment() const;
 };
-// DIR with manifest.json (one bundle), or DIR/time and DIR/memory.
+// DIR with manifest.json (one bundle), or DIR/time (with DIR/time/layers when there) and DIR/memory.
 PredictorSet load_predictor_set(const std::string& dir);
 // The folders under `root` (data/predictors) that hold predictor sets, sorted.
 std::vector<std::string> shipped_predictor_sets(const std::string& root);

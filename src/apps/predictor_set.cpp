@@ -33,6 +33,7 @@ PredictorSet load_predictor_set(const std::string& dir) {
   if (!fs::exists(dir + "/time/manifest.json"))
     throw InputError("no predictor at " + dir + " (expected " + dir + "/manifest.json or " + dir + "/time/manifest.json)");
   set.time.emplace(Predictor::load(dir + "/time"));
+  if (fs::exists(dir + "/time/layers/layers.json")) set.layers.emplace(LayerModel::load(dir + "/time/layers"));
   if (fs::exists(dir + "/memory/manifest.json")) set.memory.emplace(Predictor::load(dir + "/memory"));
   return set;
 }

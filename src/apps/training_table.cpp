@@ -320,6 +320,22 @@ std::vector<LayerExample> layer_examples(const TrainingTable& table, const std::
   return examples;
 }
 
+LayerModel train_layer_model(const TrainingTable& table, const std::vector<data::LayerBenchRecord>& bench,
+                             const std::string& target, std::ostream* log) {
+  std::vector<LayerExample> examples = layer_examples(table);
+  const size_t from_runs = examples.size();
+  std::vector<features::LayerSites> bench_sites;  // the examples point into it until the fit
+  for (LayerExample& example : bench_examples(bench, target, bench_sites)) examples.push_back(std::move(example));
+  if (examples.empty())
+    throw InputError("no layer timings to fit a layer-wise model on: the dataset has no per-layer runs and no "
+                     "single-layer benchmarks were given (dnncast bench-layers)");
+  LayerModel model = LayerModel::fit(examples);
+  if (log)
+    *log << "layer-wise model fitted on " << from_runs << " per-layer runs and " << examples.size() - from_runs
+         << " layer benchmarks (" << model.training_rows() << " layer rows)\n";
+  return model;
+}
+
 std::vector<double> layer_estimates_of(const TrainingTable& table, const LayerModel& model) {
   std::vector<double> estimates(table.samples.size(), 0.0);
   for (size_t index = 0; index < table.samples.size(); ++index) {

@@ -63,7 +63,9 @@ int run_evaluate(const Args& args) {
   std::vector<std::string> models{"whole", "layerwise"};
   app.add_option("--model", models,
                  "time predictors scored side by side: whole (the whole-network learner), layerwise (the sum of "
-                 "per-layer forecasts), hybrid (the whole-network learner with that sum as a feature); default whole,layerwise")
+                 "per-layer forecasts), hybrid (the whole-network learner with that sum as a feature), scaled (the "
+                 "whole-network learner, past the trained batches carried by the layer-wise sum's batch scaling); "
+                 "default whole,layerwise")
       ->delimiter(',');
   std::string bench_path, bench_target = "warm";
   app.add_option("--layer-bench", bench_path,
@@ -127,9 +129,10 @@ int run_evaluate(const Args& args) {
   table_options.layer_sites = target.empty() || target == "time";
   apps::EvaluateOptions options;
   for (const std::string& model : models)
-    if (model != "whole" && model != "layerwise" && model != "hybrid")
-      throw InputError("unknown --model " + quote(model) + " (known: whole, layerwise, hybrid)");
+    if (model != "whole" && model != "layerwise" && model != "hybrid" && model != "scaled")
+      throw InputError("unknown --model " + quote(model) + " (known: whole, layerwise, hybrid, scaled)");
   options.hybrid = std::find(models.begin(), models.end(), "hybrid") != models.end();
+  options.scaled = std::find(models.begin(), models.end(), "scaled") != models.end();
   if (options.hybrid && layer_feature) throw InputError("--layer-feature is --model hybrid alone: give one of them");
   if (bench_target != "warm" && bench_target != "cold")
     throw InputError("unknown --bench-target " + quote(bench_target) + " (known: warm, cold)");

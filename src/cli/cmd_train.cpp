@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "apps/predictor.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "data/store.h"
 #include "learn/learner.h"
 
 namespace dnncast::cli {
@@ -49,7 +51,23 @@ int run_train(const Args& args) {
   std::string cv_groups = "network";
   app.add_option("--cv-groups", cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
   app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
+  std::string bench_path, bench_target = "warm";
+  bool layers_only = false;
+  app.add_option("--layer-bench", bench_path,
+                 "also fit a layer-wise model (OUT/time/layers) on this dataset's single-layer benchmarks (dnncast\n"
+                 "bench-layers) and the --db dataset's per-layer runs: `predict` carries forecasts past the trained\n"
+                 "batches with it");
+  app.add_option("--bench-target", bench_target, "warm (default) or cold: which timing of a benchmark to fit");
+  app.add_flag("--layers-only", layers_only,
+               "with --layer-bench: write only OUT/time/layers, leaving the set's time and memory predictors as they are");
   if (!parse_args(app, args, "train")) return 0;
+  if (bench_target != "warm" && bench_target != "cold")
+    throw InputError("unknown --bench-target " + quote(bench_target) + " (known: warm, cold)");
+  if (layers_only && bench_path.empty()) throw InputError("--layers-only goes with --layer-bench FILE");
+  if (!bench_path.empty() && target != "all")
+    throw InputError("--layer-bench goes with --target all (the layer-wise model lives in OUT/time/layers)");
+  if (layers_only && !std::filesystem::exists(out + "/time/manifest.json"))
+    throw InputError("--layers-only: no predictor set at " + out + " (" + out + "/time/manifest.json is missing)");
   if (target != "time" && target != "memory" && target != "all")
     throw InputError("unknown --target " + quote(target) + " (known: time, memory, all)");
   if (candidates < 0) throw InputError("--candidates must be positive, got " + std::to_string(candidates));
@@ -61,9 +79,17 @@ int run_train(const Args& args) {
   std::vector<std::string> learners = split_list(learners_text);
   for (const std::string& name : learners) learn::learner_info(name);  // unknown names fail before any work
 
+  std::vector<data::LayerBenchRecord> bench;
+  if (!bench_path.empty()) {
+    if (!std::filesystem::exists(bench_path)) throw InputError("--layer-bench: no such file " + bench_path);
+    data::Store store = data::Store::open(bench_path, data::Database::Mode::ReadOnly);
+    bench = store.layer_benchmarks();
+    if (bench.empty()) throw InputError(bench_path + ": no layer benchmarks (dnncast bench-layers)");
+  }
   apps::TableOptions table_options;
   table_options.time_column = time_column;
   table_options.environment = environment;
+  table_options.layer_sites = !bench_path.empty();
   apps::TrainingTable table = apps::load_training_table(db, table_options);
   if (!quiet) {
     std::fprintf(stderr, "train: %zu configurations (%lld runs) from %s\n", table.samples.size(),
@@ -72,7 +98,9 @@ int run_train(const Args& args) {
   }
 
   std::vector<std::pair<std::string, std::string>> jobs;  // target, folder
-  if (target == "all") {
+  if (layers_only) {
+    // nothing but the layer-wise model below
+  } else if (target == "all") {
     jobs.emplace_back("time", out + "/time");
     if (table.has_memory()) jobs.emplace_back("memory", out + "/memory");
     else std::fprintf(stderr, "note: no memory predictor: some configurations have no peak bytes\n");
@@ -97,6 +125,13 @@ int run_train(const Args& args) {
     std::printf("wrote %s: %s predictor, %s (%s), CV MRE %.2f%% over %zu configurations\n", folder.c_str(),
                 job_target.c_str(), manifest.learner.c_str(), manifest.transform.name().c_str(),
                 100 * manifest.cv.at("mre").get<double>(), table.samples.size());
+  }
+  if (!bench.empty()) {
+    apps::LayerModel layers = apps::train_layer_model(table, bench, bench_target, quiet ? nullptr : &std::cerr);
+    layers.save(out + "/time/layers");
+    std::printf("wrote %s/time/layers: layer-wise model, %lld per-layer runs and layer benchmarks (%lld layer rows)\n",
+                out.c_str(), static_cast<long long>(layers.training_runs()),
+                static_cast<long long>(layers.training_rows()));
   }
   return 0;
 }

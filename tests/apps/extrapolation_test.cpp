@@ -12,6 +12,9 @@
 
 #include "apps/forecast.h"
 #include "apps/holdout.h"
+#include "apps/layer_model.h"
+#include "features/layer_features.h"
+#include "models/zoo.h"
 
 namespace dnncast::apps {
 namespace {
@@ -65,15 +68,95 @@ TEST(BatchExtrapolation, ZooForecastsPastTheTrainedBatchesAreMonotone) {
         EXPECT_LE(per_sample, previous_per_sample * (1 + 1e-12)) << model << " " << batch;
         bool noted = false;
         for (const std::string& note : forecast.notes)
-          noted = noted || note.find("held between the forecast at batch") != std::string::npos;
+          noted = noted || (note.find("past the trained range") != std::string::npos &&
+                            note.find("held between") != std::string::npos);
         EXPECT_TRUE(noted) << model << " " << batch;
+        EXPECT_NE(forecast.time_model.find("whole"), std::string::npos) << model << " " << batch;
       } else {
         EXPECT_EQ(forecast.extrapolated_from, 0) << model << " " << batch;
+        EXPECT_EQ(forecast.time_model, "whole") << model << " " << batch;
       }
       previous_ms = forecast.time_ms;
       previous_per_sample = per_sample;
     }
   }
+}
+
+// A layer-wise model that knows a cost law linear in the batch (1 GFLOP/s plus 20 us a node, fitted
+// on the zoo's layers at batches 1-256): past the trained batches the forecast is t(B) L(b) / L(B)
+// within the bounds, L that model's sum over the network's layers; inside them it is untouched. Then
+// the same through `forecast` with the model saved into a copy of the shipped set.
+TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
+  std::vector<features::LayerSites> sites;
+  for (const char* name : {"resnet18", "mobilenet_v2", "vgg11", "squeezenet1_1", "densenet121"})
+    sites.push_back(features::layer_sites(build_zoo_model(name, {1, {3, 64, 64}, 0, 1000})));
+  std::vector<LayerExample> examples;
+  for (const features::LayerSites& network : sites)
+    for (int64_t batch = 1; batch <= 256; batch *= 2) {
+      LayerExample example;
+      example.sites = &network;
+      example.config.batch = batch;
+      for (const features::LayerSite& site : network.nodes)
+        example.ms.push_back(1e-6 * (site.flops_fwd + site.flops_bwd) * static_cast<double>(batch) + 0.02);
+      example.ms.push_back(5e-6 * network.params * 2);  // SGD with momentum: parameters and one state
+      examples.push_back(std::move(example));
+    }
+  const LayerModel layers = LayerModel::fit(examples);
+
+  PredictorSet set = load_predictor_set(kCpuSet);
+  const int64_t batch_max = set.time->manifest().training.at("batch_max").get<int64_t>();
+  Graph graph = build_zoo_model("resnet18", {256, {3, 64, 64}, 0, 1000});
+  const features::GraphFeatures graph_part = features::graph_features(graph);
+  const features::HardwareFeatures hardware = hardware_of(set.environment());
+  features::TrainingConfig config;
+  config.batch = 256;
+  features::TrainingConfig at_max = config;
+  at_max.batch = batch_max;
+  const Estimate own = set.time->predict_one(features::featurize(graph_part, config, hardware));
+  const double at_high = set.time->predict_one(features::featurize(graph_part, at_max, hardware)).value;
+  const features::LayerSites resnet18 = features::layer_sites(graph);
+  LayerScaling scaling{&layers, &resnet18, false};
+  int64_t bounded_at = 0;
+  const Estimate carried = time_forecast(*set.time, own, graph_part, config, hardware, &bounded_at, &scaling);
+  EXPECT_EQ(bounded_at, batch_max);
+  const double ratio = layers.iteration_ms(resnet18, config, false) / layers.iteration_ms(resnet18, at_max, false);
+  EXPECT_DOUBLE_EQ(scaling.ratio, ratio);
+  // The law is nearly proportional to the batch: the ratio of 256 to 128 is close to 2.
+  EXPECT_GT(ratio, 1.6);
+  EXPECT_LT(ratio, 2.2);
+  EXPECT_DOUBLE_EQ(carried.value, bounded_past_range(batch_max, at_high, at_high * ratio, 256));
+  EXPECT_LE(carried.low, carried.value);
+  EXPECT_GE(carried.high, carried.value);
+  // Inside the trained batches: the predictor's own forecast, the layer-wise model not asked.
+  config.batch = 64;
+  LayerScaling inside{&layers, &resnet18, false};
+  const Estimate own_64 = set.time->predict_one(features::featurize(graph_part, config, hardware));
+  EXPECT_DOUBLE_EQ(time_forecast(*set.time, own_64, graph_part, config, hardware, nullptr, &inside).value, own_64.value);
+  EXPECT_EQ(inside.ratio, 0);
+
+  // Through the forecast API: a copy of the shipped set with the model in time/layers.
+  const std::string dir = std::string(DNNCAST_BINARY_DIR) + "/test_apps_tmp/BatchExtrapolationLayers";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(kCpuSet, dir + "/set", fs::copy_options::recursive);
+  fs::remove_all(dir + "/set/time/layers");
+  layers.save(dir + "/set/time/layers");
+  ForecastRequest request;
+  request.model = "resnet18";
+  request.spec.batch = 256;
+  request.spec.input = {3, 64, 64};
+  request.predictor_dir = dir + "/set";
+  request.threads = 1;
+  Forecast forecast = apps::forecast(request);
+  EXPECT_DOUBLE_EQ(forecast.time_ms, carried.value);
+  EXPECT_EQ(forecast.extrapolated_from, batch_max);
+  EXPECT_NE(forecast.time_model.find("layer-wise"), std::string::npos) << forecast.time_model;
+  bool noted = false;
+  for (const std::string& note : forecast.notes) noted = noted || note.find("layer-wise model's ratio") != std::string::npos;
+  EXPECT_TRUE(noted);
+  request.spec.batch = 64;
+  EXPECT_EQ(apps::forecast(request).time_model, "whole");
+  fs::remove_all(dir);
 }
 
 // Against the measured series of the shipped dataset (every run, as `evaluate --predictor SET --db

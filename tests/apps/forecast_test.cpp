@@ -196,7 +196,7 @@ TEST_F(ForecastApi, MemoryErrorsAreInputErrors) {
 }
 
 TEST_F(ForecastApi, InspectMatchesTheCliJson) {
-  for (const std::string& model : {"resnet18", "gpt2_small"}) {
+  for (const char* model : {"resnet18", "gpt2_small"}) {
     ModelSpec spec;
     spec.batch = 2;
     Inspection inspection = inspect(load_model(model, spec));

@@ -157,8 +157,12 @@ TEST_F(PredictorPipeline, TableGroupsRepeatsAndSkipsFailures) {
     ASSERT_EQ(sample.times_ms.size(), 2u);
     EXPECT_NEAR(sample.time_ms(), (sample.times_ms[0] + sample.times_ms[1]) / 2, 1e-12);
   }
-  EXPECT_THROW(load_training_table(*dataset_, {"median", "no-such-env"}), InputError);
-  EXPECT_THROW(load_training_table(*dataset_, {"p50", ""}), InputError);
+  TableOptions unknown_environment;
+  unknown_environment.environment = "no-such-env";
+  EXPECT_THROW(load_training_table(*dataset_, unknown_environment), InputError);
+  TableOptions unknown_column;
+  unknown_column.time_column = "p50";
+  EXPECT_THROW(load_training_table(*dataset_, unknown_column), InputError);
   EXPECT_THROW(load_training_table(temp_dir("missing") + "/none.db"), InputError);
 }
 
@@ -428,6 +432,24 @@ TEST(LayerWise, EvaluateScoresTheLayerSumAndFeedsItAsAFeature) {
   EXPECT_EQ(with.layerwise.mre, without.layerwise.mre);  // the same layer models either way
   // Without per-layer timings there is no layer-wise row.
   EXPECT_EQ(evaluate(plain, options).targets[0].layerwise.count, 0);
+
+  // `--model scaled`: the whole-network learner, carried past the training part's largest batch by
+  // the layer-wise sum's ratio. Inside the trained batches (the random split) it is the learner's
+  // own forecast; on the batch split every test run (batch 32) lies past the trained 16, and the
+  // layers follow the law, so the ratio carries the forecast at 16 to the truth at 32.
+  options.layer_feature = false;
+  options.scaled = true;
+  TargetEvaluation random = evaluate(table, options).targets[0];
+  EXPECT_EQ(random.scaled.count, random.model.count);
+  EXPECT_EQ(random.scaled_past_range, 0);
+  EXPECT_DOUBLE_EQ(random.scaled.mre, random.model.mre);
+  options.split = "batch";
+  TargetEvaluation batch = evaluate(table, options).targets[0];
+  ASSERT_GT(batch.model.count, 0);
+  EXPECT_EQ(batch.scaled.count, batch.model.count);
+  EXPECT_EQ(batch.scaled_past_range, batch.model.count);
+  EXPECT_LT(batch.scaled.mre, 0.15) << "whole-network learner past the trained batches: " << batch.model.mre;
+  EXPECT_EQ(evaluate(plain, options).targets[0].scaled.count, 0);  // no layer-wise model: no scaled row
 }
 
 TEST(PredictorErrors, TooSmallDatasetIsAnInputError) {

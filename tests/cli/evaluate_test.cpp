@@ -30,7 +30,7 @@ TEST(EvaluateCli, RefusesBadLearnerOptionsInOneLine) {
        "unknown hyperparameter 'max_dept'"},
       {{"--db", db, "--json-out", dir.path() + "/no/such/dir/report.json"}, "cannot write"},
       {{"--db", db, "--predictions", dir.path() + "/no/such/dir/p.csv"}, "cannot write"},
-      {{"--db", db, "--model", "whole,hybird"}, "unknown --model 'hybird' (known: whole, layerwise, hybrid)"},
+      {{"--db", db, "--model", "whole,hybird"}, "unknown --model 'hybird' (known: whole, layerwise, hybrid, scaled)"},
       {{"--db", db, "--model", "hybrid", "--layer-feature"}, "--layer-feature is --model hybrid alone"},
       {{"--db", db, "--bench-target", "hot"}, "unknown --bench-target 'hot' (known: warm, cold)"},
   };

@@ -296,7 +296,9 @@ TEST(Campaign, PerLayerPlansStoreEveryNodeInGraphOrder) {
     ASSERT_EQ(timed.size(), expected.size() + 3);
     double alone = 0, inside = 0;
     for (size_t index = 0; index < timed.size(); ++index) {
-      if (index < expected.size()) EXPECT_EQ(timed[index].node, expected[index]);
+      if (index < expected.size()) {
+        EXPECT_EQ(timed[index].node, expected[index]);
+      }
       EXPECT_GE(timed[index].forward_ms, 0);
       ASSERT_TRUE(timed[index].iteration_forward_ms.has_value() && timed[index].iteration_backward_ms.has_value());
       EXPECT_GE(*timed[index].iteration_backward_ms, 0);

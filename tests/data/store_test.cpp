@@ -175,8 +175,10 @@ TEST(Store, LayerTimesRoundTripAndMerge) {
   ScratchDir dir;
   NetworkRecord network = resnet18_at_32();
   RunRecord timed = sample_run(0, 8, 0);
-  timed.result.layers = {{"conv1", "Conv2d", 1.25, 2.5, 1.5, 3.0}, {"fc", "Linear", 0.125, 0.25, std::nullopt, 0.5},
-                         {"optimizer.step", kOptimizerStepOp, 0.5, 0}, {"optimizer.zero_grad", kZeroGradOp, 0.0625, 0}};
+  timed.result.layers = {{"conv1", "Conv2d", 1.25, 2.5, 1.5, 3.0},
+                         {"fc", "Linear", 0.125, 0.25, std::nullopt, 0.5},
+                         {"optimizer.step", kOptimizerStepOp, 0.5, 0, std::nullopt, std::nullopt},
+                         {"optimizer.zero_grad", kZeroGradOp, 0.0625, 0, std::nullopt, std::nullopt}};
   {
     Store store = Store::open(dir.file("a.db"));
     int64_t environment_id = store.ensure_environment(test_environment());
@@ -185,7 +187,7 @@ TEST(Store, LayerTimesRoundTripAndMerge) {
     EXPECT_TRUE(store.insert_run(network, plain));
     EXPECT_TRUE(store.insert_run(network, timed));
     RunRecord again = timed;
-    again.result.layers.push_back({"extra", "ReLU", 9, 9});
+    again.result.layers.push_back({"extra", "ReLU", 9, 9, std::nullopt, std::nullopt});
     EXPECT_FALSE(store.insert_run(network, again));
   }
   merge_datasets({dir.file("a.db")}, dir.file("merged.db"));

@@ -41,10 +41,11 @@ TEST(Docs, CheckerFindsEveryPlantedProblem) {
   // problem above and nothing else (the fixture's compressed data, its own output file and the
   // Makefile's build/configure.log pass, in any build folder).
   const bool bench_built = access(DNNCAST_BINARY_DIR "/bench/predict_bench", X_OK) == 0;
-  if (bench_built)
+  if (bench_built) {
     EXPECT_NE(output.find("stale.md:3: build/predict_bench: the target predict_bench is built as build/bench/predict_bench"),
               std::string::npos)
         << output;
+  }
   EXPECT_NE(output.find(bench_built ? ", 7 problems" : ", 6 problems"), std::string::npos) << output;
 }
 

@@ -155,7 +155,9 @@ print(json.dumps({"params": sum(p.numel() for p in model.parameters()), "macs": 
     causal += node.op == "ScaledDotProductAttention" && node.attr_int("causal", 0) == 1;
     tied += node.op == "Linear" && !node.attr_str("tied_to", "").empty();
     copies += node.op == "Permute" && node.attr_int("contiguous", 0) == 1;
-    if (node.op == "PositionEmbedding") EXPECT_EQ(node.attr_int("length", 0), 32);  // the whole table
+    if (node.op == "PositionEmbedding") {
+      EXPECT_EQ(node.attr_int("length", 0), 32);  // the whole table
+    }
   }
   EXPECT_EQ(attention, 2);
   EXPECT_EQ(causal, 1);
