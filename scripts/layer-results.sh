@@ -1,24 +1,31 @@
 #!/bin/bash
 # The tables of docs/RESULTS.md "Layer benchmarks and the hybrid (issue 20)": the whole-network
 # learner, the layer-wise sum and the hybrid side by side (`evaluate --model whole,layerwise,hybrid`),
-# on the AVX-512 dataset's per-layer runs and on the AVX2 dataset with the shipped layer benchmarks.
-#   scripts/layer-results.sh [BUILD]      (BUILD: the build folder, default build; about 30 minutes on 2 cores)
+# on the AVX-512 dataset's per-layer runs, on the same with the AVX-512 EPYC's single-layer benchmarks
+# (and `scaled`: the whole learner carried past the trained batches by the layer-wise model), and on
+# the AVX2 dataset with its own layer benchmarks.
+#   scripts/layer-results.sh [BUILD]      (BUILD: the build folder, default build; about 60 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 DNNCAST=$BUILD/dnncast
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-for name in dnncast-cpu2 dnncast-zen3-avx2 layers-zen3-avx2 layers-zen3-avx2-repeat; do xz -dkc data/$name.db.xz > "$TMP/$name.db"; done
-evaluate() { "$DNNCAST" evaluate --target time --learner xgboost --model whole,layerwise,hybrid --markdown --quiet "$@"; }
+for name in dnncast-cpu2 dnncast-zen3-avx2 layers-zen3-avx2 layers-zen3-avx2-repeat layers-epyc-avx512; do xz -dkc data/$name.db.xz > "$TMP/$name.db"; done
+evaluate() { "$DNNCAST" evaluate --target time --learner xgboost --markdown --quiet "$@"; }
 for split in batch random family; do
   echo "### AVX-512 (data/dnncast-cpu2.db), split $split"
-  evaluate --db "$TMP/dnncast-cpu2.db" --split $split
+  evaluate --db "$TMP/dnncast-cpu2.db" --split $split --model whole,layerwise,hybrid
+done
+for split in batch random family; do
+  echo "### AVX-512 (data/dnncast-cpu2.db), split $split, layer-wise model also on data/layers-epyc-avx512.db (warm)"
+  evaluate --db "$TMP/dnncast-cpu2.db" --split $split --layer-bench "$TMP/layers-epyc-avx512.db" --model whole,layerwise,hybrid,scaled
 done
 for split in random family; do
   for target in warm cold; do
     echo "### AVX2, split $split, layer-wise model on data/layers-zen3-avx2.db ($target)"
-    evaluate --db "$TMP/dnncast-zen3-avx2.db" --split $split --layer-bench "$TMP/layers-zen3-avx2.db" --bench-target $target
+    evaluate --db "$TMP/dnncast-zen3-avx2.db" --split $split --layer-bench "$TMP/layers-zen3-avx2.db" --bench-target $target \
+      --model whole,layerwise,hybrid
   done
 done
 echo "### The warm-cache caveat"

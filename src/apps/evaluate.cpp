@@ -497,8 +497,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         const double at_high_layers =
             layer_models[fold]->iteration_ms(table.layer_sites[static_cast<size_t>(sample.layer_sites)], config, gpu);
         if (!(at_high_layers > 0)) return own;
-        return bounded_past_range(batch_high, at_high[index], at_high[index] * at_b / at_high_layers,
-                                  sample.config.batch);
+        return carried_past_range(batch_high, at_high[index], own, at_b / at_high_layers, sample.config.batch);
       };
       for (size_t index = 0; index < test.size(); ++index) {
         const double layer_sum = layer_scale > 0 ? layer_scale * estimates[static_cast<size_t>(test[index])] : 0;

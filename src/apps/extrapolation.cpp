@@ -15,6 +15,12 @@ double bounded_past_range(int64_t high, double at_high, double own, int64_t batc
   return std::clamp(own, std::min(at_high, proportional), std::max(at_high, proportional));
 }
 
+double carried_past_range(int64_t high, double at_high, double own, double layer_ratio, int64_t batch) {
+  const double most = static_cast<double>(batch) / static_cast<double>(high);
+  const bool plausible = std::isfinite(layer_ratio) && layer_ratio >= 1 && layer_ratio <= most;
+  return bounded_past_range(high, at_high, plausible ? at_high * layer_ratio : own, batch);
+}
+
 Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,
                        const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
                        int64_t* bounded_at, LayerScaling* layers) {
@@ -27,17 +33,17 @@ Estimate time_forecast(const Predictor& time, const Estimate& own, const feature
   features::TrainingConfig at = config;
   at.batch = *high;
   const Estimate at_high = time.predict_one(features::featurize(graph, at, hardware));
-  double carried = own.value;
+  double ratio = 0;
   if (layers != nullptr && layers->model != nullptr && layers->sites != nullptr) {
     const double at_b = layers->model->iteration_ms(*layers->sites, config, layers->gpu);
     const double at_b_high = layers->model->iteration_ms(*layers->sites, at, layers->gpu);
-    if (at_b > 0 && at_b_high > 0 && std::isfinite(at_b / at_b_high)) {
-      layers->ratio = at_b / at_b_high;
-      carried = at_high.value * layers->ratio;
-    }
+    if (at_b > 0 && at_b_high > 0) ratio = at_b / at_b_high;
+    layers->ratio = ratio;
+    layers->used = std::isfinite(ratio) && ratio >= 1 &&
+                   ratio <= static_cast<double>(config.batch) / static_cast<double>(*high);
   }
   Estimate out;
-  out.value = bounded_past_range(*high, at_high.value, carried, config.batch);
+  out.value = carried_past_range(*high, at_high.value, own.value, ratio, config.batch);
   const double scale = own.value > 0 ? out.value / own.value : 1.0;
   out.low = own.low * scale;
   out.high = own.high * scale;

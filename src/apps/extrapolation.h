@@ -32,18 +32,25 @@ std::optional<int64_t> bound_from(int64_t batch, int64_t trained_min, int64_t tr
 // The model's own forecast at `batch` (`own`) held within [at_high, at_high * batch / high].
 double bounded_past_range(int64_t high, double at_high, double own, int64_t batch);
 
+// Past the trained batches with a layer-wise model: at_high * layer_ratio (layer_ratio = L(batch) /
+// L(high)) where that ratio lies within [1, batch / high]; outside it (time falling, or time per
+// sample rising, by the layer-wise model's sum) that model extrapolates its own layer data badly for
+// this network, and the forecast is the model's own, bounded as above.
+double carried_past_range(int64_t high, double at_high, double own, double layer_ratio, int64_t batch);
+
 // The layer-wise model's view of one network, for carrying a forecast past the trained batches.
 struct LayerScaling {
   const LayerModel* model = nullptr;
   const features::LayerSites* sites = nullptr;
   bool gpu = false;
-  double ratio = 0;  // out: L(b) / L(B) where it was used, else 0
+  double ratio = 0;    // out: L(b) / L(B) past the trained batches, else 0
+  bool used = false;   // out: that ratio carried the forecast (carried_past_range)
 };
 
 // A time predictor's forecast of one configuration as `predict` makes it, from its own forecast
 // `own` there: that inside and below the trained batches (manifest training.batch_min, batch_max);
 // past them, bounded as above (the forecast at the largest trained batch made here), its interval
-// scaled alike; with `layers` (a model and the network's sites), t(B) L(b) / L(B) within the bounds.
+// scaled alike; with `layers` (a model and the network's sites), carried_past_range.
 // `bounded_at` (optional): the largest trained batch when past it, else 0.
 Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,
                        const features::TrainingConfig& config, const features::HardwareFeatures& hardware,

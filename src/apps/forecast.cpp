@@ -103,7 +103,7 @@ Estimate forecast_time(const PredictorSet& set, const std::vector<double>& row, 
   if (bounded_at > 0) {
     result.extrapolated_from = bounded_at;
     const std::string range = training["batch_min"].dump() + "-" + training["batch_max"].dump();
-    if (scaling.ratio > 0) {
+    if (scaling.used) {
       result.time_model = "whole, carried past the trained batches by the layer-wise model";
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%.3g", scaling.ratio);
@@ -112,9 +112,16 @@ Estimate forecast_time(const PredictorSet& set, const std::vector<double>& row, 
                              " times the layer-wise model's ratio between the two batches (" + ratio +
                              "), held between that forecast and its time per sample");
     } else {
+      std::string why;
+      if (scaling.model != nullptr) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%.3g, lies outside 1-%.3g", scaling.ratio,
+                      static_cast<double>(config.batch) / static_cast<double>(bounded_at));
+        why = " (the layer-wise model's ratio between the two batches, " + std::string(text) + ": not used)";
+      }
       result.notes.push_back("batch " + std::to_string(config.batch) + " is past the trained range " + range +
                              ": extrapolated, held between the forecast at batch " + std::to_string(bounded_at) +
-                             " and its time per sample");
+                             " and its time per sample" + why);
     }
   }
   return out;

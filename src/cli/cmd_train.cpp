@@ -129,8 +129,7 @@ int run_train(const Args& args) {
   if (!bench.empty()) {
     apps::LayerModel layers = apps::train_layer_model(table, bench, bench_target, quiet ? nullptr : &std::cerr);
     layers.save(out + "/time/layers");
-    std::printf("wrote %s/time/layers: layer-wise model, %lld per-layer runs and layer benchmarks (%lld layer rows)\n",
-                out.c_str(), static_cast<long long>(layers.training_runs()),
+    std::printf("wrote %s/time/layers: layer-wise model on %lld layer rows\n", out.c_str(),
                 static_cast<long long>(layers.training_rows()));
   }
   return 0;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -37,6 +38,15 @@ TEST(BatchExtrapolation, HeldBetweenTheLastTrainedTimeAndItsTimePerSample) {
   EXPECT_DOUBLE_EQ(bounded_past_range(128, 300, 450, 256), 450);  // inside: the model's own
   EXPECT_DOUBLE_EQ(bounded_past_range(128, 300, 250, 256), 300);  // falling: held at 300
   EXPECT_DOUBLE_EQ(bounded_past_range(128, 300, 900, 256), 600);  // per sample rising: held at 600
+}
+
+TEST(BatchExtrapolation, CarriedByALayerWiseRatioOnlyWhereItIsPlausible) {
+  EXPECT_DOUBLE_EQ(carried_past_range(128, 300, 900, 1.5, 256), 450);  // the ratio carries t(B)
+  EXPECT_DOUBLE_EQ(carried_past_range(128, 300, 500, 2.0, 256), 600);
+  EXPECT_DOUBLE_EQ(carried_past_range(128, 300, 500, 1.0, 256), 300);
+  EXPECT_DOUBLE_EQ(carried_past_range(128, 300, 500, 2.5, 256), 500);  // implausible: the model's own, bounded
+  EXPECT_DOUBLE_EQ(carried_past_range(128, 300, 900, 0.8, 256), 600);
+  EXPECT_DOUBLE_EQ(carried_past_range(128, 300, 450, std::nan(""), 256), 450);
 }
 
 // The zoo at batches 1-256: past the largest trained batch the forecast never falls and its time per
@@ -124,7 +134,8 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   // The law is nearly proportional to the batch: the ratio of 256 to 128 is close to 2.
   EXPECT_GT(ratio, 1.6);
   EXPECT_LT(ratio, 2.2);
-  EXPECT_DOUBLE_EQ(carried.value, bounded_past_range(batch_max, at_high, at_high * ratio, 256));
+  EXPECT_EQ(scaling.used, ratio >= 1 && ratio <= 2);
+  EXPECT_DOUBLE_EQ(carried.value, carried_past_range(batch_max, at_high, own.value, ratio, 256));
   EXPECT_LE(carried.low, carried.value);
   EXPECT_GE(carried.high, carried.value);
   // Inside the trained batches: the predictor's own forecast, the layer-wise model not asked.
@@ -150,7 +161,7 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   Forecast forecast = apps::forecast(request);
   EXPECT_DOUBLE_EQ(forecast.time_ms, carried.value);
   EXPECT_EQ(forecast.extrapolated_from, batch_max);
-  EXPECT_NE(forecast.time_model.find("layer-wise"), std::string::npos) << forecast.time_model;
+  EXPECT_EQ(forecast.time_model.find("layer-wise") != std::string::npos, scaling.used) << forecast.time_model;
   bool noted = false;
   for (const std::string& note : forecast.notes) noted = noted || note.find("layer-wise model's ratio") != std::string::npos;
   EXPECT_TRUE(noted);

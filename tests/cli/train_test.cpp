@@ -92,7 +92,13 @@ TEST(TrainCli, LayerBenchAddsALayerWiseModelThatPredictUsesPastTheTrainedBatches
   };
   nlohmann::json past = predict("256"), inside = predict("64");
   ASSERT_TRUE(past.is_object() && inside.is_object());
-  EXPECT_EQ(past.value("time_model", ""), "whole, carried past the trained batches by the layer-wise model") << past.dump();
+  // Carried by the layer-wise model, or (its ratio implausible for this network) not: either way said.
+  const std::string past_model = past.value("time_model", "");
+  EXPECT_TRUE(past_model == "whole, carried past the trained batches by the layer-wise model" || past_model == "whole")
+      << past.dump();
+  bool noted = false;
+  for (const auto& note : past["notes"]) noted = noted || note.get<std::string>().find("layer-wise model's ratio") != std::string::npos;
+  EXPECT_TRUE(noted) << past.dump();
   EXPECT_EQ(inside.value("time_model", ""), "whole") << inside.dump();
   EXPECT_EQ(past.value("extrapolated_from_batch", 0), 128);
 }
