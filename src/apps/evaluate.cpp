@@ -485,11 +485,12 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       // The whole-network learner carried past the trained batches by the layer-wise model's scaling.
       const bool score_scaled = options.scaled && target == "time" && !with_layer_feature && !estimates.empty() &&
                                 layer_models[fold].has_value();
+      const std::vector<int64_t>& test_rows = test;  // a lambda cannot capture a structured binding (C++17)
       auto scaled_forecast = [&](size_t index) {
         const double own = predicted(static_cast<int64_t>(index));
         if (at_high[index] <= 0) return own;
-        const Sample& sample = table.samples[static_cast<size_t>(test[index])];
-        const double at_b = estimates[static_cast<size_t>(test[index])];
+        const Sample& sample = table.samples[static_cast<size_t>(test_rows[index])];
+        const double at_b = estimates[static_cast<size_t>(test_rows[index])];
         if (sample.layer_sites < 0 || !(at_b > 0)) return own;
         features::TrainingConfig config = training_config_of(sample.config);
         config.batch = batch_high;
