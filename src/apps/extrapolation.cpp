@@ -15,10 +15,14 @@ double bounded_past_range(int64_t high, double at_high, double own, int64_t batc
   return std::clamp(own, std::min(at_high, proportional), std::max(at_high, proportional));
 }
 
+bool layer_ratio_plausible(double layer_ratio, int64_t high, int64_t batch) {
+  return std::isfinite(layer_ratio) && layer_ratio >= 1 &&
+         layer_ratio <= static_cast<double>(batch) / static_cast<double>(high);
+}
+
 double carried_past_range(int64_t high, double at_high, double own, double layer_ratio, int64_t batch) {
-  const double most = static_cast<double>(batch) / static_cast<double>(high);
-  const bool plausible = std::isfinite(layer_ratio) && layer_ratio >= 1 && layer_ratio <= most;
-  return bounded_past_range(high, at_high, plausible ? at_high * layer_ratio : own, batch);
+  return bounded_past_range(high, at_high, layer_ratio_plausible(layer_ratio, high, batch) ? at_high * layer_ratio : own,
+                            batch);
 }
 
 Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,
@@ -39,8 +43,7 @@ Estimate time_forecast(const Predictor& time, const Estimate& own, const feature
     const double at_b_high = layers->model->iteration_ms(*layers->sites, at, layers->gpu);
     if (at_b > 0 && at_b_high > 0) ratio = at_b / at_b_high;
     layers->ratio = ratio;
-    layers->used = std::isfinite(ratio) && ratio >= 1 &&
-                   ratio <= static_cast<double>(config.batch) / static_cast<double>(*high);
+    layers->used = layer_ratio_plausible(ratio, *high, config.batch);
   }
   Estimate out;
   out.value = carried_past_range(*high, at_high.value, own.value, ratio, config.batch);

@@ -37,6 +37,8 @@ double bounded_past_range(int64_t high, double at_high, double own, int64_t batc
 // sample rising, by the layer-wise model's sum) that model extrapolates its own layer data badly for
 // this network, and the forecast is the model's own, bounded as above.
 double carried_past_range(int64_t high, double at_high, double own, double layer_ratio, int64_t batch);
+// Whether carried_past_range uses `layer_ratio`: finite and within [1, batch / high].
+bool layer_ratio_plausible(double layer_ratio, int64_t high, int64_t batch);
 
 // The layer-wise model's view of one network, for carrying a forecast past the trained batches.
 struct LayerScaling {
