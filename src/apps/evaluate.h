@@ -29,7 +29,7 @@
 namespace dnncast::apps {
 
 struct EvaluateOptions {
-  std::string split = "random";  // random | family | batch | env
+  std::string split = "random";  // random | family | batch | input | env
   std::string learner = "auto";  // "auto" = AutoML on the first training part; or a learner name (defaults)
   std::vector<std::string> learners;  // learner "auto": the learners AutoML searches (empty = all)
   // A named learner: these hyperparameters over its defaults (unknown names are an InputError).
@@ -54,6 +54,12 @@ struct EvaluateOptions {
   // within [t(B), t(B) b / B] like the plain bound: TargetEvaluation::scaled (`--model scaled`). Inside
   // the trained batches it is the whole-network learner's own forecast.
   bool scaled = false;
+  // Also score the corrected layer-wise model: the learner fitted on log(measured / est.layers_ms)
+  // with the whole-network features and est.layers_ms (target transform log_ratio over the layer-wise
+  // sum): the layer-wise model's forecast times a learned correction, so that the layer-wise model
+  // carries it where the learner's trees are flat (larger batches and inputs than trained):
+  // TargetEvaluation::corrected (`--model corrected`).
+  bool corrected = false;
   // Single-layer benchmarks (`dnncast bench-layers`, table layer_benchmarks) the layer-wise model is
   // also fitted on (alone: those of the dataset's environment where the dataset has no per-layer
   // runs). Rows timed as a layer of a zoo model that a test part holds are left out of that part's fit.
@@ -85,6 +91,7 @@ struct TestPrediction {
   int64_t repeat = 0;  // which of the sample's repeats (times_ms or peak_bytes) was measured
   double measured = 0, predicted = 0, baseline = 0;
   double layerwise = 0;  // the layer-wise sum alone (scaled); 0 when the data has no per-layer timings
+  double scaled = 0, corrected = 0;  // EvaluateOptions::scaled, ::corrected; 0 when not scored
 };
 
 struct TargetEvaluation {
@@ -100,6 +107,8 @@ struct TargetEvaluation {
   learn::ErrorStats hybrid;  // EvaluateOptions::hybrid: the whole-network learner with est.layers_ms
   std::string hybrid_learner, hybrid_transform;
   learn::ErrorStats scaled;  // EvaluateOptions::scaled
+  learn::ErrorStats corrected;  // EvaluateOptions::corrected
+  std::string corrected_learner;
   int64_t scaled_past_range = 0;  // test runs past the training part's batches, where scaled differs
   std::vector<FamilyErrors> by_family;  // every family with test runs, by name
   std::vector<KindErrors> by_kind;      // designed, synthetic: those with test runs

@@ -45,7 +45,8 @@ struct Forecast {
   int64_t extrapolated_from = 0;  // > 0: the batch past the trained range the time was continued from
   // Which time model made the forecast: "whole" (the whole-network learner), or past the trained
   // batches with a layer-wise model in the set, "whole, carried past the trained batches by the
-  // layer-wise model" (apps/extrapolation.h).
+  // layer-wise model" (apps/extrapolation.h), or at image inputs as large as the largest trained one
+  // with a corrected layer-wise model in the set, "corrected layer-wise" (apps/forecast.cpp).
   std::string time_model;
   std::optional<double> epoch_s;                          // with epoch_samples
   int64_t epoch_samples = 0, epoch_iterations = 0;

@@ -180,6 +180,9 @@ struct TrainOptions {
   std::vector<std::string> learners;  // empty = all
   int64_t max_candidates = 0;         // 0 = until the time budget is spent
   std::string transform;              // "" = every transform that applies; else only this kind
+  // Non-empty: the one transform log(y / x[ratio_reference]) (the corrected layer-wise model:
+  // "est.layers_ms"); InputError when that column does not vary.
+  std::string ratio_reference;
   // Cross-validation folds keep each network whole ("network", default: the choice favours models
   // that generalize to unseen networks), each family whole ("family"), or are plain ("none").
   std::string cv_groups = "network";
@@ -213,6 +216,9 @@ int column_position(const std::vector<int>& columns, const std::string& name);
 // parameters, nodes; memory: the roofline's terms), for memory also the identity (peak bytes are
 // close to a linear function of byte counts); plain log only when none of those columns varies.
 std::vector<learn::TargetTransform> transforms_for(const std::string& target, const std::vector<int>& columns);
+// log(y / x[reference]) over the feature `reference` among `columns` (TrainOptions::ratio_reference);
+// InputError when it is not among them (it does not vary in the training rows).
+learn::TargetTransform ratio_over(const std::vector<int>& columns, const std::string& reference);
 // The transforms of one kind ("log_ratio"); InputError naming the applicable kinds when none is.
 std::vector<learn::TargetTransform> keep_transform_kind(const std::vector<learn::TargetTransform>& transforms,
                                                         const std::string& kind, const std::string& target);
@@ -231,6 +237,9 @@ struct PredictorSet {
   // DIR/time/layers when present (`dnncast train --layer-bench`): carries time forecasts past the
   // trained batches (apps/extrapolation.h).
   std::optional<LayerModel> layers;
+  // DIR/time/corrected when present (with layers): the layer-wise sum times a learned correction
+  // (a time predictor on log(time / est.layers_ms)); `predict` uses it at the largest inputs.
+  std::optional<Predictor> corrected;
   const data::EnvironmentRecord& environment() const;
 };
 // DIR with manifest.json (one bundle), or DIR/time (with DIR/time/layers when there) and DIR/memory.

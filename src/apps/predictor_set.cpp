@@ -33,7 +33,10 @@ PredictorSet load_predictor_set(const std::string& dir) {
   if (!fs::exists(dir + "/time/manifest.json"))
     throw InputError("no predictor at " + dir + " (expected " + dir + "/manifest.json or " + dir + "/time/manifest.json)");
   set.time.emplace(Predictor::load(dir + "/time"));
-  if (fs::exists(dir + "/time/layers/layers.json")) set.layers.emplace(LayerModel::load(dir + "/time/layers"));
+  if (fs::exists(dir + "/time/layers/layers.json")) {
+    set.layers.emplace(LayerModel::load(dir + "/time/layers"));
+    if (fs::exists(dir + "/time/corrected/manifest.json")) set.corrected.emplace(Predictor::load(dir + "/time/corrected"));
+  }
   if (fs::exists(dir + "/memory/manifest.json")) set.memory.emplace(Predictor::load(dir + "/memory"));
   return set;
 }

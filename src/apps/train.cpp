@@ -115,6 +115,12 @@ std::vector<learn::TargetTransform> transforms_for(const std::string& target, co
   return transforms;
 }
 
+learn::TargetTransform ratio_over(const std::vector<int>& columns, const std::string& reference) {
+  const int position = column_position(columns, reference);
+  if (position < 0) throw InputError(reference + " does not vary in the training rows: no ratio over it");
+  return learn::TargetTransform::log_ratio(position, reference);
+}
+
 std::vector<learn::TargetTransform> keep_transform_kind(const std::vector<learn::TargetTransform>& transforms,
                                                         const std::string& kind, const std::string& target) {
   std::vector<learn::TargetTransform> kept;
@@ -182,6 +188,7 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
   automl.learners = options.learners;
   automl.transforms = transforms_for(options.target, columns);
   if (!options.transform.empty()) automl.transforms = keep_transform_kind(automl.transforms, options.transform, options.target);
+  if (!options.ratio_reference.empty()) automl.transforms = {ratio_over(columns, options.ratio_reference)};
   automl.log = options.log;
   automl.max_candidates = options.max_candidates;
   std::vector<int64_t> all_rows(table.samples.size());

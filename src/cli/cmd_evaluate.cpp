@@ -1,4 +1,4 @@
-// `dnncast evaluate --db DATA --split random|family|batch|env`: held-out error of the learned
+// `dnncast evaluate --db DATA --split random|family|batch|input|env`: held-out error of the learned
 // predictor beside the analytic baseline and the noise floor (apps/evaluate.h).
 #include <CLI/CLI.hpp>
 
@@ -30,7 +30,7 @@ int run_evaluate(const Args& args) {
   int64_t seed = 1;
   bool as_json = false, markdown = false, quiet = false;
   app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
-  app.add_option("--split", split, "random | family | batch | env (default random)");
+  app.add_option("--split", split, "random | family | batch | input (the largest image size held out) | env (default random)");
   app.add_option("--learner", learner, "auto (AutoML on the training part) or a learner name");
   std::string learners_text, hyperparameters_text;
   app.add_option("--learners", learners_text, "with --learner auto: comma-separated learners to search (default all)");
@@ -64,8 +64,8 @@ int run_evaluate(const Args& args) {
   app.add_option("--model", models,
                  "time predictors scored side by side: whole (the whole-network learner), layerwise (the sum of "
                  "per-layer forecasts), hybrid (the whole-network learner with that sum as a feature), scaled (the "
-                 "whole-network learner, past the trained batches carried by the layer-wise sum's batch scaling); "
-                 "default whole,layerwise")
+                 "whole-network learner, past the trained batches carried by the layer-wise sum's batch scaling), "
+                 "corrected (the layer-wise sum times a learned correction: log_ratio over it); default whole,layerwise")
       ->delimiter(',');
   std::string bench_path, bench_target = "warm";
   app.add_option("--layer-bench", bench_path,
@@ -129,13 +129,17 @@ int run_evaluate(const Args& args) {
   table_options.layer_sites = target.empty() || target == "time";
   apps::EvaluateOptions options;
   for (const std::string& model : models)
-    if (model != "whole" && model != "layerwise" && model != "hybrid" && model != "scaled")
-      throw InputError("unknown --model " + quote(model) + " (known: whole, layerwise, hybrid, scaled)");
+    if (model != "whole" && model != "layerwise" && model != "hybrid" && model != "scaled" && model != "corrected")
+      throw InputError("unknown --model " + quote(model) + " (known: whole, layerwise, hybrid, scaled, corrected)");
   options.hybrid = std::find(models.begin(), models.end(), "hybrid") != models.end();
   options.scaled = std::find(models.begin(), models.end(), "scaled") != models.end();
-  if (options.hybrid && layer_feature) throw InputError("--layer-feature is --model hybrid alone: give one of them");
+  options.corrected = std::find(models.begin(), models.end(), "corrected") != models.end();
+  if ((options.hybrid || options.corrected) && layer_feature)
+    throw InputError("--layer-feature is --model hybrid alone: give one of them");
   if (bench_target != "warm" && bench_target != "cold")
     throw InputError("unknown --bench-target " + quote(bench_target) + " (known: warm, cold)");
+  if (split != "random" && split != "family" && split != "batch" && split != "input" && split != "env")
+    throw InputError("unknown split " + quote(split) + " (known: random, family, batch, input, env)");
   options.bench_target = bench_target;
   if (!bench_path.empty()) {
     data::Store bench = data::Store::open(bench_path, data::Database::Mode::ReadOnly);

@@ -12,6 +12,7 @@
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "data/store.h"
+#include "features/featurizer.h"
 #include "learn/learner.h"
 
 namespace dnncast::cli {
@@ -55,11 +56,13 @@ int run_train(const Args& args) {
   bool layers_only = false;
   app.add_option("--layer-bench", bench_path,
                  "also fit a layer-wise model (OUT/time/layers) on this dataset's single-layer benchmarks (dnncast\n"
-                 "bench-layers) and the --db dataset's per-layer runs: `predict` carries forecasts past the trained\n"
-                 "batches with it");
+                 "bench-layers) and the --db dataset's per-layer runs, and the corrected layer-wise model\n"
+                 "(OUT/time/corrected: that sum times a learned correction): `predict` carries forecasts past the\n"
+                 "trained batches with the first and forecasts the largest inputs with the second");
   app.add_option("--bench-target", bench_target, "warm (default) or cold: which timing of a benchmark to fit");
   app.add_flag("--layers-only", layers_only,
-               "with --layer-bench: write only OUT/time/layers, leaving the set's time and memory predictors as they are");
+               "with --layer-bench: write only OUT/time/layers and OUT/time/corrected, leaving the set's time and memory\n"
+               "predictors as they are");
   if (!parse_args(app, args, "train")) return 0;
   if (bench_target != "warm" && bench_target != "cold")
     throw InputError("unknown --bench-target " + quote(bench_target) + " (known: warm, cold)");
@@ -90,6 +93,7 @@ int run_train(const Args& args) {
   table_options.time_column = time_column;
   table_options.environment = environment;
   table_options.layer_sites = !bench_path.empty();
+  table_options.all_layer_sites = !bench_path.empty();  // the corrected model needs every sample's sum
   apps::TrainingTable table = apps::load_training_table(db, table_options);
   if (!quiet) {
     std::fprintf(stderr, "train: %zu configurations (%lld runs) from %s\n", table.samples.size(),
@@ -131,6 +135,34 @@ int run_train(const Args& args) {
     layers.save(out + "/time/layers");
     std::printf("wrote %s/time/layers: layer-wise model on %lld layer rows\n", out.c_str(),
                 static_cast<long long>(layers.training_rows()));
+    // The corrected layer-wise model: the layer-wise sum times a learned correction, for the inputs
+    // larger than the whole-network learner has much data at (apps/forecast.cpp).
+    apps::TrainingTable with_sum = table;
+    const std::vector<double> sums = apps::layer_estimates_of(table, layers);
+    const int column = features::feature_index("est.layers_ms");
+    for (size_t row = 0; row < sums.size(); ++row) with_sum.x(static_cast<int64_t>(row), column) = sums[row];
+    apps::TrainOptions options;
+    options.target = "time";
+    options.budget_s = budget_s;
+    options.max_candidates = candidates;
+    options.folds = folds;
+    options.seed = static_cast<uint64_t>(seed);
+    options.learners = learners;
+    options.log = quiet ? nullptr : &std::cerr;
+    options.cv_groups = cv_groups;
+    options.ratio_reference = "est.layers_ms";
+    if (!quiet) std::fprintf(stderr, "train the corrected layer-wise model:\n");
+    std::filesystem::remove_all(out + "/time/corrected");  // fitted over another layer-wise model
+    try {
+      apps::Predictor corrected = apps::train_predictor(with_sum, options);
+      corrected.save(out + "/time/corrected");
+      std::printf("wrote %s/time/corrected: the layer-wise sum times %s's correction, CV MRE %.2f%%\n", out.c_str(),
+                  corrected.manifest().learner.c_str(), 100 * corrected.manifest().cv.at("mre").get<double>());
+    } catch (const InputError& error) {
+      // Too few configurations, or no layer-wise sum that varies: the layer-wise model stands alone.
+      std::fprintf(stderr, "note: no corrected layer-wise model (%s): predict uses the whole-network learner there\n",
+                   error.what());
+    }
   }
   return 0;
 }

@@ -50,8 +50,10 @@ TEST(BatchExtrapolation, CarriedByALayerWiseRatioOnlyWhereItIsPlausible) {
 }
 
 // The zoo at batches 1-256: past the largest trained batch the forecast never falls and its time per
-// sample never rises; inside it is the predictor's own.
+// sample never rises; inside it is the predictor's own. At 64 px the whole-network learner's; at 224 px
+// (the largest trained input) the corrected layer-wise model's, held alike.
 TEST(BatchExtrapolation, ZooForecastsPastTheTrainedBatchesAreMonotone) {
+  for (int64_t pixels : {64, 224})
   for (const char* model : {"resnet18", "mobilenet_v2", "vgg11", "densenet121", "squeezenet1_1"}) {
     double previous_ms = 0, previous_per_sample = 0;
     int64_t batch_max = 0;
@@ -59,32 +61,33 @@ TEST(BatchExtrapolation, ZooForecastsPastTheTrainedBatchesAreMonotone) {
       ForecastRequest request;
       request.model = model;
       request.spec.batch = batch;
-      request.spec.input = {3, 64, 64};
+      request.spec.input = {3, pixels, pixels};
       request.predictor_dir = kCpuSet;
       Forecast forecast = apps::forecast(request);
+      const std::string expected_model = pixels == 224 ? "corrected layer-wise" : "whole";
       if (batch_max == 0) {
         PredictorSet set = load_predictor_set(kCpuSet);
         batch_max = set.time->manifest().training.at("batch_max").get<int64_t>();
         ASSERT_GE(batch_max, 64);
         ASSERT_LT(batch_max, 256);  // the sweep reaches past it
       }
-      ASSERT_GT(forecast.time_ms, 0) << model << " " << batch;
-      EXPECT_LE(forecast.time_ms_low, forecast.time_ms) << model << " " << batch;
-      EXPECT_GE(forecast.time_ms_high, forecast.time_ms) << model << " " << batch;
+      ASSERT_GT(forecast.time_ms, 0) << model << " " << pixels << " px, batch " << batch;
+      EXPECT_LE(forecast.time_ms_low, forecast.time_ms) << model << " " << pixels << " px, batch " << batch;
+      EXPECT_GE(forecast.time_ms_high, forecast.time_ms) << model << " " << pixels << " px, batch " << batch;
       const double per_sample = forecast.time_ms / static_cast<double>(batch);
       if (batch > batch_max) {
-        EXPECT_EQ(forecast.extrapolated_from, batch_max) << model << " " << batch;
-        EXPECT_GE(forecast.time_ms, previous_ms) << model << " " << batch;
-        EXPECT_LE(per_sample, previous_per_sample * (1 + 1e-12)) << model << " " << batch;
+        EXPECT_EQ(forecast.extrapolated_from, batch_max) << model << " " << pixels << " px, batch " << batch;
+        EXPECT_GE(forecast.time_ms, previous_ms) << model << " " << pixels << " px, batch " << batch;
+        EXPECT_LE(per_sample, previous_per_sample * (1 + 1e-12)) << model << " " << pixels << " px, batch " << batch;
         bool noted = false;
         for (const std::string& note : forecast.notes)
           noted = noted || (note.find("past the trained range") != std::string::npos &&
                             note.find("held between") != std::string::npos);
-        EXPECT_TRUE(noted) << model << " " << batch;
-        EXPECT_NE(forecast.time_model.find("whole"), std::string::npos) << model << " " << batch;
+        EXPECT_TRUE(noted) << model << " " << pixels << " px, batch " << batch;
+        EXPECT_NE(forecast.time_model.find(expected_model), std::string::npos) << model << " " << pixels << " px, batch " << batch;
       } else {
-        EXPECT_EQ(forecast.extrapolated_from, 0) << model << " " << batch;
-        EXPECT_EQ(forecast.time_model, "whole") << model << " " << batch;
+        EXPECT_EQ(forecast.extrapolated_from, 0) << model << " " << pixels << " px, batch " << batch;
+        EXPECT_EQ(forecast.time_model, expected_model) << model << " " << pixels << " px, batch " << batch;
       }
       previous_ms = forecast.time_ms;
       previous_per_sample = per_sample;

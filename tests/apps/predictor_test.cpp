@@ -302,11 +302,11 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   EXPECT_EQ(text.rfind("target,network,family,environment,batch,", 0), 0u);
   // Each line names the plan of its run: as many "first" as "second" repeats, per target; the
   // layer-wise forecast is empty (this data has no per-layer timings).
-  EXPECT_EQ(text.find(",signed_error,plan,layerwise\n"),
-            text.find('\n') - std::string(",signed_error,plan,layerwise").size());
+  EXPECT_EQ(text.find(",signed_error,plan,layerwise,scaled,corrected\n"),
+            text.find('\n') - std::string(",signed_error,plan,layerwise,scaled,corrected").size());
   size_t firsts = 0, seconds = 0;
-  for (size_t at = text.find(",first,\n"); at != std::string::npos; at = text.find(",first,\n", at + 1)) ++firsts;
-  for (size_t at = text.find(",second,\n"); at != std::string::npos; at = text.find(",second,\n", at + 1)) ++seconds;
+  for (size_t at = text.find(",first,,,\n"); at != std::string::npos; at = text.find(",first,,,\n", at + 1)) ++firsts;
+  for (size_t at = text.find(",second,,,\n"); at != std::string::npos; at = text.find(",second,,,\n", at + 1)) ++seconds;
   EXPECT_EQ(firsts, seconds);
   EXPECT_EQ(static_cast<int64_t>(firsts + seconds), time.model.count + report.targets[1].model.count);
   // One transform kind only, or an error naming the ones that apply.
@@ -368,6 +368,22 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
   auto batch = make_split(table, "batch", 5, 1, &description);
   ASSERT_EQ(batch.size(), 1u);
   for (int64_t row : batch[0].second) EXPECT_EQ(table.samples[static_cast<size_t>(row)].config.batch, 32);
+  EXPECT_THROW(make_split(table, "input", 5, 1, &description), InputError);  // one image size
+  {
+    // The input split holds out the largest image size, whatever its batch, and trains on the rest.
+    TrainingTable sizes = table;
+    std::set<int64_t> larger;
+    for (size_t row = 0; row < sizes.samples.size(); row += 5) {
+      sizes.samples[row].config.input = {3, 64, 48};
+      larger.insert(static_cast<int64_t>(row));
+    }
+    sizes.samples[1].config.input = {3, 48, 48};  // fewer pixels than 64x48
+    auto input = make_split(sizes, "input", 5, 1, &description);
+    ASSERT_EQ(input.size(), 1u);
+    EXPECT_EQ(std::set<int64_t>(input[0].second.begin(), input[0].second.end()), larger);
+    EXPECT_EQ(input[0].first.size() + input[0].second.size(), sizes.samples.size());
+    EXPECT_NE(description.find("3x64x48"), std::string::npos) << description;
+  }
   EXPECT_THROW(make_split(table, "env", 5, 1, &description), InputError);  // one environment
   EXPECT_THROW(make_split(table, "weekday", 5, 1, &description), InputError);
 
@@ -450,6 +466,16 @@ TEST(LayerWise, EvaluateScoresTheLayerSumAndFeedsItAsAFeature) {
   EXPECT_EQ(batch.scaled_past_range, batch.model.count);
   EXPECT_LT(batch.scaled.mre, 0.15) << "whole-network learner past the trained batches: " << batch.model.mre;
   EXPECT_EQ(evaluate(plain, options).targets[0].scaled.count, 0);  // no layer-wise model: no scaled row
+
+  // `--model corrected`: the layer-wise sum times a learned correction (log_ratio over est.layers_ms).
+  // The sum follows the law past the trained batches here, so the correction, flat there, keeps it.
+  options.scaled = false;
+  options.corrected = true;
+  TargetEvaluation corrected = evaluate(table, options).targets[0];
+  EXPECT_EQ(corrected.corrected.count, corrected.model.count);
+  EXPECT_EQ(corrected.corrected_learner, "xgboost");
+  EXPECT_LT(corrected.corrected.mre, 0.15) << "the corrected layer-wise sum past the trained batches";
+  EXPECT_EQ(evaluate(plain, options).targets[0].corrected.count, 0);  // no layer-wise model: no corrected row
 }
 
 TEST(PredictorErrors, TooSmallDatasetIsAnInputError) {

@@ -30,8 +30,10 @@ TEST(EvaluateCli, RefusesBadLearnerOptionsInOneLine) {
        "unknown hyperparameter 'max_dept'"},
       {{"--db", db, "--json-out", dir.path() + "/no/such/dir/report.json"}, "cannot write"},
       {{"--db", db, "--predictions", dir.path() + "/no/such/dir/p.csv"}, "cannot write"},
-      {{"--db", db, "--model", "whole,hybird"}, "unknown --model 'hybird' (known: whole, layerwise, hybrid, scaled)"},
+      {{"--db", db, "--model", "whole,hybird"}, "unknown --model 'hybird' (known: whole, layerwise, hybrid, scaled, corrected)"},
       {{"--db", db, "--model", "hybrid", "--layer-feature"}, "--layer-feature is --model hybrid alone"},
+      {{"--db", db, "--model", "corrected", "--layer-feature"}, "--layer-feature is --model hybrid alone"},
+      {{"--db", db, "--split", "pixels"}, "unknown split 'pixels' (known: random, family, batch, input, env)"},
       {{"--db", db, "--bench-target", "hot"}, "unknown --bench-target 'hot' (known: warm, cold)"},
   };
   for (const BadInput& bad : cases) {

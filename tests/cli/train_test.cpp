@@ -81,6 +81,10 @@ TEST(TrainCli, LayerBenchAddsALayerWiseModelThatPredictUsesPastTheTrainedBatches
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_NE(trained.out.find("time/layers: layer-wise model"), std::string::npos) << trained.out;
   EXPECT_TRUE(fs::exists(set + "/time/layers/layers.json"));
+  // One configuration is too few for the corrected model: said in a note, and the shipped set's one,
+  // fitted over another layer-wise model, is gone.
+  EXPECT_NE(trained.err.find("note: no corrected layer-wise model"), std::string::npos) << trained.err;
+  EXPECT_FALSE(fs::exists(set + "/time/corrected"));
   EXPECT_EQ(cli_test::read_text(set + "/time/manifest.json"), time_manifest);  // the whole-network model untouched
 
   auto predict = [&](const std::string& batch) {
@@ -101,6 +105,12 @@ TEST(TrainCli, LayerBenchAddsALayerWiseModelThatPredictUsesPastTheTrainedBatches
   EXPECT_TRUE(noted) << past.dump();
   EXPECT_EQ(inside.value("time_model", ""), "whole") << inside.dump();
   EXPECT_EQ(past.value("extrapolated_from_batch", 0), 128);
+  // Without a corrected model the largest input is the whole-network learner's too.
+  cli_test::Result large = cli_test::run(
+      "predict", {"resnet18", "--batch", "8", "--input", "3x224x224", "--threads", "1", "--predictor", set, "--json"},
+      dir.path());
+  ASSERT_EQ(large.exit_code, 0) << large.err;
+  EXPECT_EQ(nlohmann::json::parse(large.out, nullptr, false).value("time_model", ""), "whole") << large.out;
 }
 
 }  // namespace
