@@ -8,10 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "apps/model_source.h"
+#include "apps/layer_model.h"
 #include "apps/predictor.h"
 #include "features/featurizer.h"
+#include "features/layer_features.h"
 #include "core/error.h"
 #include "models/zoo.h"
 
@@ -113,6 +116,35 @@ void BM_PredictResnet50FromZoo(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PredictResnet50FromZoo)->Unit(benchmark::kMicrosecond);
+
+// resnet50 at 224 px, batch 32 as `predict` makes it at the largest trained input with the shipped set's
+// corrected layer-wise model (apps/forecast.cpp): the layer sites, the layer-wise sum over them, one
+// featurization pass and the corrected predictor. Skipped when the first shipped set has none.
+void BM_PredictResnet50Corrected(benchmark::State& state) {
+  static const std::optional<apps::PredictorSet> set = []() -> std::optional<apps::PredictorSet> {
+    std::vector<std::string> sets = apps::shipped_predictor_sets(apps::default_predictor_root());
+    if (sets.empty()) return std::nullopt;
+    try {
+      return apps::load_predictor_set(sets.front());
+    } catch (const InputError& error) {
+      std::fprintf(stderr, "predict_bench: %s\n", error.what());
+      return std::nullopt;
+    }
+  }();
+  if (!set || !set->corrected || !set->layers) {
+    state.SkipWithError("the first shipped predictor set has no corrected layer-wise model");
+    return;
+  }
+  const Graph& graph = resnet50();
+  const int column = features::feature_index("est.layers_ms");
+  for (auto _ : state) {
+    const features::LayerSites sites = features::layer_sites(graph);
+    std::vector<double> row = features::featurize_graph(graph, config_at(32), bench_hardware());
+    row[static_cast<size_t>(column)] = set->layers->iteration_ms(sites, config_at(32), false);
+    benchmark::DoNotOptimize(set->corrected->predict_one(row));
+  }
+}
+BENCHMARK(BM_PredictResnet50Corrected)->Unit(benchmark::kMicrosecond);
 
 // Parts of it: the single featurization pass, and the batch-independent split a sweep uses.
 void BM_FeaturizeResnet50(benchmark::State& state) {
