@@ -91,6 +91,19 @@ std::string ratio_text(double value) {
 
 }  // namespace
 
+namespace {
+int64_t batch_of_train(const TrainingTable& table, const std::vector<int64_t>& train) {  // the largest
+  int64_t largest = 0;
+  for (int64_t row : train) largest = std::max(largest, table.samples[static_cast<size_t>(row)].config.batch);
+  return largest;
+}
+// Pixels per sample of a sample's image input; 0 for a sequence model.
+int64_t image_pixels(const Sample& sample) {
+  const std::vector<int64_t>& input = sample.config.input;
+  return input.size() == 3 ? input[1] * input[2] : int64_t{0};
+}
+}  // namespace
+
 std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(const TrainingTable& table,
                                                                               const std::string& split, int folds,
                                                                               uint64_t seed, std::string* description) {
@@ -155,10 +168,7 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
     // Image inputs past the trained ones: the largest image size (pixels per sample) is held out, and
     // every other configuration trains. `make demo`'s case: resnet50 at 224 px is larger than most
     // of what the data measured.
-    auto pixels = [](const Sample& sample) {
-      const std::vector<int64_t>& input = sample.config.input;
-      return input.size() == 3 ? input[1] * input[2] : int64_t{0};
-    };
+    auto pixels = [](const Sample& sample) { return image_pixels(sample); };
     std::set<int64_t> sizes;
     for (const Sample& sample : table.samples)
       if (pixels(sample) > 0) sizes.insert(pixels(sample));
@@ -359,7 +369,8 @@ void summarize_errors(const TrainingTable& table, const std::string& target,
 learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& fold_x, const learn::Vector& y,
                                const std::vector<int64_t>& train, const std::vector<int64_t>& test,
                                const learn::Candidate& candidate, bool bound_batches,
-                               std::vector<double>* at_high_out = nullptr, int64_t* batch_high = nullptr) {
+                               std::vector<double>* at_high_out = nullptr, int64_t* batch_high = nullptr,
+                               const LayerModel* layers = nullptr) {
   std::vector<int> columns = varying_columns(learn::select_rows(fold_x, train));
   learn::Candidate fold_candidate = candidate;
   fold_candidate.transform = resolve_transform(candidate.transform, columns);
@@ -388,6 +399,10 @@ learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& 
     config.batch = batch_max;
     std::vector<double> features =
         features::featurize(table.graphs[static_cast<size_t>(sample.graph)], config, table.hardware[row]);
+    if (layers != nullptr && sample.layer_sites >= 0)  // the corrected model: its reference at that batch too
+      features[static_cast<size_t>(features::feature_index("est.layers_ms"))] =
+          layers->iteration_ms(table.layer_sites[static_cast<size_t>(sample.layer_sites)], config,
+                               !table.environments.at(sample.environment_hash).gpu_name.empty());
     for (size_t c = 0; c < columns.size(); ++c)
       high_x(static_cast<int64_t>(k), static_cast<int64_t>(c)) = features[static_cast<size_t>(columns[c])];
   }
@@ -493,9 +508,10 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
 
     std::vector<double> model_errors, baseline_errors, simulator_errors, layerwise_errors, scaled_errors;
     std::map<std::string, std::vector<double>> family_signed, family_baseline;  // per test family
+    std::vector<std::vector<double>> whole_at_high(splits.size());  // per fold: the learner's t(B), past B
     for (size_t fold = 0; fold < splits.size(); ++fold) {
       const auto& [train, test] = splits[fold];
-      std::vector<double> at_high;
+      std::vector<double>& at_high = whole_at_high[fold];
       int64_t batch_high = 0;
       learn::Vector predicted = fold_predictions(table, x_of(fold), y, train, test, candidate,
                                                  target == "time" && !with_layer_feature, &at_high, &batch_high);
@@ -588,7 +604,23 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       size_t kept = 0;  // the runs in evaluation.predictions come in this order
       for (size_t fold = 0; fold < splits.size(); ++fold) {
         const auto& [train, test] = splits[fold];
-        learn::Vector predicted = fold_predictions(table, x_of(fold), y, train, test, corrected, false);
+        // As `predict` makes it (apps/forecast.cpp): past the training part's largest batch B held within
+        // [c(B), c(B) b / B] of its own forecast at B, and below the part's largest image input also within
+        // [t(B), t(B) b / B] of the whole-network learner's t(B), the forecast there.
+        std::vector<double> corrected_at_high;
+        learn::Vector predicted = fold_predictions(table, x_of(fold), y, train, test, corrected, true,
+                                                   &corrected_at_high, nullptr,
+                                                   layer_models[fold] ? &*layer_models[fold] : nullptr);
+        int64_t largest_pixels = 0;
+        for (int64_t row : train) largest_pixels = std::max(largest_pixels, image_pixels(table.samples[static_cast<size_t>(row)]));
+        for (size_t index = 0; index < test.size(); ++index) {
+          const double anchor = index < whole_at_high[fold].size() ? whole_at_high[fold][index] : 0;
+          const bool largest_input = image_pixels(table.samples[static_cast<size_t>(test[index])]) >= largest_pixels;
+          if (anchor > 0 && corrected_at_high[index] > 0 && !largest_input)
+            predicted(static_cast<int64_t>(index)) =
+                bounded_past_range(batch_of_train(table, train), anchor, predicted(static_cast<int64_t>(index)),
+                                   table.samples[static_cast<size_t>(test[index])].config.batch);
+        }
         for (size_t index = 0; index < test.size(); ++index)
           for (double truth : repeats_of(table.samples[static_cast<size_t>(test[index])], target)) {
             corrected_errors.push_back(std::abs(predicted(static_cast<int64_t>(index)) - truth) / truth);
