@@ -92,11 +92,6 @@ std::string ratio_text(double value) {
 }  // namespace
 
 namespace {
-int64_t batch_of_train(const TrainingTable& table, const std::vector<int64_t>& train) {  // the largest
-  int64_t largest = 0;
-  for (int64_t row : train) largest = std::max(largest, table.samples[static_cast<size_t>(row)].config.batch);
-  return largest;
-}
 // Pixels per sample of a sample's image input; 0 for a sequence model.
 int64_t image_pixels(const Sample& sample) {
   const std::vector<int64_t>& input = sample.config.input;
@@ -608,8 +603,9 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         // [c(B), c(B) b / B] of its own forecast at B, and below the part's largest image input also within
         // [t(B), t(B) b / B] of the whole-network learner's t(B), the forecast there.
         std::vector<double> corrected_at_high;
+        int64_t batch_high = 0;
         learn::Vector predicted = fold_predictions(table, x_of(fold), y, train, test, corrected, true,
-                                                   &corrected_at_high, nullptr,
+                                                   &corrected_at_high, &batch_high,
                                                    layer_models[fold] ? &*layer_models[fold] : nullptr);
         int64_t largest_pixels = 0;
         for (int64_t row : train) largest_pixels = std::max(largest_pixels, image_pixels(table.samples[static_cast<size_t>(row)]));
@@ -618,7 +614,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
           const bool largest_input = image_pixels(table.samples[static_cast<size_t>(test[index])]) >= largest_pixels;
           if (anchor > 0 && corrected_at_high[index] > 0 && !largest_input)
             predicted(static_cast<int64_t>(index)) =
-                bounded_past_range(batch_of_train(table, train), anchor, predicted(static_cast<int64_t>(index)),
+                bounded_past_range(batch_high, anchor, predicted(static_cast<int64_t>(index)),
                                    table.samples[static_cast<size_t>(test[index])].config.batch);
         }
         for (size_t index = 0; index < test.size(); ++index)

@@ -111,7 +111,7 @@ int run_train(const Args& args) {
   } else {
     jobs.emplace_back(target, out);
   }
-  for (const auto& [job_target, folder] : jobs) {
+  auto train_options = [&](const std::string& job_target) {  // the search options of every predictor here
     apps::TrainOptions options;
     options.target = job_target;
     options.budget_s = budget_s;
@@ -121,6 +121,10 @@ int run_train(const Args& args) {
     options.learners = learners;
     options.log = quiet ? nullptr : &std::cerr;
     options.cv_groups = cv_groups;
+    return options;
+  };
+  for (const auto& [job_target, folder] : jobs) {
+    apps::TrainOptions options = train_options(job_target);
     options.transform = transform;
     if (!quiet) std::fprintf(stderr, "train %s:\n", job_target.c_str());
     apps::Predictor predictor = apps::train_predictor(table, options);
@@ -135,21 +139,13 @@ int run_train(const Args& args) {
     layers.save(out + "/time/layers");
     std::printf("wrote %s/time/layers: layer-wise model on %lld layer rows\n", out.c_str(),
                 static_cast<long long>(layers.training_rows()));
-    // The corrected layer-wise model: the layer-wise sum times a learned correction, for the inputs
-    // larger than the whole-network learner has much data at (apps/forecast.cpp).
+    // The corrected layer-wise model: the layer-wise sum times a learned correction, for the largest
+    // inputs and past the trained batches (apps/forecast.cpp).
     apps::TrainingTable with_sum = table;
     const std::vector<double> sums = apps::layer_estimates_of(table, layers);
     const int column = features::feature_index("est.layers_ms");
     for (size_t row = 0; row < sums.size(); ++row) with_sum.x(static_cast<int64_t>(row), column) = sums[row];
-    apps::TrainOptions options;
-    options.target = "time";
-    options.budget_s = budget_s;
-    options.max_candidates = candidates;
-    options.folds = folds;
-    options.seed = static_cast<uint64_t>(seed);
-    options.learners = learners;
-    options.log = quiet ? nullptr : &std::cerr;
-    options.cv_groups = cv_groups;
+    apps::TrainOptions options = train_options("time");
     options.ratio_reference = "est.layers_ms";
     if (!quiet) std::fprintf(stderr, "train the corrected layer-wise model:\n");
     std::filesystem::remove_all(out + "/time/corrected");  // fitted over another layer-wise model
