@@ -34,6 +34,7 @@ def _pixels(forecast):
 
 
 CHANGED_TIME_MODELS = {"corrected layer-wise": lambda forecast: _pixels(forecast) >= 224 * 224}
+WIDEN_NOTE = "the 90% interval is widened "  # followed by "3x each way: ..."
 TIME_KEYS = {"time_ms", "time_ms_low", "time_ms_high", "learner", "cv_mre", "notes", "time_model", "epoch_s"}
 # Other strings name files of the checkout (a remedy's --plan): the checkout's root is written as $ROOT.
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -149,6 +150,24 @@ def main():
                 for key, value in ADDED_PREDICT_KEYS.items():
                     old.setdefault(key, value)
     changed = []
+    # Issue 36: on a host no predictor was trained on, predict widens the time interval by a factor each way and
+    # says so in a note (the fixture was written on a host that matched). Where that note is, the interval must be
+    # exactly the old one widened; the note and the widening are then taken out before the comparison.
+    for key, entry in results.items():
+        now = entry.get("predict", {}).get("json")
+        old = before.get(key, {}).get("predict", {}).get("json")
+        if not isinstance(now, dict) or not isinstance(old, dict):
+            continue
+        widened = [n for n in now.get("notes", []) if n.startswith(WIDEN_NOTE)]
+        if not widened:
+            continue
+        factor = float(widened[0][len(WIDEN_NOTE):].split("x", 1)[0])
+        now["notes"] = [n for n in now["notes"] if not n.startswith(WIDEN_NOTE)]
+        for name, scale in (("time_ms_low", 1 / factor), ("time_ms_high", factor)):
+            if name in now and name in old and abs(now[name] - old[name] * scale) <= 1e-9 * abs(old[name] * scale):
+                now[name] = old[name]
+            elif name in now and name in old and now.get("time_model") == old.get("time_model", "whole"):
+                changed.append(f".{key}.predict.json.{name}: {now[name]!r}, expected {old[name]!r} widened {factor}x")
     for key, entry in results.items():
         now = entry.get("predict", {}).get("json")
         old = before.get(key, {}).get("predict", {}).get("json")

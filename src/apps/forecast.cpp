@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/extrapolation.h"
+#include "apps/host_calibration.h"
 #include "apps/model_source.h"
 #include "apps/predictor.h"
 #include "core/error.h"
@@ -29,7 +30,23 @@ bool contains(const json& list, const json& value) {
 
 // The predictor set's folder: the given one (which must match the device when one is given), or
 // the shipped set for the device (a note when it is a fallback).
-std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::string>& notes) {
+std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::string>& notes,
+                              std::optional<HostCalibration>& calibration) {
+  // A calibration folder given, or made on this host (`dnncast calibrate MODEL --minutes M`): its source set,
+  // adapted below. A what-if ISA (--host-isa) is not this host: no calibration of it.
+  if (!request.predictor_dir.empty() && is_host_calibration(request.predictor_dir)) {
+    calibration.emplace(HostCalibration::load(request.predictor_dir));
+    calibration->report["dir"] = request.predictor_dir;
+    return calibration->source_dir;
+  }
+  if (request.predictor_dir.empty() && request.host_isa == hardware::CpuIsa::Unknown &&
+      (request.device.empty() || request.device == "cpu")) {
+    if (std::optional<std::string> dir = find_host_calibration(default_calibration_root(), host_environment())) {
+      calibration.emplace(HostCalibration::load(*dir));
+      calibration->report["dir"] = *dir;
+      return calibration->source_dir;
+    }
+  }
   if (!request.predictor_dir.empty()) {
     if (!request.device.empty())  // the given set must match
       choose_predictor_set({request.predictor_dir}, request.device, hardware::detect_host());
@@ -113,12 +130,11 @@ bool use_corrected(const PredictorSet& set, const std::string& input) {
   return largest > 0 && pixels >= largest;
 }
 
-Estimate corrected_forecast(const PredictorSet& set, std::vector<double> row, const Graph& model,
+Estimate corrected_forecast(const PredictorSet& set, std::vector<double> row, const features::LayerSites& sites,
                             const features::GraphFeatures& graph, const features::TrainingConfig& config,
                             const features::HardwareFeatures& hardware, Forecast& result) {
   const Predictor& corrected = *set.corrected;
   const bool gpu = !set.environment().gpu_name.empty();
-  const features::LayerSites sites = features::layer_sites(model);
   const int column = features::feature_index("est.layers_ms");
   const double sum = set.layers->iteration_ms(sites, config, gpu);
   row[static_cast<size_t>(column)] = sum;
@@ -161,11 +177,11 @@ Estimate corrected_forecast(const PredictorSet& set, std::vector<double> row, co
   return out;
 }
 
-// The time forecast (apps/extrapolation.h), with a note when it was bounded past the trained batches.
-// Past the trained batches with a layer-wise model in the set (and no corrected one): carried by its batch scaling.
-Estimate forecast_time(const PredictorSet& set, const std::vector<double>& row, const Graph& model,
-                       const features::GraphFeatures& graph, const features::TrainingConfig& config,
-                       const features::HardwareFeatures& hardware, Forecast& result) {
+}  // namespace
+
+Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& row, const features::LayerSites& sites,
+                           const features::GraphFeatures& graph, const features::TrainingConfig& config,
+                           const features::HardwareFeatures& hardware, Forecast& result) {
   const Predictor& time = *set.time;
   const json& training = time.manifest().training;
   const bool past_range = training.contains("batch_max") && training.contains("batch_min") &&
@@ -174,12 +190,10 @@ Estimate forecast_time(const PredictorSet& set, const std::vector<double>& row, 
   // The corrected layer-wise model at the largest inputs, and past the trained batches where it
   // scores better than `scaled` (`evaluate --split batch`, docs/RESULTS.md).
   if (use_corrected(set, result.input) || (past_range && set.corrected && set.layers))
-    return corrected_forecast(set, row, model, graph, config, hardware, result);
+    return corrected_forecast(set, row, sites, graph, config, hardware, result);
   int64_t bounded_at = 0;
-  features::LayerSites sites;
   LayerScaling scaling;
   if (set.layers && past_range) {
-    sites = features::layer_sites(model);
     scaling.model = &*set.layers;
     scaling.sites = &sites;
     scaling.gpu = !set.environment().gpu_name.empty();
@@ -213,6 +227,8 @@ Estimate forecast_time(const PredictorSet& set, const std::vector<double>& row, 
   }
   return out;
 }
+
+namespace {
 
 // Notes where the model's input or family lie outside the training.
 void check_trained_model(const json& training, const Graph& graph, Forecast& result) {
@@ -258,6 +274,28 @@ void forecast_peak(const ForecastRequest& request, const Graph& graph, const Pre
   result.memory_source = set.memory->manifest().learner;
 }
 
+// The source set's forecast carried to this host by its calibration (host_calibration.h), its interval
+// at least the calibration's spread each way.
+Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet& set, const features::LayerSites& sites,
+                         const features::TrainingConfig& config, Estimate time, Forecast& result) {
+  if (!set.layers)
+    throw InputError("the calibration at " + calibration.report.value("dir", std::string("?")) + " adapts " +
+                     set.dir + ", which has no layer-wise model (time/layers): calibrate again");
+  const double layer_factor = calibration.layer_factor(sites, set.layers->row_ms(sites, config, false));
+  const double value = calibration.shifted(time.value * layer_factor);
+  const double scale = time.value > 0 ? value / time.value : 1.0;
+  const double spread = std::exp(calibration.log_spread);
+  time = {value, std::min(time.low * scale, value / spread), std::max(time.high * scale, value * spread)};
+  result.time_model += ", calibrated on this host";
+  result.calibration = calibration.report.value("dir", std::string());
+  char text[160];
+  std::snprintf(text, sizeof text, "layers x%.3g, whole-iteration shift %s: x%.3g in all", layer_factor,
+                calibration.shift.c_str(), scale);
+  result.notes.push_back("calibrated on this host (" + result.calibration + ", " +
+                         calibration.report.value("created", std::string("undated")) + "): " + text);
+  return time;
+}
+
 }  // namespace
 
 Forecast forecast(const ForecastRequest& request) {
@@ -271,7 +309,8 @@ Forecast forecast(const ForecastRequest& request) {
   result.optimizer = request.optimizer;
   result.epoch_samples = request.epoch_samples;
   std::vector<std::string> choice_notes;  // a fallback set for this host: said by the host match when it is not exact
-  result.predictor = predictor_set_dir(request, choice_notes);
+  std::optional<HostCalibration> calibration;
+  result.predictor = predictor_set_dir(request, choice_notes, calibration);
 
   PredictorSet set = load_predictor_set(result.predictor);
   const data::EnvironmentRecord& environment = set.environment();
@@ -293,7 +332,11 @@ Forecast forecast(const ForecastRequest& request) {
   result.input = input_shape.substr(input_shape.find('x') + 1);
   check_trained_model(time_manifest.training, graph, result);
 
-  Estimate time = forecast_time(set, row, graph, graph_part, config, hardware, result);
+  // The layer sites, where the set has a layer-wise model to read them (the forecast past the trained batches,
+  // the corrected model, a host calibration).
+  const features::LayerSites sites = set.layers ? features::layer_sites(graph) : features::LayerSites{};
+  Estimate time = set_time_forecast(set, row, sites, graph_part, config, hardware, result);
+  if (calibration) time = calibrated_time(*calibration, set, sites, config, time, result);
   result.time_ms = time.value;
   result.time_ms_low = time.low;
   result.time_ms_high = time.high;
@@ -305,9 +348,21 @@ Forecast forecast(const ForecastRequest& request) {
   result.feature_version = features::kFeatureVersion;
   // Was the predictor trained on this host? A CPU set forecasts for this host: a note when not
   // exactly (a GPU set forecasts for its GPU, whatever the host).
-  if (environment.gpu_name.empty()) {
+  if (calibration) {
+    result.env = environment_label(calibration->environment) + ", calibrated from " + result.env;
+    result.env_hash = calibration->environment.hash();
+    result.host_match = match_host(host_environment(request.host_isa), {calibration->environment});
+  } else if (environment.gpu_name.empty()) {
     result.host_match = match_host(host_environment(request.host_isa), time_manifest.environments);
-    if (!result.host_match->exact) result.host_match->remedy = calibrate_remedy(result.predictor);
+    if (!result.host_match->exact) {
+      result.host_match->remedy = calibrate_remedy(request.predictor_dir, request.model, result.batch, result.input);
+      // Carried as is to a CPU it was not trained on, the forecast can be 3x off (docs/RESULTS.md "Intervals
+      // on an unmatched host"): its interval says so.
+      result.time_ms_low /= kUnmatchedHostWiden;
+      result.time_ms_high *= kUnmatchedHostWiden;
+      result.notes.push_back("the 90% interval is widened " + std::to_string(static_cast<int>(kUnmatchedHostWiden)) +
+                             "x each way: the predictor was trained on another CPU");
+    }
   }
   // The fallback's note says less than the host match's (which names the fields and the environment used).
   if (!result.host_match || result.host_match->exact)

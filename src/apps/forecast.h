@@ -10,6 +10,8 @@
 
 #include "core/training_setup.h"
 #include "apps/host_match.h"
+#include "apps/predictor.h"
+#include "features/layer_features.h"
 #include "apps/model_source.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
@@ -61,6 +63,7 @@ struct Forecast {
   std::string env, env_hash;  // the set's environment: label, hash
   int feature_version = 0;
   std::optional<HostMatch> host_match;  // CPU sets: was the predictor trained on this host
+  std::string calibration;              // the host calibration folder applied (host_calibration.h); "" none
   std::vector<std::string> notes;       // fallbacks, extrapolations, what was not forecast
   bool simulated() const { return memory_source == "simulator"; }
 };
@@ -68,6 +71,15 @@ struct Forecast {
 // Throws InputError: no predictor set found or matching the device, an optimizer, precision the
 // set was not trained on, a bad model or input (model_source.h).
 Forecast forecast(const ForecastRequest& request);
+
+// The time of one featurized configuration from a loaded set, as `forecast` makes it before any host
+// calibration: the whole-network learner, carried past the trained batches by the layer-wise model, or the
+// corrected layer-wise model (time_model, extrapolated_from and notes of `result` filled; result.input names
+// the input without the batch, "3x224x224"). `sites`: the graph's layer sites where the set has a layer-wise
+// model (empty otherwise).
+Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& row, const features::LayerSites& sites,
+                           const features::GraphFeatures& graph, const features::TrainingConfig& config,
+                           const features::HardwareFeatures& hardware, Forecast& result);
 
 // ---------------------------------------------------------------------------------------------
 // Simulated memory (`dnncast memory`)

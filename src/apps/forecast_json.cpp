@@ -27,6 +27,7 @@ json to_json(const Forecast& forecast) {
   if (forecast.host_match) result["host_match"] = forecast.host_match->to_json();
   if (forecast.extrapolated_from > 0) result["extrapolated_from_batch"] = forecast.extrapolated_from;
   if (!forecast.time_model.empty()) result["time_model"] = forecast.time_model;
+  if (!forecast.calibration.empty()) result["calibration"] = forecast.calibration;
   if (forecast.epoch_s) {
     result["epoch_s"] = *forecast.epoch_s;
     result["epoch_iterations"] = forecast.epoch_iterations;

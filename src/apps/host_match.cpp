@@ -1,5 +1,7 @@
 #include "apps/host_match.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -148,21 +150,29 @@ HostMatch match_isa(const std::string& isa, const std::vector<data::EnvironmentR
   return best_of(comparisons, trained);
 }
 
-std::string calibrate_remedy(const std::string& predictor_dir) {
-  // The shipped plan beside the shipped predictors (data/plans), else as the source tree names it.
-  std::string plan = "data/plans/zoo-quick.json";
-  std::string root = default_predictor_root();
-  if (!root.empty()) {
-    fs::path shipped = fs::path(root).parent_path() / "plans" / "zoo-quick.json";
-    if (fs::exists(shipped)) plan = shipped.string();
-  }
-  const int runs = kCalibrateBudget + kCalibrateHoldout;
-  const double minutes = runs * kZooQuickRunWallS / 60.0;
-  return "dnncast calibrate --predictor " + predictor_dir + " --plan " + plan + " --budget " +
-         std::to_string(kCalibrateBudget) + " --db calibrate.db --out calibrated-predictor (" + std::to_string(runs) +
-         " runs with the " + std::to_string(kCalibrateHoldout) + " held back, about " +
-         std::to_string(static_cast<int>(std::lround(minutes))) + "-" +
-         std::to_string(static_cast<int>(std::lround(2 * minutes))) + " minutes here)";
+namespace {
+
+// A word as a POSIX shell reads it back: unchanged when it holds only safe characters, else single-quoted.
+std::string shell_word(const std::string& word) {
+  const bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string("-_./:=+,@").find(c) != std::string::npos;
+  });
+  if (safe) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace
+
+std::string calibrate_remedy(const std::string& predictor_dir, const std::string& model, int64_t batch,
+                             const std::string& input) {
+  std::string command = "dnncast calibrate " + shell_word(model) + " --batch " + std::to_string(batch);
+  if (!input.empty()) command += (input.find('x') != std::string::npos ? " --input " : " --seq ") + input;
+  if (!predictor_dir.empty()) command += " --predictor " + shell_word(predictor_dir);
+  return command + " --minutes " + std::to_string(kCalibrateMinutes) + " (" + std::to_string(kCalibrateMinutes) +
+         " minutes of this host's time: the model's own layers and a few real iterations timed here; later "
+         "forecasts on this host use it)";
 }
 
 std::string host_match_note(const HostMatch& match) {

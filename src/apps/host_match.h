@@ -53,15 +53,13 @@ HostMatch match_host(const data::EnvironmentRecord& host, const std::vector<data
 // The same on the ISA alone (the memory simulator: its rules follow the ISA, nothing else of the host).
 HostMatch match_isa(const std::string& isa, const std::vector<data::EnvironmentRecord>& trained);
 
-// The command that adapts the predictor at PREDICTOR_DIR to this host, with its cost:
-// "dnncast calibrate --predictor DIR --plan PLAN --budget 20 --db calibrate.db --out DIR-here
-// (24 runs with the 4 held back, about 5-9 minutes here)". The cost: budget + calibrate's default
-// holdout, each a child process timed to the plan's 2% CI target; kZooQuickRunWallS a run, as the
-// shipped dataset's zoo-quick runs took on its host, up to twice that on a host whose kernels are slower.
-inline constexpr int kCalibrateBudget = 20;
-inline constexpr int kCalibrateHoldout = 4;           // apps::CalibrateOptions::holdout's default
-inline constexpr double kZooQuickRunWallS = 11.4;     // mean wall_s of plan zoo-quick in data/dnncast-cpu2.db
-std::string calibrate_remedy(const std::string& predictor_dir);
+// The command that carries the predictor to this host by timing the requested model here, with its cost
+// (issue 36, apps/host_calibration.h): "dnncast calibrate resnet50 --batch 32 --input 3x224x224 --minutes 5
+// (5 minutes of this host's time: ...)". PREDICTOR_DIR: the set the user named (--predictor), "" for the
+// shipped one, which calibrate finds alike.
+inline constexpr int kCalibrateMinutes = 5;
+std::string calibrate_remedy(const std::string& predictor_dir, const std::string& model, int64_t batch,
+                             const std::string& input);
 
 // The one line `predict` prints when not exact: "no predictor was trained on this host (isa avx2 vs
 // ...); using the nearest, environment H. To adapt it: REMEDY".

@@ -20,6 +20,10 @@ int run_predict(const Args& args);
 int run_memory(const Args& args);
 int run_transfer(const Args& args);
 int run_calibrate(const Args& args);
+// calibrate MODEL --batch N --minutes M (cmd_calibrate_model.cpp): run_calibrate hands a MODEL argument on to it,
+// and --layer-bench to run_calibrate_cross_host.
+int run_calibrate_model(const Args& args);
+int run_calibrate_cross_host(const Args& args);
 int run_devices(const Args& args);  // devices [--instances]: the GPU catalogue and cloud instances
 int run_calibrate_gpus(const Args& args);  // fit and judge the GPU time model on the public tables
 int run_compare(const Args& args);  // compare MODEL --batch N: time and cost per cloud instance

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "core/clock.h"
@@ -96,7 +98,7 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
   limits.timeout_s = options.timeout_s;
   limits.memory_bytes = options.memory_limit_bytes;
   // In slices, so that --stop-after is looked at between them.
-  constexpr size_t kSlice = 50;
+  const size_t kSlice = std::max<size_t>(1, options.slice);
   for (size_t first = 0; first < todo.size(); first += kSlice) {
     if (options.stop_after_s > 0 && seconds_since(start) >= options.stop_after_s) {
       summary.stopped_early = true;

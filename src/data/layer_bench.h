@@ -21,6 +21,7 @@ struct LayerBenchOptions {
   double timeout_s = 120;             // a case without a result after this: status timeout
   int64_t memory_limit_bytes = 0;     // 0 = 90% of the memory available
   double stop_after_s = 0;            // stop starting cases after this (0 = never); a rerun resumes
+  size_t slice = 50;                  // cases per child process; stop_after_s is looked at between slices
   std::string plan = "bench-layers";  // stored with each row
   bool dry_run = false;               // count what would be measured; open the dataset read-only
   FILE* out = stdout;                 // progress and summary

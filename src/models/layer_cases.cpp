@@ -188,12 +188,14 @@ void check_layer_kinds(const std::vector<std::string>& kinds) {
 
 std::string layer_kind(const Graph& graph, int index) {
   const Node& node = graph.node(index);
-  const std::string& op = node.op;
-  if (op == "Conv2d") {
-    int64_t groups = node.attr_int("groups", 1);
-    int64_t in = graph.node(node.inputs.at(0)).shape[1];
-    return groups == 1 ? "conv" : groups == in && node.shape[1] == in ? "dwconv" : "gconv";
-  }
+  if (node.op == "Conv2d")
+    return layer_kind_of(node.op, node.attr_int("groups", 1), graph.node(node.inputs.at(0)).shape[1], node.shape[1]);
+  return layer_kind_of(node.op);
+}
+
+std::string layer_kind_of(const std::string& op, int64_t groups, int64_t in_channels, int64_t out_channels) {
+  if (op == "Conv2d")
+    return groups == 1 ? "conv" : groups == in_channels && out_channels == in_channels ? "dwconv" : "gconv";
   if (op == "Linear") return "linear";
   if (op == "BatchNorm2d") return "bn";
   if (op == "LayerNorm") return "ln";

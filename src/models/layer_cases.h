@@ -19,6 +19,8 @@ namespace dnncast::models {
 const std::vector<std::string>& layer_kinds();
 // The kind of a node of any graph, "" for a node no kind covers (reshapes, losses, inputs).
 std::string layer_kind(const Graph& graph, int node);
+// The same from an op's name and, for Conv2d, its groups and channels (a node's layer sites carry these).
+std::string layer_kind_of(const std::string& op, int64_t groups = 1, int64_t in_channels = 0, int64_t out_channels = 0);
 // Throws InputError "unknown layer kind 'cnv' (known: ...)" unless every name is a kind.
 void check_layer_kinds(const std::vector<std::string>& kinds);
 

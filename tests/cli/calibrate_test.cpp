@@ -22,6 +22,44 @@ namespace {
 
 using nlohmann::json;
 
+// `calibrate MODEL --minutes M` (issue 36): the model's own layers and a real run timed here within the budget, and
+// `predict` through the calibration forecasts, at the measured configuration, the median that run measured.
+TEST(CalibrateModel, TimesTheModelHereAndPredictForecastsWhatItMeasured) {
+#ifndef DNNCAST_CLI_PROFILES
+  GTEST_SKIP() << "built without libtorch: calibrate cannot profile";
+#else
+  cli_test::ScratchDir dir("calibrate_model_test");
+  ASSERT_TRUE(dir.ok());
+  const std::string out = dir.path() + "/host";
+  cli_test::Result run = cli_test::run(
+      "calibrate", {"squeezenet1_1", "--batch", "2", "--input", "3x32x32", "--minutes", "0.5", "--out", out, "--cpus", "0", "--json"},
+      dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json report = json::parse(run.out);
+  EXPECT_LE(report["wall_s"].get<double>(), 0.5 * 60 + 20) << "the budget, and one slice of layers past it at most";
+  EXPECT_GT(report["model_layers"]["measured"].get<int64_t>(), 0);
+  ASSERT_EQ(report["whole_runs"].size(), 1u) << report.dump();
+  EXPECT_EQ(report["whole_runs"][0]["batch"], 2);
+  EXPECT_EQ(report["shift"]["map"], "ratio");
+  const double measured = report["whole_runs"][0]["measured_ms"].get<double>();
+
+  cli_test::Result forecast = cli_test::run(
+      "predict", {"squeezenet1_1", "--batch", "2", "--input", "3x32x32", "--predictor", out, "--json"}, dir.path());
+  ASSERT_EQ(forecast.exit_code, 0) << forecast.err;
+  json document = json::parse(forecast.out);
+  EXPECT_NEAR(document["time_ms"].get<double>(), measured, 1e-6 * measured);
+  EXPECT_LE(document["time_ms_low"].get<double>(), measured);
+  EXPECT_GE(document["time_ms_high"].get<double>(), measured);
+  EXPECT_EQ(document["host_match"]["match"], "exact");
+  EXPECT_EQ(document["calibration"], out);
+  // Another batch of the same model: carried by the layers' scale and the same shift, not the measurement.
+  forecast = cli_test::run("predict", {"squeezenet1_1", "--batch", "4", "--input", "3x32x32", "--predictor", out, "--json"},
+                           dir.path());
+  ASSERT_EQ(forecast.exit_code, 0) << forecast.err;
+  EXPECT_GT(json::parse(forecast.out)["time_ms"].get<double>(), measured);
+#endif
+}
+
 TEST(Calibrate, ProfilesOnlyTheBudgetAndWritesABundlePredictLoads) {
 #ifndef DNNCAST_CLI_PROFILES
   GTEST_SKIP() << "built without libtorch: calibrate cannot profile";
