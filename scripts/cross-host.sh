@@ -25,7 +25,7 @@ done
   -o "$WORK/intel-xeon.db" >/dev/null
 train() {  # NAME DB LAYERS
   [ -f "$WORK/set-$1/time/manifest.json" ] ||
-    "$DNNCAST" train --db "$2" --layer-bench "$3" --out "$WORK/set-$1" --budget 60 >"$WORK/train-$1.log" 2>&1
+    "$DNNCAST" train --db "$2" --layer-bench "$3" --out "$WORK/set-$1" --budget-s 60 --quiet >"$WORK/train-$1.log" 2>&1
 }
 train zen3 "$WORK/dnncast-zen3-avx2.db" "$WORK/layers-zen3-avx2.db"
 train intel "$WORK/intel-xeon.db" "$WORK/layers-intel-xeon.db"

@@ -173,7 +173,7 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   fs::create_directories(out_dir, error);
   if (error) throw InputError("cannot create " + out_dir + ": " + error.message());
   const std::string db_path = out_dir + "/calibration.db";
-  const std::string graph_path = out_dir + "/model.json";
+  const std::string graph_path = out_dir + "/model-" + graph.architecture_hash() + ".json";
   {
     std::ofstream graph_file(graph_path);
     graph_file << write_graph_json(graph);
@@ -232,33 +232,16 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   fit_scales();
 
   // 2. Real iterations: the requested batch when they fit what is left, else the largest smaller batch that does.
-  // An iteration is assumed to take up to twice the scaled source forecast (what a real iteration adds to its layers
-  // differs by host), and a measurement about seven of them plus a process start.
-  std::vector<WholeRatio> whole;
-  json whole_report = json::array();
+  // An iteration is assumed to take up to 1.5x the scaled source forecast (what a real iteration adds to its layers
+  // differs by host: 1.29x on the Intel Xeon), and a measurement about six of them plus a process start.
   const double left_s = budget_s - seconds_since(start);
   int64_t batch = options.spec.batch;
   auto cost_s = [&](int64_t at) {
-    return 7 * 2 * requested.time_ms * calibration.layer_factor(requested.sites, requested.row_ms) *
+    return 6 * 1.5 * requested.time_ms * calibration.layer_factor(requested.sites, requested.row_ms) *
                static_cast<double>(at) / static_cast<double>(options.spec.batch) / 1000 + 3;
   };
   while (batch > 1 && cost_s(batch) > 0.8 * left_s) batch = std::max<int64_t>(1, batch / 2);
-  if (cost_s(batch) <= 0.8 * left_s) {
-    const double measured = measure_whole(graph_path, batch, options, db_path, 0.9 * left_s);
-    if (measured > 0) {
-      ModelSpec spec = options.spec;
-      spec.batch = batch;
-      const Graph at = batch == options.spec.batch ? graph : load_model(options.model, spec);
-      features::TrainingConfig at_config = config;
-      at_config.batch = batch;
-      const SourceForecast source =
-          source_forecast(set, features::layer_sites(at), features::graph_features(at), at_config, input);
-      const double factor = calibration.layer_factor(source.sites, source.row_ms);
-      whole.push_back({measured, source.time_ms * factor});
-      whole_report.push_back({{"batch", batch}, {"measured_ms", measured}, {"source_ms", source.time_ms},
-                              {"layer_factor", factor}});
-    }
-  }
+  if (cost_s(batch) <= 0.8 * left_s) measure_whole(graph_path, batch, options, db_path, 0.9 * left_s);
 
   // 3. The shared probe layers with the time left (a slice of 5 takes a few seconds).
   const double probe_left_s = budget_s - seconds_since(start) - 10;
@@ -269,22 +252,39 @@ json calibrate_model(const ModelCalibrateOptions& options) {
     probes = data::run_layer_bench(models::sample_layer_cases(probe_sample_options()), bench);
   }
 
+  // The fit, on everything this calibration's dataset holds: the layers and real iterations of every model
+  // calibrated into this folder so far (a later `calibrate` of another model adds to them).
   fit_scales();
-  // The whole runs' layer factors again, under the final scales.
-  for (size_t k = 0; k < whole.size(); ++k) {
-    const double old_factor = whole_report[k]["layer_factor"].get<double>();
-    const int64_t at_batch = whole_report[k]["batch"].get<int64_t>();
-    ModelSpec spec = options.spec;
-    spec.batch = at_batch;
-    const features::LayerSites sites = features::layer_sites(at_batch == options.spec.batch ? graph : load_model(options.model, spec));
-    features::TrainingConfig at_config = config;
-    at_config.batch = at_batch;
-    const double factor = calibration.layer_factor(sites, set.layers->row_ms(sites, at_config, false));
-    whole[k].adjusted_ms *= factor / old_factor;
-    whole_report[k]["layer_factor"] = factor;
+  std::vector<WholeRatio> whole;
+  json whole_report = json::array();
+  {
+    data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
+    for (const data::LayerBenchRecord& record : store.layer_benchmarks(false))
+      if (record.status == "ok" && record.forward_ms && record.backward_ms)
+        calibration.layer_ms[record.key] = *record.forward_ms + *record.backward_ms;
+    std::map<std::string, std::string> sources;  // network hash -> its graph file
+    for (const data::NetworkRecord& network : store.networks(false)) sources[network.hash] = network.source;
+    for (const data::RunRecord& run : store.runs()) {
+      if (run.plan != "calibrate-whole" || run.result.status != "ok" || !run.result.time_ms_median) continue;
+      const std::string& source = sources[run.network_hash];
+      if (source.rfind("file:", 0) != 0) continue;
+      ModelSpec spec;
+      spec.batch = run.config.batch;
+      const Graph at = load_model(source.substr(5), spec);
+      features::TrainingConfig at_config = training_config_of(run.config);
+      const SourceForecast forecast =
+          source_forecast(set, features::layer_sites(at), features::graph_features(at), at_config, run.config.input_text());
+      double covered = 0;
+      const double factor = calibration.layer_factor(at, forecast.sites, forecast.row_ms, &covered);
+      whole.push_back({*run.result.time_ms_median, forecast.time_ms * factor});
+      whole_report.push_back({{"model", at.name}, {"batch", run.config.batch}, {"input", run.config.input_text()},
+                              {"measured_ms", *run.result.time_ms_median}, {"source_ms", forecast.time_ms},
+                              {"layer_factor", factor}, {"layers_timed_share", covered}});
+    }
   }
   fit_whole_shift(whole, calibration);
-  const double factor = calibration.layer_factor(requested.sites, requested.row_ms);
+  double covered = 0;
+  const double factor = calibration.layer_factor(graph, requested.sites, requested.row_ms, &covered);
   json report = {{"created", data::utc_now()},
                  {"model", options.model},
                  {"batch", options.spec.batch},
@@ -298,6 +298,7 @@ json calibrate_model(const ModelCalibrateOptions& options) {
                  {"whole_runs", whole_report},
                  {"requested", {{"source_ms", requested.time_ms},
                                 {"layer_factor", factor},
+                                {"layers_timed_share", covered},
                                 {"calibrated_ms", calibration.shifted(requested.time_ms * factor)}}},
                  {"db", db_path}};
   if (whole.empty())

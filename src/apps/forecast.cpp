@@ -276,12 +276,14 @@ void forecast_peak(const ForecastRequest& request, const Graph& graph, const Pre
 
 // The source set's forecast carried to this host by its calibration (host_calibration.h), its interval
 // at least the calibration's spread each way.
-Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet& set, const features::LayerSites& sites,
-                         const features::TrainingConfig& config, Estimate time, Forecast& result) {
+Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet& set, const Graph& graph,
+                         const features::LayerSites& sites, const features::TrainingConfig& config, Estimate time,
+                         Forecast& result) {
   if (!set.layers)
     throw InputError("the calibration at " + calibration.report.value("dir", std::string("?")) + " adapts " +
                      set.dir + ", which has no layer-wise model (time/layers): calibrate again");
-  const double layer_factor = calibration.layer_factor(sites, set.layers->row_ms(sites, config, false));
+  double covered = 0;
+  const double layer_factor = calibration.layer_factor(graph, sites, set.layers->row_ms(sites, config, false), &covered);
   const double value = calibration.shifted(time.value * layer_factor);
   const double scale = time.value > 0 ? value / time.value : 1.0;
   const double spread = std::exp(calibration.log_spread);
@@ -289,8 +291,8 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   result.time_model += ", calibrated on this host";
   result.calibration = calibration.report.value("dir", std::string());
   char text[160];
-  std::snprintf(text, sizeof text, "layers x%.3g, whole-iteration shift %s: x%.3g in all", layer_factor,
-                calibration.shift.c_str(), scale);
+  std::snprintf(text, sizeof text, "layers x%.3g (%.0f%% of their time timed here), whole-iteration shift %s: x%.3g in all",
+                layer_factor, 100 * covered, calibration.shift.c_str(), scale);
   result.notes.push_back("calibrated on this host (" + result.calibration + ", " +
                          calibration.report.value("created", std::string("undated")) + "): " + text);
   return time;
@@ -336,7 +338,7 @@ Forecast forecast(const ForecastRequest& request) {
   // the corrected model, a host calibration).
   const features::LayerSites sites = set.layers ? features::layer_sites(graph) : features::LayerSites{};
   Estimate time = set_time_forecast(set, row, sites, graph_part, config, hardware, result);
-  if (calibration) time = calibrated_time(*calibration, set, sites, config, time, result);
+  if (calibration) time = calibrated_time(*calibration, set, graph, sites, config, time, result);
   result.time_ms = time.value;
   result.time_ms_low = time.low;
   result.time_ms_high = time.high;
@@ -360,7 +362,9 @@ Forecast forecast(const ForecastRequest& request) {
       // on an unmatched host"): its interval says so.
       result.time_ms_low /= kUnmatchedHostWiden;
       result.time_ms_high *= kUnmatchedHostWiden;
-      result.notes.push_back("the 90% interval is widened " + std::to_string(static_cast<int>(kUnmatchedHostWiden)) +
+      char widen[32];
+      std::snprintf(widen, sizeof widen, "%g", kUnmatchedHostWiden);
+      result.notes.push_back(std::string("the 90% interval is widened ") + widen +
                              "x each way: the predictor was trained on another CPU");
     }
   }

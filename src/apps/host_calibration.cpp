@@ -37,6 +37,34 @@ double HostCalibration::layer_factor(const features::LayerSites& sites, const st
   return source > 0 ? scaled / source : scale_of(kAnyKind);
 }
 
+double HostCalibration::layer_factor(const Graph& graph, const features::LayerSites& sites,
+                                     const std::vector<double>& row_ms, double* covered) const {
+  DNNCAST_ASSERT(row_ms.size() == sites.nodes.size() + 1);
+  if (covered != nullptr) *covered = 0;
+  if (layer_ms.empty()) return layer_factor(sites, row_ms);
+  const std::vector<std::string> kinds = site_kinds(sites);
+  double source = 0, scaled = 0, replaced = 0;
+  size_t row = 0;
+  for (int node = 0; node < graph.size() && row < sites.nodes.size(); ++node) {
+    if (graph.node(node).op == "Input") continue;
+    const double ms = std::max(row_ms[row], 0.0);
+    source += ms;
+    auto measured = kinds[row].empty() ? layer_ms.end() : layer_ms.find(models::case_of_node(graph, node, "").key);
+    if (measured != layer_ms.end()) {
+      scaled += measured->second;
+      replaced += ms;
+    } else {
+      scaled += ms * scale_of(kinds[row]);
+    }
+    ++row;
+  }
+  const double optimizer_ms = std::max(row_ms.back(), 0.0);
+  source += optimizer_ms;
+  scaled += optimizer_ms * scale_of(kAnyKind);
+  if (covered != nullptr && source > 0) *covered = replaced / source;
+  return source > 0 ? scaled / source : scale_of(kAnyKind);
+}
+
 double HostCalibration::shifted(double adjusted_ms) const {
   if (shift == "none" || adjusted_ms <= 0) return adjusted_ms;
   return std::exp(log_intercept + log_slope * std::log(adjusted_ms));
@@ -48,6 +76,7 @@ json HostCalibration::to_json() const {
                    {"source", source_dir},
                    {"kind_scale", kind_scale},
                    {"kind_layers", kind_layers},
+                   {"layer_ms", layer_ms},
                    {"shift", {{"map", shift}, {"log_intercept", log_intercept}, {"log_slope", log_slope}}},
                    {"log_spread", log_spread},
                    {"report", report}};
@@ -64,6 +93,9 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
     calibration.source_dir = document.at("source").get<std::string>();
     calibration.kind_scale = document.at("kind_scale").get<std::map<std::string, double>>();
     calibration.kind_layers = document.value("kind_layers", std::map<std::string, int64_t>{});
+    calibration.layer_ms = document.value("layer_ms", std::map<std::string, double>{});
+    for (const auto& [key, ms] : calibration.layer_ms)
+      if (!(ms > 0) || !std::isfinite(ms)) throw InputError(where + ": layer_ms " + quote(key) + " is not a positive number");
     const json& shift = document.at("shift");
     calibration.shift = shift.at("map").get<std::string>();
     calibration.log_intercept = shift.at("log_intercept").get<double>();
@@ -91,7 +123,14 @@ HostCalibration HostCalibration::load(const std::string& dir) {
   if (!in) throw InputError("no host calibration at " + dir + " (expected " + path + ")");
   json document = json::parse(in, nullptr, false);
   if (document.is_discarded()) throw InputError(path + ": not JSON");
-  return from_json(document, path);
+  HostCalibration calibration = from_json(document, path);
+  // A shipped source set of a checkout that moved: the set of that name in this checkout's data/predictors.
+  std::error_code error;
+  if (!fs::is_directory(calibration.source_dir, error)) {
+    const fs::path shipped = fs::path(default_predictor_root()) / fs::path(calibration.source_dir).filename();
+    if (!default_predictor_root().empty() && fs::is_directory(shipped, error)) calibration.source_dir = shipped.string();
+  }
+  return calibration;
 }
 
 void HostCalibration::save(const std::string& dir) const {

@@ -59,9 +59,9 @@ int run_calibrate_model(const Args& args) {
     std::printf(" %s %.3g (%lld)", kind.c_str(), scale.get<double>(), report["kind_layers"][kind].get<long long>());
   std::printf("\n");
   for (const nlohmann::json& run : report["whole_runs"])
-    std::printf("real iterations at batch %lld: %.4g ms measured; the source forecast %.4g ms x layer scale %.3g\n",
-                run["batch"].get<long long>(), run["measured_ms"].get<double>(), run["source_ms"].get<double>(),
-                run["layer_factor"].get<double>());
+    std::printf("real iterations of %s at batch %lld: %.4g ms measured; the source forecast %.4g ms x layer scale %.3g\n",
+                run["model"].get<std::string>().c_str(), run["batch"].get<long long>(), run["measured_ms"].get<double>(),
+                run["source_ms"].get<double>(), run["layer_factor"].get<double>());
   if (report.contains("note")) std::printf("note: %s\n", report["note"].get<std::string>().c_str());
   std::printf("whole-iteration shift: %s; forecast here %.4g ms (the source's %.4g ms)\n",
               report["shift"]["map"].get<std::string>().c_str(), requested["calibrated_ms"].get<double>(),

@@ -14,6 +14,8 @@
 #include "apps/host_match.h"
 #include "cli_run.h"
 #include "core/error.h"
+#include "models/layer_cases.h"
+#include "models/zoo.h"
 
 namespace dnncast::apps {
 namespace {
@@ -73,6 +75,35 @@ TEST(HostCalibration, LayerFactorWeighsEachKindByItsShareOfTheSourceTime) {
   EXPECT_NEAR(calibration.layer_factor(sites, {6, 2, 2}), (18 + 1 + 2) / 10.0, 1e-12);
 }
 
+// A layer timed here (by its case key) replaces its kind's scale: the model calibrated at its batch and input.
+TEST(HostCalibration, TimedLayersReplaceTheirKindsScale) {
+  ModelSpec spec;
+  spec.batch = 2;
+  spec.input = {3, 32, 32};
+  const Graph graph = build_zoo_model("squeezenet1_1", spec);
+  const features::LayerSites sites = features::layer_sites(graph);
+  std::vector<double> rows(sites.nodes.size() + 1, 1.0);  // every row 1 ms at the source
+  HostCalibration calibration;
+  calibration.kind_scale = {{kAnyKind, 0.5}};
+  double covered = -1;
+  EXPECT_DOUBLE_EQ(calibration.layer_factor(graph, sites, rows, &covered), 0.5);
+  EXPECT_EQ(covered, 0);
+  // The first convolution timed here at 7 ms: its row is 7, the others keep 0.5 each.
+  int first_conv = -1;
+  for (int node = 0; node < graph.size() && first_conv < 0; ++node)
+    if (graph.node(node).op == "Conv2d") first_conv = node;
+  ASSERT_GE(first_conv, 0);
+  calibration.layer_ms[models::case_of_node(graph, first_conv, "test").key] = 7;
+  const double total = static_cast<double>(rows.size());
+  EXPECT_NEAR(calibration.layer_factor(graph, sites, rows, &covered), (7 + 0.5 * (total - 1)) / total, 1e-12);
+  EXPECT_NEAR(covered, 1 / total, 1e-12);
+  // Another batch is another shape: not timed, the kind's scale again.
+  spec.batch = 4;
+  const Graph other = build_zoo_model("squeezenet1_1", spec);
+  const features::LayerSites other_sites = features::layer_sites(other);
+  EXPECT_DOUBLE_EQ(calibration.layer_factor(other, other_sites, std::vector<double>(other_sites.nodes.size() + 1, 1.0)), 0.5);
+}
+
 TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
   cli_test::ScratchDir dir("host_calibration");
   ASSERT_TRUE(dir.ok());
@@ -81,6 +112,7 @@ TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
   calibration.source_dir = kCpuSet;
   calibration.kind_scale = {{kAnyKind, 0.5}, {"conv", 0.25}};
   calibration.kind_layers = {{kAnyKind, 10}, {"conv", 4}};
+  calibration.layer_ms = {{"abc:1x3x8x8", 2.5}};
   calibration.shift = "ratio";
   calibration.log_intercept = std::log(1.8);
   calibration.log_spread = 0.2;
@@ -107,6 +139,9 @@ TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
   bad = good;
   bad["kind_scale"].erase("*");
   refused(bad, "no \"*\" entry");
+  bad = good;
+  bad["layer_ms"]["abc:1x3x8x8"] = 0;
+  refused(bad, "layer_ms 'abc:1x3x8x8' is not a positive number");
   bad = good;
   bad["shift"]["map"] = "magic";
   refused(bad, "unknown shift 'magic'");
