@@ -39,8 +39,7 @@ echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for source in epyc zen3 intel; do
   for target in epyc zen3 intel; do
     [ "$source" = "$target" ] && continue
-    report=$("$DNNCAST" calibrate --predictor "${SET[$source]}" --from-db "${RUNS[$target]}" --layer-bench "${LAYERS[$target]}" \
-      --source-layer-bench "${LAYERS[$source]}" --minutes 2,5,10 --json)
+    report=$("$DNNCAST" calibrate --predictor "${SET[$source]}" --from-db "${RUNS[$target]}" --layer-bench "${LAYERS[$target]}" --minutes 2,5,10 --json)
     budget20=$("$DNNCAST" calibrate --predictor "${SET[$source]}" --from-db "${RUNS[$target]}" --budget 20 --draws 5 --json |
       /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.1f%%" % r["guided"]["mape_pct"]["chosen"]["mean"])')
     /usr/bin/python3 - "$source" "$target" "$budget20" <<<"$report" <<'EOF'
@@ -50,7 +49,7 @@ r = json.load(sys.stdin)
 b = {x["minutes"]: x for x in r["budgets"]}
 shift = " / ".join("%.1f%%" % b[m]["mre_pct"]["shift_only"] if b[m]["mre_pct"]["shift_only"] is not None else "-"
                    for m in (2.0, 5.0, 10.0))
-own = b[5.0]["own_layers"].get("own_model")
+own = b[5.0]["own_layers"] or None
 own_cell = "%.1f%% on %d (none %.1f%%)" % (own["mre_pct"], own["scored"], own["none_mre_pct"]) if own else "-"
 print("| %s -> %s | %d (%.1f%%) | %.1f%% | %s | %s | %.1f%% | %s | %.0f%% / %.0f%% |" % (
     source, target, r["samples"], r["noise_floor_pct"], r["uncalibrated"]["mre_pct"], budget20, shift,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "apps/forecast.h"
@@ -373,35 +374,8 @@ std::map<std::string, double> bench_ms_by_key(const std::string& path) {
   return result;
 }
 
-// A configuration's own layers timed on the target and, for the same keys, on the source (its benchmarks where
-// given, else its layer-wise model's rows): the sums over every node with a kind, counted as often as it occurs.
-struct OwnLayers {
-  bool covered = false;  // every node with a kind has a target benchmark (and a source one, where asked)
-  double target_ms = 0, source_bench_ms = 0, source_model_ms = 0;
-};
-
-OwnLayers own_layers(const Graph& graph, const std::vector<double>& row_ms, const std::map<std::string, double>& target,
-                     const std::map<std::string, double>& source) {
-  OwnLayers result;
-  int site = -1;
-  for (int node = 0; node < graph.size(); ++node) {
-    if (graph.node(node).op == "Input") continue;
-    ++site;
-    if (models::layer_kind(graph, node).empty()) continue;
-    const std::string key = models::case_of_node(graph, node, "").key;
-    auto on_target = target.find(key);
-    if (on_target == target.end()) return result;
-    result.target_ms += on_target->second;
-    result.source_model_ms += row_ms[static_cast<size_t>(site)];
-    if (!source.empty()) {
-      auto on_source = source.find(key);
-      if (on_source == source.end()) return result;
-      result.source_bench_ms += on_source->second;
-    }
-  }
-  result.covered = result.target_ms > 0;
-  return result;
-}
+// The share of a configuration's layer time the target must have timed for the own-layers score.
+constexpr double kOwnCovered = 0.8;
 
 std::string run_key(const std::string& network_hash, const data::RunConfig& config) {
   return network_hash + "|" + std::to_string(config.batch) + "|" + config.input_text() + "|" +
@@ -464,10 +438,9 @@ json calibrate_cross_host(const CrossHostOptions& options) {
     if (sample.times_ms.size() < 2) continue;
     for (double repeat : sample.times_ms) noise_sum += std::abs(repeat - sample.time_ms()) / sample.time_ms(), ++noise_count;
   }
-  // Each configuration's own layers, where both hosts timed them all (zoo networks at the benchmarked sizes).
+  // Each zoo configuration's graph, to look its layers up among the target's benchmarks.
   const std::map<std::string, double> target_bench = bench_ms_by_key(options.layers_path);
-  const std::map<std::string, double> source_bench = bench_ms_by_key(options.source_layers_path);
-  std::vector<OwnLayers> own(count);
+  std::vector<std::optional<Graph>> graphs(count);
   for (size_t k = 0; k < count; ++k) {
     const Sample& sample = table.samples[k];
     if (sample.config.input.empty()) continue;
@@ -475,8 +448,7 @@ json calibrate_cross_host(const CrossHostOptions& options) {
     spec.batch = sample.config.batch;
     spec.input = sample.config.input;
     try {
-      const Graph graph = build_zoo_model(sample.network_name, spec);
-      own[k] = own_layers(graph, forecasts[k].row_ms, target_bench, source_bench);
+      graphs[k] = build_zoo_model(sample.network_name, spec);
     } catch (const InputError&) {
       continue;  // not a zoo network: no benchmarks of its layers
     }
@@ -540,36 +512,38 @@ json calibrate_cross_host(const CrossHostOptions& options) {
     HostCalibration shift_only = calibration;
     fit_whole_shift(shift_runs, shift_only);
     fit_whole_shift(both_runs, calibration);
-    // The own-layers variants, on the configurations whose layers both hosts timed: the source forecast times
-    // the target's layer sum over the source's (benchmarks: "own_bench"; layer-wise model: "own_model"), shifted
-    // by the whole runs that have one too.
+    // Each configuration's own layers, as `calibrate MODEL` times them for the model asked about: the probe scales
+    // with every layer the target timed in place of its kind's scale (HostCalibration::layer_factor), shifted by
+    // the whole runs; scored on the configurations whose layers the target timed (at least 80% of their time).
     json own_report = json::object();
-    for (const std::string variant : {"own_bench", "own_model"}) {
-      if (variant == "own_bench" && source_bench.empty()) continue;
-      auto ratio = [&](size_t k) {
-        return own[k].target_ms / (variant == "own_bench" ? own[k].source_bench_ms : own[k].source_model_ms);
-      };
+    {
+      HostCalibration own = calibration;
+      own.layer_ms = target_bench;
+      std::vector<double> own_factor(count, 0), covered(count, 0);
+      for (size_t k = 0; k < count; ++k)
+        if (graphs[k]) own_factor[k] = own.layer_factor(*graphs[k], forecasts[k].sites, forecasts[k].row_ms, &covered[k]);
       std::vector<WholeRatio> runs;
       for (size_t k : whole)
-        if (own[k].covered) runs.push_back({measured[k], source[k] * ratio(k)});
-      HostCalibration own_shift;
-      fit_whole_shift(runs, own_shift);
+        if (covered[k] >= kOwnCovered) runs.push_back({measured[k], source[k] * own_factor[k]});
+      fit_whole_shift(runs, own);
+      HostCalibration shift_alone;
+      fit_whole_shift(shift_runs, shift_alone);
       std::vector<double> predicted(count), untouched(count), shifted_source(count);
       std::vector<char> skip(count, 1);
       for (size_t k = 0; k < count; ++k) {
-        if (!own[k].covered || taken[k]) continue;
+        if (covered[k] < kOwnCovered || taken[k]) continue;
         skip[k] = 0;
-        predicted[k] = own_shift.shifted(source[k] * ratio(k));
+        predicted[k] = own.shifted(source[k] * own_factor[k]);
         untouched[k] = source[k];
-        shifted_source[k] = shift_only.shifted(source[k]);
+        shifted_source[k] = shift_alone.shifted(source[k]);
       }
       const int64_t scored = std::count(skip.begin(), skip.end(), 0);
-      if (scored == 0) continue;
-      own_report[variant] = {{"scored", scored},
-                             {"shift_runs", runs.size()},
-                             {"mre_pct", mre_pct(predicted, measured, skip)},
-                             {"none_mre_pct", mre_pct(untouched, measured, skip)},
-                             {"shift_only_mre_pct", mre_pct(shifted_source, measured, skip)}};
+      if (scored > 0)
+        own_report = {{"scored", scored},
+                      {"shift_runs", runs.size()},
+                      {"mre_pct", mre_pct(predicted, measured, skip)},
+                      {"none_mre_pct", mre_pct(untouched, measured, skip)},
+                      {"shift_only_mre_pct", mre_pct(shifted_source, measured, skip)}};
     }
     std::vector<double> shifted(count), both(count);
     int64_t inside = 0, evaluated = 0;

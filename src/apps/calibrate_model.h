@@ -44,7 +44,6 @@ struct CrossHostOptions {
   std::string predictor_dir;      // the source set
   std::string db_path;            // the target host's whole-network runs
   std::string layers_path;        // the target host's single-layer benchmarks (layer_benchmarks)
-  std::string source_layers_path; // the source host's single-layer benchmarks; "": compare with its layer model
   std::string environment;        // keep only this environment of db_path; "" = all
   std::vector<double> minutes{2, 5, 10};
 };

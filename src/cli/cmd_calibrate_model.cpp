@@ -81,8 +81,6 @@ int run_calibrate_cross_host(const Args& args) {
   app.add_option("--predictor", options.predictor_dir, "source predictor set")->required();
   app.add_option("--from-db", options.db_path, "the target host's whole-network runs")->required();
   app.add_option("--layer-bench", options.layers_path, "the target host's single-layer benchmarks")->required();
-  app.add_option("--source-layer-bench", options.source_layers_path,
-                 "the source host's single-layer benchmarks: each configuration's own layers on both hosts");
   app.add_option("--env", options.environment, "keep only this environment of --from-db");
   app.add_option("--minutes", options.minutes, "budgets of the target host's time (default 2,5,10)")->delimiter(',');
   app.add_flag("--json", json, "print the report as JSON");
