@@ -3,19 +3,24 @@
 # POST /v1/predict for resnet50 at batch 32, at 1, 8 and 64 connections: p50 / p99 latency and requests/s;
 # then a soak at 8 connections with the server's resident memory sampled from /proc (growth reported).
 #
-#   scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N]
+#   scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct]
+#
+# --distinct: every request a new configuration (resnet50 at batches 1-1024, inputs 32-224 px, SGD or Adam: 51,200
+# of them, each wrk connection walking its own stretch), so no answer comes from the response cache: the cost of a
+# forecast a cluster scheduler or a notebook sweeping batches pays (issue 37).
 #
 # defaults: build, 20 s per load step, a 600 s soak (0: none), 2 server workers. wrk runs on the same host
 # (it takes CPU from the server: the figures are for both sharing the cores). Prints a Markdown table.
 set -euo pipefail
-build=build seconds=20 soak=600 threads=2
+build=build seconds=20 soak=600 threads=2 distinct=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
     --soak) soak="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
-    *) echo "usage: scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N]" >&2; exit 2 ;;
+    --distinct) distinct=1; shift ;;
+    *) echo "usage: scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct]" >&2; exit 2 ;;
   esac
 done
 command -v wrk >/dev/null || { echo "serve-load.sh: wrk is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
@@ -40,6 +45,25 @@ done = function(summary, latency, requests)
                          summary.requests, summary.errors.status, errors))
 end
 LUA
+if [ "$distinct" -eq 1 ]; then  # a new configuration per request (the same done() as above)
+  cat >>"$work/predict.lua" <<'LUA'
+local counter = 0
+init = function(args)
+  -- each wrk thread (its own Lua state) starts its walk somewhere else
+  math.randomseed(tonumber(tostring({}):match("0x(%x+)") or "0", 16) % 2147483647 + os.time())
+  counter = math.random(0, 51199)
+end
+request = function()
+  counter = counter + 1
+  local k = counter % 51200
+  local batch = 1 + k % 1024
+  local size = 32 + 8 * (math.floor(k / 1024) % 25)
+  local optimizer = (math.floor(k / 25600) % 2 == 0) and "sgd" or "adam"
+  return wrk.format(nil, nil, nil, string.format(
+    '{"model": "resnet50", "batch": %d, "input": "3x%dx%d", "optimizer": "%s"}', batch, size, size, optimizer))
+end
+LUA
+fi
 
 "$build/dnncast" serve --listen 127.0.0.1:0 --threads "$threads" >"$work/out" 2>"$work/err" &
 server_pid=$!
@@ -47,7 +71,8 @@ for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; slee
 url=$(grep -o 'http://[0-9.]*:[0-9]*' "$work/out") || { cat "$work/err" >&2; exit 1; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status"; }
 
-echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs; server: $url, $threads workers"
+echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs; server: $url, $threads workers;" \
+  "$([ "$distinct" -eq 1 ] && echo "distinct requests" || echo "one request repeated")"
 wrk -t1 -c1 -d2s -s "$work/predict.lua" "$url/v1/predict" >/dev/null  # the first answer is computed, the rest cached
 echo
 echo "| connections | wrk threads | seconds | requests/s | p50 ms | p99 ms | requests | non-2xx | socket errors |"

@@ -314,7 +314,8 @@ Forecast forecast(const ForecastRequest& request) {
   std::optional<HostCalibration> calibration;
   result.predictor = predictor_set_dir(request, choice_notes, calibration);
 
-  PredictorSet set = load_predictor_set(result.predictor);
+  const std::shared_ptr<const PredictorSet> loaded = cached_predictor_set(result.predictor);
+  const PredictorSet& set = *loaded;
   const data::EnvironmentRecord& environment = set.environment();
   const Manifest& time_manifest = set.time->manifest();
   check_trained_range(request, time_manifest.training, environment, result);
@@ -322,6 +323,7 @@ Forecast forecast(const ForecastRequest& request) {
   // The model at this batch, built once: featurized for the time forecast, simulated for memory.
   Graph graph = build_model(request.builder, request.model, request.spec);
   result.graph = graph.name;
+  result.notes.insert(result.notes.end(), graph.notes.begin(), graph.notes.end());
   features::TrainingConfig config;
   config.batch = result.batch;
   config.optimizer = result.optimizer;

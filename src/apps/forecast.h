@@ -172,6 +172,7 @@ struct Inspection {
   // Saved tensors counted once each: a layer's output kept by itself and by its consumers
   // (a conv's input is the ReLU output the ReLU also keeps) is one tensor in memory.
   int64_t saved_bytes_distinct = 0;
+  std::vector<std::string> import_notes;  // the graph's notes (Graph::notes): an ONNX file exported for inference
 };
 
 Inspection inspect(const Graph& graph);

@@ -108,6 +108,7 @@ json to_json(const MemoryForecast& forecast) {
                         {"next_required_bytes", forecast.max_batch.next_required_bytes},
                         {"simulations", forecast.max_batch.simulations}};
   if (forecast.config.keep_timeline) doc["timeline"] = timeline_json(forecast);
+  if (!forecast.graph.notes.empty()) doc["import_notes"] = forecast.graph.notes;
   return doc;
 }
 
@@ -132,7 +133,7 @@ json to_json(const Inspection& inspection) {
   json layers = json::array();
   for (const LayerRow& row : inspection.layers) layers.push_back(layer_json(row));
   const LayerRow& total = inspection.total;
-  return {{"model", inspection.model},
+  json doc = {{"model", inspection.model},
           {"family", inspection.family},
           {"hash", inspection.hash},
           {"batch", inspection.batch},
@@ -147,6 +148,8 @@ json to_json(const Inspection& inspection) {
           {"saved_bytes", total.saved_bytes},
           {"saved_bytes_distinct", inspection.saved_bytes_distinct},
           {"layers", layers}};
+  if (!inspection.import_notes.empty()) doc["import_notes"] = inspection.import_notes;
+  return doc;
 }
 
 nlohmann::ordered_json to_json(const GpuForecast& forecast) {

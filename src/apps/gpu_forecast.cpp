@@ -415,6 +415,7 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
   const hardware::GpuSpec& gpu = catalogue.gpu(request.device);
   const Graph graph = build_model(request.builder, request.model, request.spec);
   GpuForecast result;
+  result.notes = graph.notes;
   result.model = request.model;
   result.graph = graph.name;
   result.device = gpu.name;

@@ -49,6 +49,7 @@ Inspection inspect(const Graph& graph) {
   inspection.family = graph.family;
   inspection.hash = graph.architecture_hash();
   inspection.layer_count = graph.size();
+  inspection.import_notes = graph.notes;
   std::vector<int> inputs = graph.inputs();
   if (!inputs.empty()) {  // the first Input node's shape without its batch: the "input" of a configuration
     const std::vector<int64_t>& dims = graph.node(inputs[0]).shape.dims;

@@ -244,6 +244,10 @@ struct PredictorSet {
 };
 // DIR with manifest.json (one bundle), or DIR/time (with DIR/time/layers when there) and DIR/memory.
 PredictorSet load_predictor_set(const std::string& dir);
+// The same, loaded once per process and shared read-only (serve's worker threads, Python, compare, schedule): a
+// set is read again only when one of its files changed (size or modification time of its manifests and models).
+// Thread-safe; InputError as load_predictor_set.
+std::shared_ptr<const PredictorSet> cached_predictor_set(const std::string& dir);
 // The folders under `root` (data/predictors) that hold predictor sets, sorted.
 std::vector<std::string> shipped_predictor_sets(const std::string& root);
 // The set to use for a device: `device` matches a set's folder name, environment slug, label, hash

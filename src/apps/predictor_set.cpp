@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "core/error.h"
 #include "hardware/catalogue.h"
@@ -38,6 +41,45 @@ PredictorSet load_predictor_set(const std::string& dir) {
     if (fs::exists(dir + "/time/corrected/manifest.json")) set.corrected.emplace(Predictor::load(dir + "/time/corrected"));
   }
   if (fs::exists(dir + "/memory/manifest.json")) set.memory.emplace(Predictor::load(dir + "/memory"));
+  return set;
+}
+
+namespace {
+
+// What a loaded set was read from: every regular file under it with its size and modification time.
+std::string set_signature(const std::string& dir) {
+  std::error_code error;
+  std::vector<std::string> entries;
+  for (fs::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (!it->is_regular_file(error)) continue;
+    const auto size = it->file_size(error);
+    const auto time = it->last_write_time(error).time_since_epoch().count();
+    entries.push_back(it->path().string() + "|" + std::to_string(size) + "|" + std::to_string(time));
+  }
+  std::sort(entries.begin(), entries.end());
+  std::string signature;
+  for (const std::string& entry : entries) signature += entry + "\n";
+  return signature;
+}
+
+}  // namespace
+
+std::shared_ptr<const PredictorSet> cached_predictor_set(const std::string& dir) {
+  struct Entry {
+    std::string signature;
+    std::shared_ptr<const PredictorSet> set;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Entry> cache;
+  const std::string signature = set_signature(dir);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = cache.find(dir);
+    if (found != cache.end() && found->second.signature == signature) return found->second.set;
+  }
+  auto set = std::make_shared<const PredictorSet>(load_predictor_set(dir));  // outside the lock: loading takes long
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[dir] = {signature, set};
   return set;
 }
 

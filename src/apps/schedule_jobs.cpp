@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -45,7 +46,12 @@ class Fields {
     const json& value = entry_.at(field);
     if (!value.is_string() || value.get<std::string>().empty())
       throw InputError(where_ + ": field " + quote(field) + " must be a non-empty string");
-    return value.get<std::string>();
+    const std::string& text = value.get_ref<const std::string&>();
+    // A name is printed in tables and one-line messages: a control character (a newline) would break them.
+    for (char c : text)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        throw InputError(where_ + ": field " + quote(field) + " holds a control character: " + quote(text));
+    return text;
   }
   int64_t integer(const std::string& field, bool required, int64_t low, int64_t high) const {
     if (!has(field)) {
@@ -91,6 +97,8 @@ const json& list_of(const json& document, const std::string& key, const std::str
 }
 
 json read_json(const std::string& path, const std::string& what) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw InputError(what + " " + quote(path) + ": is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw InputError(what + " " + quote(path) + ": cannot read the file");
   try {

@@ -56,6 +56,8 @@ int run_compare(const Args& args) {
   app.add_flag("--json", as_json, "print JSON instead of a table");
   app.add_option("--html", html, "also write the self-contained HTML report to this file");
   if (!parse_args(app, args, "compare")) return 0;
+  check_name_option(app, "--gpus", gpus);
+  check_name_option(app, "--provider", providers);
 
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (app.count("--html") > 0) check_writable("--html", html);

@@ -83,6 +83,7 @@ int run_inspect(const Args& args) {
   ModelSpec spec = model_options.spec(model, batch_option->count() > 0 ? batch : 0);
 
   const apps::Inspection inspection = apps::inspect(load_model(model, spec));
+  for (const std::string& note : inspection.import_notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (as_json)
     std::cout << apps::to_json(inspection).dump(1) << "\n";
   else

@@ -63,6 +63,7 @@ int run_memory(const Args& args) {
                      " (default: this host's, after ONEDNN_MAX_CPU_ISA; with --check-db, each environment's recorded one)");
 
   if (!parse_args(app, args, "memory")) return 0;
+  check_name_option(app, "--device", device);
   const hardware::CpuIsa isa = isa_text.empty() ? hardware::CpuIsa::Unknown : parse_isa_option(isa_text, "--isa");
   if (!check_db.empty()) {
     if (!model.empty()) throw InputError("give MODEL or --check-db DB, not both");
@@ -84,6 +85,7 @@ int run_memory(const Args& args) {
   const apps::MemoryRequest request =
       apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::MemoryForecast result = apps::forecast_memory(request);
+  for (const std::string& note : result.graph.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (result.isa_match && !result.isa_match->exact)
     std::fprintf(stderr, "note: %s\n", apps::simulator_isa_note(*result.isa_match, result.isa_source).c_str());
 

@@ -133,6 +133,7 @@ int run_predict(const Args& args) {
                  "forecast as if this host's oneDNN dispatched to this ISA (" + isa_list() +
                      "; default: detected, after ONEDNN_MAX_CPU_ISA): the host match and the simulated memory follow it");
   if (!parse_args(app, args, "predict")) return 0;
+  check_name_option(app, "--device", device);
   const hardware::CpuIsa host_isa =
       host_isa_text.empty() ? hardware::CpuIsa::Unknown : parse_isa_option(host_isa_text, "--host-isa");
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));

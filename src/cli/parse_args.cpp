@@ -47,6 +47,18 @@ CLI::Validator byte_size() {
       "BYTES");
 }
 
+void check_name_option(const CLI::App& app, const std::string& option, const std::string& value) {
+  if (app.count(option) == 0) return;
+  if (split_list(value).empty()) throw InputError(option + ": empty (give a name, or leave the option out)");
+  for (size_t at = 0; at < value.size(); ++at) {
+    const unsigned char byte = static_cast<unsigned char>(value[at]);
+    if (byte <= 0x20 || byte >= 0x7f)
+      throw InputError(option + " " + quote(value) + ": byte " + std::to_string(at + 1) + " (0x" +
+                       "0123456789abcdef"[byte >> 4] + "0123456789abcdef"[byte & 15] +
+                       ") is not printable ASCII: names are letters, digits and - _ . ,");
+  }
+}
+
 std::vector<std::string> split_list(const std::string& text, char separator) {
   std::vector<std::string> items;
   std::stringstream stream(text);

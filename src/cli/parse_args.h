@@ -28,6 +28,10 @@ CLI::Validator byte_size();
 // before any work is done: InputError "--html 'x/': not a file name".
 void check_writable(const std::string& option, const std::string& path);
 
+// A name given to `option` (a device, a GPU list): refused when it was given empty ("--device ''" is not "no
+// device") or holds anything but printable ASCII (a zero-width space after "t4" is not t4). Lists: each item.
+void check_name_option(const CLI::App& app, const std::string& option, const std::string& value);
+
 // "a,b,,c" -> {"a", "b", "c"}: the items of a list option, empty ones dropped.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/text.h"
+
 namespace dnncast {
 
 void internal_assert_fail(const char* expr, const char* file, int line) {
@@ -28,5 +30,7 @@ std::string escape_control(const std::string& text) {
   }
   return escaped;
 }
+
+std::string quote(const std::string& text) { return "'" + escape_control(cut_for_message(text)) + "'"; }
 
 }  // namespace dnncast

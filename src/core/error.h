@@ -30,9 +30,10 @@ class InternalError : public std::logic_error {
 [[noreturn]] void internal_assert_fail(const char* expr, const char* file, int line);
 
 // `text` with control characters written as escapes (\n, \t, \x1b): a user's string quoted into a
-// message keeps the message on one line. quote() adds the quotes: 'conv\n1'.
+// message keeps the message on one line. quote() adds the quotes: 'conv\n1', and cuts a long text to its first
+// 120 bytes with the length said (core/text.h), so a 100,000-character flag is not echoed whole.
 std::string escape_control(const std::string& text);
-inline std::string quote(const std::string& text) { return "'" + escape_control(text) + "'"; }
+std::string quote(const std::string& text);
 
 }  // namespace dnncast
 

@@ -37,6 +37,9 @@ class Graph {
  public:
   std::string name;  // model name ("resnet50", "synthetic:42")
   std::string family;  // architecture family ("resnet", "synthetic")
+  // What an importer could not carry into the IR, one line each (an ONNX file exported for inference: its
+  // BatchNorm folded away); the commands print them on stderr and in --json ("import_notes"). Not hashed.
+  std::vector<std::string> notes;
 
   // Appends a node; its inputs must already be in the graph. Returns its index.
   // Throws InputError on a duplicate name or an input index out of range.

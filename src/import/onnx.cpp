@@ -13,6 +13,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "import/onnx_internal.h"
 
 namespace dnncast {
@@ -75,6 +76,25 @@ const std::set<std::string>& supported_ops() {
 
 bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// Names are the file's text that reaches every message and JSON writer: made valid UTF-8 once, here (the same
+// bytes become the same name, so references between nodes still match).
+void make_names_utf8(onnx::GraphProto& graph) {
+  auto fix = [](std::string* text) {
+    if (!is_valid_utf8(*text)) *text = valid_utf8(*text);
+  };
+  fix(graph.mutable_name());
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    fix(node.mutable_name());
+    fix(node.mutable_op_type());
+    for (std::string& input : *node.mutable_input()) fix(&input);
+    for (std::string& output : *node.mutable_output()) fix(&output);
+  }
+  for (onnx::TensorProto& tensor : *graph.mutable_initializer()) fix(tensor.mutable_name());
+  for (onnx::ValueInfoProto& info : *graph.mutable_input()) fix(info.mutable_name());
+  for (onnx::ValueInfoProto& info : *graph.mutable_output()) fix(info.mutable_name());
+  for (onnx::ValueInfoProto& info : *graph.mutable_value_info()) fix(info.mutable_name());
+}
+
 onnx::ModelProto parse_model(const std::string& bytes) {
   if (static_cast<int64_t>(bytes.size()) > kMaxOnnxFileBytes)
     throw InputError("file of " + std::to_string(bytes.size()) + " bytes is larger than the " +
@@ -88,6 +108,7 @@ onnx::ModelProto parse_model(const std::string& bytes) {
     throw InputError("not an ONNX model: the protobuf does not parse (truncated, garbage, or nested deeper than " +
                      std::to_string(kMaxOnnxNesting) + ")");
   if (!model.has_graph() || model.graph().node_size() == 0) throw InputError("not an ONNX model: it has no graph nodes");
+  make_names_utf8(*model.mutable_graph());
   return model;
 }
 
@@ -276,6 +297,55 @@ void translate_all(Context& context) {
 
 }  // namespace onnx_import
 
+// How the file was exported, from the signs PyTorch's exporter leaves (docs/ONNX.md "Exported for inference"):
+// a training export keeps BatchNormalization with training_mode 1 and Dropout with its training_mode input; an
+// export of model.eval() (torch.onnx.export's default, and how model zoos ship ONNX) folds each BatchNorm that
+// follows a convolution into the convolution's weights and bias and drops Dropout. "" when nothing says
+// inference; else the note.
+static std::string inference_export_note(const onnx::GraphProto& graph, const std::string& source) {
+  int64_t batch_norms = 0, batch_norms_eval = 0, dropouts = 0, dropouts_eval = 0, convs = 0, convs_with_bias = 0;
+  auto constant_true = [&](const std::string& name) {
+    for (const onnx::TensorProto& tensor : graph.initializer())
+      if (tensor.name() == name) return tensor.int32_data_size() > 0 ? tensor.int32_data(0) != 0 : tensor.raw_data().find_first_not_of('\0') != std::string::npos;
+    for (const onnx::NodeProto& node : graph.node())
+      if (node.op_type() == "Constant" && node.output_size() > 0 && node.output(0) == name)
+        for (const onnx::AttributeProto& attr : node.attribute())
+          if (attr.name() == "value" && attr.has_t())
+            return attr.t().int32_data_size() > 0 ? attr.t().int32_data(0) != 0
+                                                   : attr.t().raw_data().find_first_not_of('\0') != std::string::npos;
+    return false;
+  };
+  for (const onnx::NodeProto& node : graph.node()) {
+    const std::string& op = node.op_type();
+    if (op == "BatchNormalization") {
+      ++batch_norms;
+      int64_t training = 0;
+      for (const onnx::AttributeProto& attr : node.attribute())
+        if (attr.name() == "training_mode") training = attr.i();
+      batch_norms_eval += training == 0 && node.output_size() <= 1;
+    } else if (op == "Dropout") {
+      ++dropouts;
+      dropouts_eval += node.input_size() < 3 || node.input(2).empty() || !constant_true(node.input(2));
+    } else if (op == "Conv") {
+      ++convs;
+      convs_with_bias += node.input_size() >= 3 && !node.input(2).empty();
+    }
+  }
+  std::string why;
+  if (batch_norms_eval > 0)
+    why = std::to_string(batch_norms_eval) + " of its " + std::to_string(batch_norms) +
+          " BatchNormalization nodes run in inference mode (training_mode 0)";
+  else if (dropouts_eval > 0)
+    why = std::to_string(dropouts_eval) + " of its " + std::to_string(dropouts) + " Dropout nodes run in inference mode";
+  else if (batch_norms == 0 && dropouts == 0 && convs >= 2 && convs_with_bias == convs)
+    why = "it has no BatchNormalization and no Dropout, and every one of its " + std::to_string(convs) +
+          " convolutions has a bias: the signs of BatchNorm folded into them";
+  if (why.empty()) return "";
+  return source + " looks exported for inference (" + why + "): a training forecast of it lacks the BatchNorm and "
+         "Dropout layers such an export removes; export the training graph with torch.onnx.export(model.train(), x, "
+         "path, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False) (docs/ONNX.md)";
+}
+
 Graph read_onnx(const std::string& bytes, const std::string& source, const OnnxOptions& options) {
   using namespace onnx_import;
   try {
@@ -296,6 +366,7 @@ Graph read_onnx(const std::string& bytes, const std::string& source, const OnnxO
     if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".onnx") == 0) stem.resize(stem.size() - 5);
     graph.name = stem;
     graph.family = "onnx";
+    if (std::string note = inference_export_note(model.graph(), source); !note.empty()) graph.notes.push_back(note);
     return graph;
   } catch (const InputError& error) {
     throw error.with_context(source);

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "apps/forecast.h"
 #include "apps/model_source.h"
 #include "cli_run.h"
@@ -20,6 +22,7 @@
 namespace dnncast {
 namespace {
 
+using nlohmann::json;
 using onnx_test::scratch;
 
 // Runs `script`, which exports a model to sys.argv[1] and prints a JSON line with PyTorch's "params"
@@ -276,6 +279,75 @@ TEST(OnnxImport, AllowUnknownTreatsUnsupportedOpsAsElementwiseAndInspectMarksThe
   EXPECT_NE(allowed.err.find("unsupported ONNX op TopK (2 nodes, first 'top1') treated as elementwise"), std::string::npos)
       << allowed.err;
   EXPECT_NE(allowed.out.find("unknown:TopK"), std::string::npos) << allowed.out;
+}
+
+// Issue 37: a file exported for inference (torch.onnx.export's default on model.eval(): BatchNorm folded into the
+// convolutions, Dropout dropped) is named so, with the export call that keeps the training graph; a training export
+// of the same model is not. Real exports of three families: BatchNorm (resnet18), BatchNorm and Dropout
+// (mobilenet_v3_small), Dropout and no BatchNorm (squeezenet1_1).
+TEST(OnnxImport, InferenceExportsAreNamedTrainingExportsAreNot) {
+  const std::string script = std::string(onnx_test::kExportPrelude) + R"PY(
+for name in ["resnet18", "mobilenet_v3_small", "squeezenet1_1"]:
+    module = getattr(torchvision.models, name)()
+    x = torch.randn(1, 3, 64, 64)
+    export(module, x, sys.argv[1] + "/" + name + "-train.onnx")
+    torch.onnx.export(module.eval(), x, sys.argv[1] + "/" + name + "-eval.onnx")
+print("ok")
+)PY";
+  const std::string script_path = scratch() + "/export_modes.py";
+  std::ofstream(script_path) << script;
+  std::string output = python_test::run_python_command(script_path + " " + scratch());
+  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  for (const char* name : {"resnet18", "mobilenet_v3_small", "squeezenet1_1"}) {
+    ModelSpec spec;
+    spec.batch = 2;
+    const Graph trained = load_model(scratch() + "/" + name + "-train.onnx", spec);
+    EXPECT_TRUE(trained.notes.empty()) << name << ": " << (trained.notes.empty() ? "" : trained.notes[0]);
+    const Graph eval = load_model(scratch() + "/" + name + "-eval.onnx", spec);
+    ASSERT_EQ(eval.notes.size(), 1u) << name;
+    EXPECT_NE(eval.notes[0].find("looks exported for inference"), std::string::npos) << eval.notes[0];
+    EXPECT_NE(eval.notes[0].find("training=torch.onnx.TrainingMode.TRAINING"), std::string::npos) << eval.notes[0];
+    EXPECT_LT(apps::inspect(eval).total.params, apps::inspect(trained).total.params + 1) << name;
+  }
+  // The CLI says it once on stderr and in --json.
+  const std::string eval_path = scratch() + "/resnet18-eval.onnx";
+  cli_test::Result inspect = cli_test::run("inspect", {eval_path, "--batch", "2", "--json"}, scratch());
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(inspect.err.rfind("note: " + eval_path + " looks exported for inference (", 0), 0u) << inspect.err;
+  EXPECT_EQ(inspect.err.find('\n'), inspect.err.size() - 1) << inspect.err;
+  EXPECT_NE(inspect.out.find("\"import_notes\""), std::string::npos);
+  cli_test::Result memory = cli_test::run("memory", {eval_path, "--batch", "2", "--json"}, scratch());
+  ASSERT_EQ(memory.exit_code, 0) << memory.err;
+  EXPECT_NE(memory.out.find("\"import_notes\""), std::string::npos);
+}
+
+// Issue 37: a node name that is not UTF-8 (bytes a file may hold) is made valid where the file is read, so every
+// JSON writer is safe: `inspect --json` answers instead of an internal error.
+TEST(OnnxImport, NamesThatAreNotUtf8AreReplacedWhereRead) {
+  const std::string script = std::string(onnx_test::kExportPrelude) + R"PY(
+import onnx
+from onnx import helper, TensorProto
+node = helper.make_node("Relu", ["input"], ["out"], name="RELUNAME")
+graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3, 8, 8])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+data = model.SerializeToString().replace(b"RELUNAME", b"\xffRELU\xfe\xc3Z")
+open(sys.argv[1], "wb").write(data)
+print("ok")
+)PY";
+  const std::string script_path = scratch() + "/bad_utf8.py";
+  const std::string path = scratch() + "/bad_utf8.onnx";
+  std::ofstream(script_path) << script;
+  std::string output = python_test::run_python_command(script_path + " " + path);
+  ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  for (const char* command : {"inspect", "memory", "predict"}) {
+    cli_test::Result result = cli_test::run(command, {path, "--batch", "1", "--json"}, scratch());
+    EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
+    json document = json::parse(result.out, nullptr, false);
+    EXPECT_FALSE(document.is_discarded()) << command << ": " << result.out;
+  }
+  cli_test::Result inspect = cli_test::run("inspect", {path, "--batch", "1", "--json"}, scratch());
+  EXPECT_NE(inspect.out.find("\xef\xbf\xbdRELU\xef\xbf\xbd"), std::string::npos) << inspect.out;  // U+FFFD each
 }
 
 }  // namespace
