@@ -13,6 +13,8 @@
 #include "apps/model_source.h"
 #include "apps/layer_model.h"
 #include "apps/predictor.h"
+#include "apps/forecast.h"
+#include "apps/serve_api.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
 #include "core/error.h"
@@ -193,6 +195,44 @@ void BM_BatchSweep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * configs);
 }
 BENCHMARK(BM_BatchSweep)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+// Issue 37: a distinct forecast the way `serve` and Python make one, whole: apps::forecast() on the shipped set
+// (loaded once per process, apps::cached_predictor_set), a new batch every iteration so that nothing is reused but
+// the set (graph built, featurized, the corrected layer-wise model at 224 px, memory simulated, host matched).
+void distinct_forecast(benchmark::State& state, int64_t size) {
+  apps::ForecastRequest request;
+  request.model = "resnet50";
+  request.spec.input = {3, size, size};
+  int64_t batch = 1;
+  for (auto _ : state) {
+    request.spec.batch = batch;
+    batch = batch % 1024 + 1;
+    benchmark::DoNotOptimize(apps::forecast(request).time_ms);
+  }
+}
+void BM_ForecastDistinctResnet50At224(benchmark::State& state) { distinct_forecast(state, 224); }
+BENCHMARK(BM_ForecastDistinctResnet50At224)->Unit(benchmark::kMicrosecond);
+void BM_ForecastDistinctResnet50At64(benchmark::State& state) { distinct_forecast(state, 64); }
+BENCHMARK(BM_ForecastDistinctResnet50At64)->Unit(benchmark::kMicrosecond);
+
+// The same through serve's request handler without sockets (JSON body in, JSON answer out, the response cache
+// missed every time).
+void BM_ServeDistinctPredict(benchmark::State& state) {
+  apps::serve::Api api(apps::serve::ApiOptions{});
+  apps::serve::HttpRequest request;
+  request.method = "POST";
+  request.path = "/v1/predict";
+  request.content_type = "application/json";
+  int64_t batch = 1;
+  for (auto _ : state) {
+    request.body = "{\"model\": \"resnet50\", \"batch\": " + std::to_string(batch) + ", \"input\": \"3x224x224\"}";
+    batch = batch % 4096 + 1;
+    const apps::serve::HttpResponse response = api.handle(request);
+    if (response.status != 200) state.SkipWithError(response.body.c_str());
+    benchmark::DoNotOptimize(response.body.size());
+  }
+}
+BENCHMARK(BM_ServeDistinctPredict)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

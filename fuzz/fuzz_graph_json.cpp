@@ -2,6 +2,8 @@
 // (inspect), the featurizer (predict) and the memory simulator (memory), under each optimizer.
 #include <cstdint>
 
+#include "apps/forecast.h"
+#include "apps/forecast_json.h"
 #include "features/featurizer.h"
 #include "fuzz_common.h"
 #include "graph/op_registry.h"
@@ -24,5 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       config.isa = dnncast::hardware::CpuIsa::Avx2;
       dnncast::memory::simulate_memory(graph, config);
     }
+    // The CLI's path out (issue 37): `inspect --json` as it prints it.
+    dnncast::apps::to_json(dnncast::apps::inspect(graph)).dump(1);
   });
 }

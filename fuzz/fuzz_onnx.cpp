@@ -1,7 +1,10 @@
 // ONNX reader (src/import/onnx*.cpp): bytes as a ModelProto, with and without --allow-unknown, and
-// what consumes the graph (per-node costs, features, the memory simulator).
+// what consumes the graph (per-node costs, features, the memory simulator), through to the JSON `inspect` and
+// `memory` print.
 #include <cstdint>
 
+#include "apps/forecast.h"
+#include "apps/forecast_json.h"
 #include "features/featurizer.h"
 #include "fuzz_common.h"
 #include "graph/op_registry.h"
@@ -24,6 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       dnncast::memory::MemoryConfig config;
       config.isa = dnncast::hardware::CpuIsa::Avx2;
       dnncast::memory::simulate_memory(graph, config);
+      // The CLI's path out (issue 37): `inspect --json` and `memory --json` of the graph, printed as they print
+      // it (an invalid UTF-8 name once made that an internal error).
+      dnncast::apps::to_json(dnncast::apps::inspect(graph)).dump(1);
+      dnncast::apps::MemoryRequest request;
+      request.model = "fuzz.onnx";
+      request.spec.batch = 2;
+      request.config = config;
+      request.builder = [&](const dnncast::ModelSpec&) { return graph; };
+      dnncast::apps::to_json(dnncast::apps::forecast_memory(request)).dump(1);
     });
   }
   return 0;

@@ -42,10 +42,11 @@ for source in epyc zen3 intel; do
     report=$("$DNNCAST" calibrate --predictor "${SET[$source]}" --from-db "${RUNS[$target]}" --layer-bench "${LAYERS[$target]}" --minutes 2,5,10 --json)
     budget20=$("$DNNCAST" calibrate --predictor "${SET[$source]}" --from-db "${RUNS[$target]}" --budget 20 --draws 5 --json |
       /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.1f%%" % r["guided"]["mape_pct"]["chosen"]["mean"])')
-    /usr/bin/python3 - "$source" "$target" "$budget20" <<<"$report" <<'EOF'
+    printf '%s\n' "$report" >"$WORK/report-$source-$target.json"
+    /usr/bin/python3 - "$source" "$target" "$budget20" "$WORK/report-$source-$target.json" <<'EOF'
 import json, sys
-source, target, budget20 = sys.argv[1:4]
-r = json.load(sys.stdin)
+source, target, budget20, path = sys.argv[1:5]
+r = json.load(open(path))
 b = {x["minutes"]: x for x in r["budgets"]}
 shift = " / ".join("%.1f%%" % b[m]["mre_pct"]["shift_only"] if b[m]["mre_pct"]["shift_only"] is not None else "-"
                    for m in (2.0, 5.0, 10.0))

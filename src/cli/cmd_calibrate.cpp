@@ -71,9 +71,7 @@ int run_offline(const CLI::App& app, const apps::CalibrateOptions& options, apps
 }  // namespace
 
 int run_calibrate(const Args& args) {
-  if (!args.empty() && !args.front().empty() && args.front()[0] != '-') return run_calibrate_model(args);
-  for (const std::string& arg : args)
-    if (arg == "--layer-bench" || arg.rfind("--layer-bench=", 0) == 0) return run_calibrate_cross_host(args);
+  if (int code = 0; calibrate_other_form(args, code)) return code;  // MODEL --minutes, --layer-bench
   CLI::App app(
       "Adapt a time predictor to this host: profile only the configurations guided sampling finds most\n"
       "informative, fit a guided shift of the predictor's forecasts, write an adapted predictor bundle, and\n"
