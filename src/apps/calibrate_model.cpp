@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "apps/evaluate.h"
 #include "apps/forecast.h"
 #include "apps/host_calibration.h"
 #include "apps/predictor.h"
@@ -431,13 +432,12 @@ json calibrate_cross_host(const CrossHostOptions& options) {
     auto found = wall_s.find(run_key(sample.network_hash, sample.config));
     cost[k] = found != wall_s.end() ? found->second : 7 * measured[k] / 1000 + 3;
   }
-  // The noise floor: a repeat against its configuration's mean.
-  double noise_sum = 0;
+  // The noise floor, as `evaluate` and `calibrate --from-db` report it (apps::noise_floor: each repeat against the
+  // mean of the configuration's other repeats, scaled by sqrt((k - 1) / k)).
+  std::vector<std::vector<double>> repeats;
   int64_t noise_count = 0;
-  for (const Sample& sample : table.samples) {
-    if (sample.times_ms.size() < 2) continue;
-    for (double repeat : sample.times_ms) noise_sum += std::abs(repeat - sample.time_ms()) / sample.time_ms(), ++noise_count;
-  }
+  for (const Sample& sample : table.samples)
+    if (sample.times_ms.size() >= 2) repeats.push_back(sample.times_ms), noise_count += static_cast<int64_t>(sample.times_ms.size());
   // Each zoo configuration's graph, to look its layers up among the target's benchmarks.
   const std::map<std::string, double> target_bench = bench_ms_by_key(options.layers_path);
   std::vector<std::optional<Graph>> graphs(count);
@@ -469,7 +469,7 @@ json calibrate_cross_host(const CrossHostOptions& options) {
                  {"db", options.db_path},
                  {"layers", options.layers_path},
                  {"samples", count},
-                 {"noise_floor_pct", noise_count > 0 ? 100 * noise_sum / static_cast<double>(noise_count) : 0.0},
+                 {"noise_floor_pct", noise_count > 0 ? 100 * noise_floor(repeats).mre : 0.0},
                  {"noise_floor_repeats", noise_count},
                  {"uncalibrated", {{"mre_pct", mre_pct(source, measured, std::vector<char>(count, 0))},
                                    {"within_interval_pct", 100.0 * static_cast<double>(inside_uncalibrated) /
