@@ -101,8 +101,7 @@ std::string lower(std::string text) {
   return text;
 }
 
-data::EnvironmentRecord set_environment(const std::string& dir) {
-  std::string path = fs::exists(dir + "/time/manifest.json") ? dir + "/time/manifest.json" : dir + "/manifest.json";
+data::EnvironmentRecord read_set_environment(const std::string& path) {
   std::ifstream in(path);
   try {
     json document = json::parse(in);
@@ -110,6 +109,27 @@ data::EnvironmentRecord set_environment(const std::string& dir) {
   } catch (const json::exception& error) {
     throw InputError(path + ": " + error.what());
   }
+}
+
+// The environment of a set's manifest, read once per process and again only when the file changes: every
+// forecast chooses a set, and parsing the manifests was a sixth of a distinct forecast's time (issue 37).
+data::EnvironmentRecord set_environment(const std::string& dir) {
+  const std::string path =
+      fs::exists(dir + "/time/manifest.json") ? dir + "/time/manifest.json" : dir + "/manifest.json";
+  std::error_code error;
+  const std::string stamp = std::to_string(fs::file_size(path, error)) + "|" +
+                            std::to_string(fs::last_write_time(path, error).time_since_epoch().count());
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<std::string, data::EnvironmentRecord>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = cache.find(path);
+    if (found != cache.end() && found->second.first == stamp) return found->second.second;
+  }
+  data::EnvironmentRecord environment = read_set_environment(path);
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[path] = {stamp, environment};
+  return environment;
 }
 
 }  // namespace
