@@ -123,8 +123,9 @@ void pin_to(const std::vector<int>& cpus) {
   if (sched_setaffinity(0, sizeof set, &set) != 0) throw InputError("--cpus: cannot pin to " + data::format_cpu_list(cpus));
 }
 
-// Measures `batch` of the model (its graph JSON at `graph_path`) with the campaign runner; the median ms or 0.
-double measure_whole(const std::string& graph_path, int64_t batch, const ModelCalibrateOptions& options,
+// Measures `batch` of the model (its graph JSON at `graph_path`) with the campaign runner into `db_path` (the fit
+// reads every run there back).
+void measure_whole(const std::string& graph_path, int64_t batch, const ModelCalibrateOptions& options,
                      const std::string& db_path, double timeout_s) {
   json plan_document = {
       {"format", "dnncast-plan/1"},
@@ -144,13 +145,6 @@ double measure_whole(const std::string& graph_path, int64_t batch, const ModelCa
   campaign.out = options.out;
   campaign.progress_bar = 0;
   data::run_campaign(plan, campaign);
-  data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
-  double median = 0;
-  for (const data::RunRecord& run : store.runs())
-    if (run.plan == "calibrate-whole" && run.config.batch == batch && run.result.status == "ok" &&
-        run.result.time_ms_median)
-      median = *run.result.time_ms_median;
-  return median;
 }
 
 }  // namespace

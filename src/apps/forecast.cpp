@@ -177,6 +177,13 @@ Estimate corrected_forecast(const PredictorSet& set, std::vector<double> row, co
   return out;
 }
 
+// Past the time predictor's trained batches (apps/extrapolation.h bound_from).
+bool past_trained_batches(const PredictorSet& set, int64_t batch) {
+  const json& training = set.time->manifest().training;
+  return training.contains("batch_max") && training.contains("batch_min") &&
+         bound_from(batch, training["batch_min"].get<int64_t>(), training["batch_max"].get<int64_t>());
+}
+
 }  // namespace
 
 Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& row, const features::LayerSites& sites,
@@ -184,9 +191,7 @@ Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& r
                            const features::HardwareFeatures& hardware, Forecast& result) {
   const Predictor& time = *set.time;
   const json& training = time.manifest().training;
-  const bool past_range = training.contains("batch_max") && training.contains("batch_min") &&
-                          bound_from(config.batch, training["batch_min"].get<int64_t>(),
-                                     training["batch_max"].get<int64_t>());
+  const bool past_range = past_trained_batches(set, config.batch);
   // The corrected layer-wise model at the largest inputs, and past the trained batches where it
   // scores better than `scaled` (`evaluate --split batch`, docs/RESULTS.md).
   if (use_corrected(set, result.input) || (past_range && set.corrected && set.layers))
@@ -336,9 +341,11 @@ Forecast forecast(const ForecastRequest& request) {
   result.input = input_shape.substr(input_shape.find('x') + 1);
   check_trained_model(time_manifest.training, graph, result);
 
-  // The layer sites, where the set has a layer-wise model to read them (the forecast past the trained batches,
-  // the corrected model, a host calibration).
-  const features::LayerSites sites = set.layers ? features::layer_sites(graph) : features::LayerSites{};
+  // The layer sites, only where a layer-wise model reads them (the forecast past the trained batches, the corrected
+  // model, a host calibration): a forecast inside the trained range skips them.
+  const bool needs_sites = set.layers && (calibration || use_corrected(set, result.input) ||
+                                          past_trained_batches(set, config.batch));
+  const features::LayerSites sites = needs_sites ? features::layer_sites(graph) : features::LayerSites{};
   Estimate time = set_time_forecast(set, row, sites, graph_part, config, hardware, result);
   if (calibration) time = calibrated_time(*calibration, set, graph, sites, config, time, result);
   result.time_ms = time.value;
