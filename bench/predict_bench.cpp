@@ -10,11 +10,11 @@
 #include <memory>
 #include <optional>
 
-#include "apps/model_source.h"
-#include "apps/layer_model.h"
-#include "apps/predictor.h"
-#include "apps/forecast.h"
-#include "apps/serve_api.h"
+#include "import/model_source.h"
+#include "forecast/layer_model.h"
+#include "study/training.h"
+#include "forecast/forecast.h"
+#include "serve/serve_api.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
 #include "core/error.h"
@@ -120,7 +120,7 @@ void BM_PredictResnet50FromZoo(benchmark::State& state) {
 BENCHMARK(BM_PredictResnet50FromZoo)->Unit(benchmark::kMicrosecond);
 
 // resnet50 at 224 px, batch 32 as `predict` makes it at the largest trained input with the shipped set's
-// corrected layer-wise model (apps/forecast.cpp): the layer sites, the layer-wise sum over them, one
+// corrected layer-wise model (forecast/forecast.cpp): the layer sites, the layer-wise sum over them, one
 // featurization pass and the corrected predictor. Skipped when the first shipped set has none.
 void BM_PredictResnet50Corrected(benchmark::State& state) {
   static const std::optional<apps::PredictorSet> set = []() -> std::optional<apps::PredictorSet> {

@@ -4,9 +4,9 @@
 // the baselines. Genetic times the genetic algorithm alone on the same problem.
 #include <benchmark/benchmark.h>
 
-#include "apps/schedule.h"
-#include "apps/schedule_jobs.h"
-#include "apps/schedule_study.h"
+#include "decide/schedule.h"
+#include "decide/schedule_jobs.h"
+#include "decide/schedule_study.h"
 #include "hardware/catalogue.h"
 
 namespace {

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <sstream>
 
-#include "data/csv.h"
-#include "data/store.h"
+#include "store/dataset_csv.h"
+#include "store/store.h"
 #include "fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

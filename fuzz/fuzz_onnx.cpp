@@ -3,8 +3,8 @@
 // `memory` print.
 #include <cstdint>
 
-#include "apps/forecast.h"
-#include "apps/forecast_json.h"
+#include "forecast/forecast.h"
+#include "forecast/forecast_json.h"
 #include "features/featurizer.h"
 #include "fuzz_common.h"
 #include "graph/op_registry.h"

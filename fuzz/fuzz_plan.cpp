@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/plan.h"
+#include "measure/plan.h"
 #include "fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-// Predictor bundle manifest reader (src/apps/predictor): the bytes are a manifest.json in a
+// Predictor bundle manifest reader (src/forecast/predictor.h): the bytes are a manifest.json in a
 // bundle folder beside a small valid XGBoost model, so that a manifest that parses reaches the
 // learner's loader and a prediction.
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/predictor.h"
+#include "forecast/predictor.h"
 #include "features/featurizer.h"
 #include "fuzz_common.h"
 

@@ -1,10 +1,10 @@
-// The jobs and cluster files of `dnncast schedule` (src/apps/schedule_jobs.h): the bytes as one JSON
+// The jobs and cluster files of `dnncast schedule` (src/decide/schedule_jobs.h): the bytes as one JSON
 // document, read both as a jobs file and as a cluster file, and each node's GPU looked up in the shipped
 // catalogue (data/hardware, found from the source tree that `make fuzz` runs in).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "apps/schedule_jobs.h"
+#include "decide/schedule_jobs.h"
 #include "fuzz_common.h"
 #include "hardware/catalogue.h"
 

@@ -1,4 +1,4 @@
-// `dnncast serve`'s request parser (apps/serve_api.h): the first byte picks the route and the body's kind
+// `dnncast serve`'s request parser (serve/serve_api.h): the first byte picks the route and the body's kind
 // (JSON, or ONNX bytes with a query), the rest is the body. The server answers every input with a status
 // and {"error"} at worst: a 500 (an exception that is not an InputError) is a finding, as a crash is.
 // Predictor sets are looked for in a folder that does not exist, so /v1/predict stops after parsing.
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "apps/serve_api.h"
+#include "serve/serve_api.h"
 #include "fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
-// The Python module's C++ side: the three calls of the forecast API (apps/forecast.h) that `dnncast
+// The Python module's C++ side: the three calls of the forecast API (forecast/forecast.h) that `dnncast
 // inspect`, `predict` and `memory` make, with the options those commands take, answering the CLI's
-// --json (apps/forecast_json.h) as text that python/dnncast/__init__.py turns into objects. No
+// --json (forecast/forecast_json.h) as text that python/dnncast/__init__.py turns into objects. No
 // forecast logic lives here: requests are filled by the functions the commands call
 // (apps::make_forecast_request, make_memory_request), and checked as the commands check them, with
 // the Python keyword in place of the flag.
@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "apps/forecast.h"
-#include "apps/forecast_json.h"
-#include "apps/model_source.h"
+#include "forecast/forecast.h"
+#include "forecast/forecast_json.h"
+#include "forecast/predict.h"
+#include "import/model_source.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/training_setup.h"
@@ -101,18 +102,14 @@ struct JsonAndNote {
   std::string json, note;
 };
 
-JsonAndNote predict_json(const ModelArgs& args, apps::ForecastOptions options, const std::string& host_isa) {
-  options.host_isa = isa_option(host_isa, "host_isa");
+JsonAndNote predict_json(const ModelArgs& args, apps::PredictOptions options, const std::string& host_isa) {
+  options.forecast.host_isa = isa_option(host_isa, "host_isa");
   if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  if (options.epoch_samples != 0) check_range("epoch_samples", options.epoch_samples, 1, kMaxTensorElements);
-  if (options.threads != 0) check_range("threads", options.threads, 1, kMaxThreads);
-  const apps::ForecastRequest request =
-      apps::make_forecast_request(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
-  const apps::Forecast result = apps::forecast(request);
-  // The line the CLI always prints on stderr: the predictor was not trained on this host.
-  std::string note;
-  if (result.host_match && !result.host_match->exact) note = apps::host_match_note(*result.host_match);
-  return {apps::to_json(result).dump(2), note};
+  if (options.forecast.epoch_samples != 0) check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
+  if (options.forecast.threads != 0) check_range("threads", options.forecast.threads, 1, kMaxThreads);
+  // The CLI's answer and its stderr line (forecast/predict.h).
+  const apps::Prediction result = apps::predict(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
+  return {apps::prediction_json(result), apps::prediction_note(result)};
 }
 
 // `dnncast memory MODEL --batch N ...` without --measure / --check-db; isa: a name, or "" (this host's).
@@ -142,25 +139,25 @@ auto guarded(Call call) -> decltype(call()) {
   static std::mutex one_at_a_time;
   decltype(call()) result;
   std::string error;
-  bool input_error = false;
+  const ErrorAnswer* answer = nullptr;
   {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(one_at_a_time);
     try {
       result = call();
-    } catch (const InputError& caught) {
-      input_error = true;
-      error = caught.what();
     } catch (const std::exception& caught) {
+      answer = &error_answer(&caught);
       error = caught.what();
       if (error.empty()) error = "internal error";
     } catch (...) {
+      answer = &error_answer(nullptr);
       error = "internal error: an exception of unknown type";
     }
   }
-  if (input_error) throw py::value_error(error);
-  if (!error.empty()) throw std::runtime_error(error);  // pybind11: RuntimeError
-  return result;
+  if (answer == nullptr) return result;
+  // The exception of the error's kind (core/error.h): ValueError, else RuntimeError (pybind11 maps std::runtime_error).
+  if (std::string(answer->python_exception) == "ValueError") throw py::value_error(error);
+  throw std::runtime_error(error);
 }
 
 }  // namespace
@@ -169,9 +166,18 @@ auto guarded(Call call) -> decltype(call()) {
 
 PYBIND11_MODULE(_dnncast, module) {
   using namespace dnncast::python;
-  module.doc() = "dnncast's forecast API (apps/forecast.h); use the dnncast package, not this module";
+  module.doc() = "dnncast's forecast API (forecast/forecast.h); use the dnncast package, not this module";
   // The source tree whose data/predictors the package falls back on (the CLI finds it from its path).
   module.attr("source_dir") = DNNCAST_SOURCE_DIR;
+  module.def(
+      "optimizers",
+      [] {
+        std::vector<std::pair<std::string, std::string>> rows;
+        for (dnncast::Optimizer optimizer : dnncast::all_optimizers())
+          rows.emplace_back(dnncast::name(optimizer), dnncast::torch_class(optimizer));
+        return rows;
+      },
+      "the optimizer table: (name, torch.optim class) per optimizer");
   module.def(
       "inspect",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown) {
@@ -182,17 +188,21 @@ PYBIND11_MODULE(_dnncast, module) {
       "predict",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
-         int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa) {
+         int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
+         bool max_batch) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
-        const dnncast::apps::ForecastOptions options{
-            optimizer, precision, threads, device, epoch_samples, predictor_dir, dnncast::hardware::CpuIsa::Unknown};
+        dnncast::apps::PredictOptions options;
+        options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir,
+                            dnncast::hardware::CpuIsa::Unknown};
+        options.framework = framework;
+        options.max_batch = max_batch;
         JsonAndNote result = guarded(
             [&] { return predict_json({model, batch, input, seq, classes, allow_unknown}, options, host_isa); });
         return py::make_tuple(result.json, result.note);
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),
       py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
-      py::arg("host_isa"));
+      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"));
   module.def(
       "memory",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,

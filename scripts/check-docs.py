@@ -6,7 +6,7 @@
 For every Markdown file:
   - each path under build/, scripts/, data/, tests/, docs/, src/ or bench/ (not part of a longer
     path such as ../shared/data/...) must exist in the checkout, or with .xz (the docs decompress
-    with `xz -dk`), or with an extension (src/apps/layer_model: its .h and .cpp), or be written by
+    with `xz -dk`), or with an extension (src/forecast/layer_model: its .h and .cpp), or be written by
     a command of the same file (after -o, --out, > or .backup);
     a path under build/ must exist in BUILD, be a file the Makefile writes there (`>$(BUILD)/NAME`:
     build/configure.log, which a folder configured by cmake itself lacks), or name a CMake target
@@ -155,7 +155,7 @@ def check_file(path, build, targets, made, cli, problems):
                     continue
                 problems.append(f"{name}:{number}: {ref}: no such file in the build folder, nor a CMake target")
             elif not (os.path.exists(os.path.join(ROOT, ref)) or os.path.exists(os.path.join(ROOT, ref + ".xz")) or
-                      glob.glob(os.path.join(ROOT, ref) + ".*")):  # src/apps/layer_model: its .h and .cpp
+                      glob.glob(os.path.join(ROOT, ref) + ".*")):  # src/forecast/layer_model: its .h and .cpp
                 problems.append(f"{name}:{number}: {ref}: no such file or folder in the checkout")
     for number, code in code_texts(text):
         for match in COMMAND_RE.finditer(code):

@@ -19,7 +19,7 @@ PACKAGES=(
   pybind11-dev python3-dev          # the Python package (python/), built for /usr/bin/python3
   clang-14 libclang-rt-14-dev       # make fuzz: libFuzzer, ASan and UBSan runtimes (fuzz/)
   chromium python3-pil              # tests/cli: the compare --html report rendered headless, its screenshot decoded
-  libcpp-httplib-dev wrk            # dnncast serve (src/apps/serve_http.cpp); scripts/serve-load.sh
+  libcpp-httplib-dev wrk            # dnncast serve (src/cli/serve_http.cpp); scripts/serve-load.sh
   jq sqlite3 xz-utils               # scripts: memory-check.sh and results.sh (jq, sqlite3), the shipped data/*.xz
                                     # (scripts/check-tools.py: every program a script calls is installed here)
 )

@@ -25,7 +25,7 @@ import warnings
 
 from . import _dnncast
 
-__all__ = ["inspect", "predict", "memory", "Result", "HostMismatchWarning"]
+__all__ = ["inspect", "predict", "memory", "optimizers", "Result", "HostMismatchWarning"]
 
 
 class HostMismatchWarning(UserWarning):
@@ -151,20 +151,30 @@ def _torch():
     return sys.modules.get("torch")
 
 
+def optimizers():
+    """The optimizers dnncast models, as (name, torch.optim class name) in the library's table order."""
+    return [tuple(row) for row in _dnncast.optimizers()]
+
+
 def _optimizer_name(optimizer):
-    """A name the CLI takes ("sgd", "adam", "adamw"), or a torch.optim optimizer of those kinds."""
+    """A name the CLI takes (optimizers()), or a torch.optim optimizer of one of those classes."""
     if isinstance(optimizer, str):
         return optimizer
+    names = ", ".join(name for name, _ in optimizers())
     torch = _torch()
     if torch is not None and isinstance(optimizer, torch.optim.Optimizer):
-        # AdamW first: in some torch versions it derives from Adam.
-        for kind, name in ((torch.optim.AdamW, "adamw"), (torch.optim.Adam, "adam"), (torch.optim.SGD, "sgd")):
-            if isinstance(optimizer, kind):
+        # The exact class first (AdamW derives from Adam in some torch versions), then a subclass of one.
+        kinds = [(getattr(torch.optim, cls, None), name) for name, cls in optimizers()]
+        for kind, name in kinds:
+            if kind is not None and type(optimizer) is kind:
                 return name
+        for kind, name in kinds:
+            if kind is not None and isinstance(optimizer, kind):
+                return name
+        classes = ", ".join("torch.optim." + cls for _, cls in optimizers())
         raise ValueError(f"optimizer {type(optimizer).__module__}.{type(optimizer).__name__} is not modelled; "
-                         "dnncast models torch.optim.SGD (momentum 0.9), Adam and AdamW (or give their names: "
-                         "sgd, adam, adamw)")
-    raise ValueError(f"optimizer must be a name (sgd, adam, adamw) or a torch.optim.Optimizer, got {optimizer!r}")
+                         f"dnncast models {classes} (or give their names: {names})")
+    raise ValueError(f"optimizer must be a name ({names}) or a torch.optim.Optimizer, got {optimizer!r}")
 
 
 def _export_module(module, input_shape, path, opset):
@@ -254,13 +264,15 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
-            opset=None):
+            opset=None, framework="pytorch", max_batch=False):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
-    optimizer: sgd | adam | adamw, or a torch.optim optimizer; threads: default the environment's;
-    device: a predictor set's name, its GPU, or cpu (default: this host's CPU set);
-    predictor: a set or bundle folder (default: the shipped data/predictors).
+    optimizer: a name of optimizers(), or a torch.optim optimizer; threads: default the environment's;
+    device: a predictor set's name, its GPU, or cpu (default: this host's CPU set), or a GPU of
+    `dnncast devices` (the GPU time model; then framework: pytorch | tensorflow, max_batch: also the
+    largest batch that fits its memory); predictor: a set or bundle folder (default: the shipped
+    data/predictors).
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
@@ -268,7 +280,7 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
         text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _int(seq, "seq"),
                                       _int(classes, "classes"), bool(allow_unknown), optimizer_name, precision,
                                       _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
-                                      predictor or "", host_isa or "")
+                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch))
     return _result(text, "Forecast", name, note)
 
 
@@ -313,8 +325,7 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--allow-unknown", bool(allow_unknown), False)]
         # A module's temporary file is gone when the caller reads the remedy: name the file that
         # torch.onnx.export of the module would write instead.
-        command = _memory_command(name + ".onnx" if is_module else source, batch_size, shape, seq_len, class_count,
-                                  settings)
+        command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
         text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, bool(allow_unknown),
                                      optimizer_name, precision, device, _int(threads, "threads"), fits_text,
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",

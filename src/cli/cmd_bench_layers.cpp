@@ -5,7 +5,7 @@
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
-#include "data/layer_bench.h"
+#include "measure/layer_bench.h"
 #include "models/layer_cases.h"
 
 namespace dnncast::cli {

@@ -1,6 +1,6 @@
 // `dnncast calibrate --predictor P --plan PLAN --budget N|FRACTION --db OUT [--out DIR]`: adapts a time
 // predictor to this host with few measurements; the steps are apps::calibrate_host's
-// (src/apps/calibrate.h, docs/TRANSFER.md "Calibrate").
+// (src/calibrate/calibrate.h, docs/TRANSFER.md "Calibrate").
 // `dnncast calibrate --predictor P --from-db DATA --budget N [--draws K]`: the same adaptation on the
 // configurations DATA already holds, scored on all those not sampled (apps::calibrate_offline).
 // This file parses and prints.
@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <iostream>
 
-#include "apps/calibrate.h"
+#include "calibrate/calibrate.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
-#include "data/campaign.h"
+#include "measure/campaign.h"
 #include "core/error.h"
 
 namespace dnncast::cli {

@@ -1,5 +1,5 @@
 // `dnncast calibrate MODEL --batch N [--input CxHxW] --minutes M`: carries the shipped time model to this
-// host by timing MODEL's own layers and a few real iterations here (apps/calibrate_model.h); `predict` on
+// host by timing MODEL's own layers and a few real iterations here (calibrate/calibrate_model.h); `predict` on
 // this host then uses it without flags. `dnncast calibrate --from-db DATA --layer-bench LAYERS --minutes
 // 2,5,10 --predictor SET`: the same fit on another host's recorded measurements, scored on the rest.
 // This file parses and prints.
@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <iostream>
 
-#include "apps/calibrate_model.h"
+#include "calibrate/calibrate_model.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
-#include "data/campaign.h"
+#include "measure/campaign.h"
 
 namespace dnncast::cli {
 
@@ -32,7 +32,7 @@ int run_calibrate_model(const Args& args) {
   model_options.add_to(app);
   app.add_option("--minutes", options.minutes, "this host's time for every measurement together (default 5)");
   app.add_option("--threads", options.threads, "intra-op threads (default 1)")->check(thread_count());
-  app.add_option("--optimizer", optimizer, "optimizer of the real iterations (" + optimizer_names() + "; default sgd)");
+  app.add_option("--optimizer", optimizer, "optimizer of the real iterations: " + optimizer_help());
   app.add_option("--predictor", options.predictor_dir, "source predictor set (default: the shipped one predict uses here)");
   app.add_option("--out", options.out_dir, "folder of the calibration (default: this host's under $DNNCAST_CALIBRATIONS, "
                                            "else ~/.local/share/dnncast/calibrations)");

@@ -4,8 +4,8 @@
 
 #include "cli/commands.h"
 #include "cli/parse_args.h"
-#include "data/campaign.h"
-#include "data/plan.h"
+#include "measure/campaign.h"
+#include "measure/plan.h"
 #include "core/error.h"
 
 namespace dnncast::cli {

@@ -1,14 +1,14 @@
 // `dnncast compare MODEL --batch N [...]`: per cloud instance, the forecast time per iteration and
 // epoch, the run's total time and cost, whether it fits and the largest batch that would, the basis
-// of the forecast, and the cost-versus-time Pareto front (apps/compare.h, docs/COMPARE.md).
-// --html FILE writes the self-contained report (apps/html_report.h). Notes go to stderr.
+// of the forecast, and the cost-versus-time Pareto front (decide/compare.h, docs/COMPARE.md).
+// --html FILE writes the self-contained report (report/html_report.h). Notes go to stderr.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <string>
 
-#include "apps/compare.h"
-#include "apps/html_report.h"
+#include "decide/compare.h"
+#include "report/html_report.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
@@ -43,7 +43,7 @@ int run_compare(const Args& args) {
   model_options.add_to(app);
   app.add_option("--precision", precision, "fp32 | tf32 | amp (fp16) | bf16 (default fp32)");
   app.add_option("--framework", framework, "pytorch | tensorflow (default pytorch)");
-  app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
+  app.add_option("--optimizer", optimizer, optimizer_help());
   app.add_option("--epochs", epochs, "epochs of the run (default 1; more need --epoch-samples)")
       ->check(positive_at_most(kMaxEpochs));
   app.add_option("--epoch-samples", epoch_samples, "samples in one epoch (default none: totals for 1000 iterations)")

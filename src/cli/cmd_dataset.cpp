@@ -5,13 +5,13 @@
 #include <functional>
 #include <iostream>
 
-#include "apps/predictor.h"
+#include "study/training.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
-#include "data/csv.h"
-#include "data/merge.h"
-#include "data/stats.h"
-#include "data/store.h"
+#include "store/dataset_csv.h"
+#include "store/merge.h"
+#include "store/dataset_stats.h"
+#include "store/store.h"
 #include "core/error.h"
 
 namespace dnncast::cli {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "apps/catalogue_json.h"
+#include "decide/catalogue_json.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"

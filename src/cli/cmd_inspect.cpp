@@ -8,9 +8,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "apps/forecast.h"
-#include "apps/forecast_json.h"
-#include "apps/model_source.h"
+#include "forecast/forecast.h"
+#include "forecast/forecast_json.h"
+#include "import/model_source.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"

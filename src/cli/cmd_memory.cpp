@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
-#include "apps/forecast.h"
-#include "apps/forecast_json.h"
+#include "forecast/forecast.h"
+#include "forecast/forecast_json.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
@@ -36,9 +36,11 @@ int run_memory(const Args& args) {
   app.add_option("--batch", batch, "batch size (default 1)");
   ModelOptions model_options;
   model_options.add_to(app);
-  app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
+  app.add_option("--optimizer", optimizer, optimizer_help());
   app.add_option("--precision", precision, "fp32 (the only precision modelled)");
-  app.add_option("--device", device, "cpu | cuda (default cpu; the cuda model is unverified)");
+  app.add_option("--device", device,
+                 "cpu | cuda | a GPU of `dnncast devices` (its context and memory size; default cpu; the cuda model is "
+                 "unverified)");
   app.add_option("--threads", threads, "intra-op threads of the run (default 1, as dnncast profile)")->check(thread_count());
   app.add_option("--fits", fits_text, "answer whether training fits in this many bytes (e.g. 24GiB)")->check(byte_size());
   app.add_option("--max-batch", max_batch_text, "largest batch whose training fits in this many bytes")->check(byte_size());
@@ -78,10 +80,7 @@ int run_memory(const Args& args) {
     throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
   if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
   apps::MemoryOptions options{optimizer, precision, device, threads, isa, timeline, events,
-                              context_text, fits_text, max_batch_text, batch_cap, "dnncast memory"};
-  for (const std::string& arg : args)
-    if (arg != "--json") options.measure_command += " " + arg;
-  if (!measure) options.measure_command += " --measure";
+                              context_text, fits_text, max_batch_text, batch_cap, ""};
   const apps::MemoryRequest request =
       apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::MemoryForecast result = apps::forecast_memory(request);

@@ -5,13 +5,9 @@
 
 #include <cstdio>
 #include <iostream>
-#include <optional>
 
 #include "core/units.h"
-#include "apps/forecast.h"
-#include "apps/forecast_json.h"
-#include "apps/gpu_forecast.h"
-#include "hardware/catalogue.h"
+#include "forecast/predict.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
@@ -70,33 +66,6 @@ void print_gpu_forecast(const apps::GpuForecast& result) {
   std::printf("  basis               %s: %s\n", result.basis.c_str(), result.basis_detail.c_str());
 }
 
-// The catalogue, read once, when --device may name a catalogued GPU (no predictor set given): such a GPU
-// takes the GPU time model (apps/gpu_forecast.h).
-std::optional<hardware::Catalogue> gpu_catalogue(const std::string& device, const std::string& predictor_dir,
-                                                 const std::vector<std::string>& catalogue_files) {
-  if (device.empty() || !predictor_dir.empty()) return std::nullopt;
-  return hardware::Catalogue::load(catalogue_files);
-}
-
-// apps::forecast; when it finds no predictor set for --device, the message also names the catalogued GPUs
-// closest to it (the GPU time model's devices).
-apps::Forecast forecast_or_name_gpus(const apps::ForecastRequest& request,
-                                     const std::optional<hardware::Catalogue>& catalogue) {
-  try {
-    return apps::forecast(request);
-  } catch (const InputError& error) {
-    if (!catalogue || request.device == "cpu") throw;
-    const std::string message = error.what();
-    if (message.find("no predictor for device") == std::string::npos) throw;
-    try {
-      catalogue->gpu(request.device);
-    } catch (const InputError& gpu_error) {
-      throw InputError(message + "; nor is it a catalogued GPU: " + gpu_error.what());
-    }
-    throw;
-  }
-}
-
 }  // namespace
 
 int run_predict(const Args& args) {
@@ -111,7 +80,7 @@ int run_predict(const Args& args) {
   app.add_option("--batch", batch, "batch size")->required();
   ModelOptions model_options;
   model_options.add_to(app);
-  app.add_option("--optimizer", optimizer, "sgd (default), adam, ...: one the predictor was trained on");
+  app.add_option("--optimizer", optimizer, optimizer_help() + "; for a predictor set, one it was trained on");
   app.add_option("--precision", precision, "fp32 (default); on a catalogued GPU also tf32, amp (fp16), bf16");
   app.add_option("--threads", threads, "CPU threads of training (default: the environment's)")->check(thread_count());
   app.add_option("--device", device,
@@ -139,32 +108,25 @@ int run_predict(const Args& args) {
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
-  const std::optional<hardware::Catalogue> catalogue = gpu_catalogue(device, predictor_dir, catalogue_files);
-  if (catalogue && catalogue->find(device) != nullptr) {
-    apps::GpuForecastRequest gpu_request = gpu_forecast_request(model, model_options.spec(model, batch), optimizer,
-                                                                precision, framework, epoch_samples, catalogue_files);
-    gpu_request.device = device;
-    gpu_request.max_batch = max_batch;
-    gpu_request.calibration_file = calibration_file;
-    const apps::GpuForecast result = apps::forecast_gpu(gpu_request, *catalogue);
-    if (as_json)
-      std::cout << apps::to_json(result).dump(2) << "\n";
-    else
-      print_gpu_forecast(result);
-    return 0;
-  }
-  const apps::ForecastOptions options{optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
-  const apps::ForecastRequest request =
-      apps::make_forecast_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
-  const apps::Forecast result = forecast_or_name_gpus(request, catalogue);
+  apps::PredictOptions options;
+  options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
+  options.framework = framework;
+  options.max_batch = max_batch;
+  options.calibration_file = calibration_file;
+  options.catalogue_files = catalogue_files;
+  const apps::Prediction result =
+      apps::predict(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   // Always said, --json or not (stdout keeps the JSON): one line.
-  if (result.host_match && !result.host_match->exact)
-    std::fprintf(stderr, "note: %s\n", apps::host_match_note(*result.host_match).c_str());
+  const std::string note = apps::prediction_note(result);
+  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (as_json) {
-    std::cout << apps::to_json(result).dump(2) << "\n";
+    std::cout << apps::prediction_json(result);
     return 0;
   }
-  print_forecast(result);
+  if (result.gpu)
+    print_gpu_forecast(*result.gpu);
+  else
+    print_forecast(*result.cpu);
   return 0;
 }
 

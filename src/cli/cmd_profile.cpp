@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
-#include "apps/model_source.h"
+#include "import/model_source.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
@@ -53,7 +53,7 @@ int run_profile(const Args& args) {
   app.add_option("--batch", batch, "batch size (default 1)");
   ModelOptions model_options;
   model_options.add_to(app);
-  app.add_option("--optimizer", optimizer, "sgd (momentum 0.9) | adam | adamw (default sgd)");
+  app.add_option("--optimizer", optimizer, optimizer_help());
   app.add_option("--precision", precision, "fp32 | bf16 | fp16 (autocast; fp16 on cuda only; default fp32)");
   app.add_option("--threads", threads, "intra-op threads, the child pinned to as many CPUs; 0 = all (default 1)")
       ->check(thread_count(true));

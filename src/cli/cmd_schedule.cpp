@@ -1,16 +1,16 @@
 // `dnncast schedule JOBS.json --cluster CLUSTER.json [...]`: places training jobs on a heterogeneous GPU
-// cluster with a genetic algorithm over dnncast's own forecasts, beside the baselines (apps/schedule_jobs.h,
+// cluster with a genetic algorithm over dnncast's own forecasts, beside the baselines (decide/schedule_jobs.h,
 // docs/SCHEDULE.md); an assignment table and a Gantt chart, --json, --html.
 // `dnncast schedule-study`: the GA against the exact optimum, the baselines and the replay on generated
-// instances (apps/schedule_study.h), as markdown for docs/RESULTS.md.
+// instances (decide/schedule_study.h), as markdown for docs/RESULTS.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
 
-#include "apps/schedule_jobs.h"
-#include "apps/schedule_study.h"
+#include "decide/schedule_jobs.h"
+#include "decide/schedule_study.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "cli/print_schedule.h"

@@ -1,6 +1,6 @@
 // `dnncast serve [--listen 127.0.0.1:8765] [--predictors DIR] [--threads N]`: the forecast API over HTTP
 // (issue 22, docs/SERVE.md, docs/openapi.yaml) for schedulers, notebooks and dashboards that ask thousands
-// of times. Parses the flags; apps/serve_api.h answers, cli/serve_http.h serves.
+// of times. Parses the flags; serve/serve_api.h answers, cli/serve_http.h serves.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // `dnncast train --db DATA --target time|memory|all --out DIR`: AutoML over the learners on a
-// dataset, refit of the best, written as a predictor bundle (apps/predictor.h).
+// dataset, refit of the best, written as a predictor bundle (forecast/predictor.h).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -7,12 +7,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "apps/predictor.h"
+#include "study/training.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
-#include "data/store.h"
-#include "features/featurizer.h"
 #include "learn/learner.h"
 
 namespace dnncast::cli {
@@ -23,34 +21,34 @@ int run_train(const Args& args) {
       "budget and/or a candidate budget, the best refit on all configurations. --target all writes OUT/time\n"
       "and, when the dataset has peak bytes, OUT/memory (the layout of data/predictors/NAME).",
       "dnncast train");
-  std::string db, target = "all", out, learners_text, environment, time_column = "median";
-  double budget_s = 60;
-  int folds = 5, threads = 1;
-  int64_t seed = 1, candidates = 0;
+  apps::TrainOptions search;  // the search of every predictor here; the flags below fill it
+  apps::TableOptions table_options;
+  std::string db, target = "all", out, learners_text;
+  int threads = 1;
+  int64_t seed = 1;
   bool quiet = false;
   app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
   app.add_option("--target", target, "time | memory | all (default all)");
   app.add_option("--out", out, "output folder")->required();
-  app.add_option("--budget-s", budget_s,
+  app.add_option("--budget-s", search.budget_s,
                  "AutoML time budget per target, seconds (default 60; 0 = none, with --candidates)");
-  app.add_option("--candidates", candidates,
+  app.add_option("--candidates", search.max_candidates,
                  "stop each target's search after N candidates (default: when the time budget is spent); with\n"
                  "--budget-s 0 the search is the same on every machine");
-  app.add_option("--folds", folds, "cross-validation folds (default 5)");
+  app.add_option("--folds", search.folds, "cross-validation folds (default 5)");
   app.add_option("--learners", learners_text, "comma-separated learners to search (default all: " + [] {
     std::string names;
     for (const std::string& name : learn::learner_names()) names += (names.empty() ? "" : ",") + name;
     return names;
   }() + ")");
-  app.add_option("--env", environment, "train on one environment of the dataset (hash, label or slug)");
-  app.add_option("--time-column", time_column, "median (default) or normalised (probe-scaled) iteration time");
+  app.add_option("--env", table_options.environment, "train on one environment of the dataset (hash, label or slug)");
+  app.add_option("--time-column", table_options.time_column, "median (default) or normalised (probe-scaled) iteration time");
   app.add_option("--seed", seed, "seed of folds and random search (default 1)");
   app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)")->check(thread_count());
   std::string transform;
   app.add_option("--transform", transform,
                  "search only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
-  std::string cv_groups = "network";
-  app.add_option("--cv-groups", cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
+  app.add_option("--cv-groups", search.cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
   app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
   std::string bench_path, bench_target = "warm";
   bool layers_only = false;
@@ -64,8 +62,7 @@ int run_train(const Args& args) {
                "with --layer-bench: write only OUT/time/layers and OUT/time/corrected, leaving the set's time and memory\n"
                "predictors as they are");
   if (!parse_args(app, args, "train")) return 0;
-  if (bench_target != "warm" && bench_target != "cold")
-    throw InputError("unknown --bench-target " + quote(bench_target) + " (known: warm, cold)");
+  apps::check_bench_target(bench_target, "--bench-target");
   if (layers_only && bench_path.empty()) throw InputError("--layers-only goes with --layer-bench FILE");
   if (!bench_path.empty() && target != "all")
     throw InputError("--layer-bench goes with --target all (the layer-wise model lives in OUT/time/layers)");
@@ -73,25 +70,19 @@ int run_train(const Args& args) {
     throw InputError("--layers-only: no predictor set at " + out + " (" + out + "/time/manifest.json is missing)");
   if (target != "time" && target != "memory" && target != "all")
     throw InputError("unknown --target " + quote(target) + " (known: time, memory, all)");
-  if (candidates < 0) throw InputError("--candidates must be positive, got " + std::to_string(candidates));
-  if (!(budget_s > 0) && !(budget_s == 0 && candidates > 0))
+  if (search.max_candidates < 0)
+    throw InputError("--candidates must be positive, got " + std::to_string(search.max_candidates));
+  if (!(search.budget_s > 0) && !(search.budget_s == 0 && search.max_candidates > 0))
     throw InputError("--budget-s must be positive (0 only with --candidates N)");
-  if (folds < 2) throw InputError("--folds must be at least 2, got " + std::to_string(folds));
-  if (threads < 1) throw InputError("--threads must be at least 1");
+  if (search.folds < 2) throw InputError("--folds must be at least 2, got " + std::to_string(search.folds));
   learn::set_fit_threads(threads);
-  std::vector<std::string> learners = split_list(learners_text);
-  for (const std::string& name : learners) learn::learner_info(name);  // unknown names fail before any work
+  search.learners = split_list(learners_text);
+  for (const std::string& name : search.learners) learn::learner_info(name);  // unknown names fail before any work
+  search.seed = static_cast<uint64_t>(seed);
+  search.log = quiet ? nullptr : &std::cerr;
 
   std::vector<data::LayerBenchRecord> bench;
-  if (!bench_path.empty()) {
-    if (!std::filesystem::exists(bench_path)) throw InputError("--layer-bench: no such file " + bench_path);
-    data::Store store = data::Store::open(bench_path, data::Database::Mode::ReadOnly);
-    bench = store.layer_benchmarks();
-    if (bench.empty()) throw InputError(bench_path + ": no layer benchmarks (dnncast bench-layers)");
-  }
-  apps::TableOptions table_options;
-  table_options.time_column = time_column;
-  table_options.environment = environment;
+  if (!bench_path.empty()) bench = apps::read_layer_benchmarks(bench_path, "--layer-bench");
   table_options.layer_sites = !bench_path.empty();
   table_options.all_layer_sites = !bench_path.empty();  // the corrected model needs every sample's sum
   apps::TrainingTable table = apps::load_training_table(db, table_options);
@@ -111,20 +102,9 @@ int run_train(const Args& args) {
   } else {
     jobs.emplace_back(target, out);
   }
-  auto train_options = [&](const std::string& job_target) {  // the search options of every predictor here
-    apps::TrainOptions options;
-    options.target = job_target;
-    options.budget_s = budget_s;
-    options.max_candidates = candidates;
-    options.folds = folds;
-    options.seed = static_cast<uint64_t>(seed);
-    options.learners = learners;
-    options.log = quiet ? nullptr : &std::cerr;
-    options.cv_groups = cv_groups;
-    return options;
-  };
   for (const auto& [job_target, folder] : jobs) {
-    apps::TrainOptions options = train_options(job_target);
+    apps::TrainOptions options = search;
+    options.target = job_target;
     options.transform = transform;
     if (!quiet) std::fprintf(stderr, "train %s:\n", job_target.c_str());
     apps::Predictor predictor = apps::train_predictor(table, options);
@@ -140,17 +120,11 @@ int run_train(const Args& args) {
     std::printf("wrote %s/time/layers: layer-wise model on %lld layer rows\n", out.c_str(),
                 static_cast<long long>(layers.training_rows()));
     // The corrected layer-wise model: the layer-wise sum times a learned correction, for the largest
-    // inputs and past the trained batches (apps/forecast.cpp).
-    apps::TrainingTable with_sum = table;
-    const std::vector<double> sums = apps::layer_estimates_of(table, layers);
-    const int column = features::feature_index("est.layers_ms");
-    for (size_t row = 0; row < sums.size(); ++row) with_sum.x(static_cast<int64_t>(row), column) = sums[row];
-    apps::TrainOptions options = train_options("time");
-    options.ratio_reference = "est.layers_ms";
+    // inputs and past the trained batches (forecast/forecast.cpp).
     if (!quiet) std::fprintf(stderr, "train the corrected layer-wise model:\n");
     std::filesystem::remove_all(out + "/time/corrected");  // fitted over another layer-wise model
     try {
-      apps::Predictor corrected = apps::train_predictor(with_sum, options);
+      apps::Predictor corrected = apps::train_corrected_model(table, layers, search);
       corrected.save(out + "/time/corrected");
       std::printf("wrote %s/time/corrected: the layer-wise sum times %s's correction, CV MRE %.2f%%\n", out.c_str(),
                   corrected.manifest().learner.c_str(), 100 * corrected.manifest().cv.at("mre").get<double>());

@@ -1,6 +1,12 @@
 // Entry point of the `dnncast` command: dispatches to a subcommand; every error that reaches
-// here becomes one line on stderr and a non-zero exit code, never a crash.
+// here becomes one line on stderr and a non-zero exit code, never a crash. Built twice where libtorch is
+// (src/cli/CMakeLists.txt): build/dnncast, without libtorch, hands the commands that measure to
+// build/dnncast-measure beside it (DNNCAST_FORWARD_MEASURING).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <map>
@@ -16,19 +22,53 @@ struct Command {
   const char* summary;
 };
 
+#ifdef DNNCAST_FORWARD_MEASURING
+// Stands in for a command whose code is in dnncast-measure only; never called (main() forwards first).
+int measured_elsewhere(const dnncast::cli::Args&) { return 3; }
+#define DNNCAST_MEASURING(function) measured_elsewhere
+#else
+#define DNNCAST_MEASURING(function) function
+#endif
+
+// The commands that run libtorch (a measurement, or its child process): `memory` only with --measure.
+bool measures(const std::string& name, int argc, char** argv) {
+  if (name == "profile" || name == "campaign" || name == "bench-layers" || name == "calibrate") return true;
+  if (name != "memory") return false;
+  for (int index = 2; index < argc; ++index)
+    if (std::strcmp(argv[index], "--measure") == 0) return true;
+  return false;
+}
+
+// Replaces this process with dnncast-measure beside this program, same arguments; returns only on failure.
+int forward_to_measure(const std::string& name, char** argv) {
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string path = "dnncast-measure";
+  if (length > 0) {
+    std::string exe(self, static_cast<size_t>(length));
+    path = exe.substr(0, exe.rfind('/') + 1) + "dnncast-measure";
+  }
+  execv(path.c_str(), argv);
+  std::fprintf(stderr,
+               "dnncast %s: error: this command measures with libtorch, which runs in %s, and that program cannot be "
+               "started (%s); rebuild dnncast with libtorch (make build)\n",
+               name.c_str(), path.c_str(), std::strerror(errno));
+  return 2;
+}
+
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table{
       {"inspect", {dnncast::cli::run_inspect, "per-layer shapes, parameters, MACs and memory of a model"}},
-      {"profile", {dnncast::cli::run_profile, "measure real training iterations with libtorch"}},
+      {"profile", {DNNCAST_MEASURING(dnncast::cli::run_profile), "measure real training iterations with libtorch"}},
       {"dataset", {dnncast::cli::run_dataset, "stats, export, import and merge of measurement databases"}},
-      {"bench-layers", {dnncast::cli::run_bench_layers, "time single layers alone into a database (proxy benchmarks), resumably"}},
-      {"campaign", {dnncast::cli::run_campaign, "run a profiling plan into a database, resumably"}},
+      {"bench-layers", {DNNCAST_MEASURING(dnncast::cli::run_bench_layers), "time single layers alone into a database (proxy benchmarks), resumably"}},
+      {"campaign", {DNNCAST_MEASURING(dnncast::cli::run_campaign), "run a profiling plan into a database, resumably"}},
       {"train", {dnncast::cli::run_train, "fit a predictor bundle from a database"}},
       {"evaluate", {dnncast::cli::run_evaluate, "error of learned predictors beside the noise floor"}},
       {"predict", {dnncast::cli::run_predict, "forecast time per iteration/epoch and peak memory"}},
       {"memory", {dnncast::cli::run_memory, "simulated peak memory of training: breakdown, fits, largest batch"}},
       {"transfer", {dnncast::cli::run_transfer, "carry a performance model to another environment: DM, LMS, NMLS, GS"}},
-      {"calibrate", {dnncast::cli::run_calibrate, "adapt a time predictor to this host with a few guided measurements"}},
+      {"calibrate", {DNNCAST_MEASURING(dnncast::cli::run_calibrate), "adapt a time predictor to this host with a few guided measurements"}},
       {"devices", {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
       {"calibrate-gpus", {dnncast::cli::run_calibrate_gpus, "fit the GPU time model to public measurements; leave-one-GPU-out"}},
       {"compare", {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
@@ -62,16 +102,20 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+#ifdef DNNCAST_FORWARD_MEASURING
+  if (measures(name, argc, argv)) return forward_to_measure(name, argv);
+#else
+  (void)measures;
+  (void)forward_to_measure;
+#endif
   dnncast::cli::Args args(argv + 2, argv + argc);
   try {
     return found->second.run(args);
-  } catch (const dnncast::InputError& error) {
-    // One line whatever the message holds (a user's string is quoted with escapes where it is
-    // built; this is the last guard).
-    std::fprintf(stderr, "dnncast %s: error: %s\n", name.c_str(), dnncast::escape_control(error.what()).c_str());
-    return 2;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "dnncast %s: internal error: %s\n", name.c_str(), dnncast::escape_control(error.what()).c_str());
-    return 3;
+    // One line whatever the message holds (a user's string is quoted with escapes where it is
+    // built; this is the last guard); the exit code of its kind (core/error.h).
+    const dnncast::ErrorAnswer& answer = dnncast::error_answer(&error);
+    std::fprintf(stderr, "dnncast %s: %s: %s\n", name.c_str(), answer.label, dnncast::escape_control(error.what()).c_str());
+    return answer.exit_code;
   }
 }

@@ -1,6 +1,6 @@
 #include "cli/model_options.h"
 
-#include "apps/model_source.h"
+#include "import/model_source.h"
 #include "cli/parse_args.h"
 #include "core/checked.h"
 #include "core/error.h"

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "apps/gpu_forecast.h"
+#include "gpu/gpu_forecast.h"
 #include "hardware/isa.h"
 #include "models/zoo.h"
 
@@ -33,7 +33,7 @@ class ModelOptions {
   CLI::Option* classes_option_ = nullptr;
 };
 
-// The GPU forecast that `predict --device GPU` and `compare` ask (apps/gpu_forecast.h), from their
+// The GPU forecast that `predict --device GPU` and `compare` ask (gpu/gpu_forecast.h), from their
 // flags' text: --optimizer, --precision, --framework, --epoch-samples, --catalogue. Throws InputError
 // naming the flag.
 apps::GpuForecastRequest gpu_forecast_request(const std::string& model, const ModelSpec& spec,

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace dnncast::cli {
@@ -50,13 +51,7 @@ CLI::Validator byte_size() {
 void check_name_option(const CLI::App& app, const std::string& option, const std::string& value) {
   if (app.count(option) == 0) return;
   if (split_list(value).empty()) throw InputError(option + ": empty (give a name, or leave the option out)");
-  for (size_t at = 0; at < value.size(); ++at) {
-    const unsigned char byte = static_cast<unsigned char>(value[at]);
-    if (byte <= 0x20 || byte >= 0x7f)
-      throw InputError(option + " " + quote(value) + ": byte " + std::to_string(at + 1) + " (0x" +
-                       "0123456789abcdef"[byte >> 4] + "0123456789abcdef"[byte & 15] +
-                       ") is not printable ASCII: names are letters, digits and - _ . ,");
-  }
+  check_printable_name(option, value);
 }
 
 std::vector<std::string> split_list(const std::string& text, char separator) {
@@ -78,6 +73,14 @@ void check_writable(const std::string& option, const std::string& path) {
     throw InputError(option + " " + quote(path) + ": no folder " + quote(dir.string()));
   if (::access(dir.c_str(), W_OK) != 0 || (fs::exists(file, error) && ::access(file.c_str(), W_OK) != 0))
     throw InputError(option + " " + quote(path) + ": cannot write the file");
+}
+
+std::ofstream open_output(const std::string& path) {
+  std::ofstream file;
+  if (path.empty()) return file;
+  file.open(path);
+  if (!file) throw InputError("cannot write " + path);
+  return file;
 }
 
 }  // namespace dnncast::cli

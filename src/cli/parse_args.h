@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ void check_writable(const std::string& option, const std::string& path);
 // A name given to `option` (a device, a GPU list): refused when it was given empty ("--device ''" is not "no
 // device") or holds anything but printable ASCII (a zero-width space after "t4" is not t4). Lists: each item.
 void check_name_option(const CLI::App& app, const std::string& option, const std::string& value);
+
+// A file opened for writing before any work is done (InputError "cannot write PATH"); not open when PATH is "".
+std::ofstream open_output(const std::string& path);
 
 // "a,b,,c" -> {"a", "b", "c"}: the items of a list option, empty ones dropped.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');

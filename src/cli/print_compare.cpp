@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "apps/catalogue_json.h"
+#include "decide/catalogue_json.h"
 #include "core/units.h"
 
 namespace dnncast::cli {

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "apps/compare.h"
+#include "decide/compare.h"
 
 namespace dnncast::cli {
 

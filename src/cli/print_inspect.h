@@ -1,7 +1,7 @@
 // `dnncast inspect`'s table: one line per layer (grouped counts, SI MACs, binary bytes), then totals.
 #pragma once
 
-#include "apps/forecast.h"
+#include "forecast/forecast.h"
 
 namespace dnncast::cli {
 

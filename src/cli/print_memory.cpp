@@ -6,7 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "apps/memory_check.h"
+#include "study/memory_check.h"
 #include "core/error.h"
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"
@@ -72,6 +72,9 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
   std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", forecast.model.c_str(),
               static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(), report.device.c_str(),
               static_cast<long long>(forecast.config.threads));
+  if (!forecast.gpu.empty())
+    std::printf("gpu            %s (%s): the CUDA allocator model with its context; fits is judged against its memory\n",
+                forecast.gpu.c_str(), forecast.gpu_name.c_str());
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
               core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
               core::format_bytes(report.peak_total_bytes).c_str());

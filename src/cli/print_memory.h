@@ -1,11 +1,11 @@
-// `dnncast memory`'s output beside the forecast API (apps/forecast.h): its summary, its --check-db
+// `dnncast memory`'s output beside the forecast API (forecast/forecast.h): its summary, its --check-db
 // report, and its --measure run (src/profile, where built with libtorch).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "apps/forecast.h"
+#include "forecast/forecast.h"
 
 namespace dnncast::cli {
 

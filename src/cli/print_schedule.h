@@ -2,7 +2,7 @@
 // mark per job, '.' idle) and the solvers side by side.
 #pragma once
 
-#include "apps/schedule_jobs.h"
+#include "decide/schedule_jobs.h"
 
 namespace dnncast::cli {
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "apps/serve_api.h"
+#include "serve/serve_api.h"
 #include "core/error.h"
 
 namespace dnncast::cli {

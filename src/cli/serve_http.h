@@ -1,4 +1,4 @@
-// The socket side of `dnncast serve` (docs/SERVE.md): cpp-httplib serves apps/serve_api.h's routes with a
+// The socket side of `dnncast serve` (docs/SERVE.md): cpp-httplib serves serve/serve_api.h's routes with a
 // bounded worker pool and queue (429 when full), body caps (413), a per-request timeout (504) and a
 // graceful shutdown on SIGTERM or SIGINT that finishes the requests in flight.
 #pragma once

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <map>
 
-#include "apps/predictor.h"
+#include "study/training.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "features/featurizer.h"

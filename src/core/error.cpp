@@ -33,4 +33,15 @@ std::string escape_control(const std::string& text) {
 
 std::string quote(const std::string& text) { return "'" + escape_control(cut_for_message(text)) + "'"; }
 
+const ErrorAnswer& error_answer(const std::exception* error) {
+  static const ErrorAnswer kAnswers[] = {
+      {ErrorKind::Input, 2, 400, "ValueError", "error"},
+      {ErrorKind::NotFound, 2, 404, "ValueError", "error"},
+      {ErrorKind::Internal, 3, 500, "RuntimeError", "internal error"},
+  };
+  if (dynamic_cast<const NotFound*>(error) != nullptr) return kAnswers[1];
+  if (dynamic_cast<const InputError*>(error) != nullptr) return kAnswers[0];
+  return kAnswers[2];
+}
+
 }  // namespace dnncast

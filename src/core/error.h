@@ -29,6 +29,25 @@ class InternalError : public std::logic_error {
 
 [[noreturn]] void internal_assert_fail(const char* expr, const char* file, int line);
 
+// An InputError about a name that is not there (a model, a job's model): serve answers 404 for it.
+class NotFound : public InputError {
+ public:
+  explicit NotFound(const std::string& message) : InputError(message) {}
+};
+
+// What every front end makes of an error, one row per kind (issue 33): the CLI's exit code and the words before
+// the message, serve's HTTP status, the Python exception.
+enum class ErrorKind { Input, NotFound, Internal };
+struct ErrorAnswer {
+  ErrorKind kind;
+  int exit_code;
+  int http_status;
+  const char* python_exception;  // "ValueError" | "RuntimeError"
+  const char* label;             // "error" | "internal error"
+};
+// The row of an error caught as `error` (nullptr: an exception of no known type, answered as internal).
+const ErrorAnswer& error_answer(const std::exception* error);
+
 // `text` with control characters written as escapes (\n, \t, \x1b): a user's string quoted into a
 // message keeps the message on one line. quote() adds the quotes: 'conv\n1', and cuts a long text to its first
 // 120 bytes with the length said (core/text.h), so a 100,000-character flag is not echoed whole.

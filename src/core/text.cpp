@@ -1,5 +1,13 @@
 #include "core/text.h"
 
+#include "core/error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <utility>
+#include <vector>
+
 namespace dnncast {
 
 namespace {
@@ -58,6 +66,59 @@ std::string cut_for_message(const std::string& text, size_t limit) {
   size_t cut = limit;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
   return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t col = 0; col <= b.size(); ++col) row[col] = col;
+  for (size_t line = 1; line <= a.size(); ++line) {
+    size_t diagonal = row[0];
+    row[0] = line;
+    for (size_t col = 1; col <= b.size(); ++col) {
+      size_t up = row[col];
+      row[col] = std::min({row[col] + 1, row[col - 1] + 1, diagonal + (a[line - 1] == b[col - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known, size_t count) {
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const std::string& candidate : known) {
+    size_t distance = edit_distance(name, candidate);
+    // A prefix match ("resnet" for "resnet50") is as good as one edit.
+    if (candidate.rfind(name, 0) == 0 && !name.empty()) distance = std::min<size_t>(distance, 1);
+    scored.emplace_back(distance, candidate);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> result;
+  for (size_t item = 0; item < scored.size() && result.size() < count; ++item) result.push_back(scored[item].second);
+  return result;
+}
+
+std::string shell_word(const std::string& word) {
+  bool plain = !word.empty();
+  for (unsigned char byte : word)
+    plain = plain && byte != 0 && (std::isalnum(byte) || std::strchr("_./:=,+@%-", byte) != nullptr);
+  if (plain) return word;
+  std::string quoted = "'";
+  for (char byte : word) quoted += byte == '\'' ? std::string("'\\''") : std::string(1, byte);
+  return quoted + "'";
+}
+
+void check_printable_name(const std::string& option, const std::string& value) {
+  for (size_t at = 0; at < value.size(); ++at) {
+    const unsigned char byte = static_cast<unsigned char>(value[at]);
+    if (byte < 0x20 || byte >= 0x7f)
+      throw InputError(option + " " + quote(value) + ": byte " + std::to_string(at + 1) + " (0x" +
+                       "0123456789abcdef"[byte >> 4] + "0123456789abcdef"[byte & 15] +
+                       ") is not printable ASCII: names are letters, digits, spaces and - _ . ,");
+  }
 }
 
 }  // namespace dnncast

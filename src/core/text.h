@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace dnncast {
 
@@ -16,5 +17,16 @@ bool is_valid_utf8(const std::string& text);
 // is longer; unchanged otherwise. quote() cuts with kQuoteLimit.
 inline constexpr size_t kQuoteLimit = 120;
 std::string cut_for_message(const std::string& text, size_t limit = kQuoteLimit);
+
+// `word` as a POSIX shell reads it back: unchanged when it holds only letters, digits and _./:=,+@%-, else in
+// single quotes (a ' inside as '\''); "" as ''.
+std::string shell_word(const std::string& word);
+
+// InputError unless `value`, a name the user gave to `option` (a device, a list of GPUs), is printable ASCII: a
+// zero-width space after "t4" is not t4. Spaces are printable ("A100 40GB" names a catalogued GPU).
+void check_printable_name(const std::string& option, const std::string& value);
+
+// Up to `count` known names closest to `name` (edit distance; a prefix counts as one edit), for error messages.
+std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known, size_t count = 3);
 
 }  // namespace dnncast

@@ -17,11 +17,13 @@ struct OptimizerEntry {
   const char* name;
   std::array<const char*, 2> aliases;  // nullptr-terminated
   int state_per_param;                 // momentum buffer; exp_avg and exp_avg_sq
+  const char* note;                    // what help says of it beside its name ("" = nothing)
+  const char* torch_class;             // torch.optim's class of it (the Python package maps optimizers by it)
 };
 constexpr std::array<OptimizerEntry, kOptimizerCount> kOptimizerTable{{
-    {Optimizer::Sgd, "sgd", {nullptr, nullptr}, 1},
-    {Optimizer::Adam, "adam", {nullptr, nullptr}, 2},
-    {Optimizer::AdamW, "adamw", {nullptr, nullptr}, 2},
+    {Optimizer::Sgd, "sgd", {nullptr, nullptr}, 1, "momentum 0.9", "SGD"},
+    {Optimizer::Adam, "adam", {nullptr, nullptr}, 2, "", "Adam"},
+    {Optimizer::AdamW, "adamw", {nullptr, nullptr}, 2, "", "AdamW"},
 }};
 
 struct PrecisionEntry {
@@ -135,6 +137,17 @@ const std::vector<Device>& all_devices() {
 std::string optimizer_names() { return joined_names(kOptimizerTable); }
 std::string precision_names() { return joined_names(kPrecisionTable); }
 std::string device_names() { return joined_names(kDeviceTable); }
+
+std::string optimizer_help() {
+  std::string help;
+  for (const OptimizerEntry& entry : kOptimizerTable) {
+    help += (help.empty() ? "" : " | ") + std::string(entry.name);
+    if (*entry.note != '\0') help += std::string(" (") + entry.note + ")";
+  }
+  return help + " (default " + kOptimizerTable[0].name + ")";
+}
+
+std::string torch_class(Optimizer optimizer) { return kOptimizerTable[static_cast<size_t>(optimizer)].torch_class; }
 
 int optimizer_state_per_param(Optimizer optimizer) {
   return kOptimizerTable[static_cast<size_t>(optimizer)].state_per_param;

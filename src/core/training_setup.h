@@ -55,7 +55,11 @@ std::string optimizer_names();
 std::string precision_names();
 std::string device_names();
 
+// The --optimizer help every command shows, from the table: "sgd (momentum 0.9) | adam | adamw (default sgd)".
+std::string optimizer_help();
+
 // Facts of the table.
+std::string torch_class(Optimizer optimizer);        // torch.optim's class: "SGD", "Adam", "AdamW"
 int optimizer_state_per_param(Optimizer optimizer);  // persistent state tensors per parameter: sgd 1 (momentum), adam 2
 int precision_bytes(Precision precision);            // bytes per element of the compute type: fp32 4, bf16 / fp16 2
 

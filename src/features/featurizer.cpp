@@ -96,7 +96,7 @@ const std::vector<const char*> kDerived{"est.flops_per_thread", "est.compute_s",
                                         "est.train_memory_bytes", "log.batch", "log.threads", "log.flops_train",
                                         "log.params", "log.saved_bytes", "log.act_bytes",
                                         // The layer-wise model's forecast of the iteration, ms
-                                        // (apps/layer_model.h); featurize() leaves it 0.
+                                        // (forecast/layer_model.h); featurize() leaves it 0.
                                         "est.layers_ms"};
 
 const Layout& layout() {

@@ -17,7 +17,7 @@
 #include "core/training_setup.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
-#include "kernels/cpu_conv.h"
+#include "hardware/cpu_conv.h"
 
 namespace dnncast::features {
 

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "graph/op_registry.h"
-#include "kernels/cpu_conv.h"
+#include "hardware/cpu_conv.h"
 
 namespace dnncast::features {
 

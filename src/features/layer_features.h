@@ -1,9 +1,9 @@
-// Features of each timed unit of a training iteration, for the layer-wise time model (DESIGN.md
-// idea 2, "layer-wise proxy benchmarks"): one row per node (its forward and backward, as
+// Features of each timed unit of a training iteration, for the layer-wise time model (docs/MEASUREMENT.md
+// "Layer benchmarks"): one row per node (its forward and backward, as
 // `dnncast profile --per-layer` times them, alone and inside real iterations) and one row for the
 // rest of an iteration (optimizer step + zero_grad + loss).
 // A learner fitted on per-layer timings (dataset table layer_times) forecasts each row; their sum
-// is the layer-wise estimate of an iteration (apps/layer_model.h).
+// is the layer-wise estimate of an iteration (forecast/layer_model.h).
 //
 // Like GraphFeatures, the graph part is computed once at one sample (LayerSites) and scaled per
 // configuration: a row is a handful of multiplies, plus the convolution's implementation.

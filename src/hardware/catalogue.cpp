@@ -13,7 +13,7 @@
 
 #include "core/csv.h"
 #include "core/error.h"
-#include "models/zoo.h"  // closest_names
+#include "core/text.h"  // closest_names
 
 namespace dnncast::hardware {
 

@@ -1,6 +1,6 @@
 // The instruction set the CPU kernels dispatch to: what the CPU has (cpuid and the OS's saved
 // register state), capped the way oneDNN and ATen cap it from the environment. The convolution
-// implementation rules (src/kernels/cpu_conv) and the environment fingerprint follow it: the same
+// implementation rules (hardware/cpu_conv.h) and the environment fingerprint follow it: the same
 // network allocates and runs differently under AVX2 and AVX-512 (docs/MEMORY.md "By ISA").
 #pragma once
 

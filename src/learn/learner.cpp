@@ -204,4 +204,12 @@ Matrix matrix_from_json(const nlohmann::json& document) {
 
 }  // namespace detail
 
+nlohmann::json parse_hyperparameters(const std::string& name, const std::string& text, const std::string& option) {
+  if (text.empty()) return nlohmann::json::object();
+  nlohmann::json hyperparameters = nlohmann::json::parse(text, nullptr, false);
+  if (!hyperparameters.is_object()) throw InputError(option + " is not a JSON object: " + text);
+  make_learner(name, hyperparameters);  // unknown or ill-typed names fail here
+  return hyperparameters;
+}
+
 }  // namespace dnncast::learn

@@ -1,6 +1,6 @@
 // Regressors behind one interface, and a registry of them by name (STYLE.md "Registries").
 // x: one row per sample, one column per feature; y: one target per row. Learners see plain
-// numbers: target transforms (log space) and column selection belong to the caller (apps/predictor).
+// numbers: target transforms (log space) and column selection belong to the caller (forecast/predictor.h, study/training.h).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +58,9 @@ const std::vector<std::string>& learners_cheap_first();
 // Throws InputError "unknown learner 'x' (known learners: ...)".
 const LearnerInfo& learner_info(const std::string& name);
 std::unique_ptr<Learner> make_learner(const std::string& name, const nlohmann::json& hyperparameters = {});
+// The JSON object of hyperparameters given to `option` for learner `name` ("" = none: an empty object); a text
+// that is not a JSON object, or names the learner does not take, is an InputError before any work.
+nlohmann::json parse_hyperparameters(const std::string& name, const std::string& text, const std::string& option);
 // Builds the learner named in a saved directory's hyperparameters and loads it.
 std::unique_ptr<Learner> load_learner(const std::string& name, const nlohmann::json& hyperparameters,
                                       const std::string& dir);

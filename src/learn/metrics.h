@@ -1,4 +1,4 @@
-// Relative-error metrics (DESIGN.md "Evaluation protocol") and cross-validation folds.
+// Relative-error metrics (docs/RESULTS.md) and cross-validation folds.
 #pragma once
 
 #include <cstdint>

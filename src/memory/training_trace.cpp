@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "graph/inplace.h"
 #include "graph/op_registry.h"
-#include "kernels/cpu_conv.h"
+#include "hardware/cpu_conv.h"
 
 namespace dnncast::memory {
 

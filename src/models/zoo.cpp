@@ -3,25 +3,12 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace dnncast {
 
 namespace {
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t col = 0; col <= b.size(); ++col) row[col] = col;
-  for (size_t line = 1; line <= a.size(); ++line) {
-    size_t diagonal = row[0];
-    row[0] = line;
-    for (size_t col = 1; col <= b.size(); ++col) {
-      size_t up = row[col];
-      row[col] = std::min({row[col] + 1, row[col - 1] + 1, diagonal + (a[line - 1] == b[col - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::vector<ZooEntry> make_zoo() {
   std::vector<ZooEntry> entries;
@@ -38,19 +25,6 @@ std::vector<ZooEntry> make_zoo() {
 
 }  // namespace
 
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known, size_t count) {
-  std::vector<std::pair<size_t, std::string>> scored;
-  for (const std::string& candidate : known) {
-    size_t distance = edit_distance(name, candidate);
-    // A prefix match ("resnet" for "resnet50") is as good as one edit.
-    if (candidate.rfind(name, 0) == 0 && !name.empty()) distance = std::min<size_t>(distance, 1);
-    scored.emplace_back(distance, candidate);
-  }
-  std::sort(scored.begin(), scored.end());
-  std::vector<std::string> result;
-  for (size_t item = 0; item < scored.size() && result.size() < count; ++item) result.push_back(scored[item].second);
-  return result;
-}
 
 const std::vector<ZooEntry>& zoo() {
   static const std::vector<ZooEntry> entries = make_zoo();

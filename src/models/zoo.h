@@ -33,9 +33,6 @@ const ZooEntry& zoo_entry(const std::string& name);
 // Builds a zoo model; fills the spec's defaults; throws InputError on a bad spec.
 Graph build_zoo_model(const std::string& name, ModelSpec spec);
 
-// Up to `count` known names closest to `name` (edit distance), for error messages.
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known, size_t count = 3);
-
 // Each family file registers its models here.
 void register_alexnet_vgg(std::vector<ZooEntry>& entries);
 void register_resnet(std::vector<ZooEntry>& entries);

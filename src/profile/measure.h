@@ -1,6 +1,5 @@
-// Measuring real training iterations with libtorch (DESIGN.md "Measurement protocol",
-// docs/MEASUREMENT.md). This header is torch-free: anything may include it; only the .cpp files
-// of src/profile see libtorch.
+// Measuring real training iterations with libtorch (docs/MEASUREMENT.md). This header is torch-free:
+// anything may include it; only the .cpp files of src/profile see libtorch.
 //
 // One measurement = one child process (fork): build the graph as a libtorch module, warm up until
 // iteration times stop falling, time iterations until the median is tight or the budget runs out,

@@ -1,5 +1,5 @@
-// Transfer of performance models between environments (Iqbal, Kotthoff, Jamshidi 2019; DESIGN.md
-// idea 3, docs/TRANSFER.md). A source model is fitted on all source measurements; a target
+// Transfer of performance models between environments (Iqbal, Kotthoff, Jamshidi 2019;
+// docs/TRANSFER.md). A source model is fitted on all source measurements; a target
 // environment is measured at a small budget of configurations and the source model is carried over:
 //   DM    direct model transfer: the source model's forecast as is
 //   LMS   linear model shift: target = a * source forecast + b, least squares on the target sample

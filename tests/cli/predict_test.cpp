@@ -134,7 +134,7 @@ TEST_F(Predict, PeakMemoryIsTheSimulatorsAndGrowsWithBatch) {
 
 TEST_F(Predict, BadInputsAreOneLineAndExitCode2) {
   // A device that is neither a predictor set nor a catalogued GPU: the predictors it knows and the
-  // closest GPUs (a catalogued GPU, "a100", is forecast by the GPU time model: tests/apps/gpu_forecast_test.cpp).
+  // closest GPUs (a catalogued GPU, "a100", is forecast by the GPU time model: tests/gpu/gpu_forecast_test.cpp).
   std::string line = expect_input_error({"resnet50", "--batch", "32", "--device", "a1000"});
   EXPECT_NE(line.find("a1000"), std::string::npos) << line;
   EXPECT_NE(line.find("known"), std::string::npos) << line;  // lists the predictors it knows

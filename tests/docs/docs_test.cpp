@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -73,3 +75,54 @@ TEST(Setup, CheckerNamesAProgramNothingInstalls) {
   EXPECT_NE(output.find(", 1 problems"), std::string::npos) << output;
 }
 
+
+// The shape of src/ (issue 33): scripts/check-source.py finds the layering of src/CMakeLists.txt kept, and on a
+// planted tree it names each kind of problem.
+static std::string check_source(const std::string& arguments) {
+  return dnncast::python_test::run_python_command(std::string(DNNCAST_SOURCE_DIR) + "/scripts/check-source.py " +
+                                                  arguments);
+}
+
+TEST(Source, KeepsTheLayeringOfItsCMakeLists) {
+  const std::string output = check_source("");
+  EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
+  std::smatch counts;
+  ASSERT_TRUE(std::regex_search(output, counts, std::regex(R"((\d+) modules, (\d+) files of src/ checked, 0 problems)")))
+      << output;
+  EXPECT_GE(std::stoi(counts[1]), 18) << output;
+  EXPECT_GT(std::stoi(counts[2]), 200) << output;
+}
+
+TEST(Source, CheckerNamesEveryPlantedProblem) {
+  char root[] = "/tmp/dnncast-source-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  const std::string dir = root;
+  auto write = [&](const std::string& path, const std::string& text) {
+    const std::string full = dir + "/" + path;
+    std::filesystem::create_directories(std::filesystem::path(full).parent_path());
+    std::ofstream(full) << text;
+  };
+  write("src/CMakeLists.txt",
+        "dnncast_module(core)\n"
+        "dnncast_module(lower DEPS dnncast::core dnncast::upper)  # reaches up\n"
+        "dnncast_module(upper DEPS dnncast::core SQLite::SQLite3)\n"
+        "add_library(dnncast_forecast_library INTERFACE)\n"
+        "target_link_libraries(dnncast_forecast_library INTERFACE dnncast::upper)\n");
+  write("src/core/util.h", "#pragma once\n");
+  write("src/lower/util.h", "#pragma once\n// see DESIGN.md and docs/no-such.md\n");
+  write("src/upper/thing.cpp", "#include \"cli/main.h\"\n");
+  std::string long_function = "int f() {\n";
+  for (int line = 0; line < 160; ++line) long_function += "  g();\n";
+  write("src/cli/cmd_long.cpp", long_function + "}\n");
+  const std::string output = check_source("--root " + dir);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(output.rfind("FAILED", 0), 0u) << output;  // exit 1
+  for (const char* expected :
+       {"src/CMakeLists.txt: lower depends on upper, defined after it", "the forecast library reaches SQLite",
+        "src/upper/thing.cpp:1: includes cli/, which module upper does not depend on",
+        "src/cli/cmd_long.cpp: 162 lines", "src/cli/cmd_long.cpp:1: function of 162 lines",
+        "src/lower/util.h:2: names DESIGN.md", "src/lower/util.h:2: names docs/no-such.md, which does not exist",
+        "src/: 2 files named util.h"})
+    EXPECT_NE(output.find(expected), std::string::npos) << expected << "\n" << output;
+  EXPECT_NE(output.find(", 8 problems"), std::string::npos) << output;
+}

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "apps/forecast.h"
-#include "apps/model_source.h"
+#include "forecast/forecast.h"
+#include "import/model_source.h"
 #include "memory/simulator.h"
 #include "python_run.h"
 

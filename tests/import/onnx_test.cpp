@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "apps/forecast.h"
-#include "apps/model_source.h"
+#include "forecast/forecast.h"
+#include "import/model_source.h"
 #include "cli_run.h"
 #include "core/error.h"
 #include "import/onnx.h"

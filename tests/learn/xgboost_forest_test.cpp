@@ -5,7 +5,10 @@
 #include <xgboost/c_api.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "learn/learner.h"
@@ -79,6 +82,67 @@ TEST(XGBoostForest, WalksTheTreesAsXGBoostPredicts) {
     EXPECT_GT(high - low, 2.0);
     std::printf("%s: largest difference from XGBoost's prediction %.3g\n", name, largest);
   }
+}
+
+// save() writes the trees beside the JSON (xgboost.trees, stamped with the JSON's hash) and load() takes them
+// from there; a trees file that is missing, damaged, or written from another model's JSON is passed over for
+// the JSON, never trusted: every load predicts what the model it reads from JSON predicts.
+TEST(XGBoostForest, TheTreesFileIsUsedOnlyWhenItMatchesItsJson) {
+  const int64_t columns = 5, rows = 200;
+  Rng rng(5);
+  Matrix x(rows, columns);
+  Vector y_a(rows), y_b(rows);
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t col = 0; col < columns; ++col) x(row, col) = rng.unit();
+    y_a(row) = x(row, 0) + 2 * x(row, 1);
+    y_b(row) = 3 * x(row, 2) - x(row, 3);
+  }
+  std::vector<float> flat;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t col = 0; col < columns; ++col) flat.push_back(static_cast<float>(x(row, col)));
+  auto predictions = [&](const Learner& learner) {
+    std::vector<double> out(static_cast<size_t>(rows));
+    learner.predict_rows(flat.data(), rows, columns, out.data());
+    return out;
+  };
+  const std::string base = std::string(DNNCAST_BINARY_DIR) + "/test_learn_tmp/trees_file";
+  std::filesystem::remove_all(base);
+  std::unique_ptr<Learner> a = make_learner("xgboost"), b = make_learner("xgboost");
+  a->fit(x, y_a);
+  b->fit(x, y_b);
+  for (const auto& [dir, learner] : {std::pair{base + "/a", a.get()}, std::pair{base + "/b", b.get()}}) {
+    std::filesystem::create_directories(dir);
+    learner->save(dir);
+    ASSERT_TRUE(std::filesystem::exists(dir + "/xgboost.trees"));
+  }
+  const std::vector<double> want_a = predictions(*a), want_b = predictions(*b);
+  ASSERT_NE(want_a, want_b);
+  auto loaded = [&](const std::string& dir) {
+    std::unique_ptr<Learner> learner = make_learner("xgboost");
+    learner->load(dir);
+    return predictions(*learner);
+  };
+  EXPECT_EQ(loaded(base + "/a"), want_a);  // the trees file
+  // a's trees beside b's JSON: stale, so b's JSON answers.
+  std::filesystem::copy_file(base + "/a/xgboost.trees", base + "/b/xgboost.trees",
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(loaded(base + "/b"), want_b);
+  // Damaged: cut short, a node's child index turned backwards, noise; and missing.
+  const std::string good = [&] {
+    std::ifstream in(base + "/a/xgboost.trees", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  ASSERT_GT(good.size(), 200u);
+  std::string backwards = good;
+  // The last node's "left" field (17 bytes a node: 3 int32, a float, a byte; left first) set to node 0.
+  const int32_t first_node = 0;
+  std::memcpy(&backwards[good.size() - 17], &first_node, sizeof first_node);
+  for (const std::string& damaged : {good.substr(0, good.size() / 2), backwards, std::string(good.size(), '\x7f')}) {
+    std::ofstream(base + "/a/xgboost.trees", std::ios::binary) << damaged;
+    EXPECT_EQ(loaded(base + "/a"), want_a);
+  }
+  std::filesystem::remove(base + "/a/xgboost.trees");
+  EXPECT_EQ(loaded(base + "/a"), want_a);
 }
 
 }  // namespace

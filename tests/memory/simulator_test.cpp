@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "graph/op_registry.h"
 #include "memory/allocators.h"
-#include "kernels/cpu_conv.h"
+#include "hardware/cpu_conv.h"
 #include "memory/simulator.h"
 #include "memory/training_trace.h"
 #include "models/synthetic.h"

@@ -1,4 +1,4 @@
-// docs/openapi.yaml matches the server: its paths and methods are the route table's (apps/serve_api.h), and
+// docs/openapi.yaml matches the server: its paths and methods are the route table's (serve/serve_api.h), and
 // each answers 200 over real HTTP to its documented example. The YAML is kept simple enough for the small
 // reader below: under "paths:", a path at two spaces of indent, its method at four, and the JSON body's
 // example on one line ("example: {...}", a flow mapping, which is JSON).
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "apps/serve_api.h"
+#include "serve/serve_api.h"
 #include "cli_run.h"
 #include "serve_server.h"
 

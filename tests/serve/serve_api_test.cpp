@@ -1,6 +1,6 @@
-// apps/serve_api.h without sockets: the response cache's key, field errors, and that nothing a client sends
+// serve/serve_api.h without sockets: the response cache's key, field errors, and that nothing a client sends
 // becomes a 500.
-#include "apps/serve_api.h"
+#include "serve/serve_api.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,16 @@
+// What `dnncast calibrate-gpus` prints: held-out errors by group beside the roofline, and every row.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/gpu_calibration.h"
+
+namespace dnncast::cli {
+
+// Mean relative errors of held-out forecasts and of the roofline, by the group's key (GPU or model), by
+// framework and overall; printed when `print`, returned as calibrate-gpus --json has them.
+nlohmann::ordered_json print_held_out(const apps::CalibrationSet& set, const apps::HeldOut& held, bool print);
+// Every row: measured, the fit on all rows, the plain roofline.
+void print_rows(const apps::CalibrationSet& set, const apps::GpuCalibration& calibration);
+
+}  // namespace dnncast::cli

@@ -1,0 +1,218 @@
+// The parts of `dnncast compare` after the forecasts (compare.h): which instances, their rows, the
+// totals and the Pareto front. compare_run.cpp forecasts and calls these.
+#include "decide/compare.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace dnncast::apps {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+// The providers asked for, each checked against the catalogue's (any case).
+std::set<std::string> wanted_providers(const CompareRequest& request, const hardware::Catalogue& catalogue) {
+  std::set<std::string> known;
+  for (const hardware::CloudInstance& instance : catalogue.instances()) known.insert(instance.provider);
+  std::set<std::string> wanted;
+  for (const std::string& provider : request.providers) {
+    std::string key = provider;
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (!known.count(key))
+      throw InputError("--provider " + quote(provider) + ": unknown provider (expected one of " +
+                       joined({known.begin(), known.end()}) + ")");
+    wanted.insert(key);
+  }
+  return wanted;
+}
+
+std::string plural(size_t count, const std::string& word) {
+  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
+}
+
+}  // namespace
+
+int64_t run_iterations(int64_t batch, int64_t gpu_count, int64_t epochs, int64_t epoch_samples) {
+  DNNCAST_ASSERT(batch >= 1 && gpu_count >= 1 && epochs >= 1 && epoch_samples >= 0);
+  if (epoch_samples == 0) return kIterationsWithoutEpochs;
+  const int64_t samples_per_iteration = batch * gpu_count;
+  return epochs * ((epoch_samples + samples_per_iteration - 1) / samples_per_iteration);
+}
+
+std::vector<hardware::CloudInstance> select_instances(const CompareRequest& request,
+                                                      const hardware::Catalogue& catalogue,
+                                                      std::vector<std::string>& notes) {
+  const std::set<std::string> providers = wanted_providers(request, catalogue);
+  std::set<std::string> gpus;
+  for (const std::string& gpu : request.gpus) gpus.insert(catalogue.gpu(gpu).name);  // unknown: throws
+  size_t multi_gpu_left_out = 0, without_spot = 0;
+  bool gcp = false;
+  std::vector<hardware::CloudInstance> selected;
+  for (const hardware::CloudInstance& instance : catalogue.instances()) {
+    if (!providers.empty() && !providers.count(instance.provider)) continue;
+    if (!gpus.empty() && !gpus.count(instance.gpu)) continue;
+    if (instance.gpu_count != 1 && !request.multi_gpu) {
+      ++multi_gpu_left_out;
+      continue;
+    }
+    hardware::CloudInstance chosen = instance;
+    if (request.spot) {
+      if (!instance.spot_price_usd_per_hour) {
+        ++without_spot;
+        continue;
+      }
+      chosen.price_usd_per_hour = *instance.spot_price_usd_per_hour;
+    }
+    gcp = gcp || instance.instance_type.empty();
+    selected.push_back(chosen);
+  }
+  if (selected.empty()) {
+    std::string what = "no instance matches";
+    if (!request.providers.empty()) what += " --provider " + joined(request.providers);
+    if (!request.gpus.empty()) what += " --gpus " + joined(request.gpus);
+    if (request.spot) what += " with a spot price";
+    if (!request.multi_gpu && multi_gpu_left_out > 0) what += " with one GPU (--multi-gpu adds the others)";
+    throw InputError(what + " (`dnncast devices --instances` lists them)");
+  }
+  if (multi_gpu_left_out > 0)
+    notes.push_back(plural(multi_gpu_left_out, "instance") +
+                    " with more than one GPU left out (--multi-gpu adds them)");
+  if (request.multi_gpu)
+    notes.push_back(
+        "multi-GPU instances: --batch is per GPU, data-parallel with linear scaling and no all-reduce cost "
+        "(an optimistic bound)");
+  if (without_spot > 0) notes.push_back(plural(without_spot, "instance") + " without a spot price left out");
+  if (request.spot) notes.push_back("spot prices: one zone at the catalogue's crawl time; they move by zone and hour");
+  if (gcp)
+    notes.push_back(
+        "gcp rows price the GPUs alone: the host VM is priced apart and not included "
+        "(data/hardware/instances.README.md)");
+  return selected;
+}
+
+void mark_pareto_front(std::vector<CompareRow>& rows) {
+  for (CompareRow& row : rows) {
+    row.on_pareto_front = row.fits.value_or(false);
+    if (!row.on_pareto_front) continue;
+    for (const CompareRow& other : rows) {
+      if (&other == &row || !other.fits.value_or(false)) continue;
+      const bool no_worse = other.total_usd <= row.total_usd && other.total_hours <= row.total_hours;
+      const bool better = other.total_usd < row.total_usd || other.total_hours < row.total_hours;
+      if (no_worse && better) {
+        row.on_pareto_front = false;
+        break;
+      }
+    }
+  }
+}
+
+namespace {
+
+CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance,
+                    const GpuForecast& forecast) {
+  CompareRow row;
+  row.provider = instance.provider;
+  row.instance_type = instance.instance_type;
+  row.gpu = instance.gpu;
+  row.gpu_name = forecast.device_name;
+  row.gpu_count = instance.gpu_count;
+  row.price_usd_per_hour = instance.price_usd_per_hour;
+  row.time_ms = forecast.time_ms;
+  row.time_ms_low = forecast.time_ms_low;
+  row.time_ms_high = forecast.time_ms_high;
+  row.iterations = run_iterations(request.forecast.spec.batch, instance.gpu_count, request.epochs, request.forecast.epoch_samples);
+  if (request.forecast.epoch_samples > 0)
+    row.epoch_s = static_cast<double>(row.iterations / request.epochs) * forecast.time_ms / 1e3;
+  const double ms_to_hours = static_cast<double>(row.iterations) / 3.6e6;
+  row.total_hours = forecast.time_ms * ms_to_hours;
+  row.total_hours_low = forecast.time_ms_low * ms_to_hours;
+  row.total_hours_high = forecast.time_ms_high * ms_to_hours;
+  row.total_usd = row.total_hours * row.price_usd_per_hour;
+  row.total_usd_low = row.total_hours_low * row.price_usd_per_hour;
+  row.total_usd_high = row.total_hours_high * row.price_usd_per_hour;
+  row.gpu_memory_bytes = forecast.device_memory_bytes;
+  row.fits = forecast.fits;
+  row.max_batch = forecast.max_batch;
+  row.basis = forecast.basis;
+  return row;
+}
+
+}  // namespace
+
+Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
+                               const std::vector<GpuForecast>& forecasts,
+                               const std::map<std::string, std::string>& failures) {
+  if (request.forecast.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.forecast.spec.batch) + ": must be at least 1");
+  std::map<std::string, const GpuForecast*> by_gpu;
+  for (const GpuForecast& forecast : forecasts) by_gpu[forecast.device] = &forecast;
+  Comparison comparison;
+  comparison.model = request.forecast.model;
+  comparison.batch = request.forecast.spec.batch;
+  comparison.optimizer = request.forecast.optimizer;
+  comparison.precision = request.forecast.precision;
+  comparison.framework = request.forecast.framework;
+  comparison.epochs = request.epochs;
+  comparison.epoch_samples = request.forecast.epoch_samples;
+  comparison.spot = request.spot;
+  comparison.multi_gpu = request.multi_gpu;
+  if (!forecasts.empty()) {
+    comparison.graph = forecasts.front().graph;
+    comparison.input = forecasts.front().input;
+  }
+  std::set<std::string> bases;
+  for (const hardware::CloudInstance& instance : instances) {
+    auto found = by_gpu.find(instance.gpu);
+    if (found == by_gpu.end()) {
+      auto failure = failures.find(instance.gpu);
+      comparison.left_out.push_back({instance.provider, instance.instance_type, instance.gpu,
+                                     failure == failures.end() ? "no forecast for this GPU" : failure->second});
+      continue;
+    }
+    comparison.rows.push_back(make_row(request, instance, *found->second));
+    bases.insert(found->second->basis);
+  }
+  for (const char* basis : {"measured", "calibrated", "specs"})
+    if (bases.erase(basis)) comparison.bases.push_back(basis);
+  for (const std::string& basis : bases) comparison.bases.push_back(basis);
+  std::stable_sort(comparison.rows.begin(), comparison.rows.end(), [](const CompareRow& a, const CompareRow& b) {
+    if (a.total_usd != b.total_usd) return a.total_usd < b.total_usd;
+    return a.total_hours < b.total_hours;
+  });
+  mark_pareto_front(comparison.rows);
+
+  comparison.fits_nowhere = !comparison.rows.empty();
+  for (const CompareRow& row : comparison.rows)
+    comparison.fits_nowhere = comparison.fits_nowhere && !row.fits.value_or(false);
+  for (const GpuForecast& forecast : forecasts) {
+    if (forecast.required_bytes &&
+        (!comparison.required_bytes || *forecast.required_bytes < *comparison.required_bytes))
+      comparison.required_bytes = forecast.required_bytes;
+    if (forecast.device_memory_bytes &&
+        (!comparison.largest_memory_bytes || *forecast.device_memory_bytes > *comparison.largest_memory_bytes))
+      comparison.largest_memory_bytes = forecast.device_memory_bytes;
+  }
+  if (comparison.fits_nowhere) {
+    std::string line = "fits on no instance compared";
+    if (comparison.required_bytes)
+      line += ": one GPU needs " + core::format_bytes(static_cast<double>(*comparison.required_bytes));
+    if (comparison.largest_memory_bytes)
+      line += ", the largest offered has " + core::format_bytes(static_cast<double>(*comparison.largest_memory_bytes));
+    comparison.notes.push_back(line + " (a smaller --batch may fit: see max batch)");
+  }
+  if (request.forecast.epoch_samples == 0)
+    comparison.notes.push_back("no --epoch-samples: totals are for " + std::to_string(kIterationsWithoutEpochs) +
+                               " iterations");
+  return comparison;
+}
+
+}  // namespace dnncast::apps

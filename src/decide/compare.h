@@ -1,0 +1,105 @@
+// `dnncast compare`: which cloud instance trains a model fastest and which cheapest (issue 19,
+// docs/COMPARE.md). One GPU forecast (gpu_forecast.h) per distinct GPU, then one row per instance of
+// the catalogue (hardware/catalogue.h): time and cost of the run, whether it fits, and the
+// cost-versus-time Pareto front among the rows that fit.
+//
+// The run: with epoch_samples > 0, `epochs` epochs of ceil(epoch_samples / (batch x gpu_count))
+// iterations each; without, kIterationsWithoutEpochs iterations (a unit to compare by, not a run).
+// Multi-GPU instances (multi_gpu): `batch` is per GPU and the GPUs run data-parallel with linear
+// scaling (no all-reduce cost): an optimistic bound, said in the notes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_forecast.h"
+#include "hardware/catalogue.h"
+
+namespace dnncast::apps {
+
+inline constexpr int64_t kIterationsWithoutEpochs = 1000;
+
+struct CompareRequest {
+  // What every GPU's forecast is asked: model, batch (per GPU) and input, optimizer, precision,
+  // framework, epoch_samples (0: kIterationsWithoutEpochs iterations), catalogue and calibration
+  // files. Its device and max_batch are set per GPU.
+  GpuForecastRequest forecast;
+  int64_t epochs = 1;                        // >= 1; more than 1 needs forecast.epoch_samples
+  std::vector<std::string> providers;        // empty: every provider of the catalogue
+  std::vector<std::string> gpus;             // catalogue names or aliases; empty: every GPU rented
+  bool spot = false;                         // spot prices; instances without one are left out
+  bool multi_gpu = false;                    // also instances with more than one GPU
+};
+
+struct CompareRow {
+  std::string provider, instance_type;  // instance_type "" for gcp (the GPU alone)
+  std::string gpu, gpu_name;            // catalogue name, full name
+  int64_t gpu_count = 1;
+  double price_usd_per_hour = 0;  // on-demand, or spot with request.spot
+  // Forecast per iteration with its 90% interval (each GPU runs `batch` samples).
+  double time_ms = 0, time_ms_low = 0, time_ms_high = 0;
+  std::optional<double> epoch_s;  // with epoch_samples
+  int64_t iterations = 0;         // of the whole run
+  double total_hours = 0, total_hours_low = 0, total_hours_high = 0;
+  double total_usd = 0, total_usd_low = 0, total_usd_high = 0;
+  std::optional<int64_t> gpu_memory_bytes;  // of one GPU, as catalogued
+  std::optional<bool> fits;                 // unknown when the GPU's memory is not catalogued
+  std::optional<int64_t> max_batch;         // per GPU; 0: batch 1 does not fit
+  std::string basis;                        // "measured", "calibrated", "specs" (gpu_forecast.h)
+  bool on_pareto_front = false;
+};
+
+// An instance selected but not compared: its GPU could not be forecast (a peak the precision needs is
+// not catalogued, ...).
+struct LeftOutInstance {
+  std::string provider, instance_type, gpu;
+  std::string reason;  // the forecast's error message
+};
+
+struct Comparison {
+  std::string model, graph;  // as requested; the built graph's name
+  int64_t batch = 0;
+  std::string input;
+  Optimizer optimizer = Optimizer::Sgd;
+  GpuPrecision precision = GpuPrecision::Fp32;
+  Framework framework = Framework::PyTorch;
+  int64_t epochs = 1, epoch_samples = 0;
+  bool spot = false, multi_gpu = false;
+  std::vector<CompareRow> rows;           // sorted by total_usd, then total_hours
+  std::vector<LeftOutInstance> left_out;  // in catalogue order
+  // Every row's GPU is too small (or of unknown memory): what one GPU would need, the largest offered.
+  bool fits_nowhere = false;
+  std::optional<int64_t> required_bytes, largest_memory_bytes;
+  std::vector<std::string> bases;  // the bases the rows use, in the order measured, calibrated, specs
+  std::vector<std::string> notes;  // assumptions and what was left out, one line each
+};
+
+// Throws InputError: an unknown provider or GPU (naming the known ones), batch below 1, epochs below
+// 1 or above 1 without epoch_samples, no instance left by the filters, a model no GPU can forecast.
+Comparison compare(const CompareRequest& request);
+Comparison compare(const CompareRequest& request, const hardware::Catalogue& catalogue);
+
+// The instances `request` selects from `catalogue` (filters, prices, multi-GPU); notes what was left
+// out. Throws InputError as compare() does for the filters.
+std::vector<hardware::CloudInstance> select_instances(const CompareRequest& request,
+                                                      const hardware::Catalogue& catalogue,
+                                                      std::vector<std::string>& notes);
+
+// The rows of `instances`, given one forecast per GPU name, with totals, the Pareto front and the
+// fits-nowhere verdict; the parts of compare() after forecasting. An instance whose GPU has no forecast
+// is left out, with the reason `failures` gives for its GPU.
+Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
+                               const std::vector<GpuForecast>& forecasts,
+                               const std::map<std::string, std::string>& failures = {});
+
+// Marks on_pareto_front: a row that fits and that no other fitting row beats, i.e. none costs at most
+// as much and takes at most as long while being strictly better in one of the two.
+void mark_pareto_front(std::vector<CompareRow>& rows);
+
+// The run's iterations on `gpu_count` GPUs (the rule above).
+int64_t run_iterations(int64_t batch, int64_t gpu_count, int64_t epochs, int64_t epoch_samples);
+
+}  // namespace dnncast::apps

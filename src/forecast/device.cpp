@@ -1,0 +1,43 @@
+#include "forecast/device.h"
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace dnncast::apps {
+
+ForecastDevice resolve_predict_device(const std::string& typed, const std::string& predictor_dir,
+                                      const hardware::Catalogue& catalogue, const std::string& option) {
+  check_printable_name(option, typed);
+  ForecastDevice device;
+  device.typed = typed;
+  if (typed.empty() || typed == "cpu") return device;
+  device.kind = ForecastDevice::Kind::PredictorSet;
+  if (!predictor_dir.empty()) return device;
+  if (const hardware::GpuSpec* gpu = catalogue.find(typed)) {
+    device.kind = ForecastDevice::Kind::CatalogueGpu;
+    device.gpu = *gpu;
+  }
+  return device;
+}
+
+ForecastDevice resolve_memory_device(const std::string& typed, const hardware::Catalogue& catalogue,
+                                     const std::string& option) {
+  check_printable_name(option, typed);
+  ForecastDevice device;
+  device.typed = typed;
+  if (typed == "cpu") return device;
+  if (typed == "cuda") {
+    device.kind = ForecastDevice::Kind::Cuda;
+    return device;
+  }
+  device.kind = ForecastDevice::Kind::CatalogueGpu;
+  try {
+    device.gpu = catalogue.gpu(typed);  // an unknown name throws, naming the closest catalogued GPUs
+  } catch (const InputError& error) {
+    throw InputError(option + " " + quote(typed) + ": expected cpu, cuda or a GPU of `dnncast devices`; " +
+                     error.what());
+  }
+  return device;
+}
+
+}  // namespace dnncast::apps

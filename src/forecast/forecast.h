@@ -1,0 +1,189 @@
+// The forecast API (issue 17): what `dnncast predict`, `memory` and `inspect` compute, as plain
+// structs, for the CLI, the Python module and `serve` alike. The CLI commands parse flags, call
+// these and print; nothing here prints or knows about JSON (forecast_json.h writes the CLI's).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/training_setup.h"
+#include "forecast/host_match.h"
+#include "forecast/predictor.h"
+#include "features/layer_features.h"
+#include "import/model_source.h"
+#include "graph/graph.h"
+#include "hardware/isa.h"
+#include "memory/simulator.h"
+#include "models/zoo.h"
+
+namespace dnncast::apps {
+
+// ---------------------------------------------------------------------------------------------
+// Time and memory of training, from a predictor set (`dnncast predict`)
+
+struct ForecastRequest {
+  std::string model;       // zoo name, graph JSON file, or synthetic:SEED (model_source.h)
+  ModelSpec spec;          // batch (>= 1), input or sequence length, classes
+  Optimizer optimizer = Optimizer::Sgd;
+  Precision precision = Precision::Fp32;
+  int64_t threads = 0;        // 0: the environment's, or the largest trained count below it
+  std::string device;         // a predictor set's name, its GPU, or cpu; "": this host's CPU set
+  int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
+  std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
+  hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
+  ModelBuilder builder;                                   // empty: load_model(model, spec) (model_source.h)
+};
+
+struct Forecast {
+  std::string model, graph;  // as requested; the built graph's name
+  int64_t batch = 0;
+  std::string input;  // the input's shape without the batch: "3x224x224", "128"
+  Optimizer optimizer = Optimizer::Sgd;
+  Precision precision = Precision::Fp32;
+  int64_t threads = 0;
+  double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
+  int64_t extrapolated_from = 0;  // > 0: the batch past the trained range the time was continued from
+  // Which time model made the forecast: "whole" (the whole-network learner), or past the trained
+  // batches with a layer-wise model in the set, "whole, carried past the trained batches by the
+  // layer-wise model" (forecast/extrapolation.h), or at image inputs as large as the largest trained one
+  // with a corrected layer-wise model in the set, "corrected layer-wise" (forecast/forecast.cpp).
+  std::string time_model;
+  std::optional<double> epoch_s;                          // with epoch_samples
+  int64_t epoch_samples = 0, epoch_iterations = 0;
+  // Peak memory above what is held before training (as `dnncast profile` reports it), with its
+  // interval (a point for the simulator); total includes parameters, buffers and inputs (simulator).
+  std::optional<int64_t> peak_bytes, peak_bytes_low, peak_bytes_high, peak_total_bytes;
+  std::string memory_source;  // "simulator", the memory predictor's learner, or "" (none)
+  std::string memory_isa;     // the ISA simulated, CPU environments only; "" otherwise
+  std::string predictor;      // the set's folder
+  std::string learner;        // the time predictor's
+  double cv_mre = 0;          // the time predictor's cross-validated mean relative error
+  std::string env, env_hash;  // the set's environment: label, hash
+  int feature_version = 0;
+  std::optional<HostMatch> host_match;  // CPU sets: was the predictor trained on this host
+  std::string calibration;              // the host calibration folder applied (host_calibration.h); "" none
+  std::vector<std::string> notes;       // fallbacks, extrapolations, what was not forecast
+  bool simulated() const { return memory_source == "simulator"; }
+};
+
+// Throws InputError: no predictor set found or matching the device, an optimizer, precision the
+// set was not trained on, a bad model or input (model_source.h).
+Forecast forecast(const ForecastRequest& request);
+
+// The time of one featurized configuration from a loaded set, as `forecast` makes it before any host
+// calibration: the whole-network learner, carried past the trained batches by the layer-wise model, or the
+// corrected layer-wise model (time_model, extrapolated_from and notes of `result` filled; result.input names
+// the input without the batch, "3x224x224"). `sites`: the graph's layer sites where the set has a layer-wise
+// model (empty otherwise).
+Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& row, const features::LayerSites& sites,
+                           const features::GraphFeatures& graph, const features::TrainingConfig& config,
+                           const features::HardwareFeatures& hardware, Forecast& result);
+
+// ---------------------------------------------------------------------------------------------
+// Simulated memory (`dnncast memory`)
+
+struct MemoryRequest {
+  std::string model;
+  ModelSpec spec;
+  memory::MemoryConfig config;  // optimizer, precision, device, threads, isa, timeline, events
+  int64_t fits_limit = 0;       // > 0: does training fit in this many bytes
+  int64_t batch_limit = 0;      // > 0: the largest batch that fits in this many bytes
+  int64_t batch_cap = int64_t{1} << 20;  // the largest batch that search tries
+  std::string measure_command;  // the command that would measure this run (the ISA match's remedy)
+  ModelBuilder builder;         // empty: load_model(model, spec) (model_source.h)
+  std::string gpu, gpu_name;    // a catalogued GPU as the device: its catalogue name and full name
+};
+
+struct MemoryForecast {
+  std::string model;
+  int64_t batch = 0;
+  memory::MemoryConfig config;  // as requested
+  Graph graph;                 // the model at the requested batch
+  std::string input;           // the input's shape without the batch
+  memory::MemoryReport report; // peak, breakdown at the peak, timeline and events when asked
+  // CPU: the ISA whose kernels were simulated, why, and whether measured runs checked its rules.
+  hardware::CpuIsa simulated_isa = hardware::CpuIsa::Unknown;
+  std::string isa_source;
+  std::optional<HostMatch> isa_match;
+  int64_t fits_limit = 0;
+  bool fits = false;  // with fits_limit
+  int64_t batch_limit = 0;
+  memory::MaxBatchResult max_batch;  // with batch_limit
+  std::string gpu, gpu_name;         // as the request's
+};
+
+// Throws InputError: a bad model, input or configuration the simulator does not model.
+MemoryForecast forecast_memory(const MemoryRequest& request);
+
+// ---------------------------------------------------------------------------------------------
+// Requests from the options as a user gives them (the CLI's flags, the Python module's keywords), filled
+// one way for both. Each caller checks its numbers' ranges first, under its own names; these parse the
+// names and byte sizes, and a message names the option as the caller spells it.
+
+enum class OptionStyle { Flag, Keyword };  // "--max-batch" (CLI) or "max_batch_bytes" (Python)
+// An option as messages name it: the Python keyword (and serve's field), or the CLI's flag.
+std::string option_name(const std::string& keyword, OptionStyle style);
+
+// `predict`'s options besides the model and its size.
+struct ForecastOptions {
+  std::string optimizer = "sgd", precision = "fp32";  // names, parsed here
+  int64_t threads = 0;
+  std::string device;
+  int64_t epoch_samples = 0;
+  std::string predictor_dir;
+  hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;
+};
+
+// Throws InputError: an optimizer or precision that is not one.
+ForecastRequest make_forecast_request(const std::string& model, const ModelSpec& spec,
+                                      const ForecastOptions& options, OptionStyle style);
+
+// `memory`'s options besides the model and its size (not --measure, --check-db).
+struct MemoryOptions {
+  std::string optimizer = "sgd", precision = "fp32", device = "cpu";  // names, parsed here
+  int64_t threads = 1;
+  hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
+  bool timeline = false, events = false;
+  std::string cuda_context, fits, max_batch;  // bytes with units ("24GiB"), or "" (not given)
+  int64_t batch_cap = int64_t{1} << 20;
+  std::string measure_command;  // "": memory_measure_command()'s
+};
+
+// The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the
+// model as given and every option whose value is not the default, in one order whatever front end was used.
+std::string memory_measure_command(const std::string& model, const ModelSpec& spec, const MemoryOptions& options);
+
+// Throws InputError: an optimizer, precision or device that is not one, a byte size that is not one. The
+// measure command is memory_measure_command()'s unless `options` gives one.
+MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spec, const MemoryOptions& options,
+                                  OptionStyle style);
+
+// ---------------------------------------------------------------------------------------------
+// Per-layer costs (`dnncast inspect`)
+
+struct LayerRow {
+  std::string name, op, kind;
+  TensorShape shape;
+  int64_t params = 0, param_bytes = 0, buffers = 0, macs = 0, flops_fwd = 0, flops_bwd = 0;
+  int64_t activation_bytes = 0;  // the layer's output tensor
+  int64_t saved_bytes = 0;       // tensors it keeps from forward to backward
+};
+
+struct Inspection {
+  std::string model, family, hash;  // the graph's name, family, architecture hash
+  int64_t batch = 0;
+  std::vector<int64_t> input;  // the first input's shape without the batch
+  int64_t layer_count = 0;
+  std::vector<LayerRow> layers;
+  LayerRow total;  // sums; name/op/kind/shape unused
+  // Saved tensors counted once each: a layer's output kept by itself and by its consumers
+  // (a conv's input is the ReLU output the ReLU also keeps) is one tensor in memory.
+  int64_t saved_bytes_distinct = 0;
+  std::vector<std::string> import_notes;  // the graph's notes (Graph::notes): an ONNX file exported for inference
+};
+
+Inspection inspect(const Graph& graph);
+
+}  // namespace dnncast::apps

@@ -1,0 +1,185 @@
+#include "forecast/forecast_json.h"
+
+#include "hardware/cpu_conv.h"
+
+namespace dnncast::apps {
+
+using nlohmann::json;
+
+json to_json(const Forecast& forecast) {
+  json result{{"model", forecast.model},
+              {"graph", forecast.graph},
+              {"batch", forecast.batch},
+              {"input", forecast.input},
+              {"optimizer", name(forecast.optimizer)},
+              {"precision", name(forecast.precision)},
+              {"threads", forecast.threads},
+              {"time_ms", forecast.time_ms},
+              {"time_ms_low", forecast.time_ms_low},
+              {"time_ms_high", forecast.time_ms_high},
+              {"epoch_s", nullptr},
+              {"peak_bytes", nullptr},
+              {"predictor", forecast.predictor},
+              {"learner", forecast.learner},
+              {"env", forecast.env},
+              {"env_hash", forecast.env_hash},
+              {"feature_version", forecast.feature_version}};
+  if (forecast.host_match) result["host_match"] = forecast.host_match->to_json();
+  if (forecast.extrapolated_from > 0) result["extrapolated_from_batch"] = forecast.extrapolated_from;
+  if (!forecast.time_model.empty()) result["time_model"] = forecast.time_model;
+  if (!forecast.calibration.empty()) result["calibration"] = forecast.calibration;
+  if (forecast.epoch_s) {
+    result["epoch_s"] = *forecast.epoch_s;
+    result["epoch_iterations"] = forecast.epoch_iterations;
+  }
+  if (!forecast.memory_isa.empty()) result["memory_isa"] = forecast.memory_isa;
+  if (forecast.peak_bytes) {
+    result["peak_bytes"] = *forecast.peak_bytes;
+    result["peak_bytes_low"] = *forecast.peak_bytes_low;
+    result["peak_bytes_high"] = *forecast.peak_bytes_high;
+    result["memory_source"] = forecast.memory_source;
+  }
+  if (forecast.peak_total_bytes) result["peak_total_bytes"] = *forecast.peak_total_bytes;
+  result["notes"] = forecast.notes;
+  return result;
+}
+
+json to_json(const memory::MemoryBreakdown& b) {
+  return {{"parameter_bytes", b.parameter_bytes},         {"buffer_and_input_bytes", b.state_bytes},
+          {"gradient_bytes", b.gradient_bytes},           {"optimizer_state_bytes", b.optimizer_state_bytes},
+          {"activation_bytes", b.activation_bytes},       {"transient_bytes", b.transient_bytes}};
+}
+
+namespace {
+
+json timeline_json(const MemoryForecast& forecast) {
+  const memory::MemoryReport& report = forecast.report;
+  json entries = json::array();
+  for (const memory::TimelineEntry& entry : report.timeline)
+    entries.push_back({{"iteration", entry.iteration},
+                       {"phase", memory::phase_name(entry.phase)},
+                       {"node", entry.node >= 0 ? json(forecast.graph.node(entry.node).name) : json(nullptr)},
+                       {"start_bytes", entry.start_bytes - report.baseline_bytes},
+                       {"max_bytes", entry.max_bytes - report.baseline_bytes},
+                       {"end_bytes", entry.end_bytes - report.baseline_bytes}});
+  return entries;
+}
+
+}  // namespace
+
+json to_json(const MemoryForecast& forecast) {
+  const memory::MemoryReport& report = forecast.report;
+  json doc = {{"model", forecast.model},
+              {"graph_hash", forecast.graph.architecture_hash()},
+              {"config",
+               {{"batch", forecast.batch},
+                {"input", forecast.input},
+                {"optimizer", name(forecast.config.optimizer)},
+                {"precision", "fp32"},
+                {"device", report.device},
+                {"threads", forecast.config.threads}}},
+              {"baseline_bytes", report.baseline_bytes},
+              {"peak_bytes", report.peak_bytes},
+              {"peak_total_bytes", report.peak_total_bytes},
+              {"required_bytes", report.required_bytes},
+              {"breakdown", to_json(report.at_peak)},
+              {"peak",
+               {{"iteration", report.peak_iteration},
+                {"phase", memory::phase_name(report.peak_phase)},
+                {"node", report.peak_node_name.empty() ? json(nullptr) : json(report.peak_node_name)},
+                {"allocation", report.peak_what}}}};
+  if (report.device == "cpu") {
+    doc["isa"] = {{"simulated", hardware::isa_name(forecast.simulated_isa)},
+                  {"source", forecast.isa_source},
+                  {"rules_checked_on", kernels::conv_rules_evidence(forecast.simulated_isa)}};
+    doc["host_match"] = forecast.isa_match->to_json();
+  }
+  if (report.device == "cuda")
+    doc["cuda"] = {{"peak_allocated_bytes", report.peak_allocated_bytes},
+                   {"baseline_allocated_bytes", report.baseline_allocated_bytes},
+                   {"peak_reserved_bytes", report.peak_reserved_bytes},
+                   {"context_bytes", report.cuda_context_bytes},
+                   {"verified", false}};
+  if (!forecast.gpu.empty()) doc["gpu"] = {{"name", forecast.gpu}, {"full_name", forecast.gpu_name}};
+  if (forecast.fits_limit > 0) doc["fits"] = {{"limit_bytes", forecast.fits_limit}, {"fits", forecast.fits}};
+  if (forecast.batch_limit > 0)
+    doc["max_batch"] = {{"limit_bytes", forecast.batch_limit},
+                        {"batch", forecast.max_batch.batch},
+                        {"required_bytes", forecast.max_batch.required_bytes},
+                        {"next_required_bytes", forecast.max_batch.next_required_bytes},
+                        {"simulations", forecast.max_batch.simulations}};
+  if (forecast.config.keep_timeline) doc["timeline"] = timeline_json(forecast);
+  if (!forecast.graph.notes.empty()) doc["import_notes"] = forecast.graph.notes;
+  return doc;
+}
+
+namespace {
+
+json layer_json(const LayerRow& row) {
+  return {{"name", row.name},
+          {"op", row.op},
+          {"kind", row.kind},
+          {"shape", row.shape.dims},
+          {"params", row.params},
+          {"macs", row.macs},
+          {"flops_fwd", row.flops_fwd},
+          {"flops_bwd", row.flops_bwd},
+          {"activation_bytes", row.activation_bytes},
+          {"saved_bytes", row.saved_bytes}};
+}
+
+}  // namespace
+
+json to_json(const Inspection& inspection) {
+  json layers = json::array();
+  for (const LayerRow& row : inspection.layers) layers.push_back(layer_json(row));
+  const LayerRow& total = inspection.total;
+  json doc = {{"model", inspection.model},
+          {"family", inspection.family},
+          {"hash", inspection.hash},
+          {"batch", inspection.batch},
+          {"input", inspection.input},
+          {"params", total.params},
+          {"param_bytes", total.param_bytes},
+          {"buffers", total.buffers},
+          {"macs", total.macs},
+          {"flops_fwd", total.flops_fwd},
+          {"flops_bwd", total.flops_bwd},
+          {"activation_bytes", total.activation_bytes},
+          {"saved_bytes", total.saved_bytes},
+          {"saved_bytes_distinct", inspection.saved_bytes_distinct},
+          {"layers", layers}};
+  if (!inspection.import_notes.empty()) doc["import_notes"] = inspection.import_notes;
+  return doc;
+}
+
+nlohmann::ordered_json to_json(const GpuForecast& forecast) {
+  using nlohmann::ordered_json;
+  auto optional = [](const auto& value) { return value ? ordered_json(*value) : ordered_json(nullptr); };
+  return {{"model", forecast.model},
+          {"graph", forecast.graph},
+          {"device", forecast.device},
+          {"device_name", forecast.device_name},
+          {"batch", forecast.batch},
+          {"input", forecast.input},
+          {"optimizer", name(forecast.optimizer)},
+          {"precision", name(forecast.precision)},
+          {"framework", name(forecast.framework)},
+          {"time_ms", forecast.time_ms},
+          {"time_ms_low", forecast.time_ms_low},
+          {"time_ms_high", forecast.time_ms_high},
+          {"roofline_ms", forecast.roofline_ms},
+          {"epoch_s", optional(forecast.epoch_s)},
+          {"epoch_samples", forecast.epoch_samples},
+          {"epoch_iterations", forecast.epoch_iterations},
+          {"required_bytes", optional(forecast.required_bytes)},
+          {"device_memory_bytes", optional(forecast.device_memory_bytes)},
+          {"fits", optional(forecast.fits)},
+          {"max_batch", optional(forecast.max_batch)},
+          {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator)" : ""},
+          {"basis", forecast.basis},
+          {"basis_detail", forecast.basis_detail},
+          {"notes", forecast.notes}};
+}
+
+}  // namespace dnncast::apps

@@ -1,0 +1,22 @@
+// The forecast API's results as the CLI's --json prints them (`predict`, `memory`, `inspect`):
+// the fields and their values are part of the CLI's interface (tests/cli/forecast_fixture).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "forecast/forecast.h"
+#include "gpu/gpu_forecast.h"
+
+namespace dnncast::apps {
+
+nlohmann::json to_json(const Forecast& forecast);
+// Without "measured" (`memory --measure` adds it: a real run is the CLI's, not the forecast's).
+nlohmann::json to_json(const MemoryForecast& forecast);
+nlohmann::json to_json(const Inspection& inspection);
+nlohmann::json to_json(const memory::MemoryBreakdown& breakdown);
+// `predict --device GPU` (gpu_forecast.h): the same time fields as a Forecast, plus basis and roofline,
+// in reading order: what was forecast (model, device, configuration), its time, its memory, what the
+// forecast rests on, notes.
+nlohmann::ordered_json to_json(const GpuForecast& forecast);
+
+}  // namespace dnncast::apps

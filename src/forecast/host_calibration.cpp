@@ -1,0 +1,284 @@
+// Host calibrations: the fit of what is host-specific, its file, and finding the one of this host
+// (host_calibration.h).
+#include "forecast/host_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "forecast/host_match.h"
+#include "forecast/predictor.h"
+#include "core/error.h"
+#include "models/layer_cases.h"
+
+namespace dnncast::apps {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+double HostCalibration::scale_of(const std::string& kind) const {
+  auto found = kind_scale.find(kind);
+  if (found != kind_scale.end()) return found->second;
+  auto any = kind_scale.find(kAnyKind);
+  return any != kind_scale.end() ? any->second : 1.0;
+}
+
+double HostCalibration::layer_factor(const features::LayerSites& sites, const std::vector<double>& row_ms) const {
+  DNNCAST_ASSERT(row_ms.size() == sites.nodes.size() + 1);
+  const std::vector<std::string> kinds = site_kinds(sites);
+  double source = 0, scaled = 0;
+  for (size_t row = 0; row < row_ms.size(); ++row) {
+    const double ms = std::max(row_ms[row], 0.0);
+    source += ms;
+    scaled += ms * scale_of(row < kinds.size() ? kinds[row] : std::string());
+  }
+  return source > 0 ? scaled / source : scale_of(kAnyKind);
+}
+
+double HostCalibration::layer_factor(const Graph& graph, const features::LayerSites& sites,
+                                     const std::vector<double>& row_ms, double* covered) const {
+  DNNCAST_ASSERT(row_ms.size() == sites.nodes.size() + 1);
+  if (covered != nullptr) *covered = 0;
+  if (layer_ms.empty()) return layer_factor(sites, row_ms);
+  const std::vector<std::string> kinds = site_kinds(sites);
+  double source = 0, scaled = 0, replaced = 0;
+  size_t row = 0;
+  for (int node = 0; node < graph.size() && row < sites.nodes.size(); ++node) {
+    if (graph.node(node).op == "Input") continue;
+    const double ms = std::max(row_ms[row], 0.0);
+    source += ms;
+    auto measured = kinds[row].empty() ? layer_ms.end() : layer_ms.find(models::case_of_node(graph, node, "").key);
+    if (measured != layer_ms.end()) {
+      scaled += measured->second;
+      replaced += ms;
+    } else {
+      scaled += ms * scale_of(kinds[row]);
+    }
+    ++row;
+  }
+  const double optimizer_ms = std::max(row_ms.back(), 0.0);
+  source += optimizer_ms;
+  scaled += optimizer_ms * scale_of(kAnyKind);
+  if (covered != nullptr && source > 0) *covered = replaced / source;
+  return source > 0 ? scaled / source : scale_of(kAnyKind);
+}
+
+double HostCalibration::shifted(double adjusted_ms) const {
+  if (shift == "none" || adjusted_ms <= 0) return adjusted_ms;
+  return std::exp(log_intercept + log_slope * std::log(adjusted_ms));
+}
+
+json HostCalibration::to_json() const {
+  json document = {{"format", kHostCalibrationFormat},
+                   {"environment", environment_to_json(environment)},
+                   {"source", source_dir},
+                   {"kind_scale", kind_scale},
+                   {"kind_layers", kind_layers},
+                   {"layer_ms", layer_ms},
+                   {"shift", {{"map", shift}, {"log_intercept", log_intercept}, {"log_slope", log_slope}}},
+                   {"log_spread", log_spread},
+                   {"report", report}};
+  return document;
+}
+
+HostCalibration HostCalibration::from_json(const json& document, const std::string& where) {
+  try {
+    if (document.value("format", "") != kHostCalibrationFormat)
+      throw InputError(where + ": not a host calibration (format " + quote(document.value("format", "")) +
+                       ", expected " + kHostCalibrationFormat + ")");
+    HostCalibration calibration;
+    calibration.environment = environment_from_json(document.at("environment"));
+    calibration.source_dir = document.at("source").get<std::string>();
+    calibration.kind_scale = document.at("kind_scale").get<std::map<std::string, double>>();
+    calibration.kind_layers = document.value("kind_layers", std::map<std::string, int64_t>{});
+    calibration.layer_ms = document.value("layer_ms", std::map<std::string, double>{});
+    for (const auto& [key, ms] : calibration.layer_ms)
+      if (!(ms > 0) || !std::isfinite(ms)) throw InputError(where + ": layer_ms " + quote(key) + " is not a positive number");
+    const json& shift = document.at("shift");
+    calibration.shift = shift.at("map").get<std::string>();
+    calibration.log_intercept = shift.at("log_intercept").get<double>();
+    calibration.log_slope = shift.at("log_slope").get<double>();
+    calibration.log_spread = document.value("log_spread", 0.0);
+    calibration.report = document.value("report", json::object());
+    if (calibration.shift != "none" && calibration.shift != "ratio" && calibration.shift != "lms")
+      throw InputError(where + ": unknown shift " + quote(calibration.shift) + " (known: none, ratio, lms)");
+    if (!calibration.kind_scale.count(kAnyKind)) throw InputError(where + ": kind_scale has no \"*\" entry");
+    for (const auto& [kind, scale] : calibration.kind_scale)
+      if (!(scale > 0) || !std::isfinite(scale))
+        throw InputError(where + ": kind_scale " + quote(kind) + " is not a positive number");
+    if (!std::isfinite(calibration.log_intercept) || !std::isfinite(calibration.log_slope) ||
+        !(calibration.log_slope > 0) || !std::isfinite(calibration.log_spread) || calibration.log_spread < 0)
+      throw InputError(where + ": shift or log_spread out of range");
+    return calibration;
+  } catch (const json::exception& error) {
+    throw InputError(where + ": " + error.what());
+  }
+}
+
+HostCalibration HostCalibration::load(const std::string& dir) {
+  const std::string path = dir + "/host.json";
+  std::ifstream in(path);
+  if (!in) throw InputError("no host calibration at " + dir + " (expected " + path + ")");
+  json document = json::parse(in, nullptr, false);
+  if (document.is_discarded()) throw InputError(path + ": not JSON");
+  HostCalibration calibration = from_json(document, path);
+  // A shipped source set of a checkout that moved: the set of that name in this checkout's data/predictors.
+  std::error_code error;
+  if (!fs::is_directory(calibration.source_dir, error)) {
+    const fs::path shipped = fs::path(default_predictor_root()) / fs::path(calibration.source_dir).filename();
+    if (!default_predictor_root().empty() && fs::is_directory(shipped, error)) calibration.source_dir = shipped.string();
+  }
+  return calibration;
+}
+
+void HostCalibration::save(const std::string& dir) const {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw InputError("cannot create " + dir + ": " + error.message());
+  const std::string path = dir + "/host.json";
+  std::ofstream out(path);
+  out << to_json().dump(1) << "\n";
+  if (!out) throw InputError("cannot write " + path);
+}
+
+void fit_kind_scales(const std::vector<LayerRatio>& ratios, HostCalibration& calibration) {
+  // Time-weighted mean of log(measured / source): the layers that make most of an iteration's time
+  // decide its scale, and one tiny layer's 10x (timer resolution, a cold start) does not.
+  struct Sum {
+    double weight = 0, weighted_log = 0;
+    int64_t layers = 0;
+  };
+  std::map<std::string, Sum> sums;
+  for (const LayerRatio& ratio : ratios) {
+    if (!(ratio.measured_ms > 0) || !(ratio.source_ms > 0) || !std::isfinite(ratio.measured_ms) ||
+        !std::isfinite(ratio.source_ms))
+      continue;
+    const double log_ratio = std::log(ratio.measured_ms / ratio.source_ms);
+    for (const std::string& key : {ratio.kind, std::string(kAnyKind)}) {
+      Sum& sum = sums[key];
+      sum.weight += ratio.measured_ms;
+      sum.weighted_log += ratio.measured_ms * log_ratio;
+      sum.layers += 1;
+    }
+  }
+  if (sums[kAnyKind].layers == 0) throw InputError("no layer measured ok on this host: nothing to calibrate from");
+  calibration.kind_scale.clear();
+  calibration.kind_layers.clear();
+  for (const auto& [kind, sum] : sums) {
+    if (kind.empty() || (kind != kAnyKind && sum.layers < kMinKindLayers)) continue;
+    calibration.kind_scale[kind] = std::exp(sum.weighted_log / sum.weight);
+    calibration.kind_layers[kind] = sum.layers;
+  }
+}
+
+namespace {
+
+// Leave-one-out mean |log(measured / fitted)| of a ratio (slope false) or a log-linear map.
+double loo_log_error(const std::vector<WholeRatio>& runs, bool slope) {
+  double total = 0;
+  for (size_t out = 0; out < runs.size(); ++out) {
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if (k == out) continue;
+      const double x = std::log(runs[k].adjusted_ms), y = std::log(runs[k].measured_ms);
+      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    const double x = std::log(runs[out].adjusted_ms), y = std::log(runs[out].measured_ms);
+    double fitted = 0;
+    if (slope && n * sxx - sx * sx > 1e-12) {
+      const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+      fitted = (sy - b * sx) / n + b * x;
+    } else {
+      fitted = x + (sy - sx) / n;
+    }
+    total += std::abs(y - fitted);
+  }
+  return total / static_cast<double>(runs.size());
+}
+
+}  // namespace
+
+void fit_whole_shift(const std::vector<WholeRatio>& all_runs, HostCalibration& calibration) {
+  std::vector<WholeRatio> runs;
+  for (const WholeRatio& run : all_runs)
+    if (run.measured_ms > 0 && run.adjusted_ms > 0 && std::isfinite(run.measured_ms) && std::isfinite(run.adjusted_ms))
+      runs.push_back(run);
+  calibration.log_slope = 1;
+  calibration.log_intercept = 0;
+  calibration.log_spread = kCalibratedLogSpread;
+  if (runs.empty()) {
+    calibration.shift = "none";
+    return;
+  }
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const WholeRatio& run : runs) {
+    const double x = std::log(run.adjusted_ms), y = std::log(run.measured_ms);
+    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  calibration.shift = "ratio";
+  calibration.log_intercept = (sy - sx) / n;
+  if (runs.size() >= 3) {
+    const double ratio_error = loo_log_error(runs, false);
+    calibration.log_spread = std::max(ratio_error * 2, 0.10);
+    if (runs.size() >= 5 && n * sxx - sx * sx > 1e-12) {
+      const double lms_error = loo_log_error(runs, true);
+      if (lms_error < ratio_error / 1.10 - 0.005) {
+        calibration.shift = "lms";
+        calibration.log_slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+        calibration.log_intercept = (sy - calibration.log_slope * sx) / n;
+        calibration.log_spread = std::max(lms_error * 2, 0.10);
+      }
+    }
+  }
+}
+
+std::vector<std::string> site_kinds(const features::LayerSites& sites) {
+  std::vector<std::string> kinds;
+  kinds.reserve(sites.nodes.size());
+  for (const features::LayerSite& site : sites.nodes)
+    kinds.push_back(models::layer_kind_of(site.op, static_cast<int64_t>(site.groups),
+                                          static_cast<int64_t>(site.in_channels),
+                                          static_cast<int64_t>(site.out_channels)));
+  return kinds;
+}
+
+std::string default_calibration_root() {
+  if (const char* root = std::getenv("DNNCAST_CALIBRATIONS")) return root;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::string(xdg) + "/dnncast/calibrations";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return std::string(home) + "/.local/share/dnncast/calibrations";
+  return "";
+}
+
+bool is_host_calibration(const std::string& dir) {
+  std::error_code error;
+  return fs::is_regular_file(fs::path(dir) / "host.json", error);
+}
+
+std::optional<std::string> find_host_calibration(const std::string& root, const data::EnvironmentRecord& host) {
+  std::error_code error;
+  if (root.empty() || !fs::is_directory(root, error)) return std::nullopt;
+  std::optional<std::string> best;
+  fs::file_time_type best_time;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, error)) {
+    if (!is_host_calibration(entry.path().string())) continue;
+    std::ifstream in(entry.path() / "host.json");
+    json document = json::parse(in, nullptr, false);
+    if (document.is_discarded() || !document.contains("environment")) continue;
+    data::EnvironmentRecord environment;
+    try {
+      environment = environment_from_json(document["environment"]);
+    } catch (const std::exception&) {
+      continue;  // not ours to judge here: `predict --predictor DIR` names the problem
+    }
+    if (!match_host(host, {environment}).exact) continue;
+    const fs::file_time_type time = fs::last_write_time(entry.path() / "host.json", error);
+    if (!best || time > best_time) best = entry.path().string(), best_time = time;
+  }
+  return best;
+}
+
+}  // namespace dnncast::apps

@@ -1,0 +1,78 @@
+// Per-layer costs of a graph (forecast.h): output shapes, parameters, MACs, FLOPs, activation
+// bytes and bytes kept for backward, with totals.
+#include "forecast/forecast.h"
+
+#include <set>
+
+#include "graph/op_registry.h"
+
+namespace dnncast::apps {
+
+namespace {
+
+LayerRow layer_row(const Graph& graph, int index, const OpCost& cost) {
+  const Node& node = graph.node(index);
+  LayerRow row;
+  row.name = node.name;
+  row.op = node.op;
+  row.kind = node_kind(graph, index);
+  if (node.has_attr("onnx_op"))  // an unsupported ONNX op imported as elementwise (--allow-unknown)
+    row.kind = "unknown:" + node.attr_str("onnx_op", "");
+  row.shape = node.shape;
+  row.params = cost.params;
+  row.param_bytes = cost.params * dtype_bytes(node.dtype);
+  row.buffers = cost.buffers;
+  row.macs = cost.macs;
+  row.flops_fwd = cost.flops_fwd;
+  row.flops_bwd = cost.flops_bwd;
+  row.activation_bytes = node.shape.numel() * dtype_bytes(node.dtype);
+  row.saved_bytes = cost.saved_bytes();
+  return row;
+}
+
+void add_to_total(const LayerRow& row, LayerRow& total) {
+  total.params += row.params;
+  total.param_bytes += row.param_bytes;
+  total.buffers += row.buffers;
+  total.macs += row.macs;
+  total.flops_fwd += row.flops_fwd;
+  total.flops_bwd += row.flops_bwd;
+  total.activation_bytes += row.activation_bytes;
+  total.saved_bytes += row.saved_bytes;
+}
+
+}  // namespace
+
+Inspection inspect(const Graph& graph) {
+  Inspection inspection;
+  inspection.model = graph.name;
+  inspection.family = graph.family;
+  inspection.hash = graph.architecture_hash();
+  inspection.layer_count = graph.size();
+  inspection.import_notes = graph.notes;
+  std::vector<int> inputs = graph.inputs();
+  if (!inputs.empty()) {  // the first Input node's shape without its batch: the "input" of a configuration
+    const std::vector<int64_t>& dims = graph.node(inputs[0]).shape.dims;
+    inspection.batch = dims.empty() ? 0 : dims[0];
+    inspection.input.assign(dims.begin() + (dims.empty() ? 0 : 1), dims.end());
+  }
+  std::set<int> saved_outputs;  // nodes whose output some op keeps for backward
+  for (int index = 0; index < graph.size(); ++index) {
+    const Node& node = graph.node(index);
+    OpCost cost = node_cost(graph, index);
+    for (const SavedTensor& saved : cost.saved) {
+      if (saved.kind == SavedTensor::Kind::Extra) {
+        inspection.saved_bytes_distinct += saved.bytes;
+      } else {
+        int owner = saved.kind == SavedTensor::Kind::Output ? index : node.inputs.at(static_cast<size_t>(saved.index));
+        if (saved_outputs.insert(owner).second) inspection.saved_bytes_distinct += saved.bytes;
+      }
+    }
+    LayerRow row = layer_row(graph, index, cost);
+    add_to_total(row, inspection.total);
+    inspection.layers.push_back(std::move(row));
+  }
+  return inspection;
+}
+
+}  // namespace dnncast::apps

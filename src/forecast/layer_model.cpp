@@ -1,0 +1,184 @@
+#include "forecast/layer_model.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+#include "import/graph_json.h"
+
+namespace dnncast::apps {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Timings below a microsecond are clock resolution; the log target is floored there.
+constexpr double kFloorMs = 1e-3;
+
+}  // namespace
+
+bool match_layer_timings(const features::LayerSites& sites, const std::vector<data::LayerTiming>& timings,
+                         std::vector<double>& ms) {
+  const size_t nodes = sites.nodes.size();
+  if (timings.size() < nodes + 1) return false;
+  // Inside real iterations where every row has it (campaigns since schema 2's in-iteration
+  // columns); else each node alone.
+  bool in_iteration = true;
+  for (const data::LayerTiming& timing : timings)
+    in_iteration = in_iteration && timing.iteration_forward_ms.has_value() && timing.iteration_backward_ms.has_value();
+  ms.assign(nodes + 1, 0.0);
+  for (size_t position = 0; position < nodes; ++position) {
+    const data::LayerTiming& timing = timings[position];
+    if (timing.node != sites.nodes[position].node) return false;
+    ms[position] = in_iteration ? *timing.iteration_forward_ms + *timing.iteration_backward_ms
+                                : timing.forward_ms + timing.backward_ms;
+  }
+  bool optimizer = false;
+  for (size_t position = nodes; position < timings.size(); ++position) {
+    const data::LayerTiming& timing = timings[position];
+    if (timing.op != data::kOptimizerStepOp && timing.op != data::kZeroGradOp && timing.op != data::kLossOp) return false;
+    ms[nodes] += in_iteration ? *timing.iteration_forward_ms + *timing.iteration_backward_ms
+                              : timing.forward_ms + timing.backward_ms;
+    optimizer = optimizer || timing.op == data::kOptimizerStepOp;
+  }
+  return optimizer;
+}
+
+std::vector<LayerExample> bench_examples(const std::vector<data::LayerBenchRecord>& records, const std::string& target,
+                                         std::vector<features::LayerSites>& sites) {
+  if (target != "warm" && target != "cold") throw InputError("unknown benchmark target " + quote(target) + " (known: warm, cold)");
+  sites.clear();
+  sites.reserve(records.size());  // no reallocation: the examples point into it
+  std::vector<LayerExample> examples;
+  for (const data::LayerBenchRecord& record : records) {
+    bool cold = target == "cold";
+    const std::optional<double>& forward = cold ? record.cold_forward_ms : record.forward_ms;
+    const std::optional<double>& backward = cold ? record.cold_backward_ms : record.backward_ms;
+    if (record.status != "ok" || !forward || !backward) continue;
+    Graph graph;
+    try {
+      graph = graph_from_json(nlohmann::json::parse(record.graph_json), "layer benchmark " + record.key);
+    } catch (const nlohmann::json::exception& error) {
+      throw InputError("layer benchmark " + record.key + ": graph_json is not JSON: " + error.what());
+    }
+    sites.push_back(features::layer_sites(graph));
+    LayerExample example;
+    example.sites = &sites.back();
+    example.config.batch = record.batch;
+    example.config.threads = record.threads;
+    example.ms = {*forward + *backward};
+    example.origin = record.origin;
+    examples.push_back(std::move(example));
+  }
+  return examples;
+}
+
+LayerModel LayerModel::fit(const std::vector<LayerExample>& examples, const std::string& learner,
+                           const nlohmann::json& hyperparameters) {
+  const size_t columns = features::layer_feature_count();
+  size_t rows = 0, runs = 0;
+  for (const LayerExample& example : examples) {
+    rows += example.ms.size();
+    runs += example.origin.empty() ? 1 : 0;
+  }
+  if (rows == 0) throw InputError("no per-layer timings to fit the layer-wise model on");
+  learn::Matrix x(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(columns));
+  learn::Vector y(static_cast<Eigen::Index>(rows));
+  std::vector<float> block;
+  Eigen::Index row = 0;
+  for (const LayerExample& example : examples) {
+    features::layer_rows(*example.sites, example.config, example.gpu, block);
+    DNNCAST_ASSERT(block.size() >= example.ms.size() * columns);
+    for (size_t index = 0; index < example.ms.size(); ++index, ++row) {
+      for (size_t column = 0; column < columns; ++column)
+        x(row, static_cast<Eigen::Index>(column)) = block[index * columns + column];
+      y(row) = std::log(std::max(example.ms[index], kFloorMs));
+    }
+  }
+  LayerModel model;
+  model.learner_ = learn::make_learner(learner, hyperparameters);
+  model.learner_->fit(x, y);
+  model.training_runs_ = static_cast<int64_t>(runs);
+  model.training_rows_ = static_cast<int64_t>(rows);
+  return model;
+}
+
+std::vector<double> LayerModel::row_ms(const features::LayerSites& sites, const features::TrainingConfig& config,
+                                       bool gpu) const {
+  DNNCAST_ASSERT(learner_ != nullptr);
+  std::vector<float> block;
+  features::layer_rows(sites, config, gpu, block);
+  const size_t count = sites.nodes.size() + 1;
+  const size_t width = features::layer_feature_count();
+  // A network repeats its layers (resnet50 its bottleneck blocks): each distinct row is predicted
+  // once, which took the corrected layer-wise forecast of resnet50 from 2.5 ms to 0.9 ms
+  // (build/bench/predict_bench --benchmark_filter=Corrected, AVX-512 EPYC).
+  std::map<std::vector<float>, size_t> distinct;
+  std::vector<size_t> which(count);
+  std::vector<float> unique;
+  unique.reserve(block.size());
+  for (size_t row = 0; row < count; ++row) {
+    std::vector<float> key(block.begin() + static_cast<std::ptrdiff_t>(row * width),
+                           block.begin() + static_cast<std::ptrdiff_t>((row + 1) * width));
+    auto [at, added] = distinct.emplace(std::move(key), distinct.size());
+    if (added) unique.insert(unique.end(), at->first.begin(), at->first.end());
+    which[row] = at->second;
+  }
+  std::vector<double> predicted(distinct.size());
+  learner_->predict_rows(unique.data(), static_cast<int64_t>(distinct.size()), static_cast<int64_t>(width),
+                         predicted.data());
+  std::vector<double> out(count);
+  for (size_t row = 0; row < count; ++row) out[row] = std::exp(predicted[which[row]]);
+  return out;
+}
+
+double LayerModel::iteration_ms(const features::LayerSites& sites, const features::TrainingConfig& config,
+                                bool gpu) const {
+  double total = 0;
+  for (double value : row_ms(sites, config, gpu)) total += value;
+  return total;
+}
+
+void LayerModel::save(const std::string& dir) const {
+  DNNCAST_ASSERT(learner_ != nullptr);
+  fs::create_directories(dir);
+  learner_->save(dir);
+  json manifest{{"format", kLayerModelFormat},
+                {"feature_version", features::kFeatureVersion},
+                {"layer_features", features::layer_feature_names()},
+                {"learner", learner_->name()},
+                {"hyperparameters", learner_->hyperparameters()},
+                {"target", "log(forward + backward ms) per node; log(step + zero_grad ms) for the optimizer row"},
+                {"training", {{"runs", training_runs_}, {"rows", training_rows_}}}};
+  std::ofstream out(dir + "/layers.json");
+  out << manifest.dump(2) << "\n";
+  if (!out) throw InputError("cannot write " + dir + "/layers.json");
+}
+
+LayerModel LayerModel::load(const std::string& dir) {
+  std::string path = dir + "/layers.json";
+  std::ifstream in(path);
+  if (!in) throw InputError("no layer-wise model at " + dir + " (" + path + " is missing)");
+  LayerModel model;
+  try {
+    json manifest = json::parse(in);
+    if (manifest.at("format").get<std::string>() != kLayerModelFormat)
+      throw InputError(path + ": format " + manifest.at("format").dump() + ", this build reads " + quote(kLayerModelFormat));
+    if (manifest.at("feature_version").get<int>() != features::kFeatureVersion ||
+        manifest.at("layer_features").get<std::vector<std::string>>() != features::layer_feature_names())
+      throw InputError(path + ": trained with another layer feature list (feature version " +
+                       manifest.at("feature_version").dump() + ", this build computes " +
+                       std::to_string(features::kFeatureVersion) + "): retrain it with `dnncast train`");
+    model.learner_ = learn::load_learner(manifest.at("learner").get<std::string>(), manifest.at("hyperparameters"), dir);
+    model.training_runs_ = manifest.at("training").at("runs").get<int64_t>();
+    model.training_rows_ = manifest.at("training").at("rows").get<int64_t>();
+  } catch (const json::exception& error) {
+    throw InputError(path + ": malformed: " + error.what());
+  }
+  return model;
+}
+
+}  // namespace dnncast::apps

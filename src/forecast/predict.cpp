@@ -1,0 +1,83 @@
+#include "forecast/predict.h"
+
+#include "core/error.h"
+#include "forecast/forecast_json.h"
+
+namespace dnncast::apps {
+
+namespace {
+
+GpuForecast predict_gpu(const std::string& model, const ModelSpec& spec, const PredictOptions& options,
+                        OptionStyle style, const ModelBuilder& builder, const hardware::Catalogue& catalogue) {
+  GpuForecastRequest request;
+  request.model = model;
+  request.spec = spec;
+  request.optimizer = parse_optimizer(options.forecast.optimizer, option_name("optimizer", style));
+  request.precision = parse_gpu_precision(options.forecast.precision, option_name("precision", style));
+  request.framework = parse_framework(options.framework, option_name("framework", style));
+  request.epoch_samples = options.forecast.epoch_samples;
+  request.device = options.forecast.device;
+  request.max_batch = options.max_batch;
+  request.catalogue_files = options.catalogue_files;
+  request.calibration_file = options.calibration_file;
+  request.builder = builder;
+  return forecast_gpu(request, catalogue);
+}
+
+}  // namespace
+
+Prediction predict(const std::string& model, const ModelSpec& spec, const PredictOptions& options, OptionStyle style,
+                   const ModelBuilder& builder) {
+  const std::string& typed = options.forecast.device;
+  const std::string device_option = option_name("device", style);
+  // The catalogue is read only where a device name may be a GPU's (the shipped one once per process).
+  std::optional<hardware::Catalogue> loaded;
+  const hardware::Catalogue* catalogue = nullptr;
+  if (!typed.empty() && typed != "cpu") {
+    if (!options.catalogue_files.empty()) loaded = hardware::Catalogue::load(options.catalogue_files);
+    catalogue = loaded ? &*loaded : &hardware::shipped_catalogue();
+  }
+  Prediction prediction;
+  prediction.device = catalogue
+                          ? resolve_predict_device(typed, options.forecast.predictor_dir, *catalogue, device_option)
+                          : ForecastDevice{};
+  if (prediction.device.catalogue_gpu()) {
+    prediction.gpu = predict_gpu(model, spec, options, style, builder, *catalogue);
+    return prediction;
+  }
+  if (options.framework != "pytorch" || options.max_batch || !options.calibration_file.empty())
+    throw InputError(option_name(options.max_batch                ? "max_batch"
+                                 : options.framework != "pytorch" ? "framework"
+                                                                  : "calibration",
+                                 style) +
+                     " applies only to a GPU of `dnncast devices` as " + device_option);
+  ForecastRequest request = make_forecast_request(model, spec, options.forecast, style);
+  request.builder = builder;
+  try {
+    prediction.cpu = forecast(request);
+  } catch (const UnknownDevice& error) {
+    if (catalogue == nullptr) throw;
+    try {
+      catalogue->gpu(typed);
+    } catch (const InputError& gpu_error) {
+      throw InputError(std::string(error.what()) + "; nor is it a catalogued GPU: " + gpu_error.what());
+    }
+    throw;
+  }
+  return prediction;
+}
+
+std::string prediction_json(const Prediction& prediction) {
+  constexpr auto replace = nlohmann::json::error_handler_t::replace;
+  if (prediction.gpu) return to_json(*prediction.gpu).dump(2, ' ', false, replace) + "\n";
+  DNNCAST_ASSERT(prediction.cpu.has_value());
+  return to_json(*prediction.cpu).dump(2, ' ', false, replace) + "\n";
+}
+
+std::string prediction_note(const Prediction& prediction) {
+  if (prediction.cpu && prediction.cpu->host_match && !prediction.cpu->host_match->exact)
+    return host_match_note(*prediction.cpu->host_match);
+  return "";
+}
+
+}  // namespace dnncast::apps

@@ -1,0 +1,100 @@
+// Requests filled from the options as the CLI and the Python module take them (forecast.h).
+#include <string>
+
+#include "forecast/device.h"
+#include "forecast/forecast.h"
+#include "gpu/gpu_forecast.h"
+#include "core/error.h"
+#include "core/training_setup.h"
+#include "core/text.h"
+#include "core/units.h"
+
+namespace dnncast::apps {
+
+std::string option_name(const std::string& keyword, OptionStyle style) {
+  struct Spelling {
+    const char* keyword;
+    const char* flag;
+  };
+  static const Spelling kSpellings[] = {{"optimizer", "--optimizer"},   {"precision", "--precision"},
+                                        {"device", "--device"},         {"cuda_context", "--cuda-context"},
+                                        {"fits", "--fits"},             {"max_batch_bytes", "--max-batch"},
+                                        {"framework", "--framework"},   {"max_batch", "--max-batch"},
+                                        {"calibration", "--calibration"}};
+  for (const Spelling& spelling : kSpellings)
+    if (keyword == spelling.keyword) return style == OptionStyle::Flag ? spelling.flag : spelling.keyword;
+  DNNCAST_ASSERT(false);  // every option this file names is in the table
+  return keyword;
+}
+
+ForecastRequest make_forecast_request(const std::string& model, const ModelSpec& spec,
+                                      const ForecastOptions& options, OptionStyle style) {
+  ForecastRequest request;
+  request.model = model;
+  request.spec = spec;
+  request.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
+  request.precision = parse_precision(options.precision, option_name("precision", style));
+  request.threads = options.threads;
+  request.device = options.device;
+  request.epoch_samples = options.epoch_samples;
+  request.predictor_dir = options.predictor_dir;
+  request.host_isa = options.host_isa;
+  return request;
+}
+
+std::string memory_measure_command(const std::string& model, const ModelSpec& spec, const MemoryOptions& options) {
+  std::string command = "dnncast memory " + shell_word(model) + " --batch " + std::to_string(spec.batch);
+  auto add = [&](const char* flag, const std::string& value) { command += std::string(" ") + flag + " " + shell_word(value); };
+  if (!spec.input.empty()) add("--input", TensorShape(spec.input).to_string());
+  if (spec.seq_len > 0) add("--seq", std::to_string(spec.seq_len));
+  if (spec.num_classes != ModelSpec{}.num_classes) add("--classes", std::to_string(spec.num_classes));
+  const MemoryOptions defaults;
+  if (options.optimizer != defaults.optimizer) add("--optimizer", options.optimizer);
+  if (options.precision != defaults.precision) add("--precision", options.precision);
+  if (options.device != defaults.device) add("--device", options.device);
+  if (options.threads != defaults.threads) add("--threads", std::to_string(options.threads));
+  if (!options.fits.empty()) add("--fits", options.fits);
+  if (!options.max_batch.empty()) add("--max-batch", options.max_batch);
+  if (options.batch_cap != defaults.batch_cap) add("--batch-cap", std::to_string(options.batch_cap));
+  if (!options.cuda_context.empty()) add("--cuda-context", options.cuda_context);
+  if (options.isa != hardware::CpuIsa::Unknown) add("--isa", hardware::isa_name(options.isa));
+  if (options.timeline) command += " --timeline";
+  if (spec.allow_unknown_ops) command += " --allow-unknown";
+  return command + " --measure";
+}
+
+MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spec, const MemoryOptions& options,
+                                  OptionStyle style) {
+  MemoryRequest request;
+  request.model = model;
+  request.spec = spec;
+  memory::MemoryConfig& config = request.config;
+  config.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
+  config.precision = parse_precision(options.precision, option_name("precision", style));
+  // cpu, cuda, or a catalogued GPU: the CUDA allocator model with the GPU's context and memory size (as
+  // `predict --device GPU` simulates it, gpu/gpu_forecast.h), unless --cuda-context or --fits say otherwise.
+  const ForecastDevice device =
+      resolve_memory_device(options.device, hardware::shipped_catalogue(), option_name("device", style));
+  config.device = device.kind == ForecastDevice::Kind::ThisHost ? Device::Cpu : Device::Cuda;
+  if (device.gpu) {
+    request.gpu = device.gpu->name;
+    request.gpu_name = device.gpu->full_name;
+    config.cuda_context_bytes = kCudaContextBytes;
+    if (std::optional<int64_t> bytes = gpu_memory_bytes(*device.gpu)) request.fits_limit = *bytes;
+  }
+  config.threads = options.threads;
+  config.isa = options.isa;
+  config.keep_timeline = options.timeline;
+  config.keep_events = options.events;
+  if (!options.cuda_context.empty())
+    config.cuda_context_bytes = core::parse_bytes(options.cuda_context, option_name("cuda_context", style));
+  if (!options.fits.empty()) request.fits_limit = core::parse_bytes(options.fits, option_name("fits", style));
+  if (!options.max_batch.empty())
+    request.batch_limit = core::parse_bytes(options.max_batch, option_name("max_batch_bytes", style));
+  request.batch_cap = options.batch_cap;
+  request.measure_command =
+      options.measure_command.empty() ? memory_measure_command(model, spec, options) : options.measure_command;
+  return request;
+}
+
+}  // namespace dnncast::apps

@@ -1,0 +1,459 @@
+// The GPU time model (gpu_forecast.h, docs/GPU.md): kernels of an iteration, their roofline times on a
+// catalogued GPU, the calibrated efficiencies and overheads, and the forecast with memory.
+#include "gpu/gpu_forecast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "import/model_source.h"
+#include "core/checked.h"
+#include "core/csv.h"
+#include "core/error.h"
+#include "graph/op_helpers.h"
+#include "graph/op_registry.h"
+#include "memory/simulator.h"
+
+namespace dnncast::apps {
+
+namespace {
+
+const std::vector<std::pair<GpuPrecision, std::vector<std::string>>>& precision_table() {
+  static const std::vector<std::pair<GpuPrecision, std::vector<std::string>>> table = {
+      {GpuPrecision::Fp32, {"fp32", "f32", "float32"}},
+      {GpuPrecision::Tf32, {"tf32"}},
+      {GpuPrecision::Fp16, {"fp16", "amp", "amp-fp16", "f16", "float16"}},
+      {GpuPrecision::Bf16, {"bf16", "amp-bf16", "bfloat16"}},
+  };
+  return table;
+}
+
+const std::vector<std::pair<Framework, std::vector<std::string>>>& framework_table() {
+  static const std::vector<std::pair<Framework, std::vector<std::string>>> table = {
+      {Framework::PyTorch, {"pytorch", "torch"}},
+      {Framework::TensorFlow, {"tensorflow", "tf"}},
+      {Framework::Torch7, {"torch7"}},
+  };
+  return table;
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+template <typename Enum>
+Enum parse_named(const std::vector<std::pair<Enum, std::vector<std::string>>>& table, const std::string& text,
+                 const std::string& what, const std::string& choices) {
+  const std::string key = lower(text);
+  for (const auto& [value, names] : table)
+    if (std::find(names.begin(), names.end(), key) != names.end()) return value;
+  throw InputError(what + " " + quote(text) + ": expected one of " + choices);
+}
+
+// A dense 3x3 stride-1 convolution: the shape cuDNN's Winograd kernels take at fp32.
+bool winograd_shaped(const OpView& view) {
+  if (view.node.op != "Conv2d" || view.node.attr_int("groups", 1) != 1) return false;
+  const auto kernel = ops::pair_attr(view, "kernel", 1), stride = ops::pair_attr(view, "stride", 1),
+             dilation = ops::pair_attr(view, "dilation", 1);
+  return kernel[0] == 3 && kernel[1] == 3 && stride[0] == 1 && stride[1] == 1 && dilation[0] == 1 && dilation[1] == 1;
+}
+
+bool is_matrix_category(const std::string& category) {
+  return category == "conv" || category == "linear" || category == "attention";
+}
+
+}  // namespace
+
+GpuPrecision parse_gpu_precision(const std::string& text, const std::string& what) {
+  return parse_named(precision_table(), text, what, "fp32, tf32, amp (fp16), bf16");
+}
+
+const std::string& name(GpuPrecision precision) {
+  for (const auto& [value, names] : precision_table())
+    if (value == precision) return names.front();
+  ::dnncast::internal_assert_fail("GPU precision named", __FILE__, __LINE__);
+}
+
+Framework parse_framework(const std::string& text, const std::string& what) {
+  Framework framework = parse_named(framework_table(), text, what, "pytorch, tensorflow");
+  if (framework == Framework::Torch7)
+    throw InputError(what + " " + quote(text) + ": expected one of pytorch, tensorflow");
+  return framework;
+}
+
+const std::string& name(Framework framework) {
+  for (const auto& [value, names] : framework_table())
+    if (value == framework) return names.front();
+  ::dnncast::internal_assert_fail("framework named", __FILE__, __LINE__);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step) {
+  // Autocast runs activations in 16 bits; fp32 master weights stay for the optimizer.
+  const double activation_scale = precision == GpuPrecision::Fp16 || precision == GpuPrecision::Bf16 ? 0.5 : 1.0;
+  std::map<std::tuple<int, double, double>, int64_t> merged;
+  auto add = [&](GpuKernel::Class kind, double flops, double bytes, int64_t count) {
+    merged[{static_cast<int>(kind), flops, bytes}] += count;
+  };
+  int64_t param_tensors = 0, params = 0;
+  const OpRegistry& registry = OpRegistry::instance();
+  for (size_t index = 0; index < graph.nodes().size(); ++index) {
+    const Node& node = graph.nodes()[index];
+    const OpDef& def = registry.get(node.op);
+    if (def.category == "input") continue;
+    const OpCost cost = node_cost(graph, static_cast<int>(index));
+    const double bytes = activation_scale * static_cast<double>(cost.bytes_read + cost.bytes_written);
+    if (cost.params > 0) {
+      params += cost.params;
+      param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
+    }
+    if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
+    if (is_matrix_category(def.category)) {
+      const GpuKernel::Class kind = def.category != "conv" ? GpuKernel::Class::Gemm
+                                    : winograd_shaped(view_of(graph, static_cast<int>(index)))
+                                        ? GpuKernel::Class::Conv3x3
+                                        : GpuKernel::Class::Conv;
+      add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
+      if (cost.flops_bwd > 0) add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight grads
+    } else {
+      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
+      // Backward reads the output gradient and what was saved, writes the input gradient.
+      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
+    }
+  }
+  if (with_optimizer_step && param_tensors > 0) {
+    // Reads parameter, gradient and each state tensor, writes parameter and states (fp32).
+    const int states = optimizer_state_per_param(optimizer);
+    const double bytes_per_param = 4.0 * (3 + 2 * states);
+    const double per_tensor = bytes_per_param * static_cast<double>(params) / static_cast<double>(param_tensors);
+    add(GpuKernel::Class::Memory, 0, per_tensor, param_tensors * (1 + states));
+  }
+  GpuWork work;
+  for (const auto& [key, count] : merged) {
+    work.kernels.push_back(
+        {static_cast<GpuKernel::Class>(std::get<0>(key)), std::get<1>(key), std::get<2>(key), count});
+    work.kernel_count += count;
+  }
+  return work;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Times
+
+namespace {
+
+struct Peaks {
+  double matrix = 0, vector = 0, bandwidth = 0, sms = 1;
+  bool tensor = false, tf32 = false;
+};
+
+Peaks peaks_of(const hardware::GpuSpec& gpu, GpuPrecision precision) {
+  const std::vector<std::string> missing = missing_peaks(gpu, precision);
+  if (!missing.empty())
+    throw InputError("GPU " + quote(gpu.name) + " has no " + missing.front() + " in the catalogue (" + gpu.file +
+                     "): add it with --catalogue to forecast " + name(precision) + " on it");
+  Peaks peaks;
+  peaks.vector = *gpu.fp32_tflops * 1e12;
+  peaks.bandwidth = *gpu.bandwidth_gbs * 1e9;
+  peaks.sms = static_cast<double>(*gpu.sm_count);
+  peaks.matrix = peaks.vector;
+  switch (precision) {
+    case GpuPrecision::Fp32:
+      break;
+    case GpuPrecision::Tf32:  // GPUs before Ampere have no TF32: fp32 there, as PyTorch does
+      if (gpu.tf32_tensor_tflops) peaks.matrix = *gpu.tf32_tensor_tflops * 1e12, peaks.tensor = peaks.tf32 = true;
+      break;
+    case GpuPrecision::Fp16:
+      peaks.matrix = *gpu.fp16_tensor_tflops * 1e12, peaks.tensor = true;
+      break;
+    case GpuPrecision::Bf16:
+      peaks.matrix = *gpu.bf16_tensor_tflops * 1e12, peaks.tensor = true;
+      break;
+  }
+  return peaks;
+}
+
+double efficiency(const GpuCalibration::Curve& curve, double work_per_sm) {
+  return curve.ceiling * work_per_sm / (work_per_sm + curve.half_work);
+}
+
+}  // namespace
+
+std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecision precision) {
+  std::vector<std::string> missing;
+  auto need = [&](bool known, const char* column) {
+    if (!known) missing.push_back(column);
+  };
+  need(gpu.fp32_tflops.value_or(0) > 0, "fp32_tflops");
+  need(gpu.bandwidth_gbs.value_or(0) > 0, "bandwidth_gbs");
+  need(gpu.sm_count.value_or(0) > 0, "sm_count");
+  if (precision == GpuPrecision::Fp16) need(gpu.fp16_tensor_tflops.value_or(0) > 0, "fp16_tensor_tflops");
+  if (precision == GpuPrecision::Bf16) need(gpu.bf16_tensor_tflops.value_or(0) > 0, "bf16_tensor_tflops");
+  return missing;
+}
+
+GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
+                      const GpuCalibration& calibration) {
+  const Peaks peaks = peaks_of(gpu, precision);
+  const GpuCalibration::Curve& conv = peaks.tf32     ? calibration.conv_tf32
+                                      : peaks.tensor ? calibration.conv_tensor
+                                                     : calibration.conv_fp32;
+  const GpuCalibration::Curve& gemm = peaks.tensor ? calibration.gemm_tensor : calibration.gemm_fp32;
+  const double launch_s = calibration.kernel_launch_us * 1e-6;
+  double seconds = 0, roofline = 0;
+  for (const GpuKernel& kernel : work.kernels) {
+    const double memory_s = kernel.bytes / (peaks.bandwidth * calibration.memory_efficiency);
+    double compute_s = 0, peak_compute_s = 0;
+    if (kernel.kind == GpuKernel::Class::Memory) {
+      compute_s = peak_compute_s = kernel.flops / peaks.vector;
+    } else {
+      const GpuCalibration::Curve& curve = kernel.kind == GpuKernel::Class::Gemm ? gemm
+                                           : kernel.kind == GpuKernel::Class::Conv3x3 && !peaks.tensor
+                                               ? calibration.conv3x3_fp32
+                                               : conv;
+      const double eff = std::max(1e-6, efficiency(curve, kernel.flops / peaks.sms));
+      peak_compute_s = kernel.flops / peaks.matrix;
+      compute_s = peak_compute_s / eff;
+    }
+    const double count = static_cast<double>(kernel.count);
+    // A kernel's compute and memory traffic do not overlap (a fitted (c^p + m^p)^(1/p) gave p = 1.00).
+    seconds += count * std::max(compute_s + memory_s, launch_s);
+    roofline += count * std::max(peak_compute_s, kernel.bytes / peaks.bandwidth);
+  }
+  seconds +=
+      (framework == Framework::TensorFlow ? calibration.tensorflow_iteration_us : calibration.iteration_us) * 1e-6;
+  if (framework == Framework::TensorFlow) seconds *= calibration.tensorflow_factor;
+  if (framework == Framework::Torch7) seconds *= calibration.torch7_factor;
+  GpuTiming timing;
+  timing.time_ms = 1e3 * seconds;
+  timing.roofline_ms = 1e3 * roofline;
+  timing.kernels = work.kernel_count;
+  return timing;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The calibration file: key,value,detail rows
+
+namespace {
+
+const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>>>& calibration_keys() {
+  static const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>>> keys = {
+      {"conv3x3_fp32_ceiling", [](GpuCalibration& c) -> double& { return c.conv3x3_fp32.ceiling; }},
+      {"conv3x3_fp32_half_work_flops", [](GpuCalibration& c) -> double& { return c.conv3x3_fp32.half_work; }},
+      {"conv_fp32_ceiling", [](GpuCalibration& c) -> double& { return c.conv_fp32.ceiling; }},
+      {"conv_fp32_half_work_flops", [](GpuCalibration& c) -> double& { return c.conv_fp32.half_work; }},
+      {"conv_tf32_ceiling", [](GpuCalibration& c) -> double& { return c.conv_tf32.ceiling; }},
+      {"conv_tf32_half_work_flops", [](GpuCalibration& c) -> double& { return c.conv_tf32.half_work; }},
+      {"conv_tensor_ceiling", [](GpuCalibration& c) -> double& { return c.conv_tensor.ceiling; }},
+      {"conv_tensor_half_work_flops", [](GpuCalibration& c) -> double& { return c.conv_tensor.half_work; }},
+      {"gemm_fp32_ceiling", [](GpuCalibration& c) -> double& { return c.gemm_fp32.ceiling; }},
+      {"gemm_fp32_half_work_flops", [](GpuCalibration& c) -> double& { return c.gemm_fp32.half_work; }},
+      {"gemm_tensor_ceiling", [](GpuCalibration& c) -> double& { return c.gemm_tensor.ceiling; }},
+      {"gemm_tensor_half_work_flops", [](GpuCalibration& c) -> double& { return c.gemm_tensor.half_work; }},
+      {"memory_efficiency", [](GpuCalibration& c) -> double& { return c.memory_efficiency; }},
+      {"kernel_launch_us", [](GpuCalibration& c) -> double& { return c.kernel_launch_us; }},
+      {"iteration_us", [](GpuCalibration& c) -> double& { return c.iteration_us; }},
+      {"tensorflow_iteration_us", [](GpuCalibration& c) -> double& { return c.tensorflow_iteration_us; }},
+      {"tensorflow_factor", [](GpuCalibration& c) -> double& { return c.tensorflow_factor; }},
+      {"torch7_factor", [](GpuCalibration& c) -> double& { return c.torch7_factor; }},
+      {"interval_low", [](GpuCalibration& c) -> double& { return c.interval_low; }},
+      {"interval_high", [](GpuCalibration& c) -> double& { return c.interval_high; }},
+  };
+  return keys;
+}
+
+}  // namespace
+
+std::string default_gpu_calibration_path() {
+  const std::string dir = hardware::default_catalogue_dir();
+  return dir.empty() ? "" : (std::filesystem::path(dir) / "gpu_calibration.csv").string();
+}
+
+GpuCalibration load_gpu_calibration(const std::string& given) {
+  const std::string path = given.empty() ? default_gpu_calibration_path() : given;
+  if (path.empty())
+    throw InputError("no GPU calibration: data/hardware/gpu_calibration.csv not found (set DNNCAST_HARDWARE)");
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read GPU calibration " + quote(path));
+  GpuCalibration calibration;
+  calibration.source = path;
+  std::vector<std::string> fields;
+  int64_t line = 0;
+  std::map<std::string, bool> seen;
+  while (core::read_csv_record(in, fields, line)) {
+    if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
+    const std::string where = path + " line " + std::to_string(line);
+    if (fields.size() < 2) throw InputError(where + ": expected key,value,detail");
+    double value = 0;
+    try {
+      size_t used = 0;
+      value = std::stod(fields[1], &used);
+      if (used != fields[1].size() || !std::isfinite(value) || value < 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
+    }
+    if (fields[0].rfind("gpu:", 0) == 0) {
+      calibration.gpus.push_back(
+          {fields[0].substr(4), {static_cast<int64_t>(value), fields.size() > 2 ? fields[2] : ""}});
+      continue;
+    }
+    bool known = false;
+    for (const auto& [key, field] : calibration_keys())
+      if (key == fields[0]) field(calibration) = value, known = true;
+    if (!known) throw InputError(where + ": unknown key " + quote(fields[0]));
+    seen[fields[0]] = true;
+  }
+  for (const auto& [key, field] : calibration_keys())
+    if (!seen.count(key)) throw InputError(path + ": key " + quote(key) + " is missing");
+  return calibration;
+}
+
+void write_gpu_calibration(const GpuCalibration& calibration, const std::string& path, const std::string& header) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write " + quote(path));
+  out << "# " << header << "\n";
+  core::write_csv_record(out, {"key", "value", "detail"});
+  GpuCalibration copy = calibration;
+  for (const auto& [key, field] : calibration_keys()) {
+    std::ostringstream value;
+    value.precision(6);
+    value << field(copy);
+    core::write_csv_record(out, {key, value.str(), ""});
+  }
+  for (const auto& [gpu, coverage] : calibration.gpus)
+    core::write_csv_record(out, {"gpu:" + gpu, std::to_string(coverage.rows), coverage.tables});
+  if (!out) throw InputError("cannot write " + quote(path));
+}
+
+}  // namespace dnncast::apps
+
+namespace dnncast::apps {
+
+std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu) {
+  if (!gpu.memory_gib) return std::nullopt;
+  return static_cast<int64_t>(*gpu.memory_gib * double(int64_t{1} << 30));
+}
+
+}  // namespace dnncast::apps
+
+// ---------------------------------------------------------------------------------------------
+// The forecast
+
+namespace dnncast::apps {
+
+namespace {
+
+void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSpec& gpu, const Graph& graph,
+                        GpuForecast& result) {
+  memory::MemoryConfig config;
+  config.optimizer = request.optimizer;
+  config.precision = Precision::Fp32;
+  config.device = Device::Cuda;
+  config.cuda_context_bytes = kCudaContextBytes;
+  if (request.precision == GpuPrecision::Fp16 || request.precision == GpuPrecision::Bf16)
+    result.notes.push_back(
+        "memory is simulated with fp32 tensors (the simulator models fp32 only): autocast keeps "
+        "16-bit copies of activations, so the real peak is lower");
+  try {
+    result.required_bytes = memory::simulate_memory(graph, config).required_bytes;
+  } catch (const InputError& error) {
+    result.notes.push_back(std::string("memory not forecast: ") + error.what());
+    return;
+  }
+  if (!gpu.memory_gib) {
+    result.notes.push_back("the catalogue has no memory size for " + gpu.name + ": fits not decided");
+    return;
+  }
+  result.device_memory_bytes = gpu_memory_bytes(gpu);
+  result.fits = *result.required_bytes <= *result.device_memory_bytes;
+  if (!request.max_batch) return;
+  ModelSpec spec = request.spec;
+  auto build = [&](int64_t batch) {
+    spec.batch = batch;
+    return build_model(request.builder, request.model, spec);
+  };
+  result.max_batch = memory::max_batch(build, config, *result.device_memory_bytes, int64_t{1} << 16).batch;
+}
+
+void set_basis(const GpuCalibration& calibration, const hardware::GpuSpec& gpu, GpuForecast& result) {
+  for (const auto& [name, coverage] : calibration.gpus) {
+    if (name != gpu.name) continue;
+    result.basis = "calibrated";
+    result.basis_detail = "the calibration was fitted to " + std::to_string(coverage.rows) +
+                          " public measurements of this GPU (" + coverage.tables + ")";
+    return;
+  }
+  result.basis = "specs";
+  result.basis_detail =
+      "no measurement of this GPU was in the calibration: its catalogue peaks and the calibrated "
+      "efficiencies; the interval is the leave-one-GPU-out spread";
+}
+
+}  // namespace
+
+GpuForecast forecast_gpu(const GpuForecastRequest& request) {
+  return forecast_gpu(request, hardware::Catalogue::load(request.catalogue_files));
+}
+
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue) {
+  if (request.spec.batch < 1)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
+  if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
+  catalogue.gpu(request.device);  // an unknown GPU before a calibration file's errors
+  return forecast_gpu(request, catalogue, load_gpu_calibration(request.calibration_file));
+}
+
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue,
+                         const GpuCalibration& calibration) {
+  if (request.spec.batch < 1)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
+  if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
+  const hardware::GpuSpec& gpu = catalogue.gpu(request.device);
+  const Graph graph = build_model(request.builder, request.model, request.spec);
+  GpuForecast result;
+  result.notes = graph.notes;
+  result.model = request.model;
+  result.graph = graph.name;
+  result.device = gpu.name;
+  result.device_name = gpu.full_name;
+  result.batch = request.spec.batch;
+  const TensorShape& input = graph.nodes().front().shape;
+  for (int dim = 1; dim < input.rank(); ++dim) result.input += (dim > 1 ? "x" : "") + std::to_string(input[dim]);
+  result.optimizer = request.optimizer;
+  result.precision = request.precision;
+  result.framework = request.framework;
+  if (request.precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops)
+    result.notes.push_back(gpu.name + " has no TF32 tensor cores: forecast at fp32");
+  const GpuTiming timing = time_on_gpu(gpu_work(graph, request.precision, request.optimizer), gpu, request.precision,
+                                       request.framework, calibration);
+  result.time_ms = timing.time_ms;
+  result.time_ms_low = timing.time_ms * calibration.interval_low;
+  result.time_ms_high = timing.time_ms * calibration.interval_high;
+  result.roofline_ms = timing.roofline_ms;
+  if (request.epoch_samples > 0) {
+    result.epoch_samples = request.epoch_samples;
+    result.epoch_iterations = (request.epoch_samples + result.batch - 1) / result.batch;
+    result.epoch_s = static_cast<double>(result.epoch_iterations) * result.time_ms / 1e3;
+  }
+  set_basis(calibration, gpu, result);
+  if (request.framework == Framework::TensorFlow)
+    result.notes.push_back(
+        "TensorFlow cannot be profiled here: its forecast rests on the public TensorFlow tables "
+        "(one calibrated factor over the PyTorch model)");
+  if (gpu.vendor != "nvidia")
+    result.notes.push_back(gpu.name +
+                           " is not an NVIDIA GPU: the calibration's public data is mostly NVIDIA (CUDA, "
+                           "cuDNN); treat this forecast as specs-only");
+  forecast_memory_on(request, gpu, graph, result);
+  return result;
+}
+
+}  // namespace dnncast::apps

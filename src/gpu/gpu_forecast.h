@@ -1,0 +1,154 @@
+// Training time and memory on a catalogued GPU that was never profiled (issue 19, docs/GPU.md).
+//
+// Time: per op of the graph, forward and backward, its compute time (FLOPs over the device's peak,
+// hardware/catalogue.h, divided by an efficiency that grows with the op's work per SM -- the wave /
+// occupancy regime of small problems -- up to a ceiling per op class) plus its memory time (bytes
+// over the bandwidth): a fitted soft maximum (c^p + m^p)^(1/p) came out at p = 1.00, no overlap. Plus
+// a per-kernel launch cost (a kernel takes at least that), the optimizer step as a memory-bound pass
+// over the parameters, and a per-iteration host overhead. The curves and overheads are calibrated on
+// public end-to-end measurements (../shared/data/public/gpu_benchmarks) and shipped in
+// data/hardware/gpu_calibration.csv, written by `dnncast calibrate-gpus`. Memory: the simulator's
+// CUDA caching-allocator model plus the CUDA context.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "import/model_source.h"
+#include "core/training_setup.h"
+#include "graph/graph.h"
+#include "hardware/catalogue.h"
+#include "models/zoo.h"
+
+namespace dnncast::apps {
+
+// What the matrix ops (conv, linear, attention) run in; fp16 / bf16 are autocast mixed precision
+// ("amp" is fp16). tf32: fp32 storage, TF32 tensor cores for convolutions and GEMMs (Ampere and later).
+enum class GpuPrecision { Fp32, Tf32, Fp16, Bf16 };
+// Torch7 only appears in the calibration (jcjohnson's tables); users choose pytorch or tensorflow.
+enum class Framework { PyTorch, TensorFlow, Torch7 };
+
+// "fp32", "tf32", "amp" / "fp16", "bf16" (any case); throws InputError naming `what` and the choices.
+GpuPrecision parse_gpu_precision(const std::string& text, const std::string& what = "precision");
+const std::string& name(GpuPrecision precision);  // "fp32", "tf32", "fp16", "bf16"
+Framework parse_framework(const std::string& text, const std::string& what = "framework");
+const std::string& name(Framework framework);  // "pytorch", "tensorflow"
+
+// The calibrated constants (gpu_calibration.csv). Tensor: the tf32/fp16/bf16 tensor-core peaks.
+struct GpuCalibration {
+  // Efficiency of an op class: ceiling * w / (w + half_work), w = FLOPs per SM of one kernel.
+  struct Curve {
+    double ceiling = 1, half_work = 0;
+  };
+  // conv3x3: 3x3 stride-1 dense convolutions at fp32, which cuDNN runs as Winograd (fewer FLOPs than
+  // the direct count: their ceiling may exceed 1); conv: the other convolutions.
+  // tf32: convolutions on TF32 tensor cores; tensor: on fp16 / bf16 ones.
+  Curve conv3x3_fp32, conv_fp32, conv_tf32, conv_tensor, gemm_fp32, gemm_tensor;
+  double memory_efficiency = 1;                     // fraction of peak bandwidth that memory-bound kernels reach
+  double kernel_launch_us = 0;                      // host time per kernel: a kernel takes at least this long
+  double iteration_us = 0;                          // per iteration: host work, loss, synchronisation (PyTorch, Torch7)
+  double tensorflow_iteration_us = 0;               // the same in TensorFlow (tf_cnn_benchmarks' step)
+  double tensorflow_factor = 1, torch7_factor = 1;  // time over PyTorch's at equal work
+  // Ratios of measured to forecast time at the 5th and 95th percentile of the leave-one-GPU-out
+  // residuals: the 90% interval of a forecast.
+  double interval_low = 1, interval_high = 1;
+  // GPUs whose public measurements the calibration was fitted to: catalogue name -> rows, tables.
+  struct Coverage {
+    int64_t rows = 0;
+    std::string tables;
+  };
+  std::vector<std::pair<std::string, Coverage>> gpus;
+  std::string source;  // the file read, or "uncalibrated"
+};
+
+// The shipped file (data/hardware/gpu_calibration.csv), or `path`; throws InputError for a missing or
+// malformed file. write_gpu_calibration writes what load reads, with `header` as line 1.
+GpuCalibration load_gpu_calibration(const std::string& path = "");
+void write_gpu_calibration(const GpuCalibration& calibration, const std::string& path, const std::string& header);
+std::string default_gpu_calibration_path();
+
+// One iteration's kernels, independent of the GPU (the calibration computes them once per graph):
+// forward and backward of every op (a conv or GEMM backward is two kernels: data and weight
+// gradients), and the optimizer step as one memory-bound pass per parameter tensor.
+struct GpuKernel {
+  enum class Class { Conv3x3, Conv, Gemm, Memory };
+  Class kind = Class::Memory;
+  double flops = 0, bytes = 0;
+  int64_t count = 1;  // identical kernels merged
+};
+struct GpuWork {
+  std::vector<GpuKernel> kernels;
+  int64_t kernel_count = 0;
+};
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step = true);
+
+struct GpuTiming {
+  double time_ms = 0;      // calibrated forecast per iteration
+  double roofline_ms = 0;  // plain roofline: peaks only, no efficiency, no overheads
+  int64_t kernels = 0;
+};
+
+// The catalogue columns (gpus.csv) that a forecast at `precision` needs and `gpu` leaves empty, in the
+// order time_on_gpu checks them ("fp32_tflops", "bandwidth_gbs", "sm_count", then fp16 / bf16's tensor
+// peak); none: it can be forecast. tf32 needs no tf32 peak (without TF32 tensor cores it runs at fp32).
+std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecision precision);
+
+// Throws InputError when the catalogue lacks a peak the precision needs (naming the GPU and column).
+GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
+                      const GpuCalibration& calibration);
+
+// The CUDA context (driver, runtime, cuBLAS and cuDNN handles) that the caching allocator does not
+// see, counted in the memory a GPU forecast needs. An assumption, not a measurement (docs/GPU.md, "Memory");
+// `dnncast memory --cuda-context BYTES` takes a measured one.
+inline constexpr int64_t kCudaContextBytes = int64_t{512} << 20;
+// A catalogued GPU's memory in bytes; none when the catalogue has no size for it.
+std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu);
+
+struct GpuForecastRequest {
+  std::string model;  // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)
+  ModelSpec spec;     // batch and input
+  Optimizer optimizer = Optimizer::Sgd;
+  GpuPrecision precision = GpuPrecision::Fp32;
+  Framework framework = Framework::PyTorch;
+  std::string device;                        // a catalogue GPU, by name or alias
+  int64_t epoch_samples = 0;                 // > 0: also time per epoch
+  bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
+  std::vector<std::string> catalogue_files;  // --catalogue
+  std::string calibration_file;              // "": the shipped calibration
+  ModelBuilder builder;                      // empty: load_model(model, spec) (model_source.h)
+};
+
+struct GpuForecast {
+  std::string model, graph;         // as requested; the built graph's name
+  std::string device, device_name;  // catalogue name, full name
+  int64_t batch = 0;
+  std::string input;  // without the batch: "3x224x224"
+  Optimizer optimizer = Optimizer::Sgd;
+  GpuPrecision precision = GpuPrecision::Fp32;
+  Framework framework = Framework::PyTorch;
+  double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
+  double roofline_ms = 0;                                 // the plain roofline, for comparison
+  std::optional<double> epoch_s;
+  int64_t epoch_samples = 0, epoch_iterations = 0;
+  // What the forecast rests on: "measured" (our own runs on this GPU), "calibrated" (public
+  // measurements of this GPU were in the calibration), "specs" (only its catalogue row).
+  std::string basis;
+  std::string basis_detail;  // one line: which tables, how many rows
+  // Memory (simulated, CUDA caching allocator, fp32 tensors): what must fit, the GPU's memory.
+  std::optional<int64_t> required_bytes, device_memory_bytes;
+  std::optional<bool> fits;
+  std::optional<int64_t> max_batch;  // with request.max_batch (0: batch 1 does not fit)
+  std::vector<std::string> notes;
+};
+
+// Throws InputError: an unknown GPU (naming the close ones), a bad model or input, a peak missing.
+// The first reads the catalogue (request.catalogue_files) and the calibration (request.calibration_file),
+// the second the calibration; a caller forecasting many GPUs loads both once and passes them.
+GpuForecast forecast_gpu(const GpuForecastRequest& request);
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue);
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue,
+                         const GpuCalibration& calibration);
+
+}  // namespace dnncast::apps

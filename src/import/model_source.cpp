@@ -1,0 +1,185 @@
+#include "import/model_source.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "import/graph_json.h"
+#include "import/onnx.h"
+#include "models/synthetic.h"
+
+namespace dnncast {
+
+namespace {
+
+// Beyond these, element and FLOP counts of the larger models would overflow 64-bit integers.
+constexpr int64_t kMaxInputElements = int64_t{1} << 34;
+constexpr int64_t kMaxTokens = int64_t{1} << 24;
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool is_regular_file(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+// Product of `dims` and `batch`, or -1 when it exceeds `limit`.
+int64_t bounded_product(int64_t batch, const std::vector<int64_t>& dims, int64_t limit) {
+  int64_t product = batch;
+  if (product > limit) return -1;
+  for (int64_t dim : dims) {
+    if (dim > 0 && product > limit / dim) return -1;
+    product *= dim;
+  }
+  return product;
+}
+
+void check_spec(const ModelSpec& spec) {
+  if (spec.batch < 0) throw InputError("batch must be positive, got " + std::to_string(spec.batch));
+  if (spec.seq_len < 0) throw InputError("sequence length must be positive, got " + std::to_string(spec.seq_len));
+  if (spec.num_classes <= 0) throw InputError("number of classes must be positive, got " + std::to_string(spec.num_classes));
+  if (!spec.input.empty() && spec.seq_len > 0)
+    throw InputError("give an image input (CxHxW) or a sequence length, not both");
+  if (!spec.input.empty()) {
+    if (spec.input.size() != 3)
+      throw InputError("image input must be CxHxW (3 dimensions), got " + TensorShape(spec.input).to_string());
+    for (int64_t dim : spec.input)
+      if (dim <= 0) throw InputError("image input " + TensorShape(spec.input).to_string() + " has a non-positive dimension");
+  }
+}
+
+void check_size(int64_t batch, const std::vector<int64_t>& input, bool tokens) {
+  int64_t limit = tokens ? kMaxTokens : kMaxInputElements;
+  if (bounded_product(batch, input, limit) < 0)
+    throw InputError("batch " + std::to_string(batch) + " x input " + TensorShape(input).to_string() + " exceeds " +
+                     std::to_string(limit) + (tokens ? " tokens" : " elements") + ", more than dnncast can count");
+}
+
+uint64_t parse_seed(const std::string& source, const std::string& text) {
+  bool digits = !text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE)
+    throw InputError("bad synthetic seed in " + quote(source) + ": expected synthetic:N with N an integer from 0 to " +
+                     std::to_string(UINT64_MAX));
+  return static_cast<uint64_t>(value);
+}
+
+Graph load_zoo(const std::string& name, ModelSpec spec) {
+  const ZooEntry& entry = zoo_entry(name);
+  bool image = entry.default_input.size() == 3;
+  if (image && spec.seq_len > 0)
+    throw InputError(name + " takes an image input (CxHxW), not a sequence length");
+  if (!image && !spec.input.empty())
+    throw InputError(name + " takes a sequence length, not an image input CxHxW");
+  if (spec.batch == 0) spec.batch = 1;
+  if (image) {
+    check_size(spec.batch, spec.input.empty() ? entry.default_input : spec.input, false);
+  } else {
+    check_size(spec.batch, {spec.seq_len > 0 ? spec.seq_len : entry.default_input.at(0)}, true);
+  }
+  return build_zoo_model(name, spec);
+}
+
+// A graph read from `path` (a file, or the name of in-memory text), resized to `spec`.
+Graph resize_graph(Graph graph, const std::string& path, const ModelSpec& spec) {
+  if (spec.batch == 0 && spec.input.empty() && spec.seq_len == 0) return graph;
+  std::vector<int> inputs = graph.inputs();
+  std::string applied;
+  for (int index : inputs) {
+    Node& node = graph.mutable_nodes()[static_cast<size_t>(index)];
+    std::vector<int64_t> shape = node.shape.dims;
+    if (spec.batch > 0) shape[0] = spec.batch;
+    if (!spec.input.empty()) {
+      if (shape.size() != 4)
+        throw InputError(path + ": input " + quote(node.name) + " has shape " + node.shape.to_string() +
+                         ", not N x C x H x W, so an image input CxHxW does not apply");
+      shape = {shape[0], spec.input[0], spec.input[1], spec.input[2]};
+    }
+    if (spec.seq_len > 0) {
+      if (shape.size() != 2)
+        throw InputError(path + ": input " + quote(node.name) + " has shape " + node.shape.to_string() +
+                         ", not N x L, so a sequence length does not apply");
+      shape[1] = spec.seq_len;
+    }
+    check_size(shape[0], std::vector<int64_t>(shape.begin() + 1, shape.end()), spec.seq_len > 0);
+    node.attrs["shape"] = shape;
+    applied = TensorShape(shape).to_string();
+  }
+  try {
+    graph.infer_shapes();
+  } catch (const InputError& error) {
+    throw error.with_context(path + " at input " + applied);
+  }
+  return graph;
+}
+
+OnnxOptions onnx_options(const ModelSpec& spec) {
+  if (spec.batch > 0 || !spec.input.empty() || spec.seq_len > 0) {
+    std::vector<int64_t> size = spec.input.empty() ? std::vector<int64_t>{spec.seq_len} : spec.input;
+    if (spec.input.empty() && spec.seq_len == 0) size.clear();
+    check_size(spec.batch > 0 ? spec.batch : 1, size, spec.seq_len > 0);
+  }
+  OnnxOptions options;
+  options.batch = spec.batch;
+  options.input = spec.input;
+  options.seq_len = spec.seq_len;
+  options.allow_unknown = spec.allow_unknown_ops;
+  return options;
+}
+
+}  // namespace
+
+ModelSourceKind model_source_kind(const std::string& source) {
+  if (starts_with(source, "synthetic:")) return ModelSourceKind::Synthetic;
+  if (starts_with(source, "zoo:")) return ModelSourceKind::Zoo;
+  if (starts_with(source, "onnx:") || ends_with(source, ".onnx")) return ModelSourceKind::Onnx;
+  if (starts_with(source, "file:") || ends_with(source, ".json") || source.find('/') != std::string::npos ||
+      is_regular_file(source))
+    return ModelSourceKind::File;
+  return ModelSourceKind::Zoo;
+}
+
+Graph load_model(const std::string& source, const ModelSpec& spec) {
+  check_spec(spec);
+  switch (model_source_kind(source)) {
+    case ModelSourceKind::Synthetic: {
+      uint64_t seed = parse_seed(source, source.substr(std::string("synthetic:").size()));
+      if (spec.seq_len > 0) throw InputError(source + ": synthetic networks take an image input (CxHxW), not a sequence length");
+      ModelSpec image = spec;
+      if (image.batch == 0) image.batch = 1;
+      check_size(image.batch, image.input.empty() ? std::vector<int64_t>{3, 224, 224} : image.input, false);
+      return make_synthetic(seed, image);
+    }
+    case ModelSourceKind::File: {
+      std::string path = starts_with(source, "file:") ? source.substr(5) : source;
+      if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
+      return resize_graph(load_graph_file(path), path, spec);
+    }
+    case ModelSourceKind::Onnx: {
+      std::string path = starts_with(source, "onnx:") ? source.substr(5) : source;
+      if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
+      return load_onnx_file(path, onnx_options(spec));
+    }
+    case ModelSourceKind::Zoo:
+      return load_zoo(starts_with(source, "zoo:") ? source.substr(4) : source, spec);
+  }
+  DNNCAST_ASSERT(false);
+  return Graph();
+}
+
+Graph load_graph_json_text(const std::string& text, const std::string& source, const ModelSpec& spec) {
+  check_spec(spec);
+  return resize_graph(read_graph_json(text, source), source, spec);
+}
+
+Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const ModelSpec& spec) {
+  check_spec(spec);
+  return read_onnx(bytes, source, onnx_options(spec));
+}
+
+}  // namespace dnncast

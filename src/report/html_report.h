@@ -1,0 +1,24 @@
+// The HTML report of `dnncast compare --html FILE` (docs/COMPARE.md): one self-contained file, inline
+// CSS and inline SVG, no script and nothing fetched. It holds the request, a cost-versus-time scatter
+// (log axes when the values span more than kLogAxisSpan) with each instance's 90% interval as a
+// whisker and the Pareto front as a line through marked points, the basis legend, the notes, and the
+// table: one <tr class="instance"> per row of the comparison.
+#pragma once
+
+#include <string>
+
+#include "decide/compare.h"
+
+namespace dnncast::apps {
+
+inline constexpr double kLogAxisSpan = 20;  // max / min of an axis above which it is logarithmic
+
+// `text` with &, <, >, " and ' as entities: safe in element text and in quoted attributes.
+std::string html_escape(const std::string& text);
+
+std::string render_html(const Comparison& comparison);
+
+// Writes render_html() to `path`; throws InputError naming --html and the path when it cannot.
+void write_html(const Comparison& comparison, const std::string& path);
+
+}  // namespace dnncast::apps

@@ -1,0 +1,222 @@
+// Host calibrations (forecast/host_calibration.h): the fits on hand-made measurements with known answers, the file and
+// its errors, finding this host's, and `predict` through one (the CLI against the API with the source set alone).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "forecast/forecast.h"
+#include "forecast/host_calibration.h"
+#include "forecast/host_match.h"
+#include "cli_run.h"
+#include "core/error.h"
+#include "models/layer_cases.h"
+#include "models/zoo.h"
+
+namespace dnncast::apps {
+namespace {
+
+using nlohmann::json;
+
+const std::string kCpuSet = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu";
+
+TEST(HostCalibration, KindScalesAreTimeWeightedGeometricMeans) {
+  std::vector<LayerRatio> ratios{{"conv", 9, 3}, {"conv", 1, 1}, {"conv", 2, 1}, {"bn", 4, 1}, {"bn", 4, 1}};
+  HostCalibration calibration;
+  fit_kind_scales(ratios, calibration);
+  // conv: weights 9, 1, 2 on log ratios log 3, 0, log 2.
+  EXPECT_NEAR(calibration.kind_scale.at("conv"), std::exp((9 * std::log(3.0) + 2 * std::log(2.0)) / 12), 1e-12);
+  EXPECT_EQ(calibration.kind_layers.at("conv"), 3);
+  EXPECT_FALSE(calibration.kind_scale.count("bn"));  // 2 layers: below kMinKindLayers, left to "*"
+  EXPECT_NEAR(calibration.kind_scale.at(kAnyKind),
+              std::exp((9 * std::log(3.0) + 2 * std::log(2.0) + 8 * std::log(4.0)) / 20), 1e-12);
+  EXPECT_DOUBLE_EQ(calibration.scale_of("bn"), calibration.kind_scale.at(kAnyKind));
+  // Nothing usable: one line, not a scale of NaN.
+  HostCalibration empty;
+  EXPECT_THROW(fit_kind_scales({{"conv", 0, 1}, {"conv", 1, -1}}, empty), InputError);
+}
+
+TEST(HostCalibration, WholeShiftIsARatioUntilASlopeEarnsItsPlace) {
+  HostCalibration calibration;
+  fit_whole_shift({}, calibration);
+  EXPECT_EQ(calibration.shift, "none");
+  EXPECT_DOUBLE_EQ(calibration.shifted(42), 42);
+  fit_whole_shift({{30, 10}}, calibration);  // one run: the forecast there is the measurement
+  EXPECT_EQ(calibration.shift, "ratio");
+  EXPECT_NEAR(calibration.shifted(10), 30, 1e-9);
+  EXPECT_NEAR(calibration.shifted(100), 300, 1e-9);
+  // Measured = 2 x adjusted^1.5 exactly on six runs: the power law wins the leave-one-out.
+  std::vector<WholeRatio> runs;
+  for (double adjusted : {1.0, 3.0, 10.0, 30.0, 100.0, 300.0}) runs.push_back({2 * std::pow(adjusted, 1.5), adjusted});
+  fit_whole_shift(runs, calibration);
+  EXPECT_EQ(calibration.shift, "lms");
+  EXPECT_NEAR(calibration.log_slope, 1.5, 1e-9);
+  EXPECT_NEAR(calibration.shifted(1000), 2 * std::pow(1000.0, 1.5), 1e-6 * std::pow(1000.0, 1.5));
+  // A constant ratio with noise: the ratio stays.
+  runs = {{21, 10}, {19, 10}, {62, 30}, {58, 30}, {205, 100}, {195, 100}};
+  fit_whole_shift(runs, calibration);
+  EXPECT_EQ(calibration.shift, "ratio");
+  EXPECT_NEAR(calibration.shifted(50), 100, 2);
+}
+
+TEST(HostCalibration, LayerFactorWeighsEachKindByItsShareOfTheSourceTime) {
+  features::LayerSites sites;
+  features::LayerSite conv, relu;
+  conv.op = "Conv2d", conv.groups = 1, conv.in_channels = 8, conv.out_channels = 16;
+  relu.op = "ReLU";
+  sites.nodes = {conv, relu};
+  HostCalibration calibration;
+  calibration.kind_scale = {{kAnyKind, 1.0}, {"conv", 3.0}, {"act", 0.5}};
+  // rows: conv 6 ms, relu 2 ms, optimizer 2 ms (kAnyKind).
+  EXPECT_NEAR(calibration.layer_factor(sites, {6, 2, 2}), (18 + 1 + 2) / 10.0, 1e-12);
+}
+
+// A layer timed here (by its case key) replaces its kind's scale: the model calibrated at its batch and input.
+TEST(HostCalibration, TimedLayersReplaceTheirKindsScale) {
+  ModelSpec spec;
+  spec.batch = 2;
+  spec.input = {3, 32, 32};
+  const Graph graph = build_zoo_model("squeezenet1_1", spec);
+  const features::LayerSites sites = features::layer_sites(graph);
+  std::vector<double> rows(sites.nodes.size() + 1, 1.0);  // every row 1 ms at the source
+  HostCalibration calibration;
+  calibration.kind_scale = {{kAnyKind, 0.5}};
+  double covered = -1;
+  EXPECT_DOUBLE_EQ(calibration.layer_factor(graph, sites, rows, &covered), 0.5);
+  EXPECT_EQ(covered, 0);
+  // The first convolution timed here at 7 ms: its row is 7, the others keep 0.5 each.
+  int first_conv = -1;
+  for (int node = 0; node < graph.size() && first_conv < 0; ++node)
+    if (graph.node(node).op == "Conv2d") first_conv = node;
+  ASSERT_GE(first_conv, 0);
+  calibration.layer_ms[models::case_of_node(graph, first_conv, "test").key] = 7;
+  const double total = static_cast<double>(rows.size());
+  EXPECT_NEAR(calibration.layer_factor(graph, sites, rows, &covered), (7 + 0.5 * (total - 1)) / total, 1e-12);
+  EXPECT_NEAR(covered, 1 / total, 1e-12);
+  // Another batch is another shape: not timed, the kind's scale again.
+  spec.batch = 4;
+  const Graph other = build_zoo_model("squeezenet1_1", spec);
+  const features::LayerSites other_sites = features::layer_sites(other);
+  EXPECT_DOUBLE_EQ(calibration.layer_factor(other, other_sites, std::vector<double>(other_sites.nodes.size() + 1, 1.0)), 0.5);
+}
+
+TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
+  cli_test::ScratchDir dir("host_calibration");
+  ASSERT_TRUE(dir.ok());
+  HostCalibration calibration;
+  calibration.environment = host_environment();
+  calibration.source_dir = kCpuSet;
+  calibration.kind_scale = {{kAnyKind, 0.5}, {"conv", 0.25}};
+  calibration.kind_layers = {{kAnyKind, 10}, {"conv", 4}};
+  calibration.layer_ms = {{"abc:1x3x8x8", 2.5}};
+  calibration.shift = "ratio";
+  calibration.log_intercept = std::log(1.8);
+  calibration.log_spread = 0.2;
+  calibration.save(dir.path() + "/a");
+  HostCalibration loaded = HostCalibration::load(dir.path() + "/a");
+  EXPECT_EQ(loaded.to_json(), calibration.to_json());
+
+  auto refused = [&](json document, const std::string& expected) {
+    std::ofstream(dir.path() + "/a/host.json") << document.dump();
+    try {
+      HostCalibration::load(dir.path() + "/a");
+      ADD_FAILURE() << "accepted " << document.dump();
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  };
+  json good = calibration.to_json();
+  json bad = good;
+  bad["format"] = "something/9";
+  refused(bad, "not a host calibration");
+  bad = good;
+  bad["kind_scale"]["conv"] = -1;
+  refused(bad, "kind_scale 'conv' is not a positive number");
+  bad = good;
+  bad["kind_scale"].erase("*");
+  refused(bad, "no \"*\" entry");
+  bad = good;
+  bad["layer_ms"]["abc:1x3x8x8"] = 0;
+  refused(bad, "layer_ms 'abc:1x3x8x8' is not a positive number");
+  bad = good;
+  bad["shift"]["map"] = "magic";
+  refused(bad, "unknown shift 'magic'");
+  bad = good;
+  bad.erase("environment");
+  refused(bad, "host.json");
+  EXPECT_THROW(HostCalibration::load(dir.path() + "/missing"), InputError);
+}
+
+TEST(HostCalibration, FoundForThisHostOnly) {
+  cli_test::ScratchDir dir("host_calibration_find");
+  ASSERT_TRUE(dir.ok());
+  HostCalibration calibration;
+  calibration.environment = host_environment();
+  calibration.environment.cpu_family += 1;  // another CPU
+  calibration.source_dir = kCpuSet;
+  calibration.kind_scale = {{kAnyKind, 1.0}};
+  calibration.save(dir.path() + "/other");
+  EXPECT_FALSE(find_host_calibration(dir.path(), host_environment()));
+  calibration.environment = host_environment();
+  calibration.save(dir.path() + "/mine");
+  std::ofstream(dir.path() + "/broken.json") << "{";  // not a folder: ignored
+  EXPECT_EQ(find_host_calibration(dir.path(), host_environment()).value_or(""), dir.path() + "/mine");
+  EXPECT_FALSE(find_host_calibration(dir.path() + "/none", host_environment()));
+}
+
+// predict through a calibration folder: the source set's forecast times the calibration's factor, with this host
+// matched exactly; and found without flags through DNNCAST_CALIBRATIONS.
+TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
+  cli_test::ScratchDir dir("host_calibration_predict");
+  ASSERT_TRUE(dir.ok());
+  HostCalibration calibration;
+  calibration.environment = host_environment();
+  calibration.source_dir = kCpuSet;
+  calibration.kind_scale = {{kAnyKind, 0.5}};  // every layer half as long here...
+  calibration.shift = "ratio";
+  calibration.log_intercept = std::log(3.0);  // ...and real iterations three times the layers' share
+  calibration.log_spread = 0.1;
+  calibration.save(dir.path() + "/host");
+
+  ForecastRequest request;
+  request.model = "resnet18";
+  request.spec.batch = 8;
+  request.spec.input = {3, 64, 64};
+  request.predictor_dir = kCpuSet;
+  const Forecast source = forecast(request);
+  request.predictor_dir = dir.path() + "/host";
+  const Forecast calibrated = forecast(request);
+  EXPECT_NEAR(calibrated.time_ms, source.time_ms * 1.5, 1e-9 * source.time_ms);
+  EXPECT_LE(calibrated.time_ms_low, calibrated.time_ms / std::exp(0.1) + 1e-9);
+  EXPECT_GE(calibrated.time_ms_high, calibrated.time_ms * std::exp(0.1) - 1e-9);
+  ASSERT_TRUE(calibrated.host_match);
+  EXPECT_TRUE(calibrated.host_match->exact);
+  EXPECT_EQ(calibrated.calibration, dir.path() + "/host");
+  EXPECT_NE(calibrated.time_model.find("calibrated on this host"), std::string::npos);
+  EXPECT_EQ(calibrated.peak_bytes, source.peak_bytes);  // memory is the simulator's either way
+
+  // The CLI without flags finds it through DNNCAST_CALIBRATIONS (the tests' own is empty).
+  const std::string saved = std::getenv("DNNCAST_CALIBRATIONS") ? std::getenv("DNNCAST_CALIBRATIONS") : "";
+  setenv("DNNCAST_CALIBRATIONS", dir.path().c_str(), 1);
+  cli_test::Result result = cli_test::run("predict", {"resnet18", "--batch", "8", "--input", "3x64x64", "--json"}, dir.path());
+  setenv("DNNCAST_CALIBRATIONS", saved.c_str(), 1);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  json printed = json::parse(result.out);
+  EXPECT_EQ(printed["calibration"], dir.path() + "/host");
+  EXPECT_NEAR(printed["time_ms"].get<double>(), calibrated.time_ms, 1e-9 * calibrated.time_ms);
+  EXPECT_EQ(printed["host_match"]["match"], "exact");
+  // A what-if ISA is not this host: the calibration is not used.
+  setenv("DNNCAST_CALIBRATIONS", dir.path().c_str(), 1);
+  result = cli_test::run("predict", {"resnet18", "--batch", "8", "--input", "3x64x64", "--json", "--host-isa", "avx2"},
+                         dir.path());
+  setenv("DNNCAST_CALIBRATIONS", saved.c_str(), 1);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(json::parse(result.out).contains("calibration"));
+}
+
+}  // namespace
+}  // namespace dnncast::apps

@@ -1,0 +1,154 @@
+// load_model: zoo names, synthetic:SEED and graph JSON files, with the configuration applied.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "import/model_source.h"
+#include "core/error.h"
+#include "graph/op_registry.h"
+#include "import/graph_json.h"
+#include "models/synthetic.h"
+
+namespace dnncast {
+namespace {
+
+int64_t total_params(const Graph& graph) {
+  int64_t params = 0;
+  for (int index = 0; index < graph.size(); ++index) params += node_cost(graph, index).params;
+  return params;
+}
+
+ModelSpec spec_of(int64_t batch, std::vector<int64_t> input = {}, int64_t seq_len = 0) {
+  ModelSpec spec;
+  spec.batch = batch;
+  spec.input = std::move(input);
+  spec.seq_len = seq_len;
+  return spec;
+}
+
+std::string error_of(const std::string& source, const ModelSpec& spec) {
+  try {
+    load_model(source, spec);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// A graph file in a fresh temporary folder, removed at the end of the test.
+class GraphFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/dnncast_model_source_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    for (const std::string& path : written_) std::remove(path.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    written_.push_back(path);
+    return path;
+  }
+  std::string dir_;
+  std::vector<std::string> written_;
+};
+
+TEST(ModelSource, Kinds) {
+  EXPECT_EQ(model_source_kind("resnet50"), ModelSourceKind::Zoo);
+  EXPECT_EQ(model_source_kind("zoo:resnet50"), ModelSourceKind::Zoo);
+  EXPECT_EQ(model_source_kind("synthetic:7"), ModelSourceKind::Synthetic);
+  EXPECT_EQ(model_source_kind("net.json"), ModelSourceKind::File);
+  EXPECT_EQ(model_source_kind("models/net"), ModelSourceKind::File);
+  EXPECT_EQ(model_source_kind("file:net"), ModelSourceKind::File);
+}
+
+TEST(ModelSource, ZooModelWithItsConfiguration) {
+  Graph graph = load_model("resnet50", spec_of(0));
+  EXPECT_EQ(graph.name, "resnet50");
+  EXPECT_EQ(graph.node(graph.inputs()[0]).shape, (TensorShape{1, 3, 224, 224}));
+  EXPECT_EQ(total_params(graph), 25557032);  // torchvision's resnet50
+  Graph small = load_model("zoo:resnet50", spec_of(8, {3, 64, 48}));
+  EXPECT_EQ(small.node(small.inputs()[0]).shape, (TensorShape{8, 3, 64, 48}));
+  EXPECT_EQ(small.architecture_hash(), graph.architecture_hash());
+}
+
+TEST(ModelSource, UnknownModelSuggestsCloseNames) {
+  std::string message = error_of("resnet5", spec_of(0));
+  EXPECT_NE(message.find("unknown model 'resnet5'"), std::string::npos) << message;
+  EXPECT_NE(message.find("resnet50"), std::string::npos) << message;
+}
+
+TEST(ModelSource, ImageOrSequenceMustFitTheModel) {
+  EXPECT_NE(error_of("resnet50", spec_of(1, {}, 128)).find("image input"), std::string::npos);
+  EXPECT_NE(error_of("resnet50", spec_of(1, {3, 224})).find("CxHxW"), std::string::npos);
+  EXPECT_NE(error_of("resnet50", spec_of(-2)).find("batch"), std::string::npos);
+  // Too large to count: rejected before anything overflows.
+  EXPECT_NE(error_of("resnet50", spec_of(1000000000, {3, 100000, 100000})).find("exceeds"), std::string::npos);
+}
+
+TEST(ModelSource, SyntheticSeeds) {
+  Graph graph = load_model("synthetic:42", spec_of(4, {3, 32, 32}));
+  EXPECT_EQ(graph.name, "synthetic:42");
+  EXPECT_EQ(graph.node(graph.inputs()[0]).shape, (TensorShape{4, 3, 32, 32}));
+  ModelSpec direct = spec_of(4, {3, 32, 32});
+  EXPECT_EQ(graph.architecture_hash(), make_synthetic(42, direct).architecture_hash());
+  EXPECT_NO_THROW(load_model("synthetic:18446744073709551615", spec_of(0, {3, 16, 16})));
+  for (const char* bad : {"synthetic:", "synthetic:abc", "synthetic:-1", "synthetic:1.5", "synthetic: 7",
+                          "synthetic:18446744073709551616"}) {
+    std::string message = error_of(bad, spec_of(0));
+    EXPECT_NE(message.find("bad synthetic seed"), std::string::npos) << bad << ": " << message;
+  }
+  EXPECT_NE(error_of("synthetic:3", spec_of(1, {}, 64)).find("image input"), std::string::npos);
+}
+
+TEST_F(GraphFile, FileKeepsItsShapeUnlessOverridden) {
+  Graph original = load_model("resnet18", spec_of(2, {3, 96, 96}));
+  std::string path = write("resnet18.json", write_graph_json(original));
+  Graph same = load_model(path, spec_of(0));
+  EXPECT_EQ(write_graph_json(same), write_graph_json(original));
+
+  Graph bigger = load_model(path, spec_of(16, {3, 128, 160}));
+  EXPECT_EQ(bigger.node(bigger.inputs()[0]).shape, (TensorShape{16, 3, 128, 160}));
+  EXPECT_EQ(bigger.node(bigger.outputs()[0]).shape, (TensorShape{16, 1000}));
+  EXPECT_EQ(bigger.architecture_hash(), original.architecture_hash());
+  // The override equals building the zoo model at that configuration.
+  EXPECT_EQ(write_graph_json(bigger), write_graph_json(load_model("resnet18", spec_of(16, {3, 128, 160}))));
+
+  Graph batch_only = load_model("file:" + path, spec_of(5));
+  EXPECT_EQ(batch_only.node(batch_only.inputs()[0]).shape, (TensorShape{5, 3, 96, 96}));
+}
+
+TEST_F(GraphFile, OverrideTheModelCannotTakeNamesTheFile) {
+  Graph original = load_model("resnet18", spec_of(1));
+  std::string path = write("r18.json", write_graph_json(original));
+  std::string message = error_of(path, spec_of(1, {}, 128));
+  EXPECT_NE(message.find("sequence length does not apply"), std::string::npos) << message;
+}
+
+TEST_F(GraphFile, InputTooSmallForTheGraphNamesFileAndNode) {
+  std::string path = write("pool.json", R"({"format": "dnncast-graph/1", "name": "pool", "nodes": [
+    {"name": "x", "op": "Input", "attrs": {"shape": [1, 3, 32, 32]}},
+    {"name": "p", "op": "AvgPool2d", "inputs": ["x"], "attrs": {"kernel": [7, 7], "stride": [1, 1]}}]})");
+  EXPECT_EQ(load_model(path, spec_of(0)).node(1).shape, (TensorShape{1, 3, 26, 26}));
+  std::string message = error_of(path, spec_of(2, {3, 5, 5}));
+  EXPECT_EQ(message.rfind(path + " at input 2x3x5x5: node 'p' (AvgPool2d): pooling window 7x7 larger than the padded input 5x5", 0), 0u) << message;
+}
+
+TEST_F(GraphFile, MissingAndMalformedFiles) {
+  std::string message = error_of(dir_ + "/absent.json", spec_of(0));
+  EXPECT_NE(message.find("cannot open"), std::string::npos) << message;
+  std::string path = write("broken.json", "{\"format\": \"dnncast-graph/1\", \"nodes\": [");
+  message = error_of(path, spec_of(0));
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace dnncast

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""One table of requests through the three front ends (issue 33; run by tests/python/front_ends_test.cpp).
+
+    tests/python/front_ends.py BUILD
+
+Each request goes to the CLI (BUILD/dnncast COMMAND ... --json), to `dnncast serve` (POST /v1/COMMAND, a server
+started here on a free loopback port) and to Python (dnncast.COMMAND(...), BUILD/python on sys.path). A request
+that is answered must get the same JSON from all three; a bad one must fail in all three (exit 2, HTTP 4xx,
+ValueError) with the same message once the option is spelled alike ("--max-batch" and "max_batch"; serve's
+"field 'x': " prefix dropped). Prints one line per request; exit 1 when any differs.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build"
+sys.path.insert(0, os.path.join(BUILD, "python"))
+import dnncast  # noqa: E402  (after sys.path)
+
+# (what, command, request): the request in serve's field names; the CLI's flags and Python's keywords follow.
+CASES = [
+    ("CPU set", "predict", {"model": "resnet18", "batch": 8, "input": "3x64x64"}),
+    ("CPU set, epoch, adam", "predict", {"model": "mobilenet_v2", "batch": 4, "input": "3x96x96",
+                                         "optimizer": "adam", "epoch_samples": 1000}),
+    ("catalogued GPU", "predict", {"model": "resnet50", "batch": 32, "device": "a100-40gb"}),
+    ("catalogued GPU by alias, largest batch", "predict", {"model": "resnet50", "batch": 16, "device": "A100 40GB",
+                                                           "max_batch": True}),
+    ("catalogued GPU, tensorflow, amp", "predict", {"model": "vgg16", "batch": 8, "device": "v100",
+                                                    "framework": "tensorflow", "precision": "amp"}),
+    ("bf16 on a GPU without bf16", "predict", {"model": "vgg16", "batch": 8, "device": "v100", "precision": "bf16"}),
+    ("transformer on a GPU", "predict", {"model": "bert_base", "batch": 4, "seq": 128, "device": "t4"}),
+    ("memory on CPU", "memory", {"model": "resnet18", "batch": 8, "input": "3x64x64"}),
+    ("memory on a catalogued GPU", "memory", {"model": "resnet50", "batch": 32, "device": "a100-40gb"}),
+    ("memory on cuda with a context", "memory", {"model": "resnet18", "batch": 8, "device": "cuda",
+                                                 "cuda_context": "300MiB"}),
+    ("unknown device", "predict", {"model": "resnet50", "batch": 8, "device": "a100-4gb"}),
+    ("a zero-width space after a GPU", "predict", {"model": "resnet50", "batch": 8, "device": "t4\u200b"}),
+    ("memory: unknown device", "memory", {"model": "resnet50", "batch": 8, "device": "tpu-v9"}),
+    ("GPU option without a GPU", "predict", {"model": "resnet18", "batch": 8, "framework": "tensorflow"}),
+    ("unknown optimizer", "predict", {"model": "resnet18", "batch": 8, "optimizer": "lion"}),
+    ("unknown GPU precision", "predict", {"model": "resnet18", "batch": 8, "device": "t4", "precision": "fp8"}),
+]
+FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context"}
+KEYWORD = {"input": "input_shape"}
+
+
+def cli(command, request):
+    args = [os.path.join(BUILD, "dnncast"), command, request["model"]]
+    for key, value in request.items():
+        if key == "model":
+            continue
+        flag = FLAG.get(key, "--" + key)
+        args += [flag] if value is True else [flag, str(value)]
+    done = subprocess.run(args + ["--json"], capture_output=True, text=True)
+    if done.returncode == 0:
+        return "answer", json.loads(done.stdout)
+    message = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+    return f"exit {done.returncode}", re.sub(r"^dnncast [a-z-]+: error: ", "", message)
+
+
+def http(port, command, request):
+    body = json.dumps(request).encode()
+    call = urllib.request.Request(f"http://127.0.0.1:{port}/v1/{command}", data=body,
+                                  headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(call, timeout=120) as reply:
+            return "answer", json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        message = json.loads(error.read()).get("error", "")
+        return f"http {error.code}", re.sub(r"^field '[a-z_]+': ", "", message)
+
+
+def python(command, request):
+    keywords = {KEYWORD.get(key, key): value for key, value in request.items() if key != "model"}
+    if "input_shape" in keywords:
+        keywords["input_shape"] = tuple(int(dim) for dim in keywords["input_shape"].split("x"))
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "answer", getattr(dnncast, command)(request["model"], **keywords).to_dict()
+    except ValueError as error:
+        return "ValueError", str(error)
+
+
+def spelled_alike(message):
+    """--max-batch -> max_batch: the option as serve and Python name it."""
+    return re.sub(r"--([a-z][a-z-]*)", lambda match: match.group(1).replace("-", "_"), message)
+
+
+def main():
+    server = subprocess.Popen([os.path.join(BUILD, "dnncast"), "serve", "--listen", "127.0.0.1:0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = server.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if not found:
+            print(f"serve did not start: {line!r}")
+            return 1
+        port = int(found.group(1))
+        problems = 0
+        for what, command, request in CASES:
+            answers = {"cli": cli(command, request), "http": http(port, command, request),
+                       "python": python(command, request)}
+            kinds = {name: kind for name, (kind, _) in answers.items()}
+            answered = [kind == "answer" for kind in kinds.values()]
+            if all(answered):
+                same = answers["cli"][1] == answers["http"][1] == answers["python"][1]
+                detail = "" if same else "".join(
+                    f"\n    {name}: {json.dumps(value, sort_keys=True)[:400]}" for name, (_, value) in answers.items())
+            elif not any(answered):
+                messages = {name: spelled_alike(text) for name, (_, text) in answers.items()}
+                same = (kinds["cli"] == "exit 2" and kinds["http"] in ("http 400", "http 404")
+                        and kinds["python"] == "ValueError" and len(set(messages.values())) == 1 and messages["cli"])
+                detail = "".join(f"\n    {name} ({kinds[name]}): {text}" for name, text in messages.items())
+            else:
+                same, detail = False, "".join(f"\n    {name}: {kind}" for name, kind in kinds.items())
+            problems += not same
+            print(f"{'ok  ' if same else 'DIFF'} {command} {what}: {'answered' if all(answered) else 'refused'}"
+                  f"{detail if not same or not all(answered) else ''}")
+        return 1 if problems else 0
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
