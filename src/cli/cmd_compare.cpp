@@ -8,6 +8,7 @@
 #include <string>
 
 #include "decide/compare.h"
+#include "forecast/predict.h"
 #include "report/html_report.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -62,8 +63,13 @@ int run_compare(const Args& args) {
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (app.count("--html") > 0) check_writable("--html", html);
   apps::CompareRequest request;
-  request.forecast = gpu_forecast_request(model, model_options.spec(model, batch), optimizer, precision, framework,
-                                          epoch_samples, catalogue_files);
+  apps::PredictOptions options;
+  options.forecast.optimizer = optimizer;
+  options.forecast.precision = precision;
+  options.forecast.epoch_samples = epoch_samples;
+  options.framework = framework;
+  options.catalogue_files = catalogue_files;
+  request.forecast = apps::make_gpu_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   request.epochs = epochs;
   request.providers = split_list(providers);
   request.gpus = split_list(gpus);

@@ -107,7 +107,7 @@ int run_memory(const Args& args) {
                        {"relative_error", measured.status == "ok"
                                               ? nlohmann::json(relative_error(simulated_peak, measured.peak_bytes))
                                               : nlohmann::json(nullptr)}};
-    if (report.device == "cuda") {  // peak reserved: totals, as the caching allocator counts them
+    if (report.device == Device::Cuda) {  // peak reserved: totals, as the caching allocator counts them
       doc["measured"]["peak_reserved_bytes"] = measured.peak_reserved_bytes;
       doc["measured"]["simulated_peak_reserved_bytes"] = report.peak_reserved_bytes;
     }

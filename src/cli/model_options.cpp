@@ -66,19 +66,4 @@ hardware::CpuIsa parse_isa_option(const std::string& text, const std::string& op
   return isa;
 }
 
-apps::GpuForecastRequest gpu_forecast_request(const std::string& model, const ModelSpec& spec,
-                                              const std::string& optimizer, const std::string& precision,
-                                              const std::string& framework, int64_t epoch_samples,
-                                              const std::vector<std::string>& catalogue_files) {
-  apps::GpuForecastRequest request;
-  request.model = model;
-  request.spec = spec;
-  request.optimizer = parse_optimizer(optimizer, "--optimizer");
-  request.precision = apps::parse_gpu_precision(precision, "--precision");
-  request.framework = apps::parse_framework(framework, "--framework");
-  request.epoch_samples = epoch_samples;
-  request.catalogue_files = catalogue_files;
-  return request;
-}
-
 }  // namespace dnncast::cli

@@ -9,7 +9,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "gpu/gpu_forecast.h"
 #include "hardware/isa.h"
 #include "models/zoo.h"
 
@@ -33,13 +32,6 @@ class ModelOptions {
   CLI::Option* classes_option_ = nullptr;
 };
 
-// The GPU forecast that `predict --device GPU` and `compare` ask (gpu/gpu_forecast.h), from their
-// flags' text: --optimizer, --precision, --framework, --epoch-samples, --catalogue. Throws InputError
-// naming the flag.
-apps::GpuForecastRequest gpu_forecast_request(const std::string& model, const ModelSpec& spec,
-                                              const std::string& optimizer, const std::string& precision,
-                                              const std::string& framework, int64_t epoch_samples,
-                                              const std::vector<std::string>& catalogue_files);
 
 // "3x224x224" -> {3, 224, 224}; throws InputError naming --input otherwise.
 std::vector<int64_t> parse_image_input(const std::string& text);

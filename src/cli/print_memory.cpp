@@ -63,14 +63,14 @@ double relative_error(int64_t simulated, int64_t measured) {
 }
 
 int64_t simulated_profiler_peak(const memory::MemoryReport& report) {
-  return report.device == "cuda" ? report.peak_allocated_bytes - report.baseline_allocated_bytes : report.peak_bytes;
+  return report.device == Device::Cuda ? report.peak_allocated_bytes - report.baseline_allocated_bytes : report.peak_bytes;
 }
 
 void print_memory(const apps::MemoryForecast& forecast, const Measured& measured) {
   const memory::MemoryReport& report = forecast.report;
   const int64_t simulated_peak = simulated_profiler_peak(report);
   std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", forecast.model.c_str(),
-              static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(), report.device.c_str(),
+              static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(), name(report.device).c_str(),
               static_cast<long long>(forecast.config.threads));
   if (!forecast.gpu.empty())
     std::printf("gpu            %s (%s): the CUDA allocator model with its context; fits is judged against its memory\n",
@@ -78,12 +78,12 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
               core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
               core::format_bytes(report.peak_total_bytes).c_str());
-  if (report.device == "cuda")
+  if (report.device == Device::Cuda)
     std::printf("cuda model     peak allocated %s, peak reserved %s, context %s (unverified: docs/MEMORY.md)\n",
                 core::format_bytes(report.peak_allocated_bytes).c_str(),
                 core::format_bytes(report.peak_reserved_bytes).c_str(),
                 core::format_bytes(report.cuda_context_bytes).c_str());
-  if (report.device == "cpu")
+  if (report.device == Device::Cpu)
     std::printf("kernels        isa %s (%s)\n", hardware::isa_name(forecast.simulated_isa), forecast.isa_source.c_str());
   std::printf("at the peak    iteration %d, %s%s%s\n", report.peak_iteration, memory::phase_name(report.peak_phase),
               report.peak_node_name.empty() ? "" : " of ", report.peak_node_name.c_str());

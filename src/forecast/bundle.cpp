@@ -86,7 +86,7 @@ Predictor Predictor::load(const std::string& dir) {
       if (!std::isfinite(manifest.shift_log_intercept) || !(manifest.shift_log_slope > 0))
         throw InputError(path + ": shift must have a finite log_intercept and a positive log_slope");
     }
-    for (const json& environment : document.at("environments")) manifest.environments.push_back(environment_from_json(environment));
+    for (const json& environment : document.at("environments")) manifest.environments.push_back(data::environment_from_json(environment));
     if (manifest.environments.empty()) throw InputError(path + ": no training environment");
     manifest.training = document.value("training", json::object());
     manifest.cv = document.value("cv", json::object());

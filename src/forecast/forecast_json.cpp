@@ -76,7 +76,7 @@ json to_json(const MemoryForecast& forecast) {
                 {"input", forecast.input},
                 {"optimizer", name(forecast.config.optimizer)},
                 {"precision", "fp32"},
-                {"device", report.device},
+                {"device", name(report.device)},
                 {"threads", forecast.config.threads}}},
               {"baseline_bytes", report.baseline_bytes},
               {"peak_bytes", report.peak_bytes},
@@ -88,13 +88,13 @@ json to_json(const MemoryForecast& forecast) {
                 {"phase", memory::phase_name(report.peak_phase)},
                 {"node", report.peak_node_name.empty() ? json(nullptr) : json(report.peak_node_name)},
                 {"allocation", report.peak_what}}}};
-  if (report.device == "cpu") {
+  if (report.device == Device::Cpu) {
     doc["isa"] = {{"simulated", hardware::isa_name(forecast.simulated_isa)},
                   {"source", forecast.isa_source},
                   {"rules_checked_on", kernels::conv_rules_evidence(forecast.simulated_isa)}};
     doc["host_match"] = forecast.isa_match->to_json();
   }
-  if (report.device == "cuda")
+  if (report.device == Device::Cuda)
     doc["cuda"] = {{"peak_allocated_bytes", report.peak_allocated_bytes},
                    {"baseline_allocated_bytes", report.baseline_allocated_bytes},
                    {"peak_reserved_bytes", report.peak_reserved_bytes},

@@ -89,7 +89,7 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
       throw InputError(where + ": not a host calibration (format " + quote(document.value("format", "")) +
                        ", expected " + kHostCalibrationFormat + ")");
     HostCalibration calibration;
-    calibration.environment = environment_from_json(document.at("environment"));
+    calibration.environment = data::environment_from_json(document.at("environment"));
     calibration.source_dir = document.at("source").get<std::string>();
     calibration.kind_scale = document.at("kind_scale").get<std::map<std::string, double>>();
     calibration.kind_layers = document.value("kind_layers", std::map<std::string, int64_t>{});
@@ -270,7 +270,7 @@ std::optional<std::string> find_host_calibration(const std::string& root, const 
     if (document.is_discarded() || !document.contains("environment")) continue;
     data::EnvironmentRecord environment;
     try {
-      environment = environment_from_json(document["environment"]);
+      environment = data::environment_from_json(document["environment"]);
     } catch (const std::exception&) {
       continue;  // not ours to judge here: `predict --predictor DIR` names the problem
     }

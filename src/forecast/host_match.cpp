@@ -221,7 +221,7 @@ std::vector<data::EnvironmentRecord> manifest_environments(const std::string& bu
   if (document.is_discarded() || !document.contains("environments") || !document["environments"].is_array())
     return environments;
   try {
-    for (const json& environment : document["environments"]) environments.push_back(environment_from_json(environment));
+    for (const json& environment : document["environments"]) environments.push_back(data::environment_from_json(environment));
   } catch (const json::exception&) {
     environments.clear();
   }

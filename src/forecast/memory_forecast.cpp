@@ -37,7 +37,7 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.isa_source = request.config.isa != hardware::CpuIsa::Unknown
                           ? "as --isa asked"
                           : "this host's oneDNN dispatch, after ONEDNN_MAX_CPU_ISA";
-  if (result.report.device == "cpu") result.isa_match = simulator_isa_match(result.simulated_isa, request.measure_command);
+  if (result.report.device == Device::Cpu) result.isa_match = simulator_isa_match(result.simulated_isa, request.measure_command);
 
   // The input's shape without the batch dimension (C x H x W, or the sequence length).
   if (!result.graph.inputs().empty()) {

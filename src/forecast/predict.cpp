@@ -5,10 +5,8 @@
 
 namespace dnncast::apps {
 
-namespace {
-
-GpuForecast predict_gpu(const std::string& model, const ModelSpec& spec, const PredictOptions& options,
-                        OptionStyle style, const ModelBuilder& builder, const hardware::Catalogue& catalogue) {
+GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& spec, const PredictOptions& options,
+                                    OptionStyle style, const ModelBuilder& builder) {
   GpuForecastRequest request;
   request.model = model;
   request.spec = spec;
@@ -21,10 +19,8 @@ GpuForecast predict_gpu(const std::string& model, const ModelSpec& spec, const P
   request.catalogue_files = options.catalogue_files;
   request.calibration_file = options.calibration_file;
   request.builder = builder;
-  return forecast_gpu(request, catalogue);
+  return request;
 }
-
-}  // namespace
 
 Prediction predict(const std::string& model, const ModelSpec& spec, const PredictOptions& options, OptionStyle style,
                    const ModelBuilder& builder) {
@@ -42,7 +38,7 @@ Prediction predict(const std::string& model, const ModelSpec& spec, const Predic
                           ? resolve_predict_device(typed, options.forecast.predictor_dir, *catalogue, device_option)
                           : ForecastDevice{};
   if (prediction.device.catalogue_gpu()) {
-    prediction.gpu = predict_gpu(model, spec, options, style, builder, *catalogue);
+    prediction.gpu = forecast_gpu(make_gpu_request(model, spec, options, style, builder), *catalogue);
     return prediction;
   }
   if (options.framework != "pytorch" || options.max_batch || !options.calibration_file.empty())

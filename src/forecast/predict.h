@@ -33,6 +33,12 @@ struct Prediction {
 Prediction predict(const std::string& model, const ModelSpec& spec, const PredictOptions& options, OptionStyle style,
                    const ModelBuilder& builder = {});
 
+// The GPU time model's request from the options as a user gives them (`predict --device GPU`, `compare`, serve,
+// Python): optimizer, precision, framework, epoch samples and catalogue files parsed and named as `style` spells
+// them; the device, max_batch and the calibration as given.
+GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& spec, const PredictOptions& options,
+                                    OptionStyle style, const ModelBuilder& builder = {});
+
 // The answer as `predict --json` prints it (two-space indent, a final newline; bytes that are not UTF-8 replaced).
 std::string prediction_json(const Prediction& prediction);
 // "" or the one line said beside any answer: the predictor was not trained on this host's CPU.

@@ -38,7 +38,6 @@ std::string environment_label(const data::EnvironmentRecord& environment);
 // Lower-case slug of the label for folder names: "amd-epyc-7b13-2cpu".
 std::string environment_slug(const data::EnvironmentRecord& environment);
 nlohmann::json environment_to_json(const data::EnvironmentRecord& environment);
-data::EnvironmentRecord environment_from_json(const nlohmann::json& document);
 
 struct Manifest {
   std::string target;  // "time" | "memory"

@@ -105,7 +105,7 @@ data::EnvironmentRecord read_set_environment(const std::string& path) {
   std::ifstream in(path);
   try {
     json document = json::parse(in);
-    return environment_from_json(document.at("environments").at(0));
+    return data::environment_from_json(document.at("environments").at(0));
   } catch (const json::exception& error) {
     throw InputError(path + ": " + error.what());
   }

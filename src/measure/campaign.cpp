@@ -313,7 +313,8 @@ CampaignState open_campaign(const Plan& plan, const std::vector<size_t>& entries
   CampaignState state;
   for (size_t index : entries) {
     const std::string& device = name(plan.entries[index].config.device);
-    if (!state.environments.count(device)) state.environments.emplace(device, detect_environment(device));
+    if (!state.environments.count(device))
+      state.environments.emplace(device, detect_environment(plan.entries[index].config.device));
   }
   bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
   if (!have_db) return state;

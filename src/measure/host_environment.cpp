@@ -51,7 +51,7 @@ std::string torch_version() {
 #endif
 }
 
-EnvironmentRecord detect_environment(const std::string& device) {
+EnvironmentRecord detect_environment(Device device) {
   EnvironmentRecord environment;
   environment.cpu_model = proc_field("/proc/cpuinfo", "model name");
   if (environment.cpu_model.empty()) environment.cpu_model = proc_field("/proc/cpuinfo", "Model");  // ARM boards
@@ -65,27 +65,19 @@ EnvironmentRecord detect_environment(const std::string& device) {
   // The profiler's fingerprint (GPU from the CUDA runtime, libtorch and build type of this build);
   // `threads` stays the CPUs this process may use, not one measurement's thread count.
   profile::TrainConfig config;
-  config.device = parse_device(device);
+  config.device = device;
   profile::Environment measured = profile::detect_environment(config);
-  environment.cpu_model = measured.cpu_model.empty() ? environment.cpu_model : measured.cpu_model;
-  environment.gpu_name = measured.gpu_name;
-  environment.gpu_driver = measured.gpu_driver;
-  environment.torch_version = measured.torch_version;
-  environment.build_type = measured.build_type;
-  environment.cpu_vendor = measured.cpu_vendor;
-  environment.cpu_family = measured.cpu_family;
-  environment.cpu_model_number = measured.cpu_model_number;
-  environment.cpu_stepping = measured.cpu_stepping;
-  environment.isa = measured.isa;
-  environment.aten_capability = measured.aten_capability;
-  environment.isa_cap = measured.isa_cap;
-  environment.l2_bytes = measured.l2_bytes;
-  environment.l3_bytes = measured.l3_bytes;
-  environment.base_mhz = measured.base_mhz;
+  // The profiler's record, with this process's view of cores, threads and memory (the hash as it always was).
+  const EnvironmentRecord own = environment;
+  environment = measured;
+  environment.cores = own.cores;
+  environment.threads = own.threads;
+  environment.memory_bytes = own.memory_bytes;
+  if (environment.cpu_model.empty()) environment.cpu_model = own.cpu_model;
   char host[256] = {};
-  environment.host = measured.host.empty() && gethostname(host, sizeof host - 1) == 0 ? host : measured.host;
+  if (environment.host.empty() && gethostname(host, sizeof host - 1) == 0) environment.host = host;
 #else
-  if (device == "cuda") {
+  if (device == Device::Cuda) {
     // The NVIDIA driver publishes its version and each GPU's model under /proc/driver/nvidia.
     std::string version = first_line("/proc/driver/nvidia/version");
     size_t kernel_module = version.find("Kernel Module");

@@ -11,7 +11,7 @@ namespace dnncast::data {
 
 // Detects this machine. `device` is the device the runs use ("cpu" or "cuda"): the GPU fields
 // are filled only for "cuda" (from the profiler, or nvidia-smi's files under /proc/driver).
-EnvironmentRecord detect_environment(const std::string& device = "cpu");
+EnvironmentRecord detect_environment(Device device = Device::Cpu);
 
 // The libtorch version this build measures with, "" when built without libtorch.
 std::string torch_version();

@@ -66,7 +66,7 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
   LayerBenchSummary summary;
   summary.planned = static_cast<int64_t>(cases.size());
   for (const models::LayerCase& c : cases) ++summary.by_kind[c.kind];
-  EnvironmentRecord environment = detect_environment("cpu");
+  EnvironmentRecord environment = detect_environment(Device::Cpu);
   bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
   std::optional<Store> store;
   int64_t environment_id = 0;

@@ -45,7 +45,7 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   Program program = trace_training(graph, options);
 
   MemoryReport report;
-  report.device = name(options.device);
+  report.device = options.device;
   const bool cuda = options.device == Device::Cuda;
   const std::vector<Event>& events = program.events();
   report.events = static_cast<int64_t>(events.size());

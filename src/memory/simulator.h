@@ -67,7 +67,7 @@ struct LoggedEvent {
 };
 
 struct MemoryReport {
-  std::string device;
+  Device device = Device::Cpu;
   int64_t baseline_bytes = 0;        // live before the first iteration
   int64_t peak_bytes = 0;            // highest live during the iterations minus baseline_bytes
   int64_t peak_total_bytes = 0;      // baseline_bytes + peak_bytes

@@ -180,8 +180,8 @@ void nvml_gpu_info(std::string& name, std::string& driver) {
   }
 }
 
-EnergyMeter::EnergyMeter(const std::string& device) : device_(device) {
-  if (device == "cuda") {
+EnergyMeter::EnergyMeter(Device device) : device_(device) {
+  if (device == Device::Cuda) {
     Nvml& lib = nvml();
     unsigned long long millijoules = 0;
     if (!lib.ok) {
@@ -215,7 +215,7 @@ EnergyMeter::EnergyMeter(const std::string& device) : device_(device) {
 double EnergyMeter::read_j() {
   if (!available_) return 0;
   double raw = last_raw_;
-  if (device_ == "cuda") {
+  if (device_ == Device::Cuda) {
     unsigned long long millijoules = 0;
     if (nvml().total_energy(nvml().device, &millijoules) == 0) raw = static_cast<double>(millijoules) * 1e-3;
   } else {
@@ -257,17 +257,7 @@ Environment detect_environment(const TrainConfig& config) {
   env.build_type = detail::build_type();
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) env.host = host;
-  const hardware::CpuFingerprint& cpu = hardware::host_cpu_fingerprint();
-  env.cpu_vendor = cpu.vendor;
-  env.cpu_family = cpu.family;
-  env.cpu_model_number = cpu.model;
-  env.cpu_stepping = cpu.stepping;
-  env.isa = cpu.isa;
-  env.aten_capability = cpu.aten_capability;
-  env.isa_cap = cpu.isa_cap;
-  env.l2_bytes = cpu.caches.l2_bytes;
-  env.l3_bytes = cpu.caches.l3_bytes;
-  env.base_mhz = cpu.base_clock.mhz;
+  data::set_cpu_fingerprint(env, hardware::host_cpu_fingerprint());
   return env;
 }
 

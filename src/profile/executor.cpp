@@ -1214,7 +1214,7 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in,
   at::Device device = config.device == Device::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
   bool cuda = device.is_cuda();
   detail::install_tracking_allocator();
-  detail::EnergyMeter energy(name(config.device));
+  detail::EnergyMeter energy(config.device);
   m.energy_note = energy.note();
 
   try {

@@ -50,7 +50,7 @@ double loadavg_1min();
 // energy of GPU 0 on CUDA (libnvidia-ml loaded with dlopen, so nothing to link).
 class EnergyMeter {
  public:
-  explicit EnergyMeter(const std::string& device);
+  explicit EnergyMeter(Device device);
   bool available() const { return available_; }
   const std::string& note() const { return note_; }  // the source, or why unavailable
   double read_j();  // cumulative joules (wrap-around handled between consecutive reads)
@@ -58,7 +58,7 @@ class EnergyMeter {
  private:
   bool available_ = false;
   std::string note_;
-  std::string device_;
+  Device device_ = Device::Cpu;
   double last_raw_ = 0, offset_j_ = 0, wrap_j_ = 0;
 };
 

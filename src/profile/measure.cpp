@@ -90,16 +90,9 @@ TimeStats summarize(const std::vector<double>& times_ms) {
 // --- JSON ----------------------------------------------------------------------------------------
 
 json to_json(const Environment& env) {
-  return json{{"cpu_model", env.cpu_model},         {"cores", env.cores},
-              {"threads", env.threads},             {"cpus", env.cpus},
-              {"memory_bytes", env.memory_bytes},   {"gpu_name", env.gpu_name},
-              {"gpu_driver", env.gpu_driver},       {"torch_version", env.torch_version},
-              {"build_type", env.build_type},       {"host", env.host},
-              {"cpu_vendor", env.cpu_vendor},       {"cpu_family", env.cpu_family},
-              {"cpu_model_number", env.cpu_model_number}, {"cpu_stepping", env.cpu_stepping},
-              {"isa", env.isa},                     {"aten_capability", env.aten_capability},
-              {"isa_cap", env.isa_cap},             {"l2_bytes", env.l2_bytes},
-              {"l3_bytes", env.l3_bytes},           {"base_mhz", env.base_mhz}};
+  json doc = data::environment_json(env, true);
+  doc["cpus"] = env.cpus;
+  return doc;
 }
 
 namespace {
@@ -107,26 +100,8 @@ namespace {
 Environment environment_from_json(const json& doc) {
   Environment env;
   if (!doc.is_object()) return env;
-  env.cpu_model = doc.value("cpu_model", "");
-  env.cores = doc.value("cores", int64_t{0});
-  env.threads = doc.value("threads", int64_t{0});
+  static_cast<data::EnvironmentRecord&>(env) = data::environment_from_json(doc);
   env.cpus = doc.value("cpus", "");
-  env.memory_bytes = doc.value("memory_bytes", int64_t{0});
-  env.gpu_name = doc.value("gpu_name", "");
-  env.gpu_driver = doc.value("gpu_driver", "");
-  env.torch_version = doc.value("torch_version", "");
-  env.build_type = doc.value("build_type", "");
-  env.host = doc.value("host", "");
-  env.cpu_vendor = doc.value("cpu_vendor", "");
-  env.cpu_family = doc.value("cpu_family", int64_t{0});
-  env.cpu_model_number = doc.value("cpu_model_number", int64_t{0});
-  env.cpu_stepping = doc.value("cpu_stepping", int64_t{0});
-  env.isa = doc.value("isa", "");
-  env.aten_capability = doc.value("aten_capability", "");
-  env.isa_cap = doc.value("isa_cap", "");
-  env.l2_bytes = doc.value("l2_bytes", int64_t{0});
-  env.l3_bytes = doc.value("l3_bytes", int64_t{0});
-  env.base_mhz = doc.value("base_mhz", 0.0);
   return env;
 }
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/training_setup.h"
+#include "records/records.h"
 #include "graph/graph.h"
 
 namespace dnncast::profile {
@@ -68,25 +69,10 @@ struct LayerTime {
 };
 
 // Where the measurement ran.
-struct Environment {
-  std::string cpu_model;      // /proc/cpuinfo "model name"
-  int64_t cores = 0;          // logical CPUs of the machine
-  int64_t threads = 0;        // intra-op threads the measurement used
-  std::string cpus;           // CPUs the child was pinned to ("0-1")
-  int64_t memory_bytes = 0;   // physical memory (MemTotal)
-  std::string gpu_name;       // "" unless device = cuda
-  std::string gpu_driver;
-  std::string torch_version;  // "1.13.0" (TORCH_VERSION_* of the build)
-  std::string build_type;     // CMAKE_BUILD_TYPE of dnncast
-  std::string host;
-  // CPU fingerprint (hardware/fingerprint.h; data::EnvironmentRecord documents each); "" / 0 = unknown.
-  std::string cpu_vendor;  // cpuid vendor string
-  int64_t cpu_family = 0, cpu_model_number = 0, cpu_stepping = 0;
-  std::string isa;              // oneDNN dispatch after the cap ("avx2")
-  std::string aten_capability;  // ATen dispatch ("avx2")
-  std::string isa_cap;          // ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA as given
-  int64_t l2_bytes = 0, l3_bytes = 0;
-  double base_mhz = 0;
+// The machine a measurement ran on, as the child reports it: the dataset's environment record (records/records.h;
+// `threads` here is the measurement's intra-op thread count) and the CPUs the child was pinned to.
+struct Environment : data::EnvironmentRecord {
+  std::string cpus;  // "0-1"
 };
 
 struct Measurement {

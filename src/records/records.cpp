@@ -95,4 +95,55 @@ void set_cpu_fingerprint(EnvironmentRecord& environment, const hardware::CpuFing
   environment.base_mhz = cpu.base_clock.mhz;
 }
 
+nlohmann::json environment_json(const EnvironmentRecord& environment, bool with_host) {
+  nlohmann::json document = {{"cpu_model", environment.cpu_model},
+                             {"cores", environment.cores},
+                             {"threads", environment.threads},
+                             {"memory_bytes", environment.memory_bytes},
+                             {"gpu_name", environment.gpu_name},
+                             {"gpu_driver", environment.gpu_driver},
+                             {"torch_version", environment.torch_version},
+                             {"build_type", environment.build_type},
+                             {"cpu_vendor", environment.cpu_vendor},
+                             {"cpu_family", environment.cpu_family},
+                             {"cpu_model_number", environment.cpu_model_number},
+                             {"cpu_stepping", environment.cpu_stepping},
+                             {"isa", environment.isa},
+                             {"aten_capability", environment.aten_capability},
+                             {"isa_cap", environment.isa_cap},
+                             {"l2_bytes", environment.l2_bytes},
+                             {"l3_bytes", environment.l3_bytes},
+                             {"base_mhz", environment.base_mhz}};
+  if (with_host) document["host"] = environment.host;
+  return document;
+}
+
+EnvironmentRecord environment_from_json(const nlohmann::json& document) {
+  EnvironmentRecord environment;
+  try {
+    environment.cpu_model = document.at("cpu_model").get<std::string>();
+    environment.cores = document.at("cores").get<int64_t>();
+    environment.threads = document.at("threads").get<int64_t>();
+    environment.memory_bytes = document.at("memory_bytes").get<int64_t>();
+    environment.gpu_name = document.at("gpu_name").get<std::string>();
+    environment.gpu_driver = document.value("gpu_driver", "");
+    environment.torch_version = document.value("torch_version", "");
+    environment.build_type = document.value("build_type", "");
+    environment.host = document.value("host", "");
+    environment.cpu_vendor = document.value("cpu_vendor", "");
+    environment.cpu_family = document.value("cpu_family", int64_t{0});
+    environment.cpu_model_number = document.value("cpu_model_number", int64_t{0});
+    environment.cpu_stepping = document.value("cpu_stepping", int64_t{0});
+    environment.isa = document.value("isa", "");
+    environment.aten_capability = document.value("aten_capability", "");
+    environment.isa_cap = document.value("isa_cap", "");
+    environment.l2_bytes = document.value("l2_bytes", int64_t{0});
+    environment.l3_bytes = document.value("l3_bytes", int64_t{0});
+    environment.base_mhz = document.value("base_mhz", 0.0);
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(std::string("environment: ") + error.what());
+  }
+  return environment;
+}
+
 }  // namespace dnncast::data

@@ -12,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/training_setup.h"
 #include "hardware/fingerprint.h"
 
@@ -152,6 +154,13 @@ struct LayerBenchRecord {
 
 // Identity of a run inside one environment: network hash + configuration + repeat index.
 using RunKey = std::tuple<std::string, RunConfig, int64_t>;
+
+// The one JSON form of an environment (predictor manifests, the profiler's child reply, `--json`): every field by
+// its name; `host` only when `with_host` (manifests leave the machine's name out). The reader needs cpu_model,
+// cores, threads, memory_bytes and gpu_name; the rest default to "not recorded" (older manifests lack the CPU
+// fingerprint). A wrong type or a missing key is an InputError.
+nlohmann::json environment_json(const EnvironmentRecord& environment, bool with_host);
+EnvironmentRecord environment_from_json(const nlohmann::json& document);
 
 // Copies a CPU fingerprint into the record's fingerprint fields.
 void set_cpu_fingerprint(EnvironmentRecord& environment, const hardware::CpuFingerprint& cpu);
