@@ -2,7 +2,10 @@
 """Cold start of the `dnncast` commands that forecast (issue 33): each command run afresh N times (a new process each
 time, as a user or a script calls it), wall time and peak resident memory; medians, with the spread.
 
-    scripts/cold-start.py [--build DIR] [--runs N]
+    scripts/cold-start.py [--build DIR] [--runs N] [--binary NAME]
+
+--binary dnncast-measure times the same commands in the program that links libtorch (what `dnncast` was before
+issue 33 split it).
 
 Prints whether the binary links libtorch and SQLite (`ldd`), then a Markdown table: command, median wall ms
 (p10-p90), median peak RSS MB.
@@ -34,8 +37,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--binary", default="dnncast")
     options = parser.parse_args()
-    binary = os.path.join(options.build, "dnncast")
+    binary = os.path.join(options.build, options.binary)
     libraries = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
     print(f"`{binary}` links libtorch: {'yes' if 'libtorch' in libraries else 'no'}; "
           f"SQLite: {'yes' if 'libsqlite3' in libraries else 'no'}; {options.runs} runs each\n")
