@@ -101,8 +101,9 @@ int run_profile(const Args& args) {
     const Node& input = graph.node(graph.inputs().front());
     doc["model"] = model;
     doc["graph_hash"] = graph.architecture_hash();
-    doc["config"] = {{"batch", batch},         {"input", input.shape.to_string()}, {"optimizer", config.optimizer},
-                     {"precision", config.precision}, {"threads", combined.env.threads}, {"device", config.device}};
+    doc["config"] = {{"batch", batch},         {"input", input.shape.to_string()}, {"optimizer", name(config.optimizer)},
+                     {"precision", name(config.precision)}, {"threads", combined.env.threads},
+                     {"device", name(config.device)}};
     json list = json::array();
     std::vector<double> medians, normalised;
     for (const profile::Measurement& r : repeats) {

@@ -7,7 +7,9 @@
 
 #include "core/error.h"
 #include "import/graph_json.h"
+#ifndef DNNCAST_WITHOUT_ONNX
 #include "import/onnx.h"
+#endif
 #include "models/synthetic.h"
 
 namespace dnncast {
@@ -118,6 +120,7 @@ Graph resize_graph(Graph graph, const std::string& path, const ModelSpec& spec) 
   return graph;
 }
 
+#ifndef DNNCAST_WITHOUT_ONNX
 OnnxOptions onnx_options(const ModelSpec& spec) {
   if (spec.batch > 0 || !spec.input.empty() || spec.seq_len > 0) {
     std::vector<int64_t> size = spec.input.empty() ? std::vector<int64_t>{spec.seq_len} : spec.input;
@@ -131,6 +134,7 @@ OnnxOptions onnx_options(const ModelSpec& spec) {
   options.allow_unknown = spec.allow_unknown_ops;
   return options;
 }
+#endif
 
 }  // namespace
 
@@ -163,7 +167,11 @@ Graph load_model(const std::string& source, const ModelSpec& spec) {
     case ModelSourceKind::Onnx: {
       std::string path = starts_with(source, "onnx:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
+#ifdef DNNCAST_WITHOUT_ONNX
+      throw InputError(quote(path) + ": this build reads no ONNX files (the standalone profiler of scripts/gpu-profile)");
+#else
       return load_onnx_file(path, onnx_options(spec));
+#endif
     }
     case ModelSourceKind::Zoo:
       return load_zoo(starts_with(source, "zoo:") ? source.substr(4) : source, spec);
@@ -179,7 +187,12 @@ Graph load_graph_json_text(const std::string& text, const std::string& source, c
 
 Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const ModelSpec& spec) {
   check_spec(spec);
+#ifdef DNNCAST_WITHOUT_ONNX
+  (void)bytes;
+  throw InputError(quote(source) + ": this build reads no ONNX files (the standalone profiler of scripts/gpu-profile)");
+#else
   return read_onnx(bytes, source, onnx_options(spec));
+#endif
 }
 
 }  // namespace dnncast
