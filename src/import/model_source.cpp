@@ -4,12 +4,18 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "import/graph_json.h"
 #ifndef DNNCAST_WITHOUT_ONNX
 #include "import/onnx.h"
 #endif
+#include "models/hf_config.h"
 #include "models/synthetic.h"
 
 namespace dnncast {
@@ -136,6 +142,18 @@ OnnxOptions onnx_options(const ModelSpec& spec) {
 }
 #endif
 
+// The file as a Hugging Face config.json (models/hf_config.h), when it is one: a small JSON object with
+// "model_type" (a graph JSON is larger, or has "nodes").
+std::optional<nlohmann::json> hf_config_of(const std::string& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  if (error || bytes > (1u << 20)) return std::nullopt;
+  std::ifstream file(path);
+  nlohmann::json document = nlohmann::json::parse(file, nullptr, false);
+  if (document.is_discarded() || !is_hf_config(document)) return std::nullopt;
+  return document;
+}
+
 }  // namespace
 
 ModelSourceKind model_source_kind(const std::string& source) {
@@ -162,6 +180,7 @@ Graph load_model(const std::string& source, const ModelSpec& spec) {
     case ModelSourceKind::File: {
       std::string path = starts_with(source, "file:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
+      if (std::optional<nlohmann::json> config = hf_config_of(path)) return build_hf_config(*config, spec, path);
       return resize_graph(load_graph_file(path), path, spec);
     }
     case ModelSourceKind::Onnx: {

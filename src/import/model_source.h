@@ -1,7 +1,8 @@
 // Where a model named on a command line comes from:
 //   resnet50 | zoo:resnet50          a model of the zoo (models/zoo.h)
 //   synthetic:SEED                   a network of the seeded generator (models/synthetic.h)
-//   path/to/graph.json | file:PATH   a graph JSON file (import/graph_json.h): a source ending in
+//   path/to/graph.json | file:PATH   a graph JSON file (import/graph_json.h), or a Hugging Face config.json
+//                                    (models/hf_config.h: one with "model_type"): a source ending in
 //                                    ".json", containing '/', or naming an existing file
 //   model.onnx | onnx:PATH           an ONNX file (import/onnx.h): a source ending in ".onnx"
 // and built for one configuration (batch, image input CxHxW or sequence length, classes).

@@ -16,6 +16,7 @@
 #include "graph/builder.h"
 #include "core/error.h"
 #include "models/attention.h"
+#include "models/transformers.h"
 #include "models/zoo.h"
 
 namespace dnncast {
@@ -27,13 +28,13 @@ constexpr int64_t kHeads = 12;
 constexpr int64_t kLayers = 12;
 constexpr int64_t kMlp = 3072;
 
-int layer_norm(GraphBuilder& b, const std::string& name, int x, double eps) {
-  return b.op(name, "LayerNorm", {x}, {{"normalized_shape", std::vector<int64_t>{kHidden}}, {"eps", eps}});
+int layer_norm(GraphBuilder& b, const std::string& name, int x, double eps, int64_t width = kHidden) {
+  return b.op(name, "LayerNorm", {x}, {{"normalized_shape", std::vector<int64_t>{width}}, {"eps", eps}});
 }
 
 // N x L x D -> N x heads x L x D/heads, a view (Hugging Face's transpose_for_scores / _split_heads).
-int split_heads(GraphBuilder& b, const std::string& name, int x) {
-  int y = b.op(name + "_view", "Reshape", {x}, {{"shape", std::vector<int64_t>{0, 0, kHeads, kHidden / kHeads}}});
+int split_heads(GraphBuilder& b, const std::string& name, int x, int64_t heads = kHeads, int64_t hidden = kHidden) {
+  int y = b.op(name + "_view", "Reshape", {x}, {{"shape", std::vector<int64_t>{0, 0, heads, hidden / heads}}});
   return b.op(name + "_heads", "Permute", {y}, {{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
 }
 
@@ -83,94 +84,179 @@ Graph build_vit_b_16(const ModelSpec& spec) {
   return b.finish();
 }
 
-// ---- bert_base ---------------------------------------------------------------------------------
+// ---- bert ----------------------------------------------------------------------------------------
 
-Graph build_bert_base(const ModelSpec& spec) {
-  constexpr int64_t kVocab = 30522, kPositions = 512, kTokenTypes = 2;
-  constexpr double kEps = 1e-12, kDropout = 0.1;
-  if (spec.seq_len > kPositions)
-    throw InputError("bert_base takes at most " + std::to_string(kPositions) + " tokens, got " +
+Graph bert_graph(const TransformerSize& size, const ModelSpec& spec) {
+  if (spec.seq_len > size.positions)
+    throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
                      std::to_string(spec.seq_len));
-  GraphBuilder b("bert_base", "bert");
+  const int64_t hidden = size.hidden, heads = size.heads;
+  const double eps = size.eps, dropout = size.dropout;
+  GraphBuilder b(size.name, size.family);
   int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
   int types = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "token_type_ids");
-  int x =
-      b.op("embeddings.word_embeddings", "Embedding", {ids}, {{"num_embeddings", kVocab}, {"embedding_dim", kHidden}});
+  int x = b.op("embeddings.word_embeddings", "Embedding", {ids},
+               {{"num_embeddings", size.vocab}, {"embedding_dim", hidden}});
   int type_rows = b.op("embeddings.token_type_embeddings", "Embedding", {types},
-                       {{"num_embeddings", kTokenTypes}, {"embedding_dim", kHidden}});
+                       {{"num_embeddings", size.type_vocab}, {"embedding_dim", hidden}});
   x = b.add("embeddings.add_token_type", x, type_rows);
-  x = b.op("embeddings.position_embeddings", "PositionEmbedding", {x}, {{"length", kPositions}});
-  x = layer_norm(b, "embeddings.LayerNorm", x, kEps);
-  x = b.dropout("embeddings.dropout", x, kDropout);
-  for (int64_t layer = 0; layer < kLayers; ++layer) {
+  x = b.op("embeddings.position_embeddings", "PositionEmbedding", {x}, {{"length", size.positions}});
+  x = layer_norm(b, "embeddings.LayerNorm", x, eps, hidden);
+  x = b.dropout("embeddings.dropout", x, dropout);
+  for (int64_t layer = 0; layer < size.layers; ++layer) {
     std::string prefix = "encoder.layer." + std::to_string(layer) + ".";
     std::string self = prefix + "attention.self.";
-    int q = split_heads(b, self + "query", b.linear(self + "query", x, kHidden));
-    int k = split_heads(b, self + "key", b.linear(self + "key", x, kHidden));
-    int v = split_heads(b, self + "value", b.linear(self + "value", x, kHidden));
-    int y = attention(b, self + "attention", q, k, v, false, kDropout);
+    int q = split_heads(b, self + "query", b.linear(self + "query", x, hidden), heads, hidden);
+    int k = split_heads(b, self + "key", b.linear(self + "key", x, hidden), heads, hidden);
+    int v = split_heads(b, self + "value", b.linear(self + "value", x, hidden), heads, hidden);
+    int y = attention(b, self + "attention", q, k, v, false, size.attention_dropout);
     y = merge_heads(b, self, y);
-    y = b.linear(prefix + "attention.output.dense", y, kHidden);
-    y = b.dropout(prefix + "attention.output.dropout", y, kDropout);
+    y = b.linear(prefix + "attention.output.dense", y, hidden);
+    y = b.dropout(prefix + "attention.output.dropout", y, dropout);
     y = b.add(prefix + "attention.output.add", y, x);
-    x = layer_norm(b, prefix + "attention.output.LayerNorm", y, kEps);
-    y = b.linear(prefix + "intermediate.dense", x, kMlp);
-    y = b.act(prefix + "intermediate.intermediate_act_fn", "GELU", y);
-    y = b.linear(prefix + "output.dense", y, kHidden);
-    y = b.dropout(prefix + "output.dropout", y, kDropout);
+    x = layer_norm(b, prefix + "attention.output.LayerNorm", y, eps, hidden);
+    y = b.linear(prefix + "intermediate.dense", x, size.mlp);
+    y = b.act(prefix + "intermediate.intermediate_act_fn", size.activation, y);
+    y = b.linear(prefix + "output.dense", y, hidden);
+    y = b.dropout(prefix + "output.dropout", y, dropout);
     y = b.add(prefix + "output.add", y, x);
-    x = layer_norm(b, prefix + "output.LayerNorm", y, kEps);
+    x = layer_norm(b, prefix + "output.LayerNorm", y, eps, hidden);
+  }
+  if (size.lm_head) {
+    // BertLMHeadModel / BertForMaskedLM: no pooler; cls.predictions transforms each token and decodes it with the
+    // word embedding's weight (tied) and a bias of its own.
+    x = b.linear("cls.predictions.transform.dense", x, hidden);
+    x = b.act("cls.predictions.transform.transform_act_fn", size.activation, x);
+    x = layer_norm(b, "cls.predictions.transform.LayerNorm", x, eps, hidden);
+    b.op("cls.predictions.decoder", "Linear", {x},
+         {{"out_features", size.vocab}, {"bias", int64_t{1}}, {"tied_to", std::string("embeddings.word_embeddings")}});
+    return b.finish();
   }
   // Pooler: the first token's hidden state.
   x = b.op("pooler.first_token", "Slice", {x}, {{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", int64_t{1}}});
   x = b.flatten("pooler.first_token_flatten", x, 1);
-  x = b.linear("pooler.dense", x, kHidden);
+  x = b.linear("pooler.dense", x, hidden);
   x = b.act("pooler.activation", "Tanh", x);
-  x = b.dropout("dropout", x, kDropout);
-  b.linear("classifier", x, spec.num_classes);
+  x = b.dropout("dropout", x, dropout);
+  b.linear("classifier", x, size.classes > 0 ? size.classes : spec.num_classes);
   return b.finish();
 }
 
-// ---- gpt2_small --------------------------------------------------------------------------------
+Graph build_bert_base(const ModelSpec& spec) {
+  TransformerSize size;
+  size.name = "bert_base";
+  size.family = "bert";
+  size.vocab = 30522;
+  size.positions = 512;
+  size.hidden = kHidden;
+  size.heads = kHeads;
+  size.layers = kLayers;
+  size.mlp = kMlp;
+  size.eps = 1e-12;
+  return bert_graph(size, spec);
+}
 
-Graph build_gpt2_small(const ModelSpec& spec) {
-  constexpr int64_t kVocab = 50257, kPositions = 1024;
-  constexpr double kEps = 1e-5, kDropout = 0.1;
-  if (spec.seq_len > kPositions)
-    throw InputError("gpt2_small takes at most " + std::to_string(kPositions) + " tokens, got " +
+// ---- gpt2 ----------------------------------------------------------------------------------------
+
+Graph gpt2_graph(const TransformerSize& size, const ModelSpec& spec) {
+  if (spec.seq_len > size.positions)
+    throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
                      std::to_string(spec.seq_len));
-  GraphBuilder b("gpt2_small", "gpt2");
+  const int64_t hidden = size.hidden, heads = size.heads;
+  const double eps = size.eps, dropout = size.dropout;
+  GraphBuilder b(size.name, size.family);
   int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
-  int x = b.op("transformer.wte", "Embedding", {ids}, {{"num_embeddings", kVocab}, {"embedding_dim", kHidden}});
-  x = b.op("transformer.wpe", "PositionEmbedding", {x}, {{"length", kPositions}});
-  x = b.dropout("transformer.drop", x, kDropout);
-  for (int64_t layer = 0; layer < kLayers; ++layer) {
+  int x = b.op("transformer.wte", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", hidden}});
+  x = b.op("transformer.wpe", "PositionEmbedding", {x}, {{"length", size.positions}});
+  x = b.dropout("transformer.drop", x, dropout);
+  for (int64_t layer = 0; layer < size.layers; ++layer) {
     std::string prefix = "transformer.h." + std::to_string(layer) + ".";
     std::string attn = prefix + "attn.";
-    int y = layer_norm(b, prefix + "ln_1", x, kEps);
-    int qkv = b.linear(attn + "c_attn", y, 3 * kHidden);
+    int y = layer_norm(b, prefix + "ln_1", x, eps, hidden);
+    int qkv = b.linear(attn + "c_attn", y, 3 * hidden);
     int parts[3];
     const char* names[3] = {"query", "key", "value"};
     for (int part = 0; part < 3; ++part) {
       int slice = b.op(attn + names[part], "Slice", {qkv},
-                       {{"axis", int64_t{-1}}, {"start", part * kHidden}, {"end", (part + 1) * kHidden}});
-      parts[part] = split_heads(b, attn + names[part], slice);
+                       {{"axis", int64_t{-1}}, {"start", part * hidden}, {"end", (part + 1) * hidden}});
+      parts[part] = split_heads(b, attn + names[part], slice, heads, hidden);
     }
-    y = attention(b, attn + "attention", parts[0], parts[1], parts[2], true, kDropout);
+    y = attention(b, attn + "attention", parts[0], parts[1], parts[2], true, size.attention_dropout);
     y = merge_heads(b, attn, y);
-    y = b.linear(attn + "c_proj", y, kHidden);
-    y = b.dropout(attn + "resid_dropout", y, kDropout);
+    y = b.linear(attn + "c_proj", y, hidden);
+    y = b.dropout(attn + "resid_dropout", y, dropout);
     x = b.add(prefix + "add_1", y, x);
-    y = layer_norm(b, prefix + "ln_2", x, kEps);
-    y = b.linear(prefix + "mlp.c_fc", y, kMlp);
-    y = b.act(prefix + "mlp.act", "GELU", y);
-    y = b.linear(prefix + "mlp.c_proj", y, kHidden);
-    y = b.dropout(prefix + "mlp.dropout", y, kDropout);
+    y = layer_norm(b, prefix + "ln_2", x, eps, hidden);
+    y = b.linear(prefix + "mlp.c_fc", y, size.mlp);
+    y = b.act(prefix + "mlp.act", size.activation, y);
+    y = b.linear(prefix + "mlp.c_proj", y, hidden);
+    y = b.dropout(prefix + "mlp.dropout", y, dropout);
     x = b.add(prefix + "add_2", y, x);
   }
-  x = layer_norm(b, "transformer.ln_f", x, kEps);
+  x = layer_norm(b, "transformer.ln_f", x, eps, hidden);
   b.op("lm_head", "Linear", {x},
-       {{"out_features", kVocab}, {"bias", int64_t{0}}, {"tied_to", std::string("transformer.wte")}});
+       {{"out_features", size.vocab}, {"bias", int64_t{0}}, {"tied_to", std::string("transformer.wte")}});
+  return b.finish();
+}
+
+Graph build_gpt2_small(const ModelSpec& spec) {
+  TransformerSize size;
+  size.name = "gpt2_small";
+  size.family = "gpt2";
+  size.vocab = 50257;
+  size.positions = 1024;
+  size.hidden = kHidden;
+  size.heads = kHeads;
+  size.layers = kLayers;
+  size.mlp = kMlp;
+  size.eps = 1e-5;
+  return gpt2_graph(size, spec);
+}
+
+// ---- opt -----------------------------------------------------------------------------------------
+
+// OPTForCausalLM (Hugging Face modeling_opt.py): learned positions with 2 extra rows, pre- or post-LN decoder
+// layers (q, k, v, out projections, fc1/fc2 with ReLU), the final LayerNorm, the projections in and out where the
+// token embedding is narrower than the model (opt-350m), the LM head tied to the token embedding.
+Graph opt_graph(const TransformerSize& size, const ModelSpec& spec) {
+  if (spec.seq_len > size.positions)
+    throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
+                     std::to_string(spec.seq_len));
+  const int64_t hidden = size.hidden, heads = size.heads;
+  const int64_t embed = size.embed_dim > 0 ? size.embed_dim : hidden;
+  const double eps = size.eps, dropout = size.dropout;
+  GraphBuilder b(size.name, size.family);
+  int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
+  int x = b.op("model.decoder.embed_tokens", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", embed}});
+  if (embed != hidden) x = b.linear("model.decoder.project_in", x, hidden, false);
+  x = b.op("model.decoder.embed_positions", "PositionEmbedding", {x},
+           {{"length", size.positions + size.position_offset}});
+  x = b.dropout("model.decoder.dropout", x, dropout);
+  for (int64_t layer = 0; layer < size.layers; ++layer) {
+    std::string prefix = "model.decoder.layers." + std::to_string(layer) + ".";
+    std::string attn = prefix + "self_attn.";
+    int y = size.pre_norm ? layer_norm(b, prefix + "self_attn_layer_norm", x, eps, hidden) : x;
+    int q = split_heads(b, attn + "q_proj", b.linear(attn + "q_proj", y, hidden, size.bias), heads, hidden);
+    int k = split_heads(b, attn + "k_proj", b.linear(attn + "k_proj", y, hidden, size.bias), heads, hidden);
+    int v = split_heads(b, attn + "v_proj", b.linear(attn + "v_proj", y, hidden, size.bias), heads, hidden);
+    y = attention(b, attn + "attention", q, k, v, true, size.attention_dropout);
+    y = merge_heads(b, attn, y);
+    y = b.linear(attn + "out_proj", y, hidden, size.bias);
+    y = b.dropout(prefix + "dropout_1", y, dropout);
+    x = b.add(prefix + "add_1", y, x);
+    if (!size.pre_norm) x = layer_norm(b, prefix + "self_attn_layer_norm", x, eps, hidden);
+    y = size.pre_norm ? layer_norm(b, prefix + "final_layer_norm", x, eps, hidden) : x;
+    y = b.linear(prefix + "fc1", y, size.mlp, size.bias);
+    y = b.act(prefix + "activation_fn", size.activation, y);
+    y = b.linear(prefix + "fc2", y, hidden, size.bias);
+    y = b.dropout(prefix + "dropout_2", y, dropout);
+    x = b.add(prefix + "add_2", y, x);
+    if (!size.pre_norm) x = layer_norm(b, prefix + "final_layer_norm", x, eps, hidden);
+  }
+  if (size.final_norm) x = layer_norm(b, "model.decoder.final_layer_norm", x, eps, hidden);
+  if (embed != hidden) x = b.linear("model.decoder.project_out", x, embed, false);
+  b.op("lm_head", "Linear", {x},
+       {{"out_features", size.vocab}, {"bias", int64_t{0}}, {"tied_to", std::string("model.decoder.embed_tokens")}});
   return b.finish();
 }
 
@@ -198,6 +284,10 @@ int packed_self_attention(GraphBuilder& b, const std::string& prefix, int x, int
   context = merge_heads(b, prefix, context);
   return b.linear(prefix + "out_proj", context, embed);
 }
+
+Graph build_bert(const TransformerSize& size, const ModelSpec& spec) { return bert_graph(size, spec); }
+Graph build_gpt2(const TransformerSize& size, const ModelSpec& spec) { return gpt2_graph(size, spec); }
+Graph build_opt(const TransformerSize& size, const ModelSpec& spec) { return opt_graph(size, spec); }
 
 void register_transformers(std::vector<ZooEntry>& entries) {
   entries.push_back({"vit_b_16", "vit", "cnn", {3, 224, 224}, build_vit_b_16});

@@ -1,0 +1,52 @@
+// A Hugging Face config.json as MODEL (issue 34): predict, memory and inspect take it as they take a zoo name
+// (GPT-2's config forecasts what gpt2_small forecasts), and a broken one is one line naming file and field, exit 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.h"
+
+namespace dnncast {
+namespace {
+
+const std::string kGpt2 = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/gpt2.json";
+
+nlohmann::json answer(const std::string& command, const std::vector<std::string>& args) {
+  cli_test::ScratchDir dir("hf_config_cli");
+  std::vector<std::string> with_json = args;
+  with_json.push_back("--json");
+  const cli_test::Result result = cli_test::run(command, with_json, dir.path());
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return nlohmann::json::parse(result.out, nullptr, false);
+}
+
+TEST(HfConfigCli, Gpt2ConfigForecastsWhatTheZoosGpt2Forecasts) {
+  for (const std::vector<std::string>& rest : {std::vector<std::string>{"--device", "t4"}, std::vector<std::string>{}}) {
+    std::vector<std::string> config_args = {kGpt2, "--batch", "4", "--seq", "256"};
+    std::vector<std::string> zoo_args = {"gpt2_small", "--batch", "4", "--seq", "256"};
+    config_args.insert(config_args.end(), rest.begin(), rest.end());
+    zoo_args.insert(zoo_args.end(), rest.begin(), rest.end());
+    const nlohmann::json from_config = answer("predict", config_args), zoo = answer("predict", zoo_args);
+    ASSERT_TRUE(from_config.is_object() && zoo.is_object());
+    EXPECT_EQ(from_config["time_ms"], zoo["time_ms"]) << (rest.empty() ? "cpu" : "t4");
+  }
+  const nlohmann::json memory = answer("memory", {kGpt2, "--batch", "2", "--seq", "128"});
+  const nlohmann::json zoo_memory = answer("memory", {"gpt2_small", "--batch", "2", "--seq", "128"});
+  EXPECT_EQ(memory["peak_bytes"], zoo_memory["peak_bytes"]);
+  const nlohmann::json inspected = answer("inspect", {kGpt2, "--seq", "64"});
+  EXPECT_EQ(inspected["params"], 124439808) << inspected.dump().substr(0, 400);
+}
+
+TEST(HfConfigCli, ABrokenConfigIsOneLineNamingTheField) {
+  cli_test::ScratchDir dir("hf_config_cli_bad");
+  const std::string path = dir.path() + "/config.json";
+  std::ofstream(path) << R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "vocab_size": 50257})";
+  const cli_test::Result result = cli_test::run("predict", {path, "--batch", "2", "--seq", "16"}, dir.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "dnncast predict: error: " + path + ": field 'n_positions': missing\n");
+}
+
+}  // namespace
+}  // namespace dnncast

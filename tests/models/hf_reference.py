@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""The parameter count of a Hugging Face config's model, built from torch.nn modules on the meta device as
+Hugging Face's modeling_gpt2.py, modeling_bert.py and modeling_opt.py build it (tied weights counted once), for
+tests/models/hf_config_test.cpp to hold dnncast's graph against. No transformers package is needed.
+
+    tests/models/hf_reference.py CONFIG.json ...      one line per file: "PATH PARAMETERS"
+"""
+import json
+import sys
+
+import torch
+from torch import nn
+
+META = {"device": "meta"}
+
+
+def linear(inputs, outputs, bias=True):
+    return nn.Linear(inputs, outputs, bias=bias, **META)
+
+
+def norm(width):
+    return nn.LayerNorm(width, **META)
+
+
+def gpt2(config):
+    d, inner = config["n_embd"], config.get("n_inner") or 4 * config["n_embd"]
+    layers = [nn.ModuleList([norm(d), linear(d, 3 * d), linear(d, d), norm(d), linear(d, inner), linear(inner, d)])
+              for _ in range(config["n_layer"])]
+    wte = nn.Embedding(config["vocab_size"], d, **META)
+    lm_head = linear(d, config["vocab_size"], bias=False)
+    lm_head.weight = wte.weight  # tied
+    return nn.ModuleList([wte, nn.Embedding(config["n_positions"], d, **META), nn.ModuleList(layers), norm(d), lm_head])
+
+
+def bert(config):
+    d, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    word = nn.Embedding(vocab, d, **META)
+    parts = [word, nn.Embedding(config.get("max_position_embeddings", 512), d, **META),
+             nn.Embedding(config.get("type_vocab_size", 2), d, **META), norm(d)]
+    for _ in range(config["num_hidden_layers"]):
+        parts += [linear(d, d), linear(d, d), linear(d, d), linear(d, d), norm(d), linear(d, inner), linear(inner, d),
+                  norm(d)]
+    if (config.get("architectures") or [""])[0] in ("BertLMHeadModel", "BertForMaskedLM"):
+        decoder = linear(d, vocab)
+        decoder.weight = word.weight  # tied; its bias is its own
+        parts += [linear(d, d), norm(d), decoder]
+    else:
+        parts += [linear(d, d), linear(d, config.get("num_labels", 2))]  # pooler, classifier
+    return nn.ModuleList(parts)
+
+
+def opt(config):
+    d, ffn, vocab = config["hidden_size"], config["ffn_dim"], config["vocab_size"]
+    embed = config.get("word_embed_proj_dim", d)
+    bias = config.get("enable_bias", True)
+    tokens = nn.Embedding(vocab, embed, **META)
+    parts = [tokens, nn.Embedding(config["max_position_embeddings"] + 2, d, **META)]
+    if embed != d:
+        parts += [linear(embed, d, bias=False), linear(d, embed, bias=False)]
+    for _ in range(config["num_hidden_layers"]):
+        parts += [linear(d, d, bias), linear(d, d, bias), linear(d, d, bias), linear(d, d, bias), norm(d),
+                  linear(d, ffn, bias), linear(ffn, d, bias), norm(d)]
+    if config.get("do_layer_norm_before", True) and not config.get("_remove_final_layer_norm", False):
+        parts.append(norm(d))
+    lm_head = linear(embed, vocab, bias=False)
+    lm_head.weight = tokens.weight
+    parts.append(lm_head)
+    return nn.ModuleList(parts)
+
+
+def count(module):
+    return sum(parameter.numel() for parameter in module.parameters())  # parameters() yields a tied one once
+
+
+for path in sys.argv[1:]:
+    with open(path) as file:
+        config = json.load(file)
+    builders = {"gpt2": gpt2, "bert": bert, "opt": opt}
+    print(path, count(builders[config["model_type"]](config)))
