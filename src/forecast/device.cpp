@@ -20,8 +20,7 @@ ForecastDevice resolve_predict_device(const std::string& typed, const std::strin
   return device;
 }
 
-ForecastDevice resolve_memory_device(const std::string& typed, const hardware::Catalogue& catalogue,
-                                     const std::string& option) {
+ForecastDevice resolve_memory_device(const std::string& typed, const std::string& option) {
   check_printable_name(option, typed);
   ForecastDevice device;
   device.typed = typed;
@@ -32,7 +31,7 @@ ForecastDevice resolve_memory_device(const std::string& typed, const hardware::C
   }
   device.kind = ForecastDevice::Kind::CatalogueGpu;
   try {
-    device.gpu = catalogue.gpu(typed);  // an unknown name throws, naming the closest catalogued GPUs
+    device.gpu = hardware::shipped_catalogue().gpu(typed);  // an unknown name throws, naming the closest catalogued GPUs
   } catch (const InputError& error) {
     throw InputError(option + " " + quote(typed) + ": expected cpu, cuda or a GPU of `dnncast devices`; " +
                      error.what());

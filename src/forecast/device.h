@@ -31,8 +31,8 @@ struct ForecastDevice {
 ForecastDevice resolve_predict_device(const std::string& typed, const std::string& predictor_dir,
                                       const hardware::Catalogue& catalogue, const std::string& option);
 // `memory`'s device: cpu, cuda, or a catalogued GPU (the CUDA allocator model, the GPU's CUDA context and its
-// memory size as the limit `fits` is judged against). InputError naming the option (`option`) otherwise.
-ForecastDevice resolve_memory_device(const std::string& typed, const hardware::Catalogue& catalogue,
-                                     const std::string& option);
+// memory size as the limit `fits` is judged against; the shipped catalogue, read only for a name other than cpu
+// and cuda). InputError naming the option (`option`) otherwise.
+ForecastDevice resolve_memory_device(const std::string& typed, const std::string& option);
 
 }  // namespace dnncast::apps

@@ -73,8 +73,7 @@ MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spe
   config.precision = parse_precision(options.precision, option_name("precision", style));
   // cpu, cuda, or a catalogued GPU: the CUDA allocator model with the GPU's context and memory size (as
   // `predict --device GPU` simulates it, gpu/gpu_forecast.h), unless --cuda-context or --fits say otherwise.
-  const ForecastDevice device =
-      resolve_memory_device(options.device, hardware::shipped_catalogue(), option_name("device", style));
+  const ForecastDevice device = resolve_memory_device(options.device, option_name("device", style));
   config.device = device.kind == ForecastDevice::Kind::ThisHost ? Device::Cpu : Device::Cuda;
   if (device.gpu) {
     request.gpu = device.gpu->name;

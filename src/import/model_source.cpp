@@ -4,9 +4,8 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -142,16 +141,21 @@ OnnxOptions onnx_options(const ModelSpec& spec) {
 }
 #endif
 
-// The file as a Hugging Face config.json (models/hf_config.h), when it is one: a small JSON object with
-// "model_type" (a graph JSON is larger, or has "nodes").
-std::optional<nlohmann::json> hf_config_of(const std::string& path) {
-  std::error_code error;
-  const auto bytes = std::filesystem::file_size(path, error);
-  if (error || bytes > (1u << 20)) return std::nullopt;
+// A .json model file read and parsed once: a Hugging Face config.json (models/hf_config.h: one with "model_type")
+// or a graph JSON file.
+Graph load_json_file(const std::string& path, const ModelSpec& spec) {
   std::ifstream file(path);
-  nlohmann::json document = nlohmann::json::parse(file, nullptr, false);
-  if (document.is_discarded() || !is_hf_config(document)) return std::nullopt;
-  return document;
+  if (!file) throw InputError("cannot open graph file " + quote(path));
+  std::stringstream text;
+  text << file.rdbuf();
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception&) {
+    return resize_graph(read_graph_json(text.str(), path), path, spec);  // throws, naming what is wrong
+  }
+  if (is_hf_config(document)) return build_hf_config(document, spec, path);
+  return resize_graph(graph_from_json(document, path), path, spec);
 }
 
 }  // namespace
@@ -180,8 +184,7 @@ Graph load_model(const std::string& source, const ModelSpec& spec) {
     case ModelSourceKind::File: {
       std::string path = starts_with(source, "file:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
-      if (std::optional<nlohmann::json> config = hf_config_of(path)) return build_hf_config(*config, spec, path);
-      return resize_graph(load_graph_file(path), path, spec);
+      return load_json_file(path, spec);
     }
     case ModelSourceKind::Onnx: {
       std::string path = starts_with(source, "onnx:") ? source.substr(5) : source;

@@ -84,12 +84,17 @@ Graph build_vit_b_16(const ModelSpec& spec) {
   return b.finish();
 }
 
-// ---- bert ----------------------------------------------------------------------------------------
-
-Graph bert_graph(const TransformerSize& size, const ModelSpec& spec) {
+// A transformer's input: at most the position table's tokens.
+void check_tokens(const TransformerSize& size, const ModelSpec& spec) {
   if (spec.seq_len > size.positions)
     throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
                      std::to_string(spec.seq_len));
+}
+
+// ---- bert ----------------------------------------------------------------------------------------
+
+Graph bert_graph(const TransformerSize& size, const ModelSpec& spec) {
+  check_tokens(size, spec);
   const int64_t hidden = size.hidden, heads = size.heads;
   const double eps = size.eps, dropout = size.dropout;
   GraphBuilder b(size.name, size.family);
@@ -159,9 +164,7 @@ Graph build_bert_base(const ModelSpec& spec) {
 // ---- gpt2 ----------------------------------------------------------------------------------------
 
 Graph gpt2_graph(const TransformerSize& size, const ModelSpec& spec) {
-  if (spec.seq_len > size.positions)
-    throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
-                     std::to_string(spec.seq_len));
+  check_tokens(size, spec);
   const int64_t hidden = size.hidden, heads = size.heads;
   const double eps = size.eps, dropout = size.dropout;
   GraphBuilder b(size.name, size.family);
@@ -219,9 +222,7 @@ Graph build_gpt2_small(const ModelSpec& spec) {
 // layers (q, k, v, out projections, fc1/fc2 with ReLU), the final LayerNorm, the projections in and out where the
 // token embedding is narrower than the model (opt-350m), the LM head tied to the token embedding.
 Graph opt_graph(const TransformerSize& size, const ModelSpec& spec) {
-  if (spec.seq_len > size.positions)
-    throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
-                     std::to_string(spec.seq_len));
+  check_tokens(size, spec);
   const int64_t hidden = size.hidden, heads = size.heads;
   const int64_t embed = size.embed_dim > 0 ? size.embed_dim : hidden;
   const double eps = size.eps, dropout = size.dropout;
