@@ -11,6 +11,7 @@ std::vector<bool> inplace_safe_nodes(const Graph& graph) {
   for (int index = 0; index < graph.size(); ++index) {
     const Node& node = graph.node(index);
     if (!registry.get(node.op).runs_inplace || node.inputs.size() != 1) continue;
+    if (node.attr_int("inplace", 1) == 0) continue;  // a module built with inplace=False (Hugging Face's act_fn)
     int producer = node.inputs[0];
     if (!registry.get(graph.node(producer).op).fresh_output) continue;
     if (consumers[static_cast<size_t>(producer)].size() != 1) continue;

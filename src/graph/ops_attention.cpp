@@ -26,6 +26,14 @@
 //   element (the table gradient sums over the batch). Nothing saved.
 // ClassToken: prepends a learnable 1 x 1 x D token: N x L x D -> N x (L+1) x D. params = D. FLOPs
 //   fwd 0 (a copy), bwd N*D (the token gradient sums over the batch). Nothing saved.
+// RotaryEmbedding (rotary_dim, default the head size; theta, default 10000): rotary position embedding
+//   of q or k, N x h x L x d -> the same, as Hugging Face's apply_rotary_pos_emb computes it: the first
+//   rotary_dim (even, <= d) of each head become x * cos + rotate_half(x) * sin for position l and
+//   frequency theta^(-2i/rotary_dim), the rest pass through (GPT-NeoX's rotary_pct < 1: a slice and a
+//   concatenation). No parameters; rotated = numel * rotary_dim / d. FLOPs fwd = 3 per rotated element
+//   (two products, one sum), bwd = 3 per rotated element. bytes: read x and the cos and sin tables
+//   (L x rotary_dim each), written: the output. Saved: cos and sin (autograd keeps the products'
+//   other operands), not x. Memory recipe "generic" (the eager temporaries are not replayed).
 #include "graph/op_helpers.h"
 
 namespace dnncast {
@@ -250,6 +258,38 @@ OpDef class_token_op() {
   return class_token;
 }
 
+OpDef rotary_op() {
+  OpDef rotary;
+  rotary.name = "RotaryEmbedding";
+  rotary.memory_recipe = "generic";
+  rotary.feature_kind = "Mul";
+  rotary.category = "attention";
+  rotary.shape = [](const OpView& view) {
+    ops::require_rank(view, 0, 4);
+    int64_t head_dim = view.in(0)[3];
+    int64_t rotary_dim = view.node.attr_int("rotary_dim", head_dim);
+    view.check(rotary_dim > 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0,
+               "rotary_dim " + std::to_string(rotary_dim) + " must be even and in [2, " + std::to_string(head_dim) +
+                   "] (the head size)");
+    view.check(view.node.attr_float("theta", 10000.0) > 0.0, "theta must be positive");
+    return view.in(0);
+  };
+  rotary.cost = [](const OpView& view) {
+    OpCost cost;
+    const TensorShape& in = view.in(0);
+    int64_t rotary_dim = view.node.attr_int("rotary_dim", in[3]);
+    int64_t rotated = checked_mul(in.numel() / in[3], rotary_dim);
+    int64_t tables = checked_product({2, in[2], rotary_dim, dtype_bytes(view.node.dtype)});  // cos, sin
+    cost.flops_fwd = checked_mul(3, rotated);
+    cost.flops_bwd = checked_mul(3, rotated);
+    cost.bytes_read = checked_add(ops::in_bytes(view, 0), tables);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_extra(tables, "cos+sin")};
+    return cost;
+  };
+  return rotary;
+}
+
 }  // namespace
 
 void register_attention_ops(OpRegistry& registry) {
@@ -259,6 +299,7 @@ void register_attention_ops(OpRegistry& registry) {
   registry.add(attention_op());
   registry.add(position_op());
   registry.add(class_token_op());
+  registry.add(rotary_op());
 }
 
 }  // namespace dnncast

@@ -9,6 +9,12 @@
 // Both: FLOPs fwd = 5 per element (mean 1, variance 2, normalise 2) + 2 with affine (scale, shift);
 //   bwd = 7 per element + 2 with affine (weight and bias gradients). Saved (native_layer_norm /
 //   native_group_norm): the input and per-row mean and inverse std (2 * rows floats).
+// RMSNorm (eps, default 1e-6): y = weight * x / sqrt(mean(x^2) + eps) over the last dimension, a
+//   weight and no bias (Llama's, Mistral's LlamaRMSNorm). params = the last dimension. FLOPs fwd = 4
+//   per element (square, mean, normalise, scale), bwd = 8 per element (input and weight gradients).
+//   Saved, as torch 1.13's autograd keeps it for Hugging Face's composite module in fp32: the input,
+//   its squares (mean's input: 1.13 keeps it), the normalised x / rms (the weight's factor) and the
+//   per-row inverse rms. Memory recipe "generic".
 #include "graph/op_helpers.h"
 
 namespace dnncast {
@@ -106,6 +112,32 @@ void register_norm_ops(OpRegistry& registry) {
     return cost;
   };
   registry.add(groupnorm);
+
+  OpDef rmsnorm;
+  rmsnorm.name = "RMSNorm";
+  rmsnorm.memory_recipe = "generic";
+  rmsnorm.feature_kind = "LayerNorm";
+  rmsnorm.fresh_output = true;
+  rmsnorm.category = "norm";
+  rmsnorm.shape = [](const OpView& view) {
+    view.check(view.in(0).rank() >= 1, "expected an input of rank 1 or more");
+    view.check(view.node.attr_float("eps", 1e-6) >= 0.0, "eps must be non-negative");
+    return view.in(0);
+  };
+  rmsnorm.cost = [](const OpView& view) {
+    OpCost cost;
+    int64_t width = view.in(0).dims.back();
+    int64_t elements = view.in(0).numel();
+    cost.params = width;
+    cost.flops_fwd = checked_mul(4, elements);
+    cost.flops_bwd = checked_mul(8, elements);
+    cost.bytes_read = ops::in_bytes(view, 0) + width * dtype_bytes(view.node.dtype);
+    cost.bytes_written = ops::out_bytes(view);
+    cost.saved = {ops::saved_input(view, 0), ops::saved_extra(ops::out_bytes(view), "squares"),
+                  ops::saved_extra(ops::out_bytes(view), "normalized"), ops::saved_extra(elements / width * 4, "rstd")};
+    return cost;
+  };
+  registry.add(rmsnorm);
 }
 
 }  // namespace dnncast

@@ -10,6 +10,10 @@
 //   x[..., start:end, ...], no cost.
 // ChannelShuffle (groups): N x C x H x W with C divisible by groups; torchvision's
 //   view/transpose/contiguous/view is one copy: bytes read + written, no FLOPs.
+// RepeatInterleave (axis, repeats): each slice along `axis` repeated `repeats` times in place
+//   (torch.repeat_interleave; Hugging Face's repeat_kv, which widens grouped-query attention's k and v
+//   to every query head): a copy, bytes read + written; backward sums the repeats, (repeats - 1) FLOPs
+//   per input element. Memory recipe "generic".
 #include "graph/op_helpers.h"
 
 namespace dnncast {
@@ -214,6 +218,29 @@ OpDef shuffle_op() {
   return shuffle;
 }
 
+OpDef repeat_op() {
+  OpDef repeat;
+  repeat.name = "RepeatInterleave";
+  repeat.memory_recipe = "generic";
+  repeat.feature_kind = "Concat";
+  repeat.category = "shape";
+  repeat.required_attrs = {"axis", "repeats"};
+  repeat.shape = [](const OpView& view) {
+    TensorShape out = view.in(0);
+    int axis = normalize_axis(view, view.node.attr_int("axis"), out.rank());
+    int64_t repeats = view.node.attr_int("repeats");
+    view.check(repeats > 0, "repeats must be positive");
+    out.dims[static_cast<size_t>(axis)] = checked_mul(out.dims[static_cast<size_t>(axis)], repeats);
+    return out;
+  };
+  repeat.cost = [](const OpView& view) {
+    OpCost cost = copy_cost(view);
+    cost.flops_bwd = checked_mul(view.node.attr_int("repeats") - 1, view.in(0).numel());
+    return cost;
+  };
+  return repeat;
+}
+
 }  // namespace
 
 void register_shape_ops(OpRegistry& registry) {
@@ -224,6 +251,7 @@ void register_shape_ops(OpRegistry& registry) {
   registry.add(transpose_op());
   registry.add(slice_op());
   registry.add(shuffle_op());
+  registry.add(repeat_op());
 }
 
 }  // namespace dnncast

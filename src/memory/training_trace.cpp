@@ -451,7 +451,8 @@ class Trace {
       if (node.attr_int("affine", 1) == 0) return;
       ids.push_back(add_param(in_shape(0)[1] * kF32));
       ids.push_back(add_param(in_shape(0)[1] * kF32));
-    } else if (op == "LayerScale" || op == "ClassToken" || op == "PositionEmbedding" || op == "Embedding") {
+    } else if (op == "LayerScale" || op == "ClassToken" || op == "PositionEmbedding" || op == "Embedding" ||
+               op == "RMSNorm") {
       int64_t params = node_cost(graph_, index).params;
       if (op == "Embedding" || op == "PositionEmbedding") program_.temp(params * kF32, "randn");  // randn * std
       ids.push_back(add_param(params * kF32));

@@ -370,6 +370,17 @@ void add_norm_impls(std::map<std::string, OpImpl>& impls) {
         }
         return at::group_norm(in[0], node.attr_int("groups"), weight, bias, node.attr_float("eps", 1e-5));
       }};
+  impls["RMSNorm"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        const Graph& g = m.graph();
+        s.params.push_back(m.new_param({g.node(g.node(index).inputs[0]).shape.dims.back()}, 0, 1.0));
+      },
+      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        // Hugging Face's LlamaRMSNorm, composite: weight * (x * rsqrt(mean(x^2) + eps)).
+        const at::Tensor& x = in[0];
+        at::Tensor rstd = at::rsqrt(x.pow(2).mean({-1}, /*keepdim=*/true) + node.attr_float("eps", 1e-6));
+        return s.params[0] * (x * rstd);
+      }};
   impls["LayerScale"] = {
       [](GraphModule& m, int index, NodeState& s) {
         const Graph& g = m.graph();
@@ -456,6 +467,16 @@ void add_shape_impls(std::map<std::string, OpImpl>& impls) {
                       if (end < 0) end += size;
                       return in[0].slice(axis, start, std::min(end, size));
                     }};
+  impls["RepeatInterleave"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                                  // Hugging Face's repeat_kv: expand a new axis after `axis`, then one copy.
+                                  const at::Tensor& x = in[0];
+                                  int64_t axis = wrap_axis(node.attr_int("axis"), x.dim());
+                                  int64_t repeats = node.attr_int("repeats");
+                                  std::vector<int64_t> expanded = x.sizes().vec(), merged = x.sizes().vec();
+                                  expanded.insert(expanded.begin() + axis + 1, repeats);
+                                  merged[static_cast<size_t>(axis)] *= repeats;
+                                  return x.unsqueeze(axis + 1).expand(expanded).reshape(merged);
+                                }};
   impls["ChannelShuffle"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
                                // torchvision shufflenetv2.channel_shuffle: view, transpose, contiguous, view.
                                const at::Tensor& x = in[0];
@@ -507,6 +528,30 @@ void add_attention_impls(std::map<std::string, OpImpl>& impls) {
         int64_t length = in[0].size(1);
         if (length == s.params[0].size(1)) return in[0] + s.params[0];
         return in[0] + s.params[0].slice(1, 0, length);
+      }};
+  impls["RotaryEmbedding"] = {
+      [](GraphModule& m, int index, NodeState& s) {
+        // cos and sin of position l and frequency theta^(-2i/r), each L x r (the half frequencies twice).
+        const Graph& g = m.graph();
+        const Node& node = g.node(index);
+        const TensorShape& in = g.node(node.inputs[0]).shape;
+        int64_t rotary_dim = node.attr_int("rotary_dim", in[3]);
+        at::TensorOptions options = m.float_options();
+        at::Tensor exponents = at::arange(0, rotary_dim, 2, options) / static_cast<double>(rotary_dim);
+        at::Tensor inverse = at::pow(node.attr_float("theta", 10000.0), exponents).reciprocal();
+        at::Tensor angles = at::outer(at::arange(in[2], options), inverse);
+        angles = at::cat({angles, angles}, -1);
+        s.buffers.push_back(angles.cos());
+        s.buffers.push_back(angles.sin());
+      },
+      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
+        const at::Tensor& x = in[0];
+        int64_t head_dim = x.size(-1), rotary_dim = s.buffers[0].size(-1), half = rotary_dim / 2;
+        at::Tensor part = rotary_dim == head_dim ? x : x.narrow(-1, 0, rotary_dim);
+        at::Tensor turned = at::cat({-part.narrow(-1, half, half), part.narrow(-1, 0, half)}, -1);
+        at::Tensor rotated = part * s.buffers[0] + turned * s.buffers[1];
+        if (rotary_dim == head_dim) return rotated;
+        return at::cat({rotated, x.narrow(-1, rotary_dim, head_dim - rotary_dim)}, -1);
       }};
   impls["ClassToken"] = {
       [](GraphModule& m, int index, NodeState& s) {
@@ -928,6 +973,7 @@ std::vector<std::string> parameter_suffixes(const std::string& op) {
       {"Conv2d", {"weight", "bias"}},    {"ConvTranspose2d", {"weight", "bias"}},
       {"Linear", {"weight", "bias"}},    {"BatchNorm2d", {"weight", "bias"}},
       {"LayerNorm", {"weight", "bias"}}, {"GroupNorm", {"weight", "bias"}},
+      {"RMSNorm", {"weight"}},
       {"Embedding", {"weight"}},         {"LayerScale", {""}},
       {"PositionEmbedding", {""}},       {"ClassToken", {""}}};
   auto found = names.find(op);

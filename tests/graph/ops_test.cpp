@@ -370,6 +370,34 @@ const std::vector<OpCase>& op_cases() {
          {0, 0, 0, 0, 0, 0, 0},
          "",
          "lambda x: x[..., 2:100]"},
+        // RepeatInterleave: a copy (read the input, write the output), backward sums the repeats; nothing saved
+        // (Hugging Face's repeat_kv: expand and reshape).
+        {"repeat_interleave_heads",
+         "RepeatInterleave",
+         {f32({2, 2, 5, 4})},
+         {{"axis", I{1}}, {"repeats", I{3}}},
+         {2, 6, 5, 4},
+         {0, 0, 2 * 80, 0, 80 * F, 240 * F, 0},
+         "",
+         "lambda x: x[:, :, None].expand(2, 2, 3, 5, 4).reshape(2, 6, 5, 4)"},
+        // RotaryEmbedding: 3 FLOPs per rotated element each way; reads x and the L x r cos and sin tables;
+        // saves cos and sin.
+        {"rotary_full",
+         "RotaryEmbedding",
+         {f32({2, 3, 5, 8})},
+         {},
+         {2, 3, 5, 8},
+         {0, 3 * 240, 3 * 240, 0, 240 * F + 2 * 5 * 8 * F, 240 * F, 2 * 5 * 8 * F},
+         "",
+         "Rotary(8)"},
+        {"rotary_partial",
+         "RotaryEmbedding",
+         {f32({2, 2, 6, 8})},
+         {{"rotary_dim", I{4}}, {"theta", 500.0}},
+         {2, 2, 6, 8},
+         {0, 3 * 96, 3 * 96, 0, 192 * F + 2 * 6 * 4 * F, 192 * F, 2 * 6 * 4 * F},
+         "",
+         "Rotary(4, 500.0)"},
         {"slice_negative_start",
          "Slice",
          {f32({2, 5, 4})},
@@ -396,6 +424,16 @@ const std::vector<OpCase>& op_cases() {
          {0, 5 * 64, 7 * 64, 0, 64 * F, 64 * F, 64 * F + 2 * 2 * F},
          "",
          "nn.LayerNorm([4, 8], elementwise_affine=False)"},
+        // RMSNorm: fwd 4, bwd 8 per element; a weight of the last dimension; saves the input, its squares,
+        // x / rms and the per-row inverse rms (what torch 1.13's autograd keeps of the composite module).
+        {"rmsnorm",
+         "RMSNorm",
+         {f32({2, 5, 8})},
+         {{"eps", 1e-5}},
+         {2, 5, 8},
+         {0, 4 * 80, 8 * 80, 8, 80 * F + 8 * F, 80 * F, 3 * 80 * F + 10 * F},
+         "",
+         "RMSNorm(8)"},
         {"groupnorm",
          "GroupNorm",
          {f32({2, 4, 3, 3})},
@@ -722,6 +760,9 @@ const std::vector<ErrorCase>& error_cases() {
        {f32({2, 6, 3, 3})},
        {{"groups", I{4}}},
        "channels 6 not divisible by groups 4"},
+      {"rotary_odd", "RotaryEmbedding", {f32({2, 2, 5, 8})}, {{"rotary_dim", I{3}}}, "rotary_dim 3 must be even"},
+      {"rotary_rank", "RotaryEmbedding", {f32({2, 5, 8})}, {}, "rank 4"},
+      {"repeat_zero", "RepeatInterleave", {f32({2, 2, 5, 4})}, {{"axis", I{1}}, {"repeats", I{0}}}, "repeats must be positive"},
       {"layer_scale_axis", "LayerScale", {f32({2, 5, 8})}, {{"axis", I{3}}}, "axis 3 out of range for rank 3"},
       {"matmul_inner", "MatMul", {f32({2, 3}), f32({4, 5})}, {}, "inner dimensions differ: 2x3 @ 4x5"},
       {"matmul_batch", "MatMul", {f32({2, 3, 4}), f32({3, 4, 5})}, {}, "cannot broadcast"},
@@ -947,6 +988,25 @@ class LayerScale(nn.Module):
         self.gamma = nn.Parameter(torch.ones(shape))
     def forward(self, x):
         return self.gamma * x
+
+class RMSNorm(nn.Module):
+    def __init__(self, width, eps=1e-5):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(width)), eps
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+class Rotary(nn.Module):
+    def __init__(self, rotary_dim, theta=10000.0):
+        super().__init__()
+        self.rotary_dim, self.theta = rotary_dim, theta
+    def forward(self, x):
+        r, half = self.rotary_dim, self.rotary_dim // 2
+        angles = torch.outer(torch.arange(x.shape[-2]).float(), self.theta ** (-torch.arange(0, r, 2).float() / r))
+        angles = torch.cat([angles, angles], dim=-1)
+        part = x[..., :r]
+        turned = torch.cat([-part[..., half:], part[..., :half]], dim=-1)
+        return torch.cat([part * angles.cos() + turned * angles.sin(), x[..., r:]], dim=-1)
 
 class PositionEmbedding(nn.Module):
     def __init__(self, length, dim):

@@ -93,6 +93,16 @@ def pair(value, default):
     return list(value) * 2 if len(value) == 1 else list(value)
 
 
+def rotary(x, rotary_dim, theta):
+    """Rotary position embedding of x (N x h x L x d) on its first rotary_dim features, the pairs (i, i + r/2)."""
+    length, half = x.shape[-2], rotary_dim // 2
+    frequencies = 1.0 / theta ** (torch.arange(half, dtype=torch.float32) * 2 / rotary_dim)
+    angles = torch.outer(torch.arange(length, dtype=torch.float32), frequencies)
+    cos, sin = angles.cos(), angles.sin()
+    first, second, rest = x[..., :half], x[..., half:rotary_dim], x[..., rotary_dim:]
+    return torch.cat([first * cos - second * sin, second * cos + first * sin, rest], dim=-1)
+
+
 class Interpreter:
     """Each op from its documented semantics; parameters and buffers by PyTorch's names."""
 
@@ -155,6 +165,13 @@ class Interpreter:
             affine = a.get("affine", 1) != 0
             return F.group_norm(x[0], a["groups"], self.param(name + ".weight", affine),
                                 self.param(name + ".bias", affine), a.get("eps", 1e-5))
+        if op == "RMSNorm":
+            y = x[0] * torch.rsqrt(x[0].pow(2).mean(-1, keepdim=True) + a.get("eps", 1e-6))
+            return self.param(name + ".weight") * y
+        if op == "RotaryEmbedding":
+            return rotary(x[0], a.get("rotary_dim", x[0].shape[-1]), a.get("theta", 10000.0))
+        if op == "RepeatInterleave":
+            return torch.repeat_interleave(x[0], a["repeats"], dim=a["axis"])
         if op == "LayerScale":
             axis = a.get("axis", 1) % x[0].dim()
             gamma = self.param(name)
