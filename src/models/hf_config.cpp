@@ -20,14 +20,16 @@ class Fields {
     const nlohmann::json* value = optional(key);
     return value == nullptr ? fallback : positive(key, *value);
   }
-  double number_or(const char* key, double fallback) const {
+  // A non-negative number below `limit` (rope_theta reaches 5e5 and more; rates and eps stay below 1e3).
+  double number_or(const char* key, double fallback, double limit = 1e3) const {
     const nlohmann::json* value = optional(key);
     if (value == nullptr) return fallback;
     if (!value->is_number()) fail(key, "expected a number, got " + value->dump());
     const double number = value->get<double>();
-    if (!(number >= 0 && number < 1e3)) fail(key, "expected a non-negative number, got " + value->dump());
+    if (!(number >= 0 && number < limit)) fail(key, "expected a non-negative number, got " + value->dump());
     return number;
   }
+  bool has(const char* key) const { return optional(key) != nullptr; }
   bool flag_or(const char* key, bool fallback) const {
     const nlohmann::json* value = optional(key);
     if (value == nullptr) return fallback;
@@ -40,12 +42,14 @@ class Fields {
     if (!value->is_string()) fail(key, "expected a string, got " + value->dump());
     return value->get<std::string>();
   }
-  // The MLP's activation as the IR names it: HF's gelu, gelu_new, gelu_fast, gelu_pytorch_tanh -> GELU; relu -> ReLU.
-  std::string activation(const char* key, const std::string& fallback) const {
+  // The MLP's activation as the IR names it: HF's gelu, gelu_new, gelu_fast, gelu_pytorch_tanh -> GELU; relu -> ReLU;
+  // where `silu` (the rotary decoders) also silu and swish -> SiLU.
+  std::string activation(const char* key, const std::string& fallback, bool silu = false) const {
     const std::string name = text_or(key, fallback);
     if (name == "relu") return "ReLU";
     if (name.rfind("gelu", 0) == 0) return "GELU";
-    fail(key, quote(name) + " is not an activation dnncast models (gelu, gelu_new, relu)");
+    if (silu && (name == "silu" || name == "swish")) return "SiLU";
+    fail(key, quote(name) + " is not an activation dnncast models (gelu, gelu_new, relu" + (silu ? ", silu)" : ")"));
   }
   [[noreturn]] void fail(const char* key, const std::string& why) const {
     throw InputError(source_ + ": field '" + key + "': " + why);
@@ -141,6 +145,65 @@ TransformerSize opt_size(const Fields& fields) {
   return size;
 }
 
+// LlamaConfig / MistralConfig: defaults as their config classes set them.
+TransformerSize llama_size(const Fields& fields, const std::string& type) {
+  TransformerSize size;
+  size.family = type;
+  size.vocab = fields.size("vocab_size");
+  size.positions = fields.size_or("max_position_embeddings", type == "mistral" ? 4096 * 32 : 2048);
+  size.hidden = fields.size("hidden_size");
+  size.heads = fields.size("num_attention_heads");
+  size.layers = fields.size("num_hidden_layers");
+  size.mlp = fields.size("intermediate_size");
+  size.kv_heads = fields.size_or("num_key_value_heads", size.heads);
+  if (fields.has("head_dim"))
+    size.head_dim = fields.size("head_dim");  // q is heads * head_dim wide, not necessarily hidden_size
+  else
+    check_heads(fields, "num_attention_heads", size);
+  if (size.heads % size.kv_heads != 0)
+    fields.fail("num_key_value_heads", std::to_string(size.kv_heads) + " key/value heads do not divide the " +
+                                           std::to_string(size.heads) + " attention heads (num_attention_heads)");
+  size.eps = fields.number_or("rms_norm_eps", 1e-6);
+  size.rope_theta = fields.number_or("rope_theta", 10000.0, 1e12);
+  size.tie_embeddings = fields.flag_or("tie_word_embeddings", false);
+  size.bias = fields.flag_or("attention_bias", false);
+  size.mlp_bias = fields.flag_or("mlp_bias", false);
+  size.dropout = 0.0;
+  size.attention_dropout = fields.number_or("attention_dropout", 0.0);
+  size.activation = fields.activation("hidden_act", "silu", true);
+  return size;
+}
+
+// GPTNeoXConfig: defaults as its config class sets them.
+TransformerSize gpt_neox_size(const Fields& fields) {
+  TransformerSize size;
+  size.family = "gpt_neox";
+  size.vocab = fields.size("vocab_size");
+  size.positions = fields.size_or("max_position_embeddings", 2048);
+  size.hidden = fields.size("hidden_size");
+  size.heads = fields.size("num_attention_heads");
+  size.layers = fields.size("num_hidden_layers");
+  size.mlp = fields.size("intermediate_size");
+  check_heads(fields, "num_attention_heads", size);
+  const char* pct_key = fields.has("rotary_pct") || !fields.has("partial_rotary_factor") ? "rotary_pct"
+                                                                                          : "partial_rotary_factor";
+  const double pct = fields.number_or(pct_key, 0.25);
+  const int64_t head_dim = size.hidden / size.heads;
+  size.rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * pct);  // HF: int(head_size * rotary_pct)
+  if (pct > 1.0 || size.rotary_dim < 2 || size.rotary_dim % 2 != 0)
+    fields.fail(pct_key, "rotates " + std::to_string(size.rotary_dim) + " of a head's " + std::to_string(head_dim) +
+                             " features; expected an even number, at least 2, at most all");
+  size.rope_theta = fields.number_or("rotary_emb_base", fields.number_or("rope_theta", 10000.0, 1e12), 1e12);
+  size.eps = fields.number_or("layer_norm_eps", 1e-5);
+  size.tie_embeddings = fields.flag_or("tie_word_embeddings", false);
+  size.parallel_residual = fields.flag_or("use_parallel_residual", true);
+  size.bias = fields.flag_or("attention_bias", true);
+  size.dropout = fields.number_or("hidden_dropout", 0.0);
+  size.attention_dropout = fields.number_or("attention_dropout", 0.0);
+  size.activation = fields.activation("hidden_act", "gelu", true);
+  return size;
+}
+
 }  // namespace
 
 bool is_hf_config(const nlohmann::json& document) {
@@ -157,8 +220,13 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
     size = bert_size(fields, architecture(config));
   } else if (type == "opt") {
     size = opt_size(fields);
+  } else if (type == "llama" || type == "mistral") {
+    size = llama_size(fields, type);
+  } else if (type == "gpt_neox") {
+    size = gpt_neox_size(fields);
   } else {
-    fields.fail("model_type", quote(type) + " is not a family dnncast builds from a config (gpt2, bert, opt)");
+    fields.fail("model_type", quote(type) +
+                                  " is not a family dnncast builds from a config (gpt2, bert, opt, llama, mistral, gpt_neox)");
   }
   std::string name = fields.text_or("_name_or_path", "");
   if (name.empty()) {
@@ -173,7 +241,9 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
   if (at.seq_len == 0) at.seq_len = std::min<int64_t>(512, size.positions);
   if (type == "gpt2") return build_gpt2(size, at);
   if (type == "bert") return build_bert(size, at);
-  return build_opt(size, at);
+  if (type == "opt") return build_opt(size, at);
+  if (type == "gpt_neox") return build_gpt_neox(size, at);
+  return build_llama(size, at);
 }
 
 }  // namespace dnncast

@@ -84,13 +84,6 @@ Graph build_vit_b_16(const ModelSpec& spec) {
   return b.finish();
 }
 
-// A transformer's input: at most the position table's tokens.
-void check_tokens(const TransformerSize& size, const ModelSpec& spec) {
-  if (spec.seq_len > size.positions)
-    throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
-                     std::to_string(spec.seq_len));
-}
-
 // ---- bert ----------------------------------------------------------------------------------------
 
 Graph bert_graph(const TransformerSize& size, const ModelSpec& spec) {
@@ -262,6 +255,13 @@ Graph opt_graph(const TransformerSize& size, const ModelSpec& spec) {
 }
 
 }  // namespace
+
+// A transformer's input: at most the position table's tokens.
+void check_tokens(const TransformerSize& size, const ModelSpec& spec) {
+  if (spec.seq_len > size.positions)
+    throw InputError(size.name + " takes at most " + std::to_string(size.positions) + " tokens, got " +
+                     std::to_string(spec.seq_len));
+}
 
 // torch 1.13 F.multi_head_attention_forward with a packed in_proj: the projection is unflattened to
 // 3 x D, moved to the front and made contiguous, then each of q, k, v is viewed as heads.

@@ -23,12 +23,27 @@ struct TransformerSize {
   int64_t embed_dim = 0;                  // opt: the token embedding's width when not `hidden` (project in/out)
   bool pre_norm = true;                   // opt: do_layer_norm_before
   bool final_norm = true;                 // opt: the final LayerNorm
-  bool bias = true;                       // opt: enable_bias
+  bool bias = true;                       // opt: enable_bias; llama: attention_bias; gpt_neox: attention_bias
+  // llama, mistral, gpt_neox (models/decoders.cpp):
+  int64_t kv_heads = 0;                   // grouped-query attention's key/value heads; 0 = heads
+  int64_t head_dim = 0;                   // width of a head; 0 = hidden / heads
+  int64_t rotary_dim = 0;                 // features of a head that rotary rotates; 0 = all (gpt_neox: rotary_pct)
+  double rope_theta = 10000.0;            // rotary's base
+  bool tie_embeddings = false;            // LM head tied to the token embedding (tie_word_embeddings)
+  bool parallel_residual = false;         // gpt_neox: x + attention(ln1(x)) + mlp(ln2(x))
+  bool mlp_bias = false;                  // llama: biases of gate, up and down projections
 };
+
+// InputError when spec.seq_len is past the model's `positions`.
+void check_tokens(const TransformerSize& size, const ModelSpec& spec);
 
 // Inputs: token ids N x spec.seq_len (bert also token_type_ids); InputError past `positions` tokens.
 Graph build_bert(const TransformerSize& size, const ModelSpec& spec);  // ...ForSequenceClassification or LMHeadModel
 Graph build_gpt2(const TransformerSize& size, const ModelSpec& spec);  // GPT2LMHeadModel, LM head tied
 Graph build_opt(const TransformerSize& size, const ModelSpec& spec);   // OPTForCausalLM, LM head tied
+// LlamaForCausalLM / MistralForCausalLM: RMSNorm, rotary q and k, grouped-query attention, SwiGLU MLP.
+Graph build_llama(const TransformerSize& size, const ModelSpec& spec);
+// GPTNeoXForCausalLM: fused query_key_value, partial rotary, LayerNorm, GELU MLP, parallel residual or not.
+Graph build_gpt_neox(const TransformerSize& size, const ModelSpec& spec);
 
 }  // namespace dnncast

@@ -1,8 +1,9 @@
 // Models from a Hugging Face config.json (issue 34): the graph's parameter count equals the model's that
 // Hugging Face's modeling files build, counted by tests/models/hf_reference.py with torch.nn modules (and equal to
 // the published figures: GPT-2 124,439,808; bert-base-uncased as BertForMaskedLM 109,514,298; OPT-125m
-// 125,239,296; OPT-350m 331,196,416); GPT-2's config gives the zoo's gpt2_small layer for layer; a bad config is
-// one line naming its file and field.
+// 125,239,296; OPT-350m 331,196,416; Llama-2-7B 6,738,415,616; Mistral-7B-v0.1 7,241,732,096; Pythia-160m
+// 162,322,944; TinyLlama-1.1B 1,100,048,384); GPT-2's config gives the zoo's gpt2_small layer for layer; Llama-2-7B's
+// forward FLOPs are 2 x parameters x tokens plus attention; a bad config is one line naming its file and field.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -46,7 +47,7 @@ TEST(HfConfig, ParametersEqualTheTorchReferenceAndThePublishedFigures) {
   std::vector<std::string> paths;
   for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) paths.push_back(entry.path().string());
   std::sort(paths.begin(), paths.end());
-  ASSERT_GE(paths.size(), 5u);
+  ASSERT_GE(paths.size(), 11u);
   std::string arguments = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_reference.py";
   for (const std::string& path : paths) arguments += " " + path;
   const std::string output = python_test::run_python_command(arguments);
@@ -61,7 +62,11 @@ TEST(HfConfig, ParametersEqualTheTorchReferenceAndThePublishedFigures) {
   const std::map<std::string, int64_t> published = {{"gpt2.json", 124439808},
                                                      {"bert-base-uncased.json", 109514298},
                                                      {"opt-125m.json", 125239296},
-                                                     {"opt-350m.json", 331196416}};
+                                                     {"opt-350m.json", 331196416},
+                                                     {"llama-2-7b-hf.json", 6738415616},
+                                                     {"mistral-7b-v0.1.json", 7241732096},
+                                                     {"pythia-160m.json", 162322944},
+                                                     {"tinyllama-1.1b.json", 1100048384}};
   for (const auto& [name, figure] : published) EXPECT_EQ(reference[kConfigs + "/" + name], figure) << name;
 }
 
@@ -93,6 +98,63 @@ TEST(HfConfig, SequenceAndHeadsFollowTheConfig) {
   EXPECT_THROW(build(kConfigs + "/opt-125m.json", 4096), InputError);   // past max_position_embeddings
 }
 
+int count_op(const Graph& graph, const std::string& op) {
+  int count = 0;
+  for (int index = 0; index < graph.size(); ++index) count += graph.node(index).op == op ? 1 : 0;
+  return count;
+}
+
+TEST(HfConfig, RotaryDecodersFollowTheConfig) {
+  Graph mistral = build(kConfigs + "/mistral-7b-v0.1.json", 32);
+  EXPECT_EQ(mistral.node(mistral.find("model.layers.0.self_attn.k_proj")).shape, (TensorShape{2, 32, 1024}));
+  EXPECT_EQ(mistral.node(mistral.find("model.layers.0.self_attn.repeat_k")).shape, (TensorShape{2, 32, 32, 128}));
+  EXPECT_EQ(count_op(mistral, "RepeatInterleave"), 2 * 32);  // k and v of every layer: 8 key/value heads for 32
+  EXPECT_EQ(count_op(mistral, "RMSNorm"), 2 * 32 + 1);
+  EXPECT_EQ(count_op(mistral, "PositionEmbedding"), 0);  // rotary: no position table
+  EXPECT_EQ(mistral.node(mistral.outputs()[0]).shape, (TensorShape{2, 32, 32000}));
+  EXPECT_EQ(mistral.node(mistral.find("model.layers.0.mlp.act_fn")).attr_int("inplace", 1), 0);
+  Graph llama = build(kConfigs + "/llama-2-7b-hf.json", 16);
+  EXPECT_EQ(count_op(llama, "RepeatInterleave"), 0);  // 32 key/value heads: plain multi-head attention
+  EXPECT_EQ(llama.node(llama.find("lm_head")).attr_str("tied_to", ""), "");  // untied
+  Graph tied = build(kConfigs + "/llama-small-tied.json", 16);
+  EXPECT_EQ(tied.node(tied.find("lm_head")).attr_str("tied_to", ""), "model.embed_tokens");
+  EXPECT_EQ(tied.node(tied.find("model.layers.0.self_attn.q_proj")).shape, (TensorShape{2, 16, 8 * 48}));  // head_dim
+  Graph pythia = build(kConfigs + "/pythia-160m.json", 64);
+  int rotary = pythia.find("gpt_neox.layers.0.attention.rotary_q");
+  ASSERT_GE(rotary, 0);
+  EXPECT_EQ(pythia.node(rotary).attr_int("rotary_dim", 0), 16);  // rotary_pct 0.25 of 64
+  EXPECT_EQ(pythia.node(pythia.find("gpt_neox.layers.0.attention.query")).shape, (TensorShape{2, 12, 64, 64}));
+  EXPECT_GE(pythia.find("gpt_neox.layers.0.add_mlp_attention"), 0);  // parallel residual
+  Graph sequential = build(kConfigs + "/gpt-neox-sequential.json", 64);
+  EXPECT_LT(sequential.find("gpt_neox.layers.0.add_mlp_attention"), 0);
+  EXPECT_GE(sequential.find("gpt_neox.layers.0.add_attention"), 0);
+  EXPECT_THROW(build(kConfigs + "/tinyllama-1.1b.json", 4096), InputError);  // past max_position_embeddings
+}
+
+// Forward FLOPs of Llama-2-7B at 2048 tokens: every weight but the embedding table (a gather) does one multiply-add
+// per token, and attention's q k^T and P v over the full 2048 x 2048 scores (libtorch 1.13's math path computes the
+// masked half too) add 4 x L^2 x hidden per layer; norms, SiLU, rotary and softmax are the rest, under 2%.
+TEST(HfConfig, Llama2ForwardFlopsAreTwiceParametersPerTokenPlusAttention) {
+  ModelSpec spec;
+  spec.batch = 1;
+  spec.seq_len = 2048;
+  const std::string path = kConfigs + "/llama-2-7b-hf.json";
+  Graph llama = build_hf_config(read_json(path), spec, path);
+  int64_t flops = 0, params = 0;
+  for (int index = 0; index < llama.size(); ++index) {
+    OpCost cost = node_cost(llama, index);
+    flops += cost.flops_fwd;
+    params += cost.params;
+  }
+  ASSERT_EQ(params, 6738415616);
+  const double tokens = 2048, hidden = 4096, layers = 32, embedding = 32000 * hidden;
+  const double attention = 4 * layers * tokens * tokens * hidden;
+  const double matmuls = 2 * (static_cast<double>(params) - embedding) * tokens + attention;
+  EXPECT_NEAR(static_cast<double>(flops) / matmuls, 1.0, 0.02) << flops;
+  // The rule of thumb with every parameter counted: within a few percent.
+  EXPECT_NEAR(static_cast<double>(flops) / (2 * static_cast<double>(params) * tokens + attention), 1.0, 0.03);
+}
+
 TEST(HfConfig, ABadConfigNamesItsField) {
   nlohmann::json gpt2 = read_json(kConfigs + "/gpt2.json");
   ModelSpec spec;
@@ -117,10 +179,32 @@ TEST(HfConfig, ABadConfigNamesItsField) {
   nlohmann::json activation = gpt2;
   activation["activation_function"] = "swish";
   EXPECT_NE(message(activation).find("field 'activation_function': 'swish' is not an activation"), std::string::npos);
-  nlohmann::json llama = gpt2;
-  llama["model_type"] = "llama";
-  EXPECT_EQ(message(llama),
-            "config.json: field 'model_type': 'llama' is not a family dnncast builds from a config (gpt2, bert, opt)");
+  nlohmann::json falcon = gpt2;
+  falcon["model_type"] = "falcon";
+  EXPECT_EQ(message(falcon), "config.json: field 'model_type': 'falcon' is not a family dnncast builds from a config "
+                             "(gpt2, bert, opt, llama, mistral, gpt_neox)");
+  nlohmann::json mistral = read_json(kConfigs + "/mistral-7b-v0.1.json");
+  nlohmann::json groups = mistral;
+  groups["num_key_value_heads"] = 5;
+  EXPECT_EQ(message(groups),
+            "config.json: field 'num_key_value_heads': 5 key/value heads do not divide the 32 attention heads "
+            "(num_attention_heads)");
+  nlohmann::json llama_heads = mistral;
+  llama_heads["num_attention_heads"] = 30;
+  llama_heads["num_key_value_heads"] = 10;
+  EXPECT_EQ(message(llama_heads), "config.json: field 'num_attention_heads': 30 heads do not divide the width 4096");
+  nlohmann::json act = mistral;
+  act["hidden_act"] = "tanh";
+  EXPECT_EQ(message(act), "config.json: field 'hidden_act': 'tanh' is not an activation dnncast models (gelu, "
+                          "gelu_new, relu, silu)");
+  nlohmann::json pythia = read_json(kConfigs + "/pythia-160m.json");
+  nlohmann::json rotary = pythia;
+  rotary["rotary_pct"] = 0.01;
+  EXPECT_EQ(message(rotary), "config.json: field 'rotary_pct': rotates 0 of a head's 64 features; expected an even "
+                             "number, at least 2, at most all");
+  nlohmann::json residual = pythia;
+  residual["use_parallel_residual"] = "yes";
+  EXPECT_EQ(message(residual), "config.json: field 'use_parallel_residual': expected true or false, got \"yes\"");
   EXPECT_FALSE(is_hf_config(nlohmann::json::parse(R"({"format": "dnncast-graph/1", "nodes": []})")));
 }
 

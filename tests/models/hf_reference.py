@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The parameter count of a Hugging Face config's model, built from torch.nn modules on the meta device as
-Hugging Face's modeling_gpt2.py, modeling_bert.py and modeling_opt.py build it (tied weights counted once), for
-tests/models/hf_config_test.cpp to hold dnncast's graph against. No transformers package is needed.
+Hugging Face's modeling_gpt2.py, modeling_bert.py, modeling_opt.py, modeling_llama.py (and Mistral's, the same
+layers) and modeling_gpt_neox.py build it (tied weights counted once), for tests/models/hf_config_test.cpp to hold
+dnncast's graph against. On the meta device a 7B model costs no memory. No transformers package is needed.
+Rotary position embeddings own no parameters (their inverse frequencies are a buffer), so they do not appear.
 
     tests/models/hf_reference.py CONFIG.json ...      one line per file: "PATH PARAMETERS"
 """
@@ -68,6 +70,50 @@ def opt(config):
     return nn.ModuleList(parts)
 
 
+class RMSNorm(nn.Module):
+    """A weight and no bias; the normalisation itself is arithmetic, nothing to count."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(width, **META))
+
+
+def llama(config):
+    """LlamaForCausalLM and MistralForCausalLM: grouped-query k/v projections, SwiGLU MLP, RMSNorm."""
+    d, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    head = config.get("head_dim") or d // heads
+    bias, mlp_bias = config.get("attention_bias", False), config.get("mlp_bias", False)
+    tokens = nn.Embedding(vocab, d, **META)
+    parts = [tokens]
+    for _ in range(config["num_hidden_layers"]):
+        attention = [linear(d, heads * head, bias), linear(d, kv_heads * head, bias), linear(d, kv_heads * head, bias),
+                     linear(heads * head, d, bias)]
+        mlp = [linear(d, inner, mlp_bias), linear(d, inner, mlp_bias), linear(inner, d, mlp_bias)]  # gate, up, down
+        parts += [RMSNorm(d)] + attention + [RMSNorm(d)] + mlp
+    lm_head = linear(d, vocab, bias=False)
+    if config.get("tie_word_embeddings", False):
+        lm_head.weight = tokens.weight
+    parts += [RMSNorm(d), lm_head]
+    return nn.ModuleList(parts)
+
+
+def gpt_neox(config):
+    """GPTNeoXForCausalLM: fused query_key_value with bias, LayerNorms, GELU MLP, embed_out untied by default."""
+    d, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    bias = config.get("attention_bias", True)
+    embed_in = nn.Embedding(vocab, d, **META)
+    parts = [embed_in]
+    for _ in range(config["num_hidden_layers"]):
+        parts += [norm(d), norm(d), linear(d, 3 * d, bias), linear(d, d, bias), linear(d, inner), linear(inner, d)]
+    embed_out = linear(d, vocab, bias=False)
+    if config.get("tie_word_embeddings", False):
+        embed_out.weight = embed_in.weight
+    parts += [norm(d), embed_out]
+    return nn.ModuleList(parts)
+
+
 def count(module):
     return sum(parameter.numel() for parameter in module.parameters())  # parameters() yields a tied one once
 
@@ -75,5 +121,5 @@ def count(module):
 for path in sys.argv[1:]:
     with open(path) as file:
         config = json.load(file)
-    builders = {"gpt2": gpt2, "bert": bert, "opt": opt}
+    builders = {"gpt2": gpt2, "bert": bert, "opt": opt, "llama": llama, "mistral": llama, "gpt_neox": gpt_neox}
     print(path, count(builders[config["model_type"]](config)))

@@ -1,0 +1,140 @@
+// The rotary decoders of a Hugging Face config.json (models/hf_config.h), named after the module paths of
+// Hugging Face's modeling files:
+//   llama, mistral  LlamaForCausalLM / MistralForCausalLM: token embedding (no position table), pre-norm
+//                   layers of RMSNorm, q/k/v projections (k and v kv_heads * head_dim wide: grouped-query
+//                   attention), rotary q and k, k and v repeated to every query head (repeat_kv), causal
+//                   attention, o_proj; RMSNorm, SwiGLU MLP down_proj(SiLU(gate_proj(x)) * up_proj(x)) with
+//                   act_fn not in place; final RMSNorm; LM head tied or not (tie_word_embeddings).
+//                   Llama-2-7B: 6,738,415,616 parameters; Mistral-7B-v0.1: 7,241,732,096.
+//   gpt_neox        GPTNeoXForCausalLM: embed_in, pre-LN layers with one fused query_key_value projection
+//                   (viewed as heads x 3 head_dim, q, k, v sliced), rotary on the first rotary_pct of each
+//                   head, attention dense, GELU MLP; x + attention(ln1(x)) + mlp(ln2(x)) with
+//                   use_parallel_residual, else the sequential residual; final LayerNorm; embed_out
+//                   untied unless tie_word_embeddings. pythia-160m: 162,322,944 parameters.
+// Attention is as libtorch 1.13's math path computes it (ScaledDotProductAttention: the full L x L scores with
+// a causal mask). Dropout nodes only where a rate is not 0 (both families default to 0).
+#include <map>
+
+#include "graph/builder.h"
+#include "models/transformers.h"
+
+namespace dnncast {
+
+namespace {
+
+using Attrs = std::map<std::string, AttrValue>;
+
+int maybe_dropout(GraphBuilder& b, const std::string& name, int x, double p) {
+  return p > 0.0 ? b.dropout(name, x, p) : x;
+}
+
+// N x L x heads*head_dim -> N x heads x L x head_dim, a view (the projections' .view(...).transpose(1, 2)).
+int to_heads(GraphBuilder& b, const std::string& name, int x, int64_t heads, int64_t head_dim) {
+  int y = b.op(name + "_view", "Reshape", {x}, {{"shape", std::vector<int64_t>{0, 0, heads, head_dim}}});
+  return b.op(name + "_heads", "Permute", {y}, {{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
+}
+
+// Rotary q and k, k and v repeated to every query head where there are fewer (grouped-query attention), causal
+// attention, heads merged through a contiguous copy: N x L x heads*head_dim.
+int rotary_attention(GraphBuilder& b, const std::string& prefix, int q, int k, int v, const TransformerSize& size) {
+  Attrs rotary{{"theta", size.rope_theta}};
+  if (size.rotary_dim > 0) rotary["rotary_dim"] = size.rotary_dim;
+  q = b.op(prefix + "rotary_q", "RotaryEmbedding", {q}, rotary);
+  k = b.op(prefix + "rotary_k", "RotaryEmbedding", {k}, rotary);
+  const int64_t kv_heads = size.kv_heads > 0 ? size.kv_heads : size.heads;
+  if (kv_heads != size.heads) {
+    Attrs repeat{{"axis", int64_t{1}}, {"repeats", size.heads / kv_heads}};
+    k = b.op(prefix + "repeat_k", "RepeatInterleave", {k}, repeat);
+    v = b.op(prefix + "repeat_v", "RepeatInterleave", {v}, repeat);
+  }
+  int y = b.op(prefix + "attention", "ScaledDotProductAttention", {q, k, v},
+               {{"causal", int64_t{1}}, {"dropout_p", size.attention_dropout}});
+  y = b.op(prefix + "merge_heads", "Permute", {y},
+           {{"dims", std::vector<int64_t>{0, 2, 1, 3}}, {"contiguous", int64_t{1}}});
+  return b.op(prefix + "merge_view", "Flatten", {y}, {{"start_dim", int64_t{2}}});
+}
+
+int lm_head(GraphBuilder& b, const std::string& name, int x, const TransformerSize& size, const std::string& embedding) {
+  Attrs attrs{{"out_features", size.vocab}, {"bias", int64_t{0}}};
+  if (size.tie_embeddings) attrs["tied_to"] = embedding;
+  return b.op(name, "Linear", {x}, attrs);
+}
+
+int64_t head_width(const TransformerSize& size) { return size.head_dim > 0 ? size.head_dim : size.hidden / size.heads; }
+
+Graph llama_graph(const TransformerSize& size, const ModelSpec& spec) {
+  check_tokens(size, spec);
+  const int64_t hidden = size.hidden, heads = size.heads, head_dim = head_width(size);
+  const int64_t kv_heads = size.kv_heads > 0 ? size.kv_heads : heads;
+  const Attrs norm{{"eps", size.eps}};
+  GraphBuilder b(size.name, size.family);
+  int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
+  int x = b.op("model.embed_tokens", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", hidden}});
+  for (int64_t layer = 0; layer < size.layers; ++layer) {
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    const std::string attn = prefix + "self_attn.";
+    int y = b.op(prefix + "input_layernorm", "RMSNorm", {x}, norm);
+    int q = to_heads(b, attn + "q_proj", b.linear(attn + "q_proj", y, heads * head_dim, size.bias), heads, head_dim);
+    int k = to_heads(b, attn + "k_proj", b.linear(attn + "k_proj", y, kv_heads * head_dim, size.bias), kv_heads,
+                     head_dim);
+    int v = to_heads(b, attn + "v_proj", b.linear(attn + "v_proj", y, kv_heads * head_dim, size.bias), kv_heads,
+                     head_dim);
+    y = rotary_attention(b, attn, q, k, v, size);
+    y = b.linear(attn + "o_proj", y, hidden, size.bias);
+    x = b.add(prefix + "add_1", x, y);
+    y = b.op(prefix + "post_attention_layernorm", "RMSNorm", {x}, norm);
+    int gate = b.linear(prefix + "mlp.gate_proj", y, size.mlp, size.mlp_bias);
+    gate = b.op(prefix + "mlp.act_fn", size.activation, {gate}, {{"inplace", int64_t{0}}});
+    int up = b.linear(prefix + "mlp.up_proj", y, size.mlp, size.mlp_bias);
+    y = b.mul(prefix + "mlp.gate_times_up", gate, up);
+    y = b.linear(prefix + "mlp.down_proj", y, hidden, size.mlp_bias);
+    x = b.add(prefix + "add_2", x, y);
+  }
+  x = b.op("model.norm", "RMSNorm", {x}, norm);
+  lm_head(b, "lm_head", x, size, "model.embed_tokens");
+  return b.finish();
+}
+
+Graph neox_graph(const TransformerSize& size, const ModelSpec& spec) {
+  check_tokens(size, spec);
+  const int64_t hidden = size.hidden, heads = size.heads, head_dim = hidden / heads;
+  const Attrs norm{{"normalized_shape", std::vector<int64_t>{hidden}}, {"eps", size.eps}};
+  GraphBuilder b(size.name, size.family);
+  int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
+  int x = b.op("gpt_neox.embed_in", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", hidden}});
+  x = maybe_dropout(b, "gpt_neox.emb_dropout", x, size.dropout);
+  for (int64_t layer = 0; layer < size.layers; ++layer) {
+    const std::string prefix = "gpt_neox.layers." + std::to_string(layer) + ".";
+    const std::string attn = prefix + "attention.";
+    int y = b.op(prefix + "input_layernorm", "LayerNorm", {x}, norm);
+    int qkv = to_heads(b, attn + "query_key_value", b.linear(attn + "query_key_value", y, 3 * hidden, size.bias),
+                       heads, 3 * head_dim);
+    int parts[3];
+    const char* names[3] = {"query", "key", "value"};
+    for (int part = 0; part < 3; ++part)
+      parts[part] = b.op(attn + names[part], "Slice", {qkv},
+                         {{"axis", int64_t{-1}}, {"start", part * head_dim}, {"end", (part + 1) * head_dim}});
+    y = rotary_attention(b, attn, parts[0], parts[1], parts[2], size);
+    y = b.linear(attn + "dense", y, hidden, size.bias);
+    y = maybe_dropout(b, prefix + "post_attention_dropout", y, size.dropout);
+    // The MLP reads ln2 of the layer's input (parallel) or of input + attention (sequential).
+    int mlp_input = size.parallel_residual ? x : b.add(prefix + "add_attention", y, x);
+    int m = b.op(prefix + "post_attention_layernorm", "LayerNorm", {mlp_input}, norm);
+    m = b.linear(prefix + "mlp.dense_h_to_4h", m, size.mlp);
+    m = b.act(prefix + "mlp.act", size.activation, m);
+    m = b.linear(prefix + "mlp.dense_4h_to_h", m, hidden);
+    m = maybe_dropout(b, prefix + "post_mlp_dropout", m, size.dropout);
+    x = size.parallel_residual ? b.add(prefix + "add_residual", b.add(prefix + "add_mlp_attention", m, y), x)
+                               : b.add(prefix + "add_mlp", m, mlp_input);
+  }
+  x = b.op("gpt_neox.final_layer_norm", "LayerNorm", {x}, norm);
+  lm_head(b, "embed_out", x, size, "gpt_neox.embed_in");
+  return b.finish();
+}
+
+}  // namespace
+
+Graph build_llama(const TransformerSize& size, const ModelSpec& spec) { return llama_graph(size, spec); }
+Graph build_gpt_neox(const TransformerSize& size, const ModelSpec& spec) { return neox_graph(size, spec); }
+
+}  // namespace dnncast
