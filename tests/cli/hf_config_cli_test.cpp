@@ -1,5 +1,6 @@
 // A Hugging Face config.json as MODEL (issue 34): predict, memory and inspect take it as they take a zoo name
-// (GPT-2's config forecasts what gpt2_small forecasts), and a broken one is one line naming file and field, exit 2.
+// (GPT-2's config forecasts what gpt2_small forecasts; Llama-2-7B and Mistral-7B count their published parameters),
+// and a broken one is one line naming file and field, exit 2.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -37,6 +38,33 @@ TEST(HfConfigCli, Gpt2ConfigForecastsWhatTheZoosGpt2Forecasts) {
   EXPECT_EQ(memory["peak_bytes"], zoo_memory["peak_bytes"]);
   const nlohmann::json inspected = answer("inspect", {kGpt2, "--seq", "64"});
   EXPECT_EQ(inspected["params"], 124439808) << inspected.dump().substr(0, 400);
+}
+
+TEST(HfConfigCli, RotaryDecodersForecastAndCountThePublishedParameters) {
+  const std::string configs = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/";
+  const nlohmann::json mistral = answer("inspect", {configs + "mistral-7b-v0.1.json", "--seq", "16"});
+  EXPECT_EQ(mistral["params"], 7241732096) << mistral.dump().substr(0, 400);
+  const nlohmann::json llama = answer("inspect", {configs + "llama-2-7b-hf.json", "--seq", "16"});
+  EXPECT_EQ(llama["params"], 6738415616);
+  const nlohmann::json tiny =
+      answer("predict", {configs + "tinyllama-1.1b.json", "--batch", "2", "--seq", "256", "--device", "a100"});
+  ASSERT_TRUE(tiny.is_object());
+  EXPECT_GT(tiny["time_ms"].get<double>(), 0.0);
+  EXPECT_EQ(tiny["graph"], "TinyLlama/TinyLlama-1.1B-Chat-v1.0");
+  const nlohmann::json pythia = answer("memory", {configs + "pythia-160m.json", "--batch", "2", "--seq", "128"});
+  EXPECT_GT(pythia["peak_bytes"].get<int64_t>(), 4 * 162322944);  // at least the fp32 weights
+}
+
+TEST(HfConfigCli, BadGroupedQueryHeadsAreOneLineNamingTheField) {
+  cli_test::ScratchDir dir("hf_config_cli_gqa");
+  const std::string path = dir.path() + "/config.json";
+  std::ofstream(path) << R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+    "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 6})";
+  const cli_test::Result result = cli_test::run("predict", {path, "--batch", "1", "--seq", "16"}, dir.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "dnncast predict: error: " + path +
+                            ": field 'num_key_value_heads': 6 key/value heads do not divide the 32 attention heads "
+                            "(num_attention_heads)\n");
 }
 
 TEST(HfConfigCli, ABrokenConfigIsOneLineNamingTheField) {
