@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
+#include "models/hf_config.h"
 #include "models/zoo.h"
 #include "profile/measure.h"
 #include "python_run.h"
@@ -297,6 +298,25 @@ TEST(Numerics, OneModelPerZooFamilyMatchesPyTorch) {
     covered.insert(zoo_entry(z.model).family);
   }
   EXPECT_EQ(covered, families) << "every zoo family has a case";
+  std::vector<Result> results = run_cases(cases);
+  print_results(results);
+  ASSERT_EQ(results.size(), cases.size());
+  for (const Result& r : results) expect_match(r);
+}
+
+// The rotary decoders of a Hugging Face config (models/decoders.cpp), small: a llama with grouped-query attention,
+// head_dim, biases and a tied LM head, and a gpt_neox with partial rotary and the sequential residual, each against
+// the interpreter's torch.nn.functional reading of the same graph.
+TEST(Numerics, RotaryDecodersMatchPyTorch) {
+  std::vector<Case> cases;
+  for (const char* config : {"llama-small-tied", "gpt-neox-sequential"}) {
+    const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
+    std::ifstream file(path);
+    ModelSpec spec;
+    spec.batch = 2;
+    spec.seq_len = 8;
+    cases.push_back({config, build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
+  }
   std::vector<Result> results = run_cases(cases);
   print_results(results);
   ASSERT_EQ(results.size(), cases.size());
