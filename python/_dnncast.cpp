@@ -90,10 +90,10 @@ hardware::CpuIsa isa_option(const std::string& text, const std::string& keyword)
 }
 
 // `dnncast inspect MODEL [--batch N]`: batch 0 is the source's own.
-std::string inspect_json(const ModelArgs& args) {
+std::string inspect_json(const ModelArgs& args, const std::string& device) {
   if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
   if (args.batch < 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  return apps::to_json(apps::inspect(load_model(args.model, model_spec(args)))).dump(1);
+  return apps::to_json(apps::inspect(load_model(args.model, model_spec(args)), device)).dump(1);
 }
 
 // `dnncast predict MODEL --batch N ...`: device "" is this host's CPU set, threads 0 the environment's.
@@ -180,21 +180,24 @@ PYBIND11_MODULE(_dnncast, module) {
       "the optimizer table: (name, torch.optim class) per optimizer");
   module.def(
       "inspect",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown) {
-        return guarded([&] { return inspect_json({model, batch, input, seq, classes, allow_unknown}); });
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
+         const std::string& device) {
+        return guarded([&] { return inspect_json({model, batch, input, seq, classes, allow_unknown}, device); });
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"));
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"),
+      py::arg("device"));
   module.def(
       "predict",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
-         bool max_batch) {
+         bool max_batch, const std::string& phase) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::apps::PredictOptions options;
         options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir,
                             dnncast::hardware::CpuIsa::Unknown};
         options.framework = framework;
+        options.phase = phase;
         options.max_batch = max_batch;
         JsonAndNote result = guarded(
             [&] { return predict_json({model, batch, input, seq, classes, allow_unknown}, options, host_isa); });
@@ -202,7 +205,7 @@ PYBIND11_MODULE(_dnncast, module) {
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("optimizer"),
       py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
-      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"));
+      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"));
   module.def(
       "memory",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,

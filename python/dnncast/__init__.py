@@ -245,8 +245,11 @@ def _result(text, kind, name, note="", field="model"):
     return Result(fields, kind)
 
 
-def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_unknown=False, opset=None):
+def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_unknown=False, opset=None,
+            device=None):
     """Per-layer shapes, parameters, MACs, FLOPs and bytes, with totals: `dnncast inspect --json`.
+    device: a GPU of `dnncast devices`: also each layer's forward and backward time on it (gpu_forward_ms,
+    gpu_backward_ms; fp32, the per-kernel model).
 
     model: a zoo name, a graph JSON or ONNX path, synthetic:SEED, or a torch.nn.Module.
     input_shape: (C, H, W) (a module: the shape of one sample); batch: default 1, or the file's own.
@@ -258,20 +261,20 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
         if batch is not None and batch_size <= 0:
             raise ValueError(f"batch must be a positive integer, got {batch_size}")
         text = _dnncast.inspect(source, batch_size, shape, _int(seq, "seq"), _int(classes, "classes"),
-                                bool(allow_unknown))
+                                bool(allow_unknown), device or "")
     return _result(text, "Inspection", name)
 
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
-            opset=None, framework="pytorch", max_batch=False):
+            opset=None, framework="pytorch", max_batch=False, phase="train"):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
     optimizer: a name of optimizers(), or a torch.optim optimizer; threads: default the environment's;
     device: a predictor set's name, its GPU, or cpu (default: this host's CPU set), or a GPU of
     `dnncast devices` (the GPU time model; then framework: pytorch | tensorflow, max_batch: also the
-    largest batch that fits its memory); predictor: a set or bundle folder (default: the shipped
+    largest batch that fits its memory, phase: train | forward-backward | inference); predictor: a set or bundle folder (default: the shipped
     data/predictors).
     """
     optimizer_name = _optimizer_name(optimizer)
@@ -280,7 +283,7 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
         text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _int(seq, "seq"),
                                       _int(classes, "classes"), bool(allow_unknown), optimizer_name, precision,
                                       _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
-                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch))
+                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train")
     return _result(text, "Forecast", name, note)
 
 

@@ -67,6 +67,12 @@ int run_inspect(const Args& args) {
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_flag("--json", as_json, "print JSON instead of a table");
+  std::string device;
+  std::vector<std::string> catalogue_files;
+  app.add_option("--device", device,
+                 "a GPU of `dnncast devices`: also each layer's forward and backward time on it (fp32, the per-kernel "
+                 "model, docs/GPU.md)");
+  app.add_option("--catalogue", catalogue_files, "an extra catalogue file (docs/DEVICES.md)");
   app.add_flag("--list", list, "list the models of the zoo");
 
   if (!parse_args(app, args, "inspect")) return 0;
@@ -82,7 +88,8 @@ int run_inspect(const Args& args) {
     throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   ModelSpec spec = model_options.spec(model, batch_option->count() > 0 ? batch : 0);
 
-  const apps::Inspection inspection = apps::inspect(load_model(model, spec));
+  check_name_option(app, "--device", device);
+  const apps::Inspection inspection = apps::inspect(load_model(model, spec), device, catalogue_files);
   for (const std::string& note : inspection.import_notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (as_json)
     std::cout << apps::to_json(inspection).dump(1) << "\n";

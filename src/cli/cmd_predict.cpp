@@ -49,8 +49,9 @@ void print_gpu_forecast(const apps::GpuForecast& result) {
               static_cast<long long>(result.batch), result.input.c_str(), name(result.optimizer).c_str(),
               apps::name(result.precision).c_str(), apps::name(result.framework).c_str(), result.device.c_str(),
               result.device_name.c_str());
-  std::printf("  time per iteration  %.1f ms   (90%% interval %.1f - %.1f ms; plain roofline %.1f ms)\n", result.time_ms,
-              result.time_ms_low, result.time_ms_high, result.roofline_ms);
+  std::printf("  time per iteration  %.1f ms   (%s; 90%% interval %.1f - %.1f ms; plain roofline %.1f ms; %s)\n",
+              result.time_ms, apps::name(result.phase).c_str(), result.time_ms_low, result.time_ms_high,
+              result.roofline_ms, result.time_model.c_str());
   if (result.epoch_s)
     std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", *result.epoch_s,
                 static_cast<long long>(result.epoch_samples), static_cast<long long>(result.epoch_iterations));
@@ -90,6 +91,10 @@ int run_predict(const Args& args) {
   std::vector<std::string> catalogue_files;
   bool max_batch = false;
   app.add_option("--framework", framework, "GPU model: pytorch (default) or tensorflow");
+  std::string phase = "train";
+  app.add_option("--phase", phase,
+                 "GPU model: what one iteration is: train (a full step with the optimizer; default), forward-backward "
+                 "(no optimizer step, what NeuSight times) or inference (forward under no_grad)");
   app.add_option("--catalogue", catalogue_files, "GPU model: an extra catalogue file (docs/DEVICES.md)");
   app.add_option("--calibration", calibration_file, "GPU model: a calibration file (default: data/hardware/gpu_calibration.csv)");
   app.add_flag("--max-batch", max_batch, "GPU model: also the largest batch that fits in the GPU's memory");
@@ -111,6 +116,7 @@ int run_predict(const Args& args) {
   apps::PredictOptions options;
   options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
   options.framework = framework;
+  options.phase = phase;
   options.max_batch = max_batch;
   options.calibration_file = calibration_file;
   options.catalogue_files = catalogue_files;

@@ -27,6 +27,7 @@ int run_calibrate_cross_host(const Args& args);
 // True when ARGS are one of those two forms (exit_code: its), after printing their help before the plan form's.
 bool calibrate_other_form(const Args& args, int& exit_code);
 int run_devices(const Args& args);  // devices [--instances]: the GPU catalogue and cloud instances
+int run_calibrate_gpu_kernels(const Args& args);  // fit and judge the per-kernel GPU model
 int run_calibrate_gpus(const Args& args);  // fit and judge the GPU time model on the public tables
 int run_compare(const Args& args);  // compare MODEL --batch N: time and cost per cloud instance
 int run_schedule(const Args& args);        // schedule JOBS --cluster C: place jobs on GPUs (genetic algorithm)

@@ -70,6 +70,7 @@ const std::map<std::string, Command>& commands() {
       {"transfer", {dnncast::cli::run_transfer, "carry a performance model to another environment: DM, LMS, NMLS, GS"}},
       {"calibrate", {DNNCAST_MEASURING(dnncast::cli::run_calibrate), "adapt a time predictor to this host with a few guided measurements"}},
       {"devices", {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
+      {"calibrate-gpu-kernels", {dnncast::cli::run_calibrate_gpu_kernels, "fit the per-kernel GPU model to public kernel measurements; held-out GPUs"}},
       {"calibrate-gpus", {dnncast::cli::run_calibrate_gpus, "fit the GPU time model to public measurements; leave-one-GPU-out"}},
       {"compare", {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
       {"schedule", {dnncast::cli::run_schedule, "place training jobs on a GPU cluster: genetic algorithm over the forecasts"}},

@@ -39,12 +39,20 @@ std::string human_count(int64_t value) {
 }  // namespace
 
 void print_table(const apps::Inspection& summary) {
-  const std::vector<std::string> headers{"Layer", "Op", "Output shape", "Params", "MACs", "Activations", "Saved"};
+  std::vector<std::string> headers{"Layer", "Op", "Output shape", "Params", "MACs", "Activations", "Saved"};
+  const bool gpu = !summary.gpu.empty();
+  if (gpu) headers.insert(headers.end(), {"Fwd ms", "Bwd ms"});
+  auto milliseconds = [](double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, value >= 10 ? "%.1f" : "%.3f", value);
+    return std::string(value > 0 ? text : "-");
+  };
   std::vector<std::vector<std::string>> cells;
   for (const apps::LayerRow& row : summary.layers) {
     cells.push_back({row.name, row.kind, row.shape.to_string(), row.params ? grouped(row.params) : "-",
                      row.macs ? human_count(row.macs) : "-", core::format_bytes(row.activation_bytes, core::ByteStyle::Significant),
                      row.saved_bytes ? core::format_bytes(row.saved_bytes, core::ByteStyle::Significant) : "-"});
+    if (gpu) cells.back().insert(cells.back().end(), {milliseconds(row.gpu_forward_ms), milliseconds(row.gpu_backward_ms)});
   }
   std::vector<size_t> widths;
   for (const std::string& header : headers) widths.push_back(header.size());
@@ -86,6 +94,11 @@ void print_table(const apps::Inspection& summary) {
   total_line("Activation bytes:", core::format_bytes(total.activation_bytes, core::ByteStyle::Significant) + " (every layer's output)");
   total_line("Saved for backward:", core::format_bytes(total.saved_bytes, core::ByteStyle::Significant) + " (" + core::format_bytes(summary.saved_bytes_distinct, core::ByteStyle::Significant) +
                                          " distinct: a tensor kept by several layers counted once)");
+  if (gpu)
+    total_line("On " + summary.gpu + ":",
+               milliseconds(total.gpu_forward_ms) + " ms forward, " + milliseconds(total.gpu_backward_ms) +
+                   " ms backward (fp32 kernels, the per-kernel model; predict --device adds the optimizer step and "
+                   "the per-iteration overhead)");
 }
 
 }  // namespace dnncast::cli

@@ -169,6 +169,8 @@ struct LayerRow {
   int64_t params = 0, param_bytes = 0, buffers = 0, macs = 0, flops_fwd = 0, flops_bwd = 0;
   int64_t activation_bytes = 0;  // the layer's output tensor
   int64_t saved_bytes = 0;       // tensors it keeps from forward to backward
+  // With a GPU (`inspect --device GPU`): the per-kernel model's time of the layer's kernels, fp32.
+  double gpu_forward_ms = 0, gpu_backward_ms = 0;
 };
 
 struct Inspection {
@@ -182,8 +184,13 @@ struct Inspection {
   // (a conv's input is the ReLU output the ReLU also keeps) is one tensor in memory.
   int64_t saved_bytes_distinct = 0;
   std::vector<std::string> import_notes;  // the graph's notes (Graph::notes): an ONNX file exported for inference
+  std::string gpu;                        // the catalogued GPU the layer times are for; "" for none
 };
 
 Inspection inspect(const Graph& graph);
+// The same with each layer's forward and backward time on a catalogued GPU (by name or alias), fp32, from the
+// per-kernel model (gpu/kernel_model.h; each kernel at least the calibrated launch cost). InputError: an unknown
+// GPU (naming the close ones), a GPU without the peaks the model needs, no shipped per-kernel model.
+Inspection inspect(const Graph& graph, const std::string& gpu, const std::vector<std::string>& catalogue_files = {});
 
 }  // namespace dnncast::apps

@@ -115,24 +115,30 @@ json to_json(const MemoryForecast& forecast) {
 
 namespace {
 
-json layer_json(const LayerRow& row) {
-  return {{"name", row.name},
-          {"op", row.op},
-          {"kind", row.kind},
-          {"shape", row.shape.dims},
-          {"params", row.params},
-          {"macs", row.macs},
-          {"flops_fwd", row.flops_fwd},
-          {"flops_bwd", row.flops_bwd},
-          {"activation_bytes", row.activation_bytes},
-          {"saved_bytes", row.saved_bytes}};
+json layer_json(const LayerRow& row, bool gpu) {
+  json doc = {{"name", row.name},
+              {"op", row.op},
+              {"kind", row.kind},
+              {"shape", row.shape.dims},
+              {"params", row.params},
+              {"macs", row.macs},
+              {"flops_fwd", row.flops_fwd},
+              {"flops_bwd", row.flops_bwd},
+              {"activation_bytes", row.activation_bytes},
+              {"saved_bytes", row.saved_bytes}};
+  if (gpu) {
+    doc["gpu_forward_ms"] = row.gpu_forward_ms;
+    doc["gpu_backward_ms"] = row.gpu_backward_ms;
+  }
+  return doc;
 }
 
 }  // namespace
 
 json to_json(const Inspection& inspection) {
   json layers = json::array();
-  for (const LayerRow& row : inspection.layers) layers.push_back(layer_json(row));
+  const bool gpu = !inspection.gpu.empty();
+  for (const LayerRow& row : inspection.layers) layers.push_back(layer_json(row, gpu));
   const LayerRow& total = inspection.total;
   json doc = {{"model", inspection.model},
           {"family", inspection.family},
@@ -149,6 +155,14 @@ json to_json(const Inspection& inspection) {
           {"saved_bytes", total.saved_bytes},
           {"saved_bytes_distinct", inspection.saved_bytes_distinct},
           {"layers", layers}};
+  if (gpu) {
+    doc["gpu"] = inspection.gpu;
+    doc["gpu_forward_ms"] = total.gpu_forward_ms;
+    doc["gpu_backward_ms"] = total.gpu_backward_ms;
+    doc["gpu_time_note"] =
+        "fp32 kernels timed by the per-kernel model (docs/GPU.md), each at least the launch cost; the optimizer step "
+        "and the per-iteration overhead are not layers (predict --device GPU adds them)";
+  }
   if (!inspection.import_notes.empty()) doc["import_notes"] = inspection.import_notes;
   return doc;
 }
@@ -165,6 +179,8 @@ nlohmann::ordered_json to_json(const GpuForecast& forecast) {
           {"optimizer", name(forecast.optimizer)},
           {"precision", name(forecast.precision)},
           {"framework", name(forecast.framework)},
+          {"phase", name(forecast.phase)},
+          {"time_model", forecast.time_model},
           {"time_ms", forecast.time_ms},
           {"time_ms_low", forecast.time_ms_low},
           {"time_ms_high", forecast.time_ms_high},

@@ -2,8 +2,14 @@
 // bytes and bytes kept for backward, with totals.
 #include "forecast/forecast.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
+#include "core/error.h"
+#include "core/text.h"
+#include "gpu/gpu_forecast.h"
+#include "gpu/kernel_model.h"
 #include "graph/op_registry.h"
 
 namespace dnncast::apps {
@@ -71,6 +77,34 @@ Inspection inspect(const Graph& graph) {
     LayerRow row = layer_row(graph, index, cost);
     add_to_total(row, inspection.total);
     inspection.layers.push_back(std::move(row));
+  }
+  return inspection;
+}
+
+Inspection inspect(const Graph& graph, const std::string& gpu_name, const std::vector<std::string>& catalogue_files) {
+  Inspection inspection = inspect(graph);
+  if (gpu_name.empty()) return inspection;
+  check_printable_name("device", gpu_name);
+  std::optional<hardware::Catalogue> loaded;
+  if (!catalogue_files.empty()) loaded = hardware::Catalogue::load(catalogue_files);
+  const hardware::GpuSpec& gpu = (loaded ? *loaded : hardware::shipped_catalogue()).gpu(gpu_name);
+  const GpuKernelModel* model = shipped_kernel_model();
+  if (!model) throw InputError("no per-kernel GPU model (data/hardware/gpu_kernels): layer times on a GPU need it");
+  const KernelDevice device = kernel_device(gpu);
+  const double launch_s = load_gpu_calibration().kernel_launch_us * 1e-6;
+  auto milliseconds = [&](const std::vector<KernelShape>& kernels) {
+    double seconds = 0;
+    for (const KernelShape& kernel : kernels) seconds += std::max(model->seconds(kernel, device), launch_s);
+    return 1e3 * seconds;
+  };
+  inspection.gpu = gpu.name;
+  for (int index = 0; index < graph.size(); ++index) {
+    const NodeKernels kernels = node_kernels(graph, index);
+    LayerRow& row = inspection.layers[static_cast<size_t>(index)];
+    row.gpu_forward_ms = milliseconds(kernels.forward);
+    row.gpu_backward_ms = milliseconds(kernels.backward);
+    inspection.total.gpu_forward_ms += row.gpu_forward_ms;
+    inspection.total.gpu_backward_ms += row.gpu_backward_ms;
   }
   return inspection;
 }

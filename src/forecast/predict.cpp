@@ -13,6 +13,7 @@ GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& s
   request.optimizer = parse_optimizer(options.forecast.optimizer, option_name("optimizer", style));
   request.precision = parse_gpu_precision(options.forecast.precision, option_name("precision", style));
   request.framework = parse_framework(options.framework, option_name("framework", style));
+  request.phase = parse_gpu_phase(options.phase, option_name("phase", style));
   request.epoch_samples = options.forecast.epoch_samples;
   request.device = options.forecast.device;
   request.max_batch = options.max_batch;
@@ -41,9 +42,11 @@ Prediction predict(const std::string& model, const ModelSpec& spec, const Predic
     prediction.gpu = forecast_gpu(make_gpu_request(model, spec, options, style, builder), *catalogue);
     return prediction;
   }
-  if (options.framework != "pytorch" || options.max_batch || !options.calibration_file.empty())
+  if (options.framework != "pytorch" || options.max_batch || !options.calibration_file.empty() ||
+      options.phase != "train")
     throw InputError(option_name(options.max_batch                ? "max_batch"
                                  : options.framework != "pytorch" ? "framework"
+                                 : options.phase != "train"       ? "phase"
                                                                   : "calibration",
                                  style) +
                      " applies only to a GPU of `dnncast devices` as " + device_option);

@@ -17,6 +17,7 @@ namespace dnncast::apps {
 struct PredictOptions {
   ForecastOptions forecast;           // optimizer, precision, threads, device, epoch samples, predictor, host ISA
   std::string framework = "pytorch";  // a catalogued GPU only: pytorch | tensorflow
+  std::string phase = "train";        // a catalogued GPU only: train | forward-backward | inference
   bool max_batch = false;             // a catalogued GPU only: also the largest batch that fits its memory
   std::string calibration_file;       // a catalogued GPU only: "" = the shipped calibration
   std::vector<std::string> catalogue_files;  // extra catalogue files (docs/DEVICES.md)

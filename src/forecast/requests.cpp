@@ -20,7 +20,7 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"device", "--device"},         {"cuda_context", "--cuda-context"},
                                         {"fits", "--fits"},             {"max_batch_bytes", "--max-batch"},
                                         {"framework", "--framework"},   {"max_batch", "--max-batch"},
-                                        {"calibration", "--calibration"}};
+                                        {"calibration", "--calibration"}, {"phase", "--phase"}};
   for (const Spelling& spelling : kSpellings)
     if (keyword == spelling.keyword) return style == OptionStyle::Flag ? spelling.flag : spelling.keyword;
   DNNCAST_ASSERT(false);  // every option this file names is in the table

@@ -51,7 +51,10 @@ PublicTables load_public_tables(const hardware::Catalogue& catalogue, const std:
 // The rows prepared once: each row's kernels (graphs built once per model, batch and precision).
 class CalibrationSet {
  public:
-  CalibrationSet(const std::vector<PublicMeasurement>& rows, const hardware::Catalogue& catalogue);
+  // Rows the per-kernel model times (fp32: gpu_forecast.h times_per_kernel) are timed by `kernels` when given,
+  // as `predict --device` times them; the fit then sets only their launch cost and overheads.
+  CalibrationSet(const std::vector<PublicMeasurement>& rows, const hardware::Catalogue& catalogue,
+                 const GpuKernelModel* kernels = shipped_kernel_model());
   size_t size() const { return rows_.size(); }
   const PublicMeasurement& row(size_t index) const { return rows_[index]; }
   // Forecast and plain roofline of one row under `calibration`.
@@ -61,6 +64,7 @@ class CalibrationSet {
   std::vector<PublicMeasurement> rows_;
   std::vector<const hardware::GpuSpec*> gpus_;
   std::vector<std::shared_ptr<const GpuWork>> work_;
+  std::vector<std::shared_ptr<const KernelBusy>> busy_;  // per row: null where the curves time it
 };
 
 // Huber loss on log(forecast / measured) over the rows `use` selects (all when empty), by

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <array>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <tuple>
 
@@ -38,6 +40,15 @@ const std::vector<std::pair<Framework, std::vector<std::string>>>& framework_tab
       {Framework::PyTorch, {"pytorch", "torch"}},
       {Framework::TensorFlow, {"tensorflow", "tf"}},
       {Framework::Torch7, {"torch7"}},
+  };
+  return table;
+}
+
+const std::vector<std::pair<GpuPhase, std::vector<std::string>>>& phase_table() {
+  static const std::vector<std::pair<GpuPhase, std::vector<std::string>>> table = {
+      {GpuPhase::Train, {"train", "step", "training"}},
+      {GpuPhase::ForwardBackward, {"forward-backward", "fwd-bwd", "forward_backward"}},
+      {GpuPhase::Inference, {"inference", "forward", "inf"}},
   };
   return table;
 }
@@ -87,6 +98,16 @@ Framework parse_framework(const std::string& text, const std::string& what) {
   return framework;
 }
 
+GpuPhase parse_gpu_phase(const std::string& text, const std::string& what) {
+  return parse_named(phase_table(), text, what, "train, forward-backward, inference");
+}
+
+const std::string& name(GpuPhase phase) {
+  for (const auto& [value, names] : phase_table())
+    if (value == phase) return names.front();
+  ::dnncast::internal_assert_fail("GPU phase named", __FILE__, __LINE__);
+}
+
 const std::string& name(Framework framework) {
   for (const auto& [value, names] : framework_table())
     if (value == framework) return names.front();
@@ -96,12 +117,27 @@ const std::string& name(Framework framework) {
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
-GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step) {
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, GpuPhase phase) {
+  return gpu_work(graph, precision, optimizer, phase == GpuPhase::Train, phase != GpuPhase::Inference);
+}
+
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step,
+                 bool with_backward) {
+  with_optimizer_step = with_optimizer_step && with_backward;
   // Autocast runs activations in 16 bits; fp32 master weights stay for the optimizer.
   const double activation_scale = precision == GpuPrecision::Fp16 || precision == GpuPrecision::Bf16 ? 0.5 : 1.0;
   std::map<std::tuple<int, double, double>, int64_t> merged;
   auto add = [&](GpuKernel::Class kind, double flops, double bytes, int64_t count) {
     merged[{static_cast<int>(kind), flops, bytes}] += count;
+  };
+  std::map<std::array<double, 12>, std::pair<KernelShape, int64_t>> shaped_kernels;
+  auto add_shaped = [&](const KernelShape& kernel) {
+    const std::array<double, 12> key = {static_cast<double>(kernel.family), kernel.batch, kernel.m, kernel.n,
+                                        kernel.k, kernel.channels, kernel.kernel, kernel.size, kernel.stride,
+                                        kernel.padding, kernel.flops, kernel.bytes};
+    auto& [shape, count] = shaped_kernels[key];
+    shape = kernel;
+    ++count;
   };
   int64_t param_tensors = 0, params = 0;
   const OpRegistry& registry = OpRegistry::instance();
@@ -116,17 +152,22 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
+    const NodeKernels shaped = node_kernels(graph, static_cast<int>(index));
+    for (const KernelShape& kernel : shaped.forward) add_shaped(kernel);
+    if (with_backward)
+      for (const KernelShape& kernel : shaped.backward) add_shaped(kernel);
     if (is_matrix_category(def.category)) {
       const GpuKernel::Class kind = def.category != "conv" ? GpuKernel::Class::Gemm
                                     : winograd_shaped(view_of(graph, static_cast<int>(index)))
                                         ? GpuKernel::Class::Conv3x3
                                         : GpuKernel::Class::Conv;
       add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
-      if (cost.flops_bwd > 0) add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight grads
+      if (cost.flops_bwd > 0 && with_backward)
+        add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight grads
     } else {
       add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
       // Backward reads the output gradient and what was saved, writes the input gradient.
-      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
+      if (with_backward) add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
     }
   }
   if (with_optimizer_step && param_tensors > 0) {
@@ -135,8 +176,12 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
     const double bytes_per_param = 4.0 * (3 + 2 * states);
     const double per_tensor = bytes_per_param * static_cast<double>(params) / static_cast<double>(param_tensors);
     add(GpuKernel::Class::Memory, 0, per_tensor, param_tensors * (1 + states));
+    const double elements = static_cast<double>(params) / static_cast<double>(param_tensors);
+    for (int64_t pass = 0; pass < param_tensors * (1 + states); ++pass)
+      add_shaped(elementwise_kernel(elements, 2 * elements, per_tensor / static_cast<double>(1 + states)));
   }
   GpuWork work;
+  for (const auto& [key, shaped] : shaped_kernels) work.shaped.push_back(shaped);
   for (const auto& [key, count] : merged) {
     work.kernels.push_back(
         {static_cast<GpuKernel::Class>(std::get<0>(key)), std::get<1>(key), std::get<2>(key), count});
@@ -185,6 +230,15 @@ double efficiency(const GpuCalibration::Curve& curve, double work_per_sm) {
   return curve.ceiling * work_per_sm / (work_per_sm + curve.half_work);
 }
 
+double framework_seconds(double seconds, Framework framework, const GpuCalibration& calibration) {
+  seconds +=
+      (framework == Framework::TensorFlow ? calibration.tensorflow_iteration_us : calibration.iteration_us) * 1e-6;
+  if (framework == Framework::TensorFlow) seconds *= calibration.tensorflow_factor;
+  if (framework == Framework::Torch7) seconds *= calibration.torch7_factor;
+  return seconds;
+}
+
+
 }  // namespace
 
 std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecision precision) {
@@ -200,9 +254,40 @@ std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecisio
   return missing;
 }
 
+KernelBusy kernel_busy(const GpuWork& work, const hardware::GpuSpec& gpu, const GpuKernelModel& model) {
+  const KernelDevice device = kernel_device(gpu);
+  KernelBusy busy;
+  for (const auto& [shape, count] : work.shaped) {
+    busy.kernels.push_back({model.seconds(shape, device), count});
+    busy.roofline_s += static_cast<double>(count) * roofline_seconds(shape, device);
+  }
+  return busy;
+}
+
+// Kernels queue back to back: each takes its busy time, and at least the host's launch cost.
+GpuTiming time_from_busy(const KernelBusy& busy, Framework framework, const GpuCalibration& calibration) {
+  const double launch_s = calibration.kernel_launch_us * 1e-6;
+  double seconds = 0;
+  GpuTiming timing;
+  for (const auto& [busy_s, count] : busy.kernels) {
+    seconds += static_cast<double>(count) * std::max(busy_s, launch_s);
+    timing.kernels += count;
+  }
+  timing.time_ms = 1e3 * framework_seconds(seconds, framework, calibration);
+  timing.roofline_ms = 1e3 * busy.roofline_s;
+  timing.per_kernel = true;
+  return timing;
+}
+
+bool times_per_kernel(const hardware::GpuSpec& gpu, GpuPrecision precision) {
+  return precision == GpuPrecision::Fp32 || (precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops);
+}
+
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
-                      const GpuCalibration& calibration) {
+                      const GpuCalibration& calibration, const GpuKernelModel* kernels) {
   const Peaks peaks = peaks_of(gpu, precision);
+  if (kernels && times_per_kernel(gpu, precision))
+    return time_from_busy(kernel_busy(work, gpu, *kernels), framework, calibration);
   const GpuCalibration::Curve& conv = peaks.tf32     ? calibration.conv_tf32
                                       : peaks.tensor ? calibration.conv_tensor
                                                      : calibration.conv_fp32;
@@ -228,12 +313,8 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
     seconds += count * std::max(compute_s + memory_s, launch_s);
     roofline += count * std::max(peak_compute_s, kernel.bytes / peaks.bandwidth);
   }
-  seconds +=
-      (framework == Framework::TensorFlow ? calibration.tensorflow_iteration_us : calibration.iteration_us) * 1e-6;
-  if (framework == Framework::TensorFlow) seconds *= calibration.tensorflow_factor;
-  if (framework == Framework::Torch7) seconds *= calibration.torch7_factor;
   GpuTiming timing;
-  timing.time_ms = 1e3 * seconds;
+  timing.time_ms = 1e3 * framework_seconds(seconds, framework, calibration);
   timing.roofline_ms = 1e3 * roofline;
   timing.kernels = work.kernel_count;
   return timing;
@@ -337,6 +418,17 @@ void write_gpu_calibration(const GpuCalibration& calibration, const std::string&
 
 namespace dnncast::apps {
 
+// The shipped per-kernel model, read once per process; none when its folder is absent.
+const GpuKernelModel* shipped_kernel_model() {
+  static const std::unique_ptr<GpuKernelModel> model = []() -> std::unique_ptr<GpuKernelModel> {
+    const std::string dir = GpuKernelModel::default_dir();
+    std::error_code error;
+    if (dir.empty() || !std::filesystem::exists(std::filesystem::path(dir) / "floors.csv", error)) return nullptr;
+    return std::make_unique<GpuKernelModel>(GpuKernelModel::load(dir));
+  }();
+  return model.get();
+}
+
 std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu) {
   if (!gpu.memory_gib) return std::nullopt;
   return static_cast<int64_t>(*gpu.memory_gib * double(int64_t{1} << 30));
@@ -432,8 +524,13 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
   result.framework = request.framework;
   if (request.precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops)
     result.notes.push_back(gpu.name + " has no TF32 tensor cores: forecast at fp32");
-  const GpuTiming timing = time_on_gpu(gpu_work(graph, request.precision, request.optimizer), gpu, request.precision,
-                                       request.framework, calibration);
+  result.phase = request.phase;
+  const GpuKernelModel* kernels = shipped_kernel_model();
+  if (!kernels && request.precision == GpuPrecision::Fp32)
+    result.notes.push_back("no per-kernel model in data/hardware/gpu_kernels: timed by the calibrated curves");
+  const GpuTiming timing = time_on_gpu(gpu_work(graph, request.precision, request.optimizer, request.phase), gpu,
+                                       request.precision, request.framework, calibration, kernels);
+  result.time_model = timing.per_kernel ? "per-kernel" : "calibrated curves";
   result.time_ms = timing.time_ms;
   result.time_ms_low = timing.time_ms * calibration.interval_low;
   result.time_ms_high = timing.time_ms * calibration.interval_high;

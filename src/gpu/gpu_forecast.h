@@ -19,6 +19,7 @@
 #include "import/model_source.h"
 #include "core/training_setup.h"
 #include "graph/graph.h"
+#include "gpu/kernel_model.h"
 #include "hardware/catalogue.h"
 #include "models/zoo.h"
 
@@ -78,16 +79,27 @@ struct GpuKernel {
   double flops = 0, bytes = 0;
   int64_t count = 1;  // identical kernels merged
 };
+// What one timed iteration runs: a full training step (with the optimizer), forward and backward (what
+// NeuSight's and several public tables time), or the forward pass alone under no_grad.
+enum class GpuPhase { Train, ForwardBackward, Inference };
+GpuPhase parse_gpu_phase(const std::string& text, const std::string& what = "--phase");
+const std::string& name(GpuPhase phase);  // "train", "forward-backward", "inference"
+
 struct GpuWork {
   std::vector<GpuKernel> kernels;
   int64_t kernel_count = 0;
+  // The same iteration as the per-kernel model sees it (kernel_model.h): identical kernels merged.
+  std::vector<std::pair<KernelShape, int64_t>> shaped;
 };
-GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step = true);
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step = true,
+                 bool with_backward = true);
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, GpuPhase phase);
 
 struct GpuTiming {
   double time_ms = 0;      // calibrated forecast per iteration
   double roofline_ms = 0;  // plain roofline: peaks only, no efficiency, no overheads
   int64_t kernels = 0;
+  bool per_kernel = false;  // the per-kernel model timed it (fp32); else the calibrated curves
 };
 
 // The catalogue columns (gpus.csv) that a forecast at `precision` needs and `gpu` leaves empty, in the
@@ -96,8 +108,24 @@ struct GpuTiming {
 std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecision precision);
 
 // Throws InputError when the catalogue lacks a peak the precision needs (naming the GPU and column).
+// The per-kernel model's busy time of each kernel of `work` on `gpu` (calibration-independent, so a fit computes
+// it once per row), and the iteration's time from it: each kernel at least the calibrated launch cost, plus the
+// per-iteration overhead.
+struct KernelBusy {
+  std::vector<std::pair<double, int64_t>> kernels;  // busy seconds, count
+  double roofline_s = 0;
+};
+KernelBusy kernel_busy(const GpuWork& work, const hardware::GpuSpec& gpu, const GpuKernelModel& model);
+GpuTiming time_from_busy(const KernelBusy& busy, Framework framework, const GpuCalibration& calibration);
+// Whether the per-kernel model times work at `precision` on `gpu` (fp32, or tf32 where it runs as fp32).
+bool times_per_kernel(const hardware::GpuSpec& gpu, GpuPrecision precision);
+// The shipped per-kernel model (data/hardware/gpu_kernels), read once per process; null when it is absent.
+const GpuKernelModel* shipped_kernel_model();
+
+// With `kernels`, fp32 work (and tf32 on a GPU without TF32 tensor cores) is timed kernel by kernel by the
+// per-kernel model; the calibration gives the launch cost and the per-iteration overhead.
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
-                      const GpuCalibration& calibration);
+                      const GpuCalibration& calibration, const GpuKernelModel* kernels = nullptr);
 
 // The CUDA context (driver, runtime, cuBLAS and cuDNN handles) that the caching allocator does not
 // see, counted in the memory a GPU forecast needs. An assumption, not a measurement (docs/GPU.md, "Memory");
@@ -112,6 +140,7 @@ struct GpuForecastRequest {
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
+  GpuPhase phase = GpuPhase::Train;
   std::string device;                        // a catalogue GPU, by name or alias
   int64_t epoch_samples = 0;                 // > 0: also time per epoch
   bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
@@ -128,6 +157,8 @@ struct GpuForecast {
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
+  GpuPhase phase = GpuPhase::Train;
+  std::string time_model;  // "per-kernel" or "calibrated curves"
   double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
   double roofline_ms = 0;                                 // the plain roofline, for comparison
   std::optional<double> epoch_s;

@@ -374,17 +374,18 @@ HttpResponse devices(Api&, const HttpRequest& request) {
 }
 
 HttpResponse inspect_route(Api& api, const HttpRequest& request) {
-  Fields fields(request, kModelFields);
+  Fields fields(request, with_model_fields({"device"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", 0, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
+  const std::string device = fields.text("device", "");
   fields.finish();
-  return {200, answer_text(to_json(inspect(model.builder(spec))), 1), "application/json"};
+  return {200, answer_text(to_json(inspect(model.builder(spec), device)), 1), "application/json"};
 }
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
-                                            "framework", "max_batch"}));
+                                            "framework", "max_batch", "phase"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -397,6 +398,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
   options.forecast.predictor_dir = api.options().predictor_dir;
   options.forecast.host_isa = fields.isa("host_isa");
   options.framework = fields.text("framework", "pytorch");
+  options.phase = fields.text("phase", "train");
   options.max_batch = fields.flag("max_batch");
   fields.finish();
   // The CLI's answer, byte for byte (forecast/predict.h).

@@ -1,0 +1,104 @@
+// The per-kernel model's held-out evaluation (kernel_evaluation.h).
+#include "gpu/kernel_evaluation.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "import/model_source.h"
+
+namespace dnncast::apps {
+
+KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::Catalogue& catalogue, int rounds,
+                                    int stride) {
+  std::set<std::string> gpus;
+  for (const KernelMeasurement& row : tables.rows) gpus.insert(row.gpu);
+  if (gpus.size() < 2) throw InputError("leaving one GPU out needs kernel rows of two GPUs or more");
+  KernelLeaveOneOut result;
+  for (const std::string& held : gpus) {
+    std::vector<KernelMeasurement> train;
+    std::array<int64_t, kKernelFamilies> seen{};
+    for (const KernelMeasurement& row : tables.rows)
+      if (row.gpu != held && seen[static_cast<size_t>(row.shape.family)]++ % stride == 0) train.push_back(row);
+    GpuKernelModel model = GpuKernelModel::fit(train, catalogue, rounds);
+    const KernelDevice device = kernel_device(catalogue.gpu(held));
+    std::array<KernelFamilyError, kKernelFamilies> errors;
+    for (const KernelMeasurement& row : tables.rows) {
+      if (row.gpu != held) continue;
+      KernelFamilyError& error = errors[static_cast<size_t>(row.shape.family)];
+      error.gpu = held;
+      error.family = row.shape.family;
+      ++error.rows;
+      error.model_mre += std::abs(model.timed_alone_seconds(row.shape, device, held) / row.seconds - 1);
+      error.roofline_mre += std::abs(roofline_seconds(row.shape, device) / row.seconds - 1);
+    }
+    for (KernelFamilyError& error : errors) {
+      if (error.rows == 0) continue;
+      error.model_mre /= static_cast<double>(error.rows);
+      error.roofline_mre /= static_cast<double>(error.rows);
+      result.errors.push_back(error);
+    }
+    result.models.emplace(held, std::move(model));
+  }
+  return result;
+}
+
+std::vector<TransformerLabel> load_transformer_labels(const hardware::Catalogue& catalogue, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read " + quote(path));
+  std::vector<std::string> fields, header;
+  int64_t line = 0;
+  std::vector<TransformerLabel> labels;
+  auto column = [&](const char* name) -> const std::string& {
+    for (size_t index = 0; index < header.size() && index < fields.size(); ++index)
+      if (header[index] == name) return fields[index];
+    throw InputError(path + " line " + std::to_string(line) + ": no column " + name);
+  };
+  while (core::read_csv_record(in, fields, line)) {
+    if (fields.empty() || fields[0].empty() || fields[0][0] == '#') continue;
+    if (header.empty()) {
+      header = fields;
+      continue;
+    }
+    if (!column("variant").empty() || column("model").rfind("switch", 0) == 0) continue;
+    std::string listed = column("device");
+    for (char& c : listed)
+      if (c == '_') c = ' ';
+    const hardware::GpuSpec* gpu = catalogue.find(listed);
+    if (!gpu || gpu->vendor != "nvidia") continue;
+    TransformerLabel label;
+    label.gpu = gpu->name;
+    label.gpu_listed = column("device");
+    label.model = column("model");
+    label.phase = column("mode") == "train" ? GpuPhase::ForwardBackward : GpuPhase::Inference;
+    try {
+      label.seq = std::stoll(column("seq_len"));
+      label.batch = std::stoll(column("batch_size"));
+      label.measured_ms = std::stod(column("e2e_ms"));
+    } catch (const std::exception&) {
+      throw InputError(path + " line " + std::to_string(line) + ": seq_len, batch_size or e2e_ms is not a number");
+    }
+    label.test_gpu = is_held_out_test_gpu(gpu->name);
+    labels.push_back(label);
+  }
+  return labels;
+}
+
+LabelForecast forecast_label(const TransformerLabel& label, const std::string& configs_dir,
+                             const hardware::Catalogue& catalogue, const GpuCalibration& calibration,
+                             const GpuKernelModel& model) {
+  ModelSpec spec;
+  spec.batch = label.batch;
+  spec.seq_len = label.seq;
+  const Graph graph =
+      load_model((std::filesystem::path(configs_dir) / (label.model + ".json")).string(), spec);
+  const GpuTiming timing = time_on_gpu(gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, label.phase),
+                                       catalogue.gpu(label.gpu), GpuPrecision::Fp32, Framework::PyTorch, calibration,
+                                       &model);
+  return {timing.time_ms, timing.roofline_ms};
+}
+
+}  // namespace dnncast::apps

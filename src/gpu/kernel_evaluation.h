@@ -1,0 +1,53 @@
+// Judging the per-kernel GPU model (kernel_model.h) the way NeuSight was judged (issue 34, docs/RESULTS.md):
+// per kernel, each NVIDIA GPU of the kernel tables held out of the fit in turn, beside the plain roofline;
+// end to end, transformer training and inference rows of NeuSight's labels -- the training GPUs' rows with
+// their GPU held out, the test GPUs' (H100, L4, A100 80GB) with the shipped fit, which never saw them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_forecast.h"
+#include "gpu/kernel_model.h"
+#include "hardware/catalogue.h"
+
+namespace dnncast::apps {
+
+// Mean relative error of one kernel family on one held-out GPU: the model (its busy time plus the launch floor
+// of the GPUs it was fitted on, as the tables time a kernel alone) and the plain roofline.
+struct KernelFamilyError {
+  std::string gpu;
+  KernelFamily family = KernelFamily::Gemm;
+  int64_t rows = 0;
+  double model_mre = 0, roofline_mre = 0;
+};
+struct KernelLeaveOneOut {
+  std::vector<KernelFamilyError> errors;
+  std::map<std::string, GpuKernelModel> models;  // held-out GPU -> the model fitted without it
+};
+// `stride` > 1 fits on every stride-th row of each family (a quicker check); errors are over all rows.
+KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::Catalogue& catalogue, int rounds,
+                                    int stride = 1);
+
+// One end-to-end row of ../shared/data/public/gpu_benchmarks/neusight_transformer_latency_labels.csv.
+struct TransformerLabel {
+  std::string gpu, gpu_listed, model;
+  GpuPhase phase = GpuPhase::ForwardBackward;  // train rows: forward + loss + backward, no optimizer step
+  int64_t seq = 0, batch = 0;
+  double measured_ms = 0;
+  bool test_gpu = false;  // H100, L4, A100 80GB
+};
+// NVIDIA rows of dense models without a variant (no torch.compile, no multi-GPU, no mixture of experts).
+std::vector<TransformerLabel> load_transformer_labels(const hardware::Catalogue& catalogue, const std::string& path);
+
+// The per-kernel forecast of a row, its model built from `configs_dir`/MODEL.json, and the plain roofline.
+struct LabelForecast {
+  double forecast_ms = 0, roofline_ms = 0;
+};
+LabelForecast forecast_label(const TransformerLabel& label, const std::string& configs_dir,
+                             const hardware::Catalogue& catalogue, const GpuCalibration& calibration,
+                             const GpuKernelModel& model);
+
+}  // namespace dnncast::apps

@@ -1,0 +1,131 @@
+// The per-kernel GPU time model (issue 34, docs/GPU.md "Per-kernel model"): a kernel's latency from its
+// shape and the GPU's catalogue specs, learned across GPUs from public per-kernel measurements (NeuSight's
+// fp32 kernels on P4, P100, T4, V100 and A100 40GB: ../shared/data/public/neusight/ops).
+//
+// The idea is NeuSight's -- predict how much of the roofline a kernel reaches, not its time -- written our
+// own way: per kernel family (GEMM, convolution, LayerNorm, softmax, elementwise) a gradient-boosted tree
+// ensemble predicts log(busy time / roofline time) from features that carry across GPUs because each is
+// measured against the GPU: the problem's size in waves of 128x128 (and 64x64) tiles over the SMs and the
+// last wave's fill, arithmetic intensity beside the GPU's ridge point, and the working set beside its L2.
+// No feature names the GPU itself (peaks, SM count, power): with five training GPUs such features let the
+// trees mistake a new GPU for one of them -- leave-one-GPU-out chose this (docs/RESULTS.md, issue 34), and
+// a new GPU gets the utilisation the five reach on the same normalised problem. Busy time is the measured
+// latency less the GPU's launch floor
+// (what a kernel of no work took when timed alone), so that kernels queued back to back in a training step
+// add their work, not their floors. The forecast is the roofline time times the predicted ratio (never
+// below the roofline but for 3x3 convolutions, which cuDNN runs as Winograd). The public convolutions are
+// all 3x3: other kernel sizes get the family's utilisation of the same implicit GEMM, at least the roofline. Fitted by `dnncast calibrate-gpu-kernels`; shipped in data/hardware/gpu_kernels/.
+//
+// What rests on no per-kernel measurement, and is said where it is used: backward kernels (costed as the
+// GEMMs / convolutions of the same shapes they run), depthwise and grouped convolutions (PyTorch runs them
+// outside cuDNN's GEMM paths: costed as memory-bound elementwise work), tensor-core precisions (the
+// calibrated curves of gpu_forecast.h), and the test GPUs of NeuSight's protocol, whose rows no fit sees.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "hardware/catalogue.h"
+
+namespace dnncast::learn {
+class Learner;
+}
+
+namespace dnncast::apps {
+
+enum class KernelFamily { Gemm, Conv, Norm, Softmax, Elementwise };
+inline constexpr int kKernelFamilies = 5;
+const std::string& name(KernelFamily family);  // "gemm", "conv", "norm", "softmax", "elementwise"
+
+// One kernel as the model sees it. Gemm: batch x (m x k) . (k x n). Conv: the input batch, channels, square
+// kernel, input size, stride, padding (m, n, k are its implicit GEMM: batch*out^2, out channels, in*kernel^2).
+// Norm, softmax: rows x cols. Elementwise: m elements. flops and bytes: the work and traffic (fp32).
+struct KernelShape {
+  KernelFamily family = KernelFamily::Elementwise;
+  double batch = 1, m = 1, n = 1, k = 1;
+  double channels = 0, out_channels = 0, kernel = 0, size = 0, stride = 1, padding = 0;  // Conv only
+  double flops = 0, bytes = 0;
+};
+
+KernelShape gemm_kernel(double batch, double m, double n, double k, bool shared_b = false);
+KernelShape conv_kernel(double batch, double channels, double out_channels, double kernel, double size,
+                        double stride, double padding);
+KernelShape row_kernel(KernelFamily family, double rows, double cols, double flops_per_element,
+                       double bytes_per_element);
+KernelShape elementwise_kernel(double elements, double flops, double bytes);
+
+// The kernels one node of a graph runs (fp32): forward, and backward (input and weight gradients).
+struct NodeKernels {
+  std::vector<KernelShape> forward, backward;
+};
+NodeKernels node_kernels(const Graph& graph, int node_index);
+
+// The GPU specs the model reads (catalogue columns); InputError names a missing one.
+struct KernelDevice {
+  double fp32_flops = 0, bandwidth = 0, sms = 0, l2_bytes = 0, tdp_w = 0;  // tdp 0: unknown
+};
+KernelDevice kernel_device(const hardware::GpuSpec& gpu);
+
+double roofline_seconds(const KernelShape& shape, const KernelDevice& device);
+std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice& device);
+int kernel_feature_count(KernelFamily family);
+
+// One public measurement: a kernel, the catalogue GPU it ran on, its latency.
+struct KernelMeasurement {
+  KernelShape shape;
+  std::string gpu;
+  double seconds = 0;
+};
+
+// The fitted ensembles, one per family, and each training GPU's launch floor.
+class GpuKernelModel {
+ public:
+  GpuKernelModel();
+  ~GpuKernelModel();
+  GpuKernelModel(GpuKernelModel&&) noexcept;
+  GpuKernelModel& operator=(GpuKernelModel&&) noexcept;
+
+  // Fits every family from `rows` (those of NeuSight's test GPUs are refused: InputError).
+  static GpuKernelModel fit(const std::vector<KernelMeasurement>& rows, const hardware::Catalogue& catalogue,
+                            int rounds = 200);
+  // data/hardware/gpu_kernels (or `dir`); InputError for a missing or malformed folder.
+  static GpuKernelModel load(const std::string& dir = "");
+  static std::string default_dir();
+  void save(const std::string& dir, const std::string& header) const;
+
+  // Busy seconds on the GPU (no launch floor): roofline x the predicted ratio, at least the roofline (a 3x3
+  // convolution may go below it, as Winograd does in the measurements).
+  double seconds(const KernelShape& shape, const KernelDevice& device) const;
+  // What the kernel took when timed alone, as in the public tables: busy time plus the launch floor
+  // (the training GPUs' mean floor of the family for a GPU that was not in the fit).
+  double timed_alone_seconds(const KernelShape& shape, const KernelDevice& device, const std::string& gpu) const;
+  bool has(KernelFamily family) const;
+  const std::vector<std::string>& gpus() const { return gpus_; }  // the GPUs fitted on
+  const std::string& source() const { return source_; }
+
+ private:
+  std::array<std::unique_ptr<learn::Learner>, kKernelFamilies> learners_;
+  // floor per family per fitted GPU (seconds)
+  std::vector<std::string> gpus_;
+  std::array<std::vector<double>, kKernelFamilies> floors_;
+  std::string source_;
+};
+
+// NeuSight's test GPUs (H100, L4, A100 80GB, any form factor): left out of every fit that is shipped.
+bool is_held_out_test_gpu(const std::string& catalogue_name);
+
+// NeuSight's ops folder (ops/train/OP/GPU.csv[.xz]): every NVIDIA kernel row, mapped to the catalogue.
+// Rows of test GPUs are counted in `held_out` and left out. InputError names a malformed file and line.
+struct KernelTables {
+  std::vector<KernelMeasurement> rows;
+  int64_t held_out = 0;
+  std::string dir;
+};
+KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std::string& dir = "");
+std::string default_kernel_tables_dir();
+
+}  // namespace dnncast::apps

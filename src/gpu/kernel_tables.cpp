@@ -1,0 +1,147 @@
+// NeuSight's per-kernel measurements (kernel_model.h load_kernel_tables): ops/train/OP/GPU.csv[.xz], one
+// kernel call a row, fp32, latency in ms (../shared/data/public/neusight/README.md).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "gpu/kernel_model.h"
+
+namespace dnncast::apps {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The text of `path`; a .xz file through `xz -dc` (xz-utils is part of every Debian system).
+std::string file_text(const fs::path& path) {
+  if (path.extension() != ".xz") {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) throw InputError("cannot read " + quote(path.string()));
+    return text.str();
+  }
+  const std::string command = "xz -dc '" + path.string() + "' 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw InputError("cannot run xz to read " + quote(path.string()));
+  std::string text;
+  char buffer[1 << 16];
+  size_t got = 0;
+  while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) text.append(buffer, got);
+  if (pclose(pipe) != 0) throw InputError("cannot decompress " + quote(path.string()) + " (is xz installed?)");
+  return text;
+}
+
+// Per element of the elementwise ops: FLOPs, and bytes read + written (fp32).
+struct ElementCost {
+  double flops, bytes;
+};
+const std::map<std::string, ElementCost>& element_costs() {
+  static const std::map<std::string, ElementCost> costs = {
+      {"add", {1, 12}},  {"mul", {1, 12}},  {"div", {1, 12}},  {"pow", {4, 12}},  {"addu", {1, 8}},
+      {"mulu", {1, 8}},  {"divu", {1, 8}},  {"powu", {4, 8}},  {"relu", {1, 8}},  {"tanh", {6, 8}},
+      {"gelu", {8, 8}},  {"ln", {8, 8}},    {"softmax", {5, 8}},
+  };
+  return costs;
+}
+
+double number(const std::vector<std::string>& header, const std::vector<std::string>& fields, const char* column,
+              const std::string& where) {
+  for (size_t index = 0; index < header.size() && index < fields.size(); ++index) {
+    if (header[index] != column) continue;
+    char* end = nullptr;
+    const double value = std::strtod(fields[index].c_str(), &end);
+    if (end == fields[index].c_str() || *end != '\0' || !(value > 0 || (value == 0 && std::string(column) == "Padding")))
+      throw InputError(where + ": column " + column + " is " + quote(fields[index]) + ", not a positive number");
+    return value;
+  }
+  throw InputError(where + ": no column " + column);
+}
+
+KernelShape shape_of(const std::string& op, const std::vector<std::string>& header,
+                     const std::vector<std::string>& fields, const std::string& where) {
+  auto get = [&](const char* column) { return number(header, fields, column, where); };
+  if (op == "linear" || op == "bmm")
+    return gemm_kernel(get("B"), get("M"), get("N"), get("K"), op == "linear");
+  if (op == "conv")
+    return conv_kernel(get("B"), get("Input_Channel"), get("Output_Channel"), get("Kernel_Szie"), get("Input_Size"),
+                       get("Stride"), get("Padding"));
+  const ElementCost cost = element_costs().at(op);
+  const KernelFamily family = op == "ln" ? KernelFamily::Norm
+                              : op == "softmax" ? KernelFamily::Softmax
+                                                : KernelFamily::Elementwise;
+  if (family != KernelFamily::Elementwise) return row_kernel(family, get("B"), get("H"), cost.flops, cost.bytes);
+  const double elements = get("B") * get("H");
+  return elementwise_kernel(elements, cost.flops * elements, cost.bytes * elements);
+}
+
+}  // namespace
+
+std::string default_kernel_tables_dir() {
+  if (const char* dir = std::getenv("DNNCAST_NEUSIGHT_DATA")) return dir;
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (error) return "";
+  for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    const fs::path candidate = dir / "shared" / "data" / "public" / "neusight" / "ops" / "train";
+    if (fs::is_directory(candidate, error)) return candidate.string();
+    if (dir == dir.root_path()) break;
+  }
+  return "";
+}
+
+KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std::string& given) {
+  KernelTables tables;
+  tables.dir = given.empty() ? default_kernel_tables_dir() : given;
+  std::error_code error;
+  if (tables.dir.empty() || !fs::is_directory(tables.dir, error))
+    throw InputError("no per-kernel tables found (../shared/data/public/neusight/ops/train): set "
+                     "DNNCAST_NEUSIGHT_DATA or pass --ops DIR");
+  std::vector<fs::path> files;
+  for (const auto& op_dir : fs::directory_iterator(tables.dir)) {
+    if (!op_dir.is_directory() || !(element_costs().count(op_dir.path().filename().string()) ||
+                                    op_dir.path().filename() == "linear" || op_dir.path().filename() == "bmm" ||
+                                    op_dir.path().filename() == "conv"))
+      continue;
+    for (const auto& file : fs::directory_iterator(op_dir.path())) files.push_back(file.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw InputError("no OP/GPU.csv files under " + quote(tables.dir));
+  for (const fs::path& file : files) {
+    std::string stem = file.filename().string();
+    stem = stem.substr(0, stem.find(".csv"));
+    std::string listed = stem;
+    for (char& c : listed)
+      if (c == '_') c = ' ';
+    const hardware::GpuSpec* gpu = catalogue.find(listed);
+    if (!gpu) throw InputError(file.string() + ": GPU " + quote(listed) + " is not in the catalogue");
+    if (gpu->vendor != "nvidia") continue;
+    const std::string op = file.parent_path().filename().string();
+    std::istringstream in(file_text(file));
+    std::vector<std::string> header, fields;
+    int64_t line = 0;
+    if (!core::read_csv_record(in, header, line)) throw InputError(file.string() + ": empty");
+    while (core::read_csv_record(in, fields, line)) {
+      if (fields.empty() || (fields.size() == 1 && fields[0].empty())) continue;
+      if (is_held_out_test_gpu(gpu->name)) {
+        ++tables.held_out;
+        continue;
+      }
+      const std::string where = file.string() + " line " + std::to_string(line);
+      KernelMeasurement row;
+      row.shape = shape_of(op, header, fields, where);
+      row.gpu = gpu->name;
+      row.seconds = number(header, fields, "Latency", where) * 1e-3;
+      tables.rows.push_back(row);
+    }
+  }
+  return tables;
+}
+
+}  // namespace dnncast::apps

@@ -1,0 +1,116 @@
+// The kernels a graph node runs on a GPU, forward and backward, as the per-kernel model sees them
+// (kernel_model.h node_kernels). Matrix ops become the GEMMs / convolutions PyTorch launches; everything
+// else is memory-bound work in the family closest to it (norms, softmax, elementwise).
+#include <algorithm>
+
+#include "graph/op_helpers.h"
+#include "graph/op_registry.h"
+#include "gpu/kernel_model.h"
+
+namespace dnncast::apps {
+
+namespace {
+
+double dim(const TensorShape& shape, int index) {
+  return static_cast<double>(shape[index < 0 ? shape.rank() + index : index]);
+}
+
+double rows_before_last(const TensorShape& shape) {
+  return static_cast<double>(shape.numel()) / std::max(1.0, dim(shape, -1));
+}
+
+void linear_kernels(const OpView& view, NodeKernels& out) {
+  const double k = dim(view.in(0), -1), m = rows_before_last(view.in(0)), n = dim(view.node.shape, -1);
+  out.forward.push_back(gemm_kernel(1, m, n, k, true));
+  out.backward.push_back(gemm_kernel(1, m, k, n, true));  // input gradient: dY . W
+  out.backward.push_back(gemm_kernel(1, n, k, m, true));  // weight gradient: dY^T . X
+}
+
+void matmul_kernels(const OpView& view, NodeKernels& out) {
+  const TensorShape& a = view.in(0);
+  const TensorShape& b = view.in(1);
+  const double m = dim(a, -2), k = dim(a, -1), n = dim(b, -1);
+  const double batch = std::max(1.0, static_cast<double>(view.node.shape.numel()) / (m * n));
+  out.forward.push_back(gemm_kernel(batch, m, n, k));
+  out.backward.push_back(gemm_kernel(batch, m, k, n));
+  out.backward.push_back(gemm_kernel(batch, k, n, m));
+}
+
+void attention_kernels(const OpView& view, NodeKernels& out) {
+  const TensorShape& q = view.in(0);
+  const TensorShape& v = view.in(2);
+  const double heads = dim(q, 0) * dim(q, 1), l = dim(q, 2), d = dim(q, 3), s = dim(view.in(1), 2), dv = dim(v, 3);
+  const double scores = heads * l * s;
+  out.forward.push_back(elementwise_kernel(heads * l * d, heads * l * d, 8 * heads * l * d));  // q / sqrt(d)
+  out.forward.push_back(gemm_kernel(heads, l, s, d));                                          // q k^T
+  out.forward.push_back(row_kernel(KernelFamily::Softmax, heads * l, s, 5, 8));
+  out.forward.push_back(gemm_kernel(heads, l, dv, s));  // P v
+  if (view.node.attr_int("causal", 0) != 0) out.forward.push_back(elementwise_kernel(scores, scores, 8 * scores));
+  if (view.node.attr_float("dropout_p", 0.0) > 0) out.forward.push_back(elementwise_kernel(scores, scores, 9 * scores));
+  out.backward.push_back(gemm_kernel(heads, s, dv, l));  // dV = P^T dO
+  out.backward.push_back(gemm_kernel(heads, l, s, dv));  // dP = dO V^T
+  out.backward.push_back(elementwise_kernel(scores, 4 * scores, 12 * scores));  // softmax backward
+  out.backward.push_back(gemm_kernel(heads, l, d, s));  // dQ = dS K
+  out.backward.push_back(gemm_kernel(heads, s, d, l));  // dK = dS^T Q
+  out.backward.push_back(elementwise_kernel(heads * l * d, heads * l * d, 8 * heads * l * d));
+}
+
+bool conv_kernels(const OpView& view, const OpCost& cost, NodeKernels& out) {
+  const TensorShape& x = view.in(0);
+  if (x.rank() != 4 || view.node.op != "Conv2d") return false;
+  const auto kernel = ops::pair_attr(view, "kernel", 1), stride = ops::pair_attr(view, "stride", 1),
+             padding = ops::pair_attr(view, "padding", 0);
+  if (view.node.attr_int("groups", 1) != 1 || kernel[0] != kernel[1] || stride[0] != stride[1] ||
+      x[2] != x[3] || padding[0] != padding[1])
+    return false;
+  const KernelShape shape = conv_kernel(dim(x, 0), dim(x, 1), dim(view.node.shape, 1), static_cast<double>(kernel[0]),
+                                        dim(x, 2), static_cast<double>(stride[0]), static_cast<double>(padding[0]));
+  out.forward.push_back(shape);
+  if (cost.flops_bwd > 0) out.backward.insert(out.backward.end(), 2, shape);  // data and weight gradients
+  return true;
+}
+
+}  // namespace
+
+NodeKernels node_kernels(const Graph& graph, int index) {
+  const Node& node = graph.nodes()[static_cast<size_t>(index)];
+  const OpDef& def = OpRegistry::instance().get(node.op);
+  NodeKernels out;
+  if (def.category == "input") return out;
+  const OpCost cost = node_cost(graph, index);
+  const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
+  if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) return out;  // a view
+  const OpView view = view_of(graph, index);
+  if (node.op == "Linear") {
+    linear_kernels(view, out);
+  } else if (node.op == "MatMul") {
+    matmul_kernels(view, out);
+  } else if (node.op == "ScaledDotProductAttention") {
+    attention_kernels(view, out);
+  } else if (def.category == "conv" && conv_kernels(view, cost, out)) {
+  } else {
+    // Depthwise / grouped convolutions and every other op: memory-bound, traffic and work from the op's cost.
+    const TensorShape& shape = node.shape;
+    const double elements = static_cast<double>(shape.numel());
+    const bool norm = node.op == "LayerNorm" || node.op == "RMSNorm" || node.op == "GroupNorm" || node.op == "BatchNorm2d";
+    const KernelFamily family = norm                   ? KernelFamily::Norm
+                                : node.op == "Softmax" ? KernelFamily::Softmax
+                                                       : KernelFamily::Elementwise;
+    auto shaped = [&](double flops, double traffic) {
+      if (family == KernelFamily::Elementwise) return elementwise_kernel(elements, flops, traffic);
+      const double cols = std::max(1.0, dim(shape, -1)), rows = elements / cols;
+      return row_kernel(family, rows, cols, flops / std::max(1.0, elements), traffic / std::max(1.0, elements));
+    };
+    out.forward.push_back(shaped(static_cast<double>(cost.flops_fwd), bytes));
+    if (cost.flops_bwd > 0 || def.category != "loss")
+      out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd), 2 * bytes));
+  }
+  if (node.op == "Linear" && node.attr_int("bias", 1) != 0) {
+    // The bias is added in the GEMM's epilogue (addmm); its gradient is a reduction over the rows.
+    const double outputs = static_cast<double>(node.shape.numel());
+    out.backward.push_back(elementwise_kernel(outputs, outputs, 4 * outputs));
+  }
+  return out;
+}
+
+}  // namespace dnncast::apps
