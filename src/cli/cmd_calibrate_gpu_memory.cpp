@@ -54,16 +54,18 @@ int run_calibrate_gpu_memory(const Args& args) {
       "(../shared/data/public/gpu_memory, decompressed), and judge it leaving one architecture out at a time.",
       "dnncast calibrate-gpu-memory");
   std::string data, out, table_file, rows_file;
-  bool as_json = false;
+  bool as_json = false, libtorch_step = false;
   app.add_option("--data", data, "GPUMemNet's MLP table as CSV (xz -dk gpumemnet_mlp_a100_40gb.csv.xz)")->required();
   app.add_option("--out", out, "write the fitted constants here (data/hardware/gpu_memory_calibration.csv)");
   app.add_option("--table", table_file, "write the before/after table as Markdown (docs/RESULTS.md)");
   app.add_option("--rows", rows_file, "write every row: measured, simulated parts, forecasts before and held out");
+  app.add_flag("--libtorch-step", libtorch_step,
+               "ablation: simulate libtorch 1.13's step (zero_grad in place, per-parameter Adam), not PyTorch 2's");
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpu-memory")) return 0;
 
   const std::vector<apps::GpuMemNetRow> rows = apps::load_gpumemnet_rows(data);
-  const std::vector<apps::GpuMemorySample> samples = apps::simulate_gpumemnet(rows);
+  const std::vector<apps::GpuMemorySample> samples = apps::simulate_gpumemnet(rows, libtorch_step);
   apps::GpuMemoryCalibration fitted = apps::fit_gpu_memory(samples);
   fitted.fitted_on = "fitted: a100-40gb, " + std::to_string(samples.size()) +
                      " GPUMemNet MLPs (Adam, fp32; nvidia-smi peak memory.used)";

@@ -10,8 +10,9 @@
 
 namespace dnncast::apps {
 
-std::vector<GpuMemorySample> simulate_gpumemnet(const std::vector<GpuMemNetRow>& rows) {
-  const memory::MemoryConfig config = gpu_memory_config(GpuMemoryCalibration{}, Optimizer::Adam);
+std::vector<GpuMemorySample> simulate_gpumemnet(const std::vector<GpuMemNetRow>& rows, bool libtorch_step) {
+  memory::MemoryConfig config = gpu_memory_config(GpuMemoryCalibration{}, Optimizer::Adam);
+  config.python_defaults = !libtorch_step;
   // The model before issue 34: libtorch 1.13's step through the caching allocator, plus an assumed context.
   memory::MemoryConfig before = config;
   before.python_defaults = false;

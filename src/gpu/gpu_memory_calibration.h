@@ -26,7 +26,8 @@ struct GpuMemorySample {
   int64_t before_bytes = 0;   // the model before issue 34 (kAssumedContextBytes)
 };
 
-std::vector<GpuMemorySample> simulate_gpumemnet(const std::vector<GpuMemNetRow>& rows);
+// libtorch_step: the ablation, libtorch 1.13's step (memory::MemoryConfig::python_defaults off) for the tensors.
+std::vector<GpuMemorySample> simulate_gpumemnet(const std::vector<GpuMemNetRow>& rows, bool libtorch_step = false);
 
 // The forecast total for a sample under `calibration` (memory::cuda_memory_parts, as every GPU forecast).
 int64_t forecast_bytes(const GpuMemorySample& sample, const GpuMemoryCalibration& calibration);
