@@ -1,12 +1,14 @@
 // Training memory on a GPU as nvidia-smi sees it (issue 34, docs/GPU.md "Memory"): the memory simulator's
 // caching-allocator model of the training step (memory/simulator.h) plus what the allocator does not see.
 //
-//   tensors            peak allocated bytes of the simulated step (blocks rounded to 512 B)
+//   tensors            peak allocated bytes of the simulated step, blocks rounded to 512 B, with the step as
+//                      PyTorch 2's Python API runs it on CUDA (MemoryConfig::python_defaults: gradients freed
+//                      by zero_grad, the foreach optimizers)
 //   allocator reserve  peak reserved minus peak allocated: the segments the caching allocator holds
 //                      (2 MiB for blocks under 1 MiB, 20 MiB or 2 MiB-rounded ones for larger blocks,
-//                      freed blocks kept cached), simulated; plus a fitted fraction of the tensors
-//                      (what the real run allocates beyond the simulated program: PyTorch 2's
-//                      multi-tensor Adam temporaries, autograd's bookkeeping, fragmentation)
+//                      freed blocks kept cached), simulated; plus a fitted fraction of the tensors (what
+//                      the real run holds beyond the simulated program: fragmentation, a batch copied in
+//                      while the last one is alive, autograd's bookkeeping)
 //   workspaces         cuBLAS's workspace, PyTorch's default size (derived, not fitted)
 //   context            the CUDA context: driver, runtime and the kernels of libtorch, cuBLAS and cuDNN
 //                      loaded onto the device (fitted), or a measured one (`memory --cuda-context`)
