@@ -311,7 +311,7 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
     e.g. 24 * 2**30 or "24GiB") and the largest batch that fits (max_batch_bytes): `dnncast memory --json`.
 
-    device: cpu | cuda (the cuda model is unverified); threads: intra-op threads (default 1);
+    device: cpu | cuda (the cuda model is unverified) | a catalogued GPU (as nvidia-smi shows it); threads: intra-op threads (default 1);
     isa: the CPU ISA whose kernels to simulate (default: this host's).
     """
     optimizer_name = _optimizer_name(optimizer)

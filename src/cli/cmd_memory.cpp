@@ -39,13 +39,13 @@ int run_memory(const Args& args) {
   app.add_option("--optimizer", optimizer, optimizer_help());
   app.add_option("--precision", precision, "fp32 (the only precision modelled)");
   app.add_option("--device", device,
-                 "cpu | cuda | a GPU of `dnncast devices` (its context and memory size; default cpu; the cuda model is "
-                 "unverified)");
+                 "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
+                 "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");
   app.add_option("--threads", threads, "intra-op threads of the run (default 1, as dnncast profile)")->check(thread_count());
   app.add_option("--fits", fits_text, "answer whether training fits in this many bytes (e.g. 24GiB)")->check(byte_size());
   app.add_option("--max-batch", max_batch_text, "largest batch whose training fits in this many bytes")->check(byte_size());
   app.add_option("--batch-cap", batch_cap, "largest batch --max-batch tries (default 1048576)");
-  app.add_option("--cuda-context", context_text, "cuda: bytes the CUDA context takes on the device (default 0)")->check(byte_size());
+  app.add_option("--cuda-context", context_text, "bytes the CUDA context takes on the device (cuda: default 0; a catalogued GPU: default the fitted one)")->check(byte_size());
   app.add_flag("--timeline", timeline, "also print the highest live bytes of every node's forward and backward");
   app.add_flag("--events", events,
                "print every simulated allocation and release (\"+|- BYTES LIVE iter phase node what\"), to diff "

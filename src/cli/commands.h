@@ -29,6 +29,7 @@ bool calibrate_other_form(const Args& args, int& exit_code);
 int run_devices(const Args& args);  // devices [--instances]: the GPU catalogue and cloud instances
 int run_calibrate_gpu_kernels(const Args& args);  // fit and judge the per-kernel GPU model
 int run_calibrate_gpus(const Args& args);  // fit and judge the GPU time model on the public tables
+int run_calibrate_gpu_memory(const Args& args);  // fit and judge the GPU memory model on GPUMemNet's measurements
 int run_compare(const Args& args);  // compare MODEL --batch N: time and cost per cloud instance
 int run_schedule(const Args& args);        // schedule JOBS --cluster C: place jobs on GPUs (genetic algorithm)
 int run_schedule_study(const Args& args);  // the scheduler against the exact optimum, baselines, a replay

@@ -72,6 +72,7 @@ const std::map<std::string, Command>& commands() {
       {"devices", {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
       {"calibrate-gpu-kernels", {dnncast::cli::run_calibrate_gpu_kernels, "fit the per-kernel GPU model to public kernel measurements; held-out GPUs"}},
       {"calibrate-gpus", {dnncast::cli::run_calibrate_gpus, "fit the GPU time model to public measurements; leave-one-GPU-out"}},
+      {"calibrate-gpu-memory", {dnncast::cli::run_calibrate_gpu_memory, "fit the GPU memory model (as nvidia-smi sees it) to public measurements"}},
       {"compare", {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
       {"schedule", {dnncast::cli::run_schedule, "place training jobs on a GPU cluster: genetic algorithm over the forecasts"}},
       {"schedule-study", {dnncast::cli::run_schedule_study, "the scheduler against the exact optimum, baselines and a replay"}},

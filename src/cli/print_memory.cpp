@@ -66,6 +66,21 @@ int64_t simulated_profiler_peak(const memory::MemoryReport& report) {
   return report.device == Device::Cuda ? report.peak_allocated_bytes - report.baseline_allocated_bytes : report.peak_bytes;
 }
 
+// What nvidia-smi would show, part by part (gpu/gpu_memory.h), and where each part not simulated comes from.
+static void print_cuda_parts(const apps::MemoryForecast& forecast) {
+  const memory::CudaMemoryParts& parts = forecast.report.cuda;
+  std::printf("cuda memory    %s in all (as nvidia-smi would show it):\n", core::format_bytes(parts.total_bytes()).c_str());
+  std::printf("  tensors             %10s  peak allocated, simulated\n", core::format_bytes(parts.tensor_bytes).c_str());
+  std::printf("  allocator reserve   %10s  peak reserved %s - allocated, simulated%s\n",
+              core::format_bytes(parts.reserve_bytes).c_str(), core::format_bytes(forecast.report.peak_reserved_bytes).c_str(),
+              forecast.gpu_memory ? ", + the fitted fraction" : "");
+  std::printf("  workspaces          %10s\n", core::format_bytes(parts.workspace_bytes).c_str());
+  std::printf("  context             %10s  %s\n", core::format_bytes(parts.context_bytes).c_str(),
+              forecast.gpu_memory ? (forecast.context_measured ? "measured (--cuda-context)" : "fitted")
+                                  : "--cuda-context (default 0)");
+  for (const std::string& note : forecast.memory_notes) std::printf("  note: %s\n", note.c_str());
+}
+
 void print_memory(const apps::MemoryForecast& forecast, const Measured& measured) {
   const memory::MemoryReport& report = forecast.report;
   const int64_t simulated_peak = simulated_profiler_peak(report);
@@ -73,16 +88,12 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
               static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(), name(report.device).c_str(),
               static_cast<long long>(forecast.config.threads));
   if (!forecast.gpu.empty())
-    std::printf("gpu            %s (%s): the CUDA allocator model with its context; fits is judged against its memory\n",
+    std::printf("gpu            %s (%s): memory as nvidia-smi would show it; fits is judged against its memory\n",
                 forecast.gpu.c_str(), forecast.gpu_name.c_str());
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
               core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
               core::format_bytes(report.peak_total_bytes).c_str());
-  if (report.device == Device::Cuda)
-    std::printf("cuda model     peak allocated %s, peak reserved %s, context %s (unverified: docs/MEMORY.md)\n",
-                core::format_bytes(report.peak_allocated_bytes).c_str(),
-                core::format_bytes(report.peak_reserved_bytes).c_str(),
-                core::format_bytes(report.cuda_context_bytes).c_str());
+  if (report.device == Device::Cuda) print_cuda_parts(forecast);
   if (report.device == Device::Cpu)
     std::printf("kernels        isa %s (%s)\n", hardware::isa_name(forecast.simulated_isa), forecast.isa_source.c_str());
   std::printf("at the peak    iteration %d, %s%s%s\n", report.peak_iteration, memory::phase_name(report.peak_phase),

@@ -14,6 +14,7 @@
 #include "features/layer_features.h"
 #include "import/model_source.h"
 #include "graph/graph.h"
+#include "gpu/gpu_memory.h"
 #include "hardware/isa.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
@@ -94,6 +95,8 @@ struct MemoryRequest {
   std::string measure_command;  // the command that would measure this run (the ISA match's remedy)
   ModelBuilder builder;         // empty: load_model(model, spec) (model_source.h)
   std::string gpu, gpu_name;    // a catalogued GPU as the device: its catalogue name and full name
+  std::optional<GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
+  bool context_measured = false;                   // the context was given (--cuda-context), not fitted
 };
 
 struct MemoryForecast {
@@ -112,6 +115,10 @@ struct MemoryForecast {
   int64_t batch_limit = 0;
   memory::MaxBatchResult max_batch;  // with batch_limit
   std::string gpu, gpu_name;         // as the request's
+  std::optional<GpuMemoryCalibration> gpu_memory;
+  bool context_measured = false;
+  // cuda on a catalogued GPU: which parts are fitted, derived or measured, and to what (gpu_memory_notes)
+  std::vector<std::string> memory_notes;
 };
 
 // Throws InputError: a bad model, input or configuration the simulator does not model.

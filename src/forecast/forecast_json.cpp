@@ -100,6 +100,20 @@ json to_json(const MemoryForecast& forecast) {
                    {"peak_reserved_bytes", report.peak_reserved_bytes},
                    {"context_bytes", report.cuda_context_bytes},
                    {"verified", false}};
+  if (report.device == Device::Cuda)  // what nvidia-smi would show: the parts of required_bytes
+    doc["cuda"]["parts"] = {{"tensor_bytes", report.cuda.tensor_bytes},
+                            {"allocator_reserve_bytes", report.cuda.reserve_bytes},
+                            {"workspace_bytes", report.cuda.workspace_bytes},
+                            {"context_bytes", report.cuda.context_bytes},
+                            {"total_bytes", report.cuda.total_bytes()}};
+  if (forecast.gpu_memory)
+    doc["cuda"]["calibration"] = {{"file", forecast.gpu_memory->source},
+                                  {"fitted_context_bytes", forecast.gpu_memory->context_bytes},
+                                  {"reserve_fraction", forecast.gpu_memory->reserve_fraction},
+                                  {"workspace_bytes", forecast.gpu_memory->workspace_bytes},
+                                  {"fitted_on", forecast.gpu_memory->fitted_on},
+                                  {"context", forecast.context_measured ? "measured (given)" : "fitted"},
+                                  {"notes", forecast.memory_notes}};
   if (!forecast.gpu.empty()) doc["gpu"] = {{"name", forecast.gpu}, {"full_name", forecast.gpu_name}};
   if (forecast.fits_limit > 0) doc["fits"] = {{"limit_bytes", forecast.fits_limit}, {"fits", forecast.fits}};
   if (forecast.batch_limit > 0)
@@ -192,7 +206,9 @@ nlohmann::ordered_json to_json(const GpuForecast& forecast) {
           {"device_memory_bytes", optional(forecast.device_memory_bytes)},
           {"fits", optional(forecast.fits)},
           {"max_batch", optional(forecast.max_batch)},
-          {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator)" : ""},
+          {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator) + fitted context and reserve "
+                                                       "(as nvidia-smi shows it, data/hardware/gpu_memory_calibration.csv)"
+                                                     : ""},
           {"basis", forecast.basis},
           {"basis_detail", forecast.basis_detail},
           {"notes", forecast.notes}};

@@ -19,6 +19,9 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.batch_limit = request.batch_limit;
   result.gpu = request.gpu;
   result.gpu_name = request.gpu_name;
+  result.gpu_memory = request.gpu_memory;
+  result.context_measured = request.context_measured;
+  if (request.gpu_memory) result.memory_notes = gpu_memory_notes(*request.gpu_memory, request.gpu, request.context_measured);
   if (request.batch_limit > 0) {
     memory::MemoryConfig search = request.config;
     search.keep_timeline = false;

@@ -4,6 +4,7 @@
 #include "forecast/device.h"
 #include "forecast/forecast.h"
 #include "gpu/gpu_forecast.h"
+#include "gpu/gpu_memory.h"
 #include "core/error.h"
 #include "core/training_setup.h"
 #include "core/text.h"
@@ -71,22 +72,25 @@ MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spe
   memory::MemoryConfig& config = request.config;
   config.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
   config.precision = parse_precision(options.precision, option_name("precision", style));
-  // cpu, cuda, or a catalogued GPU: the CUDA allocator model with the GPU's context and memory size (as
-  // `predict --device GPU` simulates it, gpu/gpu_forecast.h), unless --cuda-context or --fits say otherwise.
+  // cpu, cuda, or a catalogued GPU: the CUDA allocator model with the calibrated overheads and the GPU's memory
+  // size (as `predict --device GPU` simulates it, gpu/gpu_memory.h), unless --cuda-context or --fits say otherwise.
   const ForecastDevice device = resolve_memory_device(options.device, option_name("device", style));
   config.device = device.kind == ForecastDevice::Kind::ThisHost ? Device::Cpu : Device::Cuda;
   if (device.gpu) {
     request.gpu = device.gpu->name;
     request.gpu_name = device.gpu->full_name;
-    config.cuda_context_bytes = kCudaContextBytes;
+    request.gpu_memory = load_gpu_memory_calibration();
+    apply_gpu_memory_calibration(*request.gpu_memory, config);
     if (std::optional<int64_t> bytes = gpu_memory_bytes(*device.gpu)) request.fits_limit = *bytes;
   }
   config.threads = options.threads;
   config.isa = options.isa;
   config.keep_timeline = options.timeline;
   config.keep_events = options.events;
-  if (!options.cuda_context.empty())
+  if (!options.cuda_context.empty()) {
     config.cuda_context_bytes = core::parse_bytes(options.cuda_context, option_name("cuda_context", style));
+    request.context_measured = true;
+  }
   if (!options.fits.empty()) request.fits_limit = core::parse_bytes(options.fits, option_name("fits", style));
   if (!options.max_batch.empty())
     request.batch_limit = core::parse_bytes(options.max_batch, option_name("max_batch_bytes", style));

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "graph/op_helpers.h"
 #include "graph/op_registry.h"
+#include "gpu/gpu_memory.h"
 #include "memory/simulator.h"
 
 namespace dnncast::apps {
@@ -445,21 +446,22 @@ namespace {
 
 void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSpec& gpu, const Graph& graph,
                         GpuForecast& result) {
+  // What nvidia-smi would show (gpu_memory.h), as `dnncast memory --device GPU` forecasts it.
   memory::MemoryConfig config;
-  config.optimizer = request.optimizer;
-  config.precision = Precision::Fp32;
-  config.device = Device::Cuda;
-  config.cuda_context_bytes = kCudaContextBytes;
   if (request.precision == GpuPrecision::Fp16 || request.precision == GpuPrecision::Bf16)
     result.notes.push_back(
         "memory is simulated with fp32 tensors (the simulator models fp32 only): autocast keeps "
         "16-bit copies of activations, so the real peak is lower");
   try {
+    config = gpu_memory_config(load_gpu_memory_calibration(), request.optimizer);
     result.required_bytes = memory::simulate_memory(graph, config).required_bytes;
   } catch (const InputError& error) {
     result.notes.push_back(std::string("memory not forecast: ") + error.what());
     return;
   }
+  if (gpu.name != kGpuMemoryFittedOn)
+    result.notes.push_back("memory: the CUDA context and allocator reserve were fitted on an A100 40GB (GPUMemNet) "
+                           "and are carried over to " + gpu.name);
   if (!gpu.memory_gib) {
     result.notes.push_back("the catalogue has no memory size for " + gpu.name + ": fits not decided");
     return;

@@ -8,7 +8,7 @@
 // over the parameters, and a per-iteration host overhead. The curves and overheads are calibrated on
 // public end-to-end measurements (../shared/data/public/gpu_benchmarks) and shipped in
 // data/hardware/gpu_calibration.csv, written by `dnncast calibrate-gpus`. Memory: the simulator's
-// CUDA caching-allocator model plus the CUDA context.
+// CUDA caching-allocator model plus the overheads of gpu_memory.h (what nvidia-smi shows).
 #pragma once
 
 #include <cstdint>
@@ -127,10 +127,6 @@ const GpuKernelModel* shipped_kernel_model();
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
                       const GpuCalibration& calibration, const GpuKernelModel* kernels = nullptr);
 
-// The CUDA context (driver, runtime, cuBLAS and cuDNN handles) that the caching allocator does not
-// see, counted in the memory a GPU forecast needs. An assumption, not a measurement (docs/GPU.md, "Memory");
-// `dnncast memory --cuda-context BYTES` takes a measured one.
-inline constexpr int64_t kCudaContextBytes = int64_t{512} << 20;
 // A catalogued GPU's memory in bytes; none when the catalogue has no size for it.
 std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu);
 
@@ -167,7 +163,8 @@ struct GpuForecast {
   // measurements of this GPU were in the calibration), "specs" (only its catalogue row).
   std::string basis;
   std::string basis_detail;  // one line: which tables, how many rows
-  // Memory (simulated, CUDA caching allocator, fp32 tensors): what must fit, the GPU's memory.
+  // Memory (gpu_memory.h: simulated caching allocator with fp32 tensors, plus the fitted context, workspace and
+  // extra reserve, as nvidia-smi would show it): what must fit, the GPU's memory.
   std::optional<int64_t> required_bytes, device_memory_bytes;
   std::optional<bool> fits;
   std::optional<int64_t> max_batch;  // with request.max_batch (0: batch 1 does not fit)

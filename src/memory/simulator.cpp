@@ -33,6 +33,21 @@ hardware::CpuIsa resolve_isa(hardware::CpuIsa isa) {
   return host != hardware::CpuIsa::Unknown ? host : hardware::CpuIsa::Avx512Core;
 }
 
+CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes, const MemoryConfig& config) {
+  if (config.cuda_context_bytes < 0) throw InputError("the CUDA context size must not be negative");
+  if (config.cuda_workspace_bytes < 0) throw InputError("the CUDA workspace size must not be negative");
+  if (!(config.cuda_reserve_fraction >= 0 && config.cuda_reserve_fraction < 10))
+    throw InputError("the allocator's reserve fraction must be in [0, 10), got " + std::to_string(config.cuda_reserve_fraction));
+  DNNCAST_ASSERT(peak_reserved_bytes >= peak_allocated_bytes && peak_allocated_bytes >= 0);
+  CudaMemoryParts parts;
+  parts.tensor_bytes = peak_allocated_bytes;
+  const auto extra = static_cast<int64_t>(std::llround(config.cuda_reserve_fraction * static_cast<double>(peak_allocated_bytes)));
+  parts.reserve_bytes = peak_reserved_bytes - peak_allocated_bytes + extra;
+  parts.workspace_bytes = config.cuda_workspace_bytes;
+  parts.context_bytes = config.cuda_context_bytes;
+  return parts;
+}
+
 MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   if (config.precision != Precision::Fp32)
     throw InputError("precision " + quote(name(config.precision)) + ": the memory simulator models fp32 only");
@@ -41,7 +56,8 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   options.threads = config.threads;
   options.isa = resolve_isa(config.isa);
   options.iterations = 2;
-  if (config.cuda_context_bytes < 0) throw InputError("the CUDA context size must not be negative");
+  options.python_defaults = config.python_defaults;
+  cuda_memory_parts(0, 0, config);  // checks the overheads before the work
   Program program = trace_training(graph, options);
 
   MemoryReport report;
@@ -125,7 +141,8 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
     report.peak_allocated_bytes = peak_allocated;
     report.peak_reserved_bytes = peak_reserved;
     report.cuda_context_bytes = config.cuda_context_bytes;
-    report.required_bytes = peak_reserved + config.cuda_context_bytes;
+    report.cuda = cuda_memory_parts(peak_allocated, peak_reserved, config);
+    report.required_bytes = report.cuda.total_bytes();
   } else {
     report.required_bytes = report.peak_total_bytes;
   }

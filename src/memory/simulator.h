@@ -29,7 +29,12 @@ struct MemoryConfig : TrainingSetup {
   // The ISA oneDNN dispatches to (cpu): Unknown = this host's (hardware::host_dispatch(), which
   // honours ONEDNN_MAX_CPU_ISA as oneDNN does).
   hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
-  int64_t cuda_context_bytes = 0;  // cuda: the driver/runtime context, counted in required_bytes
+  // cuda: what the caching allocator does not see, counted in required_bytes (gpu/gpu_memory.h): the
+  // driver/runtime context, library workspaces, and extra reserve as a fraction of the peak allocated bytes.
+  int64_t cuda_context_bytes = 0;
+  int64_t cuda_workspace_bytes = 0;
+  double cuda_reserve_fraction = 0;
+  bool python_defaults = false;  // the step as PyTorch 2's Python API runs it on CUDA (training_trace.h)
   bool keep_timeline = false;      // fill MemoryReport::timeline
   bool keep_events = false;        // fill MemoryReport::event_log
 };
@@ -66,6 +71,17 @@ struct LoggedEvent {
   const char* what = "";
 };
 
+// cuda: the memory nvidia-smi would show, in four parts that sum to total_bytes().
+struct CudaMemoryParts {
+  int64_t tensor_bytes = 0;     // peak allocated (blocks rounded to 512 B), baseline included
+  int64_t reserve_bytes = 0;    // peak reserved - peak allocated, plus the configured extra fraction
+  int64_t workspace_bytes = 0;  // library workspaces outside the simulated program
+  int64_t context_bytes = 0;    // the CUDA context
+  int64_t total_bytes() const { return tensor_bytes + reserve_bytes + workspace_bytes + context_bytes; }
+};
+// The one rule for a cuda total (required_bytes): throws InputError for a negative part or fraction.
+CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes, const MemoryConfig& config);
+
 struct MemoryReport {
   Device device = Device::Cpu;
   int64_t baseline_bytes = 0;        // live before the first iteration
@@ -76,8 +92,9 @@ struct MemoryReport {
   int64_t peak_reserved_bytes = 0;
   int64_t baseline_allocated_bytes = 0;  // allocated before the first iteration (the profiler's cuda baseline)
   int64_t cuda_context_bytes = 0;
+  CudaMemoryParts cuda;  // cuda only
   // What must fit: cpu = peak_total_bytes (what the profiler's memory limit is checked against);
-  // cuda = peak_reserved_bytes + cuda_context_bytes.
+  // cuda = cuda.total_bytes(): peak reserved, the extra reserve, workspaces and the context.
   int64_t required_bytes = 0;
   MemoryBreakdown at_peak;
   int peak_iteration = 0;

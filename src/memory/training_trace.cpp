@@ -477,7 +477,13 @@ class Trace {
   // --- one training iteration ------------------------------------------------------------------
   void train(int iteration) {
     iteration_ = iteration;
-    // zero_grad(): gradients are zeroed in place (libtorch 1.13), nothing is allocated.
+    // zero_grad(): gradients are zeroed in place (libtorch 1.13), nothing is allocated; PyTorch 2's Python
+    // default (set_to_none) frees them.
+    if (options_.python_defaults)
+      for (Parameter& param : params_) {
+        program_.release(param.grad);
+        param.grad = -1;
+      }
     program_.set_context(iteration, Phase::Forward, -1);
     std::vector<Tensor> outputs = forward();
     program_.set_context(iteration, Phase::Loss, -1);
@@ -626,6 +632,10 @@ class Trace {
   // --- optimizer step (libtorch 1.13 torch::optim) ---------------------------------------------
   // One case per Optimizer (core/training_setup.h); -Wswitch names a missing one.
   void step() {
+    if (options_.python_defaults) {
+      foreach_step();
+      return;
+    }
     for (Parameter& param : params_) {
       if (param.grad < 0) continue;
       switch (options_.optimizer) {
@@ -634,6 +644,27 @@ class Trace {
         case Optimizer::AdamW: adam_step(param, true); break;
       }
     }
+  }
+
+  // torch.optim's _multi_tensor_sgd / _multi_tensor_adam(w): every update in place over the lists, except
+  // Adam's torch._foreach_sqrt(exp_avg_sqs), a list of new tensors that the later in-place ops reuse and
+  // _foreach_addcdiv_ consumes. SGD's momentum buffers start as clones of the gradients.
+  void foreach_step() {
+    std::vector<int> roots;
+    for (Parameter& param : params_) {
+      if (param.grad < 0) continue;
+      if (!param.state.empty()) continue;
+      if (options_.optimizer == Optimizer::Sgd) {
+        param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "momentum"));
+        continue;
+      }
+      param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg"));
+      param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg_sq"));
+    }
+    if (options_.optimizer == Optimizer::Sgd) return;
+    for (Parameter& param : params_)
+      if (param.grad >= 0) roots.push_back(program_.alloc(param.bytes, Category::Transient, "foreach sqrt"));
+    for (int root : roots) program_.release(root);
   }
 
   void sgd_step(Parameter& param) {

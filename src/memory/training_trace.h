@@ -27,6 +27,11 @@ struct TraceOptions : TrainingSetup {
   int64_t threads = 1;            // intra-op threads (backend choice, per-thread scratch)
   hardware::CpuIsa isa = hardware::CpuIsa::Avx512Core;  // what oneDNN dispatches to (cpu)
   int iterations = 2;             // iteration 2 and later repeat each other
+  // The step as PyTorch 2's Python API runs it on CUDA by default, instead of libtorch 1.13's C++ API:
+  // zero_grad() frees the gradients (set_to_none=True), and the optimizer is the foreach one (one
+  // multi-tensor kernel per operation over all parameters): Adam's square roots of the second moments are
+  // one temporary per parameter, all alive at once, where libtorch's loop holds two of one parameter.
+  bool python_defaults = false;
 };
 
 // Graph must be shape-inferred. Throws InputError for an op the executor cannot run.

@@ -282,3 +282,40 @@ TEST(Synthetic, EverySeedSimulates) {
 
 }  // namespace
 }  // namespace dnncast::memory
+
+namespace dnncast::memory {
+namespace {
+
+// PyTorch 2's Python step on CUDA (MemoryConfig::python_defaults, used for catalogued GPUs): foreach Adam takes
+// the square roots of all second moments at once, so the step holds parameters, gradients, both moments and
+// one more parameter-sized temporary (5 x the parameter bytes); libtorch 1.13's loop holds two temporaries of
+// one parameter at a time. zero_grad frees the gradients, so the forward of iteration 2 runs without them.
+TEST(CudaPythonDefaults, ForeachAdamHoldsOneTemporaryPerParameterAtOnce) {
+  GraphBuilder b("two_linears", "mlp");
+  int x = b.input(TensorShape({1, 1024}));
+  x = b.linear("fc1", x, 1024);
+  x = b.linear("fc2", x, 1024);
+  const Graph graph = b.finish();
+  const int64_t parameter_bytes = 2 * (1024 * 1024 + 1024) * 4;
+  MemoryConfig config;
+  config.optimizer = Optimizer::Adam;
+  config.device = Device::Cuda;
+  const MemoryReport libtorch = simulate_memory(graph, config);
+  config.python_defaults = true;
+  const MemoryReport python = simulate_memory(graph, config);
+  EXPECT_GE(python.peak_allocated_bytes, 5 * parameter_bytes);
+  EXPECT_LT(python.peak_allocated_bytes, 5 * parameter_bytes + (int64_t{1} << 20));
+  EXPECT_LT(libtorch.peak_allocated_bytes, 5 * parameter_bytes);
+  EXPECT_EQ(python.peak_phase, Phase::Optimizer);
+  // The parts of a cuda total: reserve = reserved - allocated without a fraction, context and workspace as given.
+  config.cuda_context_bytes = 100;
+  config.cuda_workspace_bytes = 10;
+  const MemoryReport parts = simulate_memory(graph, config);
+  EXPECT_EQ(parts.cuda.reserve_bytes, parts.peak_reserved_bytes - parts.peak_allocated_bytes);
+  EXPECT_EQ(parts.required_bytes, parts.peak_reserved_bytes + 110);
+  config.cuda_reserve_fraction = -0.1;
+  EXPECT_THROW(simulate_memory(graph, config), InputError);
+}
+
+}  // namespace
+}  // namespace dnncast::memory

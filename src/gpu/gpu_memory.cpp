@@ -1,0 +1,116 @@
+// The nvidia-smi memory model's constants (gpu_memory.h): the file that holds them and the configuration
+// every GPU memory forecast simulates with.
+#include "gpu/gpu_memory.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <cstdio>
+#include <sstream>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "hardware/catalogue.h"
+
+namespace dnncast::apps {
+
+std::string default_gpu_memory_calibration_path() {
+  const std::string dir = hardware::default_catalogue_dir();
+  return dir.empty() ? "" : (std::filesystem::path(dir) / "gpu_memory_calibration.csv").string();
+}
+
+// key,value,detail rows: context_bytes, workspace_bytes, reserve_fraction, and fitted_on (its detail).
+GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
+  const std::string path = given.empty() ? default_gpu_memory_calibration_path() : given;
+  if (path.empty())
+    throw InputError("no GPU memory calibration: data/hardware/gpu_memory_calibration.csv not found (set DNNCAST_HARDWARE)");
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read GPU memory calibration " + quote(path));
+  GpuMemoryCalibration calibration;
+  calibration.source = path;
+  std::map<std::string, double> values;
+  std::vector<std::string> fields;
+  int64_t line = 0;
+  while (core::read_csv_record(in, fields, line)) {
+    if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
+    const std::string where = path + " line " + std::to_string(line);
+    if (fields.size() < 2) throw InputError(where + ": expected key,value,detail");
+    double value = 0;
+    try {
+      size_t used = 0;
+      value = std::stod(fields[1], &used);
+      if (used != fields[1].size() || !std::isfinite(value) || value < 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
+    }
+    if (fields[0] != "context_bytes" && fields[0] != "workspace_bytes" && fields[0] != "reserve_fraction")
+      throw InputError(where + ": unknown key " + quote(fields[0]) + " (context_bytes, workspace_bytes, reserve_fraction)");
+    if (values.count(fields[0])) throw InputError(where + ": key " + quote(fields[0]) + " given twice");
+    values[fields[0]] = value;
+    if (fields[0] == "context_bytes" && fields.size() > 2) calibration.fitted_on = fields[2];
+  }
+  for (const char* key : {"context_bytes", "workspace_bytes", "reserve_fraction"})
+    if (!values.count(key)) throw InputError(path + ": key " + quote(key) + " is missing");
+  calibration.context_bytes = static_cast<int64_t>(std::llround(values["context_bytes"]));
+  calibration.workspace_bytes = static_cast<int64_t>(std::llround(values["workspace_bytes"]));
+  calibration.reserve_fraction = values["reserve_fraction"];
+  if (calibration.reserve_fraction >= 10) throw InputError(path + ": reserve_fraction must be below 10");
+  return calibration;
+}
+
+void write_gpu_memory_calibration(const GpuMemoryCalibration& calibration, const std::string& path,
+                                  const std::string& header) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write " + quote(path));
+  out << "# " << header << "\n";
+  core::write_csv_record(out, {"key", "value", "detail"});
+  std::ostringstream fraction;
+  fraction.precision(6);
+  fraction << calibration.reserve_fraction;
+  core::write_csv_record(out, {"context_bytes", std::to_string(calibration.context_bytes), calibration.fitted_on});
+  core::write_csv_record(out, {"workspace_bytes", std::to_string(calibration.workspace_bytes),
+                               "derived: PyTorch's default cuBLAS workspace (:4096:2:16:8), not fitted"});
+  core::write_csv_record(out, {"reserve_fraction", fraction.str(), "fitted: extra reserve per byte of simulated tensors"});
+  if (!out) throw InputError("cannot write " + quote(path));
+}
+
+void apply_gpu_memory_calibration(const GpuMemoryCalibration& calibration, memory::MemoryConfig& config) {
+  config.device = Device::Cuda;
+  config.python_defaults = true;
+  config.cuda_context_bytes = calibration.context_bytes;
+  config.cuda_workspace_bytes = calibration.workspace_bytes;
+  config.cuda_reserve_fraction = calibration.reserve_fraction;
+}
+
+memory::MemoryConfig gpu_memory_config(const GpuMemoryCalibration& calibration, Optimizer optimizer) {
+  memory::MemoryConfig config;
+  config.optimizer = optimizer;
+  config.precision = Precision::Fp32;
+  apply_gpu_memory_calibration(calibration, config);
+  return config;
+}
+
+std::vector<std::string> gpu_memory_notes(const GpuMemoryCalibration& calibration, const std::string& gpu,
+                                          bool context_measured) {
+  auto mib = [](int64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(int64_t{1} << 20));
+    return std::string(text);
+  };
+  const std::string on = calibration.fitted_on.empty() ? "(no detail in " + calibration.source + ")" : calibration.fitted_on;
+  std::vector<std::string> notes;
+  notes.push_back(context_measured ? "context: " + mib(calibration.context_bytes) + " would be the fitted one; the measured one given is used"
+                                   : "context: " + mib(calibration.context_bytes) + ", " + on);
+  char fraction[64];
+  std::snprintf(fraction, sizeof fraction, "%.2f%%", 100 * calibration.reserve_fraction);
+  notes.push_back("allocator reserve: the simulated caching allocator's segments beyond its blocks, plus " +
+                  std::string(fraction) + " of the tensors (fitted alike)");
+  notes.push_back("workspaces: " + mib(calibration.workspace_bytes) + ", PyTorch's default cuBLAS workspace (derived, not fitted)");
+  if (gpu != kGpuMemoryFittedOn)
+    notes.push_back("the context and reserve fraction were fitted on an A100 40GB and are carried over to " + gpu +
+                    " (its driver, CUDA version and kernels may differ)");
+  return notes;
+}
+
+}  // namespace dnncast::apps
