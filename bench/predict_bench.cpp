@@ -14,6 +14,8 @@
 #include "forecast/layer_model.h"
 #include "study/training.h"
 #include "forecast/forecast.h"
+#include "gpu/gpu_calibration.h"
+#include "gpu/gpu_forecast.h"
 #include "serve/serve_api.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
@@ -233,6 +235,27 @@ void BM_ServeDistinctPredict(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ServeDistinctPredict)->Unit(benchmark::kMicrosecond);
+
+// `predict CONFIG --device GPU` for a Hugging Face config (issue 34's goal: under 1 ms): the config read and
+// parsed, the graph built, every kernel timed by the per-kernel model, memory simulated; a new batch each time.
+void gpu_config_forecast(benchmark::State& state, const char* config, int64_t seq) {
+  const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
+  const apps::GpuCalibration calibration = apps::load_gpu_calibration();
+  apps::GpuForecastRequest request;
+  request.model = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config;
+  request.spec.seq_len = seq;
+  request.device = "h100";
+  int64_t batch = 1;
+  for (auto _ : state) {
+    request.spec.batch = batch;
+    batch = batch % 64 + 1;
+    benchmark::DoNotOptimize(apps::forecast_gpu(request, catalogue, calibration).time_ms);
+  }
+}
+void BM_GpuForecastGpt2Config(benchmark::State& state) { gpu_config_forecast(state, "gpt2.json", 1024); }
+BENCHMARK(BM_GpuForecastGpt2Config)->Unit(benchmark::kMicrosecond);
+void BM_GpuForecastLlama2Config(benchmark::State& state) { gpu_config_forecast(state, "llama-2-7b-hf.json", 2048); }
+BENCHMARK(BM_GpuForecastLlama2Config)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

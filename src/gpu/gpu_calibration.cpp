@@ -395,11 +395,20 @@ GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<
   for (size_t index = 0; index < set.size(); ++index)
     if ((use.empty() || use[index]) && !is_held_out_test_gpu(set.row(index).gpu)) rows.push_back(index);
   if (rows.empty()) throw InputError("no public measurements to calibrate on");
-  bool tensorflow = false, torch7 = false;
+  bool tensorflow = false, torch7 = false, fp32_curves = false;
   for (size_t index : rows) {
     tensorflow |= set.row(index).framework == Framework::TensorFlow;
     torch7 |= set.row(index).framework == Framework::Torch7;
+    fp32_curves |= !set.per_kernel(index) && set.row(index).precision == GpuPrecision::Fp32;
   }
+  // The fp32 curves with no row to time (the per-kernel model times them) keep their start values.
+  const Point start = start_point();
+  auto unused_fp32 = [&](const Point& x) {
+    double pull = 0;
+    if (!fp32_curves)
+      for (size_t i : {0, 1, 4, 5, 13, 14}) pull += (x[i] - start[i]) * (x[i] - start[i]);
+    return pull;
+  };
   auto loss = [&](const Point& x) {
     const GpuCalibration c = decode(x);
     double sum = 0;
@@ -411,7 +420,8 @@ GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<
     }
     // A framework with no rows keeps factor 1 (a weak pull, so its coordinate does not wander).
     return sum / static_cast<double>(rows.size()) +
-           (tensorflow ? 0 : x[11] * x[11] + (x[17] - x[10]) * (x[17] - x[10])) + (torch7 ? 0 : x[12] * x[12]);
+           (tensorflow ? 0 : x[11] * x[11] + (x[17] - x[10]) * (x[17] - x[10])) + (torch7 ? 0 : x[12] * x[12]) +
+           unused_fp32(x);
   };
   Point best = start_point();
   for (double step : {1.0, 0.5, 0.25}) best = nelder_mead(loss, best, step, 1500);

@@ -57,6 +57,7 @@ class CalibrationSet {
                  const GpuKernelModel* kernels = shipped_kernel_model());
   size_t size() const { return rows_.size(); }
   const PublicMeasurement& row(size_t index) const { return rows_[index]; }
+  bool per_kernel(size_t index) const { return busy_[index] != nullptr; }  // timed by the per-kernel model
   // Forecast and plain roofline of one row under `calibration`.
   GpuTiming time(size_t index, const GpuCalibration& calibration) const;
 
