@@ -42,6 +42,13 @@ void gemm_features(double batch, double m, double n, double k, const KernelShape
     out.push_back(static_cast<float>(count));
     out.push_back(static_cast<float>(fill));
   }
+  // Alignment: the largest power of two (up to 128) dividing each size. cuBLAS's vectorised kernels need it,
+  // and the public rows' random sizes are mostly odd where a model's (1024, 4096, ...) are not.
+  for (double size : {m, n, k}) {
+    int twos = 0;
+    for (int64_t value = static_cast<int64_t>(size); twos < 7 && value > 0 && value % 2 == 0; value /= 2) ++twos;
+    out.push_back(static_cast<float>(twos));
+  }
   const double ridge = device.fp32_flops / device.bandwidth;
   out.push_back(static_cast<float>(log2_of(shape.flops / std::max(shape.bytes, 1.0) / ridge)));
   out.push_back(static_cast<float>(log2_of(shape.bytes / std::max(device.l2_bytes, 1.0))));
