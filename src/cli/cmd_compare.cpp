@@ -44,6 +44,8 @@ int run_compare(const Args& args) {
   model_options.add_to(app);
   app.add_option("--precision", precision, "fp32 | tf32 | amp (fp16) | bf16 (default fp32)");
   app.add_option("--framework", framework, "pytorch | tensorflow (default pytorch)");
+  std::string phase = "train";
+  app.add_option("--phase", phase, "train (default) | forward-backward | inference: what one iteration is");
   app.add_option("--optimizer", optimizer, optimizer_help());
   app.add_option("--epochs", epochs, "epochs of the run (default 1; more need --epoch-samples)")
       ->check(positive_at_most(kMaxEpochs));
@@ -68,6 +70,7 @@ int run_compare(const Args& args) {
   options.forecast.precision = precision;
   options.forecast.epoch_samples = epoch_samples;
   options.framework = framework;
+  options.phase = phase;
   options.catalogue_files = catalogue_files;
   request.forecast = apps::make_gpu_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   request.epochs = epochs;

@@ -431,13 +431,14 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
 
 HttpResponse compare_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"precision", "framework", "optimizer", "epochs", "epoch_samples",
-                                            "provider", "gpus", "spot", "multi_gpu"}));
+                                            "provider", "gpus", "spot", "multi_gpu", "phase"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
   PredictOptions options;
   options.forecast.precision = fields.text("precision", "fp32");
   options.framework = fields.text("framework", "pytorch");
+  options.phase = fields.text("phase", "train");
   options.forecast.optimizer = fields.text("optimizer", "sgd");
   options.forecast.epoch_samples = fields.integer("epoch_samples", 0, 1, kMaxTensorElements);
   CompareRequest compare_request;
