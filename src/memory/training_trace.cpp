@@ -1385,10 +1385,13 @@ Tensor Trace::run_position_embedding(int index, const Node& node, const std::vec
   Tensor out = like(out_bytes, x);
   const int64_t table_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
   const bool same = table_bytes == out_bytes;
-  out.grad_fn = make_node(index, {}, {edge_of(x), param_edge(index, 0)}, [table_bytes, same](Trace& t, const Grad& grad) {
+  const Edge table_edge = param_edge(index, 0);  // none for a frozen table: no gradient, no sum over the batch
+  const bool table_grad = table_edge.kind != Edge::None;
+  out.grad_fn = make_node(index, {}, {edge_of(x), table_edge}, [table_bytes, same, table_grad](Trace& t, const Grad& grad) {
     Grad passed = grad;
-    passed.shared_tensor = same;
+    passed.shared_tensor = same && table_grad;
     t.program().retain(grad.buffer);
+    if (!table_grad) return std::vector<Grad>{passed, Grad{}};
     Grad table = same ? passed : t.new_grad(table_bytes, "sum_to");
     if (same) t.program().retain(grad.buffer);
     return std::vector<Grad>{passed, table};
@@ -1555,14 +1558,15 @@ Program trace_training(const Graph& graph, const TraceOptions& options) {
     if (node.dtype != DType::F32 && node.dtype != DType::I64)
       throw InputError("node " + quote(node.name) + " has dtype " + dtype_name(node.dtype) +
                        ": the memory simulator models fp32 training only");
-  static const char* const kFreezable[] = {"Linear", "Embedding", "LayerNorm", "GroupNorm", "RMSNorm"};
+  static const char* const kFreezable[] = {"Linear", "Embedding", "PositionEmbedding", "LayerNorm", "GroupNorm",
+                                           "RMSNorm"};
   for (const Node& node : graph.nodes()) {
     if (!node.frozen()) continue;
     bool freezable = false;
     for (const char* op : kFreezable) freezable = freezable || node.op == op;
     if (!freezable)
       throw InputError("node " + quote(node.name) + " (" + node.op +
-                       ") is frozen: the memory simulator models frozen Linear, Embedding and norm layers only");
+                       ") is frozen: the memory simulator models frozen Linear, embedding and norm layers only");
   }
   Trace trace(graph, options);
   return trace.run();
