@@ -15,12 +15,16 @@ void ModelOptions::add_to(CLI::App& app) {
   classes_option_ =
       app.add_option("--classes", classes_, "classifier outputs (default 1000)")->check(positive_at_most(kMaxIntegerAttr));
   app.add_flag("--allow-unknown", allow_unknown_, "ONNX: treat unsupported ops as elementwise (warns once per op type)");
+  app.add_option("--lora", lora_,
+                 "LoRA fine-tuning, base weights frozen: r=RANK[,alpha=A][,targets=q,v,...][,norms=train] (default "
+                 "alpha 8, targets q,v)");
 }
 
 ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
   ModelSpec spec;
   spec.batch = batch;
   spec.allow_unknown_ops = allow_unknown_;
+  spec.lora = lora_;
   if (input_->count() > 0) spec.input = parse_image_input(input_text_);
   if (seq_->count() > 0) {
     if (seq_len_ <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len_));

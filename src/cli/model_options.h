@@ -16,7 +16,7 @@ namespace dnncast::cli {
 
 class ModelOptions {
  public:
-  // Adds --input, --seq (excluding each other), --classes and --allow-unknown (ONNX) to `app`.
+  // Adds --input, --seq (excluding each other), --classes, --allow-unknown (ONNX) and --lora to `app`.
   void add_to(CLI::App& app);
   // The spec of MODEL at `batch` (0: the graph file's or 1) from the options given. Throws
   // InputError naming the option: an --input that is not three positive integers, a --seq or
@@ -27,6 +27,7 @@ class ModelOptions {
   std::string input_text_;
   int64_t seq_len_ = 0, classes_ = 0;
   bool allow_unknown_ = false;
+  std::string lora_;
   CLI::Option* input_ = nullptr;
   CLI::Option* seq_ = nullptr;
   CLI::Option* classes_option_ = nullptr;

@@ -261,11 +261,11 @@ std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shap
     const Node& node = graph.node(node_index);
     OpView view = view_of(graph, node_index);
     const OpDef& def = registry.get(node.op);
-    OpCost cost = def.cost(view);
+    OpCost cost = node_cost(graph, node_index);  // frozen nodes: no weight-gradient FLOPs
     if (sites) {
       bool inputs_need_grad = false;
       for (int producer : node.inputs) inputs_need_grad = inputs_need_grad || needs_grad[static_cast<size_t>(producer)];
-      needs_grad[static_cast<size_t>(node_index)] = inputs_need_grad || cost.params > 0;
+      needs_grad[static_cast<size_t>(node_index)] = inputs_need_grad || cost.params > cost.frozen_params;
       if (node.op == "Conv2d" && !node.inputs.empty() && node.shape.rank() == 4 &&
           graph.node(node.inputs[0]).shape.rank() == 4)
         sites->push_back(conv_site(graph, node, cost, inputs_need_grad));

@@ -71,10 +71,10 @@ LayerSites layer_sites(const Graph& graph) {
     const Node& node = graph.node(index);
     OpView view = view_of(graph, index);
     const OpDef& def = registry.get(node.op);
-    OpCost cost = def.cost(view);
+    OpCost cost = node_cost(graph, index);  // frozen nodes: no weight-gradient FLOPs
     bool inputs_need_grad = false;
     for (int producer : node.inputs) inputs_need_grad = inputs_need_grad || needs_grad[static_cast<size_t>(producer)];
-    needs_grad[static_cast<size_t>(index)] = inputs_need_grad || cost.params > 0;
+    needs_grad[static_cast<size_t>(index)] = inputs_need_grad || cost.params > cost.frozen_params;
     sites.params += static_cast<double>(cost.params);
     if (node.op == "Input") continue;
 

@@ -61,6 +61,7 @@ std::string memory_measure_command(const std::string& model, const ModelSpec& sp
   if (options.isa != hardware::CpuIsa::Unknown) add("--isa", hardware::isa_name(options.isa));
   if (options.timeline) command += " --timeline";
   if (spec.allow_unknown_ops) command += " --allow-unknown";
+  if (!spec.lora.empty()) add("--lora", spec.lora);
   return command + " --measure";
 }
 

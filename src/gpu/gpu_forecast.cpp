@@ -148,8 +148,8 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
     if (def.category == "input") continue;
     const OpCost cost = node_cost(graph, static_cast<int>(index));
     const double bytes = activation_scale * static_cast<double>(cost.bytes_read + cost.bytes_written);
-    if (cost.params > 0) {
-      params += cost.params;
+    if (cost.params > cost.frozen_params) {  // what the optimizer updates: frozen weights take no step
+      params += cost.params - cost.frozen_params;
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view

@@ -23,7 +23,7 @@ void linear_kernels(const OpView& view, NodeKernels& out) {
   const double k = dim(view.in(0), -1), m = rows_before_last(view.in(0)), n = dim(view.node.shape, -1);
   out.forward.push_back(gemm_kernel(1, m, n, k, true));
   out.backward.push_back(gemm_kernel(1, m, k, n, true));  // input gradient: dY . W
-  out.backward.push_back(gemm_kernel(1, n, k, m, true));  // weight gradient: dY^T . X
+  if (!view.node.frozen()) out.backward.push_back(gemm_kernel(1, n, k, m, true));  // weight gradient: dY^T . X
 }
 
 void matmul_kernels(const OpView& view, NodeKernels& out) {
@@ -105,7 +105,7 @@ NodeKernels node_kernels(const Graph& graph, int index) {
     if (cost.flops_bwd > 0 || def.category != "loss")
       out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd), 2 * bytes));
   }
-  if (node.op == "Linear" && node.attr_int("bias", 1) != 0) {
+  if (node.op == "Linear" && node.attr_int("bias", 1) != 0 && !node.frozen()) {
     // The bias is added in the GEMM's epilogue (addmm); its gradient is a reduction over the rows.
     const double outputs = static_cast<double>(node.shape.numel());
     out.backward.push_back(elementwise_kernel(outputs, outputs, 4 * outputs));

@@ -31,6 +31,9 @@ struct Node {
   std::string attr_str(const std::string& key, const std::string& fallback) const;
   std::vector<int64_t> attr_ints(const std::string& key) const;
   std::vector<int64_t> attr_ints(const std::string& key, const std::vector<int64_t>& fallback) const;
+  // Attr frozen=1 on an op with parameters: its weights do not require grad (no weight gradient, no optimizer
+  // state; the input gradient still flows). A tied weight is frozen or not with the node that owns it.
+  bool frozen() const { return attr_int("frozen", 0) != 0; }
 };
 
 class Graph {

@@ -64,10 +64,26 @@ OpView view_of(const Graph& graph, int node_index) {
 OpCost node_cost(const Graph& graph, int node_index) {
   OpView view = view_of(graph, node_index);
   try {
-    return OpRegistry::instance().get(view.node.op).cost(view);
+    const OpDef& def = OpRegistry::instance().get(view.node.op);
+    OpCost cost = def.cost(view);
+    if (cost.params > 0 && view.node.frozen()) {
+      cost.frozen_params = cost.params;
+      if (def.category == "linear") cost.flops_bwd = checked_mul(2, cost.macs);
+      if (def.name == "Embedding") cost.flops_bwd = 0;  // token ids take no gradient
+    }
+    return cost;
   } catch (const ArithmeticOverflow& error) {
     view.fail(std::string("cost arithmetic: ") + error.what());
   }
+}
+
+int64_t trainable_parameter_count(const Graph& graph) {
+  int64_t total = 0;
+  for (int index = 0; index < graph.size(); ++index) {
+    const OpCost cost = node_cost(graph, index);
+    total = checked_add(total, cost.params - cost.frozen_params);
+  }
+  return total;
 }
 
 std::string node_kind(const Graph& graph, int node_index) {

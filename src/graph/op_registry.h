@@ -39,7 +39,8 @@ struct OpCost {
   int64_t macs = 0;         // multiply-accumulates of conv/linear/matmul, forward
   int64_t flops_fwd = 0;    // floating point operations, forward (a MAC counts 2)
   int64_t flops_bwd = 0;    // floating point operations, backward (input + weight grads)
-  int64_t params = 0;       // trainable parameters the op owns
+  int64_t params = 0;       // parameters the op owns (frozen ones included)
+  int64_t frozen_params = 0;  // of those, the ones that do not require grad (Node::frozen)
   int64_t buffers = 0;      // non-trainable state (BatchNorm running stats), elements
   int64_t bytes_read = 0;   // forward: inputs + parameters read
   int64_t bytes_written = 0;  // forward: output written
@@ -101,7 +102,11 @@ class OpRegistry {
 
 // Convenience: cost and kind of one node of a shape-inferred graph.
 OpView view_of(const Graph& graph, int node_index);
+// A frozen node (Node::frozen) has frozen_params = params and no weight-gradient FLOPs in flops_bwd
+// (Linear: the input gradient's 2 MACs stay; Embedding: none).
 OpCost node_cost(const Graph& graph, int node_index);
+// Parameters that require grad: what the optimizer updates (tied weights once).
+int64_t trainable_parameter_count(const Graph& graph);
 std::string node_kind(const Graph& graph, int node_index);
 
 // Every op group registers itself here (one function per source file of ops).

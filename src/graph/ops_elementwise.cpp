@@ -1,6 +1,7 @@
 // Binary element-wise ops with NumPy broadcasting, and Dropout.
 // Add: FLOPs fwd = 1 per output element, bwd = reductions over broadcast axes (~1 per output);
 //   nothing saved. Mul: fwd 1, bwd 2 per output (one product per operand); saves both operands.
+//   Mul of one input and attr `scalar` (a number): x * scalar (LoRA's scaling), bwd 1 per element, saves nothing.
 // Dropout (attr p): fwd 2 per element (mask, scale), bwd 1; saves a 1-byte mask per element.
 //   p = 0 is the identity in PyTorch (F.dropout returns its input): no cost, nothing saved.
 // LayerScale (attr axis, default 1): y = x * gamma with a learnable gamma broadcast along `axis`
@@ -55,16 +56,23 @@ void register_elementwise_ops(OpRegistry& registry) {
   mul.name = "Mul";
   mul.memory_recipe = "mul";
   mul.category = "elementwise";
-  mul.min_inputs = 2;
+  mul.min_inputs = 1;
   mul.max_inputs = 2;
-  mul.shape = broadcast;
+  mul.shape = [](const OpView& view) {
+    const bool scalar = view.node.has_attr("scalar");
+    view.check(scalar == (view.inputs.size() == 1),
+               "expected two inputs, or one input and attribute 'scalar'");
+    if (scalar) view.node.attr_float("scalar", 1.0);  // type check
+    return broadcast(view);
+  };
   mul.cost = [](const OpView& view) {
     OpCost cost;
+    const bool scalar = view.inputs.size() == 1;
     cost.flops_fwd = view.node.shape.numel();
-    cost.flops_bwd = 2 * view.node.shape.numel();
+    cost.flops_bwd = (scalar ? 1 : 2) * view.node.shape.numel();
     cost.bytes_read = ops::all_in_bytes(view);
     cost.bytes_written = ops::out_bytes(view);
-    cost.saved = {ops::saved_input(view, 0), ops::saved_input(view, 1)};
+    if (!scalar) cost.saved = {ops::saved_input(view, 0), ops::saved_input(view, 1)};
     return cost;
   };
   registry.add(mul);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "graph/lora.h"
 #include "import/graph_json.h"
 #ifndef DNNCAST_WITHOUT_ONNX
 #include "import/onnx.h"
@@ -46,6 +47,7 @@ int64_t bounded_product(int64_t batch, const std::vector<int64_t>& dims, int64_t
 }
 
 void check_spec(const ModelSpec& spec) {
+  if (!spec.lora.empty()) parse_lora(spec.lora, "lora " + quote(spec.lora));  // fails before any build
   if (spec.batch < 0) throw InputError("batch must be positive, got " + std::to_string(spec.batch));
   if (spec.seq_len < 0) throw InputError("sequence length must be positive, got " + std::to_string(spec.seq_len));
   if (spec.num_classes <= 0) throw InputError("number of classes must be positive, got " + std::to_string(spec.num_classes));
@@ -170,8 +172,9 @@ ModelSourceKind model_source_kind(const std::string& source) {
   return ModelSourceKind::Zoo;
 }
 
-Graph load_model(const std::string& source, const ModelSpec& spec) {
-  check_spec(spec);
+namespace {
+
+Graph load_base_model(const std::string& source, const ModelSpec& spec) {
   switch (model_source_kind(source)) {
     case ModelSourceKind::Synthetic: {
       uint64_t seed = parse_seed(source, source.substr(std::string("synthetic:").size()));
@@ -202,9 +205,22 @@ Graph load_model(const std::string& source, const ModelSpec& spec) {
   return Graph();
 }
 
+// spec.lora: the graph fine-tuned with LoRA (graph/lora.h); the text was checked by check_spec.
+Graph with_lora(Graph graph, const ModelSpec& spec) {
+  if (spec.lora.empty()) return graph;
+  return apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
+}
+
+}  // namespace
+
+Graph load_model(const std::string& source, const ModelSpec& spec) {
+  check_spec(spec);
+  return with_lora(load_base_model(source, spec), spec);
+}
+
 Graph load_graph_json_text(const std::string& text, const std::string& source, const ModelSpec& spec) {
   check_spec(spec);
-  return resize_graph(read_graph_json(text, source), source, spec);
+  return with_lora(resize_graph(read_graph_json(text, source), source, spec), spec);
 }
 
 Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const ModelSpec& spec) {
@@ -213,7 +229,7 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const
   (void)bytes;
   throw InputError(quote(source) + ": this build reads no ONNX files (the standalone profiler of scripts/gpu-profile)");
 #else
-  return read_onnx(bytes, source, onnx_options(spec));
+  return with_lora(read_onnx(bytes, source, onnx_options(spec)), spec);
 #endif
 }
 

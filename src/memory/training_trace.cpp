@@ -297,6 +297,7 @@ struct Parameter {
   int64_t bytes = 0;
   int grad = -1;
   std::vector<int> state;  // optimizer state buffers
+  bool frozen = false;     // requires_grad false (Node::frozen): no gradient, no state
 };
 
 class Trace {
@@ -390,6 +391,7 @@ class Trace {
     for (int index = 0; index < graph_.size(); ++index) {
       const Node& node = graph_.node(index);
       program_.set_node(index);
+      program_node_ = index;
       make_params(index, node);
     }
     program_.set_node(-1);
@@ -409,6 +411,7 @@ class Trace {
     Parameter param;
     param.buffer = program_.alloc(bytes, Category::Parameter, "parameter");
     param.bytes = bytes;
+    param.frozen = graph_.node(program_node_).frozen();
     params_.push_back(param);
     return static_cast<int>(params_.size()) - 1;
   }
@@ -543,7 +546,7 @@ class Trace {
   }
   Edge param_edge(int ir_node, size_t position) const {
     const std::vector<int>& ids = node_params_.at(static_cast<size_t>(ir_node));
-    if (position >= ids.size()) return Edge{};
+    if (position >= ids.size() || params_[static_cast<size_t>(ids[position])].frozen) return Edge{};
     return Edge{Edge::Param, ids[position]};
   }
 
@@ -816,6 +819,7 @@ class Trace {
   Program program_;
   std::vector<Parameter> params_;
   std::vector<std::vector<int>> node_params_;
+  int program_node_ = -1;  // the node whose parameters setup() creates
   std::vector<int> targets_;
   std::vector<int> input_buffers_;
   std::vector<GradNode> nodes_;
@@ -961,15 +965,21 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   const int64_t bias_bytes = node.shape.dims.back() * kF32;
   const int rank = graph_.node(node.inputs[0]).shape.rank();
   const bool input_grad = x.requires_grad();
+  // A frozen weight (or bias) takes no gradient; mm and addmm then do not save the input either (autograd
+  // saves mat1 only for mat2's gradient).
+  const Edge weight_edge = param_edge(index, 0), bias_edge = bias ? param_edge(index, 1) : Edge{};
+  const bool weight_grad = weight_edge.kind != Edge::None, bias_grad = bias_edge.kind != Edge::None;
   if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
     // addmm(bias, input, weight.t()): AddmmBackward0 gives mat1, mat2; the bias gradient is summed
     // over rows by the engine; outputs are routed bias, input, weight (via TBackward0).
     Tensor out = new_output(out_bytes);
-    out.grad_fn = make_node(index, {saved(x)}, {param_edge(index, 1), edge_of(x), param_edge(index, 0)},
-                            [in_bytes, weight_bytes, bias_bytes, input_grad](Trace& t, const Grad&) {
+    std::vector<int> keep;
+    if (weight_grad) keep.push_back(saved(x));
+    out.grad_fn = make_node(index, keep, {bias_edge, edge_of(x), weight_edge},
+                            [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad](Trace& t, const Grad&) {
                               Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
-                              Grad gw = t.new_grad(weight_bytes);
-                              Grad gb = t.new_grad(bias_bytes, "sum_to");
+                              Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                              Grad gb = bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{};
                               return std::vector<Grad>{gb, gi, gw};
                             });
     return out;
@@ -980,9 +990,12 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   // weight gradient first.
   int folded = !x.contiguous ? program_.alloc(in_bytes, Category::Activation, "contiguous") : -1;
   Tensor out = new_output(out_bytes);
-  int mm = make_node(index, {folded >= 0 ? folded : saved(x)}, {edge_of(x), param_edge(index, 0)},
-                     [in_bytes, weight_bytes, input_grad](Trace& t, const Grad&) {
-                       Grad gw = t.new_grad(weight_bytes);
+  std::vector<int> keep;
+  if (weight_grad) keep.push_back(folded >= 0 ? folded : saved(x));
+  else program_.release(folded);  // the folded copy goes when matmul returns
+  int mm = make_node(index, keep, {edge_of(x), weight_edge},
+                     [in_bytes, weight_bytes, input_grad, weight_grad](Trace& t, const Grad&) {
+                       Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
                        Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
                        return std::vector<Grad>{gi, gw};
                      });
@@ -994,10 +1007,10 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   });
   if (bias) {
     Tensor viewed = out;
-    out.grad_fn = make_node(index, {}, {edge_of(viewed), param_edge(index, 1)}, [bias_bytes](Trace& t, const Grad& grad) {
+    out.grad_fn = make_node(index, {}, {edge_of(viewed), bias_edge}, [bias_bytes, bias_grad](Trace& t, const Grad& grad) {
       Grad passed = grad;
       t.program().retain(grad.buffer);
-      return std::vector<Grad>{passed, t.new_grad(bias_bytes, "sum_to")};
+      return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
     });
   }
   return out;
@@ -1022,7 +1035,8 @@ Tensor Trace::run_generic(int index, const Node& node, const std::vector<Tensor>
     edges.push_back(edge_of(tensor));
     sizes.push_back(tensor.bytes);
   }
-  for (size_t position = 0; position < node_params_[static_cast<size_t>(index)].size(); ++position) {
+  // A frozen node's parameters take no gradient: autograd computes none (no edge, nothing allocated).
+  for (size_t position = 0; position < node_params_[static_cast<size_t>(index)].size() && !node.frozen(); ++position) {
     edges.push_back(param_edge(index, position));
     sizes.push_back(params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][position])].bytes);
   }
@@ -1130,6 +1144,26 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
   const std::string& op = node.op;
   const int64_t out_bytes = bytes_of(node);
   const Tensor& x = in[0];
+  if (op == "Mul" && in.size() == 1) {
+    // x * scalar (LoRA's scaling) as libtorch runs it: the wrapped double and its f32 copy around the output;
+    // MulBackward1 keeps nothing and computes grad * scalar the same way.
+    int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
+    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    Tensor out = like(out_bytes, x);
+    program_.release(converted);
+    program_.release(wrapped);
+    const bool cpu = cpu_;
+    out.grad_fn = make_node(index, {}, {edge_of(x)}, [out_bytes, cpu](Trace& t, const Grad& grad) {
+      int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
+      int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
+      Grad product = t.new_grad(out_bytes);
+      follow_layout(product, grad);
+      t.program().release(scalar_f32);
+      t.program().release(scalar);
+      return std::vector<Grad>{product};
+    });
+    return out;
+  }
   // LayerScale is gamma * x with gamma a parameter (the executor's operand order).
   Tensor a = x, b = op == "Mul" ? in[1] : x;
   if (op == "LayerScale") {
@@ -1296,13 +1330,17 @@ Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& i
   const int64_t param_bytes = affine ? params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes : 0;
   const int64_t nthreads = threads();
   const bool cpu = cpu_;
+  // native_layer_norm_backward's output mask: dX only when the input needs it, dgamma and dbeta (and the
+  // kernel's reduction buffer) only for trainable affine parameters.
+  const bool input_grad = x.requires_grad();
+  const bool param_grad = affine && param_edge(index, 0).kind != Edge::None;
   out.grad_fn = make_node(index, {saved(x), mean, rstd}, {edge_of(x), param_edge(index, 0), param_edge(index, 1)},
-                          [bytes, param_bytes, normalized, nthreads, cpu](Trace& t, const Grad& grad) {
+                          [bytes, param_bytes, normalized, nthreads, cpu, input_grad, param_grad](Trace& t, const Grad& grad) {
                             int copy = cpu && !grad.contiguous ? t.program().alloc(bytes, Category::Transient, "contiguous") : -1;
-                            Grad gi = t.new_grad(bytes);
-                            Grad gw = param_bytes ? t.new_grad(param_bytes) : Grad{};
-                            Grad gb = param_bytes ? t.new_grad(param_bytes) : Grad{};
-                            if (cpu) t.program().temp(nthreads * 2 * normalized * kF32, "dgamma buffer");
+                            Grad gi = input_grad ? t.new_grad(bytes) : Grad{};
+                            Grad gw = param_grad ? t.new_grad(param_bytes) : Grad{};
+                            Grad gb = param_grad ? t.new_grad(param_bytes) : Grad{};
+                            if (cpu && param_grad) t.program().temp(nthreads * 2 * normalized * kF32, "dgamma buffer");
                             t.program().release(copy);
                             return std::vector<Grad>{gi, gw, gb};
                           });
@@ -1347,10 +1385,13 @@ Tensor Trace::run_position_embedding(int index, const Node& node, const std::vec
   Tensor out = like(out_bytes, x);
   const int64_t table_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
   const bool same = table_bytes == out_bytes;
-  out.grad_fn = make_node(index, {}, {edge_of(x), param_edge(index, 0)}, [table_bytes, same](Trace& t, const Grad& grad) {
+  const Edge table_edge = param_edge(index, 0);  // none for a frozen table: no gradient, no sum over the batch
+  const bool table_grad = table_edge.kind != Edge::None;
+  out.grad_fn = make_node(index, {}, {edge_of(x), table_edge}, [table_bytes, same, table_grad](Trace& t, const Grad& grad) {
     Grad passed = grad;
-    passed.shared_tensor = same;
+    passed.shared_tensor = same && table_grad;
     t.program().retain(grad.buffer);
+    if (!table_grad) return std::vector<Grad>{passed, Grad{}};
     Grad table = same ? passed : t.new_grad(table_bytes, "sum_to");
     if (same) t.program().retain(grad.buffer);
     return std::vector<Grad>{passed, table};
@@ -1383,15 +1424,26 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
     return std::vector<Grad>{g};
   });
   Tensor scaled = make_tensor(scaled_q, q_bytes, scaled_node);
-  // scores = bmm(q', k^T): BmmBackward0 gives mat2's gradient (k^T, a transposed view) first.
+  // scores = bmm(q', k^T): BmmBackward0 gives mat2's gradient (k^T, a transposed view) first. Each operand is
+  // saved for the other's gradient only, and a gradient is computed only where it is needed (a frozen
+  // projection's k, q or v without one: LoRA, graph/lora.h).
+  const bool q_grad = scaled.requires_grad(), k_grad = in[1].requires_grad(), v_grad = in[2].requires_grad();
   int scores = program_.alloc(scores_bytes, Category::Activation, "scores");
-  program_.retain(scaled_q);
-  int bmm1 = make_node(index, {scaled_q, saved(in[1])}, {edge_of(scaled), edge_of(in[1])},
-                       [q_bytes, k_bytes](Trace& t, const Grad&) {
-                         Grad gk = t.new_grad(k_bytes);
-                         gk.contiguous = false;  // the gradient of k^T, transposed back
-                         gk.dense = true;
-                         Grad gq = t.new_grad(q_bytes);
+  std::vector<int> bmm1_saved;
+  if (k_grad) {
+    program_.retain(scaled_q);
+    bmm1_saved.push_back(scaled_q);
+  }
+  if (q_grad) bmm1_saved.push_back(saved(in[1]));
+  int bmm1 = make_node(index, bmm1_saved, {edge_of(scaled), edge_of(in[1])},
+                       [q_bytes, k_bytes, q_grad, k_grad](Trace& t, const Grad&) {
+                         Grad gk;
+                         if (k_grad) {
+                           gk = t.new_grad(k_bytes);
+                           gk.contiguous = false;  // the gradient of k^T, transposed back
+                           gk.dense = true;
+                         }
+                         Grad gq = q_grad ? t.new_grad(q_bytes) : Grad{};
                          return std::vector<Grad>{gq, gk};
                        });
   Tensor scores_tensor = make_tensor(scores, scores_bytes, bmm1);
@@ -1425,11 +1477,17 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
     probs = make_tensor(dropped, scores_bytes, drop_node);
   }
   Tensor out = new_output(out_bytes);
-  program_.retain(probabilities);
-  out.grad_fn = make_node(index, {probabilities, saved(in[2])}, {edge_of(probs), edge_of(in[2])},
-                          [scores_bytes, v_bytes](Trace& t, const Grad&) {
-                            Grad gv = t.new_grad(v_bytes);
-                            Grad gp = t.new_grad(scores_bytes);
+  const bool p_grad = probs.requires_grad();
+  std::vector<int> bmm2_saved;
+  if (v_grad) {
+    program_.retain(probabilities);
+    bmm2_saved.push_back(probabilities);
+  }
+  if (p_grad) bmm2_saved.push_back(saved(in[2]));
+  out.grad_fn = make_node(index, bmm2_saved, {edge_of(probs), edge_of(in[2])},
+                          [scores_bytes, v_bytes, p_grad, v_grad](Trace& t, const Grad&) {
+                            Grad gv = v_grad ? t.new_grad(v_bytes) : Grad{};
+                            Grad gp = p_grad ? t.new_grad(scores_bytes) : Grad{};
                             return std::vector<Grad>{gp, gv};
                           });
   program_.release(probabilities);
@@ -1500,6 +1558,16 @@ Program trace_training(const Graph& graph, const TraceOptions& options) {
     if (node.dtype != DType::F32 && node.dtype != DType::I64)
       throw InputError("node " + quote(node.name) + " has dtype " + dtype_name(node.dtype) +
                        ": the memory simulator models fp32 training only");
+  static const char* const kFreezable[] = {"Linear", "Embedding", "PositionEmbedding", "LayerNorm", "GroupNorm",
+                                           "RMSNorm"};
+  for (const Node& node : graph.nodes()) {
+    if (!node.frozen()) continue;
+    bool freezable = false;
+    for (const char* op : kFreezable) freezable = freezable || node.op == op;
+    if (!freezable)
+      throw InputError("node " + quote(node.name) + " (" + node.op +
+                       ") is frozen: the memory simulator models frozen Linear, embedding and norm layers only");
+  }
   Trace trace(graph, options);
   return trace.run();
 }

@@ -131,12 +131,17 @@ class GraphModule {
       impls_.push_back(&found->second);
       found->second.make(*this, index, states_[static_cast<size_t>(index)]);
     }
-    // Parameters in graph order, each tensor once (a tied Linear shares its Embedding's weight).
+    // Parameters in graph order, each tensor once (a tied Linear shares its Embedding's weight). A frozen
+    // node's (Node::frozen) do not require grad: a shared tensor is frozen or not with the node that made it.
     std::set<const void*> seen;
-    for (NodeState& state : states_)
-      for (at::Tensor& param : state.params)
-        if (seen.insert(param.unsafeGetTensorImpl()).second) parameters_.push_back(param);
-    for (at::Tensor& param : parameters_) param.set_requires_grad(true);
+    for (int index = 0; index < graph.size(); ++index)
+      for (at::Tensor& param : states_[static_cast<size_t>(index)].params) {
+        if (!seen.insert(param.unsafeGetTensorImpl()).second) continue;
+        parameters_.push_back(param);
+        const bool frozen = graph.node(index).frozen();
+        param.set_requires_grad(!frozen);
+        if (!frozen) trainable_.push_back(param);
+      }
     inplace_safe_ = inplace_safe_nodes(graph);
   }
 
@@ -148,6 +153,7 @@ class GraphModule {
   bool init_values() const { return init_; }
   NodeState& state(int index) { return states_.at(static_cast<size_t>(index)); }
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
+  const std::vector<at::Tensor>& trainable_parameters() const { return trainable_; }  // what the optimizer updates
   int64_t parameter_count() const {
     int64_t total = 0;
     for (const at::Tensor& param : parameters_) total += param.numel();
@@ -232,6 +238,7 @@ class GraphModule {
   std::vector<bool> is_output_;
   std::vector<bool> inplace_safe_;
   std::vector<at::Tensor> parameters_;
+  std::vector<at::Tensor> trainable_;
 };
 
 // --- Op implementations ------------------------------------------------------------------------
@@ -414,7 +421,10 @@ void add_elementwise_pool_impls(std::map<std::string, OpImpl>& impls) {
                         return at::softmax(in[0], node.attr_int("axis", -1));
                       }};
   impls["Add"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0] + in[1]; }};
-  impls["Mul"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0] * in[1]; }};
+  impls["Mul"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                    if (in.size() == 1) return in[0] * node.attr_float("scalar", 1.0);  // LoRA's scaling
+                    return in[0] * in[1];
+                  }};
   impls["Dropout"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
                         double p = node.attr_float("p", 0.5);
                         if (p == 0.0) return in[0];
@@ -783,7 +793,7 @@ struct Trainer {
   Trainer(const Graph& graph, const TrainConfig& config, at::Device device)
       : config(config), device(device), module(graph, device, true), loss_fn(graph, device) {
     inputs = make_inputs(graph, device);
-    optimizer = make_optimizer(config.optimizer, module.parameters());
+    optimizer = make_optimizer(config.optimizer, module.trainable_parameters());
   }
 
   // One training iteration; returns its wall time (device synchronised before and after).

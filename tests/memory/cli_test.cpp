@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
+#include "graph/lora.h"
 #include "memory/simulator.h"
+#include "models/hf_config.h"
 #include "models/zoo.h"
 
 namespace dnncast::memory {
@@ -86,6 +88,35 @@ TEST_F(MemoryCli, JsonAgreesWithTheLibrary) {
   int64_t highest = 0;
   for (const json& entry : doc["timeline"]) highest = std::max(highest, entry["max_bytes"].get<int64_t>());
   EXPECT_EQ(highest, report.peak_bytes);
+}
+
+// --lora: the graph of graph/lora.h, simulated as the library simulates it; with --measure the profiler (the
+// dnncast-measure handoff) trains the same LoRA graph.
+TEST_F(MemoryCli, LoraFlagAgreesWithTheLibrary) {
+  const std::string config = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-small-tied.json";
+  Result result = run({config, "--seq", "8", "--batch", "2", "--lora", "r=8,alpha=16,targets=q,v,o", "--optimizer",
+                       "adam", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  json doc = json::parse(result.out);
+  ModelSpec spec;
+  spec.batch = 2;
+  spec.seq_len = 8;
+  const Graph base = build_hf_config(json::parse(std::ifstream(config)), spec, config);
+  MemoryConfig memory;
+  memory.optimizer = Optimizer::Adam;
+  const MemoryReport lora = simulate_memory(apply_lora(base, {8, 16, {"q", "v", "o"}, false}), memory);
+  EXPECT_EQ(doc["peak_bytes"].get<int64_t>(), lora.peak_bytes);
+  EXPECT_LT(lora.peak_bytes, simulate_memory(base, memory).peak_bytes);
+#ifdef DNNCAST_CLI_PROFILES
+  Result measured = run({config, "--seq", "8", "--batch", "2", "--lora", "r=8,targets=q,v", "--measure", "--json"});
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  json measured_doc = json::parse(measured.out);
+  ASSERT_EQ(measured_doc["measured"]["status"], "ok") << measured_doc["measured"]["message"];
+  // The Hugging Face llama's recipes are approximate (docs/MEMORY.md): the profiled run is the LoRA graph's, the
+  // simulation beside it the same as without --measure.
+  EXPECT_EQ(measured_doc["measured"]["simulated_peak_bytes"], measured_doc["peak_bytes"]);
+  EXPECT_GT(measured_doc["measured"]["peak_bytes"].get<int64_t>(), 0);
+#endif
 }
 
 TEST_F(MemoryCli, FitsAndMaxBatch) {

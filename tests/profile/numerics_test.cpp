@@ -24,6 +24,7 @@
 
 #include "graph/builder.h"
 #include "core/error.h"
+#include "graph/lora.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "models/hf_config.h"
@@ -123,6 +124,9 @@ Result compare_case(const Case& c, const std::string& dir) {
   for (const json& param : ours["parameters"]) {
     r.params += static_cast<int64_t>(element_count(param));
     check(param, param["name"].get<std::string>(), theirs["grads"]);
+    // A frozen parameter (Node::frozen) has no gradient on either side; one side alone is a difference.
+    if (!param.contains("grad") && theirs["grads"].contains(param["name"].get<std::string>()))
+      r.error += "PyTorch has a gradient of " + param["name"].get<std::string>() + ", the executor none; ";
   }
   for (const json& input : ours["inputs"]) check(input, input["node"].get<std::string>(), theirs["input_grads"]);
   for (const json& buffer : ours["buffers"]) {
@@ -321,6 +325,38 @@ TEST(Numerics, RotaryDecodersMatchPyTorch) {
   print_results(results);
   ASSERT_EQ(results.size(), cases.size());
   for (const Result& r : results) expect_match(r);
+}
+
+// LoRA (graph/lora.h) on the small llama: base weights frozen (no gradient on either side), the adapters' A and B
+// gradients against the interpreter, which reads frozen=1 as requires_grad False and the scaling as x * scalar.
+TEST(Numerics, LoraAdaptersMatchPyTorch) {
+  const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-small-tied.json";
+  ModelSpec spec;
+  spec.batch = 2;
+  spec.seq_len = 8;
+  const Graph base = build_hf_config(json::parse(std::ifstream(path)), spec, path);
+  struct Setting {
+    std::string label;
+    LoraConfig config;
+    int64_t adapted;  // Linear layers with an adapter: each has an A and a B gradient
+  };
+  const std::vector<Setting> settings = {
+      {"llama lora r=4 q,v", {4, 8, {"q", "v"}, false}, 2 * 2},
+      {"llama lora r=8 all", {8, 32, {"q", "k", "v", "o", "gate", "up", "down"}, false}, 2 * 7},
+      {"llama lora r=4 q,v norms", {4, 4, {"q", "v"}, true}, 2 * 2},
+  };
+  std::vector<Case> cases;
+  for (const Setting& setting : settings)
+    cases.push_back({setting.label, apply_lora(base, setting.config), "interpreter", "", json::object(), ""});
+  std::vector<Result> results = run_cases(cases);
+  print_results(results);
+  ASSERT_EQ(results.size(), cases.size());
+  for (size_t index = 0; index < results.size(); ++index) {
+    expect_match(results[index]);
+    // Only the adapters (and the norms' weights when trained: 2 per layer and the final one) have gradients.
+    const int64_t norms = settings[index].config.train_norms ? 2 * 2 + 1 : 0;
+    EXPECT_EQ(results[index].tensors, 2 * settings[index].adapted + norms) << results[index].label;
+  }
 }
 
 // ---- Every op of the registry on its own ----------------------------------------------------------

@@ -188,7 +188,7 @@ class Interpreter:
         if op == "Add":
             return x[0] + x[1]
         if op == "Mul":
-            return x[0] * x[1]
+            return x[0] * a["scalar"] if len(x) == 1 else x[0] * x[1]  # one input: LoRA's scaling
         if op == "Dropout":
             if a.get("p", 0.5) != 0:
                 raise ValueError("%s: dropout p %s (the dump runs with p = 0)" % (name, a.get("p")))
@@ -256,6 +256,12 @@ def run_interpreter(dump, case):
     with open(os.path.join(dump.folder, "graph.json")) as f:
         graph = json.load(f)
     params = {name: t.clone().requires_grad_(True) for name, t in dump.params.items()}
+    # frozen=1 (LoRA's base weights): requires_grad False, as PEFT leaves them; no gradient to compare.
+    for node in graph["nodes"]:
+        if node["attrs"].get("frozen", 0):
+            for suffix in ("", ".weight", ".bias"):
+                if node["name"] + suffix in params:
+                    params[node["name"] + suffix].requires_grad_(False)
     buffers = {}
     for node in graph["nodes"]:
         if node["op"] == "BatchNorm2d":  # fresh running statistics, as nn.BatchNorm2d starts
