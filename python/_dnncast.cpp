@@ -213,11 +213,24 @@ PYBIND11_MODULE(_dnncast, module) {
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& lora,          const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
          const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
-         const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command) {
+         const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command,
+         const std::string& sharding, int64_t gpus, int64_t gpus_per_node, const std::string& max_seq_bytes) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
-        const dnncast::apps::MemoryOptions options{optimizer, precision, device, threads,
-                                                   dnncast::hardware::CpuIsa::Unknown, timeline, false, cuda_context,
-                                                   fits, max_batch_bytes, batch_cap, measure_command};
+        dnncast::apps::MemoryOptions options;
+        options.optimizer = optimizer;
+        options.precision = precision;
+        options.device = device;
+        options.threads = threads;
+        options.timeline = timeline;
+        options.cuda_context = cuda_context;
+        options.fits = fits;
+        options.max_batch = max_batch_bytes;
+        options.batch_cap = batch_cap;
+        options.measure_command = measure_command;
+        options.sharding = sharding;
+        options.gpus = gpus;
+        options.gpus_per_node = gpus_per_node;
+        options.max_seq = max_seq_bytes;
         JsonAndNote result =
             guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown, lora}, options, isa); });
         return py::make_tuple(result.json, result.note);
@@ -225,5 +238,6 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("optimizer"),
       py::arg("precision"), py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"),
       py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
-      py::arg("measure_command"));
+      py::arg("measure_command"), py::arg("sharding"), py::arg("gpus"), py::arg("gpus_per_node"),
+      py::arg("max_seq_bytes"));
 }

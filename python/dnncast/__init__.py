@@ -308,9 +308,12 @@ def _memory_command(source, batch, shape, seq, classes, settings):
 
 def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", threads=1, fits=None,
            max_batch_bytes=None, seq=None, classes=None, precision="fp32", batch_cap=1 << 20,
-           cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None, lora=None):
+           cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None, lora=None,
+           sharding=None, gpus=1, gpus_per_node=8, max_seq_bytes=None):
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
-    e.g. 24 * 2**30 or "24GiB") and the largest batch that fits (max_batch_bytes): `dnncast memory --json`.
+    e.g. 24 * 2**30 or "24GiB", or "gpu": the device's memory), the largest batch (max_batch_bytes) and the
+    longest sequence (max_seq_bytes) that fit: `dnncast memory --json`. sharding ("ddp", "zero1", "zero2",
+    "zero3", "fsdp", "hsdp") over gpus (gpus_per_node per machine): one GPU's memory, a model.
 
     device: cpu | cuda (the cuda model is unverified) | a catalogued GPU (as nvidia-smi shows it); threads: intra-op threads (default 1);
     isa: the CPU ISA whose kernels to simulate (default: this host's). lora: LoRA fine-tuning, base weights
@@ -318,6 +321,7 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
     """
     optimizer_name = _optimizer_name(optimizer)
     fits_text, limit_text = _bytes(fits, "fits"), _bytes(max_batch_bytes, "max_batch_bytes")
+    seq_limit_text = _bytes(max_seq_bytes, "max_seq_bytes")
     context_text = _bytes(cuda_context, "cuda_context")
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
@@ -327,12 +331,15 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--fits", fits_text, None), ("--max-batch", limit_text, None),
                     ("--batch-cap", _int(batch_cap, "batch_cap"), 1 << 20), ("--cuda-context", context_text, None),
                     ("--isa", isa, None), ("--timeline", bool(timeline), False),
-                    ("--allow-unknown", bool(allow_unknown), False), ("--lora", lora, None)]
+                    ("--allow-unknown", bool(allow_unknown), False), ("--lora", lora, None),
+                    ("--sharding", sharding, None), ("--gpus", _int(gpus, "gpus"), 1),
+                    ("--gpus-per-node", _int(gpus_per_node, "gpus_per_node"), 8), ("--max-seq", seq_limit_text, None)]
         # A module's temporary file is gone when the caller reads the remedy: name the file that
         # torch.onnx.export of the module would write instead.
         command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
         text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, bool(allow_unknown), lora or "",
                                      optimizer_name, precision, device, _int(threads, "threads"), fits_text,
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
-                                     bool(timeline), command)
+                                     bool(timeline), command, sharding or "", _int(gpus, "gpus"),
+                                     _int(gpus_per_node, "gpus_per_node"), seq_limit_text)
     return _result(text, "MemoryForecast", name, note)

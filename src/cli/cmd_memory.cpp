@@ -42,8 +42,20 @@ int run_memory(const Args& args) {
                  "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
                  "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");
   app.add_option("--threads", threads, "intra-op threads of the run (default 1, as dnncast profile)")->check(thread_count());
-  app.add_option("--fits", fits_text, "answer whether training fits in this many bytes (e.g. 24GiB)")->check(byte_size());
-  app.add_option("--max-batch", max_batch_text, "largest batch whose training fits in this many bytes")->check(byte_size());
+  app.add_option("--fits", fits_text, "answer whether training fits in this many bytes (e.g. 24GiB), or `gpu`")
+      ->check(byte_size_or_gpu());
+  app.add_option("--max-batch", max_batch_text,
+                 "largest batch whose training fits in this many bytes, or `gpu`: the --device GPU's memory")
+      ->check(byte_size_or_gpu());
+  std::string max_seq_text, sharding;
+  int64_t gpus = 1, gpus_per_node = 8;
+  app.add_option("--max-seq", max_seq_text,
+                 "longest sequence (at --batch) whose training fits in this many bytes, or `gpu` (sequence models)")
+      ->check(byte_size_or_gpu());
+  app.add_option("--gpus", gpus, "data-parallel GPUs (with --sharding; default 1): memory and collectives per GPU");
+  app.add_option("--sharding", sharding,
+                 memory::sharding_names() + ": how --gpus share the model (memory/sharding.h; a model, not a measurement)");
+  app.add_option("--gpus-per-node", gpus_per_node, "GPUs per machine: hsdp shards within one (default 8)");
   app.add_option("--batch-cap", batch_cap, "largest batch --max-batch tries (default 1048576)");
   app.add_option("--cuda-context", context_text, "bytes the CUDA context takes on the device (cuda: default 0; a catalogued GPU: default the fitted one)")->check(byte_size());
   app.add_flag("--timeline", timeline, "also print the highest live bytes of every node's forward and backward");
@@ -79,8 +91,22 @@ int run_memory(const Args& args) {
   if (!(measure_timeout_s > 0))
     throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
   if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
-  apps::MemoryOptions options{optimizer, precision, device, threads, isa, timeline, events,
-                              context_text, fits_text, max_batch_text, batch_cap, ""};
+  apps::MemoryOptions options;
+  options.optimizer = optimizer;
+  options.precision = precision;
+  options.device = device;
+  options.threads = threads;
+  options.isa = isa;
+  options.timeline = timeline;
+  options.events = events;
+  options.cuda_context = context_text;
+  options.fits = fits_text;
+  options.max_batch = max_batch_text;
+  options.batch_cap = batch_cap;
+  options.sharding = sharding;
+  options.gpus = gpus;
+  options.gpus_per_node = gpus_per_node;
+  options.max_seq = max_seq_text;
   const apps::MemoryRequest request =
       apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::MemoryForecast result = apps::forecast_memory(request);

@@ -35,6 +35,20 @@ CLI::Validator thread_count(bool zero_allowed) {
 
 CLI::Validator positive_at_most(int64_t max) { return CLI::Range(int64_t{1}, max); }
 
+CLI::Validator byte_size_or_gpu() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text == "gpu") return "";
+        try {
+          core::parse_bytes(text, "value");
+        } catch (const InputError& error) {
+          return error.what();
+        }
+        return "";
+      },
+      "BYTES|gpu");
+}
+
 CLI::Validator byte_size() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -24,6 +24,8 @@ CLI::Validator thread_count(bool zero_allowed = false);
 CLI::Validator positive_at_most(int64_t max);
 // A size in bytes as core::parse_bytes reads it ("24GiB"), at least one byte: "" and 1e-5 are refused.
 CLI::Validator byte_size();
+// The same, or the word `gpu` (the --device GPU's memory).
+CLI::Validator byte_size_or_gpu();
 
 // Refuses a path given to `option` that cannot be written (a folder, a missing folder, no permission),
 // before any work is done: InputError "--html 'x/': not a file name".

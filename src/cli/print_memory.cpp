@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "study/memory_check.h"
@@ -81,6 +82,33 @@ static void print_cuda_parts(const apps::MemoryForecast& forecast) {
   for (const std::string& note : forecast.memory_notes) std::printf("  note: %s\n", note.c_str());
 }
 
+// One GPU's share under a multi-GPU plan (memory/sharding.h), and the collectives of a step.
+static void print_sharded(const memory::ShardedMemory& sharded, const std::string& link, double link_gbs) {
+  std::printf("%s over %lld GPUs (%lld per node): one GPU holds %s (a model, not a measurement)\n",
+              memory::sharding_name(sharded.plan.strategy), static_cast<long long>(sharded.plan.gpus),
+              static_cast<long long>(sharded.plan.gpus_per_node), core::format_bytes(sharded.required_bytes).c_str());
+  auto row = [](const char* label, int64_t bytes) {
+    std::printf("  %-34s %11s\n", label, core::format_bytes(bytes).c_str());
+  };
+  row("parameters", sharded.parameter_bytes);
+  row("gradients", sharded.gradient_bytes);
+  row("optimizer state", sharded.optimizer_state_bytes);
+  row("activations, inputs, temporaries", sharded.other_bytes);
+  row("gathered from other GPUs", sharded.gathered_bytes);
+  row("communication buckets", sharded.bucket_bytes);
+  for (const std::string& note : sharded.notes) std::printf("  note: %s\n", note.c_str());
+  for (const memory::Collective& collective : sharded.collectives) {
+    if (link_gbs > 0 && !collective.crosses_nodes)
+      std::printf("  step: %-44s %11s per GPU, %8.2f ms at %s's %.0f GB/s\n", collective.what.c_str(),
+                  core::format_bytes(collective.bytes).c_str(), 1e3 * memory::link_seconds(collective.bytes, link_gbs),
+                  link.c_str(), link_gbs);
+    else
+      std::printf("  step: %-44s %11s per GPU, %s\n", collective.what.c_str(), core::format_bytes(collective.bytes).c_str(),
+                  collective.crosses_nodes ? "between nodes (their network is not catalogued: not timed)"
+                                           : "(no link catalogued for this GPU: not timed)");
+  }
+}
+
 void print_memory(const apps::MemoryForecast& forecast, const Measured& measured) {
   const memory::MemoryReport& report = forecast.report;
   const int64_t simulated_peak = simulated_profiler_peak(report);
@@ -90,6 +118,8 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
   if (!forecast.gpu.empty())
     std::printf("gpu            %s (%s): memory as nvidia-smi would show it; fits is judged against its memory\n",
                 forecast.gpu.c_str(), forecast.gpu_name.c_str());
+  std::printf("parameters     %lld, %lld of them trained\n", static_cast<long long>(forecast.parameters),
+              static_cast<long long>(forecast.trainable_parameters));
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
               core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
               core::format_bytes(report.peak_total_bytes).c_str());
@@ -105,9 +135,12 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
   print_row("optimizer state", b.optimizer_state_bytes, report.peak_total_bytes);
   print_row("activations (kept for backward)", b.activation_bytes, report.peak_total_bytes);
   print_row("transient (grads, workspaces)", b.transient_bytes, report.peak_total_bytes);
+  if (forecast.sharded) print_sharded(*forecast.sharded, forecast.link, forecast.link_gbs);
+  const int64_t required = forecast.sharded ? forecast.sharded->required_bytes : report.required_bytes;
+  const char* per = forecast.sharded ? " per GPU" : "";
   if (forecast.fits_limit > 0)
-    std::printf("fits in %s: %s (needs %s)\n", core::format_bytes(forecast.fits_limit).c_str(),
-                forecast.fits ? "yes" : "no", core::format_bytes(report.required_bytes).c_str());
+    std::printf("fits in %s%s: %s (needs %s)\n", core::format_bytes(forecast.fits_limit).c_str(), per,
+                forecast.fits ? "yes" : "no", core::format_bytes(required).c_str());
   if (forecast.batch_limit > 0) {
     if (forecast.max_batch.batch == 0)
       std::printf("largest batch in %s: none (batch 1 needs %s)\n", core::format_bytes(forecast.batch_limit).c_str(),
@@ -117,6 +150,23 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
                   static_cast<long long>(forecast.max_batch.batch), core::format_bytes(forecast.max_batch.required_bytes).c_str(),
                   forecast.max_batch.next_required_bytes > 0 ? "; one more needs " : "",
                   forecast.max_batch.next_required_bytes > 0 ? core::format_bytes(forecast.max_batch.next_required_bytes).c_str() : "");
+  }
+  if (forecast.seq_limit > 0) {
+    const memory::MaxBatchResult& seq = forecast.max_seq;
+    const bool refused = !forecast.max_seq_refused.empty() && seq.next_required_bytes == std::numeric_limits<int64_t>::max();
+    if (seq.batch == 0)
+      std::printf("longest sequence in %s%s: none (sequence 1 needs %s)\n", core::format_bytes(forecast.seq_limit).c_str(),
+                  per, core::format_bytes(seq.next_required_bytes).c_str());
+    else if (refused)
+      std::printf("longest sequence in %s%s: %lld (needs %s); longer: %s\n", core::format_bytes(forecast.seq_limit).c_str(),
+                  per, static_cast<long long>(seq.batch), core::format_bytes(seq.required_bytes).c_str(),
+                  forecast.max_seq_refused.c_str());
+    else
+      std::printf("longest sequence in %s%s: %lld at batch %lld (needs %s%s%s)\n",
+                  core::format_bytes(forecast.seq_limit).c_str(), per, static_cast<long long>(seq.batch),
+                  static_cast<long long>(forecast.batch), core::format_bytes(seq.required_bytes).c_str(),
+                  seq.next_required_bytes > 0 ? "; one more needs " : "",
+                  seq.next_required_bytes > 0 ? core::format_bytes(seq.next_required_bytes).c_str() : "");
   }
   if (measured.ran) {
     if (measured.status != "ok")

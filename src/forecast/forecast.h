@@ -16,6 +16,7 @@
 #include "graph/graph.h"
 #include "gpu/gpu_memory.h"
 #include "hardware/isa.h"
+#include "memory/sharding.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
 
@@ -97,6 +98,9 @@ struct MemoryRequest {
   std::string gpu, gpu_name;    // a catalogued GPU as the device: its catalogue name and full name
   std::optional<GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
   bool context_measured = false;                   // the context was given (--cuda-context), not fitted
+  memory::ShardingPlan sharding;                   // several GPUs: the memory of one (memory/sharding.h)
+  int64_t seq_limit = 0;                           // > 0: the longest sequence that fits in this many bytes
+  int64_t seq_cap = int64_t{1} << 20;              // the longest sequence that search tries
 };
 
 struct MemoryForecast {
@@ -106,6 +110,7 @@ struct MemoryForecast {
   Graph graph;                 // the model at the requested batch
   std::string input;           // the input's shape without the batch
   memory::MemoryReport report; // peak, breakdown at the peak, timeline and events when asked
+  int64_t parameters = 0, trainable_parameters = 0;  // of the graph (tied weights once; LoRA: the adapters train)
   // CPU: the ISA whose kernels were simulated, why, and whether measured runs checked its rules.
   hardware::CpuIsa simulated_isa = hardware::CpuIsa::Unknown;
   std::string isa_source;
@@ -119,6 +124,13 @@ struct MemoryForecast {
   bool context_measured = false;
   // cuda on a catalogued GPU: which parts are fitted, derived or measured, and to what (gpu_memory_notes)
   std::vector<std::string> memory_notes;
+  std::optional<memory::ShardedMemory> sharded;  // with a sharding plan: one GPU's memory, which fits is judged on
+  std::string link;                              // the catalogued GPU's link between GPUs ("nvlink4"), "" unknown
+  double link_gbs = 0;                           // GB/s per direction; 0 unknown
+  int64_t seq = 0;                               // the sequence length simulated (sequence models), else 0
+  int64_t seq_limit = 0;
+  memory::MaxBatchResult max_seq;  // with seq_limit: batch = the longest sequence
+  std::string max_seq_refused;     // why a longer sequence was refused by the model itself, "" none
 };
 
 // Throws InputError: a bad model, input or configuration the simulator does not model.
@@ -156,6 +168,9 @@ struct MemoryOptions {
   std::string cuda_context, fits, max_batch;  // bytes with units ("24GiB"), or "" (not given)
   int64_t batch_cap = int64_t{1} << 20;
   std::string measure_command;  // "": memory_measure_command()'s
+  std::string sharding;                      // "" none, "ddp", "zero1"... (memory/sharding.h)
+  int64_t gpus = 1, gpus_per_node = 8;
+  std::string max_seq;                       // bytes with units, or "": the longest sequence that fits
 };
 
 // The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the

@@ -1,5 +1,7 @@
 #include "forecast/forecast_json.h"
 
+#include <limits>
+
 #include "hardware/cpu_conv.h"
 
 namespace dnncast::apps {
@@ -82,6 +84,8 @@ json to_json(const MemoryForecast& forecast) {
               {"peak_bytes", report.peak_bytes},
               {"peak_total_bytes", report.peak_total_bytes},
               {"required_bytes", report.required_bytes},
+              {"parameters", forecast.parameters},
+              {"trainable_parameters", forecast.trainable_parameters},
               {"breakdown", to_json(report.at_peak)},
               {"peak",
                {{"iteration", report.peak_iteration},
@@ -122,9 +126,55 @@ json to_json(const MemoryForecast& forecast) {
                         {"required_bytes", forecast.max_batch.required_bytes},
                         {"next_required_bytes", forecast.max_batch.next_required_bytes},
                         {"simulations", forecast.max_batch.simulations}};
+  if (forecast.seq_limit > 0) {
+    doc["max_seq"] = {{"limit_bytes", forecast.seq_limit},
+                      {"seq", forecast.max_seq.batch},
+                      {"required_bytes", forecast.max_seq.required_bytes},
+                      {"simulations", forecast.max_seq.simulations}};
+    const bool refused = !forecast.max_seq_refused.empty() &&
+                         forecast.max_seq.next_required_bytes == std::numeric_limits<int64_t>::max();
+    doc["max_seq"]["next_required_bytes"] = refused ? json(nullptr) : json(forecast.max_seq.next_required_bytes);
+    if (refused) doc["max_seq"]["longer_refused"] = forecast.max_seq_refused;
+  }
+  if (forecast.sharded) doc["sharding"] = to_json(*forecast.sharded, forecast.link, forecast.link_gbs);
   if (forecast.config.keep_timeline) doc["timeline"] = timeline_json(forecast);
   if (!forecast.graph.notes.empty()) doc["import_notes"] = forecast.graph.notes;
   return doc;
+}
+
+json to_json(const memory::ShardedMemory& sharded, const std::string& link, double link_gbs) {
+  json collectives = json::array();
+  double seconds = 0;
+  for (const memory::Collective& collective : sharded.collectives) {
+    const bool timed = link_gbs > 0 && !collective.crosses_nodes;
+    const double s = timed ? memory::link_seconds(collective.bytes, link_gbs) : 0;
+    seconds += s;
+    collectives.push_back({{"what", collective.what},
+                           {"bytes_per_gpu", collective.bytes},
+                           {"crosses_nodes", collective.crosses_nodes},
+                           {"ms_at_link_peak", timed ? json(1e3 * s) : json(nullptr)}});
+  }
+  bool all_timed = link_gbs > 0;
+  for (const memory::Collective& collective : sharded.collectives) all_timed = all_timed && !collective.crosses_nodes;
+  return {{"strategy", memory::sharding_name(sharded.plan.strategy)},
+          {"gpus", sharded.plan.gpus},
+          {"gpus_per_node", sharded.plan.gpus_per_node},
+          {"shard_degree", sharded.shard_degree},
+          {"per_gpu",
+           {{"parameter_bytes", sharded.parameter_bytes},
+            {"gradient_bytes", sharded.gradient_bytes},
+            {"optimizer_state_bytes", sharded.optimizer_state_bytes},
+            {"activation_and_other_bytes", sharded.other_bytes},
+            {"gathered_bytes", sharded.gathered_bytes},
+            {"bucket_bytes", sharded.bucket_bytes},
+            {"tensor_bytes", sharded.tensor_bytes},
+            {"required_bytes", sharded.required_bytes}}},
+          {"link", link.empty() ? json(nullptr) : json(link)},
+          {"link_gbs_per_direction", link_gbs > 0 ? json(link_gbs) : json(nullptr)},
+          {"collectives", collectives},
+          {"collectives_ms_at_link_peak", all_timed ? json(1e3 * seconds) : json(nullptr)},
+          {"model", "a model, not a measurement (memory/sharding.h)"},
+          {"notes", sharded.notes}};
 }
 
 namespace {

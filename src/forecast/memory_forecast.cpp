@@ -2,6 +2,10 @@
 // whether measured runs checked it, whether it fits, and the largest batch that does.
 #include "forecast/forecast.h"
 
+#include <limits>
+
+#include "graph/op_registry.h"
+#include "hardware/catalogue.h"
 #include "import/model_source.h"
 #include "core/error.h"
 
@@ -14,25 +18,64 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.config = request.config;
   result.graph = build_model(request.builder, request.model, request.spec);
   result.report = memory::simulate_memory(result.graph, request.config);
+  for (int index = 0; index < result.graph.size(); ++index) result.parameters += node_cost(result.graph, index).params;
+  result.trainable_parameters = trainable_parameter_count(result.graph);
+  const bool sharded = request.sharding.strategy != memory::Sharding::None;
+  // What must fit on one device: the simulated step's, or one GPU's share of a sharded one.
+  auto required_of = [&](const Graph& graph, const memory::MemoryReport& report) {
+    return sharded ? memory::shard_memory(report, graph, request.sharding, request.config).required_bytes
+                   : report.required_bytes;
+  };
+  if (sharded) result.sharded = memory::shard_memory(result.report, result.graph, request.sharding, request.config);
+  const int64_t required = sharded ? result.sharded->required_bytes : result.report.required_bytes;
   result.fits_limit = request.fits_limit;
-  result.fits = request.fits_limit > 0 && result.report.required_bytes <= request.fits_limit;
+  result.fits = request.fits_limit > 0 && required <= request.fits_limit;
   result.batch_limit = request.batch_limit;
   result.gpu = request.gpu;
   result.gpu_name = request.gpu_name;
   result.gpu_memory = request.gpu_memory;
   result.context_measured = request.context_measured;
   if (request.gpu_memory) result.memory_notes = gpu_memory_notes(*request.gpu_memory, request.gpu, request.context_measured);
+  if (!request.gpu.empty()) {
+    const hardware::GpuSpec& spec = hardware::shipped_catalogue().gpu(request.gpu);
+    result.link = spec.link;
+    result.link_gbs = spec.link_gbs.value_or(0);
+  }
+  memory::MemoryConfig search = request.config;
+  search.keep_timeline = false;
+  search.keep_events = false;
+  auto required_at = [&](const ModelSpec& spec) {
+    Graph graph = build_model(request.builder, request.model, spec);
+    return required_of(graph, memory::simulate_memory(graph, search));
+  };
   if (request.batch_limit > 0) {
-    memory::MemoryConfig search = request.config;
-    search.keep_timeline = false;
-    search.keep_events = false;
-    result.max_batch = memory::max_batch(
+    result.max_batch = memory::largest_fitting(
         [&](int64_t candidate) {
           ModelSpec candidate_spec = request.spec;
           candidate_spec.batch = candidate;
-          return build_model(request.builder, request.model, candidate_spec);
+          return required_at(candidate_spec);
         },
-        search, request.batch_limit, request.batch_cap);
+        request.batch_limit, request.batch_cap);
+  }
+  const bool sequence_model = !result.graph.inputs().empty() &&
+                              result.graph.node(result.graph.inputs().front()).dtype == DType::I64;
+  if (sequence_model) result.seq = result.graph.node(result.graph.inputs().front()).shape.dims.back();
+  if (request.seq_limit > 0) {
+    if (!sequence_model)
+      throw InputError("the longest sequence that fits: " + request.model + " is not a sequence model (its input is not token ids)");
+    result.seq_limit = request.seq_limit;
+    result.max_seq = memory::largest_fitting(
+        [&](int64_t candidate) {
+          ModelSpec candidate_spec = request.spec;
+          candidate_spec.seq_len = candidate;
+          try {
+            return required_at(candidate_spec);
+          } catch (const InputError& error) {  // past what the model takes (its learned positions)
+            if (result.max_seq_refused.empty()) result.max_seq_refused = error.what();
+            return std::numeric_limits<int64_t>::max();
+          }
+        },
+        request.seq_limit, request.seq_cap);
   }
 
   // Which ISA's kernels and allocations were simulated, and whether measured runs check them.

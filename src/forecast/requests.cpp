@@ -21,7 +21,9 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"device", "--device"},         {"cuda_context", "--cuda-context"},
                                         {"fits", "--fits"},             {"max_batch_bytes", "--max-batch"},
                                         {"framework", "--framework"},   {"max_batch", "--max-batch"},
-                                        {"calibration", "--calibration"}, {"phase", "--phase"}};
+                                        {"calibration", "--calibration"}, {"phase", "--phase"},
+                                        {"sharding", "--sharding"},     {"gpus", "--gpus"},
+                                        {"gpus_per_node", "--gpus-per-node"}, {"max_seq_bytes", "--max-seq"}};
   for (const Spelling& spelling : kSpellings)
     if (keyword == spelling.keyword) return style == OptionStyle::Flag ? spelling.flag : spelling.keyword;
   DNNCAST_ASSERT(false);  // every option this file names is in the table
@@ -58,6 +60,10 @@ std::string memory_measure_command(const std::string& model, const ModelSpec& sp
   if (!options.max_batch.empty()) add("--max-batch", options.max_batch);
   if (options.batch_cap != defaults.batch_cap) add("--batch-cap", std::to_string(options.batch_cap));
   if (!options.cuda_context.empty()) add("--cuda-context", options.cuda_context);
+  if (!options.sharding.empty()) add("--sharding", options.sharding);
+  if (options.gpus != defaults.gpus) add("--gpus", std::to_string(options.gpus));
+  if (options.gpus_per_node != defaults.gpus_per_node) add("--gpus-per-node", std::to_string(options.gpus_per_node));
+  if (!options.max_seq.empty()) add("--max-seq", options.max_seq);
   if (options.isa != hardware::CpuIsa::Unknown) add("--isa", hardware::isa_name(options.isa));
   if (options.timeline) command += " --timeline";
   if (spec.allow_unknown_ops) command += " --allow-unknown";
@@ -92,10 +98,27 @@ MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spe
     config.cuda_context_bytes = core::parse_bytes(options.cuda_context, option_name("cuda_context", style));
     request.context_measured = true;
   }
-  if (!options.fits.empty()) request.fits_limit = core::parse_bytes(options.fits, option_name("fits", style));
-  if (!options.max_batch.empty())
-    request.batch_limit = core::parse_bytes(options.max_batch, option_name("max_batch_bytes", style));
+  // A byte size, or "gpu": the catalogued GPU's memory.
+  auto limit_bytes = [&](const std::string& text, const std::string& keyword) -> int64_t {
+    if (text != "gpu") return core::parse_bytes(text, option_name(keyword, style));
+    if (!request.gpu_memory || request.fits_limit <= 0)
+      throw InputError(option_name(keyword, style) + " gpu: needs " + option_name("device", style) +
+                       " naming a catalogued GPU with a memory size (`dnncast devices`)");
+    return request.fits_limit;
+  };
+  if (!options.fits.empty()) request.fits_limit = limit_bytes(options.fits, "fits");
+  if (!options.max_batch.empty()) request.batch_limit = limit_bytes(options.max_batch, "max_batch_bytes");
+  if (!options.max_seq.empty()) request.seq_limit = limit_bytes(options.max_seq, "max_seq_bytes");
   request.batch_cap = options.batch_cap;
+  request.sharding.gpus = options.gpus;
+  request.sharding.gpus_per_node = options.gpus_per_node;
+  if (!options.sharding.empty())
+    request.sharding.strategy = memory::parse_sharding(options.sharding, option_name("sharding", style));
+  memory::check_sharding_plan(request.sharding, {option_name("sharding", style), option_name("gpus", style),
+                                                option_name("gpus_per_node", style)});
+  if (request.sharding.strategy != memory::Sharding::None && config.device != Device::Cuda)
+    throw InputError(option_name("sharding", style) + " " + options.sharding + ": multi-GPU memory needs " +
+                     option_name("device", style) + " cuda or a catalogued GPU");
   request.measure_command =
       options.measure_command.empty() ? memory_measure_command(model, spec, options) : options.measure_command;
   return request;

@@ -302,6 +302,21 @@ void Catalogue::apply_instance_gpus(const std::string& path) {
   }
 }
 
+void Catalogue::apply_gpu_links(const std::string& path) {
+  Table table(path, {"gpu", "link", "link_gbs", "datasheet_gbs", "source_url", "date", "notes"});
+  files_.push_back(path);
+  for (const Table::Row& row : table.rows()) {
+    const std::string name = table.required(row, "gpu");
+    auto spec = std::find_if(gpus_.begin(), gpus_.end(), [&](const GpuSpec& gpu) { return gpu.name == name; });
+    if (spec == gpus_.end()) table.fail(row, "gpu", "GPU " + quote(name) + " is not in the catalogue");
+    std::optional<double> gbs = table.number(row, "link_gbs");
+    if (!gbs || *gbs <= 0) table.fail(row, "link_gbs", "must be a positive number of GB/s");
+    table.required(row, "source_url");
+    spec->link = table.required(row, "link");
+    spec->link_gbs = gbs;
+  }
+}
+
 void Catalogue::add_instance_file(const std::string& path) {
   Table table(path, kInstanceColumns);
   files_.push_back(path);
@@ -355,6 +370,8 @@ Catalogue Catalogue::load(const std::vector<std::string>& extra_files, const std
   for (const std::string& file : instance_files) catalogue.add_instance_file(file);
   const fs::path overrides = fs::path(root) / "instance_gpus.csv";
   if (fs::exists(overrides)) catalogue.apply_instance_gpus(overrides.string());
+  const fs::path links = fs::path(root) / "gpu_links.csv";
+  if (fs::exists(links)) catalogue.apply_gpu_links(links.string());
   return catalogue;
 }
 

@@ -36,6 +36,10 @@ struct GpuSpec {
   std::string source_url;  // where every value not in from_gpu_specs comes from
   std::string date;        // when the values were read
   std::string notes;
+  // The link between GPUs of one machine (data/hardware/gpu_links.csv): "nvlink", "pcie4", ...; GB/s per
+  // direction (1e9 bytes), as the datasheet's bidirectional figure halved. Empty when not catalogued.
+  std::string link;
+  std::optional<double> link_gbs;
   std::string file;  // the CSV file the row was read from
   int64_t line = 0;  // and its line
 };
@@ -86,6 +90,8 @@ class Catalogue {
   void add_instance_file(const std::string& path);
   // data/hardware/instance_gpus.csv: instances whose listed GPU name is looser than the card they rent.
   void apply_instance_gpus(const std::string& path);
+  // data/hardware/gpu_links.csv: the link between GPUs of one machine, per GPU.
+  void apply_gpu_links(const std::string& path);
   void add_gpu(GpuSpec spec);
 
   std::vector<GpuSpec> gpus_;

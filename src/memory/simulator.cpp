@@ -123,6 +123,11 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
       peak_allocated = std::max(peak_allocated, cuda_model.allocated_bytes());
       peak_reserved = std::max(peak_reserved, cuda_model.reserved_bytes());
     }
+    const auto phase = static_cast<size_t>(event.phase);
+    if (event.kind == Event::Alloc && phase < report.phase_peaks.size() && live > report.phase_peak_bytes[phase]) {
+      report.phase_peak_bytes[phase] = live;
+      report.phase_peaks[phase] = live_by_category;
+    }
     if (event.kind == Event::Alloc && live > peak_live) {
       peak_live = live;
       report.at_peak = live_by_category;
@@ -149,32 +154,31 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   return report;
 }
 
-MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
-                         int64_t limit_bytes, int64_t batch_cap) {
+MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, int64_t limit_bytes, int64_t cap) {
   if (limit_bytes <= 0) throw InputError("memory limit must be positive");
-  if (batch_cap < 1) throw InputError("batch cap must be at least 1");
+  if (cap < 1) throw InputError("batch cap must be at least 1");
   MaxBatchResult result;
-  auto required = [&](int64_t batch) {
+  auto bytes_at = [&](int64_t value) {
     ++result.simulations;
-    return simulate_memory(build(batch), config).required_bytes;
+    return required(value);
   };
-  int64_t fits = 0, fits_bytes = 0;  // largest batch known to fit
-  int64_t fails = 0, fails_bytes = 0;  // smallest batch known not to fit (0 = none yet)
-  for (int64_t batch = 1;; batch = std::min(batch * 2, batch_cap)) {
-    int64_t bytes = required(batch);
+  int64_t fits = 0, fits_bytes = 0;  // largest value known to fit
+  int64_t fails = 0, fails_bytes = 0;  // smallest value known not to fit (0 = none yet)
+  for (int64_t value = 1;; value = std::min(value * 2, cap)) {
+    int64_t bytes = bytes_at(value);
     if (bytes <= limit_bytes) {
-      fits = batch;
+      fits = value;
       fits_bytes = bytes;
-      if (batch == batch_cap) break;
+      if (value == cap) break;
     } else {
-      fails = batch;
+      fails = value;
       fails_bytes = bytes;
       break;
     }
   }
   while (fails > 0 && fails - fits > 1) {
     int64_t middle = fits + (fails - fits) / 2;
-    int64_t bytes = required(middle);
+    int64_t bytes = bytes_at(middle);
     if (bytes <= limit_bytes) {
       fits = middle;
       fits_bytes = bytes;
@@ -187,6 +191,12 @@ MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const
   result.required_bytes = fits_bytes;
   result.next_required_bytes = fails > 0 ? fails_bytes : 0;
   return result;
+}
+
+MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
+                         int64_t limit_bytes, int64_t batch_cap) {
+  return largest_fitting([&](int64_t batch) { return simulate_memory(build(batch), config).required_bytes; },
+                         limit_bytes, batch_cap);
 }
 
 }  // namespace dnncast::memory

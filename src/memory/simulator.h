@@ -11,6 +11,7 @@
 // Only fp32 is modelled.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -97,6 +98,10 @@ struct MemoryReport {
   // cuda = cuda.total_bytes(): peak reserved, the extra reserve, workspaces and the context.
   int64_t required_bytes = 0;
   MemoryBreakdown at_peak;
+  // The same at each phase's own highest point over the iterations (index: Phase), live bytes included
+  // (baseline too; 0 for a phase that allocated nothing): where a multi-GPU plan may move the peak to.
+  std::array<MemoryBreakdown, 5> phase_peaks{};
+  std::array<int64_t, 5> phase_peak_bytes{};
   int peak_iteration = 0;
   Phase peak_phase = Phase::Setup;
   int peak_node = -1;               // IR node running at the peak, -1 for none
@@ -123,5 +128,8 @@ struct MaxBatchResult {
 // the graph at that batch. A batch above `batch_cap` is not tried (the result is then batch_cap).
 MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
                          int64_t limit_bytes, int64_t batch_cap = int64_t{1} << 20);
+// The same search over any size whose `required` bytes do not fall as it grows (a batch, a sequence
+// length; a sharded forecast's bytes per GPU): the largest value in [1, cap] that fits (batch = the value).
+MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, int64_t limit_bytes, int64_t cap);
 
 }  // namespace dnncast::memory

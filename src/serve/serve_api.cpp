@@ -409,7 +409,8 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
 
 HttpResponse memory_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits",
-                                            "max_batch_bytes", "batch_cap", "cuda_context", "timeline"}));
+                                            "max_batch_bytes", "batch_cap", "cuda_context", "timeline",
+                                            "sharding", "gpus", "gpus_per_node", "max_seq_bytes"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", 1, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -424,6 +425,10 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.batch_cap = fields.integer("batch_cap", int64_t{1} << 20, 1, kMaxTensorElements);
   options.cuda_context = fields.text("cuda_context", "");
   options.timeline = fields.flag("timeline");
+  options.sharding = fields.text("sharding", "");
+  options.gpus = fields.integer("gpus", 1, 1, 1'000'000);
+  options.gpus_per_node = fields.integer("gpus_per_node", 8, 1, 1024);
+  options.max_seq = fields.text("max_seq_bytes", "");
   fields.finish();
   MemoryRequest memory_request = make_memory_request(model.name, spec, options, OptionStyle::Keyword);
   memory_request.builder = model.builder;

@@ -77,7 +77,9 @@ TEST(KernelModel, NoFitSeesATestGpuOfNeuSightsProtocol) {
   EXPECT_EQ(gpus, (std::set<std::string>{"a100-40gb-pcie", "p100", "p4", "t4", "v100-32gb"}));
   for (int family = 0; family < kKernelFamilies; ++family)
     EXPECT_TRUE(shipped.has(static_cast<KernelFamily>(family))) << family;
-  if (tables()) EXPECT_GT(tables()->held_out, 4000);  // the A100 80GB's conv file
+  if (tables()) {
+    EXPECT_GT(tables()->held_out, 4000);  // the A100 80GB's conv file
+  }
 }
 
 TEST(KernelModel, ANodesKernelsCarryItsFlops) {

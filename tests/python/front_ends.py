@@ -48,6 +48,12 @@ CASES = [
     ("LoRA rank 0", "memory", {"model": "bert_base", "seq": 32, "lora": "r=0"}),
     ("LoRA target matching nothing", "predict", {"model": "gpt2_small", "batch": 4, "seq": 32, "device": "t4",
                                                   "lora": "r=8,targets=q,v"}),
+    ("ZeRO-3 over 8 GPUs, longest sequence", "memory", {"model": "gpt2_small", "batch": 2, "seq": 128,
+                                                        "device": "a100-80gb", "optimizer": "adam",
+                                                        "sharding": "zero3", "gpus": 8, "max_seq_bytes": "gpu"}),
+    ("hybrid sharding over two nodes", "memory", {"model": "bert_base", "batch": 4, "seq": 64, "device": "h100-sxm",
+                                                  "sharding": "hsdp", "gpus": 16, "gpus_per_node": 8}),
+    ("ZeRO-3 on one GPU", "memory", {"model": "gpt2_small", "seq": 64, "device": "a100-80gb", "sharding": "zero3"}),
     ("unknown device", "predict", {"model": "resnet50", "batch": 8, "device": "a100-4gb"}),
     ("a zero-width space after a GPU", "predict", {"model": "resnet50", "batch": 8, "device": "t4\u200b"}),
     ("memory: unknown device", "memory", {"model": "resnet50", "batch": 8, "device": "tpu-v9"}),
@@ -55,7 +61,8 @@ CASES = [
     ("unknown optimizer", "predict", {"model": "resnet18", "batch": 8, "optimizer": "lion"}),
     ("unknown GPU precision", "predict", {"model": "resnet18", "batch": 8, "device": "t4", "precision": "fp8"}),
 ]
-FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context"}
+FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
+        "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq"}
 KEYWORD = {"input": "input_shape"}
 
 
