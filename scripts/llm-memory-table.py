@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Fine-tuning memory side by side (issue 35; docs/RESULTS.md "Will this fine-tune fit?").
+
+    scripts/llm-memory-table.py [--dnncast build/dnncast] [--gpu a100-80gb] [--markdown]
+
+For fixed configurations (GPT-2, a 1.1B and a 7B llama-style model; full fine-tune and LoRA; with and without
+activation checkpointing where this dnncast has it) prints dnncast's simulated peak as nvidia-smi would show it
+(`dnncast memory CONFIG --device GPU --json`) beside what the estimators users reach for would say, each written
+here from its own documentation:
+
+  accelerate   `accelerate estimate-memory`, "Training using Adam": about 4x the model's size in its dtype (1x
+               the model, 1x the gradients, 2x the optimizer), weights only: no batch, no sequence, no activations
+               (https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator).
+  zero2, zero3 DeepSpeed's model-state estimators on one GPU without offload
+               (https://deepspeed.readthedocs.io/en/latest/memory.html): estimate_zero2_model_states_mem_needs
+               4 * params + 16 * params / gpus; estimate_zero3_model_states_mem_needs
+               4 * largest_layer_params + 18 * params / gpus. Model states only (fp16 mixed precision, Adam).
+  16 B/param   the rule of thumb of Hugging Face's "Model training anatomy"
+               (https://huggingface.co/docs/transformers/model_memory_anatomy): fp32 weights 4, gradients 4,
+               AdamW states 8 bytes per parameter; activations "depend on many factors" and are left out.
+
+None of the four sees LoRA, the batch or the sequence: their number is the same for a full fine-tune and for LoRA.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIGS = os.path.join(HERE, "..", "tests", "models", "hf_configs")
+
+# (label, config file, seq, batch, extra flags)
+CASES = [
+    ("GPT-2 124M, full", "gpt2.json", 1024, 8, []),
+    ("GPT-2 124M, LoRA r=8 c_attn", "gpt2.json", 1024, 8, ["--lora", "r=8,targets=c_attn"]),
+    ("TinyLlama 1.1B, full", "tinyllama-1.1b.json", 2048, 4, []),
+    ("TinyLlama 1.1B, LoRA r=16 q,v", "tinyllama-1.1b.json", 2048, 4, ["--lora", "r=16"]),
+    ("Llama-2-7B, full", "llama-2-7b-hf.json", 2048, 1, []),
+    ("Llama-2-7B, LoRA r=16 q,v", "llama-2-7b-hf.json", 2048, 1, ["--lora", "r=16"]),
+]
+
+GIB = float(1 << 30)
+
+
+def has_flag(dnncast, flag):
+    done = subprocess.run([dnncast, "memory", "--help"], capture_output=True, text=True)
+    return flag in done.stdout
+
+
+def run(dnncast, config, seq, batch, flags, gpu):
+    args = [dnncast, "memory", os.path.join(CONFIGS, config), "--seq", str(seq), "--batch", str(batch),
+            "--optimizer", "adamw", "--device", gpu, "--fits", "gpu", "--json"] + flags
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"llm-memory-table: {' '.join(args)}: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def largest_linear(dnncast, config, seq):
+    """Parameters of the largest layer (DeepSpeed's largest_layer_params), from `dnncast inspect --json`."""
+    done = subprocess.run([dnncast, "inspect", os.path.join(CONFIGS, config), "--seq", str(seq), "--json"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"llm-memory-table: inspect {config}: {done.stderr.strip()}")
+    return max(layer["params"] for layer in json.loads(done.stdout)["layers"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dnncast", default=os.path.join(HERE, "..", "build", "dnncast"))
+    parser.add_argument("--gpu", default="a100-80gb")
+    args = parser.parse_args()
+    checkpointing = has_flag(args.dnncast, "--checkpointing")
+    rows = []
+    for label, config, seq, batch, flags in CASES:
+        variants = [("", flags)] + ([(", checkpointing", flags + ["--checkpointing"])] if checkpointing else [])
+        largest = largest_linear(args.dnncast, config, seq)
+        for suffix, variant in variants:
+            doc = run(args.dnncast, config, seq, batch, variant, args.gpu)
+            # The estimators are given the base model (a Hub name, as users call them): LoRA's adapters are not in it.
+            params = doc["parameters"] - (doc["trainable_parameters"] if "--lora" in variant else 0)
+            rows.append({
+                "case": label + suffix, "seq": seq, "batch": batch,
+                "trainable": doc["trainable_parameters"], "params": doc["parameters"],
+                "dnncast": doc["required_bytes"], "fits": doc["fits"]["fits"],
+                "accelerate": 4 * 4 * params,  # fp32 model size x 4
+                "zero2": 4 * params + 16 * params,  # one GPU
+                "zero3": 4 * largest + 18 * params,
+                "rule16": 16 * params,
+            })
+    print(f"GPU {args.gpu}, AdamW, fp32 (dnncast: `dnncast memory CONFIG --seq S --batch B --optimizer adamw "
+          f"--device {args.gpu} --fits gpu`; the others from their documented formulas, scripts/llm-memory-table.py)\n")
+    print("| configuration | seq x batch | trained / all parameters | dnncast | fits | accelerate (Adam) | "
+          "DeepSpeed ZeRO-2, 1 GPU | DeepSpeed ZeRO-3, 1 GPU | 16 B/param |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['case']} | {r['seq']} x {r['batch']} | {r['trainable']:,} / {r['params']:,} | "
+              f"{r['dnncast'] / GIB:.1f} GiB | {'yes' if r['fits'] else 'no'} | {r['accelerate'] / GIB:.1f} GiB | "
+              f"{r['zero2'] / GIB:.1f} GiB | {r['zero3'] / GIB:.1f} GiB | {r['rule16'] / GIB:.1f} GiB |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
