@@ -109,6 +109,7 @@ JsonAndNote predict_json(const ModelArgs& args, apps::PredictOptions options, co
   if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
   if (options.forecast.epoch_samples != 0) check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
   if (options.forecast.threads != 0) check_range("threads", options.forecast.threads, 1, kMaxThreads);
+  if (options.epoch_tokens != 0) check_range("epoch_tokens", options.epoch_tokens, 1, int64_t{1} << 50);
   // The CLI's answer and its stderr line (forecast/predict.h).
   const apps::Prediction result = apps::predict(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
   return {apps::prediction_json(result), apps::prediction_note(result)};
@@ -193,7 +194,7 @@ PYBIND11_MODULE(_dnncast, module) {
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& lora,          const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
-         bool max_batch, const std::string& phase) {
+         bool max_batch, const std::string& phase, int64_t epoch_tokens) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::apps::PredictOptions options;
         options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir,
@@ -201,13 +202,14 @@ PYBIND11_MODULE(_dnncast, module) {
         options.framework = framework;
         options.phase = phase;
         options.max_batch = max_batch;
+        options.epoch_tokens = epoch_tokens;
         JsonAndNote result = guarded(
             [&] { return predict_json({model, batch, input, seq, classes, allow_unknown, lora}, options, host_isa); });
         return py::make_tuple(result.json, result.note);
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("optimizer"),
       py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
-      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"));
+      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("epoch_tokens"));
   module.def(
       "memory",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,

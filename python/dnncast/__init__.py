@@ -268,8 +268,8 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
-            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None):
-    """Time per iteration (with its 90% interval), per epoch (epoch_samples) and peak memory of
+            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, epoch_tokens=None):
+    """Time per iteration (with its 90% interval), per epoch (epoch_samples, or epoch_tokens with seq) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
     optimizer: a name of optimizers(), or a torch.optim optimizer; threads: default the environment's;
@@ -284,7 +284,8 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
         text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _int(seq, "seq"),
                                       _int(classes, "classes"), bool(allow_unknown), lora or "", optimizer_name, precision,
                                       _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
-                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train")
+                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train",
+                                      _int(epoch_tokens, "epoch_tokens"))
     return _result(text, "Forecast", name, note)
 
 

@@ -100,6 +100,10 @@ int run_predict(const Args& args) {
   app.add_flag("--max-batch", max_batch, "GPU model: also the largest batch that fits in the GPU's memory");
   app.add_option("--epoch-samples", epoch_samples, "samples per epoch: also forecast time per epoch")
       ->check(positive_at_most(kMaxTensorElements));
+  int64_t epoch_tokens = 0;
+  app.add_option("--epoch-tokens", epoch_tokens,
+                 "tokens per epoch (sequence models, with --seq): the epoch as ceil(tokens / seq) samples")
+      ->check(positive_at_most(int64_t{1} << 50));
   app.add_option("--predictor", predictor_dir, "predictor set or bundle folder (default: data/predictors/)");
   app.add_flag("--json", as_json, "print JSON");
   std::string host_isa_text;
@@ -118,6 +122,7 @@ int run_predict(const Args& args) {
   options.framework = framework;
   options.phase = phase;
   options.max_batch = max_batch;
+  options.epoch_tokens = epoch_tokens;
   options.calibration_file = calibration_file;
   options.catalogue_files = catalogue_files;
   const apps::Prediction result =

@@ -23,8 +23,23 @@ GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& s
   return request;
 }
 
-Prediction predict(const std::string& model, const ModelSpec& spec, const PredictOptions& options, OptionStyle style,
+// Tokens per epoch as sequences of --seq tokens (the last one partial counts whole): the epoch in samples.
+static PredictOptions with_epoch_in_samples(const PredictOptions& given, const ModelSpec& spec, OptionStyle style) {
+  PredictOptions options = given;
+  if (given.epoch_tokens <= 0) return options;
+  const std::string tokens = option_name("epoch_tokens", style);
+  if (given.forecast.epoch_samples > 0)
+    throw InputError("give " + tokens + " or " + option_name("epoch_samples", style) + ", not both");
+  if (spec.seq_len <= 0)
+    throw InputError(tokens + " counts the epoch in tokens: it needs " + option_name("seq", style) +
+                     " (the tokens of one sample)");
+  options.forecast.epoch_samples = (given.epoch_tokens + spec.seq_len - 1) / spec.seq_len;
+  return options;
+}
+
+Prediction predict(const std::string& model, const ModelSpec& spec, const PredictOptions& given, OptionStyle style,
                    const ModelBuilder& builder) {
+  const PredictOptions options = with_epoch_in_samples(given, spec, style);
   const std::string& typed = options.forecast.device;
   const std::string device_option = option_name("device", style);
   // The catalogue is read only where a device name may be a GPU's (the shipped one once per process).

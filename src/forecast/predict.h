@@ -19,6 +19,7 @@ struct PredictOptions {
   std::string framework = "pytorch";  // a catalogued GPU only: pytorch | tensorflow
   std::string phase = "train";        // a catalogued GPU only: train | forward-backward | inference
   bool max_batch = false;             // a catalogued GPU only: also the largest batch that fits its memory
+  int64_t epoch_tokens = 0;           // > 0: the epoch in tokens, as ceil(tokens / seq) samples (sequence models)
   std::string calibration_file;       // a catalogued GPU only: "" = the shipped calibration
   std::vector<std::string> catalogue_files;  // extra catalogue files (docs/DEVICES.md)
 };

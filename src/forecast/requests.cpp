@@ -23,7 +23,9 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"framework", "--framework"},   {"max_batch", "--max-batch"},
                                         {"calibration", "--calibration"}, {"phase", "--phase"},
                                         {"sharding", "--sharding"},     {"gpus", "--gpus"},
-                                        {"gpus_per_node", "--gpus-per-node"}, {"max_seq_bytes", "--max-seq"}};
+                                        {"gpus_per_node", "--gpus-per-node"}, {"max_seq_bytes", "--max-seq"},
+                                        {"epoch_tokens", "--epoch-tokens"}, {"epoch_samples", "--epoch-samples"},
+                                        {"seq", "--seq"}};
   for (const Spelling& spelling : kSpellings)
     if (keyword == spelling.keyword) return style == OptionStyle::Flag ? spelling.flag : spelling.keyword;
   DNNCAST_ASSERT(false);  // every option this file names is in the table

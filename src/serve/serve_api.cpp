@@ -386,7 +386,7 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
-                                            "framework", "max_batch", "phase"}));
+                                            "framework", "max_batch", "phase", "epoch_tokens"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -401,6 +401,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
   options.framework = fields.text("framework", "pytorch");
   options.phase = fields.text("phase", "train");
   options.max_batch = fields.flag("max_batch");
+  options.epoch_tokens = fields.integer("epoch_tokens", 0, 1, int64_t{1} << 50);
   fields.finish();
   // The CLI's answer, byte for byte (forecast/predict.h).
   return {200, prediction_json(apps::predict(model.name, spec, options, OptionStyle::Keyword, model.builder)),

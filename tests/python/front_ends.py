@@ -48,6 +48,10 @@ CASES = [
     ("LoRA rank 0", "memory", {"model": "bert_base", "seq": 32, "lora": "r=0"}),
     ("LoRA target matching nothing", "predict", {"model": "gpt2_small", "batch": 4, "seq": 32, "device": "t4",
                                                   "lora": "r=8,targets=q,v"}),
+    ("epoch in tokens on a GPU", "predict", {"model": "gpt2_small", "batch": 8, "seq": 512, "device": "a100-80gb",
+                                             "epoch_tokens": 1000000}),
+    ("epoch in tokens without a sequence", "predict", {"model": "gpt2_small", "batch": 8, "device": "a100-80gb",
+                                                       "epoch_tokens": 1000000}),
     ("ZeRO-3 over 8 GPUs, longest sequence", "memory", {"model": "gpt2_small", "batch": 2, "seq": 128,
                                                         "device": "a100-80gb", "optimizer": "adam",
                                                         "sharding": "zero3", "gpus": 8, "max_seq_bytes": "gpu"}),
@@ -62,7 +66,8 @@ CASES = [
     ("unknown GPU precision", "predict", {"model": "resnet18", "batch": 8, "device": "t4", "precision": "fp8"}),
 ]
 FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
-        "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq"}
+        "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq",
+        "epoch_tokens": "--epoch-tokens"}
 KEYWORD = {"input": "input_shape"}
 
 
