@@ -246,7 +246,7 @@ def _result(text, kind, name, note="", field="model"):
 
 
 def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_unknown=False, opset=None,
-            device=None, lora=None):
+            device=None, lora=None, attention=None):
     """Per-layer shapes, parameters, MACs, FLOPs and bytes, with totals: `dnncast inspect --json`.
     device: a GPU of `dnncast devices`: also each layer's forward and backward time on it (gpu_forward_ms,
     gpu_backward_ms; fp32, the per-kernel model).
@@ -262,13 +262,14 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
         if batch is not None and batch_size <= 0:
             raise ValueError(f"batch must be a positive integer, got {batch_size}")
         text = _dnncast.inspect(source, batch_size, shape, _int(seq, "seq"), _int(classes, "classes"),
-                                bool(allow_unknown), lora or "", device or "")
+                                bool(allow_unknown), lora or "", device or "", attention or "")
     return _result(text, "Inspection", name)
 
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
-            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, epoch_tokens=None):
+            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, epoch_tokens=None,
+            attention=None):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples, or epoch_tokens with seq) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
@@ -285,7 +286,7 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
                                       _int(classes, "classes"), bool(allow_unknown), lora or "", optimizer_name, precision,
                                       _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
                                       predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train",
-                                      _int(epoch_tokens, "epoch_tokens"))
+                                      _int(epoch_tokens, "epoch_tokens"), attention or "")
     return _result(text, "Forecast", name, note)
 
 
@@ -310,7 +311,7 @@ def _memory_command(source, batch, shape, seq, classes, settings):
 def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", threads=1, fits=None,
            max_batch_bytes=None, seq=None, classes=None, precision="fp32", batch_cap=1 << 20,
            cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None, lora=None,
-           sharding=None, gpus=1, gpus_per_node=8, max_seq_bytes=None):
+           sharding=None, gpus=1, gpus_per_node=8, max_seq_bytes=None, attention=None):
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
     e.g. 24 * 2**30 or "24GiB", or "gpu": the device's memory), the largest batch (max_batch_bytes) and the
     longest sequence (max_seq_bytes) that fit: `dnncast memory --json`. sharding ("ddp", "zero1", "zero2",
@@ -334,7 +335,8 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--isa", isa, None), ("--timeline", bool(timeline), False),
                     ("--allow-unknown", bool(allow_unknown), False), ("--lora", lora, None),
                     ("--sharding", sharding, None), ("--gpus", _int(gpus, "gpus"), 1),
-                    ("--gpus-per-node", _int(gpus_per_node, "gpus_per_node"), 8), ("--max-seq", seq_limit_text, None)]
+                    ("--gpus-per-node", _int(gpus_per_node, "gpus_per_node"), 8), ("--max-seq", seq_limit_text, None),
+                    ("--attention", attention, None)]
         # A module's temporary file is gone when the caller reads the remedy: name the file that
         # torch.onnx.export of the module would write instead.
         command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
@@ -342,5 +344,5 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                                      optimizer_name, precision, device, _int(threads, "threads"), fits_text,
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
                                      bool(timeline), command, sharding or "", _int(gpus, "gpus"),
-                                     _int(gpus_per_node, "gpus_per_node"), seq_limit_text)
+                                     _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention or "")
     return _result(text, "MemoryForecast", name, note)

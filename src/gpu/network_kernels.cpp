@@ -41,6 +41,19 @@ void attention_kernels(const OpView& view, NodeKernels& out) {
   const TensorShape& v = view.in(2);
   const double heads = dim(q, 0) * dim(q, 1), l = dim(q, 2), d = dim(q, 3), s = dim(view.in(1), 2), dv = dim(v, 3);
   const double scores = heads * l * s;
+  if (view.node.attr_int("fused", 0) != 0) {
+    // PyTorch 2's fused kernels (--attention sdpa): one kernel each way whose work is its matrix products, the
+    // scores kept on chip; timed as those GEMMs (backward computes q k^T again). A model: no fused kernel is
+    // among the public per-kernel measurements.
+    out.forward.push_back(gemm_kernel(heads, l, s, d));
+    out.forward.push_back(gemm_kernel(heads, l, dv, s));
+    out.backward.push_back(gemm_kernel(heads, l, s, d));  // the scores again
+    out.backward.push_back(gemm_kernel(heads, s, dv, l));
+    out.backward.push_back(gemm_kernel(heads, l, s, dv));
+    out.backward.push_back(gemm_kernel(heads, l, d, s));
+    out.backward.push_back(gemm_kernel(heads, s, d, l));
+    return;
+  }
   out.forward.push_back(elementwise_kernel(heads * l * d, heads * l * d, 8 * heads * l * d));  // q / sqrt(d)
   out.forward.push_back(gemm_kernel(heads, l, s, d));                                          // q k^T
   out.forward.push_back(row_kernel(KernelFamily::Softmax, heads * l, s, 5, 8));

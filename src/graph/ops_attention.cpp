@@ -12,7 +12,8 @@
 //   (gradient rows accumulated into the table). bytes read = indices + gathered rows. Saves the indices.
 //   Executors draw index values below num_embeddings.
 // ScaledDotProductAttention (3 inputs q: N x h x L x d, k: N x h x S x d, v: N x h x S x dv;
-//   attrs causal 0/1 (default 0), dropout_p (default 0)): output N x h x L x dv, as libtorch 1.13's
+//   attrs causal 0/1 (default 0), dropout_p (default 0), fused 0/1 (default 0: PyTorch 2's fused kernels on
+//   CUDA, `--attention sdpa`; below for the math path)): output N x h x L x dv, as libtorch 1.13's
 //   math implementation computes it: q' = q / sqrt(d); P = softmax(q' k^T [+ causal mask]);
 //   [P = dropout(P)]; out = P v. scores = N*h*L*S.
 //   MACs = N*h*L*S*(d + dv)  (= 2*N*h*L*L*d for self-attention with dv = d).
@@ -191,6 +192,17 @@ OpDef attention_op() {
     cost.flops_fwd = checked_sum({checked_mul(2, cost.macs), scaled_q, checked_mul(5, scores), g.causal ? scores : 0,
                                   dropout ? checked_mul(2, scores) : 0});
     cost.flops_bwd = checked_sum({checked_mul(4, cost.macs), scaled_q, checked_mul(4, scores), dropout ? scores : 0});
+    if (view.node.attr_int("fused", 0) != 0) {
+      // PyTorch 2's fused kernels (flash, memory-efficient): the scores never leave the chip; backward computes
+      // them again (q k^T once more). Kept: q, k, v, the output and each row's log-sum-exp (fp32).
+      const int64_t rows = checked_product({g.batch_heads, g.query_len});
+      cost.flops_bwd = checked_add(cost.flops_bwd, cost.macs);
+      cost.bytes_read = ops::all_in_bytes(view);
+      cost.bytes_written = ops::out_bytes(view);
+      cost.saved = {ops::saved_input(view, 0, "q"), ops::saved_input(view, 1, "k"), ops::saved_input(view, 2, "v"),
+                    ops::saved_extra(ops::out_bytes(view), "output"), ops::saved_extra(checked_mul(rows, 4), "logsumexp")};
+      return cost;
+    }
     int64_t matrices = checked_product({dropout ? 3 : 2, scores, element});  // scores, probabilities[, dropped]
     cost.bytes_read = checked_add(ops::all_in_bytes(view), matrices);
     cost.bytes_written = checked_sum({ops::out_bytes(view), matrices, dropout ? scores : 0});

@@ -48,6 +48,8 @@ int64_t bounded_product(int64_t batch, const std::vector<int64_t>& dims, int64_t
 
 void check_spec(const ModelSpec& spec) {
   if (!spec.lora.empty()) parse_lora(spec.lora, "lora " + quote(spec.lora));  // fails before any build
+  if (!spec.attention.empty() && spec.attention != "eager" && spec.attention != "sdpa")
+    throw InputError("attention " + quote(spec.attention) + ": expected eager or sdpa");
   if (spec.batch < 0) throw InputError("batch must be positive, got " + std::to_string(spec.batch));
   if (spec.seq_len < 0) throw InputError("sequence length must be positive, got " + std::to_string(spec.seq_len));
   if (spec.num_classes <= 0) throw InputError("number of classes must be positive, got " + std::to_string(spec.num_classes));
@@ -206,7 +208,14 @@ Graph load_base_model(const std::string& source, const ModelSpec& spec) {
 }
 
 // spec.lora: the graph fine-tuned with LoRA (graph/lora.h); the text was checked by check_spec.
+// and spec.attention "sdpa": every attention node marked fused (graph/ops_attention.cpp).
 Graph with_lora(Graph graph, const ModelSpec& spec) {
+  if (spec.attention == "sdpa") {
+    bool any = false;
+    for (Node& node : graph.mutable_nodes())
+      if (node.op == "ScaledDotProductAttention") node.attrs["fused"] = int64_t{1}, any = true;
+    if (!any) throw InputError("attention sdpa: " + quote(graph.name) + " has no attention layer to fuse");
+  }
   if (spec.lora.empty()) return graph;
   return apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
 }

@@ -798,6 +798,7 @@ class Trace {
   Tensor run_slice(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_channel_shuffle(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_permute(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_fused_attention(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_norm(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_softmax(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_class_token(int index, const Node& node, const std::vector<Tensor>& in);
@@ -1399,7 +1400,33 @@ Tensor Trace::run_position_embedding(int index, const Node& node, const std::vec
   return out;
 }
 
+// PyTorch 2's fused scaled_dot_product_attention on CUDA (flash or memory-efficient kernels, `--attention sdpa`;
+// issue 35), unverified: no S x S matrix is allocated. Forward: the output and each row's log-sum-exp (fp32);
+// kept for backward: q, k, v, the output and the log-sum-exp. Backward: each row's sum of dO * O (fp32), then dq,
+// dk and dv (only those needed).
+Tensor Trace::run_fused_attention(int index, const Node& node, const std::vector<Tensor>& in) {
+  const TensorShape& q_shape = graph_.node(node.inputs[0]).shape;
+  const int64_t rows_bytes = q_shape[0] * q_shape[1] * q_shape[2] * kF32;
+  const int64_t q_bytes = in[0].bytes, k_bytes = in[1].bytes, v_bytes = in[2].bytes;
+  const bool q_grad = in[0].requires_grad(), k_grad = in[1].requires_grad(), v_grad = in[2].requires_grad();
+  Tensor out = new_output(bytes_of(node));
+  int logsumexp = program_.alloc(rows_bytes, Category::Activation, "logsumexp");
+  program_.retain(out.buffer);
+  out.grad_fn = make_node(index, {saved(in[0]), saved(in[1]), saved(in[2]), out.buffer, logsumexp},
+                          {edge_of(in[0]), edge_of(in[1]), edge_of(in[2])},
+                          [rows_bytes, q_bytes, k_bytes, v_bytes, q_grad, k_grad, v_grad](Trace& t, const Grad&) {
+                            Grad row_sums = t.new_grad(rows_bytes, "attention row sums");
+                            Grad gq = q_grad ? t.new_grad(q_bytes) : Grad{};
+                            Grad gk = k_grad ? t.new_grad(k_bytes) : Grad{};
+                            Grad gv = v_grad ? t.new_grad(v_bytes) : Grad{};
+                            t.program().release(row_sums.buffer);
+                            return std::vector<Grad>{gq, gk, gv};
+                          });
+  return out;
+}
+
 Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tensor>& in) {
+  if (node.attr_int("fused", 0) != 0) return run_fused_attention(index, node, in);
   const int64_t out_bytes = bytes_of(node);
   // libtorch 1.13's math path as the executor writes it: (q * scale) @ k^T, softmax, @ v; the
   // scores stay alive until the op returns; autograd keeps q * scale, k, the probabilities, v.
@@ -1558,6 +1585,12 @@ Program trace_training(const Graph& graph, const TraceOptions& options) {
     if (node.dtype != DType::F32 && node.dtype != DType::I64)
       throw InputError("node " + quote(node.name) + " has dtype " + dtype_name(node.dtype) +
                        ": the memory simulator models fp32 training only");
+  if (options.device == Device::Cpu)
+    for (const Node& node : graph.nodes())
+      if (node.op == "ScaledDotProductAttention" && node.attr_int("fused", 0) != 0)
+        throw InputError("attention sdpa (node " + quote(node.name) +
+                         "): fused attention is modelled on cuda only (libtorch 1.13 on cpu runs the math path: "
+                         "--attention eager)");
   static const char* const kFreezable[] = {"Linear", "Embedding", "PositionEmbedding", "LayerNorm", "GroupNorm",
                                            "RMSNorm"};
   for (const Node& node : graph.nodes()) {

@@ -1112,6 +1112,9 @@ std::vector<std::string> supported_ops() {
 void check_supported(const Graph& graph) {
   const auto& impls = op_impls();
   for (const Node& node : graph.nodes()) {
+    if (node.op == "ScaledDotProductAttention" && node.attr_int("fused", 0) != 0)
+      throw InputError("attention sdpa (node '" + node.name + "'): libtorch 1.13 has no fused attention kernel to run; "
+                       "measure with --attention eager (the math path)");
     if (impls.count(node.op)) continue;
     std::string known;
     for (const std::string& name : supported_ops()) known += (known.empty() ? "" : ", ") + name;
