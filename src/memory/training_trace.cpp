@@ -163,6 +163,9 @@ struct Tensor {
   int grad_fn = -1;     // autograd node producing it
   int param = -1;       // parameter id (a leaf that requires grad)
   int expanded_dim = -1;  // a dimension expand() made of a size-1 one (stride 0); the rest dense in `layout`
+  // A differentiable view of its op's fresh result (_flatten_3d_linear's .view()): an in-place op on it is
+  // recorded on the base as CopySlices.
+  bool view_of_result = false;
   bool requires_grad() const { return grad_fn >= 0 || param >= 0; }
 };
 
@@ -250,9 +253,13 @@ bool view_strides(const std::vector<int64_t>& old_sizes, const std::vector<int64
 // Whether matmul's reshape of a batched operand to 3-D (batch dimensions merged; `transposed`: of its last
 // two dimensions swapped, k^T) copies it: a non-dense tensor, or strides that allow no view.
 bool folds_by_copy(const Layout& layout, bool dense, std::vector<int64_t> dims, bool transposed, int expanded_dim = -1) {
-  if (!dense && expanded_dim < 0) return true;
   const size_t rank = dims.size();
   if (rank < 3) return false;
+  // Merging batch dimensions of which at most one is larger than 1 is a view whatever the strides.
+  int batch_dims = 0;
+  for (size_t dim = 0; dim + 2 < rank; ++dim) batch_dims += dims[dim] > 1;
+  if (batch_dims <= 1) return false;
+  if (!dense && expanded_dim < 0) return true;
   std::vector<int64_t> strides;
   if (expanded_dim >= 0) {
     std::vector<int64_t> stored = dims;
@@ -863,6 +870,7 @@ class Trace {
     out.contiguous = contiguous;
     out.param = -1;
     out.expanded_dim = -1;
+    out.view_of_result = false;
     return out;
   }
   int saved(const Tensor& tensor) {
@@ -875,6 +883,7 @@ class Trace {
   Tensor run_conv(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_batchnorm(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_activation(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_inplace_on_view(int index, const Tensor& x, bool saves_result);
   Tensor run_linear(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_input(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_max_pool(int index, const Node& node, const std::vector<Tensor>& in);
@@ -1049,6 +1058,7 @@ Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<
   // others their input (an in-place variant keeps a clone of its input, except one that keeps its
   // result, relu_, which keeps that).
   const bool saves_result = saves_result_[static_cast<size_t>(index)];
+  if (inplace && x.view_of_result) return run_inplace_on_view(index, x, saves_result);
   if (inplace) {
     if (saves_result) {
       Tensor out = view(x, bytes, x.contiguous);
@@ -1064,6 +1074,31 @@ Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<
   std::vector<int> keep{saves_result ? saved(out) : saved(x)};
   out.grad_fn = make_node(index, keep, {edge_of(x)}, grad_like_incoming);
   return out;
+}
+
+// An in-place activation (relu_, silu_) on a view of a fresh result (a 3-D Linear with bias, GPT-NeoX's and OPT's
+// MLP): autograd rebases the view's history onto its base as CopySlices around the activation's node, and
+// regenerates the view's grad_fn as AsStridedBackward0. Backward, read off allocation traces: as_strided_backward's
+// zero storage, then CopySlices' copy of the base's gradient, a contiguous clone of the slice for the activation's
+// backward and that backward's result (both freed before it returns).
+Tensor Trace::run_inplace_on_view(int index, const Tensor& x, bool saves_result) {
+  const int64_t bytes = x.bytes;
+  std::vector<int> keep{saves_result ? saved(x) : program_.alloc(bytes, Category::Activation, "clone")};
+  Tensor rebased = view(x, bytes, x.contiguous);
+  rebased.grad_fn = make_node(index, keep, {edge_of(x)}, [bytes](Trace& t, const Grad& grad) {
+    Grad result = t.new_grad(bytes, "copy_slices");
+    follow_layout(result, grad);
+    int slice = t.program().alloc(bytes, Category::Transient, "clone");
+    int inner = t.program().alloc(bytes, Category::Transient, "grad");
+    t.program().release(slice);
+    t.program().release(inner);
+    return std::vector<Grad>{result};
+  });
+  Tensor out = rebased;
+  out.grad_fn = make_node(index, {}, {edge_of(rebased)}, [bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(bytes, "as_strided_backward")};
+  });
+  return out;  // the view's reference, which the executor holds
 }
 
 Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>& in) {
@@ -1094,6 +1129,7 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
     Tensor input = x;
     if (rank == 3) input.grad_fn = make_node(index, {}, {edge_of(x)}, pass);
     Tensor out = new_output(out_bytes);
+    out.view_of_result = rank == 3;  // result.view(N, L, out_features)
     std::vector<int> keep;
     if (weight_grad) keep.push_back(saved(x));
     out.grad_fn = make_node(index, keep, {bias_edge, edge_of(input), edge_of(transposed)},
@@ -1420,7 +1456,11 @@ Tensor Trace::run_permute(int index, const Node& node, const std::vector<Tensor>
     inverse[static_cast<size_t>(in_dim)] = static_cast<int64_t>(out);
   }
   const int64_t bytes = x.bytes;
-  const bool contiguous_copy = node.attr_int("contiguous", 0) != 0;
+  // .contiguous() copies unless the permuted view already is contiguous (c10 ignores size-1 dimensions: one
+  // head, a batch of one).
+  const Layout permuted_layout = (x.layout.rank == 0 ? Layout::plain(in_shape.rank()) : x.layout).permuted(dims);
+  const bool contiguous_copy =
+      node.attr_int("contiguous", 0) != 0 && !(x.dense && permuted_layout.contiguous(out_dims));
   Tensor out;
   if (contiguous_copy) {
     out = new_output(bytes, "contiguous");
