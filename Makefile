@@ -27,7 +27,7 @@ build-cli: configure
 # Tests whose expectations depend on the ISA oneDNN dispatches to (src/hardware/isa.h): `make test`
 # runs them a second time with oneDNN and ATen capped at AVX2, so that an AVX-512 host checks the
 # rules of both ISAs against real runs. On a host without AVX-512 the cap changes nothing: skipped.
-ISA_TESTS ?= ^(Isa|ConvImpl|CpuConv|SimulatorVsProfiler|MemoryCli)\.
+ISA_TESTS ?= ^(Isa|ConvImpl|CpuConv|SimulatorVsProfiler|MemoryCli|DecoderMemoryVsProfiler)\.
 
 # Under CI=true (the environment reaches every test binary) a skipped test fails unless it is on
 # tests/skip_allowlist.txt (tests/test_main.cpp).

@@ -7,6 +7,11 @@ every number, flag and string must come out the same. Only the predictor's absol
 (it names the checkout), and the checkout's root in other strings reads $ROOT. Exit code 1 names each difference; 2 on bad arguments.
 
   /usr/bin/python3 scripts/forecast-fixture.py --dnncast build/dnncast --check tests/cli/forecast_fixture/before.json
+
+Numbers changed on purpose since are listed in changed.json beside the checked file: per configuration the
+keys' new values and why; --check lays them over the old file first, so every other number is still held to
+the old code's and these to the new. --changed-from FILE writes that list's entries: the differences between
+FILE (the old output) and what the build prints now, for the configurations --only names.
 """
 import argparse
 import concurrent.futures
@@ -123,6 +128,28 @@ def differences(before, after, path=""):
     return [] if before == after else [f"{path}: {before!r} before, {after!r} after"]
 
 
+CHANGED_FILE = "changed.json"  # beside the --check file: {id: {"why": ..., "memory": {...}, "predict": {...}}}
+
+
+def overlay(base, patch):
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            overlay(base[key], value)
+        else:
+            base[key] = value
+
+
+def changed_leaves(before, after):
+    """The parts of `after` that differ from `before` (dicts recursed into; anything else whole)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = {}
+        for key, value in after.items():
+            if key not in before or before[key] != value:
+                out[key] = changed_leaves(before.get(key), value) if key in before else value
+        return out
+    return after
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dnncast", required=True)
@@ -133,6 +160,8 @@ def main():
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", metavar="FILE")
     mode.add_argument("--check", metavar="FILE")
+    mode.add_argument("--changed-from", metavar="FILE")
+    parser.add_argument("--why", default="", help="--changed-from: the reason written into each entry")
     args = parser.parse_args()
     dnncast = os.path.abspath(args.dnncast)
     cwd = os.path.dirname(os.path.abspath(args.configs))  # graph files are named relative to configs.tsv
@@ -155,8 +184,32 @@ def main():
         print(f"forecast-fixture: wrote {len(results)} configurations to {args.write}"
               + (f"; non-zero exit codes: {', '.join(failed)}" if failed else ""))
         return 0
+    if args.changed_from:
+        with open(args.changed_from) as f:
+            old = json.load(f)
+        entries = {}
+        for key, entry in results.items():
+            patch = {}
+            memory = changed_leaves(old[key]["memory"], entry["memory"])
+            if memory:
+                patch["memory"] = memory
+            # predict: the memory forecast's keys only (its time keys depend on the host's predictor match)
+            now, was = entry["predict"].get("json", {}), old[key]["predict"].get("json", {})
+            forecast = {k: v for k, v in now.items() if "bytes" in k and was.get(k) != v}
+            if forecast:
+                patch["predict"] = {"json": forecast}
+            if patch:
+                entries[key] = dict(why=args.why, **patch)
+        print(json.dumps(entries, indent=1, sort_keys=True))
+        return 0
     with open(args.check) as f:
         before = json.load(f)
+    changed_path = os.path.join(os.path.dirname(os.path.abspath(args.check)), CHANGED_FILE)
+    if os.path.exists(changed_path):
+        with open(changed_path) as f:
+            for key, entry in json.load(f).items():
+                if key in before:
+                    overlay(before[key], {name: value for name, value in entry.items() if name != "why"})
     if args.only:
         before = {k: v for k, v in before.items() if k in args.only}
     drop_added_memory_keys(before)

@@ -141,7 +141,7 @@ OpDef softmax_op() {
 OpDef embedding_op() {
   OpDef embedding;
   embedding.name = "Embedding";
-  embedding.memory_recipe = "generic";
+  embedding.memory_recipe = "embedding";
   embedding.category = "embedding";
   embedding.required_attrs = {"num_embeddings", "embedding_dim"};
   embedding.shape = [](const OpView& view) {
@@ -273,7 +273,7 @@ OpDef class_token_op() {
 OpDef rotary_op() {
   OpDef rotary;
   rotary.name = "RotaryEmbedding";
-  rotary.memory_recipe = "generic";
+  rotary.memory_recipe = "rotary";
   rotary.feature_kind = "Mul";
   rotary.category = "attention";
   rotary.shape = [](const OpView& view) {

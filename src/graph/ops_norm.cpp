@@ -115,7 +115,7 @@ void register_norm_ops(OpRegistry& registry) {
 
   OpDef rmsnorm;
   rmsnorm.name = "RMSNorm";
-  rmsnorm.memory_recipe = "generic";
+  rmsnorm.memory_recipe = "rms_norm";
   rmsnorm.feature_kind = "LayerNorm";
   rmsnorm.fresh_output = true;
   rmsnorm.category = "norm";

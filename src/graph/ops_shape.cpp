@@ -221,7 +221,7 @@ OpDef shuffle_op() {
 OpDef repeat_op() {
   OpDef repeat;
   repeat.name = "RepeatInterleave";
-  repeat.memory_recipe = "generic";
+  repeat.memory_recipe = "repeat_kv";
   repeat.feature_kind = "Concat";
   repeat.category = "shape";
   repeat.required_attrs = {"axis", "repeats"};

@@ -162,6 +162,10 @@ struct Tensor {
   Layout layout;        // rank 0: plain
   int grad_fn = -1;     // autograd node producing it
   int param = -1;       // parameter id (a leaf that requires grad)
+  int expanded_dim = -1;  // a dimension expand() made of a size-1 one (stride 0); the rest dense in `layout`
+  // A differentiable view of its op's fresh result (_flatten_3d_linear's .view()): an in-place op on it is
+  // recorded on the base as CopySlices.
+  bool view_of_result = false;
   bool requires_grad() const { return grad_fn >= 0 || param >= 0; }
 };
 
@@ -244,6 +248,35 @@ bool view_strides(const std::vector<int64_t>& old_sizes, const std::vector<int64
     }
   }
   return view_d == -1;
+}
+
+// Whether matmul's reshape of a batched operand to 3-D (batch dimensions merged; `transposed`: of its last
+// two dimensions swapped, k^T) copies it: a non-dense tensor, or strides that allow no view.
+bool folds_by_copy(const Layout& layout, bool dense, std::vector<int64_t> dims, bool transposed, int expanded_dim = -1) {
+  const size_t rank = dims.size();
+  if (rank < 3) return false;
+  // Merging batch dimensions of which at most one is larger than 1 is a view whatever the strides.
+  int batch_dims = 0;
+  for (size_t dim = 0; dim + 2 < rank; ++dim) batch_dims += dims[dim] > 1;
+  if (batch_dims <= 1) return false;
+  if (!dense && expanded_dim < 0) return true;
+  std::vector<int64_t> strides;
+  if (expanded_dim >= 0) {
+    std::vector<int64_t> stored = dims;
+    stored[static_cast<size_t>(expanded_dim)] = 1;
+    strides = dense_strides(stored, layout);
+    strides[static_cast<size_t>(expanded_dim)] = 0;
+  } else {
+    strides = dense_strides(dims, layout);
+  }
+  if (transposed) {
+    std::swap(dims[rank - 1], dims[rank - 2]);
+    std::swap(strides[rank - 1], strides[rank - 2]);
+  }
+  int64_t batch = 1;
+  for (size_t dim = 0; dim + 2 < rank; ++dim) batch *= dims[dim];
+  std::vector<int64_t> folded_strides;
+  return !view_strides(dims, strides, {batch, dims[rank - 2], dims[rank - 1]}, folded_strides);
 }
 
 // A new result of an element-wise op on `source`: TensorIterator keeps a dense input's layout,
@@ -399,12 +432,23 @@ class Trace {
     for (int output : outputs_) {
       const Node& node = graph_.node(output);
       if (OpRegistry::instance().get(node.op).category == "loss") continue;
-      if (node.shape.rank() == 2 && node.dtype != DType::I64)
+      if (token_logits(node))
+        targets_.push_back(program_.alloc(node.shape.numel() / node.shape.dims.back() * kI64, Category::State, "labels"));
+      else if (node.shape.rank() == 2 && node.dtype != DType::I64)
         targets_.push_back(program_.alloc(node.shape[0] * kI64, Category::State, "labels"));
       else
         targets_.push_back(program_.alloc(bytes_of(node), Category::State, "target"));
     }
     for (int index : graph_.inputs()) input_buffers_.push_back(program_.alloc(bytes_of(graph_.node(index)), Category::State, "input"));
+  }
+
+  // The executor's LossFunction: an N x ... x V output whose V is the row count of one of the graph's
+  // Embeddings gets token-level cross-entropy (a language model's head).
+  bool token_logits(const Node& node) const {
+    if (node.shape.rank() < 3 || node.dtype == DType::I64) return false;
+    for (const Node& other : graph_.nodes())
+      if (other.op == "Embedding" && other.attr_int("num_embeddings") == node.shape.dims.back()) return true;
+    return false;
   }
 
   int add_param(int64_t bytes) {
@@ -465,6 +509,10 @@ class Trace {
         program_.temp(cells, "ones");
         add_buffer(cells, "causal_mask");
       }
+    } else if (op == "RotaryEmbedding") {
+      const int64_t table_bytes = in_shape(0)[2] * node.attr_int("rotary_dim", in_shape(0)[3]) * kF32;
+      add_buffer(table_bytes, "cos");
+      add_buffer(table_bytes, "sin");
     } else if (op == "CrossEntropyLoss") {
       const TensorShape& logits = in_shape(0);
       add_buffer(logits.numel() / logits[1] * kI64, "labels");
@@ -494,9 +542,12 @@ class Trace {
     for (Tensor& output : outputs) program_.release(output.buffer);
     program_.set_context(iteration, Phase::Backward, -1);
     backward(loss);
+    // The executor's Trainer::iteration() drops the loss forward_backward() returns before the step; a Python
+    // loop keeps its `loss` through it.
+    if (!options_.python_defaults) program_.release(loss.buffer);
     program_.set_context(iteration, Phase::Optimizer, -1);
     step();
-    program_.release(loss.buffer);
+    if (options_.python_defaults) program_.release(loss.buffer);
     // Nodes never reached (outputs that do not lead to the loss) go with the graph.
     for (GradNode& node : nodes_)
       for (int buffer : node.saved) program_.release(buffer);
@@ -569,6 +620,10 @@ class Trace {
   }
 
   void route(const Edge& edge, Grad grad, std::vector<std::pair<int, Grad>>& accumulate) {
+    if (edge.kind == Edge::Param && tied_waiting_[static_cast<size_t>(edge.target)] > 0) {
+      route_tied(edge.target, grad, accumulate);
+      return;
+    }
     if (edge.kind == Edge::None || grad.buffer < 0) {
       program_.release(grad.buffer);
       return;
@@ -591,6 +646,41 @@ class Trace {
     target.input = sum;
   }
 
+  // A parameter with several gradient edges (an LM head tied to the embedding): its AccumulateGrad runs once
+  // every edge delivered, the gradients summed out of place in its input buffer meanwhile (the LM head's
+  // gradient waits there through the whole backward pass).
+  void count_tied_edges(int root) {
+    tied_waiting_.assign(params_.size(), 0);
+    tied_held_.assign(params_.size(), Grad{});
+    std::vector<char> reachable(nodes_.size(), 0);
+    reachable[static_cast<size_t>(root)] = 1;
+    for (int index = root; index >= 0; --index) {
+      if (!reachable[static_cast<size_t>(index)]) continue;
+      for (const Edge& edge : nodes_[static_cast<size_t>(index)].edges) {
+        if (edge.kind == Edge::Node) reachable[static_cast<size_t>(edge.target)] = 1;
+        if (edge.kind == Edge::Param) ++tied_waiting_[static_cast<size_t>(edge.target)];
+      }
+    }
+    for (int& waiting : tied_waiting_)
+      if (waiting < 2) waiting = 0;  // one edge: AccumulateGrad runs as soon as it arrives
+  }
+  void route_tied(int param_id, const Grad& grad, std::vector<std::pair<int, Grad>>& accumulate) {
+    const auto slot = static_cast<size_t>(param_id);
+    Grad& held = tied_held_[slot];
+    if (held.buffer < 0) {
+      held = grad;
+    } else if (grad.buffer >= 0) {
+      Grad sum = new_grad(grad.bytes, "grad sum");
+      follow_layout(sum, held);
+      program_.release(held.buffer);
+      program_.release(grad.buffer);
+      held = sum;
+    }
+    if (--tied_waiting_[slot] > 0) return;
+    if (held.buffer >= 0) accumulate.emplace_back(param_id, held);
+    held = Grad{};
+  }
+
   void accumulate_grad(int param_id, Grad grad) {
     Parameter& param = params_[static_cast<size_t>(param_id)];
     if (param.grad < 0) {
@@ -608,6 +698,7 @@ class Trace {
 
   void backward(const Tensor& loss) {
     if (loss.grad_fn < 0) return;
+    count_tied_edges(loss.grad_fn);
     int ones = program_.alloc(kF32, Category::Transient, "ones_like");
     program_.retain(ones);
     GradNode& root = nodes_[static_cast<size_t>(loss.grad_fn)];
@@ -738,6 +829,10 @@ class Trace {
       if (OpRegistry::instance().get(node.op).category == "loss") {
         loss = outputs[index];
         program_.retain(loss.buffer);
+      } else if (token_logits(node)) {
+        // cross_entropy(logits.reshape(-1, V), labels.reshape(-1)): the reshape is a view of the contiguous
+        // logits (its backward a view of the gradient).
+        loss = cross_entropy(outputs[index], bytes_of(node), targets_.at(target++));
       } else if (node.shape.rank() == 2 && node.dtype != DType::I64) {
         loss = cross_entropy(outputs[index], bytes_of(node), targets_.at(target++));
       } else {
@@ -774,6 +869,8 @@ class Trace {
     out.bytes = bytes;
     out.contiguous = contiguous;
     out.param = -1;
+    out.expanded_dim = -1;
+    out.view_of_result = false;
     return out;
   }
   int saved(const Tensor& tensor) {
@@ -786,6 +883,7 @@ class Trace {
   Tensor run_conv(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_batchnorm(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_activation(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_inplace_on_view(int index, const Tensor& x, bool saves_result);
   Tensor run_linear(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_input(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_max_pool(int index, const Node& node, const std::vector<Tensor>& in);
@@ -807,6 +905,25 @@ class Trace {
   Tensor run_cross_entropy(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_mse(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_generic(int index, const Node& node, const std::vector<Tensor>& in);
+  // Llama / Mistral / GPT-NeoX ops as the executor composes them (Hugging Face's modules).
+  Tensor run_rms_norm(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_rotary(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_repeat_kv(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_embedding(int index, const Node& node, const std::vector<Tensor>& in);
+
+ public:
+  // An ATen op with a Python scalar operand whose result is new: the wrapped scalar and its f32 copy
+  // around the output (tensor * 2.0, tensor + eps).
+  int scalar_op(int64_t bytes, Category category, const char* what) {
+    int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
+    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    int result = program_.alloc(bytes, category, what);
+    program_.release(converted);
+    program_.release(wrapped);
+    return result;
+  }
+
+ private:
 
   const Graph& graph_;
   TraceOptions options_;
@@ -824,6 +941,8 @@ class Trace {
   std::vector<int> targets_;
   std::vector<int> input_buffers_;
   std::vector<GradNode> nodes_;
+  std::vector<int> tied_waiting_;  // per parameter: gradient edges still to come (0: not tied)
+  std::vector<Grad> tied_held_;    // per parameter: their sum so far
   std::vector<std::array<std::unique_ptr<ConvRecipe>, 2>> conv_cache_;
   int iteration_ = 0;
 };
@@ -940,6 +1059,7 @@ Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<
   // others their input (an in-place variant keeps a clone of its input, except one that keeps its
   // result, relu_, which keeps that).
   const bool saves_result = saves_result_[static_cast<size_t>(index)];
+  if (inplace && x.view_of_result) return run_inplace_on_view(index, x, saves_result);
   if (inplace) {
     if (saves_result) {
       Tensor out = view(x, bytes, x.contiguous);
@@ -955,6 +1075,31 @@ Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<
   std::vector<int> keep{saves_result ? saved(out) : saved(x)};
   out.grad_fn = make_node(index, keep, {edge_of(x)}, grad_like_incoming);
   return out;
+}
+
+// An in-place activation (relu_, silu_) on a view of a fresh result (a 3-D Linear with bias, GPT-NeoX's and OPT's
+// MLP): autograd rebases the view's history onto its base as CopySlices around the activation's node, and
+// regenerates the view's grad_fn as AsStridedBackward0. Backward, read off allocation traces: as_strided_backward's
+// zero storage, then CopySlices' copy of the base's gradient, a contiguous clone of the slice for the activation's
+// backward and that backward's result (both freed before it returns).
+Tensor Trace::run_inplace_on_view(int index, const Tensor& x, bool saves_result) {
+  const int64_t bytes = x.bytes;
+  std::vector<int> keep{saves_result ? saved(x) : program_.alloc(bytes, Category::Activation, "clone")};
+  Tensor rebased = view(x, bytes, x.contiguous);
+  rebased.grad_fn = make_node(index, keep, {edge_of(x)}, [bytes](Trace& t, const Grad& grad) {
+    Grad result = t.new_grad(bytes, "copy_slices");
+    follow_layout(result, grad);
+    int slice = t.program().alloc(bytes, Category::Transient, "clone");
+    int inner = t.program().alloc(bytes, Category::Transient, "grad");
+    t.program().release(slice);
+    t.program().release(inner);
+    return std::vector<Grad>{result};
+  });
+  Tensor out = rebased;
+  out.grad_fn = make_node(index, {}, {edge_of(rebased)}, [bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(bytes, "as_strided_backward")};
+  });
+  return out;  // the view's reference, which the executor holds
 }
 
 Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>& in) {
@@ -973,10 +1118,22 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
     // addmm(bias, input, weight.t()): AddmmBackward0 gives mat1, mat2; the bias gradient is summed
     // over rows by the engine; outputs are routed bias, input, weight (via TBackward0).
+    // The pass-through nodes in their creation order (arguments evaluated right to left): TBackward0 of
+    // weight.t(), and for a 3-D input (_flatten_3d_linear) the ViewBackward0 of its 2-D view, which the engine
+    // runs first: the input's gradient is routed before the weight's AccumulateGrad runs.
+    auto pass = [](Trace& t, const Grad& grad) {
+      t.program().retain(grad.buffer);
+      return std::vector<Grad>{grad};
+    };
+    Tensor transposed;
+    transposed.grad_fn = make_node(index, {}, {weight_edge}, pass);
+    Tensor input = x;
+    if (rank == 3) input.grad_fn = make_node(index, {}, {edge_of(x)}, pass);
     Tensor out = new_output(out_bytes);
+    out.view_of_result = rank == 3;  // result.view(N, L, out_features)
     std::vector<int> keep;
     if (weight_grad) keep.push_back(saved(x));
-    out.grad_fn = make_node(index, keep, {bias_edge, edge_of(x), weight_edge},
+    out.grad_fn = make_node(index, keep, {bias_edge, edge_of(input), edge_of(transposed)},
                             [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad](Trace& t, const Grad&) {
                               Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
                               Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
@@ -1002,8 +1159,19 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
                      });
   Tensor mm_out = out;
   mm_out.grad_fn = mm;
-  out.grad_fn = make_node(index, {}, {edge_of(mm_out)}, [out_bytes](Trace& t, const Grad& grad) {
+  const std::vector<int64_t> out_dims = node.shape.dims;
+  out.grad_fn = make_node(index, {}, {edge_of(mm_out)}, [out_bytes, out_dims](Trace& t, const Grad& grad) {
     if (grad.contiguous) return std::vector<Grad>{t.share(grad, out_bytes, true)};
+    // A strided gradient the 2-D view can still take (a batch of one): mm reads it as it is.
+    std::vector<int64_t> strides;
+    const int64_t features = out_dims.back();
+    if (grad.dense && grad.layout.rank == static_cast<int>(out_dims.size()) &&
+        view_strides(out_dims, dense_strides(out_dims, grad.layout), {TensorShape(out_dims).numel() / features, features}, strides)) {
+      Grad viewed = t.share(grad, out_bytes, false);
+      with_layout(viewed, layout_of_strides(strides), {TensorShape(out_dims).numel() / features, features});
+      viewed.dense = true;
+      return std::vector<Grad>{viewed};
+    }
     return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
   });
   if (bias) {
@@ -1289,7 +1457,11 @@ Tensor Trace::run_permute(int index, const Node& node, const std::vector<Tensor>
     inverse[static_cast<size_t>(in_dim)] = static_cast<int64_t>(out);
   }
   const int64_t bytes = x.bytes;
-  const bool contiguous_copy = node.attr_int("contiguous", 0) != 0;
+  // .contiguous() copies unless the permuted view already is contiguous (c10 ignores size-1 dimensions: one
+  // head, a batch of one).
+  const Layout permuted_layout = (x.layout.rank == 0 ? Layout::plain(in_shape.rank()) : x.layout).permuted(dims);
+  const bool contiguous_copy =
+      node.attr_int("contiguous", 0) != 0 && !(x.dense && permuted_layout.contiguous(out_dims));
   Tensor out;
   if (contiguous_copy) {
     out = new_output(bytes, "contiguous");
@@ -1455,20 +1627,33 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   // saved for the other's gradient only, and a gradient is computed only where it is needed (a frozen
   // projection's k, q or v without one: LoRA, graph/lora.h).
   const bool q_grad = scaled.requires_grad(), k_grad = in[1].requires_grad(), v_grad = in[2].requires_grad();
+  // matmul folds q' and k^T to 3-D by reshape: a contiguous copy where the strides allow no view (q' laid out
+  // like q, which TensorIterator follows; a k permuted from the projection's N x L x heads x head_dim), kept by
+  // bmm in place of the operand.
+  const Layout q_order = in[0].layout.rank == 4 ? in[0].layout : Layout::plain(4);
+  int q_copy = folds_by_copy(q_order, true, q_shape.dims, false) ? program_.alloc(q_bytes, Category::Activation, "q reshape") : -1;
+  int k_copy = folds_by_copy(in[1].layout, in[1].dense, k_shape.dims, true, in[1].expanded_dim) ? program_.alloc(k_bytes, Category::Activation, "k^T reshape") : -1;
   int scores = program_.alloc(scores_bytes, Category::Activation, "scores");
   std::vector<int> bmm1_saved;
   if (k_grad) {
-    program_.retain(scaled_q);
-    bmm1_saved.push_back(scaled_q);
+    const int kept = q_copy >= 0 ? q_copy : scaled_q;
+    program_.retain(kept);
+    bmm1_saved.push_back(kept);
   }
-  if (q_grad) bmm1_saved.push_back(saved(in[1]));
+  if (q_grad) {
+    if (k_copy >= 0) program_.retain(k_copy);
+    bmm1_saved.push_back(k_copy >= 0 ? k_copy : saved(in[1]));
+  }
+  program_.release(k_copy);
+  program_.release(q_copy);
+  const std::vector<int64_t> k_dims = k_shape.dims;
   int bmm1 = make_node(index, bmm1_saved, {edge_of(scaled), edge_of(in[1])},
-                       [q_bytes, k_bytes, q_grad, k_grad](Trace& t, const Grad&) {
+                       [q_bytes, k_bytes, q_grad, k_grad, k_dims](Trace& t, const Grad&) {
                          Grad gk;
                          if (k_grad) {
                            gk = t.new_grad(k_bytes);
-                           gk.contiguous = false;  // the gradient of k^T, transposed back
-                           gk.dense = true;
+                           // the gradient of k^T, transposed back: stored batch, head, feature, position
+                           with_layout(gk, Layout::plain(4).permuted({0, 1, 3, 2}), k_dims);
                          }
                          Grad gq = q_grad ? t.new_grad(q_bytes) : Grad{};
                          return std::vector<Grad>{gq, gk};
@@ -1488,8 +1673,10 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   int softmax_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
     return std::vector<Grad>{t.new_grad(scores_bytes)};
   });
-  program_.retain(probabilities);
-  nodes_[static_cast<size_t>(softmax_node)].saved.push_back(probabilities);
+  if (softmax_node >= 0) {  // no node where neither q nor k needs a gradient (LoRA on v alone)
+    program_.retain(probabilities);
+    nodes_[static_cast<size_t>(softmax_node)].saved.push_back(probabilities);
+  }
   Tensor probs = make_tensor(probabilities, scores_bytes, softmax_node);
   if (dropout_p > 0) {
     int noise = program_.alloc(dropout_mask_bytes(scores_bytes), Category::Activation,
@@ -1503,6 +1690,8 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
     probabilities = dropped;
     probs = make_tensor(dropped, scores_bytes, drop_node);
   }
+  const TensorShape& v_shape = graph_.node(node.inputs[2]).shape;
+  int v_copy = folds_by_copy(in[2].layout, in[2].dense, v_shape.dims, false, in[2].expanded_dim) ? program_.alloc(v_bytes, Category::Activation, "v reshape") : -1;
   Tensor out = new_output(out_bytes);
   const bool p_grad = probs.requires_grad();
   std::vector<int> bmm2_saved;
@@ -1510,13 +1699,28 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
     program_.retain(probabilities);
     bmm2_saved.push_back(probabilities);
   }
-  if (p_grad) bmm2_saved.push_back(saved(in[2]));
+  if (p_grad) {
+    if (v_copy >= 0) program_.retain(v_copy);
+    bmm2_saved.push_back(v_copy >= 0 ? v_copy : saved(in[2]));
+  }
+  program_.release(v_copy);
   out.grad_fn = make_node(index, bmm2_saved, {edge_of(probs), edge_of(in[2])},
                           [scores_bytes, v_bytes, p_grad, v_grad](Trace& t, const Grad&) {
                             Grad gv = v_grad ? t.new_grad(v_bytes) : Grad{};
                             Grad gp = p_grad ? t.new_grad(scores_bytes) : Grad{};
                             return std::vector<Grad>{gp, gv};
                           });
+  // matmul's _unsafe_view of the 3-D product back to N x heads x L x head_dim: UnsafeViewBackward0 reshapes
+  // the gradient, a copy when it arrives permuted (through the heads' merge).
+  const Tensor product = out;
+  const std::vector<int64_t> out_dims = node.shape.dims;
+  out.grad_fn = make_node(index, {}, {edge_of(product)}, [out_bytes, out_dims](Trace& t, const Grad& grad) {
+    const int64_t batch = out_dims[0] * out_dims[1];
+    std::vector<int64_t> strides;
+    if (grad.dense && view_strides(out_dims, dense_strides(out_dims, grad.layout), {batch, out_dims[2], out_dims[3]}, strides))
+      return std::vector<Grad>{t.share(grad, out_bytes, true)};
+    return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
+  });
   program_.release(probabilities);
   program_.release(scores);  // the local `scores` goes when the op returns
   return out;
@@ -1529,6 +1733,247 @@ Tensor Trace::run_cross_entropy(int, const Node& node, const std::vector<Tensor>
 }
 
 Tensor Trace::run_mse(int, const Node&, const std::vector<Tensor>& in) { return mse(in[0], in[0].bytes, -1); }
+
+// Hugging Face's LlamaRMSNorm as the executor composes it, weight * (x * rsqrt(x.pow(2).mean(-1, keepdim) + eps)):
+// six autograd nodes. Forward: x^2 (MeanBackward1 keeps it), the row means (then div_ by the width), + eps,
+// rsqrt (kept as its result), x * rstd (kept for the weight's gradient), weight * that. Backward, read off
+// allocation traces: the weight's gradient is grad * normalized summed to the width, rstd's is grad * x summed
+// to the rows; rsqrt's is -0.5 * grad * result.pow(3), the mean's grad.expand / width, pow's
+// grad * (2 * x.pow(1)).
+Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  const int64_t bytes = x.bytes;
+  const int64_t width_bytes = graph_.node(node.inputs[0]).shape.dims.back() * kF32;
+  const int64_t row_bytes = bytes / graph_.node(node.inputs[0]).shape.dims.back();
+  auto product = [](Trace& t, const Grad& grad, int64_t size) {
+    Grad result = t.new_grad(size);
+    follow_layout(result, grad);
+    return result;
+  };
+  // x.pow(2): PowBackward0 keeps x.
+  int squares = program_.alloc(bytes, Category::Activation, "x^2");
+  const int pow_node = make_node(index, {saved(x)}, {edge_of(x)}, [bytes, product](Trace& t, const Grad& grad) {
+    int linear = t.program().alloc(bytes, Category::Transient, "pow");  // self.pow(1): a copy
+    int doubled = t.scalar_op(bytes, Category::Transient, "2 * pow");
+    Grad result = product(t, grad, bytes);
+    t.program().release(doubled);
+    t.program().release(linear);
+    return std::vector<Grad>{result};
+  });
+  Tensor squares_t = make_tensor(squares, bytes, pow_node);
+  // mean(-1, keepdim): sum, then div_ by the width; MeanBackward1 keeps its input.
+  int mean = program_.alloc(row_bytes, Category::Activation, "mean");
+  scalar_temps();
+  program_.retain(squares);
+  const int mean_node = make_node(index, {squares}, {edge_of(squares_t)}, [bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{make_grad(t.scalar_op(bytes, Category::Transient, "grad"), bytes, true)};
+  });
+  Tensor mean_t = make_tensor(mean, row_bytes, mean_node);
+  // + eps: AddBackward1 passes the gradient on.
+  int shifted = scalar_op(row_bytes, Category::Activation, "mean + eps");
+  const int add_node = make_node(index, {}, {edge_of(mean_t)}, [](Trace& t, const Grad& grad) {
+    t.program().retain(grad.buffer);
+    return std::vector<Grad>{grad};
+  });
+  Tensor shifted_t = make_tensor(shifted, row_bytes, add_node);
+  // rsqrt: RsqrtBackward0 keeps its result.
+  int rstd = program_.alloc(row_bytes, Category::Activation, "rstd");
+  program_.retain(rstd);
+  const int rsqrt_node = make_node(index, {rstd}, {edge_of(shifted_t)}, [row_bytes](Trace& t, const Grad&) {
+    int cube = t.program().alloc(row_bytes, Category::Transient, "pow");  // result.pow(3), evaluated first
+    int scaled = t.scalar_op(row_bytes, Category::Transient, "-0.5 * grad");
+    Grad result = t.new_grad(row_bytes);
+    t.program().release(scaled);
+    t.program().release(cube);
+    return std::vector<Grad>{result};
+  });
+  Tensor rstd_t = make_tensor(rstd, row_bytes, rsqrt_node);
+  program_.release(shifted);
+  program_.release(mean);
+  program_.release(squares);
+  // x * rstd: MulBackward0 gives rstd's gradient (grad * x, summed to the rows) first, then x's (grad * rstd).
+  Tensor normalized = like(bytes, x);
+  const bool x_grad = x.requires_grad(), rstd_grad = rstd_t.requires_grad();
+  std::vector<int> keep;
+  if (rstd_grad) keep.push_back(saved(x));
+  if (x_grad) keep.push_back(saved(rstd_t));
+  normalized.grad_fn = make_node(index, keep, {edge_of(x), edge_of(rstd_t)},
+                                 [bytes, row_bytes, x_grad, rstd_grad, product](Trace& t, const Grad& grad) {
+                                   Grad g_rstd = rstd_grad ? product(t, grad, bytes) : Grad{};
+                                   Grad g_x = x_grad ? product(t, grad, bytes) : Grad{};
+                                   if (g_rstd.buffer >= 0) {
+                                     Grad reduced = t.new_grad(row_bytes, "sum_to");
+                                     t.program().release(g_rstd.buffer);
+                                     g_rstd = reduced;
+                                   }
+                                   return std::vector<Grad>{g_x, g_rstd};
+                                 });
+  // weight * normalized: the normalized tensor's gradient (grad * weight) first, then the weight's (grad *
+  // normalized, summed to the width). A frozen weight keeps nothing of the normalized tensor.
+  Tensor out = like(bytes, normalized);
+  const Edge weight_edge = param_edge(index, 0);
+  const bool weight_grad = weight_edge.kind != Edge::None, normalized_grad = normalized.requires_grad();
+  keep.clear();
+  if (normalized_grad) keep.push_back(saved(make_tensor(params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].buffer, 0, -1)));
+  if (weight_grad) keep.push_back(saved(normalized));
+  out.grad_fn = make_node(index, keep, {weight_edge, edge_of(normalized)},
+                          [bytes, width_bytes, weight_grad, normalized_grad, product](Trace& t, const Grad& grad) {
+                            Grad g_normalized = normalized_grad ? product(t, grad, bytes) : Grad{};
+                            Grad g_weight = weight_grad ? product(t, grad, bytes) : Grad{};
+                            if (g_weight.buffer >= 0) {
+                              Grad reduced = t.new_grad(width_bytes, "sum_to");
+                              t.program().release(g_weight.buffer);
+                              g_weight = reduced;
+                            }
+                            return std::vector<Grad>{g_weight, g_normalized};
+                          });
+  program_.release(normalized.buffer);  // the temporary x * rstd, then the local rstd
+  program_.release(rstd);
+  return out;
+}
+
+// Rotary q or k as the executor writes Hugging Face's apply_rotary_pos_emb (cos and sin are buffers):
+// part = x, or x[..., :rotary_dim] (GPT-NeoX's rotary_pct); rotate_half = cat(-part[..., h:], part[..., :h]);
+// rotated = part * cos + rotate_half * sin; with a partial rotary cat(rotated, x[..., rotary_dim:]). Nothing is
+// kept for backward but cos and sin. Backward: the slices' gradients are zeros of their input with the slice
+// copied in, the negation's a new tensor, and each product's grad * cos (sin); x's gradients are summed.
+Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  const TensorShape& shape = graph_.node(node.inputs[0]).shape;
+  const int64_t head_dim = shape[3];
+  const int64_t rotary_dim = node.attr_int("rotary_dim", head_dim);
+  const bool partial = rotary_dim != head_dim;
+  const int64_t full_bytes = x.bytes;
+  const int64_t part_bytes = full_bytes / head_dim * rotary_dim;
+  const int64_t half_bytes = part_bytes / 2;
+  auto slice_backward = [](int64_t input_bytes) {
+    return [input_bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(input_bytes, "slice_backward")}; };
+  };
+  auto narrowed = [&](const Tensor& source, int64_t input_bytes) {
+    Tensor slice = source;  // a view; the storage is held by the executor until the op returns
+    slice.dense = false;
+    slice.contiguous = false;
+    slice.param = -1;
+    slice.grad_fn = make_node(index, {}, {edge_of(source)}, slice_backward(input_bytes));
+    return slice;
+  };
+  const Tensor part = partial ? narrowed(x, full_bytes) : x;
+  // rotate_half: -part[..., h:] (a new tensor), part[..., :h], concatenated.
+  Tensor upper = narrowed(part, part_bytes);
+  int negated = program_.alloc(half_bytes, Category::Activation, "neg");
+  const int neg_node = make_node(index, {}, {edge_of(upper)}, [half_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(half_bytes)};
+  });
+  Tensor lower = narrowed(part, part_bytes);
+  int turned = program_.alloc(part_bytes, Category::Activation, "rotate_half");
+  const int cat_node = make_node(index, {}, {edge_of(make_tensor(negated, half_bytes, neg_node)), edge_of(lower)},
+                                 [half_bytes](Trace& t, const Grad& grad) {
+                                   return std::vector<Grad>{t.share(grad, half_bytes, false), t.share(grad, half_bytes, false)};
+                                 });
+  program_.release(negated);
+  const Tensor turned_t = make_tensor(turned, part_bytes, cat_node);
+  // part * cos + rotate_half * sin: each MulBackward0 keeps only the table.
+  auto times_table = [&](const Tensor& source, const char* what) {
+    Tensor result = make_tensor(program_.alloc(part_bytes, Category::Activation, what), part_bytes, -1);
+    result.grad_fn = make_node(index, {}, {edge_of(source)}, [part_bytes](Trace& t, const Grad& grad) {
+      Grad g = t.new_grad(part_bytes);
+      follow_layout(g, grad);
+      return std::vector<Grad>{g};
+    });
+    return result;
+  };
+  const Tensor with_cos = times_table(part, "x * cos");
+  const Tensor with_sin = times_table(turned_t, "rotate_half * sin");
+  // TensorIterator lays the products and their sum out in the strides' order of x (a permuted view of the
+  // projection: batch, position, head, feature).
+  const Layout order = x.layout.rank == 4 ? x.layout : Layout::plain(4);
+  std::vector<int64_t> part_dims = shape.dims;
+  part_dims[3] = rotary_dim;
+  Tensor rotated = make_tensor(program_.alloc(part_bytes, Category::Activation, partial ? "rotated" : "output"), part_bytes, -1);
+  with_layout(rotated, order, part_dims);
+  rotated.grad_fn = make_node(index, {}, {edge_of(with_cos), edge_of(with_sin)}, [](Trace& t, const Grad& grad) {
+    Grad shared = grad;
+    shared.shared_tensor = true;
+    t.program().retain(grad.buffer);
+    t.program().retain(grad.buffer);
+    return std::vector<Grad>{shared, shared};
+  });
+  program_.release(with_sin.buffer);
+  program_.release(with_cos.buffer);
+  Tensor out = rotated;
+  if (partial) {
+    // cat(rotated, x[..., rotary_dim:]): a plain tensor.
+    const Tensor rest = narrowed(x, full_bytes);
+    out = new_output(full_bytes);
+    const int64_t rest_bytes = full_bytes - part_bytes;
+    out.grad_fn = make_node(index, {}, {edge_of(rotated), edge_of(rest)}, [part_bytes, rest_bytes](Trace& t, const Grad& grad) {
+      return std::vector<Grad>{t.share(grad, part_bytes, false), t.share(grad, rest_bytes, false)};
+    });
+    program_.release(rotated.buffer);
+  }
+  program_.release(turned);
+  return out;
+}
+
+// Hugging Face's repeat_kv as the executor runs it: x.unsqueeze(axis + 1).expand(..., repeats, ...).reshape(...),
+// a contiguous copy (CloneBackward0 + UnsafeViewBackward0) unless the strides allow a view (one kv head).
+// Backward: the reshape and the clone pass the gradient on, ExpandBackward0 sums it over the repeats (a new
+// tensor of x's size), the unsqueeze is a view.
+Tensor Trace::run_repeat_kv(int index, const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  const TensorShape& shape = graph_.node(node.inputs[0]).shape;
+  int64_t axis = node.attr_int("axis");
+  if (axis < 0) axis += shape.rank();
+  const int64_t repeats = node.attr_int("repeats");
+  const int64_t in_bytes = x.bytes, out_bytes = bytes_of(node);
+  auto pass = [](Trace& t, const Grad& grad) {
+    t.program().retain(grad.buffer);
+    return std::vector<Grad>{grad};
+  };
+  Tensor unsqueezed = x;
+  unsqueezed.param = -1;
+  unsqueezed.grad_fn = make_node(index, {}, {edge_of(x)}, pass);
+  Tensor expanded = unsqueezed;
+  expanded.grad_fn = make_node(index, {}, {edge_of(unsqueezed)}, [in_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(in_bytes, "sum_to")};
+  });
+  // The expanded sizes and strides (the new axis has stride 0), and whether reshape can view them.
+  std::vector<int64_t> sizes = shape.dims, strides;
+  bool viewable = false;
+  if (x.dense) {
+    strides = dense_strides(sizes, x.layout);
+    sizes.insert(sizes.begin() + axis + 1, repeats);
+    strides.insert(strides.begin() + axis + 1, 0);
+    std::vector<int64_t> view;
+    viewable = view_strides(sizes, strides, node.shape.dims, view);
+  }
+  Tensor out;
+  if (viewable) {
+    out = view(x, out_bytes, false);
+    out.dense = false;  // overlapping: the same k and v for every query head
+    out.expanded_dim = static_cast<int>(axis);
+  } else {
+    out = new_output(out_bytes, "repeat_kv");
+    out.grad_fn = make_node(index, {}, {edge_of(expanded)}, pass);  // CloneBackward0
+  }
+  out.grad_fn = make_node(index, {}, {edge_of(viewable ? expanded : out)}, pass);  // the reshape: a view of the gradient
+  return out;
+}
+
+// at::embedding: index_select of the rows (EmbeddingBackward0 keeps the indices). Backward
+// (embedding_dense_backward_cpu): a zero table the rows are added into, after a contiguous copy of a strided
+// gradient. A frozen table takes no gradient.
+Tensor Trace::run_embedding(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int64_t out_bytes = bytes_of(node);
+  Tensor out = new_output(out_bytes);
+  const int64_t table_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
+  out.grad_fn = make_node(index, {saved(in[0])}, {param_edge(index, 0)}, [table_bytes, out_bytes](Trace& t, const Grad& grad) {
+    Grad table = t.new_grad(table_bytes, "embedding grad");
+    if (!grad.contiguous) t.program().temp(out_bytes, "contiguous");
+    return std::vector<Grad>{table};
+  });
+  return out;
+}
 
 // The recipes, by the name an op declares (OpDef::memory_recipe): one per op or family of ops,
 // each the allocations of its kernels. "generic" is not replayed kernel by kernel: an op that
@@ -1559,6 +2004,10 @@ const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
       {"attention", {&Trace::run_attention}},
       {"cross_entropy", {&Trace::run_cross_entropy}},
       {"mse", {&Trace::run_mse}},
+      {"rms_norm", {&Trace::run_rms_norm}},
+      {"rotary", {&Trace::run_rotary}},
+      {"repeat_kv", {&Trace::run_repeat_kv}},
+      {"embedding", {&Trace::run_embedding}},
   };
   return table;
 }

@@ -1,0 +1,164 @@
+#include "models/decoder_sweep.h"
+
+#include <cstdio>
+
+#include "core/rng.h"
+#include "graph/lora.h"
+#include "models/hf_config.h"
+#include "models/zoo.h"
+
+namespace dnncast {
+
+namespace {
+
+template <typename T>
+T pick(core::SplitMix64& rng, const std::vector<T>& choices) {
+  return choices[static_cast<size_t>(rng.below(choices.size()))];
+}
+
+bool chance(core::SplitMix64& rng, double probability) { return rng.unit() < probability; }
+
+// The divisors of `heads` below it: the key/value head counts of grouped-query attention.
+std::vector<int64_t> grouped_kv_heads(int64_t heads) {
+  std::vector<int64_t> divisors;
+  for (int64_t kv = 1; kv < heads; ++kv)
+    if (heads % kv == 0) divisors.push_back(kv);
+  return divisors;
+}
+
+// PEFT's target module names for the family (graph/lora.h).
+std::string lora_targets(core::SplitMix64& rng, const std::string& family) {
+  static const std::vector<std::string> llama = {"q,v", "q,k,v,o", "q,k,v,o,gate,up,down", "gate,up,down", "v", "o,down"};
+  static const std::vector<std::string> neox = {"query_key_value", "query_key_value,dense", "dense_h_to_4h,dense_4h_to_h",
+                                                "query_key_value,dense,dense_h_to_4h,dense_4h_to_h"};
+  return pick(rng, family == "gpt_neox" ? neox : llama);
+}
+
+void draw_llama(core::SplitMix64& rng, DecoderCase& c) {
+  c.heads = c.family == "mistral" ? pick<int64_t>(rng, {2, 4, 6, 8}) : rng.int_between(2, 8);
+  // llama: multi-head half of the time, else grouped; mistral: grouped (one kv head included).
+  c.kv_heads = c.family == "llama" && chance(rng, 0.5) ? c.heads : pick(rng, grouped_kv_heads(c.heads));
+  const int64_t head_dim = pick<int64_t>(rng, {8, 12, 16, 24, 32});
+  if (c.family == "llama" && chance(rng, 0.2)) {
+    c.head_dim = head_dim;  // q is heads * head_dim wide, not hidden_size
+    c.hidden = 8 * rng.int_between(2, 12);
+  } else {
+    c.hidden = c.heads * head_dim;
+  }
+  c.mlp = rng.int_between(c.hidden, 4 * c.hidden);
+  if (c.family == "llama") {
+    c.attention_bias = chance(rng, 0.3);
+    c.mlp_bias = chance(rng, 0.3);
+  }
+  if (chance(rng, 0.15)) c.dropout = 0.1;
+}
+
+void draw_neox(core::SplitMix64& rng, DecoderCase& c) {
+  c.heads = rng.int_between(1, 8);
+  c.kv_heads = c.heads;
+  const int64_t head_dim = pick<int64_t>(rng, {8, 12, 16, 20, 24});
+  c.hidden = c.heads * head_dim;
+  c.mlp = chance(rng, 0.5) ? 4 * c.hidden : rng.int_between(c.hidden, 4 * c.hidden);
+  std::vector<double> rotary;
+  for (double pct : {0.25, 0.5, 1.0}) {
+    const auto rotated = static_cast<int64_t>(static_cast<double>(head_dim) * pct);  // HF: int(head_size * rotary_pct)
+    if (rotated >= 2 && rotated % 2 == 0) rotary.push_back(pct);
+  }
+  c.rotary_pct = pick(rng, rotary);
+  c.parallel_residual = chance(rng, 0.5);
+  c.activation = chance(rng, 0.2) ? "relu" : "gelu";
+  if (chance(rng, 0.15)) c.dropout = 0.1;
+}
+
+}  // namespace
+
+nlohmann::json DecoderCase::config() const {
+  nlohmann::json config{{"_name_or_path", id},
+                        {"model_type", family},
+                        {"hidden_size", hidden},
+                        {"intermediate_size", mlp},
+                        {"num_attention_heads", heads},
+                        {"num_hidden_layers", layers},
+                        {"vocab_size", vocab},
+                        {"max_position_embeddings", 2048},
+                        {"tie_word_embeddings", tied}};
+  if (family == "gpt_neox") {
+    config["architectures"] = {"GPTNeoXForCausalLM"};
+    config["rotary_pct"] = rotary_pct;
+    config["use_parallel_residual"] = parallel_residual;
+    config["hidden_act"] = activation.empty() ? "gelu" : activation;
+    config["hidden_dropout"] = dropout;
+    return config;
+  }
+  config["architectures"] = {family == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM"};
+  config["num_key_value_heads"] = kv_heads;
+  if (head_dim > 0) config["head_dim"] = head_dim;
+  config["hidden_act"] = activation.empty() ? "silu" : activation;
+  config["rms_norm_eps"] = family == "mistral" ? 1e-5 : 1e-6;
+  config["attention_dropout"] = dropout;
+  if (family == "llama") {
+    config["attention_bias"] = attention_bias;
+    config["mlp_bias"] = mlp_bias;
+  }
+  return config;
+}
+
+Graph DecoderCase::graph() const {
+  ModelSpec spec;
+  spec.batch = batch;
+  spec.seq_len = seq;
+  Graph built = build_hf_config(config(), spec, id);
+  if (lora.empty()) return built;
+  return apply_lora(built, parse_lora(lora, id + " lora"));
+}
+
+std::string DecoderCase::describe() const {
+  char sizes[160];
+  std::snprintf(sizes, sizeof(sizes), "%s L%lld h%lld heads %lld/%lld mlp %lld V%lld%s batch %lld seq %lld", family.c_str(),
+                static_cast<long long>(layers), static_cast<long long>(hidden), static_cast<long long>(heads),
+                static_cast<long long>(kv_heads), static_cast<long long>(mlp), static_cast<long long>(vocab),
+                tied ? " tied" : "", static_cast<long long>(batch), static_cast<long long>(seq));
+  std::string text = sizes;
+  if (family == "gpt_neox")
+    text += " rotary " + std::to_string(rotary_pct).substr(0, 4) + (parallel_residual ? " parallel" : " sequential");
+  if (head_dim > 0) text += " head_dim " + std::to_string(head_dim);
+  if (attention_bias || mlp_bias) text += std::string(" bias") + (attention_bias ? " attn" : "") + (mlp_bias ? " mlp" : "");
+  if (!activation.empty() && activation != "gelu") text += " " + activation;
+  if (dropout > 0) text += " dropout";
+  text += " " + name(optimizer);
+  if (!lora.empty()) text += " lora " + lora;
+  return text;
+}
+
+std::vector<DecoderCase> decoder_sweep(uint64_t seed, size_t count) {
+  static const char* const kFamilies[] = {"llama", "mistral", "gpt_neox"};
+  core::SplitMix64 rng(seed);
+  std::vector<DecoderCase> cases;
+  for (size_t index = 0; index < count; ++index) {
+    DecoderCase c;
+    char id[24];
+    std::snprintf(id, sizeof(id), "d%03zu", index);
+    c.id = id;
+    c.family = kFamilies[index % 3];
+    c.layers = rng.int_between(1, 3);
+    if (c.family == "gpt_neox")
+      draw_neox(rng, c);
+    else
+      draw_llama(rng, c);
+    c.vocab = rng.int_between(32, 1500);
+    c.tied = chance(rng, 0.3);
+    c.batch = rng.int_between(1, 4);
+    c.seq = rng.int_between(2, 48);
+    c.optimizer = pick<Optimizer>(rng, {Optimizer::Sgd, Optimizer::Adam, Optimizer::AdamW});
+    if (chance(rng, 0.5)) {
+      const int64_t rank = pick<int64_t>(rng, {1, 2, 4, 8, 16});
+      const int64_t alpha = pick<int64_t>(rng, {rank, 2 * rank, 16});
+      c.lora = "r=" + std::to_string(rank) + ",alpha=" + std::to_string(alpha) + ",targets=" + lora_targets(rng, c.family);
+      if (chance(rng, 0.2)) c.lora += ",norms=train";
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+}  // namespace dnncast

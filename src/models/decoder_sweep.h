@@ -1,0 +1,51 @@
+// A deterministic sweep of small Hugging Face decoders (issue 35): llama, mistral and gpt_neox configs of one to
+// three layers, each with a batch, a sequence length, a training setup and LoRA or not, written as the config.json
+// a user would pass (`dnncast memory CONFIG.json --seq L --batch N`). The memory simulator is checked on it against
+// the profiler (tests/memory/slow/decoder_sweep_test.cpp; docs/MEMORY.md, "Decoders from config.json").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/training_setup.h"
+#include "graph/graph.h"
+
+namespace dnncast {
+
+// One configuration of the sweep. The training setup (optimizer, precision, device) is TrainingSetup's; the
+// modes the simulator does not model yet keep the values it does (precision fp32, no activation
+// checkpointing), so that a later sweep can vary them without changing this struct's readers.
+struct DecoderCase : TrainingSetup {
+  std::string id;                 // "d017": the config's _name_or_path and the graph's name
+  std::string family = "llama";   // llama | mistral | gpt_neox (its model_type)
+  int64_t layers = 1;
+  int64_t hidden = 32;            // hidden_size
+  int64_t heads = 4;              // num_attention_heads
+  int64_t kv_heads = 4;           // num_key_value_heads (llama, mistral; gpt_neox: heads)
+  int64_t head_dim = 0;           // llama, mistral: an explicit head_dim (0: hidden / heads)
+  int64_t mlp = 64;               // intermediate_size
+  int64_t vocab = 100;            // vocab_size
+  bool tied = false;              // tie_word_embeddings
+  bool attention_bias = false;    // llama: attention_bias (mistral: none; gpt_neox: always)
+  bool mlp_bias = false;          // llama: mlp_bias
+  double rotary_pct = 1.0;        // gpt_neox
+  bool parallel_residual = true;  // gpt_neox: use_parallel_residual
+  std::string activation;         // hidden_act ("" = the family's default: silu, gelu)
+  double dropout = 0.0;           // attention_dropout (llama, mistral) or hidden_dropout (gpt_neox)
+  int64_t seq = 8;                // tokens per sequence
+  int64_t batch = 1;
+  std::string lora;               // "" (full fine-tune) or graph/lora.h's text: "r=8,alpha=16,targets=q,v"
+  bool activation_checkpointing = false;  // not modelled yet: the sweep leaves it off
+
+  nlohmann::json config() const;  // the config.json
+  Graph graph() const;            // built from config() at batch x seq, LoRA applied
+  std::string describe() const;   // one line: family, sizes, setup
+};
+
+// `count` configurations drawn from `seed` (SplitMix64: the same on every platform), the families in turn.
+std::vector<DecoderCase> decoder_sweep(uint64_t seed = 35, size_t count = 200);
+
+}  // namespace dnncast
