@@ -26,7 +26,8 @@ struct Gpt2Step {
   MemoryConfig config;
 };
 
-// GPT-2 small at batch 1, sequence 16, Adam on cuda: small activations, so the optimizer step holds the peak.
+// GPT-2 small at batch 1, sequence 16, Adam on cuda: small activations, so the optimizer step holds the
+// one-GPU peak.
 Gpt2Step gpt2_step() {
   ModelSpec spec;
   spec.batch = 1;
@@ -44,8 +45,12 @@ int64_t model_states(const ShardedMemory& sharded) {
 }
 
 TEST(Sharding, ModelStatesFollowTheZeroPapersFormulas) {
-  const Gpt2Step step = gpt2_step();
+  Gpt2Step step = gpt2_step();
   ASSERT_EQ(step.report.peak_phase, Phase::Optimizer);
+  // The optimizer step's peak alone (every gradient and state alive): a sharded plan may move a GPU's peak to
+  // the backward pass, where only part of the gradients exist.
+  for (size_t phase = 0; phase < step.report.phase_peak_bytes.size(); ++phase)
+    if (phase != static_cast<size_t>(Phase::Optimizer)) step.report.phase_peak_bytes[phase] = 0;
   const int64_t psi = kGpt2Parameters, n = 8;
   auto per_gpu = [&](Sharding strategy) {
     return shard_memory(step.report, step.graph, {strategy, n, 8}, step.config);
