@@ -37,7 +37,9 @@ int run_memory(const Args& args) {
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_option("--optimizer", optimizer, optimizer_help());
-  app.add_option("--precision", precision, "fp32 (the only precision modelled)");
+  app.add_option("--precision", precision,
+                 "fp32 (default) | bf16: autocast mixed precision, byte-exact on cpu for Linear and attention models\n"
+                 "(MLPs, transformer encoders and decoders; convolutions refused) | fp16: autocast, cuda only (unverified)");
   app.add_option("--device", device,
                  "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
                  "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");

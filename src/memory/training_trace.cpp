@@ -40,7 +40,7 @@ std::vector<int64_t> pair_attr(const Node& node, const std::string& key, int64_t
   return values;
 }
 
-int64_t bytes_of(const Node& node) { return node.shape.numel() * dtype_bytes(node.dtype); }
+[[maybe_unused]] int64_t bytes_of(const Node& node) { return node.shape.numel() * dtype_bytes(node.dtype); }
 
 // Whether a slice / narrow along `axis` of a contiguous tensor of `dims` stays contiguous:
 // only when every dimension before it has size 1.
@@ -321,6 +321,9 @@ class Trace {
       }
       saves_result_.push_back(saves_result);
     }
+    amp_ = options.precision == Precision::Bf16 || options.precision == Precision::Fp16;
+    compute_elems();
+    if (amp_) check_amp_ops();
   }
 
   // An op's memory recipe: the member that replays its allocations; `approximate` is set (the why)
@@ -371,19 +374,135 @@ class Trace {
     program_.retain(grad.buffer);
     return make_grad(grad.buffer, bytes, contiguous);
   }
+  // Bytes of a node's output in the dtype it runs in (autocast: elems_, below); shadows the free bytes_of.
+  int64_t bytes_of(const Node& node) const {
+    const auto index = static_cast<size_t>(&node - graph_.nodes().data());
+    return node.shape.numel() * elems_.at(index);
+  }
+  int64_t elem(int index) const { return elems_[static_cast<size_t>(index)]; }
   // What dropout keeps for backward for an fp32 tensor of `bytes`: CPU libtorch 1.13 has no fused
   // kernel and keeps an fp32 noise tensor; CUDA's native_dropout keeps a bool mask.
   int64_t dropout_mask_bytes(int64_t bytes) const { return cpu_ ? bytes : bytes / kF32; }
   // An ATen op with a Python scalar operand: the wrapped double tensor and its f32 copy.
   // (CPU tensors: not in a CUDA allocator's count.)
-  void scalar_temps(bool convert = true) {
+  // The copy has the tensor's element type (`elem_bytes`: 2 for a bf16 tensor).
+  void scalar_temps(bool convert = true, int64_t elem_bytes = kF32) {
     if (!cpu_) return;
     int wrapped = program_.alloc(8, Category::Transient, "scalar");
-    if (convert) program_.temp(4, "scalar");
+    if (convert) program_.temp(elem_bytes, "scalar");
     program_.release(wrapped);
   }
 
  private:
+  // --- autocast (precision bf16 / fp16: torch.autocast over the forward and the loss) ------------
+  // The dtype each node's output runs in, as libtorch 1.13's autocast lists and type promotion decide
+  // (checked op by op under torch.autocast("cpu")): linear, matmul, attention's bmm and convolutions run in
+  // the low type; the losses in fp32; embeddings read an fp32 table; element-wise ops of two tensors give
+  // the wider type; every other op keeps its input's type.
+  void compute_elems() {
+    const auto count = static_cast<size_t>(graph_.size());
+    elems_.assign(count, kF32);
+    const int64_t low = 2;  // bf16 and fp16
+    for (size_t index = 0; index < count; ++index) {
+      const Node& node = graph_.node(static_cast<int>(index));
+      elems_[index] = dtype_bytes(node.dtype);
+      if (!amp_ || node.op == "Input" || node.dtype == DType::I64) continue;
+      const std::string& recipe = OpRegistry::instance().get(node.op).memory_recipe;
+      int64_t widest = 0;
+      for (int producer : node.inputs) widest = std::max(widest, elems_[static_cast<size_t>(producer)]);
+      if (node.op == "Linear" || node.op == "MatMul" || node.op == "ScaledDotProductAttention" || recipe == "conv")
+        elems_[index] = low;
+      else if (recipe == "cross_entropy" || recipe == "mse" || node.op == "Embedding")
+        elems_[index] = kF32;
+      else if (node.op == "PositionEmbedding" || node.op == "LayerScale" || node.op == "ClassToken")
+        elems_[index] = kF32;  // with an fp32 parameter
+      else if (widest > 0)
+        elems_[index] = widest;
+    }
+  }
+
+  // What the autocast trace models: ops on low-precision tensors whose kernels were read off allocation logs.
+  void check_amp_ops() const {
+    const std::string precision = quote(name(options_.precision));
+    for (int index = 0; index < graph_.size(); ++index) {
+      const Node& node = graph_.node(index);
+      const OpRecipe& recipe = *recipes_[static_cast<size_t>(index)];
+      const bool low_input = !node.inputs.empty() && elem(node.inputs[0]) == 2;
+      std::string why;
+      if (recipe.run == &Trace::run_conv)
+        why = "convolutions under autocast (oneDNN's low-precision kernels) are not modelled yet";
+      else if ((recipe.run == &Trace::run_norm || recipe.run == &Trace::run_batchnorm) && low_input)
+        why = "normalisation of a low-precision tensor under autocast is not modelled";
+      else if (node.op == "ScaledDotProductAttention" && !low_input)
+        why = "attention on fp32 inputs under autocast is not modelled";
+      if (!why.empty())
+        throw InputError("precision " + precision + ": node " + quote(node.name) + " (" + node.op + "): " + why +
+                         " (docs/MEMORY.md, \"Mixed precision\")");
+    }
+  }
+
+  // autocast's cast of a tensor that is not a cached parameter (an activation, a frozen weight): a new tensor
+  // of the same layout and, when the source requires grad, a ToCopyBackward0 node that casts the gradient
+  // back. Returns the tensor holding one reference.
+  Tensor cast(int ir_node, const Tensor& x, int64_t numel, int64_t from, int64_t to) {
+    Tensor out = make_tensor(program_.alloc(numel * to, Category::Activation, "autocast"), numel * to, -1);
+    follow_layout(out, x);
+    out.grad_fn = make_node(ir_node, {}, {edge_of(x)}, [numel, from](Trace& t, const Grad& grad) {
+      Grad back = t.new_grad(numel * from, "to_copy");
+      follow_layout(back, grad);
+      return std::vector<Grad>{back};
+    });
+    return out;
+  }
+  // `x`, the output of node `producer`, in fp32 (autocast's fp32 ops): itself (one more reference) or a cast.
+  Tensor to_fp32(int producer, const Tensor& x) {
+    const int64_t from = elem(producer);
+    if (from == kF32 || graph_.node(producer).dtype == DType::I64) {
+      program_.retain(x.buffer);
+      return x;
+    }
+    return cast(-1, x, graph_.node(producer).shape.numel(), from, kF32);
+  }
+  // Parameter `position` of node `index` as an op under autocast reads it, holding one reference: the fp32
+  // parameter itself without autocast; with it, a low-precision copy, which autocast caches for the scope
+  // (until the loss is computed) when the parameter requires grad, with its ToCopyBackward0 node feeding
+  // AccumulateGrad, and makes anew at each use when it is frozen.
+  Tensor param_as_input(int index, size_t position) {
+    const int id = node_params_[static_cast<size_t>(index)].at(position);
+    const Parameter& param = params_[static_cast<size_t>(id)];
+    if (!amp_) {
+      program_.retain(param.buffer);
+      return make_tensor(param.buffer, param.bytes, -1, param.frozen ? -1 : id);
+    }
+    const int64_t numel = param.bytes / kF32;
+    if (param.frozen) return make_tensor(program_.alloc(numel * 2, Category::Activation, "autocast"), numel * 2, -1);
+    auto cached = cast_cache_.find(id);
+    if (cached == cast_cache_.end()) {
+      Tensor copy = make_tensor(program_.alloc(numel * 2, Category::Activation, "autocast weight"), numel * 2, -1);
+      copy.grad_fn = make_node(index, {}, {Edge{Edge::Param, id}}, [numel](Trace& t, const Grad&) {
+        return std::vector<Grad>{t.new_grad(numel * kF32, "to_copy")};
+      });
+      cached = cast_cache_.emplace(id, copy).first;
+    }
+    program_.retain(cached->second.buffer);
+    return cached->second;
+  }
+  // Two inputs of different float types (autocast's bf16 beside fp32): on CPU, TensorIterator copies the narrower
+  // one to the common type before it allocates the output; the copy goes when the op returns.
+  int promoted_copy(const Node& node) {
+    if (!amp_ || !cpu_ || node.inputs.size() != 2) return -1;
+    const int a = node.inputs[0], b = node.inputs[1];
+    if (elem(a) == elem(b) || graph_.node(a).dtype == DType::I64 || graph_.node(b).dtype == DType::I64) return -1;
+    const int narrow = elem(a) < elem(b) ? a : b;
+    return program_.alloc(graph_.node(narrow).shape.numel() * std::max(elem(a), elem(b)), Category::Transient,
+                          "type promotion");
+  }
+  // The autocast scope exits after the loss: its cache of parameter casts is cleared.
+  void end_autocast() {
+    for (auto& entry : cast_cache_) program_.release(entry.second.buffer);
+    cast_cache_.clear();
+  }
+
   // --- setup: the profiler's baseline ---------------------------------------------------------
   void setup() {
     program_.set_context(0, Phase::Setup, -1);
@@ -402,7 +521,7 @@ class Trace {
       if (node.shape.rank() == 2 && node.dtype != DType::I64)
         targets_.push_back(program_.alloc(node.shape[0] * kI64, Category::State, "labels"));
       else
-        targets_.push_back(program_.alloc(bytes_of(node), Category::State, "target"));
+        targets_.push_back(program_.alloc(node.shape.numel() * kF32, Category::State, "target"));
     }
     for (int index : graph_.inputs()) input_buffers_.push_back(program_.alloc(bytes_of(graph_.node(index)), Category::State, "input"));
   }
@@ -492,11 +611,14 @@ class Trace {
     program_.set_context(iteration, Phase::Loss, -1);
     Tensor loss = compute_loss(outputs);
     for (Tensor& output : outputs) program_.release(output.buffer);
+    end_autocast();
     program_.set_context(iteration, Phase::Backward, -1);
     backward(loss);
+    // The executor drops the loss when forward_backward() returns, before the step; a Python loop holds it.
+    if (!options_.python_defaults) program_.release(loss.buffer);
     program_.set_context(iteration, Phase::Optimizer, -1);
     step();
-    program_.release(loss.buffer);
+    if (options_.python_defaults) program_.release(loss.buffer);
     // Nodes never reached (outputs that do not lead to the loss) go with the graph.
     for (GradNode& node : nodes_)
       for (int buffer : node.saved) program_.release(buffer);
@@ -739,9 +861,15 @@ class Trace {
         loss = outputs[index];
         program_.retain(loss.buffer);
       } else if (node.shape.rank() == 2 && node.dtype != DType::I64) {
-        loss = cross_entropy(outputs[index], bytes_of(node), targets_.at(target++));
+        // Autocast runs the losses in fp32: a low-precision output is cast first (freed after cross-entropy,
+        // which keeps its log-probabilities; kept by MSE, which saves its input).
+        Tensor logits = to_fp32(outputs_[index], outputs[index]);
+        loss = cross_entropy(logits, node.shape.numel() * kF32, targets_.at(target++));
+        program_.release(logits.buffer);
       } else {
-        loss = mse(outputs[index], bytes_of(node), targets_.at(target++));
+        Tensor prediction = to_fp32(outputs_[index], outputs[index]);
+        loss = mse(prediction, node.shape.numel() * kF32, targets_.at(target++));
+        program_.release(prediction.buffer);
       }
       if (total.buffer < 0 && total.grad_fn < 0) {
         total = loss;
@@ -787,6 +915,7 @@ class Trace {
   Tensor run_batchnorm(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_activation(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_linear(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_linear_amp(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_input(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_max_pool(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_avg_pool(int index, const Node& node, const std::vector<Tensor>& in);
@@ -825,6 +954,9 @@ class Trace {
   std::vector<GradNode> nodes_;
   std::vector<std::array<std::unique_ptr<ConvRecipe>, 2>> conv_cache_;
   int iteration_ = 0;
+  bool amp_ = false;                 // precision bf16 / fp16: autocast over the forward and the loss
+  std::vector<int64_t> elems_;       // per node: bytes per element of its output as it runs
+  std::map<int, Tensor> cast_cache_;  // parameter id -> its low-precision copy (autocast's cache)
 };
 
 // Runs a recipe's steps: slot buffers; the kept slots are returned (or passed in `keep`).
@@ -957,6 +1089,7 @@ Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<
 }
 
 Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>& in) {
+  if (amp_) return run_linear_amp(index, node, in);
   const Tensor& x = in[0];
   const int64_t out_bytes = bytes_of(node);
   const int64_t in_bytes = x.bytes;
@@ -1013,6 +1146,75 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
       return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
     });
   }
+  return out;
+}
+
+// Linear under autocast: at::linear's arguments cast to the low type, right to left as GCC evaluates the
+// wrapper's arguments (bias, weight, input; parameters through the cast cache), then the fp32 recipe's kernels
+// in the low type. The weight's copy is saved for the input's gradient (mat2 of addmm / mm), which the
+// fp32 recipe need not book (the parameter itself); gradients of the copies reach the fp32 parameters
+// through ToCopyBackward0 (param_as_input).
+Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tensor>& in) {
+  const bool bias = node.attr_int("bias", 1) != 0;
+  const Tensor b = bias ? param_as_input(index, 1) : Tensor{};
+  const Tensor w = param_as_input(index, 0);
+  const int producer = node.inputs[0];
+  const int64_t low = elem(index);
+  Tensor x = in[0];
+  if (elem(producer) != low) {
+    x = cast(index, in[0], graph_.node(producer).shape.numel(), elem(producer), low);
+  } else {
+    program_.retain(x.buffer);
+  }
+  const int64_t out_bytes = bytes_of(node);
+  const int64_t in_bytes = x.bytes;
+  const int64_t weight_bytes = w.bytes, bias_bytes = b.bytes;
+  const int rank = graph_.node(producer).shape.rank();
+  const bool input_grad = x.requires_grad(), weight_grad = w.requires_grad(), bias_grad = bias && b.requires_grad();
+  std::vector<int> keep;
+  Tensor out;
+  if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
+    out = new_output(out_bytes);
+    if (weight_grad) keep.push_back(saved(x));
+    if (input_grad) keep.push_back(saved(w));
+    out.grad_fn = make_node(index, keep, {edge_of(b), edge_of(x), edge_of(w)},
+                            [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad](Trace& t, const Grad&) {
+                              Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                              Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                              Grad gb = bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{};
+                              return std::vector<Grad>{gb, gi, gw};
+                            });
+  } else {
+    // matmul(input, weight.t()) [+ bias in place]: the fp32 recipe's nodes (run_linear).
+    int folded = !x.contiguous ? program_.alloc(in_bytes, Category::Activation, "contiguous") : -1;
+    out = new_output(out_bytes);
+    if (weight_grad) keep.push_back(folded >= 0 ? folded : saved(x));
+    else program_.release(folded);
+    if (input_grad) keep.push_back(saved(w));
+    int mm = make_node(index, keep, {edge_of(x), edge_of(w)},
+                       [in_bytes, weight_bytes, input_grad, weight_grad](Trace& t, const Grad&) {
+                         Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                         Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                         return std::vector<Grad>{gi, gw};
+                       });
+    Tensor mm_out = out;
+    mm_out.grad_fn = mm;
+    out.grad_fn = make_node(index, {}, {edge_of(mm_out)}, [out_bytes](Trace& t, const Grad& grad) {
+      if (grad.contiguous) return std::vector<Grad>{t.share(grad, out_bytes, true)};
+      return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
+    });
+    if (bias) {
+      Tensor viewed = out;
+      out.grad_fn = make_node(index, {}, {edge_of(viewed), edge_of(b)}, [bias_bytes, bias_grad](Trace& t, const Grad& grad) {
+        Grad passed = grad;
+        t.program().retain(grad.buffer);
+        return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
+      });
+    }
+  }
+  program_.release(x.buffer);
+  program_.release(w.buffer);
+  program_.release(b.buffer);
   return out;
 }
 
@@ -1123,7 +1325,9 @@ Tensor Trace::run_add(int index, const Node& node, const std::vector<Tensor>& in
   const int64_t out_bytes = bytes_of(node);
   const Tensor& x = in[0];
   const Tensor& y = in[1];
+  const int promoted = promoted_copy(node);
   Tensor out = like(out_bytes, x.bytes == out_bytes ? x : y);
+  program_.release(promoted);
   const int64_t a_bytes = x.bytes, b_bytes = y.bytes;
   out.grad_fn = make_node(index, {}, {edge_of(x), edge_of(y)}, [out_bytes, a_bytes, b_bytes](Trace& t, const Grad& grad) {
     auto pass = [&](int64_t bytes) {
@@ -1148,14 +1352,15 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
     // x * scalar (LoRA's scaling) as libtorch runs it: the wrapped double and its f32 copy around the output;
     // MulBackward1 keeps nothing and computes grad * scalar the same way.
     int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    const int64_t elem_bytes = elem(index);
+    int converted = cpu_ ? program_.alloc(elem_bytes, Category::Transient, "scalar") : -1;
     Tensor out = like(out_bytes, x);
     program_.release(converted);
     program_.release(wrapped);
     const bool cpu = cpu_;
-    out.grad_fn = make_node(index, {}, {edge_of(x)}, [out_bytes, cpu](Trace& t, const Grad& grad) {
+    out.grad_fn = make_node(index, {}, {edge_of(x)}, [out_bytes, cpu, elem_bytes](Trace& t, const Grad& grad) {
       int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
-      int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
+      int scalar_f32 = cpu ? t.program().alloc(elem_bytes, Category::Transient, "scalar") : -1;
       Grad product = t.new_grad(out_bytes);
       follow_layout(product, grad);
       t.program().release(scalar_f32);
@@ -1171,7 +1376,9 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
     a = make_tensor(params_[static_cast<size_t>(param)].buffer, params_[static_cast<size_t>(param)].bytes, -1, param);
     b = x;
   }
+  const int promoted = op == "Mul" ? promoted_copy(node) : -1;
   Tensor out = like(out_bytes, a.bytes == out_bytes ? a : b);
+  program_.release(promoted);
   std::vector<int> keep;
   if (b.requires_grad()) keep.push_back(saved(a));  // other's grad needs self
   if (a.requires_grad()) keep.push_back(saved(b));  // self's grad needs other
@@ -1212,7 +1419,7 @@ Tensor Trace::run_dropout(int index, const Node& node, const std::vector<Tensor>
   // then input * noise; MulBackward0 keeps the noise. CUDA (the fused native_dropout): a bool
   // mask (1 byte per element), allocated before the output; NativeDropoutBackward0 keeps it.
   int noise = program_.alloc(dropout_mask_bytes(bytes), Category::Activation, cpu_ ? "dropout noise" : "dropout mask");
-  if (cpu_) scalar_temps();  // noise.div_(1 - p)
+  if (cpu_) scalar_temps(true, elem(index));  // noise.div_(1 - p)
   Tensor out = like(bytes, x);
   out.grad_fn = make_node(index, {noise}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
     return std::vector<Grad>{t.new_grad(bytes)};
@@ -1405,19 +1612,20 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   // scores stay alive until the op returns; autograd keeps q * scale, k, the probabilities, v.
   const TensorShape& q_shape = graph_.node(node.inputs[0]).shape;
   const TensorShape& k_shape = graph_.node(node.inputs[1]).shape;
-  const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * kF32;
+  const int64_t elem_bytes = elem(node.inputs[0]);  // fp32, or the low type under autocast
+  const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * elem_bytes;
   const int64_t q_bytes = in[0].bytes, k_bytes = in[1].bytes, v_bytes = in[2].bytes;
   const bool causal = node.attr_int("causal", 0) != 0;
   const double dropout_p = node.attr_float("dropout_p", 0.0);
   int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-  int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+  int converted = cpu_ ? program_.alloc(elem_bytes, Category::Transient, "scalar") : -1;
   int scaled_q = program_.alloc(q_bytes, Category::Activation, "q * scale");
   program_.release(converted);
   program_.release(wrapped);
   const bool cpu = cpu_;
-  int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu](Trace& t, const Grad&) {
+  int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu, elem_bytes](Trace& t, const Grad&) {
     int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
-    int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
+    int scalar_f32 = cpu ? t.program().alloc(elem_bytes, Category::Transient, "scalar") : -1;
     Grad g = t.new_grad(q_bytes);
     t.program().release(scalar_f32);
     t.program().release(scalar);
@@ -1467,7 +1675,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   if (dropout_p > 0) {
     int noise = program_.alloc(dropout_mask_bytes(scores_bytes), Category::Activation,
                                cpu_ ? "dropout noise" : "dropout mask");
-    if (cpu_) scalar_temps();
+    if (cpu_) scalar_temps(true, elem_bytes);
     int dropped = program_.alloc(scores_bytes, Category::Activation, "dropout");
     int drop_node = make_node(index, {noise}, {edge_of(probs)}, [scores_bytes](Trace& t, const Grad&) {
       return std::vector<Grad>{t.new_grad(scores_bytes)};
@@ -1537,7 +1745,23 @@ const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
 }
 
 Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& in) {
-  return (this->*recipes_[static_cast<size_t>(index)]->run)(index, node, in);
+  const OpRecipe& recipe = *recipes_[static_cast<size_t>(index)];
+  const bool low_op = node.op == "MatMul";  // Linear casts its own arguments (run_linear_amp)
+  const bool fp32_op = recipe.run == &Trace::run_cross_entropy || recipe.run == &Trace::run_mse;
+  if (!amp_ || (!low_op && !fp32_op)) return (this->*recipe.run)(index, node, in);
+  // autocast's casts of the tensor arguments, right to left; each goes when the op returns unless saved.
+  std::vector<Tensor> args = in;
+  std::vector<int> held;
+  for (size_t position = in.size(); position-- > 0;) {
+    const int producer = node.inputs[position];
+    const int64_t to = low_op ? 2 : kF32;
+    if (graph_.node(producer).dtype == DType::I64 || elem(producer) == to) continue;
+    args[position] = cast(index, in[position], graph_.node(producer).shape.numel(), elem(producer), to);
+    held.push_back(args[position].buffer);
+  }
+  Tensor out = (this->*recipe.run)(index, node, args);
+  for (int buffer : held) program_.release(buffer);
+  return out;
 }
 
 }  // namespace
@@ -1550,8 +1774,8 @@ RecipeKind recipe_kind(const std::string& op) {
 }
 
 Program trace_training(const Graph& graph, const TraceOptions& options) {
-  if (options.precision != Precision::Fp32)
-    throw InputError("precision " + quote(name(options.precision)) + ": the memory trace models fp32 only");
+  if (options.precision == Precision::Fp16 && options.device == Device::Cpu)
+    throw InputError("precision 'fp16': autocast to fp16 runs on cuda only (the executor's); on cpu use bf16");
   if (options.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(options.threads));
   if (options.iterations < 1) throw InputError("iterations must be at least 1");
   for (const Node& node : graph.nodes())
