@@ -31,7 +31,7 @@ const std::vector<std::pair<GpuPrecision, std::vector<std::string>>>& precision_
       {GpuPrecision::Fp32, {"fp32", "f32", "float32"}},
       {GpuPrecision::Tf32, {"tf32"}},
       {GpuPrecision::Fp16, {"fp16", "amp", "amp-fp16", "f16", "float16"}},
-      {GpuPrecision::Bf16, {"bf16", "amp-bf16", "bfloat16"}},
+      {GpuPrecision::Bf16, {"bf16", "amp-bf16", "bfloat16", "bf16-pure", "pure-bf16"}},  // pure bf16: the same bf16 curves
   };
   return table;
 }

@@ -321,9 +321,10 @@ class Trace {
       }
       saves_result_.push_back(saves_result);
     }
-    amp_ = options.precision == Precision::Bf16 || options.precision == Precision::Fp16;
+    amp_ = is_autocast(options.precision);
+    pure_ = options.precision == Precision::Bf16Pure;
     compute_elems();
-    if (amp_) check_amp_ops();
+    if (amp_ || pure_) check_amp_ops();
   }
 
   // An op's memory recipe: the member that replays its allocations; `approximate` is set (the why)
@@ -380,6 +381,8 @@ class Trace {
     return node.shape.numel() * elems_.at(index);
   }
   int64_t elem(int index) const { return elems_[static_cast<size_t>(index)]; }
+  // Bytes per element of the parameters, their gradients and states, and the loss: bf16 when training is pure bf16.
+  int64_t model_elem() const { return pure_ ? 2 : kF32; }
   // What dropout keeps for backward for an fp32 tensor of `bytes`: CPU libtorch 1.13 has no fused
   // kernel and keeps an fp32 noise tensor; CUDA's native_dropout keeps a bool mask.
   int64_t dropout_mask_bytes(int64_t bytes) const { return cpu_ ? bytes : bytes / kF32; }
@@ -405,7 +408,7 @@ class Trace {
     const int64_t low = 2;  // bf16 and fp16
     for (size_t index = 0; index < count; ++index) {
       const Node& node = graph_.node(static_cast<int>(index));
-      elems_[index] = dtype_bytes(node.dtype);
+      elems_[index] = pure_ && node.dtype == DType::F32 ? 2 : dtype_bytes(node.dtype);
       if (!amp_ || node.op == "Input" || node.dtype == DType::I64) continue;
       const std::string& recipe = OpRegistry::instance().get(node.op).memory_recipe;
       int64_t widest = 0;
@@ -437,9 +440,11 @@ class Trace {
       std::string why;
       if (!cpu_) continue;  // cuda: cuDNN's kernels are not modelled in any precision (docs/MEMORY.md)
       if (recipe.run == &Trace::run_conv)
-        why = "convolutions under autocast (oneDNN's low-precision kernels) are not modelled yet";
-      else if ((recipe.run == &Trace::run_norm || recipe.run == &Trace::run_batchnorm) && low_input)
-        why = "normalisation of a low-precision tensor under autocast is not modelled";
+        why = "convolutions in bf16 (oneDNN's low-precision kernels) are not modelled yet";
+      else if (recipe.run == &Trace::run_batchnorm && low_input)
+        why = "batch norm of a bf16 tensor is not modelled";
+      else if (recipe.run == &Trace::run_norm && low_input && amp_)
+        why = "a norm of a bf16 tensor under autocast (fp32 weights) fails in libtorch 1.13";
       else if (node.op == "ScaledDotProductAttention" && !low_input)
         why = "attention on fp32 inputs under autocast is not modelled";
       if (!why.empty())
@@ -464,7 +469,7 @@ class Trace {
   // `x`, the output of node `producer`, in fp32 (autocast's fp32 ops): itself (one more reference) or a cast.
   Tensor to_fp32(int producer, const Tensor& x) {
     const int64_t from = elem(producer);
-    if (from == kF32 || graph_.node(producer).dtype == DType::I64) {
+    if (!amp_ || from == kF32 || graph_.node(producer).dtype == DType::I64) {
       program_.retain(x.buffer);
       return x;
     }
@@ -528,12 +533,13 @@ class Trace {
       if (node.shape.rank() == 2 && node.dtype != DType::I64)
         targets_.push_back(program_.alloc(node.shape[0] * kI64, Category::State, "labels"));
       else
-        targets_.push_back(program_.alloc(node.shape.numel() * kF32, Category::State, "target"));
+        targets_.push_back(program_.alloc(node.shape.numel() * model_elem(), Category::State, "target"));
     }
     for (int index : graph_.inputs()) input_buffers_.push_back(program_.alloc(bytes_of(graph_.node(index)), Category::State, "input"));
   }
 
-  int add_param(int64_t bytes) {
+  int add_param(int64_t fp32_bytes) {
+    const int64_t bytes = fp32_bytes / kF32 * model_elem();
     Parameter param;
     param.buffer = program_.alloc(bytes, Category::Parameter, "parameter");
     param.bytes = bytes;
@@ -568,8 +574,8 @@ class Trace {
       int64_t channels = in_shape(0)[1];
       ids.push_back(add_param(channels * kF32));
       ids.push_back(add_param(channels * kF32));
-      add_buffer(channels * kF32, "running_mean");
-      add_buffer(channels * kF32, "running_var");
+      add_buffer(channels * model_elem(), "running_mean");
+      add_buffer(channels * model_elem(), "running_var");
       add_buffer(kI64, "num_batches_tracked");
     } else if (op == "LayerNorm") {
       if (node.attr_int("elementwise_affine", 1) == 0) return;
@@ -595,7 +601,7 @@ class Trace {
       const TensorShape& logits = in_shape(0);
       add_buffer(logits.numel() / logits[1] * kI64, "labels");
     } else if (op == "MSELoss") {
-      if (node.inputs.size() == 1) add_buffer(in_shape(0).numel() * kF32, "target");
+      if (node.inputs.size() == 1) add_buffer(in_shape(0).numel() * model_elem(), "target");
     } else {
       // Every other op the executor runs owns no parameters; a new op with parameters must get
       // a recipe here (the profiler checks the same count).
@@ -737,10 +743,10 @@ class Trace {
 
   void backward(const Tensor& loss) {
     if (loss.grad_fn < 0) return;
-    int ones = program_.alloc(kF32, Category::Transient, "ones_like");
+    int ones = program_.alloc(model_elem(), Category::Transient, "ones_like");
     program_.retain(ones);
     GradNode& root = nodes_[static_cast<size_t>(loss.grad_fn)];
-    root.input = make_grad(ones, kF32, true);
+    root.input = make_grad(ones, model_elem(), true);
     root.received = true;
     for (int index = static_cast<int>(nodes_.size()) - 1; index >= 0; --index) {
       GradNode& node = nodes_[static_cast<size_t>(index)];
@@ -803,25 +809,25 @@ class Trace {
     if (param.state.empty()) {
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "momentum"));
     } else {
-      scalar_temps();  // buf.mul_(momentum)
+      scalar_temps(true, model_elem());  // buf.mul_(momentum)
     }
   }
 
   void adam_step(Parameter& param, bool decoupled_weight_decay) {
-    if (decoupled_weight_decay) scalar_temps();  // AdamW: p.mul_(1 - lr * weight_decay)
+    if (decoupled_weight_decay) scalar_temps(true, model_elem());  // AdamW: p.mul_(1 - lr * weight_decay)
     if (param.state.empty()) {
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg"));
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg_sq"));
     }
-    scalar_temps();  // exp_avg.mul_(beta1)
-    scalar_temps();  // exp_avg_sq.mul_(beta2)
+    scalar_temps(true, model_elem());  // exp_avg.mul_(beta1)
+    scalar_temps(true, model_elem());  // exp_avg_sq.mul_(beta2)
     int root = program_.alloc(param.bytes, Category::Transient, "sqrt");
     int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    int converted = cpu_ ? program_.alloc(model_elem(), Category::Transient, "scalar") : -1;
     int denom = program_.alloc(param.bytes, Category::Transient, "denom");
     program_.release(converted);
     program_.release(wrapped);
-    scalar_temps();  // .add_(eps)
+    scalar_temps(true, model_elem());  // .add_(eps)
     program_.release(root);
     program_.release(denom);  // after p.addcdiv_(exp_avg, denom, -step_size)
   }
@@ -838,24 +844,24 @@ class Trace {
       nodes_[static_cast<size_t>(lsm)].saved.push_back(log_probs);  // LogSoftmaxBackward0: result
     }
     (void)labels;
-    int output = program_.alloc(kF32, Category::Activation, "loss");
-    int total_weight = program_.alloc(kF32, Category::Activation, "total_weight");
+    int output = program_.alloc(model_elem(), Category::Activation, "loss");
+    int total_weight = program_.alloc(model_elem(), Category::Activation, "total_weight");
     program_.retain(log_probs);
     int nll = make_node(-1, {log_probs, total_weight}, {edge_of(log_probs_tensor)}, [logits_bytes](Trace& t, const Grad&) {
       return std::vector<Grad>{t.new_grad(logits_bytes)};
     });
     program_.release(log_probs);
-    return make_tensor(output, kF32, nll);
+    return make_tensor(output, model_elem(), nll);
   }
 
   Tensor mse(const Tensor& prediction, int64_t bytes, int target) {
     (void)target;
-    int output = program_.alloc(kF32, Category::Activation, "loss");
+    int output = program_.alloc(model_elem(), Category::Activation, "loss");
     program_.retain(prediction.buffer);
     int node = make_node(-1, {prediction.buffer}, {edge_of(prediction)}, [bytes](Trace& t, const Grad&) {
       return std::vector<Grad>{t.new_grad(bytes)};
     });
-    return make_tensor(output, kF32, node);
+    return make_tensor(output, model_elem(), node);
   }
 
   Tensor compute_loss(const std::vector<Tensor>& outputs) {
@@ -871,24 +877,24 @@ class Trace {
         // Autocast runs the losses in fp32: a low-precision output is cast first (freed after cross-entropy,
         // which keeps its log-probabilities; kept by MSE, which saves its input).
         Tensor logits = to_fp32(outputs_[index], outputs[index]);
-        loss = cross_entropy(logits, node.shape.numel() * kF32, targets_.at(target++));
+        loss = cross_entropy(logits, node.shape.numel() * model_elem(), targets_.at(target++));
         program_.release(logits.buffer);
       } else {
         Tensor prediction = to_fp32(outputs_[index], outputs[index]);
-        loss = mse(prediction, node.shape.numel() * kF32, targets_.at(target++));
+        loss = mse(prediction, node.shape.numel() * model_elem(), targets_.at(target++));
         program_.release(prediction.buffer);
       }
       if (total.buffer < 0 && total.grad_fn < 0) {
         total = loss;
         continue;
       }
-      int sum = program_.alloc(kF32, Category::Activation, "loss sum");
-      int node_id = make_node(-1, {}, {edge_of(total), edge_of(loss)}, [](Trace& t, const Grad& grad) {
-        return std::vector<Grad>{t.share(grad, kF32, true), t.share(grad, kF32, true)};
+      int sum = program_.alloc(model_elem(), Category::Activation, "loss sum");
+      int node_id = make_node(-1, {}, {edge_of(total), edge_of(loss)}, [elem_bytes = model_elem()](Trace& t, const Grad& grad) {
+        return std::vector<Grad>{t.share(grad, elem_bytes, true), t.share(grad, elem_bytes, true)};
       });
       program_.release(total.buffer);
       program_.release(loss.buffer);
-      total = make_tensor(sum, kF32, node_id);
+      total = make_tensor(sum, model_elem(), node_id);
     }
     return total;
   }
@@ -962,6 +968,7 @@ class Trace {
   std::vector<std::array<std::unique_ptr<ConvRecipe>, 2>> conv_cache_;
   int iteration_ = 0;
   bool amp_ = false;                 // precision bf16 / fp16: autocast over the forward and the loss
+  bool pure_ = false;                // precision bf16-pure: parameters, activations, gradients, states in bf16
   std::vector<int64_t> elems_;       // per node: bytes per element of its output as it runs
   std::map<int, Tensor> cast_cache_;  // parameter id -> its low-precision copy (autocast's cache)
 };
@@ -1102,7 +1109,7 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   const int64_t in_bytes = x.bytes;
   const bool bias = node.attr_int("bias", 1) != 0;
   const int64_t weight_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
-  const int64_t bias_bytes = node.shape.dims.back() * kF32;
+  const int64_t bias_bytes = node.shape.dims.back() * elem(index);
   const int rank = graph_.node(node.inputs[0]).shape.rank();
   const bool input_grad = x.requires_grad();
   // A frozen weight (or bias) takes no gradient; mm and addmm then do not save the input either (autograd
@@ -1537,8 +1544,9 @@ Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& i
   const int64_t bytes = x.bytes;
   int copy = !x.contiguous && cpu_ ? program_.alloc(bytes, Category::Transient, "contiguous") : -1;
   Tensor out = new_output(bytes);
-  int mean = program_.alloc(rows * kF32, Category::Activation, "mean");
-  int rstd = program_.alloc(rows * kF32, Category::Activation, "rstd");
+  // mean and rstd have the input's type (bf16 in pure bf16 training).
+  int mean = program_.alloc(rows * elem(node.inputs[0]), Category::Activation, "mean");
+  int rstd = program_.alloc(rows * elem(node.inputs[0]), Category::Activation, "rstd");
   program_.release(copy);
   const bool affine = !node_params_[static_cast<size_t>(index)].empty();
   const int64_t param_bytes = affine ? params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes : 0;
@@ -1549,12 +1557,13 @@ Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& i
   const bool input_grad = x.requires_grad();
   const bool param_grad = affine && param_edge(index, 0).kind != Edge::None;
   out.grad_fn = make_node(index, {saved(x), mean, rstd}, {edge_of(x), param_edge(index, 0), param_edge(index, 1)},
-                          [bytes, param_bytes, normalized, nthreads, cpu, input_grad, param_grad](Trace& t, const Grad& grad) {
+                          [bytes, param_bytes, normalized, nthreads, cpu, input_grad, param_grad,
+                           in_elem = elem(node.inputs[0])](Trace& t, const Grad& grad) {
                             int copy = cpu && !grad.contiguous ? t.program().alloc(bytes, Category::Transient, "contiguous") : -1;
                             Grad gi = input_grad ? t.new_grad(bytes) : Grad{};
                             Grad gw = param_grad ? t.new_grad(param_bytes) : Grad{};
                             Grad gb = param_grad ? t.new_grad(param_bytes) : Grad{};
-                            if (cpu && param_grad) t.program().temp(nthreads * 2 * normalized * kF32, "dgamma buffer");
+                            if (cpu && param_grad) t.program().temp(nthreads * 2 * normalized * in_elem, "dgamma buffer");
                             t.program().release(copy);
                             return std::vector<Grad>{gi, gw, gb};
                           });
@@ -1713,7 +1722,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
 Tensor Trace::run_cross_entropy(int, const Node& node, const std::vector<Tensor>& in) {
   const Tensor& x = in[0];
   const TensorShape& logits = graph_.node(node.inputs[0]).shape;
-  return cross_entropy(x, logits.numel() * kF32, -1);
+  return cross_entropy(x, logits.numel() * model_elem(), -1);
 }
 
 Tensor Trace::run_mse(int, const Node&, const std::vector<Tensor>& in) { return mse(in[0], in[0].bytes, -1); }

@@ -1,5 +1,5 @@
-// Mixed precision in the memory simulator (issue 35): bf16 autocast on CPU as libtorch 1.13 runs it, profiled with
-// libtorch and compared with the simulation to the byte.
+// Low precision in the memory simulator (issue 35): bf16 autocast and pure bf16 training on CPU as libtorch 1.13 runs
+// them, profiled with libtorch and compared with the simulation to the byte.
 //
 // What is exact: every allocation of ATen, autograd and autocast (casts, the parameter cast cache, ToCopyBackward0,
 // TensorIterator's type-promotion copies). What is not modelled: oneDNN's bf16 matmul (ATen hands a bf16 mm / bmm to
@@ -124,7 +124,7 @@ Compared compare(const Graph& graph, const std::string& label, Optimizer optimiz
   // AVX2-only CPU runs them in ATen instead. Not a simulation error: reported, not counted.
   const hardware::IsaDispatch& dispatch = hardware::host_dispatch();
   if (measured.status != "ok" && hardware::is_avx512(dispatch.cpu) && !hardware::is_avx512(dispatch.onednn)) {
-    std::printf("%-34s %-5s %-5s not run: %s (oneDNN capped below the CPU)\n", label.c_str(), name(optimizer).c_str(),
+    std::printf("%-34s %-5s %-9s not run: %s (oneDNN capped below the CPU)\n", label.c_str(), name(optimizer).c_str(),
                 name(precision).c_str(), measured.message.c_str());
     return {};
   }
@@ -137,7 +137,7 @@ Compared compare(const Graph& graph, const std::string& label, Optimizer optimiz
   EXPECT_EQ(simulated.baseline_bytes, measured.baseline_bytes) << label;
   const double error = 100.0 * static_cast<double>(simulated.peak_bytes - measured.peak_bytes) /
                        static_cast<double>(measured.peak_bytes);
-  std::printf("%-34s %-5s %-5s measured %9lld  simulated %9lld  error %+.4f%%\n", label.c_str(), name(optimizer).c_str(),
+  std::printf("%-34s %-5s %-9s measured %9lld  simulated %9lld  error %+.4f%%\n", label.c_str(), name(optimizer).c_str(),
               name(precision).c_str(), static_cast<long long>(measured.peak_bytes),
               static_cast<long long>(simulated.peak_bytes), error);
   return {measured.peak_bytes, simulated.peak_bytes, true};
@@ -175,19 +175,20 @@ std::vector<Model> models_below_onednn() {
           {"mlp 24-32-20-10", small_mlp()}};
 }
 
-TEST(PrecisionMemoryVsProfiler, Bf16AutocastIsByteExact) {
-  for (const Model& model : models_below_onednn())
-    for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
-      const Compared result = compare(model.graph, model.label, optimizer, Precision::Bf16);
-      if (result.ok) {
-        EXPECT_EQ(result.simulated, result.measured) << model.label << " " << name(optimizer);
+TEST(PrecisionMemoryVsProfiler, Bf16IsByteExact) {
+  for (Precision precision : {Precision::Bf16, Precision::Bf16Pure})
+    for (const Model& model : models_below_onednn())
+      for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
+        const Compared result = compare(model.graph, model.label, optimizer, precision);
+        if (result.ok) {
+          EXPECT_EQ(result.simulated, result.measured) << model.label << " " << name(optimizer) << " " << name(precision);
+        }
       }
-    }
 }
 
 // Larger layers: ATen gives the bf16 matmuls to oneDNN, whose scratchpads the simulation leaves out. Printed; the
 // simulation may only be low.
-TEST(PrecisionMemoryVsProfiler, Bf16AutocastWithOneDnnMatmulsIsNotAbove) {
+TEST(PrecisionMemoryVsProfiler, Bf16WithOneDnnMatmulsIsNotAbove) {
   const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/bert-classifier.json";
   ModelSpec spec;
   spec.batch = 2;
@@ -196,13 +197,14 @@ TEST(PrecisionMemoryVsProfiler, Bf16AutocastWithOneDnnMatmulsIsNotAbove) {
       {"decoder h64 (LoRA test's)", exact_llama(DecoderSize{})},
       {"decoder h64 lora r=8 q,v", apply_lora(exact_llama(DecoderSize{}), {8, 16, {"q", "v"}, false})},
       {"bert-classifier h256", build_hf_config(nlohmann::json::parse(std::ifstream(path)), spec, path)}};
-  for (const Model& model : models)
-    for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
-      const Compared result = compare(model.graph, model.label, optimizer, Precision::Bf16);
-      if (result.ok) {
-        EXPECT_LE(result.simulated, result.measured) << model.label << " " << name(optimizer);
+  for (Precision precision : {Precision::Bf16, Precision::Bf16Pure})
+    for (const Model& model : models)
+      for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
+        const Compared result = compare(model.graph, model.label, optimizer, precision);
+        if (result.ok) {
+          EXPECT_LE(result.simulated, result.measured) << model.label << " " << name(optimizer) << " " << name(precision);
+        }
       }
-    }
 }
 
 #else
