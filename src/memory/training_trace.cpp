@@ -354,16 +354,18 @@ class Trace {
       slot = std::make_unique<ConvRecipe>(cpu_conv_recipe(shape, threads(), options_.isa));
       return *slot;
     }
-    // cuDNN: the output and the gradients; workspaces are not modelled (docs/MEMORY.md).
+    // cuDNN: the output and the gradients; workspaces are not modelled (docs/MEMORY.md). In the node's type (fp16 /
+    // bf16 under autocast or bf16-pure; autocast's casts of a convolution's arguments are not replayed).
     slot = std::make_unique<ConvRecipe>();
-    const int64_t out_bytes = shape.batch * shape.out_channels * shape.out_h * shape.out_w * kF32;
-    const int64_t in_bytes = shape.batch * shape.in_channels * shape.in_h * shape.in_w * kF32;
+    const int64_t e = elem(index);
+    const int64_t out_bytes = shape.batch * shape.out_channels * shape.out_h * shape.out_w * e;
+    const int64_t in_bytes = shape.batch * shape.in_channels * shape.in_h * shape.in_w * e;
     const int64_t weight_bytes =
-        shape.out_channels * (shape.in_channels / shape.groups) * shape.kernel_h * shape.kernel_w * kF32;
+        shape.out_channels * (shape.in_channels / shape.groups) * shape.kernel_h * shape.kernel_w * e;
     slot->forward.push_back({Step::Alloc, kSlotOutput, out_bytes});
     if (shape.input_grad) slot->backward.push_back({Step::Alloc, kSlotGradInput, in_bytes});
     slot->backward.push_back({Step::Alloc, kSlotGradWeight, weight_bytes});
-    if (shape.bias) slot->backward.push_back({Step::Alloc, kSlotGradBias, shape.out_channels * kF32});
+    if (shape.bias) slot->backward.push_back({Step::Alloc, kSlotGradBias, shape.out_channels * e});
     return *slot;
   }
   bool cpu() const { return cpu_; }
