@@ -37,7 +37,11 @@ int run_memory(const Args& args) {
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_option("--optimizer", optimizer, optimizer_help());
-  app.add_option("--precision", precision, "fp32 (the only precision modelled)");
+  app.add_option("--precision", precision,
+                 "fp32 (default) | bf16: autocast mixed precision | bf16-pure (alias pure-bf16): parameters, activations,\n"
+                 "gradients and optimizer states in bf16 | fp16: autocast, cuda only (unverified). bf16 and bf16-pure are\n"
+                 "byte-exact on cpu for Linear and attention models (MLPs, transformer encoders and decoders) while their\n"
+                 "matmuls stay in ATen; oneDNN's bf16 matmul scratchpads are not modelled; convolutions are refused");
   app.add_option("--device", device,
                  "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
                  "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");

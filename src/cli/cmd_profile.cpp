@@ -54,7 +54,8 @@ int run_profile(const Args& args) {
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_option("--optimizer", optimizer, optimizer_help());
-  app.add_option("--precision", precision, "fp32 | bf16 | fp16 (autocast; fp16 on cuda only; default fp32)");
+  app.add_option("--precision", precision, "fp32 | bf16 | fp16 (autocast; fp16 on cuda only) | bf16-pure (model, inputs and optimizer in bf16, no autocast;\n"
+                 "alias pure-bf16) (default fp32)");
   app.add_option("--threads", threads, "intra-op threads, the child pinned to as many CPUs; 0 = all (default 1)")
       ->check(thread_count(true));
   app.add_option("--device", device, "cpu | cuda (default cpu)");

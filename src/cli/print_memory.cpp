@@ -112,8 +112,9 @@ static void print_sharded(const memory::ShardedMemory& sharded, const std::strin
 void print_memory(const apps::MemoryForecast& forecast, const Measured& measured) {
   const memory::MemoryReport& report = forecast.report;
   const int64_t simulated_peak = simulated_profiler_peak(report);
-  std::printf("%s  batch %lld  input %s  optimizer %s  precision fp32  device %s  threads %lld\n", forecast.model.c_str(),
-              static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(), name(report.device).c_str(),
+  std::printf("%s  batch %lld  input %s  optimizer %s  precision %s  device %s  threads %lld\n", forecast.model.c_str(),
+              static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(),
+              name(forecast.config.precision).c_str(), name(report.device).c_str(),
               static_cast<long long>(forecast.config.threads));
   if (!forecast.gpu.empty())
     std::printf("gpu            %s (%s): memory as nvidia-smi would show it; fits is judged against its memory\n",

@@ -36,6 +36,7 @@ constexpr std::array<PrecisionEntry, kPrecisionCount> kPrecisionTable{{
     {Precision::Fp32, "fp32", {"f32", nullptr}, 4},
     {Precision::Bf16, "bf16", {nullptr, nullptr}, 2},
     {Precision::Fp16, "fp16", {"f16", nullptr}, 2},
+    {Precision::Bf16Pure, "bf16-pure", {"pure-bf16", nullptr}, 2},
 }};
 
 struct DeviceEntry {
@@ -49,7 +50,7 @@ constexpr std::array<DeviceEntry, kDeviceCount> kDeviceTable{{
 }};
 
 static_assert(static_cast<size_t>(Optimizer::AdamW) + 1 == kOptimizerCount, "kOptimizerTable misses an optimizer");
-static_assert(static_cast<size_t>(Precision::Fp16) + 1 == kPrecisionCount, "kPrecisionTable misses a precision");
+static_assert(static_cast<size_t>(Precision::Bf16Pure) + 1 == kPrecisionCount, "kPrecisionTable misses a precision");
 static_assert(static_cast<size_t>(Device::Cuda) + 1 == kDeviceCount, "kDeviceTable misses a device");
 
 template <typename Table>
@@ -152,6 +153,7 @@ std::string torch_class(Optimizer optimizer) { return kOptimizerTable[static_cas
 int optimizer_state_per_param(Optimizer optimizer) {
   return kOptimizerTable[static_cast<size_t>(optimizer)].state_per_param;
 }
+bool is_autocast(Precision precision) { return precision == Precision::Bf16 || precision == Precision::Fp16; }
 int precision_bytes(Precision precision) { return kPrecisionTable[static_cast<size_t>(precision)].bytes; }
 
 }  // namespace dnncast

@@ -15,10 +15,11 @@
 namespace dnncast {
 
 enum class Optimizer { Sgd, Adam, AdamW };  // sgd has momentum 0.9 (libtorch's torch::optim)
-enum class Precision { Fp32, Bf16, Fp16 };  // bf16 / fp16: autocast mixed precision
+// bf16 / fp16: autocast mixed precision; bf16-pure: parameters, activations, gradients and optimizer states in bf16
+enum class Precision { Fp32, Bf16, Fp16, Bf16Pure };
 enum class Device { Cpu, Cuda };
 constexpr size_t kOptimizerCount = 3;
-constexpr size_t kPrecisionCount = 3;
+constexpr size_t kPrecisionCount = 4;
 constexpr size_t kDeviceCount = 2;
 
 // What a run trains with. The run, profile, feature, memory and trace configs derive from it, so
@@ -59,6 +60,7 @@ std::string device_names();
 std::string optimizer_help();
 
 // Facts of the table.
+bool is_autocast(Precision precision);  // bf16, fp16: torch.autocast over the forward and the loss
 std::string torch_class(Optimizer optimizer);        // torch.optim's class: "SGD", "Adam", "AdamW"
 int optimizer_state_per_param(Optimizer optimizer);  // persistent state tensors per parameter: sgd 1 (momentum), adam 2
 int precision_bytes(Precision precision);            // bytes per element of the compute type: fp32 4, bf16 / fp16 2

@@ -77,7 +77,7 @@ json to_json(const MemoryForecast& forecast) {
                {{"batch", forecast.batch},
                 {"input", forecast.input},
                 {"optimizer", name(forecast.config.optimizer)},
-                {"precision", "fp32"},
+                {"precision", name(forecast.config.precision)},
                 {"device", name(report.device)},
                 {"threads", forecast.config.threads}}},
               {"baseline_bytes", report.baseline_bytes},

@@ -31,7 +31,7 @@ const std::vector<std::pair<GpuPrecision, std::vector<std::string>>>& precision_
       {GpuPrecision::Fp32, {"fp32", "f32", "float32"}},
       {GpuPrecision::Tf32, {"tf32"}},
       {GpuPrecision::Fp16, {"fp16", "amp", "amp-fp16", "f16", "float16"}},
-      {GpuPrecision::Bf16, {"bf16", "amp-bf16", "bfloat16"}},
+      {GpuPrecision::Bf16, {"bf16", "amp-bf16", "bfloat16", "bf16-pure", "pure-bf16"}},  // pure bf16: the same bf16 curves
   };
   return table;
 }
@@ -450,8 +450,9 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
   memory::MemoryConfig config;
   if (request.precision == GpuPrecision::Fp16 || request.precision == GpuPrecision::Bf16)
     result.notes.push_back(
-        "memory is simulated with fp32 tensors (the simulator models fp32 only): autocast keeps "
-        "16-bit copies of activations, so the real peak is lower");
+        "memory is simulated with fp32 tensors here, as the GPU memory calibration was fitted: autocast keeps "
+        "16-bit copies of activations, so the real peak is lower (`dnncast memory --device GPU --precision` "
+        "simulates autocast and bf16-pure, unverified on GPUs)");
   try {
     config = gpu_memory_config(load_gpu_memory_calibration(), request.optimizer);
     result.required_bytes = memory::simulate_memory(graph, config).required_bytes;

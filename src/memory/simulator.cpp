@@ -49,8 +49,6 @@ CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_res
 }
 
 MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
-  if (config.precision != Precision::Fp32)
-    throw InputError("precision " + quote(name(config.precision)) + ": the memory simulator models fp32 only");
   TraceOptions options;
   options.set_setup(config);
   options.threads = config.threads;

@@ -24,7 +24,8 @@
 
 namespace dnncast::memory {
 
-// Optimizer (sgd has momentum 0.9), precision (fp32 only: others are refused) and device: TrainingSetup.
+// Optimizer (sgd has momentum 0.9), precision (fp32; bf16 and fp16 autocast, bf16-pure: docs/MEMORY.md "Mixed
+// precision"; fp16 on cuda only) and device: TrainingSetup.
 struct MemoryConfig : TrainingSetup {
   int64_t threads = 1;             // intra-op threads of the run (the profiler's default is 1)
   // The ISA oneDNN dispatches to (cpu): Unknown = this host's (hardware::host_dispatch(), which

@@ -40,7 +40,7 @@ std::vector<int64_t> pair_attr(const Node& node, const std::string& key, int64_t
   return values;
 }
 
-int64_t bytes_of(const Node& node) { return node.shape.numel() * dtype_bytes(node.dtype); }
+[[maybe_unused]] int64_t bytes_of(const Node& node) { return node.shape.numel() * dtype_bytes(node.dtype); }
 
 // Whether a slice / narrow along `axis` of a contiguous tensor of `dims` stays contiguous:
 // only when every dimension before it has size 1.
@@ -354,6 +354,10 @@ class Trace {
       }
       saves_result_.push_back(saves_result);
     }
+    amp_ = is_autocast(options.precision);
+    pure_ = options.precision == Precision::Bf16Pure;
+    compute_elems();
+    if (amp_ || pure_) check_amp_ops();
   }
 
   // An op's memory recipe: the member that replays its allocations; `approximate` is set (the why)
@@ -383,16 +387,18 @@ class Trace {
       slot = std::make_unique<ConvRecipe>(cpu_conv_recipe(shape, threads(), options_.isa));
       return *slot;
     }
-    // cuDNN: the output and the gradients; workspaces are not modelled (docs/MEMORY.md).
+    // cuDNN: the output and the gradients; workspaces are not modelled (docs/MEMORY.md). In the node's type (fp16 /
+    // bf16 under autocast or bf16-pure; autocast's casts of a convolution's arguments are not replayed).
     slot = std::make_unique<ConvRecipe>();
-    const int64_t out_bytes = shape.batch * shape.out_channels * shape.out_h * shape.out_w * kF32;
-    const int64_t in_bytes = shape.batch * shape.in_channels * shape.in_h * shape.in_w * kF32;
+    const int64_t e = elem(index);
+    const int64_t out_bytes = shape.batch * shape.out_channels * shape.out_h * shape.out_w * e;
+    const int64_t in_bytes = shape.batch * shape.in_channels * shape.in_h * shape.in_w * e;
     const int64_t weight_bytes =
-        shape.out_channels * (shape.in_channels / shape.groups) * shape.kernel_h * shape.kernel_w * kF32;
+        shape.out_channels * (shape.in_channels / shape.groups) * shape.kernel_h * shape.kernel_w * e;
     slot->forward.push_back({Step::Alloc, kSlotOutput, out_bytes});
     if (shape.input_grad) slot->backward.push_back({Step::Alloc, kSlotGradInput, in_bytes});
     slot->backward.push_back({Step::Alloc, kSlotGradWeight, weight_bytes});
-    if (shape.bias) slot->backward.push_back({Step::Alloc, kSlotGradBias, shape.out_channels * kF32});
+    if (shape.bias) slot->backward.push_back({Step::Alloc, kSlotGradBias, shape.out_channels * e});
     return *slot;
   }
   bool cpu() const { return cpu_; }
@@ -404,19 +410,146 @@ class Trace {
     program_.retain(grad.buffer);
     return make_grad(grad.buffer, bytes, contiguous);
   }
+  // Bytes of a node's output in the dtype it runs in (autocast: elems_, below); shadows the free bytes_of.
+  int64_t bytes_of(const Node& node) const {
+    const auto index = static_cast<size_t>(&node - graph_.nodes().data());
+    return node.shape.numel() * elems_.at(index);
+  }
+  int64_t elem(int index) const { return elems_[static_cast<size_t>(index)]; }
+  // Bytes per element of the parameters, their gradients and states, and the loss: bf16 when training is pure bf16.
+  int64_t model_elem() const { return pure_ ? 2 : kF32; }
   // What dropout keeps for backward for an fp32 tensor of `bytes`: CPU libtorch 1.13 has no fused
   // kernel and keeps an fp32 noise tensor; CUDA's native_dropout keeps a bool mask.
   int64_t dropout_mask_bytes(int64_t bytes) const { return cpu_ ? bytes : bytes / kF32; }
   // An ATen op with a Python scalar operand: the wrapped double tensor and its f32 copy.
   // (CPU tensors: not in a CUDA allocator's count.)
-  void scalar_temps(bool convert = true) {
+  // The copy has the tensor's element type (`elem_bytes`: 2 for a bf16 tensor).
+  void scalar_temps(bool convert = true, int64_t elem_bytes = kF32) {
     if (!cpu_) return;
     int wrapped = program_.alloc(8, Category::Transient, "scalar");
-    if (convert) program_.temp(4, "scalar");
+    if (convert) program_.temp(elem_bytes, "scalar");
     program_.release(wrapped);
   }
 
  private:
+  // --- autocast (precision bf16 / fp16: torch.autocast over the forward and the loss) ------------
+  // The dtype each node's output runs in, as libtorch 1.13's autocast lists and type promotion decide
+  // (checked op by op under torch.autocast("cpu")): linear, matmul, attention's bmm and convolutions run in
+  // the low type; the losses in fp32; embeddings read an fp32 table; element-wise ops of two tensors give
+  // the wider type; every other op keeps its input's type.
+  void compute_elems() {
+    const auto count = static_cast<size_t>(graph_.size());
+    elems_.assign(count, kF32);
+    const int64_t low = 2;  // bf16 and fp16
+    for (size_t index = 0; index < count; ++index) {
+      const Node& node = graph_.node(static_cast<int>(index));
+      elems_[index] = pure_ && node.dtype == DType::F32 ? 2 : dtype_bytes(node.dtype);
+      if (!amp_ || node.op == "Input" || node.dtype == DType::I64) continue;
+      const std::string& recipe = OpRegistry::instance().get(node.op).memory_recipe;
+      int64_t widest = 0;
+      for (int producer : node.inputs) widest = std::max(widest, elems_[static_cast<size_t>(producer)]);
+      if (node.op == "Linear" || node.op == "MatMul" || node.op == "ScaledDotProductAttention" || recipe == "conv")
+        elems_[index] = low;
+      else if (recipe == "cross_entropy" || recipe == "mse" || node.op == "Embedding")
+        elems_[index] = kF32;
+      else if (!cpu_ && cuda_fp32_op(node))
+        elems_[index] = kF32;  // CUDA's autocast list runs norms and softmax in fp32 (unverified, as all of cuda)
+      else if (node.op == "PositionEmbedding" || node.op == "LayerScale" || node.op == "ClassToken")
+        elems_[index] = kF32;  // with an fp32 parameter
+      else if (widest > 0)
+        elems_[index] = widest;
+    }
+  }
+
+  // Ops CUDA's autocast (1.13) runs in fp32 that CPU's does not: layer_norm, group_norm, softmax.
+  static bool cuda_fp32_op(const Node& node) {
+    return node.op == "LayerNorm" || node.op == "GroupNorm" || node.op == "Softmax";
+  }
+  // What the autocast trace models: ops on low-precision tensors whose kernels were read off allocation logs.
+  void check_amp_ops() const {
+    const std::string precision = quote(name(options_.precision));
+    for (int index = 0; index < graph_.size(); ++index) {
+      const Node& node = graph_.node(index);
+      const OpRecipe& recipe = *recipes_[static_cast<size_t>(index)];
+      const bool low_input = !node.inputs.empty() && elem(node.inputs[0]) == 2;
+      std::string why;
+      if (!cpu_) continue;  // cuda: cuDNN's kernels are not modelled in any precision (docs/MEMORY.md)
+      if (recipe.run == &Trace::run_conv)
+        why = "convolutions in bf16 (oneDNN's low-precision kernels) are not modelled yet";
+      else if (recipe.run == &Trace::run_batchnorm && low_input)
+        why = "batch norm of a bf16 tensor is not modelled";
+      else if (recipe.run == &Trace::run_norm && low_input && amp_)
+        why = "a norm of a bf16 tensor under autocast (fp32 weights) fails in libtorch 1.13";
+      else if (node.op == "ScaledDotProductAttention" && !low_input)
+        why = "attention on fp32 inputs under autocast is not modelled";
+      if (!why.empty())
+        throw InputError("precision " + precision + ": node " + quote(node.name) + " (" + node.op + "): " + why +
+                         " (docs/MEMORY.md, \"Mixed precision\")");
+    }
+  }
+
+  // autocast's cast of a tensor that is not a cached parameter (an activation, a frozen weight): a new tensor
+  // of the same layout and, when the source requires grad, a ToCopyBackward0 node that casts the gradient
+  // back. Returns the tensor holding one reference.
+  Tensor cast(int ir_node, const Tensor& x, int64_t numel, int64_t from, int64_t to) {
+    Tensor out = make_tensor(program_.alloc(numel * to, Category::Activation, "autocast"), numel * to, -1);
+    follow_layout(out, x);
+    out.grad_fn = make_node(ir_node, {}, {edge_of(x)}, [numel, from](Trace& t, const Grad& grad) {
+      Grad back = t.new_grad(numel * from, "to_copy");
+      follow_layout(back, grad);
+      return std::vector<Grad>{back};
+    });
+    return out;
+  }
+  // `x`, the output of node `producer`, in fp32 (autocast's fp32 ops): itself (one more reference) or a cast.
+  Tensor to_fp32(int producer, const Tensor& x) {
+    const int64_t from = elem(producer);
+    if (!amp_ || from == kF32 || graph_.node(producer).dtype == DType::I64) {
+      program_.retain(x.buffer);
+      return x;
+    }
+    return cast(-1, x, graph_.node(producer).shape.numel(), from, kF32);
+  }
+  // Parameter `position` of node `index` as an op under autocast reads it, holding one reference: the fp32
+  // parameter itself without autocast; with it, a low-precision copy, which autocast caches for the scope
+  // (until the loss is computed) when the parameter requires grad, with its ToCopyBackward0 node feeding
+  // AccumulateGrad, and makes anew at each use when it is frozen.
+  Tensor param_as_input(int index, size_t position) {
+    const int id = node_params_[static_cast<size_t>(index)].at(position);
+    const Parameter& param = params_[static_cast<size_t>(id)];
+    if (!amp_) {
+      program_.retain(param.buffer);
+      return make_tensor(param.buffer, param.bytes, -1, param.frozen ? -1 : id);
+    }
+    const int64_t numel = param.bytes / kF32;
+    if (param.frozen) return make_tensor(program_.alloc(numel * 2, Category::Activation, "autocast"), numel * 2, -1);
+    auto cached = cast_cache_.find(id);
+    if (cached == cast_cache_.end()) {
+      Tensor copy = make_tensor(program_.alloc(numel * 2, Category::Activation, "autocast weight"), numel * 2, -1);
+      copy.grad_fn = make_node(index, {}, {Edge{Edge::Param, id}}, [numel](Trace& t, const Grad&) {
+        return std::vector<Grad>{t.new_grad(numel * kF32, "to_copy")};
+      });
+      cached = cast_cache_.emplace(id, copy).first;
+    }
+    program_.retain(cached->second.buffer);
+    return cached->second;
+  }
+  // Two inputs of different float types (autocast's bf16 beside fp32): on CPU, TensorIterator copies the narrower
+  // one to the common type before it allocates the output; the copy goes when the op returns.
+  int promoted_copy(const Node& node) {
+    if (!amp_ || !cpu_ || node.inputs.size() != 2) return -1;
+    const int a = node.inputs[0], b = node.inputs[1];
+    if (elem(a) == elem(b) || graph_.node(a).dtype == DType::I64 || graph_.node(b).dtype == DType::I64) return -1;
+    const int narrow = elem(a) < elem(b) ? a : b;
+    return program_.alloc(graph_.node(narrow).shape.numel() * std::max(elem(a), elem(b)), Category::Transient,
+                          "type promotion");
+  }
+  // The autocast scope exits after the loss: its cache of parameter casts is cleared.
+  void end_autocast() {
+    for (auto& entry : cast_cache_) program_.release(entry.second.buffer);
+    cast_cache_.clear();
+  }
+
   // --- setup: the profiler's baseline ---------------------------------------------------------
   void setup() {
     program_.set_context(0, Phase::Setup, -1);
@@ -437,7 +570,7 @@ class Trace {
       else if (node.shape.rank() == 2 && node.dtype != DType::I64)
         targets_.push_back(program_.alloc(node.shape[0] * kI64, Category::State, "labels"));
       else
-        targets_.push_back(program_.alloc(bytes_of(node), Category::State, "target"));
+        targets_.push_back(program_.alloc(node.shape.numel() * model_elem(), Category::State, "target"));
     }
     for (int index : graph_.inputs()) input_buffers_.push_back(program_.alloc(bytes_of(graph_.node(index)), Category::State, "input"));
   }
@@ -451,7 +584,8 @@ class Trace {
     return false;
   }
 
-  int add_param(int64_t bytes) {
+  int add_param(int64_t fp32_bytes) {
+    const int64_t bytes = fp32_bytes / kF32 * model_elem();
     Parameter param;
     param.buffer = program_.alloc(bytes, Category::Parameter, "parameter");
     param.bytes = bytes;
@@ -486,8 +620,8 @@ class Trace {
       int64_t channels = in_shape(0)[1];
       ids.push_back(add_param(channels * kF32));
       ids.push_back(add_param(channels * kF32));
-      add_buffer(channels * kF32, "running_mean");
-      add_buffer(channels * kF32, "running_var");
+      add_buffer(channels * model_elem(), "running_mean");
+      add_buffer(channels * model_elem(), "running_var");
       add_buffer(kI64, "num_batches_tracked");
     } else if (op == "LayerNorm") {
       if (node.attr_int("elementwise_affine", 1) == 0) return;
@@ -517,7 +651,7 @@ class Trace {
       const TensorShape& logits = in_shape(0);
       add_buffer(logits.numel() / logits[1] * kI64, "labels");
     } else if (op == "MSELoss") {
-      if (node.inputs.size() == 1) add_buffer(in_shape(0).numel() * kF32, "target");
+      if (node.inputs.size() == 1) add_buffer(in_shape(0).numel() * model_elem(), "target");
     } else {
       // Every other op the executor runs owns no parameters; a new op with parameters must get
       // a recipe here (the profiler checks the same count).
@@ -540,6 +674,7 @@ class Trace {
     program_.set_context(iteration, Phase::Loss, -1);
     Tensor loss = compute_loss(outputs);
     for (Tensor& output : outputs) program_.release(output.buffer);
+    end_autocast();
     program_.set_context(iteration, Phase::Backward, -1);
     backward(loss);
     // The executor's Trainer::iteration() drops the loss forward_backward() returns before the step; a Python
@@ -699,10 +834,10 @@ class Trace {
   void backward(const Tensor& loss) {
     if (loss.grad_fn < 0) return;
     count_tied_edges(loss.grad_fn);
-    int ones = program_.alloc(kF32, Category::Transient, "ones_like");
+    int ones = program_.alloc(model_elem(), Category::Transient, "ones_like");
     program_.retain(ones);
     GradNode& root = nodes_[static_cast<size_t>(loss.grad_fn)];
-    root.input = make_grad(ones, kF32, true);
+    root.input = make_grad(ones, model_elem(), true);
     root.received = true;
     for (int index = static_cast<int>(nodes_.size()) - 1; index >= 0; --index) {
       GradNode& node = nodes_[static_cast<size_t>(index)];
@@ -765,25 +900,25 @@ class Trace {
     if (param.state.empty()) {
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "momentum"));
     } else {
-      scalar_temps();  // buf.mul_(momentum)
+      scalar_temps(true, model_elem());  // buf.mul_(momentum)
     }
   }
 
   void adam_step(Parameter& param, bool decoupled_weight_decay) {
-    if (decoupled_weight_decay) scalar_temps();  // AdamW: p.mul_(1 - lr * weight_decay)
+    if (decoupled_weight_decay) scalar_temps(true, model_elem());  // AdamW: p.mul_(1 - lr * weight_decay)
     if (param.state.empty()) {
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg"));
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg_sq"));
     }
-    scalar_temps();  // exp_avg.mul_(beta1)
-    scalar_temps();  // exp_avg_sq.mul_(beta2)
+    scalar_temps(true, model_elem());  // exp_avg.mul_(beta1)
+    scalar_temps(true, model_elem());  // exp_avg_sq.mul_(beta2)
     int root = program_.alloc(param.bytes, Category::Transient, "sqrt");
     int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    int converted = cpu_ ? program_.alloc(model_elem(), Category::Transient, "scalar") : -1;
     int denom = program_.alloc(param.bytes, Category::Transient, "denom");
     program_.release(converted);
     program_.release(wrapped);
-    scalar_temps();  // .add_(eps)
+    scalar_temps(true, model_elem());  // .add_(eps)
     program_.release(root);
     program_.release(denom);  // after p.addcdiv_(exp_avg, denom, -step_size)
   }
@@ -800,24 +935,24 @@ class Trace {
       nodes_[static_cast<size_t>(lsm)].saved.push_back(log_probs);  // LogSoftmaxBackward0: result
     }
     (void)labels;
-    int output = program_.alloc(kF32, Category::Activation, "loss");
-    int total_weight = program_.alloc(kF32, Category::Activation, "total_weight");
+    int output = program_.alloc(model_elem(), Category::Activation, "loss");
+    int total_weight = program_.alloc(model_elem(), Category::Activation, "total_weight");
     program_.retain(log_probs);
     int nll = make_node(-1, {log_probs, total_weight}, {edge_of(log_probs_tensor)}, [logits_bytes](Trace& t, const Grad&) {
       return std::vector<Grad>{t.new_grad(logits_bytes)};
     });
     program_.release(log_probs);
-    return make_tensor(output, kF32, nll);
+    return make_tensor(output, model_elem(), nll);
   }
 
   Tensor mse(const Tensor& prediction, int64_t bytes, int target) {
     (void)target;
-    int output = program_.alloc(kF32, Category::Activation, "loss");
+    int output = program_.alloc(model_elem(), Category::Activation, "loss");
     program_.retain(prediction.buffer);
     int node = make_node(-1, {prediction.buffer}, {edge_of(prediction)}, [bytes](Trace& t, const Grad&) {
       return std::vector<Grad>{t.new_grad(bytes)};
     });
-    return make_tensor(output, kF32, node);
+    return make_tensor(output, model_elem(), node);
   }
 
   Tensor compute_loss(const std::vector<Tensor>& outputs) {
@@ -834,21 +969,27 @@ class Trace {
         // logits (its backward a view of the gradient).
         loss = cross_entropy(outputs[index], bytes_of(node), targets_.at(target++));
       } else if (node.shape.rank() == 2 && node.dtype != DType::I64) {
-        loss = cross_entropy(outputs[index], bytes_of(node), targets_.at(target++));
+        // Autocast runs the losses in fp32: a low-precision output is cast first (freed after cross-entropy,
+        // which keeps its log-probabilities; kept by MSE, which saves its input).
+        Tensor logits = to_fp32(outputs_[index], outputs[index]);
+        loss = cross_entropy(logits, node.shape.numel() * model_elem(), targets_.at(target++));
+        program_.release(logits.buffer);
       } else {
-        loss = mse(outputs[index], bytes_of(node), targets_.at(target++));
+        Tensor prediction = to_fp32(outputs_[index], outputs[index]);
+        loss = mse(prediction, node.shape.numel() * model_elem(), targets_.at(target++));
+        program_.release(prediction.buffer);
       }
       if (total.buffer < 0 && total.grad_fn < 0) {
         total = loss;
         continue;
       }
-      int sum = program_.alloc(kF32, Category::Activation, "loss sum");
-      int node_id = make_node(-1, {}, {edge_of(total), edge_of(loss)}, [](Trace& t, const Grad& grad) {
-        return std::vector<Grad>{t.share(grad, kF32, true), t.share(grad, kF32, true)};
+      int sum = program_.alloc(model_elem(), Category::Activation, "loss sum");
+      int node_id = make_node(-1, {}, {edge_of(total), edge_of(loss)}, [elem_bytes = model_elem()](Trace& t, const Grad& grad) {
+        return std::vector<Grad>{t.share(grad, elem_bytes, true), t.share(grad, elem_bytes, true)};
       });
       program_.release(total.buffer);
       program_.release(loss.buffer);
-      total = make_tensor(sum, kF32, node_id);
+      total = make_tensor(sum, model_elem(), node_id);
     }
     return total;
   }
@@ -885,6 +1026,7 @@ class Trace {
   Tensor run_activation(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_inplace_on_view(int index, const Tensor& x, bool saves_result);
   Tensor run_linear(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_linear_amp(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_input(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_max_pool(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_avg_pool(int index, const Node& node, const std::vector<Tensor>& in);
@@ -945,6 +1087,10 @@ class Trace {
   std::vector<Grad> tied_held_;    // per parameter: their sum so far
   std::vector<std::array<std::unique_ptr<ConvRecipe>, 2>> conv_cache_;
   int iteration_ = 0;
+  bool amp_ = false;                 // precision bf16 / fp16: autocast over the forward and the loss
+  bool pure_ = false;                // precision bf16-pure: parameters, activations, gradients, states in bf16
+  std::vector<int64_t> elems_;       // per node: bytes per element of its output as it runs
+  std::map<int, Tensor> cast_cache_;  // parameter id -> its low-precision copy (autocast's cache)
 };
 
 // Runs a recipe's steps: slot buffers; the kept slots are returned (or passed in `keep`).
@@ -1103,12 +1249,13 @@ Tensor Trace::run_inplace_on_view(int index, const Tensor& x, bool saves_result)
 }
 
 Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>& in) {
+  if (amp_) return run_linear_amp(index, node, in);
   const Tensor& x = in[0];
   const int64_t out_bytes = bytes_of(node);
   const int64_t in_bytes = x.bytes;
   const bool bias = node.attr_int("bias", 1) != 0;
   const int64_t weight_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
-  const int64_t bias_bytes = node.shape.dims.back() * kF32;
+  const int64_t bias_bytes = node.shape.dims.back() * elem(index);
   const int rank = graph_.node(node.inputs[0]).shape.rank();
   const bool input_grad = x.requires_grad();
   // A frozen weight (or bias) takes no gradient; mm and addmm then do not save the input either (autograd
@@ -1182,6 +1329,75 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
       return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
     });
   }
+  return out;
+}
+
+// Linear under autocast: at::linear's arguments cast to the low type, right to left as GCC evaluates the
+// wrapper's arguments (bias, weight, input; parameters through the cast cache), then the fp32 recipe's kernels
+// in the low type. The weight's copy is saved for the input's gradient (mat2 of addmm / mm), which the
+// fp32 recipe need not book (the parameter itself); gradients of the copies reach the fp32 parameters
+// through ToCopyBackward0 (param_as_input).
+Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tensor>& in) {
+  const bool bias = node.attr_int("bias", 1) != 0;
+  const Tensor b = bias ? param_as_input(index, 1) : Tensor{};
+  const Tensor w = param_as_input(index, 0);
+  const int producer = node.inputs[0];
+  const int64_t low = elem(index);
+  Tensor x = in[0];
+  if (elem(producer) != low) {
+    x = cast(index, in[0], graph_.node(producer).shape.numel(), elem(producer), low);
+  } else {
+    program_.retain(x.buffer);
+  }
+  const int64_t out_bytes = bytes_of(node);
+  const int64_t in_bytes = x.bytes;
+  const int64_t weight_bytes = w.bytes, bias_bytes = b.bytes;
+  const int rank = graph_.node(producer).shape.rank();
+  const bool input_grad = x.requires_grad(), weight_grad = w.requires_grad(), bias_grad = bias && b.requires_grad();
+  std::vector<int> keep;
+  Tensor out;
+  if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
+    out = new_output(out_bytes);
+    if (weight_grad) keep.push_back(saved(x));
+    if (input_grad) keep.push_back(saved(w));
+    out.grad_fn = make_node(index, keep, {edge_of(b), edge_of(x), edge_of(w)},
+                            [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad](Trace& t, const Grad&) {
+                              Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                              Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                              Grad gb = bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{};
+                              return std::vector<Grad>{gb, gi, gw};
+                            });
+  } else {
+    // matmul(input, weight.t()) [+ bias in place]: the fp32 recipe's nodes (run_linear).
+    int folded = !x.contiguous ? program_.alloc(in_bytes, Category::Activation, "contiguous") : -1;
+    out = new_output(out_bytes);
+    if (weight_grad) keep.push_back(folded >= 0 ? folded : saved(x));
+    else program_.release(folded);
+    if (input_grad) keep.push_back(saved(w));
+    int mm = make_node(index, keep, {edge_of(x), edge_of(w)},
+                       [in_bytes, weight_bytes, input_grad, weight_grad](Trace& t, const Grad&) {
+                         Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                         Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                         return std::vector<Grad>{gi, gw};
+                       });
+    Tensor mm_out = out;
+    mm_out.grad_fn = mm;
+    out.grad_fn = make_node(index, {}, {edge_of(mm_out)}, [out_bytes](Trace& t, const Grad& grad) {
+      if (grad.contiguous) return std::vector<Grad>{t.share(grad, out_bytes, true)};
+      return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
+    });
+    if (bias) {
+      Tensor viewed = out;
+      out.grad_fn = make_node(index, {}, {edge_of(viewed), edge_of(b)}, [bias_bytes, bias_grad](Trace& t, const Grad& grad) {
+        Grad passed = grad;
+        t.program().retain(grad.buffer);
+        return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
+      });
+    }
+  }
+  program_.release(x.buffer);
+  program_.release(w.buffer);
+  program_.release(b.buffer);
   return out;
 }
 
@@ -1292,7 +1508,9 @@ Tensor Trace::run_add(int index, const Node& node, const std::vector<Tensor>& in
   const int64_t out_bytes = bytes_of(node);
   const Tensor& x = in[0];
   const Tensor& y = in[1];
+  const int promoted = promoted_copy(node);
   Tensor out = like(out_bytes, x.bytes == out_bytes ? x : y);
+  program_.release(promoted);
   const int64_t a_bytes = x.bytes, b_bytes = y.bytes;
   out.grad_fn = make_node(index, {}, {edge_of(x), edge_of(y)}, [out_bytes, a_bytes, b_bytes](Trace& t, const Grad& grad) {
     auto pass = [&](int64_t bytes) {
@@ -1317,14 +1535,15 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
     // x * scalar (LoRA's scaling) as libtorch runs it: the wrapped double and its f32 copy around the output;
     // MulBackward1 keeps nothing and computes grad * scalar the same way.
     int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    const int64_t elem_bytes = elem(index);
+    int converted = cpu_ ? program_.alloc(elem_bytes, Category::Transient, "scalar") : -1;
     Tensor out = like(out_bytes, x);
     program_.release(converted);
     program_.release(wrapped);
     const bool cpu = cpu_;
-    out.grad_fn = make_node(index, {}, {edge_of(x)}, [out_bytes, cpu](Trace& t, const Grad& grad) {
+    out.grad_fn = make_node(index, {}, {edge_of(x)}, [out_bytes, cpu, elem_bytes](Trace& t, const Grad& grad) {
       int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
-      int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
+      int scalar_f32 = cpu ? t.program().alloc(elem_bytes, Category::Transient, "scalar") : -1;
       Grad product = t.new_grad(out_bytes);
       follow_layout(product, grad);
       t.program().release(scalar_f32);
@@ -1340,7 +1559,9 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
     a = make_tensor(params_[static_cast<size_t>(param)].buffer, params_[static_cast<size_t>(param)].bytes, -1, param);
     b = x;
   }
+  const int promoted = op == "Mul" ? promoted_copy(node) : -1;
   Tensor out = like(out_bytes, a.bytes == out_bytes ? a : b);
+  program_.release(promoted);
   std::vector<int> keep;
   if (b.requires_grad()) keep.push_back(saved(a));  // other's grad needs self
   if (a.requires_grad()) keep.push_back(saved(b));  // self's grad needs other
@@ -1381,7 +1602,7 @@ Tensor Trace::run_dropout(int index, const Node& node, const std::vector<Tensor>
   // then input * noise; MulBackward0 keeps the noise. CUDA (the fused native_dropout): a bool
   // mask (1 byte per element), allocated before the output; NativeDropoutBackward0 keeps it.
   int noise = program_.alloc(dropout_mask_bytes(bytes), Category::Activation, cpu_ ? "dropout noise" : "dropout mask");
-  if (cpu_) scalar_temps();  // noise.div_(1 - p)
+  if (cpu_) scalar_temps(true, elem(index));  // noise.div_(1 - p)
   Tensor out = like(bytes, x);
   out.grad_fn = make_node(index, {noise}, {edge_of(x)}, [bytes](Trace& t, const Grad&) {
     return std::vector<Grad>{t.new_grad(bytes)};
@@ -1496,8 +1717,9 @@ Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& i
   const int64_t bytes = x.bytes;
   int copy = !x.contiguous && cpu_ ? program_.alloc(bytes, Category::Transient, "contiguous") : -1;
   Tensor out = new_output(bytes);
-  int mean = program_.alloc(rows * kF32, Category::Activation, "mean");
-  int rstd = program_.alloc(rows * kF32, Category::Activation, "rstd");
+  // mean and rstd have the input's type (bf16 in pure bf16 training).
+  int mean = program_.alloc(rows * elem(node.inputs[0]), Category::Activation, "mean");
+  int rstd = program_.alloc(rows * elem(node.inputs[0]), Category::Activation, "rstd");
   program_.release(copy);
   const bool affine = !node_params_[static_cast<size_t>(index)].empty();
   const int64_t param_bytes = affine ? params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes : 0;
@@ -1508,12 +1730,13 @@ Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& i
   const bool input_grad = x.requires_grad();
   const bool param_grad = affine && param_edge(index, 0).kind != Edge::None;
   out.grad_fn = make_node(index, {saved(x), mean, rstd}, {edge_of(x), param_edge(index, 0), param_edge(index, 1)},
-                          [bytes, param_bytes, normalized, nthreads, cpu, input_grad, param_grad](Trace& t, const Grad& grad) {
+                          [bytes, param_bytes, normalized, nthreads, cpu, input_grad, param_grad,
+                           in_elem = elem(node.inputs[0])](Trace& t, const Grad& grad) {
                             int copy = cpu && !grad.contiguous ? t.program().alloc(bytes, Category::Transient, "contiguous") : -1;
                             Grad gi = input_grad ? t.new_grad(bytes) : Grad{};
                             Grad gw = param_grad ? t.new_grad(param_bytes) : Grad{};
                             Grad gb = param_grad ? t.new_grad(param_bytes) : Grad{};
-                            if (cpu && param_grad) t.program().temp(nthreads * 2 * normalized * kF32, "dgamma buffer");
+                            if (cpu && param_grad) t.program().temp(nthreads * 2 * normalized * in_elem, "dgamma buffer");
                             t.program().release(copy);
                             return std::vector<Grad>{gi, gw, gb};
                           });
@@ -1604,19 +1827,20 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   // scores stay alive until the op returns; autograd keeps q * scale, k, the probabilities, v.
   const TensorShape& q_shape = graph_.node(node.inputs[0]).shape;
   const TensorShape& k_shape = graph_.node(node.inputs[1]).shape;
-  const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * kF32;
+  const int64_t elem_bytes = elem(node.inputs[0]);  // fp32, or the low type under autocast
+  const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * elem_bytes;
   const int64_t q_bytes = in[0].bytes, k_bytes = in[1].bytes, v_bytes = in[2].bytes;
   const bool causal = node.attr_int("causal", 0) != 0;
   const double dropout_p = node.attr_float("dropout_p", 0.0);
   int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-  int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+  int converted = cpu_ ? program_.alloc(elem_bytes, Category::Transient, "scalar") : -1;
   int scaled_q = program_.alloc(q_bytes, Category::Activation, "q * scale");
   program_.release(converted);
   program_.release(wrapped);
   const bool cpu = cpu_;
-  int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu](Trace& t, const Grad&) {
+  int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu, elem_bytes](Trace& t, const Grad&) {
     int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
-    int scalar_f32 = cpu ? t.program().alloc(4, Category::Transient, "scalar") : -1;
+    int scalar_f32 = cpu ? t.program().alloc(elem_bytes, Category::Transient, "scalar") : -1;
     Grad g = t.new_grad(q_bytes);
     t.program().release(scalar_f32);
     t.program().release(scalar);
@@ -1681,7 +1905,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   if (dropout_p > 0) {
     int noise = program_.alloc(dropout_mask_bytes(scores_bytes), Category::Activation,
                                cpu_ ? "dropout noise" : "dropout mask");
-    if (cpu_) scalar_temps();
+    if (cpu_) scalar_temps(true, elem_bytes);
     int dropped = program_.alloc(scores_bytes, Category::Activation, "dropout");
     int drop_node = make_node(index, {noise}, {edge_of(probs)}, [scores_bytes](Trace& t, const Grad&) {
       return std::vector<Grad>{t.new_grad(scores_bytes)};
@@ -1729,7 +1953,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
 Tensor Trace::run_cross_entropy(int, const Node& node, const std::vector<Tensor>& in) {
   const Tensor& x = in[0];
   const TensorShape& logits = graph_.node(node.inputs[0]).shape;
-  return cross_entropy(x, logits.numel() * kF32, -1);
+  return cross_entropy(x, logits.numel() * model_elem(), -1);
 }
 
 Tensor Trace::run_mse(int, const Node&, const std::vector<Tensor>& in) { return mse(in[0], in[0].bytes, -1); }
@@ -2013,7 +2237,24 @@ const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
 }
 
 Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& in) {
-  return (this->*recipes_[static_cast<size_t>(index)]->run)(index, node, in);
+  const OpRecipe& recipe = *recipes_[static_cast<size_t>(index)];
+  const bool low_op = node.op == "MatMul";  // Linear casts its own arguments (run_linear_amp)
+  const bool fp32_op = recipe.run == &Trace::run_cross_entropy || recipe.run == &Trace::run_mse ||
+                       (!cpu_ && cuda_fp32_op(node));
+  if (!amp_ || (!low_op && !fp32_op)) return (this->*recipe.run)(index, node, in);
+  // autocast's casts of the tensor arguments, right to left; each goes when the op returns unless saved.
+  std::vector<Tensor> args = in;
+  std::vector<int> held;
+  for (size_t position = in.size(); position-- > 0;) {
+    const int producer = node.inputs[position];
+    const int64_t to = low_op ? 2 : kF32;
+    if (graph_.node(producer).dtype == DType::I64 || elem(producer) == to) continue;
+    args[position] = cast(index, in[position], graph_.node(producer).shape.numel(), elem(producer), to);
+    held.push_back(args[position].buffer);
+  }
+  Tensor out = (this->*recipe.run)(index, node, args);
+  for (int buffer : held) program_.release(buffer);
+  return out;
 }
 
 }  // namespace
@@ -2026,8 +2267,8 @@ RecipeKind recipe_kind(const std::string& op) {
 }
 
 Program trace_training(const Graph& graph, const TraceOptions& options) {
-  if (options.precision != Precision::Fp32)
-    throw InputError("precision " + quote(name(options.precision)) + ": the memory trace models fp32 only");
+  if (options.precision == Precision::Fp16 && options.device == Device::Cpu)
+    throw InputError("precision 'fp16': autocast to fp16 runs on cuda only (the executor's); on cpu use bf16");
   if (options.threads < 1) throw InputError("threads must be at least 1, got " + std::to_string(options.threads));
   if (options.iterations < 1) throw InputError("iterations must be at least 1");
   for (const Node& node : graph.nodes())

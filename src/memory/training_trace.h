@@ -21,8 +21,8 @@
 
 namespace dnncast::memory {
 
-// Optimizer as the executor builds it; precision fp32 only; device cpu: libtorch's CPU kernels, cuda:
-// the same autograd program without oneDNN's reorders and scratch (unverified).
+// Optimizer as the executor builds it; precision fp32, bf16 / fp16 autocast or bf16-pure; device cpu: libtorch's
+// CPU kernels, cuda: the same autograd program without oneDNN's reorders and scratch (unverified).
 struct TraceOptions : TrainingSetup {
   int64_t threads = 1;            // intra-op threads (backend choice, per-thread scratch)
   hardware::CpuIsa isa = hardware::CpuIsa::Avx512Core;  // what oneDNN dispatches to (cpu)

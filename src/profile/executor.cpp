@@ -628,7 +628,7 @@ const std::map<std::string, OpImpl>& op_impls() {
 // Autocast for the forward and loss (torch.autocast's C++ equivalent).
 class AutocastScope {
  public:
-  AutocastScope(Precision precision, bool cuda) : enabled_(precision != Precision::Fp32), cuda_(cuda) {
+  AutocastScope(Precision precision, bool cuda) : enabled_(is_autocast(precision)), cuda_(cuda) {
     if (!enabled_) return;
     at::ScalarType dtype = precision == Precision::Bf16 ? at::kBFloat16 : at::kHalf;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
@@ -731,6 +731,10 @@ class LossFunction {
     at::Tensor tensor;
   };
   const std::vector<Target>& targets() const { return targets_; }
+  void to_bf16() {  // pure bf16: MSE's random targets in the model's type
+    for (Target& target : targets_)
+      if (target.kind == Target::Kind::Values) target.tensor = target.tensor.to(at::kBFloat16);
+  }
 
   at::Tensor operator()(const std::vector<at::Tensor>& outputs) const {
     at::Tensor total;
@@ -793,6 +797,7 @@ struct Trainer {
   Trainer(const Graph& graph, const TrainConfig& config, at::Device device)
       : config(config), device(device), module(graph, device, true), loss_fn(graph, device) {
     inputs = make_inputs(graph, device);
+    if (config.precision == Precision::Bf16Pure) to_pure_bf16();
     optimizer = make_optimizer(config.optimizer, module.trainable_parameters());
   }
 
@@ -816,6 +821,22 @@ struct Trainer {
     }
     loss.backward();
     return loss;
+  }
+
+  // Pure bf16 (Python's model.bfloat16() and bf16 inputs): every floating parameter, buffer, input and loss
+  // target converted in place (set_data, as Module.to does), before the optimizer exists; no autocast.
+  void to_pure_bf16() {
+    at::NoGradGuard no_grad;
+    auto convert = [](at::Tensor& tensor) {
+      if (tensor.defined() && tensor.scalar_type() == at::kFloat) tensor.set_data(tensor.to(at::kBFloat16));
+    };
+    for (int index = 0; index < module.graph().size(); ++index) {
+      NodeState& state = module.state(index);
+      for (at::Tensor& param : state.params) convert(param);
+      for (at::Tensor& buffer : state.buffers) convert(buffer);
+    }
+    for (at::Tensor& input : inputs) input = input.scalar_type() == at::kFloat ? input.to(at::kBFloat16) : input;
+    loss_fn.to_bf16();
   }
 
   const TrainConfig& config;

@@ -41,10 +41,11 @@ TEST(TrainingSetup, StoredNamesAreTheOnesOnDisk) {
   EXPECT_EQ(name(Precision::Fp32), "fp32");
   EXPECT_EQ(name(Precision::Bf16), "bf16");
   EXPECT_EQ(name(Precision::Fp16), "fp16");
+  EXPECT_EQ(name(Precision::Bf16Pure), "bf16-pure");
   EXPECT_EQ(name(Device::Cpu), "cpu");
   EXPECT_EQ(name(Device::Cuda), "cuda");
   EXPECT_EQ(optimizer_names(), "sgd, adam, adamw");
-  EXPECT_EQ(precision_names(), "fp32, bf16, fp16");
+  EXPECT_EQ(precision_names(), "fp32, bf16, fp16, bf16-pure");
   EXPECT_EQ(device_names(), "cpu, cuda");
 }
 
@@ -59,6 +60,7 @@ TEST(TrainingSetup, AliasesAndAnyCaseAreAccepted) {
   EXPECT_EQ(parse_precision("f16"), Precision::Fp16);
   EXPECT_EQ(parse_precision("F32"), Precision::Fp32);
   EXPECT_EQ(parse_precision("BF16"), Precision::Bf16);
+  EXPECT_EQ(parse_precision("pure-bf16"), Precision::Bf16Pure);
   EXPECT_EQ(parse_optimizer("SGD"), Optimizer::Sgd);    // the memory simulator lowered its input
   EXPECT_EQ(parse_optimizer("AdamW"), Optimizer::AdamW);
   EXPECT_EQ(parse_device("CUDA"), Device::Cuda);
@@ -71,7 +73,7 @@ TEST(TrainingSetup, UnknownNamesListTheValidOnes) {
   } catch (const InputError& error) {
     EXPECT_STREQ(error.what(), "--optimizer 'adm': expected one of sgd, adam, adamw");
   }
-  EXPECT_EQ(error_of([] { parse_precision("f8"); }), "precision 'f8': expected one of fp32, bf16, fp16");
+  EXPECT_EQ(error_of([] { parse_precision("f8"); }), "precision 'f8': expected one of fp32, bf16, fp16, bf16-pure");
   EXPECT_EQ(error_of([] { parse_device("tpu"); }), "device 'tpu': expected one of cpu, cuda");
   // Not the features' extra columns: rmsprop and adagrad are no optimizers dnncast trains or parses.
   EXPECT_NE(error_of([] { parse_optimizer("rmsprop"); }), "");

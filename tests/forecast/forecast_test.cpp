@@ -188,7 +188,7 @@ TEST_F(ForecastApi, MemoryMatchesTheCliJson) {
 TEST_F(ForecastApi, MemoryErrorsAreInputErrors) {
   MemoryRequest request;
   request.model = "resnet18";
-  request.config.precision = Precision::Bf16;  // the simulator models fp32 only
+  request.config.precision = Precision::Bf16;  // autocast's convolutions are not modelled
   EXPECT_THROW(forecast_memory(request), InputError);
   request.config.precision = Precision::Fp32;
   request.model = "synthetic:not_a_seed";

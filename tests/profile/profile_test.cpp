@@ -93,6 +93,18 @@ TEST(Profile, Bf16AutocastOnCpu) {
   EXPECT_EQ(m.param_bytes, 4 * m.params);  // master weights stay fp32 under autocast
 }
 
+// bf16-pure: parameters, gradients and SGD's momentum in bf16 (2 bytes each), as model.bfloat16() trains; the
+// BatchNorm and convolutions of the tiny network run in bf16 too (the executor needs no per-op support).
+TEST(Profile, PureBf16TrainsEverythingInBf16) {
+  TrainConfig config;
+  config.precision = Precision::Bf16Pure;
+  Measurement m = measure_isolated(tiny_network(), config, quick_limits());
+  ASSERT_EQ(m.status, "ok") << m.message;
+  EXPECT_EQ(m.param_bytes, 2 * m.params);
+  EXPECT_EQ(m.grad_bytes, 2 * m.params);
+  EXPECT_EQ(m.optimizer_state_bytes, 2 * m.params);
+}
+
 TEST(Profile, PeakBytesIdenticalAcrossProcesses) {
   Graph graph = tiny_network(4);
   std::set<int64_t> peaks;
