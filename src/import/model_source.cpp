@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "import/graph_json.h"
 #ifndef DNNCAST_WITHOUT_ONNX
@@ -205,10 +206,12 @@ Graph load_base_model(const std::string& source, const ModelSpec& spec) {
   return Graph();
 }
 
-// spec.lora: the graph fine-tuned with LoRA (graph/lora.h); the text was checked by check_spec.
+// spec.lora: the graph fine-tuned with LoRA (graph/lora.h); the text was checked by check_spec. Then
+// spec.checkpointing: every transformer block checkpointed (graph/checkpoint.h).
 Graph with_lora(Graph graph, const ModelSpec& spec) {
-  if (spec.lora.empty()) return graph;
-  return apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
+  if (!spec.lora.empty()) graph = apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
+  if (spec.checkpointing) graph = apply_checkpointing(graph);
+  return graph;
 }
 
 }  // namespace

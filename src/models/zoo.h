@@ -17,6 +17,7 @@ struct ModelSpec {
   int64_t num_classes = 1000;  // classifier outputs (vocabulary size stays fixed for LMs)
   bool allow_unknown_ops = false;  // ONNX files: unsupported ops become elementwise nodes (import/onnx.h)
   std::string lora = "";  // "" or LoRA fine-tuning, "r=16,alpha=32,targets=q,v" (graph/lora.h; load_model applies it)
+  bool checkpointing = false;  // activation checkpointing per transformer block (graph/checkpoint.h; load_model applies it)
 };
 
 struct ZooEntry {
