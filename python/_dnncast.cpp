@@ -43,6 +43,7 @@ struct ModelArgs {
   int64_t seq = 0, classes = 0;
   bool allow_unknown = false;  // ONNX: unsupported ops as elementwise (the CLI's --allow-unknown)
   std::string lora;            // LoRA fine-tuning (the CLI's --lora)
+  bool checkpointing = false;  // activation checkpointing (the CLI's --checkpointing)
 };
 
 void check_range(const std::string& keyword, int64_t value, int64_t low, int64_t high) {
@@ -56,6 +57,7 @@ ModelSpec model_spec(const ModelArgs& args) {
   spec.batch = args.batch;
   spec.allow_unknown_ops = args.allow_unknown;
   spec.lora = args.lora;
+  spec.checkpointing = args.checkpointing;
   if (!args.input.empty() && args.seq > 0) throw InputError("give input_shape or seq, not both");
   if (!args.input.empty()) {
     if (args.input.size() != 3)
@@ -183,15 +185,15 @@ PYBIND11_MODULE(_dnncast, module) {
   module.def(
       "inspect",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora,          const std::string& device) {
-        return guarded([&] { return inspect_json({model, batch, input, seq, classes, allow_unknown, lora}, device); });
+         const std::string& lora, bool checkpointing, const std::string& device) {
+        return guarded([&] { return inspect_json({model, batch, input, seq, classes, allow_unknown, lora, checkpointing}, device); });
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"),
       py::arg("device"));
   module.def(
       "predict",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora,          const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
+         const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
          bool max_batch, const std::string& phase) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
@@ -202,16 +204,16 @@ PYBIND11_MODULE(_dnncast, module) {
         options.phase = phase;
         options.max_batch = max_batch;
         JsonAndNote result = guarded(
-            [&] { return predict_json({model, batch, input, seq, classes, allow_unknown, lora}, options, host_isa); });
+            [&] { return predict_json({model, batch, input, seq, classes, allow_unknown, lora, checkpointing}, options, host_isa); });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("optimizer"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
       py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
       py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"));
   module.def(
       "memory",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora,          const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
+         const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
          const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
          const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
@@ -219,10 +221,10 @@ PYBIND11_MODULE(_dnncast, module) {
                                                    dnncast::hardware::CpuIsa::Unknown, timeline, false, cuda_context,
                                                    fits, max_batch_bytes, batch_cap, measure_command};
         JsonAndNote result =
-            guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown, lora}, options, isa); });
+            guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown, lora, checkpointing}, options, isa); });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("optimizer"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
       py::arg("precision"), py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"),
       py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
       py::arg("measure_command"));

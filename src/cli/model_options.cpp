@@ -18,6 +18,9 @@ void ModelOptions::add_to(CLI::App& app) {
   app.add_option("--lora", lora_,
                  "LoRA fine-tuning, base weights frozen: r=RANK[,alpha=A][,targets=q,v,...][,norms=train] (default "
                  "alpha 8, targets q,v)");
+  app.add_flag("--checkpointing", checkpointing_,
+               "activation checkpointing: each transformer block keeps only its input and is recomputed in the "
+               "backward pass (torch.utils.checkpoint)");
 }
 
 ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
@@ -25,6 +28,7 @@ ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
   spec.batch = batch;
   spec.allow_unknown_ops = allow_unknown_;
   spec.lora = lora_;
+  spec.checkpointing = checkpointing_;
   if (input_->count() > 0) spec.input = parse_image_input(input_text_);
   if (seq_->count() > 0) {
     if (seq_len_ <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len_));

@@ -28,6 +28,7 @@ class ModelOptions {
   int64_t seq_len_ = 0, classes_ = 0;
   bool allow_unknown_ = false;
   std::string lora_;
+  bool checkpointing_ = false;
   CLI::Option* input_ = nullptr;
   CLI::Option* seq_ = nullptr;
   CLI::Option* classes_option_ = nullptr;

@@ -62,6 +62,7 @@ std::string memory_measure_command(const std::string& model, const ModelSpec& sp
   if (options.timeline) command += " --timeline";
   if (spec.allow_unknown_ops) command += " --allow-unknown";
   if (!spec.lora.empty()) add("--lora", spec.lora);
+  if (spec.checkpointing) command += " --checkpointing";
   return command + " --measure";
 }
 

@@ -254,7 +254,8 @@ class Fields {
 
 // The model fields every forecast route shares.
 const std::vector<std::string> kModelFields = {"model", "graph",   "batch",         "input",
-                                               "seq",   "classes", "allow_unknown", "name", "lora"};
+                                               "seq",   "classes", "allow_unknown", "name", "lora",
+                                               "checkpointing"};
 
 std::vector<std::string> with_model_fields(std::vector<std::string> more) {
   std::vector<std::string> all = kModelFields;
@@ -271,7 +272,7 @@ std::string spec_key(const ModelSpec& spec) {
   std::string key = "|b" + std::to_string(spec.batch) + "|i";
   for (int64_t dim : spec.input) key += std::to_string(dim) + "x";
   return key + "|s" + std::to_string(spec.seq_len) + "|c" + std::to_string(spec.num_classes) + "|u" +
-         (spec.allow_unknown_ops ? "1" : "0") + "|l" + spec.lora;
+         (spec.allow_unknown_ops ? "1" : "0") + "|l" + spec.lora + "|k" + (spec.checkpointing ? "1" : "0");
 }
 
 // Reads input, seq, classes, allow_unknown, lora into `spec` (its batch is the caller's) and the model: "model"
@@ -285,6 +286,7 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, ModelSpec
   if (classes) spec.num_classes = fields.integer("classes", 1000, 1, kMaxIntegerAttr);
   spec.allow_unknown_ops = fields.flag("allow_unknown");
   spec.lora = fields.text("lora", "");  // LoRA fine-tuning, as --lora (graph/lora.h)
+  spec.checkpointing = fields.flag("checkpointing");  // as --checkpointing (graph/checkpoint.h)
   const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");
   if (int(onnx) + int(graph) + int(named) != 1)
     throw InputError(onnx ? "an ONNX body is the model: no field 'model' or 'graph' with it"
