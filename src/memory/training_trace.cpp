@@ -500,6 +500,22 @@ class Trace {
         program_.release(param.grad);
         param.grad = -1;
       }
+    // Gradient accumulation: the micro-batches before the last, each loss and graph gone before the next.
+    for (int64_t micro = 1; micro < options_.grad_accum; ++micro) {
+      program_.set_context(iteration, Phase::Forward, -1);
+      std::vector<Tensor> outputs = forward();
+      program_.set_context(iteration, Phase::Loss, -1);
+      Tensor loss = compute_loss(outputs);
+      for (Tensor& output : outputs) program_.release(output.buffer);
+      program_.set_context(iteration, Phase::Backward, -1);
+      backward(loss);
+      program_.release(loss.buffer);
+      for (GradNode& node : nodes_)
+        for (int buffer : node.saved) program_.release(buffer);
+      nodes_.clear();
+      for (int rng : checkpoint_rng_) program_.release(rng);
+      checkpoint_rng_.clear();
+    }
     program_.set_context(iteration, Phase::Forward, -1);
     std::vector<Tensor> outputs = forward();
     program_.set_context(iteration, Phase::Loss, -1);

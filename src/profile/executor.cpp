@@ -975,14 +975,32 @@ struct Trainer {
     module.precision = config.precision;
   }
 
-  // One training iteration; returns its wall time (device synchronised before and after).
+  // One training iteration; returns its wall time (device synchronised before and after). With gradient
+  // accumulation, the micro-batches before the last one accumulate into the gradients zeroed here.
   double iteration(std::vector<at::ScalarType>* dtypes = nullptr) {
     synchronize(device);
     Clock::time_point start = Clock::now();
-    forward_backward(dtypes);
+    if (config.grad_accum > 1) {
+      optimizer->zero_grad();
+      for (int64_t micro = 1; micro < config.grad_accum; ++micro) micro_batch(micro == 1 ? dtypes : nullptr);
+      micro_batch();
+    } else {
+      forward_backward(dtypes);
+    }
     optimizer->step();
     synchronize(device);
     return ms_since(start);
+  }
+
+  // Forward, loss and backward of one micro-batch, the gradients accumulating. Returns the loss.
+  at::Tensor micro_batch(std::vector<at::ScalarType>* dtypes = nullptr) {
+    at::Tensor loss;
+    {
+      AutocastScope autocast(config.precision, device.is_cuda());
+      loss = loss_fn(module.forward(inputs, /*allow_inplace=*/true, dtypes));
+    }
+    loss.backward();
+    return loss;
   }
 
   // The iteration up to the optimizer step: zero_grad, forward, loss, backward. Returns the loss.

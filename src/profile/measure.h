@@ -28,6 +28,9 @@ struct TrainConfig : TrainingSetup {
   int64_t threads = 1;             // intra-op threads; the child is pinned to this many CPUs; 0 = all allowed
   bool per_layer = false;          // also time forward and backward of each node (LayerTime)
   uint64_t seed = 0;               // parameters, inputs and labels are drawn from this seed
+  // Gradient accumulation: an iteration is zero_grad, grad_accum micro-batches of forward + loss + backward (the
+  // same batch each time; the loss is not divided by grad_accum), and one optimizer step.
+  int64_t grad_accum = 1;
 };
 
 // Throws InputError naming what is wrong: threads < 0 or more

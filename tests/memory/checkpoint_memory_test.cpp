@@ -2,13 +2,14 @@
 // checkpointed block keeps its input and the RNG state instead of its activations, and its backward recomputes it
 // with grad. Profiled with libtorch (profile/executor.cpp's BlockCheckpoint), the simulated peak equals the measured
 // one to the byte for Llama-style decoders (memory/exact_llama.h) of a few sizes and depths, sgd and adam, with and
-// without LoRA.
+// without LoRA. Gradient accumulation (grad_accum micro-batches per step) likewise.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "memory/exact_llama.h"
@@ -21,10 +22,29 @@
 namespace dnncast::memory {
 namespace {
 
-MemoryReport simulate(const Graph& graph, Optimizer optimizer) {
+MemoryReport simulate(const Graph& graph, Optimizer optimizer, int64_t grad_accum = 1) {
   MemoryConfig config;
   config.optimizer = optimizer;
+  config.grad_accum = grad_accum;
   return simulate_memory(graph, config);
+}
+
+// Accumulating gradients over micro-batches holds the gradients already summed while the next micro-batch's
+// activations are alive: the peak of K >= 2 micro-batches is at least that of one and the same for every K >= 2
+// (each later micro-batch repeats the second), and far below one batch of K times the samples.
+TEST(GradAccumMemory, PeakIsOneMicroBatchsNotTheWholeBatchs) {
+  DecoderSize micro;
+  const Graph graph = exact_llama(micro);
+  const int64_t one = simulate(graph, Optimizer::Adam).peak_bytes;
+  const int64_t two = simulate(graph, Optimizer::Adam, 2).peak_bytes;
+  EXPECT_GE(two, one);
+  EXPECT_EQ(simulate(graph, Optimizer::Adam, 5).peak_bytes, two);
+  DecoderSize whole = micro;
+  whole.batch = micro.batch * 4;
+  EXPECT_LT(simulate(graph, Optimizer::Adam, 4).peak_bytes, simulate(exact_llama(whole), Optimizer::Adam).peak_bytes);
+  MemoryConfig bad;
+  bad.grad_accum = 0;
+  EXPECT_THROW(simulate_memory(graph, bad), InputError);
 }
 
 // What checkpointing saves: a deeper decoder keeps one residual stream per layer instead of all of the layer's
@@ -54,12 +74,13 @@ profile::Limits quick_limits() {
   return limits;
 }
 
-void expect_exact(const Graph& graph, const std::string& label, Optimizer optimizer) {
+void expect_exact(const Graph& graph, const std::string& label, Optimizer optimizer, int64_t grad_accum = 1) {
   profile::TrainConfig train;
   train.optimizer = optimizer;
+  train.grad_accum = grad_accum;
   const profile::Measurement measured = profile::measure_isolated(graph, train, quick_limits());
   ASSERT_EQ(measured.status, "ok") << label << ": " << measured.message;
-  const MemoryReport simulated = simulate(graph, optimizer);
+  const MemoryReport simulated = simulate(graph, optimizer, grad_accum);
   std::printf("%-44s %-5s measured %10lld  simulated %10lld  difference %+lld\n", label.c_str(), name(optimizer).c_str(),
               static_cast<long long>(measured.peak_bytes), static_cast<long long>(simulated.peak_bytes),
               static_cast<long long>(simulated.peak_bytes - measured.peak_bytes));
@@ -97,6 +118,21 @@ TEST(CheckpointMemoryVsProfiler, LlamaLayersAreByteExact) {
                                                           : LoraConfig{4, 8, {"q", "k", "v", "o", "gate", "up", "down"}, false});
     for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam})
       expect_exact(apply_checkpointing(graph), setting.label, optimizer);
+  }
+}
+
+TEST(GradAccumMemoryVsProfiler, LlamaLayersAreByteExact) {
+  DecoderSize wide;
+  wide.batch = 1;
+  wide.seq = 24;
+  wide.hidden = wide.kv_width = 96;
+  wide.heads = 6;
+  wide.mlp = 256;
+  for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
+    expect_exact(exact_llama(DecoderSize{}), "grad-accum 2", optimizer, 2);
+    expect_exact(exact_llama(wide), "grad-accum 3, wide", optimizer, 3);
+    expect_exact(apply_lora(exact_llama(wide), {8, 16, {"q", "v"}, false}), "grad-accum 2, wide, lora r=8 q,v", optimizer, 2);
+    expect_exact(apply_checkpointing(exact_llama(DecoderSize{})), "grad-accum 4, checkpointed", optimizer, 4);
   }
 }
 
