@@ -215,11 +215,12 @@ PYBIND11_MODULE(_dnncast, module) {
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
          const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
-         const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command) {
+         const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command,
+         int64_t grad_accum) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
         const dnncast::apps::MemoryOptions options{optimizer, precision, device, threads,
                                                    dnncast::hardware::CpuIsa::Unknown, timeline, false, cuda_context,
-                                                   fits, max_batch_bytes, batch_cap, measure_command};
+                                                   fits, max_batch_bytes, batch_cap, measure_command, grad_accum};
         JsonAndNote result =
             guarded([&] { return memory_json({model, batch, input, seq, classes, allow_unknown, lora, checkpointing}, options, isa); });
         return py::make_tuple(result.json, result.note);
@@ -227,5 +228,5 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
       py::arg("precision"), py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"),
       py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
-      py::arg("measure_command"));
+      py::arg("measure_command"), py::arg("grad_accum"));
 }

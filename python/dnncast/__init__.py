@@ -312,14 +312,15 @@ def _memory_command(source, batch, shape, seq, classes, settings):
 def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", threads=1, fits=None,
            max_batch_bytes=None, seq=None, classes=None, precision="fp32", batch_cap=1 << 20,
            cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None, lora=None,
-           checkpointing=False):
+           checkpointing=False, grad_accum=1):
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
     e.g. 24 * 2**30 or "24GiB") and the largest batch that fits (max_batch_bytes): `dnncast memory --json`.
 
     device: cpu | cuda (the cuda model is unverified) | a catalogued GPU (as nvidia-smi shows it); threads: intra-op threads (default 1);
     isa: the CPU ISA whose kernels to simulate (default: this host's). lora: LoRA fine-tuning, base weights
     frozen, as the CLI's --lora ("r=16,alpha=32,targets=q,v"). checkpointing: activation checkpointing per
-    transformer block, as the CLI's --checkpointing.
+    transformer block, as the CLI's --checkpointing. grad_accum: micro-batches of forward + backward per
+    optimizer step (gradient accumulation), as the CLI's --grad-accum.
     """
     optimizer_name = _optimizer_name(optimizer)
     fits_text, limit_text = _bytes(fits, "fits"), _bytes(max_batch_bytes, "max_batch_bytes")
@@ -333,12 +334,13 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--batch-cap", _int(batch_cap, "batch_cap"), 1 << 20), ("--cuda-context", context_text, None),
                     ("--isa", isa, None), ("--timeline", bool(timeline), False),
                     ("--allow-unknown", bool(allow_unknown), False), ("--lora", lora, None),
-                    ("--checkpointing", bool(checkpointing), False)]
+                    ("--checkpointing", bool(checkpointing), False),
+                    ("--grad-accum", _int(grad_accum, "grad_accum"), 1)]
         # A module's temporary file is gone when the caller reads the remedy: name the file that
         # torch.onnx.export of the module would write instead.
         command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
         text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, bool(allow_unknown), lora or "",
                                      bool(checkpointing), optimizer_name, precision, device, _int(threads, "threads"), fits_text,
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
-                                     bool(timeline), command)
+                                     bool(timeline), command, _int(grad_accum, "grad_accum"))
     return _result(text, "MemoryForecast", name, note)

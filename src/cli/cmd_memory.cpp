@@ -42,6 +42,9 @@ int run_memory(const Args& args) {
                  "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
                  "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");
   app.add_option("--threads", threads, "intra-op threads of the run (default 1, as dnncast profile)")->check(thread_count());
+  int64_t grad_accum = 1;
+  app.add_option("--grad-accum", grad_accum,
+                 "gradient accumulation: K micro-batches of forward + backward per optimizer step (default 1)");
   app.add_option("--fits", fits_text, "answer whether training fits in this many bytes (e.g. 24GiB)")->check(byte_size());
   app.add_option("--max-batch", max_batch_text, "largest batch whose training fits in this many bytes")->check(byte_size());
   app.add_option("--batch-cap", batch_cap, "largest batch --max-batch tries (default 1048576)");
@@ -81,6 +84,7 @@ int run_memory(const Args& args) {
   if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
   apps::MemoryOptions options{optimizer, precision, device, threads, isa, timeline, events,
                               context_text, fits_text, max_batch_text, batch_cap, ""};
+  options.grad_accum = grad_accum;
   const apps::MemoryRequest request =
       apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::MemoryForecast result = apps::forecast_memory(request);

@@ -36,6 +36,7 @@ Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config
   profile::TrainConfig train;
   train.set_setup(config);
   train.threads = config.threads;
+  train.grad_accum = config.grad_accum;
   profile::Limits limits;
   limits.time_budget_s = 0.01;
   limits.warmup_budget_s = 0.01;

@@ -156,6 +156,7 @@ struct MemoryOptions {
   std::string cuda_context, fits, max_batch;  // bytes with units ("24GiB"), or "" (not given)
   int64_t batch_cap = int64_t{1} << 20;
   std::string measure_command;  // "": memory_measure_command()'s
+  int64_t grad_accum = 1;       // gradient accumulation: micro-batches per optimizer step (checked here)
 };
 
 // The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the

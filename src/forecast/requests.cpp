@@ -21,7 +21,8 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"device", "--device"},         {"cuda_context", "--cuda-context"},
                                         {"fits", "--fits"},             {"max_batch_bytes", "--max-batch"},
                                         {"framework", "--framework"},   {"max_batch", "--max-batch"},
-                                        {"calibration", "--calibration"}, {"phase", "--phase"}};
+                                        {"calibration", "--calibration"}, {"phase", "--phase"},
+                                        {"grad_accum", "--grad-accum"}};
   for (const Spelling& spelling : kSpellings)
     if (keyword == spelling.keyword) return style == OptionStyle::Flag ? spelling.flag : spelling.keyword;
   DNNCAST_ASSERT(false);  // every option this file names is in the table
@@ -63,6 +64,7 @@ std::string memory_measure_command(const std::string& model, const ModelSpec& sp
   if (spec.allow_unknown_ops) command += " --allow-unknown";
   if (!spec.lora.empty()) add("--lora", spec.lora);
   if (spec.checkpointing) command += " --checkpointing";
+  if (options.grad_accum != defaults.grad_accum) add("--grad-accum", std::to_string(options.grad_accum));
   return command + " --measure";
 }
 
@@ -74,6 +76,8 @@ MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spe
   memory::MemoryConfig& config = request.config;
   config.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
   config.precision = parse_precision(options.precision, option_name("precision", style));
+  check_grad_accum(options.grad_accum, option_name("grad_accum", style));
+  config.grad_accum = options.grad_accum;
   // cpu, cuda, or a catalogued GPU: the CUDA allocator model with the calibrated overheads and the GPU's memory
   // size (as `predict --device GPU` simulates it, gpu/gpu_memory.h), unless --cuda-context or --fits say otherwise.
   const ForecastDevice device = resolve_memory_device(options.device, option_name("device", style));

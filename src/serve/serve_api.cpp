@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -411,7 +412,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
 
 HttpResponse memory_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits",
-                                            "max_batch_bytes", "batch_cap", "cuda_context", "timeline"}));
+                                            "max_batch_bytes", "batch_cap", "cuda_context", "timeline", "grad_accum"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", 1, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -426,6 +427,8 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.batch_cap = fields.integer("batch_cap", int64_t{1} << 20, 1, kMaxTensorElements);
   options.cuda_context = fields.text("cuda_context", "");
   options.timeline = fields.flag("timeline");
+  // Checked by make_memory_request, with the message the CLI and Python give.
+  options.grad_accum = fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   fields.finish();
   MemoryRequest memory_request = make_memory_request(model.name, spec, options, OptionStyle::Keyword);
   memory_request.builder = model.builder;

@@ -55,6 +55,8 @@ CASES = [
                                            "checkpointing": True}),
     ("checkpointing without blocks", "memory", {"model": "resnet18", "batch": 8, "input": "3x64x64",
                                                 "checkpointing": True}),
+    ("memory with gradient accumulation", "memory", {"model": "bert_base", "batch": 2, "seq": 32, "grad_accum": 4}),
+    ("memory with gradient accumulation 0", "memory", {"model": "bert_base", "batch": 2, "seq": 32, "grad_accum": 0}),
     ("unknown device", "predict", {"model": "resnet50", "batch": 8, "device": "a100-4gb"}),
     ("a zero-width space after a GPU", "predict", {"model": "resnet50", "batch": 8, "device": "t4\u200b"}),
     ("memory: unknown device", "memory", {"model": "resnet50", "batch": 8, "device": "tpu-v9"}),
@@ -62,7 +64,8 @@ CASES = [
     ("unknown optimizer", "predict", {"model": "resnet18", "batch": 8, "optimizer": "lion"}),
     ("unknown GPU precision", "predict", {"model": "resnet18", "batch": 8, "device": "t4", "precision": "fp8"}),
 ]
-FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context"}
+FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
+        "grad_accum": "--grad-accum"}
 KEYWORD = {"input": "input_shape"}
 
 
