@@ -18,6 +18,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "graph/op_helpers.h"
+#include "graph/checkpoint.h"
 #include "graph/op_registry.h"
 #include "gpu/gpu_memory.h"
 #include "memory/simulator.h"
@@ -154,7 +155,10 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
     }
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
     const NodeKernels shaped = node_kernels(graph, static_cast<int>(index));
-    for (const KernelShape& kernel : shaped.forward) add_shaped(kernel);
+    // A checkpointed block (graph/checkpoint.h) runs its forward once more in the backward pass.
+    const int forward_passes = with_backward && checkpoint_block(node) >= 0 ? 2 : 1;
+    for (int pass = 0; pass < forward_passes; ++pass)
+      for (const KernelShape& kernel : shaped.forward) add_shaped(kernel);
     if (with_backward)
       for (const KernelShape& kernel : shaped.backward) add_shaped(kernel);
     if (is_matrix_category(def.category)) {
@@ -162,11 +166,11 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
                                     : winograd_shaped(view_of(graph, static_cast<int>(index)))
                                         ? GpuKernel::Class::Conv3x3
                                         : GpuKernel::Class::Conv;
-      add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
+      add(kind, static_cast<double>(cost.flops_fwd), bytes, forward_passes);
       if (cost.flops_bwd > 0 && with_backward)
         add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight grads
     } else {
-      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
+      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, forward_passes);
       // Backward reads the output gradient and what was saved, writes the input gradient.
       if (with_backward) add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
     }
