@@ -51,6 +51,7 @@ CASES = [
     ("memory with checkpointing", "memory", {"model": "gpt2_small", "batch": 2, "seq": 64, "checkpointing": True}),
     ("memory with LoRA and checkpointing", "memory", {"model": "bert_base", "batch": 2, "seq": 32,
                                                       "lora": "r=8,targets=query,value", "checkpointing": True}),
+    ("checkpointing, CPU set", "predict", {"model": "gpt2_small", "batch": 2, "seq": 64, "checkpointing": True}),
     ("checkpointing on a GPU", "predict", {"model": "gpt2_small", "batch": 4, "seq": 64, "device": "t4",
                                            "checkpointing": True}),
     ("checkpointing without blocks", "memory", {"model": "resnet18", "batch": 8, "input": "3x64x64",
