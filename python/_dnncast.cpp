@@ -195,7 +195,7 @@ PYBIND11_MODULE(_dnncast, module) {
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
          const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
-         bool max_batch, const std::string& phase) {
+         bool max_batch, const std::string& phase, int64_t grad_accum) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::apps::PredictOptions options;
         options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir,
@@ -203,13 +203,14 @@ PYBIND11_MODULE(_dnncast, module) {
         options.framework = framework;
         options.phase = phase;
         options.max_batch = max_batch;
+        options.forecast.grad_accum = grad_accum;
         JsonAndNote result = guarded(
             [&] { return predict_json({model, batch, input, seq, classes, allow_unknown, lora, checkpointing}, options, host_isa); });
         return py::make_tuple(result.json, result.note);
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
       py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
-      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"));
+      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("grad_accum"));
   module.def(
       "memory",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,

@@ -269,7 +269,8 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
-            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, checkpointing=False):
+            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, checkpointing=False,
+            grad_accum=1):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
@@ -278,7 +279,8 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
     `dnncast devices` (the GPU time model; then framework: pytorch | tensorflow, max_batch: also the
     largest batch that fits its memory, phase: train | forward-backward | inference); predictor: a set or bundle folder (default: the shipped
     data/predictors). lora: LoRA fine-tuning, base weights frozen, as the CLI's --lora ("r=16,targets=q,v").
-    checkpointing: activation checkpointing per transformer block, as the CLI's --checkpointing.
+    checkpointing: activation checkpointing per transformer block, as the CLI's --checkpointing. grad_accum:
+    forward-backward passes of the batch per optimizer step (gradient accumulation), as the CLI's --grad-accum.
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
@@ -287,7 +289,8 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
                                       _int(classes, "classes"), bool(allow_unknown), lora or "", bool(checkpointing),
                                       optimizer_name, precision,
                                       _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
-                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train")
+                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train",
+                                      _int(grad_accum, "grad_accum"))
     return _result(text, "Forecast", name, note)
 
 

@@ -259,6 +259,7 @@ void forecast_peak(const ForecastRequest& request, const Graph& graph, const Pre
     memory_config.device = gpu_environment ? Device::Cuda : Device::Cpu;
     memory_config.threads = result.threads;
     memory_config.isa = request.host_isa;  // Unknown: this host's
+    memory_config.grad_accum = request.grad_accum;
     memory::MemoryReport report = memory::simulate_memory(graph, memory_config);
     if (!gpu_environment) result.memory_isa = hardware::isa_name(memory::resolve_isa(request.host_isa));
     result.peak_bytes = report.peak_bytes;
@@ -373,6 +374,16 @@ Forecast forecast(const ForecastRequest& request) {
                                        "the checkpointed blocks is added as their share of the iteration's FLOPs (+") +
                            percent + ")");
   }
+  if (request.grad_accum > 1) {
+    const auto micro_batches = static_cast<double>(request.grad_accum);
+    time.value *= micro_batches;
+    time.low *= micro_batches;
+    time.high *= micro_batches;
+    result.notes.push_back("gradient accumulation: " + std::to_string(request.grad_accum) +
+                           " times the forecast iteration (the predictor was trained without it and does not separate "
+                           "the optimizer step, which runs once: an upper bound by " +
+                           std::to_string(request.grad_accum - 1) + " steps)");
+  }
   result.time_ms = time.value;
   result.time_ms_low = time.low;
   result.time_ms_high = time.high;
@@ -406,7 +417,8 @@ Forecast forecast(const ForecastRequest& request) {
   if (!result.host_match || result.host_match->exact)
     result.notes.insert(result.notes.begin(), choice_notes.begin(), choice_notes.end());
   if (request.epoch_samples > 0) {
-    result.epoch_iterations = (request.epoch_samples + result.batch - 1) / result.batch;
+    const int64_t samples = result.batch * request.grad_accum;  // per optimizer step
+    result.epoch_iterations = (request.epoch_samples + samples - 1) / samples;
     result.epoch_s = time.value * static_cast<double>(result.epoch_iterations) / 1000.0;
   }
   forecast_peak(request, graph, set, row, result);

@@ -41,6 +41,8 @@ ForecastRequest make_forecast_request(const std::string& model, const ModelSpec&
   request.epoch_samples = options.epoch_samples;
   request.predictor_dir = options.predictor_dir;
   request.host_isa = options.host_isa;
+  check_grad_accum(options.grad_accum, option_name("grad_accum", style));
+  request.grad_accum = options.grad_accum;
   return request;
 }
 

@@ -538,12 +538,23 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
                                        request.precision, request.framework, calibration, kernels);
   result.time_model = timing.per_kernel ? "per-kernel" : "calibrated curves";
   result.time_ms = timing.time_ms;
-  result.time_ms_low = timing.time_ms * calibration.interval_low;
-  result.time_ms_high = timing.time_ms * calibration.interval_high;
   result.roofline_ms = timing.roofline_ms;
+  if (request.grad_accum > 1 && request.phase == GpuPhase::Train) {
+    // Gradient accumulation: the micro-batches before the last are forward-backward passes without the step.
+    const GpuTiming micro = time_on_gpu(gpu_work(graph, request.precision, request.optimizer, GpuPhase::ForwardBackward),
+                                        gpu, request.precision, request.framework, calibration, kernels);
+    result.time_ms += static_cast<double>(request.grad_accum - 1) * micro.time_ms;
+    result.roofline_ms += static_cast<double>(request.grad_accum - 1) * micro.roofline_ms;
+    result.notes.push_back("gradient accumulation: " + std::to_string(request.grad_accum) +
+                           " forward-backward passes of batch " + std::to_string(result.batch) +
+                           " and one optimizer step per iteration");
+  }
+  result.time_ms_low = result.time_ms * calibration.interval_low;
+  result.time_ms_high = result.time_ms * calibration.interval_high;
   if (request.epoch_samples > 0) {
     result.epoch_samples = request.epoch_samples;
-    result.epoch_iterations = (request.epoch_samples + result.batch - 1) / result.batch;
+    const int64_t samples = result.batch * std::max<int64_t>(request.grad_accum, 1);  // per optimizer step
+    result.epoch_iterations = (request.epoch_samples + samples - 1) / samples;
     result.epoch_s = static_cast<double>(result.epoch_iterations) * result.time_ms / 1e3;
   }
   set_basis(calibration, gpu, result);

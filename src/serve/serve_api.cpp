@@ -389,11 +389,14 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
-                                            "framework", "max_batch", "phase"}));
+                                            "framework", "max_batch", "phase", "grad_accum"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
   PredictOptions options;
+  // Checked by the request makers, with the message the CLI and Python give.
+  options.forecast.grad_accum =
+      fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   options.forecast.optimizer = fields.text("optimizer", "sgd");
   options.forecast.precision = fields.text("precision", "fp32");
   options.forecast.threads = fields.integer("threads", 0, 1, kMaxThreads);

@@ -38,5 +38,25 @@ TEST(CheckpointForecast, CpuTimeAddsTheRecomputedForwardsShareOfFlops) {
   EXPECT_LT(*checkpointed.peak_bytes, *plain.peak_bytes);
 }
 
+// Gradient accumulation on a CPU set: the forecast iteration counted K times (an upper bound: the predictor does not
+// separate the optimizer step), an epoch in steps of K micro-batches.
+TEST(GradAccumForecast, CpuTimeCountsTheIterationPerMicroBatch) {
+  ForecastRequest request;
+  request.model = "resnet18";
+  request.spec.batch = 8;
+  request.spec.input = {3, 64, 64};
+  request.threads = 1;
+  request.epoch_samples = 960;
+  const Forecast one = forecast(request);
+  request.grad_accum = 3;
+  const Forecast three = forecast(request);
+  EXPECT_NEAR(three.time_ms, 3 * one.time_ms, 1e-9 * three.time_ms);
+  EXPECT_EQ(three.epoch_iterations, 960 / 24);
+  EXPECT_EQ(one.epoch_iterations, 960 / 8);
+  bool noted = false;
+  for (const std::string& note : three.notes) noted = noted || note.rfind("gradient accumulation: 3 times", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace
 }  // namespace dnncast::apps

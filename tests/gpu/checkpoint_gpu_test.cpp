@@ -1,6 +1,7 @@
 // Activation checkpointing (graph/checkpoint.h) in the GPU kernel list: a checkpointed block's forward kernels run
 // once more in the backward pass, so the iteration carries exactly the blocks' forward FLOPs more (the op registry's
-// costs summed independently here), and its forecast time rises by less than a forward pass.
+// costs summed independently here), and its forecast time rises by less than a forward pass. Gradient accumulation:
+// K forward-backward passes and one optimizer step.
 #include <gtest/gtest.h>
 
 #include "graph/checkpoint.h"
@@ -54,6 +55,26 @@ TEST(CheckpointGpu, RecomputedForwardIsCountedOnce) {
   const double forward_ms = forecast_gpu(request, catalogue).time_ms;
   EXPECT_GT(checkpointed_ms, plain_ms);
   EXPECT_LT(checkpointed_ms, plain_ms + forward_ms);
+}
+
+TEST(GradAccumGpu, MicroBatchesAreForwardBackwardPassesAndOneStep) {
+  const hardware::Catalogue catalogue = hardware::Catalogue::load();
+  GpuForecastRequest request;
+  request.model = "bert_base";
+  request.spec.batch = 8;
+  request.spec.seq_len = 128;
+  request.device = "l4";
+  request.epoch_samples = 960;
+  const GpuForecast step = forecast_gpu(request, catalogue);
+  request.phase = GpuPhase::ForwardBackward;
+  const GpuForecast pass = forecast_gpu(request, catalogue);
+  request.phase = GpuPhase::Train;
+  request.grad_accum = 3;
+  const GpuForecast accumulated = forecast_gpu(request, catalogue);
+  EXPECT_NEAR(accumulated.time_ms, step.time_ms + 2 * pass.time_ms, 1e-9 * accumulated.time_ms);
+  EXPECT_LT(accumulated.time_ms, 3 * step.time_ms);
+  // An epoch takes a third of the optimizer steps, each 3 micro-batches of 8.
+  EXPECT_EQ(accumulated.epoch_iterations, 960 / 24);
 }
 
 }  // namespace
