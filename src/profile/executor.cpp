@@ -1323,9 +1323,9 @@ int64_t module_param_count(const Graph& graph) {
   return module.parameter_count();
 }
 
-StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint64_t seed, bool load) {
+StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint64_t seed, bool load, bool keep_dropout) {
   check_supported(graph_in);
-  Graph graph = without_dropout(graph_in);
+  Graph graph = keep_dropout ? graph_in : without_dropout(graph_in);
   {
     std::ofstream out(dir + "/graph.json");
     out << write_graph_json(graph);

@@ -197,7 +197,10 @@ struct StepDump {
   double loss = 0;
   int64_t parameters = 0;  // elements
 };
-StepDump dump_training_step(const Graph& graph, const std::string& dir, uint64_t seed, bool load_parameters = false);
+// keep_dropout: the graph's dropout as it is (not for a PyTorch comparison: the two RNG streams differ; for the
+// executor against itself, e.g. checkpointing's restored RNG state).
+StepDump dump_training_step(const Graph& graph, const std::string& dir, uint64_t seed, bool load_parameters = false,
+                            bool keep_dropout = false);
 
 // The drift probe: a fixed GEMM + convolution workload on one thread (~30 ms here), median of
 // several passes, in this process. reference_probe_ms() is the constant of this build that

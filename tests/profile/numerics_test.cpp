@@ -29,6 +29,7 @@
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "models/hf_config.h"
+#include "models/transformers.h"
 #include "models/zoo.h"
 #include "profile/measure.h"
 #include "python_run.h"
@@ -389,14 +390,34 @@ TEST(Numerics, CheckpointedBlocksMatchTorchUtilsCheckpoint) {
 }
 
 // The executor with and without checkpointing: the same loss and gradients (the recomputation runs the same
-// kernels on the same values; only the order of a few sums may differ).
+// kernels on the same values; only the order of a few sums may differ). GPT-2 with dropout 0.1 kept: the
+// recomputation draws the same dropout masks only because the forward's RNG state is restored.
 TEST(Numerics, CheckpointingChangesNoGradient) {
-  for (const std::string& config : {"llama-small-tied", "bert-classifier"}) {
-    const Graph plain = small_hf(config);
+  for (const std::string& config : {"llama-small-tied", "bert-classifier", "gpt2 dropout"}) {
+    const bool dropout = config == std::string("gpt2 dropout");
+    Graph plain = dropout ? Graph() : small_hf(config);
+    if (dropout) {
+      TransformerSize size;  // a small GPT-2 with its dropout 0.1 (embeddings, attention, residuals)
+      size.name = "gpt2_dropout";
+      size.family = "gpt2";
+      size.vocab = 500;
+      size.positions = 32;
+      size.hidden = 64;
+      size.heads = 4;
+      size.layers = 3;
+      size.mlp = 256;
+      ModelSpec spec;
+      spec.batch = 2;
+      spec.seq_len = 16;
+      plain = build_gpt2(size, spec);
+      int dropouts = 0;
+      for (const Node& node : plain.nodes()) dropouts += node.op == "Dropout" && node.attr_float("p", 0) > 0 ? 1 : 0;
+      ASSERT_EQ(dropouts, 1 + 2 * 3) << "embeddings and two per layer";
+    }
     const std::string plain_dir = make_temp_dir(), checkpointed_dir = make_temp_dir();
     ASSERT_FALSE(plain_dir.empty() || checkpointed_dir.empty());
-    const StepDump ours = dump_training_step(apply_checkpointing(plain), checkpointed_dir, 11);
-    const StepDump theirs = dump_training_step(plain, plain_dir, 11);
+    const StepDump ours = dump_training_step(apply_checkpointing(plain), checkpointed_dir, 11, false, dropout);
+    const StepDump theirs = dump_training_step(plain, plain_dir, 11, false, dropout);
     EXPECT_NEAR(ours.loss, theirs.loss, 1e-6 * std::abs(theirs.loss)) << config;
     const json a = json::parse(std::ifstream(checkpointed_dir + "/manifest.json"));
     const json b = json::parse(std::ifstream(plain_dir + "/manifest.json"));
