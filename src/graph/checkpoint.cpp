@@ -29,6 +29,9 @@ Graph apply_checkpointing(const Graph& graph, const std::string& what) {
 
 std::vector<CheckpointSegment> checkpoint_segments(const Graph& graph) {
   std::vector<CheckpointSegment> segments;
+  bool any = false;  // most graphs: none, and no consumer lists to build
+  for (const Node& node : graph.nodes()) any = any || checkpoint_block(node) >= 0;
+  if (!any) return segments;
   std::map<int64_t, int> seen;  // block -> segment
   const std::vector<std::vector<int>> consumers = graph.consumers();
   std::vector<bool> is_output(static_cast<size_t>(graph.size()), false);
