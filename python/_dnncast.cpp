@@ -43,13 +43,9 @@ struct ModelArgs {
   int64_t seq = 0, classes = 0;
   bool allow_unknown = false;  // ONNX: unsupported ops as elementwise (the CLI's --allow-unknown)
   std::string lora;            // LoRA fine-tuning (the CLI's --lora)
+  bool checkpointing = false;  // activation checkpointing (the CLI's --checkpointing)
   std::string attention;       // "" | eager | sdpa (the CLI's --attention)
 };
-
-ModelArgs with_attention(ModelArgs args, const std::string& attention) {
-  args.attention = attention;
-  return args;
-}
 
 void check_range(const std::string& keyword, int64_t value, int64_t low, int64_t high) {
   if (value < low || value > high)
@@ -63,6 +59,7 @@ ModelSpec model_spec(const ModelArgs& args) {
   spec.allow_unknown_ops = args.allow_unknown;
   spec.lora = args.lora;
   spec.attention = args.attention;
+  spec.checkpointing = args.checkpointing;
   if (!args.input.empty() && args.seq > 0) throw InputError("give input_shape or seq, not both");
   if (!args.input.empty()) {
     if (args.input.size() != 3)
@@ -191,17 +188,20 @@ PYBIND11_MODULE(_dnncast, module) {
   module.def(
       "inspect",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora,          const std::string& device, const std::string& attention) {
-        return guarded([&] { return inspect_json(with_attention({model, batch, input, seq, classes, allow_unknown, lora, ""}, attention), device); });
+         const std::string& lora, bool checkpointing, const std::string& device, const std::string& attention) {
+        return guarded([&] {
+          return inspect_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention},
+                              device);
+        });
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"),
       py::arg("device"), py::arg("attention"));
   module.def(
       "predict",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora,          const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
+         const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
-         bool max_batch, const std::string& phase, int64_t epoch_tokens, const std::string& attention) {
+         bool max_batch, const std::string& phase, int64_t grad_accum, int64_t epoch_tokens, const std::string& attention) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::apps::PredictOptions options;
         options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir,
@@ -209,23 +209,26 @@ PYBIND11_MODULE(_dnncast, module) {
         options.framework = framework;
         options.phase = phase;
         options.max_batch = max_batch;
+        options.forecast.grad_accum = grad_accum;
         options.epoch_tokens = epoch_tokens;
-        JsonAndNote result = guarded(
-            [&] { return predict_json(with_attention({model, batch, input, seq, classes, allow_unknown, lora, ""}, attention), options, host_isa); });
+        JsonAndNote result = guarded([&] {
+          return predict_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention},
+                              options, host_isa);
+        });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("optimizer"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
       py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
-      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("epoch_tokens"),
-      py::arg("attention"));
+      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("grad_accum"),
+      py::arg("epoch_tokens"), py::arg("attention"));
   module.def(
       "memory",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora,          const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
+         const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
          const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
          const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command,
          const std::string& sharding, int64_t gpus, int64_t gpus_per_node, const std::string& max_seq_bytes,
-         const std::string& attention) {
+         const std::string& attention, int64_t grad_accum) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
         dnncast::apps::MemoryOptions options;
         options.optimizer = optimizer;
@@ -242,13 +245,14 @@ PYBIND11_MODULE(_dnncast, module) {
         options.gpus = gpus;
         options.gpus_per_node = gpus_per_node;
         options.max_seq = max_seq_bytes;
+        options.grad_accum = grad_accum;
         JsonAndNote result =
-            guarded([&] { return memory_json(with_attention({model, batch, input, seq, classes, allow_unknown, lora, ""}, attention), options, isa); });
+            guarded([&] { return memory_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options, isa); });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("optimizer"),
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
       py::arg("precision"), py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"),
       py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
       py::arg("measure_command"), py::arg("sharding"), py::arg("gpus"), py::arg("gpus_per_node"),
-      py::arg("max_seq_bytes"), py::arg("attention"));
+      py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"));
 }

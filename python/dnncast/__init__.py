@@ -246,7 +246,7 @@ def _result(text, kind, name, note="", field="model"):
 
 
 def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_unknown=False, opset=None,
-            device=None, lora=None, attention=None):
+            device=None, lora=None, checkpointing=False, attention=None):
     """Per-layer shapes, parameters, MACs, FLOPs and bytes, with totals: `dnncast inspect --json`.
     device: a GPU of `dnncast devices`: also each layer's forward and backward time on it (gpu_forward_ms,
     gpu_backward_ms; fp32, the per-kernel model).
@@ -255,6 +255,7 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
     input_shape: (C, H, W) (a module: the shape of one sample); batch: default 1, or the file's own.
     allow_unknown: ONNX operators dnncast does not know become elementwise nodes (else an error).
     lora: LoRA fine-tuning with the base weights frozen, as the CLI's --lora: "r=16,alpha=32,targets=q,v".
+    checkpointing: activation checkpointing per transformer block, as the CLI's --checkpointing.
     """
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
@@ -262,14 +263,14 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
         if batch is not None and batch_size <= 0:
             raise ValueError(f"batch must be a positive integer, got {batch_size}")
         text = _dnncast.inspect(source, batch_size, shape, _int(seq, "seq"), _int(classes, "classes"),
-                                bool(allow_unknown), lora or "", device or "", attention or "")
+                                bool(allow_unknown), lora or "", bool(checkpointing), device or "", attention or "")
     return _result(text, "Inspection", name)
 
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
-            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, epoch_tokens=None,
-            attention=None):
+            opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, checkpointing=False,
+            grad_accum=1, epoch_tokens=None, attention=None):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples, or epoch_tokens with seq) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
@@ -278,15 +279,19 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
     `dnncast devices` (the GPU time model; then framework: pytorch | tensorflow, max_batch: also the
     largest batch that fits its memory, phase: train | forward-backward | inference); predictor: a set or bundle folder (default: the shipped
     data/predictors). lora: LoRA fine-tuning, base weights frozen, as the CLI's --lora ("r=16,targets=q,v").
+    checkpointing: activation checkpointing per transformer block, as the CLI's --checkpointing. grad_accum:
+    forward-backward passes of the batch per optimizer step (gradient accumulation), as the CLI's --grad-accum.
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
         text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _int(seq, "seq"),
-                                      _int(classes, "classes"), bool(allow_unknown), lora or "", optimizer_name, precision,
+                                      _int(classes, "classes"), bool(allow_unknown), lora or "", bool(checkpointing),
+                                      optimizer_name, precision,
                                       _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
                                       predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train",
-                                      _int(epoch_tokens, "epoch_tokens"), attention or "")
+                                      _int(grad_accum, "grad_accum"), _int(epoch_tokens, "epoch_tokens"),
+                                      attention or "")
     return _result(text, "Forecast", name, note)
 
 
@@ -311,7 +316,8 @@ def _memory_command(source, batch, shape, seq, classes, settings):
 def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", threads=1, fits=None,
            max_batch_bytes=None, seq=None, classes=None, precision="fp32", batch_cap=1 << 20,
            cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None, lora=None,
-           sharding=None, gpus=1, gpus_per_node=8, max_seq_bytes=None, attention=None):
+           checkpointing=False, grad_accum=1, sharding=None, gpus=1, gpus_per_node=8, max_seq_bytes=None,
+           attention=None):
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
     e.g. 24 * 2**30 or "24GiB", or "gpu": the device's memory), the largest batch (max_batch_bytes) and the
     longest sequence (max_seq_bytes) that fit: `dnncast memory --json`. sharding ("ddp", "zero1", "zero2",
@@ -319,7 +325,9 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
 
     device: cpu | cuda (the cuda model is unverified) | a catalogued GPU (as nvidia-smi shows it); threads: intra-op threads (default 1);
     isa: the CPU ISA whose kernels to simulate (default: this host's). lora: LoRA fine-tuning, base weights
-    frozen, as the CLI's --lora ("r=16,alpha=32,targets=q,v").
+    frozen, as the CLI's --lora ("r=16,alpha=32,targets=q,v"). checkpointing: activation checkpointing per
+    transformer block, as the CLI's --checkpointing. grad_accum: micro-batches of forward + backward per
+    optimizer step (gradient accumulation), as the CLI's --grad-accum.
     """
     optimizer_name = _optimizer_name(optimizer)
     fits_text, limit_text = _bytes(fits, "fits"), _bytes(max_batch_bytes, "max_batch_bytes")
@@ -334,6 +342,8 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--batch-cap", _int(batch_cap, "batch_cap"), 1 << 20), ("--cuda-context", context_text, None),
                     ("--isa", isa, None), ("--timeline", bool(timeline), False),
                     ("--allow-unknown", bool(allow_unknown), False), ("--lora", lora, None),
+                    ("--checkpointing", bool(checkpointing), False),
+                    ("--grad-accum", _int(grad_accum, "grad_accum"), 1),
                     ("--sharding", sharding, None), ("--gpus", _int(gpus, "gpus"), 1),
                     ("--gpus-per-node", _int(gpus_per_node, "gpus_per_node"), 8), ("--max-seq", seq_limit_text, None),
                     ("--attention", attention, None)]
@@ -341,8 +351,9 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
         # torch.onnx.export of the module would write instead.
         command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
         text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, bool(allow_unknown), lora or "",
-                                     optimizer_name, precision, device, _int(threads, "threads"), fits_text,
+                                     bool(checkpointing), optimizer_name, precision, device, _int(threads, "threads"), fits_text,
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
                                      bool(timeline), command, sharding or "", _int(gpus, "gpus"),
-                                     _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention or "")
+                                     _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention or "",
+                                     _int(grad_accum, "grad_accum"))
     return _result(text, "MemoryForecast", name, note)

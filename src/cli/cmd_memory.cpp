@@ -25,10 +25,10 @@ int run_memory(const Args& args) {
       "(peak_bytes equals `dnncast profile`'s), cuda = PyTorch's caching allocator (unverified, docs/MEMORY.md).\n"
       "Bytes accept units: 4096, 512MiB, 24GiB, 1.5GB.",
       "dnncast memory");
-  std::string model, optimizer = "sgd", precision = "fp32", device = "cpu", fits_text, max_batch_text,
-                                  context_text;
-  int64_t batch = 1, threads = 1, batch_cap = int64_t{1} << 20;
-  bool as_json = false, timeline = false, events = false, measure = false;
+  apps::MemoryOptions options;  // the flags below fill it
+  std::string model;
+  int64_t batch = 1;
+  bool as_json = false, measure = false;
   double measure_timeout_s = 600;
   std::string check_db;
   int64_t show = 10;
@@ -36,34 +36,34 @@ int run_memory(const Args& args) {
   app.add_option("--batch", batch, "batch size (default 1)");
   ModelOptions model_options;
   model_options.add_to(app);
-  app.add_option("--optimizer", optimizer, optimizer_help());
-  app.add_option("--precision", precision,
+  app.add_option("--optimizer", options.optimizer, optimizer_help());
+  app.add_option("--precision", options.precision,
                  "fp32 (default) | bf16: autocast mixed precision | bf16-pure (alias pure-bf16): parameters, activations,\n"
                  "gradients and optimizer states in bf16 | fp16: autocast, cuda only (unverified). bf16 and bf16-pure are\n"
                  "byte-exact on cpu for Linear and attention models (MLPs, transformer encoders and decoders) while their\n"
                  "matmuls stay in ATen; oneDNN's bf16 matmul scratchpads are not modelled; convolutions are refused");
-  app.add_option("--device", device,
+  app.add_option("--device", options.device,
                  "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
                  "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");
-  app.add_option("--threads", threads, "intra-op threads of the run (default 1, as dnncast profile)")->check(thread_count());
-  app.add_option("--fits", fits_text, "answer whether training fits in this many bytes (e.g. 24GiB), or `gpu`")
+  app.add_option("--threads", options.threads, "intra-op threads of the run (default 1, as dnncast profile)")->check(thread_count());
+  app.add_option("--grad-accum", options.grad_accum,
+                 "gradient accumulation: K micro-batches of forward + backward per optimizer step (default 1)");
+  app.add_option("--fits", options.fits, "answer whether training fits in this many bytes (e.g. 24GiB), or `gpu`")
       ->check(byte_size_or_gpu());
-  app.add_option("--max-batch", max_batch_text,
+  app.add_option("--max-batch", options.max_batch,
                  "largest batch whose training fits in this many bytes, or `gpu`: the --device GPU's memory")
       ->check(byte_size_or_gpu());
-  std::string max_seq_text, sharding;
-  int64_t gpus = 1, gpus_per_node = 8;
-  app.add_option("--max-seq", max_seq_text,
+  app.add_option("--max-seq", options.max_seq,
                  "longest sequence (at --batch) whose training fits in this many bytes, or `gpu` (sequence models)")
       ->check(byte_size_or_gpu());
-  app.add_option("--gpus", gpus, "data-parallel GPUs (with --sharding; default 1): memory and collectives per GPU");
-  app.add_option("--sharding", sharding,
+  app.add_option("--gpus", options.gpus, "data-parallel GPUs (with --sharding; default 1): memory and collectives per GPU");
+  app.add_option("--sharding", options.sharding,
                  memory::sharding_names() + ": how --gpus share the model (memory/sharding.h; a model, not a measurement)");
-  app.add_option("--gpus-per-node", gpus_per_node, "GPUs per machine: hsdp shards within one (default 8)");
-  app.add_option("--batch-cap", batch_cap, "largest batch --max-batch tries (default 1048576)");
-  app.add_option("--cuda-context", context_text, "bytes the CUDA context takes on the device (cuda: default 0; a catalogued GPU: default the fitted one)")->check(byte_size());
-  app.add_flag("--timeline", timeline, "also print the highest live bytes of every node's forward and backward");
-  app.add_flag("--events", events,
+  app.add_option("--gpus-per-node", options.gpus_per_node, "GPUs per machine: hsdp shards within one (default 8)");
+  app.add_option("--batch-cap", options.batch_cap, "largest batch --max-batch tries (default 1048576)");
+  app.add_option("--cuda-context", options.cuda_context, "bytes the CUDA context takes on the device (cuda: default 0; a catalogued GPU: default the fitted one)")->check(byte_size());
+  app.add_flag("--timeline", options.timeline, "also print the highest live bytes of every node's forward and backward");
+  app.add_flag("--events", options.events,
                "print every simulated allocation and release (\"+|- BYTES LIVE iter phase node what\"), to diff "
                "against a profiled run's DNNCAST_ALLOC_TRACE file");
   app.add_flag("--measure", measure,
@@ -81,8 +81,9 @@ int run_memory(const Args& args) {
                      " (default: this host's, after ONEDNN_MAX_CPU_ISA; with --check-db, each environment's recorded one)");
 
   if (!parse_args(app, args, "memory")) return 0;
-  check_name_option(app, "--device", device);
+  check_name_option(app, "--device", options.device);
   const hardware::CpuIsa isa = isa_text.empty() ? hardware::CpuIsa::Unknown : parse_isa_option(isa_text, "--isa");
+  options.isa = isa;
   if (!check_db.empty()) {
     if (!model.empty()) throw InputError("give MODEL or --check-db DB, not both");
     if (show < 0) throw InputError("--show must be 0 or more, got " + std::to_string(show));
@@ -91,26 +92,11 @@ int run_memory(const Args& args) {
   if (model.empty()) throw InputError("MODEL is required (a zoo name, graph JSON file or synthetic:SEED), or --check-db DB");
 
   if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
-  if (threads <= 0) throw InputError("--threads must be a positive integer, got " + std::to_string(threads));
+  if (options.threads <= 0) throw InputError("--threads must be a positive integer, got " + std::to_string(options.threads));
   if (!(measure_timeout_s > 0))
     throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
-  if (batch_cap <= 0) throw InputError("--batch-cap must be a positive integer, got " + std::to_string(batch_cap));
-  apps::MemoryOptions options;
-  options.optimizer = optimizer;
-  options.precision = precision;
-  options.device = device;
-  options.threads = threads;
-  options.isa = isa;
-  options.timeline = timeline;
-  options.events = events;
-  options.cuda_context = context_text;
-  options.fits = fits_text;
-  options.max_batch = max_batch_text;
-  options.batch_cap = batch_cap;
-  options.sharding = sharding;
-  options.gpus = gpus;
-  options.gpus_per_node = gpus_per_node;
-  options.max_seq = max_seq_text;
+  if (options.batch_cap <= 0)
+    throw InputError("--batch-cap must be a positive integer, got " + std::to_string(options.batch_cap));
   const apps::MemoryRequest request =
       apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::MemoryForecast result = apps::forecast_memory(request);

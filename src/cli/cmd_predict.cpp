@@ -105,6 +105,9 @@ int run_predict(const Args& args) {
                  "tokens per epoch (sequence models, with --seq): the epoch as ceil(tokens / seq) samples")
       ->check(positive_at_most(int64_t{1} << 50));
   app.add_option("--predictor", predictor_dir, "predictor set or bundle folder (default: data/predictors/)");
+  int64_t grad_accum = 1;
+  app.add_option("--grad-accum", grad_accum,
+                 "gradient accumulation: K forward-backward passes of the batch per optimizer step (default 1)");
   app.add_flag("--json", as_json, "print JSON");
   std::string host_isa_text;
   app.add_option("--host-isa", host_isa_text,
@@ -119,6 +122,7 @@ int run_predict(const Args& args) {
   if (threads < 0) throw InputError("--threads must be positive");
   apps::PredictOptions options;
   options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
+  options.forecast.grad_accum = grad_accum;
   options.framework = framework;
   options.phase = phase;
   options.max_batch = max_batch;

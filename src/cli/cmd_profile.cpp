@@ -66,6 +66,9 @@ int run_profile(const Args& args) {
   app.add_option("--budget", budget_s, "seconds of timed iterations at most, per repeat (default 5)");
   app.add_option("--ci", ci_target, "stop timing when the median's 95% CI is within +- this fraction (default 0.02)");
   app.add_option("--seed", seed, "seed of parameters, inputs and labels (default 0)");
+  int64_t grad_accum = 1;
+  app.add_option("--grad-accum", grad_accum,
+                 "gradient accumulation: K micro-batches of forward + backward per optimizer step (default 1)");
   app.add_flag("--json", as_json, "print JSON instead of a summary");
 
   if (!parse_args(app, args, "profile")) return 0;
@@ -83,6 +86,7 @@ int run_profile(const Args& args) {
   config.threads = threads;
   config.per_layer = per_layer;
   config.seed = seed;
+  config.grad_accum = grad_accum;
   profile::validate_config(config);
   profile::Limits limits;
   limits.timeout_s = timeout_s;

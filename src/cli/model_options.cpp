@@ -21,6 +21,9 @@ void ModelOptions::add_to(CLI::App& app) {
   app.add_option("--attention", attention_,
                  "eager (default: the math path, S x S scores kept) | sdpa (PyTorch 2's fused attention on CUDA: no S x S "
                  "matrix kept; memory and GPU time only, unverified)");
+  app.add_flag("--checkpointing", checkpointing_,
+               "activation checkpointing: each transformer block keeps only its input and is recomputed in the "
+               "backward pass (torch.utils.checkpoint)");
 }
 
 ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
@@ -29,6 +32,7 @@ ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
   spec.allow_unknown_ops = allow_unknown_;
   spec.lora = lora_;
   spec.attention = attention_;
+  spec.checkpointing = checkpointing_;
   if (input_->count() > 0) spec.input = parse_image_input(input_text_);
   if (seq_->count() > 0) {
     if (seq_len_ <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len_));

@@ -29,6 +29,7 @@ class ModelOptions {
   bool allow_unknown_ = false;
   std::string lora_;
   std::string attention_;
+  bool checkpointing_ = false;
   CLI::Option* input_ = nullptr;
   CLI::Option* seq_ = nullptr;
   CLI::Option* classes_option_ = nullptr;

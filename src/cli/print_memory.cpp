@@ -1,6 +1,8 @@
 #include "core/units.h"
 #include "cli/print_memory.h"
 
+#include "graph/checkpoint.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -37,6 +39,7 @@ Measured measure_real_run(const Graph& graph, const memory::MemoryConfig& config
   profile::TrainConfig train;
   train.set_setup(config);
   train.threads = config.threads;
+  train.grad_accum = config.grad_accum;
   profile::Limits limits;
   limits.time_budget_s = 0.01;
   limits.warmup_budget_s = 0.01;
@@ -116,6 +119,14 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
               static_cast<long long>(forecast.batch), forecast.input.c_str(), name(forecast.config.optimizer).c_str(),
               name(forecast.config.precision).c_str(), name(report.device).c_str(),
               static_cast<long long>(forecast.config.threads));
+  const size_t checkpointed = checkpoint_segments(forecast.graph).size();
+  if (checkpointed > 0 || forecast.config.grad_accum > 1)
+    std::printf("training       %s%s%s\n",
+                checkpointed > 0 ? (std::to_string(checkpointed) + " checkpointed blocks (recomputed in backward)").c_str() : "",
+                checkpointed > 0 && forecast.config.grad_accum > 1 ? ", " : "",
+                forecast.config.grad_accum > 1
+                    ? ("gradient accumulation over " + std::to_string(forecast.config.grad_accum) + " micro-batches").c_str()
+                    : "");
   if (!forecast.gpu.empty())
     std::printf("gpu            %s (%s): memory as nvidia-smi would show it; fits is judged against its memory\n",
                 forecast.gpu.c_str(), forecast.gpu_name.c_str());

@@ -156,4 +156,10 @@ int optimizer_state_per_param(Optimizer optimizer) {
 bool is_autocast(Precision precision) { return precision == Precision::Bf16 || precision == Precision::Fp16; }
 int precision_bytes(Precision precision) { return kPrecisionTable[static_cast<size_t>(precision)].bytes; }
 
+void check_grad_accum(int64_t micro_batches, const std::string& what) {
+  if (micro_batches < 1 || micro_batches > kMaxGradAccum)
+    throw InputError(what + " must be an integer in [1, " + std::to_string(kMaxGradAccum) + "], got " +
+                     std::to_string(micro_batches));
+}
+
 }  // namespace dnncast

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,10 @@ bool is_autocast(Precision precision);  // bf16, fp16: torch.autocast over the f
 std::string torch_class(Optimizer optimizer);        // torch.optim's class: "SGD", "Adam", "AdamW"
 int optimizer_state_per_param(Optimizer optimizer);  // persistent state tensors per parameter: sgd 1 (momentum), adam 2
 int precision_bytes(Precision precision);            // bytes per element of the compute type: fp32 4, bf16 / fp16 2
+
+// Gradient accumulation: micro-batches of forward + backward per optimizer step, 1 (none) to kMaxGradAccum.
+constexpr int64_t kMaxGradAccum = 4096;
+// Throws InputError "`what` must be an integer in [1, 4096], got 0".
+void check_grad_accum(int64_t micro_batches, const std::string& what = "grad-accum");
 
 }  // namespace dnncast

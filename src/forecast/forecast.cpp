@@ -17,6 +17,8 @@
 #include "records/records.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
+#include "graph/checkpoint.h"
+#include "graph/op_registry.h"
 
 namespace dnncast::apps {
 
@@ -257,6 +259,7 @@ void forecast_peak(const ForecastRequest& request, const Graph& graph, const Pre
     memory_config.device = gpu_environment ? Device::Cuda : Device::Cpu;
     memory_config.threads = result.threads;
     memory_config.isa = request.host_isa;  // Unknown: this host's
+    memory_config.grad_accum = request.grad_accum;
     memory::MemoryReport report = memory::simulate_memory(graph, memory_config);
     if (!gpu_environment) result.memory_isa = hardware::isa_name(memory::resolve_isa(request.host_isa));
     result.peak_bytes = report.peak_bytes;
@@ -301,6 +304,19 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   result.notes.push_back("calibrated on this host (" + result.calibration + ", " +
                          calibration.report.value("created", std::string("undated")) + "): " + text);
   return time;
+}
+
+// Activation checkpointing (graph/checkpoint.h) for a CPU predictor set, which was trained without it: the
+// checkpointed blocks' forward, run once more in the backward pass, as its share of the iteration's FLOPs (forward
+// and backward of every node). 0 without checkpointed blocks.
+double recompute_share(const Graph& graph) {
+  double recomputed = 0, total = 0;
+  for (int index = 0; index < graph.size(); ++index) {
+    const OpCost cost = node_cost(graph, index);
+    total += static_cast<double>(cost.flops_fwd + cost.flops_bwd);
+    if (checkpoint_block(graph.node(index)) >= 0) recomputed += static_cast<double>(cost.flops_fwd);
+  }
+  return total > 0 ? recomputed / total : 0;
 }
 
 }  // namespace
@@ -348,6 +364,26 @@ Forecast forecast(const ForecastRequest& request) {
   const features::LayerSites sites = needs_sites ? features::layer_sites(graph) : features::LayerSites{};
   Estimate time = set_time_forecast(set, row, sites, graph_part, config, hardware, result);
   if (calibration) time = calibrated_time(*calibration, set, graph, sites, config, time, result);
+  if (const double share = recompute_share(graph); share > 0) {
+    time.value *= 1 + share;
+    time.low *= 1 + share;
+    time.high *= 1 + share;
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.1f%%", 100 * share);
+    result.notes.push_back(std::string("checkpointing: the predictor was trained without it; the recomputed forward of "
+                                       "the checkpointed blocks is added as their share of the iteration's FLOPs (+") +
+                           percent + ")");
+  }
+  if (request.grad_accum > 1) {
+    const auto micro_batches = static_cast<double>(request.grad_accum);
+    time.value *= micro_batches;
+    time.low *= micro_batches;
+    time.high *= micro_batches;
+    result.notes.push_back("gradient accumulation: " + std::to_string(request.grad_accum) +
+                           " times the forecast iteration (the predictor was trained without it and does not separate "
+                           "the optimizer step, which runs once: an upper bound by " +
+                           std::to_string(request.grad_accum - 1) + " steps)");
+  }
   result.time_ms = time.value;
   result.time_ms_low = time.low;
   result.time_ms_high = time.high;
@@ -381,7 +417,8 @@ Forecast forecast(const ForecastRequest& request) {
   if (!result.host_match || result.host_match->exact)
     result.notes.insert(result.notes.begin(), choice_notes.begin(), choice_notes.end());
   if (request.epoch_samples > 0) {
-    result.epoch_iterations = (request.epoch_samples + result.batch - 1) / result.batch;
+    const int64_t samples = result.batch * request.grad_accum;  // per optimizer step
+    result.epoch_iterations = (request.epoch_samples + samples - 1) / samples;
     result.epoch_s = time.value * static_cast<double>(result.epoch_iterations) / 1000.0;
   }
   forecast_peak(request, graph, set, row, result);

@@ -36,6 +36,9 @@ struct ForecastRequest {
   std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
   ModelBuilder builder;                                   // empty: load_model(model, spec) (model_source.h)
+  // Gradient accumulation: an iteration is grad_accum micro-batches of `batch` and one optimizer step; the
+  // predictors were trained without it, so the forecast iteration is counted grad_accum times (said in a note).
+  int64_t grad_accum = 1;
 };
 
 struct Forecast {
@@ -153,6 +156,7 @@ struct ForecastOptions {
   int64_t epoch_samples = 0;
   std::string predictor_dir;
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;
+  int64_t grad_accum = 1;  // gradient accumulation: micro-batches per optimizer step (checked here)
 };
 
 // Throws InputError: an optimizer or precision that is not one.
@@ -171,6 +175,7 @@ struct MemoryOptions {
   std::string sharding;                      // "" none, "ddp", "zero1"... (memory/sharding.h)
   int64_t gpus = 1, gpus_per_node = 8;
   std::string max_seq;                       // bytes with units, or "": the longest sequence that fits
+  int64_t grad_accum = 1;       // gradient accumulation: micro-batches per optimizer step (checked here)
 };
 
 // The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "graph/checkpoint.h"
 #include "hardware/cpu_conv.h"
 
 namespace dnncast::apps {
@@ -92,6 +93,9 @@ json to_json(const MemoryForecast& forecast) {
                 {"phase", memory::phase_name(report.peak_phase)},
                 {"node", report.peak_node_name.empty() ? json(nullptr) : json(report.peak_node_name)},
                 {"allocation", report.peak_what}}}};
+  // Issue 35's training options, only where given (the answers without them stay as they were).
+  if (!checkpoint_segments(forecast.graph).empty()) doc["config"]["checkpointing"] = true;
+  if (forecast.config.grad_accum > 1) doc["config"]["grad_accum"] = forecast.config.grad_accum;
   if (report.device == Device::Cpu) {
     doc["isa"] = {{"simulated", hardware::isa_name(forecast.simulated_isa)},
                   {"source", forecast.isa_source},

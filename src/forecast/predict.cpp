@@ -20,6 +20,10 @@ GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& s
   request.catalogue_files = options.catalogue_files;
   request.calibration_file = options.calibration_file;
   request.builder = builder;
+  check_grad_accum(options.forecast.grad_accum, option_name("grad_accum", style));
+  if (options.forecast.grad_accum > 1 && request.phase != GpuPhase::Train)
+    throw InputError(option_name("grad_accum", style) + " applies only to the train phase (a full step with the optimizer)");
+  request.grad_accum = options.forecast.grad_accum;
   return request;
 }
 

@@ -25,7 +25,8 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"sharding", "--sharding"},     {"gpus", "--gpus"},
                                         {"gpus_per_node", "--gpus-per-node"}, {"max_seq_bytes", "--max-seq"},
                                         {"epoch_tokens", "--epoch-tokens"}, {"epoch_samples", "--epoch-samples"},
-                                        {"seq", "--seq"}};
+                                        {"seq", "--seq"},
+                                        {"grad_accum", "--grad-accum"}};
   for (const Spelling& spelling : kSpellings)
     if (keyword == spelling.keyword) return style == OptionStyle::Flag ? spelling.flag : spelling.keyword;
   DNNCAST_ASSERT(false);  // every option this file names is in the table
@@ -44,6 +45,8 @@ ForecastRequest make_forecast_request(const std::string& model, const ModelSpec&
   request.epoch_samples = options.epoch_samples;
   request.predictor_dir = options.predictor_dir;
   request.host_isa = options.host_isa;
+  check_grad_accum(options.grad_accum, option_name("grad_accum", style));
+  request.grad_accum = options.grad_accum;
   return request;
 }
 
@@ -71,6 +74,8 @@ std::string memory_measure_command(const std::string& model, const ModelSpec& sp
   if (spec.allow_unknown_ops) command += " --allow-unknown";
   if (!spec.lora.empty()) add("--lora", spec.lora);
   if (!spec.attention.empty()) add("--attention", spec.attention);
+  if (spec.checkpointing) command += " --checkpointing";
+  if (options.grad_accum != defaults.grad_accum) add("--grad-accum", std::to_string(options.grad_accum));
   return command + " --measure";
 }
 
@@ -82,6 +87,8 @@ MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spe
   memory::MemoryConfig& config = request.config;
   config.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
   config.precision = parse_precision(options.precision, option_name("precision", style));
+  check_grad_accum(options.grad_accum, option_name("grad_accum", style));
+  config.grad_accum = options.grad_accum;
   // cpu, cuda, or a catalogued GPU: the CUDA allocator model with the calibrated overheads and the GPU's memory
   // size (as `predict --device GPU` simulates it, gpu/gpu_memory.h), unless --cuda-context or --fits say otherwise.
   const ForecastDevice device = resolve_memory_device(options.device, option_name("device", style));

@@ -18,6 +18,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "graph/op_helpers.h"
+#include "graph/checkpoint.h"
 #include "graph/op_registry.h"
 #include "gpu/gpu_memory.h"
 #include "memory/simulator.h"
@@ -154,7 +155,10 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
     }
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
     const NodeKernels shaped = node_kernels(graph, static_cast<int>(index));
-    for (const KernelShape& kernel : shaped.forward) add_shaped(kernel);
+    // A checkpointed block (graph/checkpoint.h) runs its forward once more in the backward pass.
+    const int forward_passes = with_backward && checkpoint_block(node) >= 0 ? 2 : 1;
+    for (int pass = 0; pass < forward_passes; ++pass)
+      for (const KernelShape& kernel : shaped.forward) add_shaped(kernel);
     if (with_backward)
       for (const KernelShape& kernel : shaped.backward) add_shaped(kernel);
     if (is_matrix_category(def.category)) {
@@ -162,11 +166,11 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
                                     : winograd_shaped(view_of(graph, static_cast<int>(index)))
                                         ? GpuKernel::Class::Conv3x3
                                         : GpuKernel::Class::Conv;
-      add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
+      add(kind, static_cast<double>(cost.flops_fwd), bytes, forward_passes);
       if (cost.flops_bwd > 0 && with_backward)
         add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight grads
     } else {
-      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
+      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, forward_passes);
       // Backward reads the output gradient and what was saved, writes the input gradient.
       if (with_backward) add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
     }
@@ -535,12 +539,23 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
                                        request.precision, request.framework, calibration, kernels);
   result.time_model = timing.per_kernel ? "per-kernel" : "calibrated curves";
   result.time_ms = timing.time_ms;
-  result.time_ms_low = timing.time_ms * calibration.interval_low;
-  result.time_ms_high = timing.time_ms * calibration.interval_high;
   result.roofline_ms = timing.roofline_ms;
+  if (request.grad_accum > 1 && request.phase == GpuPhase::Train) {
+    // Gradient accumulation: the micro-batches before the last are forward-backward passes without the step.
+    const GpuTiming micro = time_on_gpu(gpu_work(graph, request.precision, request.optimizer, GpuPhase::ForwardBackward),
+                                        gpu, request.precision, request.framework, calibration, kernels);
+    result.time_ms += static_cast<double>(request.grad_accum - 1) * micro.time_ms;
+    result.roofline_ms += static_cast<double>(request.grad_accum - 1) * micro.roofline_ms;
+    result.notes.push_back("gradient accumulation: " + std::to_string(request.grad_accum) +
+                           " forward-backward passes of batch " + std::to_string(result.batch) +
+                           " and one optimizer step per iteration");
+  }
+  result.time_ms_low = result.time_ms * calibration.interval_low;
+  result.time_ms_high = result.time_ms * calibration.interval_high;
   if (request.epoch_samples > 0) {
     result.epoch_samples = request.epoch_samples;
-    result.epoch_iterations = (request.epoch_samples + result.batch - 1) / result.batch;
+    const int64_t samples = result.batch * std::max<int64_t>(request.grad_accum, 1);  // per optimizer step
+    result.epoch_iterations = (request.epoch_samples + samples - 1) / samples;
     result.epoch_s = static_cast<double>(result.epoch_iterations) * result.time_ms / 1e3;
   }
   set_basis(calibration, gpu, result);

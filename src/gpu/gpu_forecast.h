@@ -143,6 +143,7 @@ struct GpuForecastRequest {
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
   ModelBuilder builder;                      // empty: load_model(model, spec) (model_source.h)
+  int64_t grad_accum = 1;  // train phase: grad_accum forward-backward passes and one optimizer step per iteration
 };
 
 struct GpuForecast {

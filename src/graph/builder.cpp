@@ -14,6 +14,7 @@ int GraphBuilder::op(const std::string& name, const std::string& op_name, std::v
   node.op = op_name;
   node.inputs = std::move(inputs);
   node.attrs = std::move(attrs);
+  if (block_ >= 0) node.attrs["block"] = block_;
   int index = graph_.add(std::move(node));
   graph_.infer_node(index);
   return index;

@@ -38,6 +38,11 @@ class GraphBuilder {
   int concat(const std::string& name, std::vector<int> xs, int64_t axis = 1);
   int dropout(const std::string& name, int x, double p);
 
+  // Nodes added from begin_block(index) until end_block() carry the attribute block=index: the transformer
+  // layer they belong to, the unit activation checkpointing recomputes (graph/checkpoint.h).
+  void begin_block(int64_t index) { block_ = index; }
+  void end_block() { block_ = -1; }
+
   const TensorShape& shape(int index) const { return graph_.node(index).shape; }
   int64_t channels(int index) const { return graph_.node(index).shape[1]; }
   const Graph& graph() const { return graph_; }
@@ -47,6 +52,7 @@ class GraphBuilder {
 
  private:
   Graph graph_;
+  int64_t block_ = -1;
 };
 
 }  // namespace dnncast

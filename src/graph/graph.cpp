@@ -250,6 +250,7 @@ std::string Graph::architecture_hash() const {
       text << "rank=" << node.attr_ints("shape", {}).size() << ";";
     } else {
       for (const auto& [key, value] : node.attrs) {
+        if (key == "block") continue;  // which transformer layer a node belongs to: a label, not architecture
         text << key << '=';
         std::visit(
             [&text](const auto& v) {

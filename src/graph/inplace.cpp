@@ -1,5 +1,6 @@
 #include "graph/inplace.h"
 
+#include "graph/checkpoint.h"
 #include "graph/op_registry.h"
 
 namespace dnncast {
@@ -15,6 +16,9 @@ std::vector<bool> inplace_safe_nodes(const Graph& graph) {
     int producer = node.inputs[0];
     if (!registry.get(graph.node(producer).op).fresh_output) continue;
     if (consumers[static_cast<size_t>(producer)].size() != 1) continue;
+    // Across the border of a checkpointed block (graph/checkpoint.h) never: the block's input is kept for its
+    // recomputation, and its output is what the checkpoint function hands on.
+    if (checkpoint_block(node) != checkpoint_block(graph.node(producer))) continue;
     safe[static_cast<size_t>(index)] = true;
   }
   return safe;

@@ -1,6 +1,7 @@
 #include "graph/lora.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -145,15 +146,25 @@ Graph apply_lora(const Graph& graph, const LoraConfig& config) {
                        quote(node.name) + " (" + std::to_string(in_features) + " -> " + std::to_string(out_features) + ")");
     const std::string name = node.name;
     const int x = node.inputs.at(0);
+    // The adapter belongs to the Linear's transformer block (graph/checkpoint.h), if any.
+    std::map<std::string, AttrValue> block;
+    for (const char* key : {"block", "checkpoint"})
+      if (node.has_attr(key)) block[key] = node.attrs.at(key);
+    auto in_block = [&](std::map<std::string, AttrValue> attrs) {
+      attrs.insert(block.begin(), block.end());
+      return attrs;
+    };
     const int base = append(std::move(node));
-    Node a{name + ".lora_A", "Linear", {{"out_features", config.rank}, {"bias", int64_t{0}}}, {x}, {}, DType::F32};
+    Node a{name + ".lora_A", "Linear", in_block({{"out_features", config.rank}, {"bias", int64_t{0}}}), {x}, {}, DType::F32};
     const int down = append(a);
-    Node b{name + ".lora_B", "Linear", {{"out_features", out_features}, {"bias", int64_t{0}}}, {down}, {}, DType::F32};
+    Node b{name + ".lora_B", "Linear", in_block({{"out_features", out_features}, {"bias", int64_t{0}}}), {down}, {},
+           DType::F32};
     const int up = append(b);
-    Node scale{name + ".lora_scale", "Mul", {{"scalar", config.alpha / static_cast<double>(config.rank)}}, {up}, {},
-               DType::F32};
+    Node scale{name + ".lora_scale", "Mul", in_block({{"scalar", config.alpha / static_cast<double>(config.rank)}}), {up},
+               {}, DType::F32};
     const int scaled = append(scale);
-    moved[static_cast<size_t>(index)] = append(Node{name + ".lora_add", "Add", {}, {base, scaled}, {}, DType::F32});
+    moved[static_cast<size_t>(index)] =
+        append(Node{name + ".lora_add", "Add", in_block({}), {base, scaled}, {}, DType::F32});
   }
   return result;
 }

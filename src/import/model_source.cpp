@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "import/graph_json.h"
 #ifndef DNNCAST_WITHOUT_ONNX
@@ -207,17 +208,19 @@ Graph load_base_model(const std::string& source, const ModelSpec& spec) {
   return Graph();
 }
 
-// spec.lora: the graph fine-tuned with LoRA (graph/lora.h); the text was checked by check_spec.
-// and spec.attention "sdpa": every attention node marked fused (graph/ops_attention.cpp).
+// spec.lora: the graph fine-tuned with LoRA (graph/lora.h); the text was checked by check_spec. Then
+// spec.checkpointing: every transformer block checkpointed (graph/checkpoint.h), and spec.attention "sdpa":
+// every attention node marked fused (graph/ops_attention.cpp).
 Graph with_lora(Graph graph, const ModelSpec& spec) {
+  if (!spec.lora.empty()) graph = apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
+  if (spec.checkpointing) graph = apply_checkpointing(graph);
   if (spec.attention == "sdpa") {
     bool any = false;
     for (Node& node : graph.mutable_nodes())
       if (node.op == "ScaledDotProductAttention") node.attrs["fused"] = int64_t{1}, any = true;
     if (!any) throw InputError("attention sdpa: " + quote(graph.name) + " has no attention layer to fuse");
   }
-  if (spec.lora.empty()) return graph;
-  return apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
+  return graph;
 }
 
 }  // namespace

@@ -55,6 +55,8 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   options.isa = resolve_isa(config.isa);
   options.iterations = 2;
   options.python_defaults = config.python_defaults;
+  check_grad_accum(config.grad_accum);
+  options.grad_accum = config.grad_accum;
   cuda_memory_parts(0, 0, config);  // checks the overheads before the work
   Program program = trace_training(graph, options);
 

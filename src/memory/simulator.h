@@ -37,6 +37,7 @@ struct MemoryConfig : TrainingSetup {
   int64_t cuda_workspace_bytes = 0;
   double cuda_reserve_fraction = 0;
   bool python_defaults = false;  // the step as PyTorch 2's Python API runs it on CUDA (training_trace.h)
+  int64_t grad_accum = 1;          // micro-batches of forward + backward per optimizer step (training_trace.h)
   bool keep_timeline = false;      // fill MemoryReport::timeline
   bool keep_events = false;        // fill MemoryReport::event_log
 };

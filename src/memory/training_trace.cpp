@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "graph/checkpoint.h"
 #include "graph/inplace.h"
 #include "graph/op_registry.h"
 #include "hardware/cpu_conv.h"
@@ -33,6 +34,9 @@ namespace {
 
 constexpr int64_t kF32 = 4;
 constexpr int64_t kI64 = 8;
+// torch.get_rng_state()'s tensor: libtorch 1.13's CPUGeneratorImplState (the Mersenne twister and the normal
+// samples' cache), which a checkpointed block keeps from its forward to its backward.
+constexpr int64_t kCpuRngStateBytes = 5056;
 
 std::vector<int64_t> pair_attr(const Node& node, const std::string& key, int64_t fallback) {
   std::vector<int64_t> values = node.attr_ints(key, {fallback, fallback});
@@ -358,6 +362,15 @@ class Trace {
     pure_ = options.precision == Precision::Bf16Pure;
     compute_elems();
     if (amp_ || pure_) check_amp_ops();
+    segments_ = checkpoint_segments(graph);
+    segment_at_.assign(static_cast<size_t>(graph.size()), -1);
+    for (size_t segment = 0; segment < segments_.size(); ++segment) {
+      if (segments_[segment].outputs.size() != 1)
+        throw InputError("checkpointed block " + std::to_string(segments_[segment].block) + " has " +
+                         std::to_string(segments_[segment].outputs.size()) +
+                         " outputs; the memory simulator replays blocks of one output (a transformer layer's)");
+      segment_at_[static_cast<size_t>(segments_[segment].first)] = static_cast<int>(segment);
+    }
   }
 
   // An op's memory recipe: the member that replays its allocations; `approximate` is set (the why)
@@ -669,6 +682,22 @@ class Trace {
         program_.release(param.grad);
         param.grad = -1;
       }
+    // Gradient accumulation: the micro-batches before the last, each loss and graph gone before the next.
+    for (int64_t micro = 1; micro < options_.grad_accum; ++micro) {
+      program_.set_context(iteration, Phase::Forward, -1);
+      std::vector<Tensor> outputs = forward();
+      program_.set_context(iteration, Phase::Loss, -1);
+      Tensor loss = compute_loss(outputs);
+      for (Tensor& output : outputs) program_.release(output.buffer);
+      program_.set_context(iteration, Phase::Backward, -1);
+      backward(loss);
+      program_.release(loss.buffer);
+      for (GradNode& node : nodes_)
+        for (int buffer : node.saved) program_.release(buffer);
+      nodes_.clear();
+      for (int rng : checkpoint_rng_) program_.release(rng);
+      checkpoint_rng_.clear();
+    }
     program_.set_context(iteration, Phase::Forward, -1);
     std::vector<Tensor> outputs = forward();
     program_.set_context(iteration, Phase::Loss, -1);
@@ -687,6 +716,8 @@ class Trace {
     for (GradNode& node : nodes_)
       for (int buffer : node.saved) program_.release(buffer);
     nodes_.clear();
+    for (int rng : checkpoint_rng_) program_.release(rng);  // with the graph, the nodes never reached
+    checkpoint_rng_.clear();
   }
 
   std::vector<Tensor> forward() {
@@ -697,6 +728,10 @@ class Trace {
     size_t next_input = 0;
     for (int index = 0; index < graph_.size(); ++index) {
       const Node& node = graph_.node(index);
+      if (segment_at_[static_cast<size_t>(index)] >= 0) {
+        index = forward_checkpointed(static_cast<size_t>(segment_at_[static_cast<size_t>(index)]), values, pending);
+        continue;
+      }
       program_.set_node(index);
       std::vector<Tensor> inputs;
       if (node.op == "Input") {
@@ -724,6 +759,144 @@ class Trace {
     return outputs;
   }
 
+  // --- activation checkpointing (graph/checkpoint.h; the executor's BlockCheckpoint) ---------------
+  // The nodes of a segment on `inputs` (its CheckpointSegment::inputs' values, borrowed), each intermediate value
+  // released after its last consumer in the segment; returns its output's value (one reference).
+  Tensor run_segment(const CheckpointSegment& segment, const std::vector<Tensor>& inputs) {
+    const auto first = static_cast<size_t>(segment.first);
+    std::vector<Tensor> local(static_cast<size_t>(segment.last - segment.first + 1));
+    std::vector<size_t> pending(local.size(), 0);
+    for (int index = segment.first; index <= segment.last; ++index)
+      for (int producer : graph_.node(index).inputs)
+        if (producer >= segment.first) ++pending[static_cast<size_t>(producer) - first];
+    const auto output = static_cast<size_t>(segment.outputs.at(0)) - first;
+    for (int index = segment.first; index <= segment.last; ++index) {
+      const Node& node = graph_.node(index);
+      program_.set_node(index);
+      std::vector<Tensor> in;
+      for (int producer : node.inputs) {
+        if (producer >= segment.first) {
+          in.push_back(local[static_cast<size_t>(producer) - first]);
+        } else {
+          auto found = std::find(segment.inputs.begin(), segment.inputs.end(), producer);
+          in.push_back(inputs.at(static_cast<size_t>(found - segment.inputs.begin())));
+        }
+      }
+      local[static_cast<size_t>(index) - first] = run_node(index, node, in);
+      for (int producer : node.inputs) {
+        if (producer < segment.first) continue;
+        const size_t slot = static_cast<size_t>(producer) - first;
+        if (--pending[slot] == 0 && slot != output) program_.release(local[slot].buffer);
+      }
+    }
+    return local[output];
+  }
+
+  // Checkpointed block `segment_index` inside forward(): the RNG state kept, the block run without grad, one
+  // autograd node (BlockCheckpoint) keeping the block's inputs, with an edge to each (and to the executor's
+  // zero-size grad anchor when none requires grad). Returns the block's last node index.
+  int forward_checkpointed(size_t segment_index, std::vector<Tensor>& values, std::vector<size_t>& pending) {
+    const CheckpointSegment& segment = segments_[segment_index];
+    program_.set_node(segment.first);
+    int rng = cpu_ ? program_.alloc(kCpuRngStateBytes, Category::Activation, "rng state") : -1;
+    std::vector<Tensor> inputs, plain;
+    bool any_grad = false;
+    for (int producer : segment.inputs) {
+      const Tensor& value = values[static_cast<size_t>(producer)];
+      inputs.push_back(value);
+      any_grad = any_grad || value.requires_grad();
+      Tensor without_grad = value;
+      without_grad.grad_fn = -1;
+      without_grad.param = -1;
+      plain.push_back(without_grad);
+    }
+    grad_enabled_ = false;
+    Tensor output = run_segment(segment, plain);
+    grad_enabled_ = true;
+    program_.set_node(segment.last);
+    std::vector<int> kept;
+    std::vector<Edge> edges;
+    for (const Tensor& input : inputs) {
+      kept.push_back(saved(input));
+      edges.push_back(edge_of(input));
+    }
+    if (!any_grad) edges.push_back(Edge{Edge::Param, -1});  // the anchor: its gradient is undefined
+    output.grad_fn = make_node(segment.last, kept, edges, [segment_index, inputs, any_grad, rng](Trace& t, const Grad& grad) {
+      return t.backward_checkpointed(segment_index, inputs, !any_grad, rng, grad);
+    });
+    if (output.grad_fn < 0) program_.release(rng);
+    else if (rng >= 0) checkpoint_rng_.insert(rng);
+    const auto slot = static_cast<size_t>(segment.outputs[0]);
+    values[slot] = output;
+    pending[slot] = 0;
+    for (int consumer : consumers_[slot]) pending[slot] += consumer > segment.last ? 1 : 0;
+    for (int index = segment.first; index <= segment.last; ++index)
+      for (int producer : graph_.node(index).inputs) {
+        auto at = static_cast<size_t>(producer);
+        if (producer < segment.first && --pending[at] == 0 && !is_output_[at]) program_.release(values[at].buffer);
+      }
+    return segment.last;
+  }
+
+  // BlockCheckpoint::backward: the forward's RNG state restored inside a fork (the current state kept meanwhile)
+  // and dropped, the block recomputed with grad on detached inputs (leaves: their gradients are summed by their
+  // AccumulateGrad and stolen into .grad), a nested backward from the incoming gradient, the recomputed output
+  // dropped on return; the inputs' .grad are the node's gradients.
+  std::vector<Grad> backward_checkpointed(size_t segment_index, const std::vector<Tensor>& inputs, bool anchored,
+                                          int rng, const Grad& grad) {
+    const CheckpointSegment& segment = segments_[segment_index];
+    int fork = cpu_ ? program_.alloc(kCpuRngStateBytes, Category::Transient, "rng state") : -1;
+    program_.release(rng);
+    checkpoint_rng_.erase(rng);
+    const size_t first_param = params_.size();
+    const int begin = static_cast<int>(nodes_.size());
+    std::vector<Tensor> detached;
+    std::vector<int> leaf_params;
+    for (const Tensor& input : inputs) {
+      Tensor leaf = input;
+      leaf.grad_fn = -1;
+      leaf.param = -1;
+      leaf_params.push_back(-1);
+      if (input.requires_grad()) {
+        Parameter param;
+        param.buffer = input.buffer;
+        param.bytes = input.bytes;
+        params_.push_back(param);
+        leaf_params.back() = static_cast<int>(params_.size()) - 1;
+        // The leaf's AccumulateGrad: its incoming gradients summed in its input buffer, then stolen or cloned.
+        leaf.grad_fn = make_node(-1, {}, {Edge{Edge::Param, leaf_params.back()}}, [](Trace& t, const Grad& g) {
+          t.program().retain(g.buffer);
+          return std::vector<Grad>{g};
+        });
+      }
+      detached.push_back(leaf);
+    }
+    Tensor output = run_segment(segment, detached);
+    program_.release(fork);
+    if (output.grad_fn >= 0) {
+      GradNode& root = nodes_[static_cast<size_t>(output.grad_fn)];
+      root.input = grad;
+      root.input.shared_tensor = true;  // the engine's root and this node's input hold it too
+      program_.retain(grad.buffer);
+      root.received = true;
+      run_nodes_backward(begin);
+    }
+    for (size_t index = static_cast<size_t>(begin); index < nodes_.size(); ++index)
+      for (int buffer : nodes_[index].saved) program_.release(buffer);
+    nodes_.resize(static_cast<size_t>(begin));
+    std::vector<Grad> grads;
+    for (size_t position = 0; position < inputs.size(); ++position) {
+      const int id = leaf_params[position];
+      const int buffer = id >= 0 ? params_[static_cast<size_t>(id)].grad : -1;
+      if (buffer >= 0) program_.relabel(buffer, Category::Transient);
+      grads.push_back(buffer >= 0 ? make_grad(buffer, inputs[position].bytes, true) : Grad{});
+    }
+    if (anchored) grads.emplace_back();
+    params_.resize(first_param);
+    program_.release(output.buffer);
+    return grads;
+  }
+
   // --- autograd --------------------------------------------------------------------------------
   Edge edge_of(const Tensor& tensor) const {
     if (tensor.grad_fn >= 0) return Edge{Edge::Node, tensor.grad_fn};
@@ -731,6 +904,7 @@ class Trace {
     return Edge{};
   }
   Edge param_edge(int ir_node, size_t position) const {
+    if (!grad_enabled_) return Edge{};  // a checkpointed block's forward (no_grad)
     const std::vector<int>& ids = node_params_.at(static_cast<size_t>(ir_node));
     if (position >= ids.size() || params_[static_cast<size_t>(ids[position])].frozen) return Edge{};
     return Edge{Edge::Param, ids[position]};
@@ -741,6 +915,7 @@ class Trace {
   int make_node(int ir_node, std::vector<int> saved, std::vector<Edge> edges, BackwardFn backward) {
     bool needed = false;
     for (const Edge& edge : edges) needed = needed || edge.kind != Edge::None;
+    needed = needed && grad_enabled_;
     if (!needed) {
       for (int buffer : saved) program_.release(buffer);
       return -1;
@@ -755,7 +930,10 @@ class Trace {
   }
 
   void route(const Edge& edge, Grad grad, std::vector<std::pair<int, Grad>>& accumulate) {
-    if (edge.kind == Edge::Param && tied_waiting_[static_cast<size_t>(edge.target)] > 0) {
+    // (A checkpointed block's recomputation adds leaf parameters past those counted: never tied.
+    // A checkpointed block's anchor edge has no parameter, -1.)
+    if (edge.kind == Edge::Param && edge.target >= 0 && static_cast<size_t>(edge.target) < tied_waiting_.size() &&
+        tied_waiting_[static_cast<size_t>(edge.target)] > 0) {
       route_tied(edge.target, grad, accumulate);
       return;
     }
@@ -793,7 +971,7 @@ class Trace {
       if (!reachable[static_cast<size_t>(index)]) continue;
       for (const Edge& edge : nodes_[static_cast<size_t>(index)].edges) {
         if (edge.kind == Edge::Node) reachable[static_cast<size_t>(edge.target)] = 1;
-        if (edge.kind == Edge::Param) ++tied_waiting_[static_cast<size_t>(edge.target)];
+        if (edge.kind == Edge::Param && edge.target >= 0) ++tied_waiting_[static_cast<size_t>(edge.target)];
       }
     }
     for (int& waiting : tied_waiting_)
@@ -839,13 +1017,22 @@ class Trace {
     GradNode& root = nodes_[static_cast<size_t>(loss.grad_fn)];
     root.input = make_grad(ones, model_elem(), true);
     root.received = true;
-    for (int index = static_cast<int>(nodes_.size()) - 1; index >= 0; --index) {
+    run_nodes_backward(0);
+    program_.set_node(-1);
+    program_.release(ones);
+  }
+
+  // Runs the reached nodes from the last down to `begin` (a checkpointed block's nested backward: its
+  // recomputed nodes). A node's backward may append nodes (that nested pass): it is called from a copy.
+  void run_nodes_backward(int begin) {
+    for (int index = static_cast<int>(nodes_.size()) - 1; index >= begin; --index) {
+      if (!nodes_[static_cast<size_t>(index)].received) continue;
+      program_.set_node(nodes_[static_cast<size_t>(index)].ir_node);
+      Grad input = nodes_[static_cast<size_t>(index)].input;
+      nodes_[static_cast<size_t>(index)].received = false;
+      const BackwardFn backward_fn = nodes_[static_cast<size_t>(index)].backward;
+      std::vector<Grad> grads = backward_fn(*this, input);
       GradNode& node = nodes_[static_cast<size_t>(index)];
-      if (!node.received) continue;
-      program_.set_node(node.ir_node);
-      Grad input = node.input;
-      node.received = false;
-      std::vector<Grad> grads = node.backward(*this, input);
       program_.release(input.buffer);
       for (int buffer : node.saved) program_.release(buffer);
       node.saved.clear();
@@ -854,8 +1041,6 @@ class Trace {
       for (size_t edge = 0; edge < grads.size(); ++edge) route(node.edges[edge], grads[edge], accumulate);
       for (auto& [param, grad] : accumulate) accumulate_grad(param, grad);
     }
-    program_.set_node(-1);
-    program_.release(ones);
   }
 
   // --- optimizer step (libtorch 1.13 torch::optim) ---------------------------------------------
@@ -1085,6 +1270,10 @@ class Trace {
   std::vector<GradNode> nodes_;
   std::vector<int> tied_waiting_;  // per parameter: gradient edges still to come (0: not tied)
   std::vector<Grad> tied_held_;    // per parameter: their sum so far
+  bool grad_enabled_ = true;  // false in a checkpointed block's forward: no autograd node, nothing saved
+  std::set<int> checkpoint_rng_;  // RNG states kept by checkpointed blocks whose backward has not run (cpu)
+  std::vector<CheckpointSegment> segments_;
+  std::vector<int> segment_at_;  // per node: the segment it starts, -1
   std::vector<std::array<std::unique_ptr<ConvRecipe>, 2>> conv_cache_;
   int iteration_ = 0;
   bool amp_ = false;                 // precision bf16 / fp16: autocast over the forward and the loss
@@ -1897,7 +2086,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   int softmax_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
     return std::vector<Grad>{t.new_grad(scores_bytes)};
   });
-  if (softmax_node >= 0) {  // no node where neither q nor k needs a gradient (LoRA on v alone)
+  if (softmax_node >= 0) {  // none where neither q nor k needs a gradient (LoRA on v alone), nor in a checkpointed block's forward (no_grad)
     program_.retain(probabilities);
     nodes_[static_cast<size_t>(softmax_node)].saved.push_back(probabilities);
   }

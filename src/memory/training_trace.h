@@ -32,6 +32,9 @@ struct TraceOptions : TrainingSetup {
   // multi-tensor kernel per operation over all parameters): Adam's square roots of the second moments are
   // one temporary per parameter, all alive at once, where libtorch's loop holds two of one parameter.
   bool python_defaults = false;
+  // Gradient accumulation (profile::TrainConfig::grad_accum): grad_accum micro-batches of forward + loss +
+  // backward per iteration, the gradients accumulating in place, one optimizer step.
+  int64_t grad_accum = 1;
 };
 
 // Graph must be shape-inferred. Throws InputError for an op the executor cannot run.

@@ -71,6 +71,7 @@ Graph llama_graph(const TransformerSize& size, const ModelSpec& spec) {
   int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
   int x = b.op("model.embed_tokens", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", hidden}});
   for (int64_t layer = 0; layer < size.layers; ++layer) {
+    b.begin_block(layer);
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     const std::string attn = prefix + "self_attn.";
     int y = b.op(prefix + "input_layernorm", "RMSNorm", {x}, norm);
@@ -90,6 +91,7 @@ Graph llama_graph(const TransformerSize& size, const ModelSpec& spec) {
     y = b.linear(prefix + "mlp.down_proj", y, hidden, size.mlp_bias);
     x = b.add(prefix + "add_2", x, y);
   }
+  b.end_block();
   x = b.op("model.norm", "RMSNorm", {x}, norm);
   lm_head(b, "lm_head", x, size, "model.embed_tokens");
   return b.finish();
@@ -104,6 +106,7 @@ Graph neox_graph(const TransformerSize& size, const ModelSpec& spec) {
   int x = b.op("gpt_neox.embed_in", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", hidden}});
   x = maybe_dropout(b, "gpt_neox.emb_dropout", x, size.dropout);
   for (int64_t layer = 0; layer < size.layers; ++layer) {
+    b.begin_block(layer);
     const std::string prefix = "gpt_neox.layers." + std::to_string(layer) + ".";
     const std::string attn = prefix + "attention.";
     int y = b.op(prefix + "input_layernorm", "LayerNorm", {x}, norm);
@@ -127,6 +130,7 @@ Graph neox_graph(const TransformerSize& size, const ModelSpec& spec) {
     x = size.parallel_residual ? b.add(prefix + "add_residual", b.add(prefix + "add_mlp_attention", m, y), x)
                                : b.add(prefix + "add_mlp", m, mlp_input);
   }
+  b.end_block();
   x = b.op("gpt_neox.final_layer_norm", "LayerNorm", {x}, norm);
   lm_head(b, "embed_out", x, size, "gpt_neox.embed_in");
   return b.finish();

@@ -67,6 +67,7 @@ Graph build_vit_b_16(const ModelSpec& spec) {
   int64_t tokens = (height / kPatch) * (width / kPatch) + 1;
   x = b.op("encoder.pos_embedding", "PositionEmbedding", {x}, {{"length", tokens}});
   for (int64_t layer = 0; layer < kLayers; ++layer) {
+    b.begin_block(layer);
     std::string prefix = "encoder.layers.encoder_layer_" + std::to_string(layer) + ".";
     int y = layer_norm(b, prefix + "ln_1", x, 1e-6);
     y = packed_self_attention(b, prefix + "self_attention.", y, kHidden, kHeads, 0.0);
@@ -77,6 +78,7 @@ Graph build_vit_b_16(const ModelSpec& spec) {
     y = b.linear(prefix + "mlp.3", y, kHidden);
     x = b.add(prefix + "add_2", x, y);
   }
+  b.end_block();
   x = layer_norm(b, "encoder.ln", x, 1e-6);
   x = b.op("class_token_select", "Slice", {x}, {{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", int64_t{1}}});
   x = b.flatten("class_token_flatten", x, 1);
@@ -102,6 +104,7 @@ Graph bert_graph(const TransformerSize& size, const ModelSpec& spec) {
   x = layer_norm(b, "embeddings.LayerNorm", x, eps, hidden);
   x = b.dropout("embeddings.dropout", x, dropout);
   for (int64_t layer = 0; layer < size.layers; ++layer) {
+    b.begin_block(layer);
     std::string prefix = "encoder.layer." + std::to_string(layer) + ".";
     std::string self = prefix + "attention.self.";
     int q = split_heads(b, self + "query", b.linear(self + "query", x, hidden), heads, hidden);
@@ -120,6 +123,7 @@ Graph bert_graph(const TransformerSize& size, const ModelSpec& spec) {
     y = b.add(prefix + "output.add", y, x);
     x = layer_norm(b, prefix + "output.LayerNorm", y, eps, hidden);
   }
+  b.end_block();
   if (size.lm_head) {
     // BertLMHeadModel / BertForMaskedLM: no pooler; cls.predictions transforms each token and decodes it with the
     // word embedding's weight (tied) and a bias of its own.
@@ -166,6 +170,7 @@ Graph gpt2_graph(const TransformerSize& size, const ModelSpec& spec) {
   x = b.op("transformer.wpe", "PositionEmbedding", {x}, {{"length", size.positions}});
   x = b.dropout("transformer.drop", x, dropout);
   for (int64_t layer = 0; layer < size.layers; ++layer) {
+    b.begin_block(layer);
     std::string prefix = "transformer.h." + std::to_string(layer) + ".";
     std::string attn = prefix + "attn.";
     int y = layer_norm(b, prefix + "ln_1", x, eps, hidden);
@@ -189,6 +194,7 @@ Graph gpt2_graph(const TransformerSize& size, const ModelSpec& spec) {
     y = b.dropout(prefix + "mlp.dropout", y, dropout);
     x = b.add(prefix + "add_2", y, x);
   }
+  b.end_block();
   x = layer_norm(b, "transformer.ln_f", x, eps, hidden);
   b.op("lm_head", "Linear", {x},
        {{"out_features", size.vocab}, {"bias", int64_t{0}}, {"tied_to", std::string("transformer.wte")}});
@@ -227,6 +233,7 @@ Graph opt_graph(const TransformerSize& size, const ModelSpec& spec) {
            {{"length", size.positions + size.position_offset}});
   x = b.dropout("model.decoder.dropout", x, dropout);
   for (int64_t layer = 0; layer < size.layers; ++layer) {
+    b.begin_block(layer);
     std::string prefix = "model.decoder.layers." + std::to_string(layer) + ".";
     std::string attn = prefix + "self_attn.";
     int y = size.pre_norm ? layer_norm(b, prefix + "self_attn_layer_norm", x, eps, hidden) : x;
@@ -247,6 +254,7 @@ Graph opt_graph(const TransformerSize& size, const ModelSpec& spec) {
     x = b.add(prefix + "add_2", y, x);
     if (!size.pre_norm) x = layer_norm(b, prefix + "final_layer_norm", x, eps, hidden);
   }
+  b.end_block();
   if (size.final_norm) x = layer_norm(b, "model.decoder.final_layer_norm", x, eps, hidden);
   if (embed != hidden) x = b.linear("model.decoder.project_out", x, embed, false);
   b.op("lm_head", "Linear", {x},

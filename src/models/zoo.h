@@ -20,6 +20,7 @@ struct ModelSpec {
   // "" or "eager": attention as libtorch's math path (the S x S scores kept); "sdpa": PyTorch 2's fused
   // scaled_dot_product_attention on CUDA (no S x S matrix kept; load_model marks every attention node fused=1).
   std::string attention = "";
+  bool checkpointing = false;  // activation checkpointing per transformer block (graph/checkpoint.h; load_model applies it)
 };
 
 struct ZooEntry {

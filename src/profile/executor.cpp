@@ -25,6 +25,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
 #include <torch/cuda.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -37,6 +38,7 @@
 
 #include "core/error.h"
 #include "core/stats.h"
+#include "graph/checkpoint.h"
 #include "graph/inplace.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
@@ -116,6 +118,10 @@ struct NodeClock {
   explicit NodeClock(size_t nodes) : forward_ms(nodes, 0.0), grad_ready(nodes), grad_seen(nodes, 0) {}
 };
 
+// A checkpointed block (graph/checkpoint.h) run through the autograd function that recomputes it in the
+// backward pass (BlockCheckpoint, below).
+std::vector<at::Tensor> run_checkpointed(GraphModule& module, size_t segment, const std::vector<at::Tensor>& inputs);
+
 class GraphModule {
  public:
   GraphModule(const Graph& graph, at::Device device, bool init_values) : graph_(graph), device_(device), init_(init_values) {
@@ -143,6 +149,14 @@ class GraphModule {
         if (!frozen) trainable_.push_back(param);
       }
     inplace_safe_ = inplace_safe_nodes(graph);
+    segments_ = checkpoint_segments(graph);
+    segment_at_.assign(static_cast<size_t>(graph.size()), -1);
+    for (size_t segment = 0; segment < segments_.size(); ++segment)
+      segment_at_[static_cast<size_t>(segments_[segment].first)] = static_cast<int>(segment);
+    // A block none of whose inputs requires grad (the hidden states as the graph's input, a frozen embedding
+    // under LoRA) takes this zero-size tensor as one more input, so that its output requires grad and its
+    // backward runs: torch.utils.checkpoint(use_reentrant=True) would leave its weights without gradients.
+    if (!segments_.empty()) grad_anchor_ = at::empty({0}, float_options()).set_requires_grad(true);
   }
 
   const Graph& graph() const { return graph_; }
@@ -195,6 +209,10 @@ class GraphModule {
       inputs.clear();
       if (node.op == "Input") {
         inputs.push_back(graph_inputs.at(next_input++));
+      } else if (segment_at_[static_cast<size_t>(index)] >= 0) {
+        index = forward_checkpointed(static_cast<size_t>(segment_at_[static_cast<size_t>(index)]), values, pending,
+                                     allow_inplace, dtypes);
+        continue;
       } else {
         for (int producer : node.inputs) inputs.push_back(values[static_cast<size_t>(producer)]);
       }
@@ -228,7 +246,78 @@ class GraphModule {
     return outputs;
   }
 
+  // The nodes of a checkpointed block on `inputs` (CheckpointSegment::inputs' values), each intermediate tensor
+  // released after its last consumer in the block; returns the values of CheckpointSegment::outputs.
+  std::vector<at::Tensor> run_segment(size_t segment_index, const std::vector<at::Tensor>& inputs) {
+    const CheckpointSegment& segment = segments_.at(segment_index);
+    const auto first = static_cast<size_t>(segment.first);
+    std::vector<at::Tensor> local(static_cast<size_t>(segment.last - segment.first + 1));
+    std::vector<size_t> pending(local.size(), 0);
+    std::vector<bool> kept(local.size(), false);
+    for (int output : segment.outputs) kept[static_cast<size_t>(output) - first] = true;
+    for (int index = segment.first; index <= segment.last; ++index)
+      for (int producer : graph_.node(index).inputs)
+        if (producer >= segment.first) ++pending[static_cast<size_t>(producer) - first];
+    std::vector<at::Tensor> in;
+    for (int index = segment.first; index <= segment.last; ++index) {
+      const Node& node = graph_.node(index);
+      in.clear();
+      for (int producer : node.inputs) {
+        if (producer >= segment.first) {
+          in.push_back(local[static_cast<size_t>(producer) - first]);
+        } else {
+          auto found = std::find(segment.inputs.begin(), segment.inputs.end(), producer);
+          in.push_back(inputs.at(static_cast<size_t>(found - segment.inputs.begin())));
+        }
+      }
+      local[static_cast<size_t>(index) - first] = run_node(index, in, segment_inplace_);
+      in.clear();
+      for (int producer : node.inputs) {
+        if (producer < segment.first) continue;
+        const size_t slot = static_cast<size_t>(producer) - first;
+        if (--pending[slot] == 0 && !kept[slot]) local[slot].reset();
+      }
+    }
+    std::vector<at::Tensor> outputs;
+    for (int output : segment.outputs) outputs.push_back(local[static_cast<size_t>(output) - first]);
+    return outputs;
+  }
+  const CheckpointSegment& segment(size_t index) const { return segments_.at(index); }
+  const at::Tensor& grad_anchor() const { return grad_anchor_; }
+  // The autocast the recomputation re-enters (the Trainer's precision; torch.utils.checkpoint keeps the forward's).
+  Precision precision = Precision::Fp32;
+
  private:
+  // Runs checkpointed block `segment_index` inside forward(): its inputs' pending counts go down as its nodes'
+  // would, its outputs take the values. Returns the block's last node index.
+  int forward_checkpointed(size_t segment_index, std::vector<at::Tensor>& values, std::vector<size_t>& pending,
+                           bool allow_inplace, std::vector<at::ScalarType>* dtypes) {
+    const CheckpointSegment& segment = segments_.at(segment_index);
+    std::vector<at::Tensor> inputs;
+    for (int producer : segment.inputs) inputs.push_back(values[static_cast<size_t>(producer)]);
+    segment_inplace_ = allow_inplace;
+    std::vector<at::Tensor> outputs = run_checkpointed(*this, segment_index, inputs);
+    inputs.clear();
+    for (size_t position = 0; position < segment.outputs.size(); ++position) {
+      const auto slot = static_cast<size_t>(segment.outputs[position]);
+      values[slot] = outputs[position];
+      if (dtypes) (*dtypes)[slot] = outputs[position].scalar_type();
+      pending[slot] = 0;
+      for (int consumer : consumers_[slot]) pending[slot] += consumer > segment.last ? 1 : 0;
+    }
+    outputs.clear();
+    for (int index = segment.first; index <= segment.last; ++index)
+      for (int producer : graph_.node(index).inputs) {
+        auto slot = static_cast<size_t>(producer);
+        if (producer < segment.first && --pending[slot] == 0 && !is_output_[slot]) values[slot].reset();
+      }
+    return segment.last;
+  }
+
+  std::vector<CheckpointSegment> segments_;
+  std::vector<int> segment_at_;  // per node: the segment it starts, -1
+  bool segment_inplace_ = true;
+  at::Tensor grad_anchor_;
   const Graph& graph_;
   at::Device device_;
   bool init_;
@@ -670,6 +759,95 @@ void synchronize(const at::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize();
 }
 
+// --- Activation checkpointing ------------------------------------------------------------------
+
+// The default generators a block's recomputation must replay (dropout): the CPU one, and the GPU's on cuda.
+std::vector<at::Generator> block_generators(const at::Device& device) {
+  std::vector<at::Generator> generators{at::globalContext().defaultGenerator(at::Device(at::kCPU))};
+  if (device.is_cuda()) generators.push_back(at::globalContext().defaultGenerator(device));
+  return generators;
+}
+
+std::vector<at::Tensor> generator_states(std::vector<at::Generator> generators) {
+  std::vector<at::Tensor> states;
+  for (at::Generator& generator : generators) {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    states.push_back(generator.get_state());
+  }
+  return states;
+}
+
+void set_generator_states(std::vector<at::Generator>& generators, const std::vector<at::Tensor>& states) {
+  for (size_t index = 0; index < generators.size(); ++index) {
+    std::lock_guard<std::mutex> lock(generators[index].mutex());
+    generators[index].set_state(states[index]);
+  }
+}
+
+// torch.utils.checkpoint's CheckpointFunction (use_reentrant=True, preserve_rng_state=True) for one block:
+// forward without grad, keeping the block's inputs and the RNG states; backward restores those states (within a
+// fork: the RNG goes on afterwards as if nothing had been redrawn), recomputes the block with grad under the
+// forward's autocast, back-propagates through it with a nested backward() (the block's weights accumulate their
+// gradients there) and returns the gradients of its inputs. The forward's RNG states are dropped once restored.
+struct BlockCheckpoint : public torch::autograd::Function<BlockCheckpoint> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, at::TensorList inputs,
+                                                int64_t segment, int64_t module_address, bool anchored) {
+    auto* module = reinterpret_cast<GraphModule*>(module_address);
+    ctx->saved_data["rng"] = at::IValue(generator_states(block_generators(module->device())));
+    ctx->saved_data["segment"] = segment;
+    ctx->saved_data["module"] = module_address;
+    ctx->saved_data["anchored"] = anchored;
+    std::vector<at::Tensor> block_inputs(inputs.begin(), inputs.end() - (anchored ? 1 : 0));
+    ctx->save_for_backward(block_inputs);
+    return module->run_segment(static_cast<size_t>(segment), block_inputs);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto* module = reinterpret_cast<GraphModule*>(ctx->saved_data["module"].toInt());
+    const auto segment = static_cast<size_t>(ctx->saved_data["segment"].toInt());
+    std::vector<at::Tensor> detached;
+    for (const at::Tensor& input : ctx->get_saved_variables()) {
+      at::Tensor copy = input.detach();
+      copy.set_requires_grad(input.requires_grad());
+      detached.push_back(copy);
+    }
+    std::vector<at::Tensor> outputs;
+    {
+      std::vector<at::Generator> generators = block_generators(module->device());
+      std::vector<at::Tensor> current = generator_states(generators);
+      set_generator_states(generators, ctx->saved_data["rng"].toTensorVector());
+      ctx->saved_data.erase("rng");
+      at::AutoGradMode grad_mode(true);
+      AutocastScope autocast(module->precision, module->device().is_cuda());
+      outputs = module->run_segment(segment, detached);
+      set_generator_states(generators, current);
+    }
+    std::vector<at::Tensor> with_grad, grads;
+    for (size_t index = 0; index < outputs.size(); ++index)
+      if (outputs[index].requires_grad() && grad_outputs[index].defined()) {
+        with_grad.push_back(outputs[index]);
+        grads.push_back(grad_outputs[index]);
+      }
+    if (!with_grad.empty()) torch::autograd::backward(with_grad, grads);
+    torch::autograd::variable_list result;
+    for (const at::Tensor& input : detached) result.push_back(input.grad());
+    if (ctx->saved_data["anchored"].toBool()) result.emplace_back();  // the grad anchor's
+    result.resize(result.size() + 3);  // segment, module_address, anchored: not tensors
+    return result;
+  }
+};
+
+std::vector<at::Tensor> run_checkpointed(GraphModule& module, size_t segment, const std::vector<at::Tensor>& inputs) {
+  std::vector<at::Tensor> all = inputs;
+  bool any_requires_grad = false;
+  for (const at::Tensor& input : inputs) any_requires_grad = any_requires_grad || input.requires_grad();
+  const bool anchored = !any_requires_grad && at::GradMode::is_enabled();
+  if (anchored) all.push_back(module.grad_anchor());
+  return BlockCheckpoint::apply(at::TensorList(all), static_cast<int64_t>(segment),
+                                reinterpret_cast<int64_t>(&module), anchored);
+}
+
 // Graph inputs: random floats; i64 indices below the smallest table that reads them (2 otherwise).
 std::vector<at::Tensor> make_inputs(const Graph& graph, const at::Device& device) {
   std::vector<std::vector<int>> consumers = graph.consumers();
@@ -799,16 +977,35 @@ struct Trainer {
     inputs = make_inputs(graph, device);
     if (config.precision == Precision::Bf16Pure) to_pure_bf16();
     optimizer = make_optimizer(config.optimizer, module.trainable_parameters());
+    module.precision = config.precision;
   }
 
-  // One training iteration; returns its wall time (device synchronised before and after).
+  // One training iteration; returns its wall time (device synchronised before and after). With gradient
+  // accumulation, the micro-batches before the last one accumulate into the gradients zeroed here.
   double iteration(std::vector<at::ScalarType>* dtypes = nullptr) {
     synchronize(device);
     Clock::time_point start = Clock::now();
-    forward_backward(dtypes);
+    if (config.grad_accum > 1) {
+      optimizer->zero_grad();
+      for (int64_t micro = 1; micro < config.grad_accum; ++micro) micro_batch(micro == 1 ? dtypes : nullptr);
+      micro_batch();
+    } else {
+      forward_backward(dtypes);
+    }
     optimizer->step();
     synchronize(device);
     return ms_since(start);
+  }
+
+  // Forward, loss and backward of one micro-batch, the gradients accumulating. Returns the loss.
+  at::Tensor micro_batch(std::vector<at::ScalarType>* dtypes = nullptr) {
+    at::Tensor loss;
+    {
+      AutocastScope autocast(config.precision, device.is_cuda());
+      loss = loss_fn(module.forward(inputs, /*allow_inplace=*/true, dtypes));
+    }
+    loss.backward();
+    return loss;
   }
 
   // The iteration up to the optimizer step: zero_grad, forward, loss, backward. Returns the loss.
@@ -1150,9 +1347,9 @@ int64_t module_param_count(const Graph& graph) {
   return module.parameter_count();
 }
 
-StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint64_t seed, bool load) {
+StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint64_t seed, bool load, bool keep_dropout) {
   check_supported(graph_in);
-  Graph graph = without_dropout(graph_in);
+  Graph graph = keep_dropout ? graph_in : without_dropout(graph_in);
   {
     std::ofstream out(dir + "/graph.json");
     out << write_graph_json(graph);

@@ -46,6 +46,7 @@ void validate_config(const TrainConfig& config) {
   if (config.threads > allowed)
     throw InputError("threads " + std::to_string(config.threads) + " is more than the " + std::to_string(allowed) +
                      " CPUs this process may use");
+  check_grad_accum(config.grad_accum);
   if (config.device == Device::Cpu && config.precision == Precision::Fp16)
     throw InputError("precision fp16 needs device cuda (on cpu libtorch autocasts to bf16 only)");
   if (config.device == Device::Cuda && !detail::cuda_available())
@@ -234,7 +235,8 @@ json config_to_json(const TrainConfig& config) {
               {"threads", config.threads},
               {"device", name(config.device)},
               {"per_layer", config.per_layer},
-              {"seed", config.seed}};
+              {"seed", config.seed},
+              {"grad_accum", config.grad_accum}};
 }
 
 TrainConfig config_from_json(const json& doc) {
@@ -245,6 +247,7 @@ TrainConfig config_from_json(const json& doc) {
   config.device = parse_device(doc.at("device").get<std::string>());
   config.per_layer = doc.at("per_layer").get<bool>();
   config.seed = doc.at("seed").get<uint64_t>();
+  config.grad_accum = doc.value("grad_accum", int64_t{1});
   return config;
 }
 

@@ -28,6 +28,9 @@ struct TrainConfig : TrainingSetup {
   int64_t threads = 1;             // intra-op threads; the child is pinned to this many CPUs; 0 = all allowed
   bool per_layer = false;          // also time forward and backward of each node (LayerTime)
   uint64_t seed = 0;               // parameters, inputs and labels are drawn from this seed
+  // Gradient accumulation: an iteration is zero_grad, grad_accum micro-batches of forward + loss + backward (the
+  // same batch each time; the loss is not divided by grad_accum), and one optimizer step.
+  int64_t grad_accum = 1;
 };
 
 // Throws InputError naming what is wrong: threads < 0 or more
@@ -194,7 +197,10 @@ struct StepDump {
   double loss = 0;
   int64_t parameters = 0;  // elements
 };
-StepDump dump_training_step(const Graph& graph, const std::string& dir, uint64_t seed, bool load_parameters = false);
+// keep_dropout: the graph's dropout as it is (not for a PyTorch comparison: the two RNG streams differ; for the
+// executor against itself, e.g. checkpointing's restored RNG state).
+StepDump dump_training_step(const Graph& graph, const std::string& dir, uint64_t seed, bool load_parameters = false,
+                            bool keep_dropout = false);
 
 // The drift probe: a fixed GEMM + convolution workload on one thread (~30 ms here), median of
 // several passes, in this process. reference_probe_ms() is the constant of this build that

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -255,7 +256,7 @@ class Fields {
 // The model fields every forecast route shares.
 const std::vector<std::string> kModelFields = {"model", "graph",   "batch",         "input",
                                                "seq",   "classes", "allow_unknown", "name", "lora",
-                                               "attention"};
+                                               "attention", "checkpointing"};
 
 std::vector<std::string> with_model_fields(std::vector<std::string> more) {
   std::vector<std::string> all = kModelFields;
@@ -272,7 +273,8 @@ std::string spec_key(const ModelSpec& spec) {
   std::string key = "|b" + std::to_string(spec.batch) + "|i";
   for (int64_t dim : spec.input) key += std::to_string(dim) + "x";
   return key + "|s" + std::to_string(spec.seq_len) + "|c" + std::to_string(spec.num_classes) + "|u" +
-         (spec.allow_unknown_ops ? "1" : "0") + "|l" + spec.lora + "|a" + spec.attention;
+         (spec.allow_unknown_ops ? "1" : "0") + "|l" + spec.lora + "|a" + spec.attention + "|k" +
+         (spec.checkpointing ? "1" : "0");
 }
 
 // Reads input, seq, classes, allow_unknown, lora into `spec` (its batch is the caller's) and the model: "model"
@@ -287,6 +289,7 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, ModelSpec
   spec.allow_unknown_ops = fields.flag("allow_unknown");
   spec.lora = fields.text("lora", "");  // LoRA fine-tuning, as --lora (graph/lora.h)
   spec.attention = fields.text("attention", "");  // eager | sdpa, as --attention
+  spec.checkpointing = fields.flag("checkpointing");  // as --checkpointing (graph/checkpoint.h)
   const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");
   if (int(onnx) + int(graph) + int(named) != 1)
     throw InputError(onnx ? "an ONNX body is the model: no field 'model' or 'graph' with it"
@@ -388,11 +391,15 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
-                                            "framework", "max_batch", "phase", "epoch_tokens"}));
+                                            "framework", "max_batch", "phase", "epoch_tokens",
+                                            "grad_accum"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
   PredictOptions options;
+  // Checked by the request makers, with the message the CLI and Python give.
+  options.forecast.grad_accum =
+      fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   options.forecast.optimizer = fields.text("optimizer", "sgd");
   options.forecast.precision = fields.text("precision", "fp32");
   options.forecast.threads = fields.integer("threads", 0, 1, kMaxThreads);
@@ -413,7 +420,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
 HttpResponse memory_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits",
                                             "max_batch_bytes", "batch_cap", "cuda_context", "timeline",
-                                            "sharding", "gpus", "gpus_per_node", "max_seq_bytes"}));
+                                            "sharding", "gpus", "gpus_per_node", "max_seq_bytes", "grad_accum"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", 1, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -432,6 +439,8 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.gpus = fields.integer("gpus", 1, 1, 1'000'000);
   options.gpus_per_node = fields.integer("gpus_per_node", 8, 1, 1024);
   options.max_seq = fields.text("max_seq_bytes", "");
+  // Checked by make_memory_request, with the message the CLI and Python give.
+  options.grad_accum = fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   fields.finish();
   MemoryRequest memory_request = make_memory_request(model.name, spec, options, OptionStyle::Keyword);
   memory_request.builder = model.builder;

@@ -24,10 +24,12 @@
 
 #include "graph/builder.h"
 #include "core/error.h"
+#include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
 #include "models/hf_config.h"
+#include "models/transformers.h"
 #include "models/zoo.h"
 #include "profile/measure.h"
 #include "python_run.h"
@@ -356,6 +358,85 @@ TEST(Numerics, LoraAdaptersMatchPyTorch) {
     // Only the adapters (and the norms' weights when trained: 2 per layer and the final one) have gradients.
     const int64_t norms = settings[index].config.train_norms ? 2 * 2 + 1 : 0;
     EXPECT_EQ(results[index].tensors, 2 * settings[index].adapted + norms) << results[index].label;
+  }
+}
+
+// ---- Activation checkpointing (graph/checkpoint.h) ----------------------------------------------------
+
+Graph small_hf(const std::string& config) {
+  const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
+  ModelSpec spec;
+  spec.batch = 2;
+  spec.seq_len = 8;
+  return build_hf_config(json::parse(std::ifstream(path)), spec, path);
+}
+
+// Checkpointed decoders against PyTorch running the same blocks through torch.utils.checkpoint (the interpreter
+// of torch_reference_step.py honours checkpoint=1): the recomputation and the nested backward give PyTorch's
+// loss and gradients, LoRA's frozen embedding included (no block input requires grad there).
+TEST(Numerics, CheckpointedBlocksMatchTorchUtilsCheckpoint) {
+  const std::vector<std::string> configs = {"llama-small-tied", "gpt-neox-sequential", "bert-classifier"};
+  std::vector<Case> cases;
+  for (const std::string& config : configs)
+    cases.push_back({config + " checkpointed", apply_checkpointing(small_hf(config)), "interpreter", "", json::object(), ""});
+  cases.push_back({"llama lora r=4 q,v checkpointed",
+                   apply_checkpointing(apply_lora(small_hf("llama-small-tied"), {4, 8, {"q", "v"}, false})), "interpreter",
+                   "", json::object(), ""});
+  std::vector<Result> results = run_cases(cases);
+  print_results(results);
+  ASSERT_EQ(results.size(), cases.size());
+  for (const Result& r : results) expect_match(r);
+  EXPECT_EQ(results.back().tensors, 2 * 2 * 2) << "every adapter's A and B has a gradient";
+}
+
+// The executor with and without checkpointing: the same loss and gradients (the recomputation runs the same
+// kernels on the same values; only the order of a few sums may differ). GPT-2 with dropout 0.1 kept: the
+// recomputation draws the same dropout masks only because the forward's RNG state is restored.
+TEST(Numerics, CheckpointingChangesNoGradient) {
+  for (const char* config : {"llama-small-tied", "bert-classifier", "gpt2 dropout"}) {
+    const bool dropout = config == std::string("gpt2 dropout");
+    Graph plain = dropout ? Graph() : small_hf(config);
+    if (dropout) {
+      TransformerSize size;  // a small GPT-2 with its dropout 0.1 (embeddings, attention, residuals)
+      size.name = "gpt2_dropout";
+      size.family = "gpt2";
+      size.vocab = 500;
+      size.positions = 32;
+      size.hidden = 64;
+      size.heads = 4;
+      size.layers = 3;
+      size.mlp = 256;
+      ModelSpec spec;
+      spec.batch = 2;
+      spec.seq_len = 16;
+      plain = build_gpt2(size, spec);
+      int dropouts = 0;
+      for (const Node& node : plain.nodes()) dropouts += node.op == "Dropout" && node.attr_float("p", 0) > 0 ? 1 : 0;
+      ASSERT_EQ(dropouts, 1 + 2 * 3) << "embeddings and two per layer";
+    }
+    const std::string plain_dir = make_temp_dir(), checkpointed_dir = make_temp_dir();
+    ASSERT_FALSE(plain_dir.empty() || checkpointed_dir.empty());
+    const StepDump ours = dump_training_step(apply_checkpointing(plain), checkpointed_dir, 11, false, dropout);
+    const StepDump theirs = dump_training_step(plain, plain_dir, 11, false, dropout);
+    EXPECT_NEAR(ours.loss, theirs.loss, 1e-6 * std::abs(theirs.loss)) << config;
+    const json a = json::parse(std::ifstream(checkpointed_dir + "/manifest.json"));
+    const json b = json::parse(std::ifstream(plain_dir + "/manifest.json"));
+    ASSERT_EQ(a["parameters"].size(), b["parameters"].size());
+    int64_t compared = 0;
+    for (size_t index = 0; index < a["parameters"].size(); ++index) {
+      const json& param = a["parameters"][index];
+      ASSERT_EQ(param.contains("grad"), b["parameters"][index].contains("grad")) << param["name"];
+      if (!param.contains("grad")) continue;
+      const double rel = relative_l2(checkpointed_dir + "/" + param["grad"].get<std::string>(),
+                                     plain_dir + "/" + b["parameters"][index]["grad"].get<std::string>(),
+                                     element_count(param));
+      EXPECT_GE(rel, 0) << param["name"];
+      EXPECT_LT(rel, 1e-6) << config << " " << param["name"];
+      ++compared;
+    }
+    EXPECT_GT(compared, 10) << config;
+    remove_dir(plain_dir);
+    remove_dir(checkpointed_dir);
   }
 }
 

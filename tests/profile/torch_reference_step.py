@@ -17,7 +17,9 @@ Two references, both independent of src/profile/executor.cpp:
   name from the dump, and any name or shape that does not match, either way, is an error.
 - interpreter: the dumped graph (dnncast-graph/1) run node by node with torch.nn.functional, each op
   as the op registry documents it (src/graph/ops_*.cpp header comments), for the op cases and for
-  families torchvision lacks (bert, gpt2).
+  families torchvision lacks (bert, gpt2). Nodes marked checkpoint=1 (graph/checkpoint.h) run block by
+  block through torch.utils.checkpoint.checkpoint(use_reentrant=True); a block none of whose inputs
+  requires grad gets its input made to require it first, as PEFT's enable_input_require_grads does.
 The loss of each graph output follows the manifest's target kind: cross_entropy (N x C logits),
 token_cross_entropy (N x ... x V logits flattened to rows), mse, or loss_node (the output is the loss).
 """
@@ -30,6 +32,7 @@ import traceback
 import numpy as np
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 NUMPY_TYPES = {"f32": np.float32, "i64": np.int64, "bool": np.bool_}
 
@@ -120,13 +123,47 @@ class Interpreter:
         self.used.add(name)
         return self.params[name]
 
+    def checkpointed(self, nodes, start, values):
+        """Runs the checkpointed block starting at nodes[start]; returns the index after it."""
+        block = nodes[start]["attrs"]["block"]
+        end = start
+        while end < len(nodes) and nodes[end]["attrs"].get("checkpoint", 0) and nodes[end]["attrs"].get("block") == block:
+            end += 1
+        names = set(n["name"] for n in nodes[start:end])
+        outer = []
+        for node in nodes[start:end]:
+            outer += [name for name in node["inputs"] if name not in names and name not in outer]
+        later = set(name for node in nodes[end:] for name in node["inputs"])
+        consumed = set(name for node in nodes for name in node["inputs"])
+        outputs = [n["name"] for n in nodes[start:end] if n["name"] in later or n["name"] not in consumed]
+
+        def run_block(*tensors):
+            local = dict(zip(outer, tensors))
+            for node in nodes[start:end]:
+                local[node["name"]] = self.node(node, [local[name] for name in node["inputs"]])
+            return tuple(local[name] for name in outputs)
+
+        tensors = [values[name] for name in outer]
+        if not any(t.requires_grad for t in tensors):
+            tensors = [t.detach().requires_grad_(True) if t.is_floating_point() else t for t in tensors]
+        results = torch.utils.checkpoint.checkpoint(run_block, *tensors, use_reentrant=True)
+        values.update(zip(outputs, results))
+        return end
+
     def run(self, inputs):
         values = {}
         consumed = set()
         feed = iter(inputs)
-        for node in self.graph["nodes"]:
-            args = [values[name] for name in node["inputs"]]
+        nodes = self.graph["nodes"]
+        skip_to = 0
+        for position, node in enumerate(nodes):
             consumed.update(node["inputs"])
+            if position < skip_to:
+                continue
+            if node["attrs"].get("checkpoint", 0):
+                skip_to = self.checkpointed(nodes, position, values)
+                continue
+            args = [values[name] for name in node["inputs"]]
             if node["op"] == "Input":
                 name, tensor = next(feed)
                 if name != node["name"]:

@@ -64,6 +64,22 @@ CASES = [
     ("fused attention on the CPU", "memory", {"model": "gpt2_small", "seq": 64, "attention": "sdpa"}),
     ("unknown attention", "inspect", {"model": "gpt2_small", "seq": 64, "attention": "flash3"}),
     ("ZeRO-3 on one GPU", "memory", {"model": "gpt2_small", "seq": 64, "device": "a100-80gb", "sharding": "zero3"}),
+    ("memory with checkpointing", "memory", {"model": "gpt2_small", "batch": 2, "seq": 64, "checkpointing": True}),
+    ("memory with LoRA and checkpointing", "memory", {"model": "bert_base", "batch": 2, "seq": 32,
+                                                      "lora": "r=8,targets=query,value", "checkpointing": True}),
+    ("checkpointing, CPU set", "predict", {"model": "gpt2_small", "batch": 2, "seq": 64, "checkpointing": True}),
+    ("checkpointing on a GPU", "predict", {"model": "gpt2_small", "batch": 4, "seq": 64, "device": "t4",
+                                           "checkpointing": True}),
+    ("checkpointing without blocks", "memory", {"model": "resnet18", "batch": 8, "input": "3x64x64",
+                                                "checkpointing": True}),
+    ("memory with gradient accumulation", "memory", {"model": "bert_base", "batch": 2, "seq": 32, "grad_accum": 4}),
+    ("memory with gradient accumulation 0", "memory", {"model": "bert_base", "batch": 2, "seq": 32, "grad_accum": 0}),
+    ("gradient accumulation, CPU set", "predict", {"model": "resnet18", "batch": 8, "input": "3x64x64",
+                                                   "grad_accum": 4, "epoch_samples": 1000}),
+    ("gradient accumulation on a GPU", "predict", {"model": "bert_base", "batch": 8, "seq": 128, "device": "l4",
+                                                   "grad_accum": 4}),
+    ("gradient accumulation without a step", "predict", {"model": "bert_base", "batch": 8, "seq": 128, "device": "l4",
+                                                         "grad_accum": 4, "phase": "inference"}),
     ("unknown device", "predict", {"model": "resnet50", "batch": 8, "device": "a100-4gb"}),
     ("a zero-width space after a GPU", "predict", {"model": "resnet50", "batch": 8, "device": "t4\u200b"}),
     ("memory: unknown device", "memory", {"model": "resnet50", "batch": 8, "device": "tpu-v9"}),
@@ -73,7 +89,7 @@ CASES = [
 ]
 FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
         "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq",
-        "epoch_tokens": "--epoch-tokens"}
+        "epoch_tokens": "--epoch-tokens", "grad_accum": "--grad-accum"}
 KEYWORD = {"input": "input_shape"}
 
 
