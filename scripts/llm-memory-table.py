@@ -4,7 +4,7 @@
     scripts/llm-memory-table.py [--dnncast build/dnncast] [--gpu a100-80gb] [--markdown]
 
 For fixed configurations (GPT-2, a 1.1B and a 7B llama-style model; full fine-tune and LoRA; with and without
-activation checkpointing where this dnncast has it) prints dnncast's simulated peak as nvidia-smi would show it
+activation checkpointing; in bf16 with fused attention) prints dnncast's simulated peak as nvidia-smi would show it
 (`dnncast memory CONFIG --device GPU --json`) beside what the estimators users reach for would say, each written
 here from its own documentation:
 
@@ -43,11 +43,6 @@ CASES = [
 GIB = float(1 << 30)
 
 
-def has_flag(dnncast, flag):
-    done = subprocess.run([dnncast, "memory", "--help"], capture_output=True, text=True)
-    return flag in done.stdout
-
-
 def run(dnncast, config, seq, batch, flags, gpu):
     args = [dnncast, "memory", os.path.join(CONFIGS, config), "--seq", str(seq), "--batch", str(batch),
             "--optimizer", "adamw", "--device", gpu, "--fits", "gpu", "--json"] + flags
@@ -71,32 +66,38 @@ def main():
     parser.add_argument("--dnncast", default=os.path.join(HERE, "..", "build", "dnncast"))
     parser.add_argument("--gpu", default="a100-80gb")
     args = parser.parse_args()
-    checkpointing = has_flag(args.dnncast, "--checkpointing")
     rows = []
     for label, config, seq, batch, flags in CASES:
-        variants = [("", flags)] + ([(", checkpointing", flags + ["--checkpointing"])] if checkpointing else [])
         largest = largest_linear(args.dnncast, config, seq)
-        for suffix, variant in variants:
-            doc = run(args.dnncast, config, seq, batch, variant, args.gpu)
-            # The estimators are given the base model (a Hub name, as users call them): LoRA's adapters are not in it.
-            params = doc["parameters"] - (doc["trainable_parameters"] if "--lora" in variant else 0)
-            rows.append({
-                "case": label + suffix, "seq": seq, "batch": batch,
-                "trainable": doc["trainable_parameters"], "params": doc["parameters"],
-                "dnncast": doc["required_bytes"], "fits": doc["fits"]["fits"],
-                "accelerate": 4 * 4 * params,  # fp32 model size x 4
-                "zero2": 4 * params + 16 * params,  # one GPU
-                "zero3": 4 * largest + 18 * params,
-                "rule16": 16 * params,
-            })
-    print(f"GPU {args.gpu}, AdamW, fp32 (dnncast: `dnncast memory CONFIG --seq S --batch B --optimizer adamw "
-          f"--device {args.gpu} --fits gpu`; the others from their documented formulas, scripts/llm-memory-table.py)\n")
-    print("| configuration | seq x batch | trained / all parameters | dnncast | fits | accelerate (Adam) | "
-          "DeepSpeed ZeRO-2, 1 GPU | DeepSpeed ZeRO-3, 1 GPU | 16 B/param |")
-    print("|---|---|---|---|---|---|---|---|---|")
+        doc = run(args.dnncast, config, seq, batch, flags, args.gpu)
+        checkpointed = run(args.dnncast, config, seq, batch, flags + ["--checkpointing"], args.gpu)
+        lean = run(args.dnncast, config, seq, batch,
+                   flags + ["--checkpointing", "--precision", "bf16-pure", "--attention", "sdpa"], args.gpu)
+        # The estimators are given the base model (a Hub name, as users call them): LoRA's adapters are not in it.
+        params = doc["parameters"] - (doc["trainable_parameters"] if "--lora" in flags else 0)
+        rows.append({
+            "case": label, "seq": seq, "batch": batch,
+            "trainable": doc["trainable_parameters"], "params": doc["parameters"],
+            "dnncast": (doc["required_bytes"], doc["fits"]["fits"]),
+            "checkpointed": (checkpointed["required_bytes"], checkpointed["fits"]["fits"]),
+            "lean": (lean["required_bytes"], lean["fits"]["fits"]),
+            "accelerate": 4 * 4 * params,  # fp32 model size x 4
+            "zero2": 4 * params + 16 * params,  # one GPU
+            "zero3": 4 * largest + 18 * params,
+            "rule16": 16 * params,
+        })
+    print(f"GPU {args.gpu} (fits: within its memory), AdamW. dnncast: `dnncast memory CONFIG --seq S "
+          f"--batch B --optimizer adamw --device {args.gpu} --fits gpu` [--checkpointing] [--precision bf16-pure "
+          f"--attention sdpa]; the others from their documented formulas (scripts/llm-memory-table.py)\n")
+    print("| configuration | seq x batch | trained / all parameters | dnncast fp32 | + checkpointing | "
+          "+ bf16-pure, sdpa | accelerate (Adam) | DeepSpeed ZeRO-2, 1 GPU | DeepSpeed ZeRO-3, 1 GPU | 16 B/param |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+
+    def cell(pair):
+        return f"{pair[0] / GIB:.1f} GiB {'fits' if pair[1] else 'no'}"
     for r in rows:
         print(f"| {r['case']} | {r['seq']} x {r['batch']} | {r['trainable']:,} / {r['params']:,} | "
-              f"{r['dnncast'] / GIB:.1f} GiB | {'yes' if r['fits'] else 'no'} | {r['accelerate'] / GIB:.1f} GiB | "
+              f"{cell(r['dnncast'])} | {cell(r['checkpointed'])} | {cell(r['lean'])} | {r['accelerate'] / GIB:.1f} GiB | "
               f"{r['zero2'] / GIB:.1f} GiB | {r['zero3'] / GIB:.1f} GiB | {r['rule16'] / GIB:.1f} GiB |")
     return 0
 
