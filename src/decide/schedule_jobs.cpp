@@ -171,8 +171,10 @@ std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) 
     job.spec.seq_len = fields.integer("seq", false, 1, int64_t{1} << 24);
     try {
       if (fields.has("optimizer")) job.optimizer = parse_optimizer(fields.text("optimizer", true), "field 'optimizer'");
-      if (fields.has("precision"))
+      if (fields.has("precision")) {
         job.precision = parse_gpu_precision(fields.text("precision", true), "field 'precision'");
+        job.memory_precision = memory_precision_of(fields.text("precision", true), "field 'precision'");
+      }
       if (fields.has("framework")) job.framework = parse_framework(fields.text("framework", true), "field 'framework'");
     } catch (const InputError& error) {
       throw error.with_context(label);
@@ -240,6 +242,7 @@ const GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu
     request.spec = job.spec;
     request.optimizer = job.optimizer;
     request.precision = job.precision;
+    request.memory_precision = job.memory_precision;
     request.framework = job.framework;
     request.device = gpu;
     Entry entry;

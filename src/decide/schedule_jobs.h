@@ -34,6 +34,7 @@ struct JobSpec {
   ModelSpec spec;     // batch, input or seq
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
+  Precision memory_precision = Precision::Fp32;  // what its memory is simulated in (memory_precision_of)
   Framework framework = Framework::PyTorch;
   int64_t iterations = 0;           // given, or epochs x ceil(samples / batch)
   int64_t epochs = 0, samples = 0;  // when given that way

@@ -260,6 +260,7 @@ ScheduleRequest generate_instance(uint64_t seed, int64_t jobs, int64_t gpus, int
     spec.spec.batch = model.transformer ? kTransformerBatches[rng.below(4)] : kCnnBatches[rng.below(5)];
     if (!model.transformer) spec.spec.input = {3, 224, 224};
     spec.precision = rng.below(2) == 0 ? GpuPrecision::Fp32 : GpuPrecision::Fp16;
+    spec.memory_precision = spec.precision == GpuPrecision::Fp16 ? Precision::Fp16 : Precision::Fp32;
     spec.iterations = static_cast<int64_t>(std::round(rng.log_uniform(200, 20000)));
     if (rng.unit() < 0.3) spec.arrival_s = std::round(rng.unit() * 3600);
     request.jobs.push_back(spec);

@@ -12,6 +12,7 @@ GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& s
   request.spec = spec;
   request.optimizer = parse_optimizer(options.forecast.optimizer, option_name("optimizer", style));
   request.precision = parse_gpu_precision(options.forecast.precision, option_name("precision", style));
+  request.memory_precision = memory_precision_of(options.forecast.precision, option_name("precision", style));
   request.framework = parse_framework(options.framework, option_name("framework", style));
   request.phase = parse_gpu_phase(options.phase, option_name("phase", style));
   request.epoch_samples = options.forecast.epoch_samples;

@@ -2,6 +2,8 @@
 // catalogued GPU, the calibrated efficiencies and overheads, and the forecast with memory.
 #include "gpu/gpu_forecast.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -85,6 +87,18 @@ bool is_matrix_category(const std::string& category) {
 
 GpuPrecision parse_gpu_precision(const std::string& text, const std::string& what) {
   return parse_named(precision_table(), text, what, "fp32, tf32, amp (fp16), bf16");
+}
+
+Precision memory_precision_of(const std::string& text, const std::string& what) {
+  switch (parse_gpu_precision(text, what)) {
+    case GpuPrecision::Fp32:
+    case GpuPrecision::Tf32: return Precision::Fp32;
+    case GpuPrecision::Fp16: return Precision::Fp16;
+    case GpuPrecision::Bf16: break;
+  }
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "bf16-pure" || lower == "pure-bf16" ? Precision::Bf16Pure : Precision::Bf16;
 }
 
 const std::string& name(GpuPrecision precision) {
@@ -452,13 +466,13 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
                         GpuForecast& result) {
   // What nvidia-smi would show (gpu_memory.h), as `dnncast memory --device GPU` forecasts it.
   memory::MemoryConfig config;
-  if (request.precision == GpuPrecision::Fp16 || request.precision == GpuPrecision::Bf16)
-    result.notes.push_back(
-        "memory is simulated with fp32 tensors here, as the GPU memory calibration was fitted: autocast keeps "
-        "16-bit copies of activations, so the real peak is lower (`dnncast memory --device GPU --precision` "
-        "simulates autocast and bf16-pure, unverified on GPUs)");
+  if (request.memory_precision != Precision::Fp32)
+    result.notes.push_back("memory is simulated in " + name(request.memory_precision) +
+                           " as `dnncast memory --device GPU --precision` does (unverified on GPUs; the context and "
+                           "reserve were fitted on fp32 runs)");
   try {
     config = gpu_memory_config(load_gpu_memory_calibration(), request.optimizer);
+    config.precision = request.memory_precision;
     result.required_bytes = memory::simulate_memory(graph, config).required_bytes;
   } catch (const InputError& error) {
     result.notes.push_back(std::string("memory not forecast: ") + error.what());

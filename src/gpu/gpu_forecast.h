@@ -33,6 +33,9 @@ enum class Framework { PyTorch, TensorFlow, Torch7 };
 
 // "fp32", "tf32", "amp" / "fp16", "bf16" (any case); throws InputError naming `what` and the choices.
 GpuPrecision parse_gpu_precision(const std::string& text, const std::string& what = "precision");
+// The memory simulation's precision for a GPU precision as the user named it: autocast for amp / fp16 and bf16,
+// pure bf16 for "bf16-pure" / "pure-bf16" (the time curves take it as bf16), fp32 for fp32 and tf32.
+Precision memory_precision_of(const std::string& text, const std::string& what = "precision");
 const std::string& name(GpuPrecision precision);  // "fp32", "tf32", "fp16", "bf16"
 Framework parse_framework(const std::string& text, const std::string& what = "framework");
 const std::string& name(Framework framework);  // "pytorch", "tensorflow"
@@ -135,6 +138,9 @@ struct GpuForecastRequest {
   ModelSpec spec;     // batch and input
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
+  // The tensors' precision the memory simulation follows (autocast for fp16 / bf16, Bf16Pure for "bf16-pure", fp32
+  // for fp32 and tf32); make_gpu_request sets it from the name given.
+  Precision memory_precision = Precision::Fp32;
   Framework framework = Framework::PyTorch;
   GpuPhase phase = GpuPhase::Train;
   std::string device;                        // a catalogue GPU, by name or alias
