@@ -17,7 +17,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev       # ONNX import (src/import/onnx*.cpp): onnx_proto and protobuf 3.21
   python3-onnx                      # tests/import: torch.onnx.export and hand-built files
   pybind11-dev python3-dev          # the Python package (python/), built for /usr/bin/python3
-  python3-venv                      # tests/python/install_test.cpp: pip installs the package into a venv
+  python3-venv python3-wheel        # tests/python/install_test.cpp: pip installs the package into a venv (bdist_wheel)
   clang-14 libclang-rt-14-dev       # make fuzz: libFuzzer, ASan and UBSan runtimes (fuzz/)
   chromium python3-pil              # tests/cli: the compare --html report rendered headless, its screenshot decoded
   libcpp-httplib-dev wrk            # dnncast serve (src/cli/serve_http.cpp); scripts/serve-load.sh
