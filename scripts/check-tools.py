@@ -34,6 +34,7 @@ ELSEWHERE = {
     "sbatch": "scripts/slurm-local.sh installs slurm-wlm and munge itself when missing (make test-slurm)",
     "scancel": "the same", "squeue": "the same", "sinfo": "the same", "slurmctld": "the same", "slurmd": "the same",
     "munged": "the same", "scontrol": "the same", "sacct": "the same",
+    "debootstrap": "scripts/debian-root-test.sh installs it itself when missing (a maintainer's check, not make test)",
 }
 # Scripts that run on another machine, not the one `make test` runs on.
 ELSEWHERE_SCRIPTS = {"scripts/gpu-profile.sh": "runs on the lent GPU machine (its CUDA image), not here"}
