@@ -15,6 +15,7 @@ PACKAGES=(
   libbenchmark-dev                  # bench/
   python3-torch python3-torchvision # cross-checks against torchvision
   libonnx-dev libprotobuf-dev       # ONNX import (src/import/onnx*.cpp): onnx_proto and protobuf 3.21
+  libdnnl-dev                       # src/memory/onednn_scratchpad.cpp: oneDNN's C API headers (the library libtorch loads)
   python3-onnx                      # tests/import: torch.onnx.export and hand-built files
   pybind11-dev python3-dev          # the Python package (python/), built for /usr/bin/python3
   python3-venv python3-wheel        # tests/python/install_test.cpp: pip installs the package into a venv (bdist_wheel)

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "graph/inplace.h"
 #include "graph/op_registry.h"
 #include "hardware/cpu_conv.h"
+#include "memory/onednn_scratchpad.h"
 
 namespace dnncast::memory {
 
@@ -360,6 +362,10 @@ class Trace {
     }
     amp_ = is_autocast(options.precision);
     pure_ = options.precision == Precision::Bf16Pure;
+    // bf16 products go to oneDNN, whose scratchpad is asked of this host's library: only when the simulated ISA
+    // is this host's dispatch (another ISA's kernels, and their scratchpads, are not this library's answer).
+    onednn_bf16_ = cpu_ && (amp_ || pure_) && aten_uses_onednn_for_bf16() &&
+                   options.isa == hardware::host_dispatch().onednn;
     compute_elems();
     if (amp_ || pure_) check_amp_ops();
     segments_ = checkpoint_segments(graph);
@@ -467,8 +473,9 @@ class Trace {
         elems_[index] = kF32;
       else if (!cpu_ && cuda_fp32_op(node))
         elems_[index] = kF32;  // CUDA's autocast list runs norms and softmax in fp32 (unverified, as all of cuda)
-      else if (node.op == "PositionEmbedding" || node.op == "LayerScale" || node.op == "ClassToken")
-        elems_[index] = kF32;  // with an fp32 parameter
+      else if (node.op == "PositionEmbedding" || node.op == "LayerScale" || node.op == "ClassToken" ||
+               node.op == "RotaryEmbedding")
+        elems_[index] = kF32;  // with an fp32 parameter (rotary: x * cos with fp32 tables)
       else if (widest > 0)
         elems_[index] = widest;
     }
@@ -493,8 +500,8 @@ class Trace {
         why = "batch norm of a bf16 tensor is not modelled";
       else if (recipe.run == &Trace::run_norm && low_input && amp_)
         why = "a norm of a bf16 tensor under autocast (fp32 weights) fails in libtorch 1.13";
-      else if (node.op == "ScaledDotProductAttention" && !low_input)
-        why = "attention on fp32 inputs under autocast is not modelled";
+      else if (node.op == "ScaledDotProductAttention" && amp_ && elem(node.inputs[2]) != 2)
+        why = "attention on an fp32 v under autocast is not modelled";
       if (!why.empty())
         throw InputError("precision " + precision + ": node " + quote(node.name) + " (" + node.op + "): " + why +
                          " (docs/MEMORY.md, \"Mixed precision\")");
@@ -689,6 +696,7 @@ class Trace {
       program_.set_context(iteration, Phase::Loss, -1);
       Tensor loss = compute_loss(outputs);
       for (Tensor& output : outputs) program_.release(output.buffer);
+      end_autocast();  // each micro-batch's autocast scope ends after its loss (Trainer::micro_batch)
       program_.set_context(iteration, Phase::Backward, -1);
       backward(loss);
       program_.release(loss.buffer);
@@ -873,6 +881,8 @@ class Trace {
     }
     Tensor output = run_segment(segment, detached);
     program_.release(fork);
+    end_autocast();  // the recompute's autocast scope exits before the nested backward: its weight casts go
+                     // with the saved variables that hold them (the bias casts at once)
     if (output.grad_fn >= 0) {
       GradNode& root = nodes_[static_cast<size_t>(output.grad_fn)];
       root.input = grad;
@@ -1151,8 +1161,11 @@ class Trace {
         program_.retain(loss.buffer);
       } else if (token_logits(node)) {
         // cross_entropy(logits.reshape(-1, V), labels.reshape(-1)): the reshape is a view of the contiguous
-        // logits (its backward a view of the gradient).
-        loss = cross_entropy(outputs[index], bytes_of(node), targets_.at(target++));
+        // logits (its backward a view of the gradient). Autocast runs cross_entropy_loss in fp32: low-precision
+        // logits are cast first (the cast freed once log_softmax has run; its backward casts the gradient back).
+        Tensor logits = to_fp32(outputs_[index], outputs[index]);
+        loss = cross_entropy(logits, node.shape.numel() * model_elem(), targets_.at(target++));
+        program_.release(logits.buffer);
       } else if (node.shape.rank() == 2 && node.dtype != DType::I64) {
         // Autocast runs the losses in fp32: a low-precision output is cast first (freed after cross-entropy,
         // which keeps its log-probabilities; kept by MSE, which saves its input).
@@ -1239,11 +1252,32 @@ class Trace {
   Tensor run_embedding(int index, const Node& node, const std::vector<Tensor>& in);
 
  public:
+  // oneDNN's scratchpad of a bf16 product C[m x n] = A[m x k] B[k x n] (onednn_scratchpad.h), booked and freed
+  // inside the kernel, after its output; A or B stored transposed as flagged.
+  void bf16_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_transposed) {
+    if (!onednn_bf16_) return;
+    const std::optional<int64_t> bytes =
+        onednn_bf16_scratchpad(Bf16Matmul{batch, m, n, k, a_transposed, b_transposed, threads()});
+    if (bytes.has_value() && *bytes > 0) program_.temp(*bytes, "oneDNN scratchpad");
+  }
+  // A Linear's three products: forward x W^T, the input's gradient g W, the weight's gradient g^T x.
+  struct LinearDims {
+    int64_t rows = 0, in = 0, out = 0;
+  };
+  LinearDims linear_dims(int index, const Node& node) const {
+    const int64_t in = graph_.node(node.inputs[0]).shape.dims.back();
+    (void)index;
+    return LinearDims{graph_.node(node.inputs[0]).shape.numel() / std::max<int64_t>(in, 1), in, node.shape.dims.back()};
+  }
+  void linear_forward_scratch(const LinearDims& d) { bf16_scratch(1, d.rows, d.out, d.in, false, true); }
+  void linear_input_grad_scratch(const LinearDims& d) { bf16_scratch(1, d.rows, d.in, d.out, false, false); }
+  void linear_weight_grad_scratch(const LinearDims& d) { bf16_scratch(1, d.out, d.in, d.rows, true, false); }
+
   // An ATen op with a Python scalar operand whose result is new: the wrapped scalar and its f32 copy
   // around the output (tensor * 2.0, tensor + eps).
-  int scalar_op(int64_t bytes, Category category, const char* what) {
+  int scalar_op(int64_t bytes, Category category, const char* what, int64_t elem_bytes = kF32) {
     int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-    int converted = cpu_ ? program_.alloc(4, Category::Transient, "scalar") : -1;
+    int converted = cpu_ ? program_.alloc(elem_bytes, Category::Transient, "scalar") : -1;
     int result = program_.alloc(bytes, category, what);
     program_.release(converted);
     program_.release(wrapped);
@@ -1278,6 +1312,7 @@ class Trace {
   int iteration_ = 0;
   bool amp_ = false;                 // precision bf16 / fp16: autocast over the forward and the loss
   bool pure_ = false;                // precision bf16-pure: parameters, activations, gradients, states in bf16
+  bool onednn_bf16_ = false;         // bf16 products on this host's oneDNN: their scratchpads are booked
   std::vector<int64_t> elems_;       // per node: bytes per element of its output as it runs
   std::map<int, Tensor> cast_cache_;  // parameter id -> its low-precision copy (autocast's cache)
 };
@@ -1451,6 +1486,7 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   // saves mat1 only for mat2's gradient).
   const Edge weight_edge = param_edge(index, 0), bias_edge = bias ? param_edge(index, 1) : Edge{};
   const bool weight_grad = weight_edge.kind != Edge::None, bias_grad = bias_edge.kind != Edge::None;
+  const LinearDims dims = linear_dims(index, node);
   if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
     // addmm(bias, input, weight.t()): AddmmBackward0 gives mat1, mat2; the bias gradient is summed
     // over rows by the engine; outputs are routed bias, input, weight (via TBackward0).
@@ -1466,13 +1502,16 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
     Tensor input = x;
     if (rank == 3) input.grad_fn = make_node(index, {}, {edge_of(x)}, pass);
     Tensor out = new_output(out_bytes);
+    linear_forward_scratch(dims);
     out.view_of_result = rank == 3;  // result.view(N, L, out_features)
     std::vector<int> keep;
     if (weight_grad) keep.push_back(saved(x));
     out.grad_fn = make_node(index, keep, {bias_edge, edge_of(input), edge_of(transposed)},
-                            [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad](Trace& t, const Grad&) {
+                            [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad, dims](Trace& t, const Grad&) {
                               Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                              if (input_grad) t.linear_input_grad_scratch(dims);
                               Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                              if (weight_grad) t.linear_weight_grad_scratch(dims);
                               Grad gb = bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{};
                               return std::vector<Grad>{gb, gi, gw};
                             });
@@ -1484,13 +1523,16 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   // weight gradient first.
   int folded = !x.contiguous ? program_.alloc(in_bytes, Category::Activation, "contiguous") : -1;
   Tensor out = new_output(out_bytes);
+  linear_forward_scratch(dims);
   std::vector<int> keep;
   if (weight_grad) keep.push_back(folded >= 0 ? folded : saved(x));
   else program_.release(folded);  // the folded copy goes when matmul returns
   int mm = make_node(index, keep, {edge_of(x), weight_edge},
-                     [in_bytes, weight_bytes, input_grad, weight_grad](Trace& t, const Grad&) {
+                     [in_bytes, weight_bytes, input_grad, weight_grad, dims](Trace& t, const Grad&) {
                        Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                       if (weight_grad) t.linear_weight_grad_scratch(dims);
                        Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                       if (input_grad) t.linear_input_grad_scratch(dims);
                        return std::vector<Grad>{gi, gw};
                      });
   Tensor mm_out = out;
@@ -1543,16 +1585,20 @@ Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tens
   const int64_t weight_bytes = w.bytes, bias_bytes = b.bytes;
   const int rank = graph_.node(producer).shape.rank();
   const bool input_grad = x.requires_grad(), weight_grad = w.requires_grad(), bias_grad = bias && b.requires_grad();
+  const LinearDims dims = linear_dims(index, node);
   std::vector<int> keep;
   Tensor out;
   if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
     out = new_output(out_bytes);
+    linear_forward_scratch(dims);
     if (weight_grad) keep.push_back(saved(x));
     if (input_grad) keep.push_back(saved(w));
     out.grad_fn = make_node(index, keep, {edge_of(b), edge_of(x), edge_of(w)},
-                            [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad](Trace& t, const Grad&) {
+                            [in_bytes, weight_bytes, bias_bytes, input_grad, weight_grad, bias_grad, dims](Trace& t, const Grad&) {
                               Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                              if (input_grad) t.linear_input_grad_scratch(dims);
                               Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                              if (weight_grad) t.linear_weight_grad_scratch(dims);
                               Grad gb = bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{};
                               return std::vector<Grad>{gb, gi, gw};
                             });
@@ -1560,13 +1606,16 @@ Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tens
     // matmul(input, weight.t()) [+ bias in place]: the fp32 recipe's nodes (run_linear).
     int folded = !x.contiguous ? program_.alloc(in_bytes, Category::Activation, "contiguous") : -1;
     out = new_output(out_bytes);
+    linear_forward_scratch(dims);
     if (weight_grad) keep.push_back(folded >= 0 ? folded : saved(x));
     else program_.release(folded);
     if (input_grad) keep.push_back(saved(w));
     int mm = make_node(index, keep, {edge_of(x), edge_of(w)},
-                       [in_bytes, weight_bytes, input_grad, weight_grad](Trace& t, const Grad&) {
+                       [in_bytes, weight_bytes, input_grad, weight_grad, dims](Trace& t, const Grad&) {
                          Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
+                         if (weight_grad) t.linear_weight_grad_scratch(dims);
                          Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
+                         if (input_grad) t.linear_input_grad_scratch(dims);
                          return std::vector<Grad>{gi, gw};
                        });
     Tensor mm_out = out;
@@ -2016,61 +2065,78 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   // scores stay alive until the op returns; autograd keeps q * scale, k, the probabilities, v.
   const TensorShape& q_shape = graph_.node(node.inputs[0]).shape;
   const TensorShape& k_shape = graph_.node(node.inputs[1]).shape;
-  const int64_t elem_bytes = elem(node.inputs[0]);  // fp32, or the low type under autocast
+  const int64_t q_elem = elem(node.inputs[0]);  // fp32, or the low type; fp32 under autocast after rotary
+  const int64_t elem_bytes = amp_ ? 2 : q_elem;  // what the matmuls run in: autocast's low type
   const int64_t scores_bytes = q_shape[0] * q_shape[1] * q_shape[2] * k_shape[2] * elem_bytes;
-  const int64_t q_bytes = in[0].bytes, k_bytes = in[1].bytes, v_bytes = in[2].bytes;
+  const int64_t q_bytes = in[0].bytes, v_bytes = in[2].bytes;
   const bool causal = node.attr_int("causal", 0) != 0;
   const double dropout_p = node.attr_float("dropout_p", 0.0);
   int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
-  int converted = cpu_ ? program_.alloc(elem_bytes, Category::Transient, "scalar") : -1;
+  int converted = cpu_ ? program_.alloc(q_elem, Category::Transient, "scalar") : -1;
   int scaled_q = program_.alloc(q_bytes, Category::Activation, "q * scale");
   program_.release(converted);
   program_.release(wrapped);
   const bool cpu = cpu_;
-  int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu, elem_bytes](Trace& t, const Grad&) {
+  int scaled_node = make_node(index, {}, {edge_of(in[0])}, [q_bytes, cpu, q_elem](Trace& t, const Grad&) {
     int scalar = cpu ? t.program().alloc(8, Category::Transient, "scalar") : -1;
-    int scalar_f32 = cpu ? t.program().alloc(elem_bytes, Category::Transient, "scalar") : -1;
+    int scalar_f32 = cpu ? t.program().alloc(q_elem, Category::Transient, "scalar") : -1;
     Grad g = t.new_grad(q_bytes);
     t.program().release(scalar_f32);
     t.program().release(scalar);
     return std::vector<Grad>{g};
   });
   Tensor scaled = make_tensor(scaled_q, q_bytes, scaled_node);
+  // Autocast casts fp32 operands of the first matmul (rotary's fp32 q and k) to the low type, q' first; the
+  // casts replace them as bmm's operands (q * scale goes when the op returns: ToCopyBackward0 keeps nothing).
+  const bool cast_q = amp_ && q_elem != 2, cast_k = amp_ && elem(node.inputs[1]) != 2;
+  const Tensor q_op = cast_q ? cast(index, scaled, q_shape.numel(), q_elem, 2) : scaled;
+  const Tensor k_op = cast_k ? cast(index, in[1], k_shape.numel(), elem(node.inputs[1]), 2) : in[1];
+  const int64_t q_op_bytes = q_op.bytes, k_bytes = k_op.bytes;
   // scores = bmm(q', k^T): BmmBackward0 gives mat2's gradient (k^T, a transposed view) first. Each operand is
   // saved for the other's gradient only, and a gradient is computed only where it is needed (a frozen
   // projection's k, q or v without one: LoRA, graph/lora.h).
-  const bool q_grad = scaled.requires_grad(), k_grad = in[1].requires_grad(), v_grad = in[2].requires_grad();
+  const bool q_grad = q_op.requires_grad(), k_grad = k_op.requires_grad(), v_grad = in[2].requires_grad();
   // matmul folds q' and k^T to 3-D by reshape: a contiguous copy where the strides allow no view (q' laid out
   // like q, which TensorIterator follows; a k permuted from the projection's N x L x heads x head_dim), kept by
   // bmm in place of the operand.
   const Layout q_order = in[0].layout.rank == 4 ? in[0].layout : Layout::plain(4);
-  int q_copy = folds_by_copy(q_order, true, q_shape.dims, false) ? program_.alloc(q_bytes, Category::Activation, "q reshape") : -1;
-  int k_copy = folds_by_copy(in[1].layout, in[1].dense, k_shape.dims, true, in[1].expanded_dim) ? program_.alloc(k_bytes, Category::Activation, "k^T reshape") : -1;
+  int q_copy = folds_by_copy(q_order, true, q_shape.dims, false) ? program_.alloc(q_op_bytes, Category::Activation, "q reshape") : -1;
+  int k_copy = folds_by_copy(k_op.layout, k_op.dense, k_shape.dims, true, k_op.expanded_dim) ? program_.alloc(k_bytes, Category::Activation, "k^T reshape") : -1;
   int scores = program_.alloc(scores_bytes, Category::Activation, "scores");
+  // The products' sizes for oneDNN's bf16 scratchpads: batch x heads, query and key lengths, head widths; k^T is
+  // a transposed view of k unless matmul copied it.
+  const int64_t bh = q_shape[0] * q_shape[1], lq = q_shape[2], lk = k_shape[2], dq = q_shape[3];
+  const int64_t dv = graph_.node(node.inputs[2]).shape[3];
+  const bool kt_plain = k_copy >= 0;
+  bf16_scratch(bh, lq, lk, dq, false, !kt_plain);
   std::vector<int> bmm1_saved;
   if (k_grad) {
-    const int kept = q_copy >= 0 ? q_copy : scaled_q;
+    const int kept = q_copy >= 0 ? q_copy : q_op.buffer;
     program_.retain(kept);
     bmm1_saved.push_back(kept);
   }
   if (q_grad) {
     if (k_copy >= 0) program_.retain(k_copy);
-    bmm1_saved.push_back(k_copy >= 0 ? k_copy : saved(in[1]));
+    bmm1_saved.push_back(k_copy >= 0 ? k_copy : saved(k_op));
   }
   program_.release(k_copy);
   program_.release(q_copy);
   const std::vector<int64_t> k_dims = k_shape.dims;
-  int bmm1 = make_node(index, bmm1_saved, {edge_of(scaled), edge_of(in[1])},
-                       [q_bytes, k_bytes, q_grad, k_grad, k_dims](Trace& t, const Grad&) {
+  int bmm1 = make_node(index, bmm1_saved, {edge_of(q_op), edge_of(k_op)},
+                       [q_op_bytes, k_bytes, q_grad, k_grad, k_dims, bh, lq, lk, dq, kt_plain](Trace& t, const Grad&) {
                          Grad gk;
                          if (k_grad) {
                            gk = t.new_grad(k_bytes);
+                           t.bf16_scratch(bh, dq, lk, lq, true, false);  // q'^T grad
                            // the gradient of k^T, transposed back: stored batch, head, feature, position
                            with_layout(gk, Layout::plain(4).permuted({0, 1, 3, 2}), k_dims);
                          }
-                         Grad gq = q_grad ? t.new_grad(q_bytes) : Grad{};
+                         Grad gq = q_grad ? t.new_grad(q_op_bytes) : Grad{};
+                         if (q_grad) t.bf16_scratch(bh, lq, dq, lk, false, kt_plain);  // grad k
                          return std::vector<Grad>{gq, gk};
                        });
+  if (cast_k) program_.release(k_op.buffer);
+  if (cast_q) program_.release(q_op.buffer);
   Tensor scores_tensor = make_tensor(scores, scores_bytes, bmm1);
   program_.release(scaled_q);
   if (causal) {
@@ -2106,6 +2172,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   const TensorShape& v_shape = graph_.node(node.inputs[2]).shape;
   int v_copy = folds_by_copy(in[2].layout, in[2].dense, v_shape.dims, false, in[2].expanded_dim) ? program_.alloc(v_bytes, Category::Activation, "v reshape") : -1;
   Tensor out = new_output(out_bytes);
+  bf16_scratch(bh, lq, dv, lk, false, false);
   const bool p_grad = probs.requires_grad();
   std::vector<int> bmm2_saved;
   if (v_grad) {
@@ -2118,9 +2185,11 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   }
   program_.release(v_copy);
   out.grad_fn = make_node(index, bmm2_saved, {edge_of(probs), edge_of(in[2])},
-                          [scores_bytes, v_bytes, p_grad, v_grad](Trace& t, const Grad&) {
+                          [scores_bytes, v_bytes, p_grad, v_grad, bh, lq, lk, dv](Trace& t, const Grad&) {
                             Grad gv = v_grad ? t.new_grad(v_bytes) : Grad{};
+                            if (v_grad) t.bf16_scratch(bh, lk, dv, lq, true, false);  // p^T grad
                             Grad gp = p_grad ? t.new_grad(scores_bytes) : Grad{};
+                            if (p_grad) t.bf16_scratch(bh, lq, lk, dv, false, true);  // grad v^T
                             return std::vector<Grad>{gp, gv};
                           });
   // matmul's _unsafe_view of the 3-D product back to N x heads x L x head_dim: UnsafeViewBackward0 reshapes
@@ -2156,7 +2225,9 @@ Tensor Trace::run_mse(int, const Node&, const std::vector<Tensor>& in) { return 
 Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor>& in) {
   const Tensor& x = in[0];
   const int64_t bytes = x.bytes;
-  const int64_t width_bytes = graph_.node(node.inputs[0]).shape.dims.back() * kF32;
+  // The weight's bytes (its gradient's), and the element size of x's scalar operands (bf16 under bf16-pure).
+  const int64_t width_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
+  const int64_t e = elem(node.inputs[0]);
   const int64_t row_bytes = bytes / graph_.node(node.inputs[0]).shape.dims.back();
   auto product = [](Trace& t, const Grad& grad, int64_t size) {
     Grad result = t.new_grad(size);
@@ -2165,9 +2236,9 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
   };
   // x.pow(2): PowBackward0 keeps x.
   int squares = program_.alloc(bytes, Category::Activation, "x^2");
-  const int pow_node = make_node(index, {saved(x)}, {edge_of(x)}, [bytes, product](Trace& t, const Grad& grad) {
+  const int pow_node = make_node(index, {saved(x)}, {edge_of(x)}, [bytes, product, e](Trace& t, const Grad& grad) {
     int linear = t.program().alloc(bytes, Category::Transient, "pow");  // self.pow(1): a copy
-    int doubled = t.scalar_op(bytes, Category::Transient, "2 * pow");
+    int doubled = t.scalar_op(bytes, Category::Transient, "2 * pow", e);
     Grad result = product(t, grad, bytes);
     t.program().release(doubled);
     t.program().release(linear);
@@ -2176,14 +2247,14 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
   Tensor squares_t = make_tensor(squares, bytes, pow_node);
   // mean(-1, keepdim): sum, then div_ by the width; MeanBackward1 keeps its input.
   int mean = program_.alloc(row_bytes, Category::Activation, "mean");
-  scalar_temps();
+  scalar_temps(true, e);
   program_.retain(squares);
-  const int mean_node = make_node(index, {squares}, {edge_of(squares_t)}, [bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{make_grad(t.scalar_op(bytes, Category::Transient, "grad"), bytes, true)};
+  const int mean_node = make_node(index, {squares}, {edge_of(squares_t)}, [bytes, e](Trace& t, const Grad&) {
+    return std::vector<Grad>{make_grad(t.scalar_op(bytes, Category::Transient, "grad", e), bytes, true)};
   });
   Tensor mean_t = make_tensor(mean, row_bytes, mean_node);
   // + eps: AddBackward1 passes the gradient on.
-  int shifted = scalar_op(row_bytes, Category::Activation, "mean + eps");
+  int shifted = scalar_op(row_bytes, Category::Activation, "mean + eps", e);
   const int add_node = make_node(index, {}, {edge_of(mean_t)}, [](Trace& t, const Grad& grad) {
     t.program().retain(grad.buffer);
     return std::vector<Grad>{grad};
@@ -2192,9 +2263,9 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
   // rsqrt: RsqrtBackward0 keeps its result.
   int rstd = program_.alloc(row_bytes, Category::Activation, "rstd");
   program_.retain(rstd);
-  const int rsqrt_node = make_node(index, {rstd}, {edge_of(shifted_t)}, [row_bytes](Trace& t, const Grad&) {
+  const int rsqrt_node = make_node(index, {rstd}, {edge_of(shifted_t)}, [row_bytes, e](Trace& t, const Grad&) {
     int cube = t.program().alloc(row_bytes, Category::Transient, "pow");  // result.pow(3), evaluated first
-    int scaled = t.scalar_op(row_bytes, Category::Transient, "-0.5 * grad");
+    int scaled = t.scalar_op(row_bytes, Category::Transient, "-0.5 * grad", e);
     Grad result = t.new_grad(row_bytes);
     t.program().release(scaled);
     t.program().release(cube);
@@ -2285,12 +2356,25 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
                                  });
   program_.release(negated);
   const Tensor turned_t = make_tensor(turned, part_bytes, cat_node);
+  // Under autocast a bf16 x meets the fp32 tables: on the CPU TensorIterator copies each bf16 operand to fp32 first
+  // (CUDA casts inside the kernel), the products and their sum are fp32, and each gradient comes back fp32 and is
+  // cast to bf16 by the engine.
+  const int64_t widen = elem(index) / elem(node.inputs[0]);
+  const int64_t wide_bytes = part_bytes * widen;
   // part * cos + rotate_half * sin: each MulBackward0 keeps only the table.
   auto times_table = [&](const Tensor& source, const char* what) {
-    Tensor result = make_tensor(program_.alloc(part_bytes, Category::Activation, what), part_bytes, -1);
-    result.grad_fn = make_node(index, {}, {edge_of(source)}, [part_bytes](Trace& t, const Grad& grad) {
-      Grad g = t.new_grad(part_bytes);
+    const int promoted = widen > 1 && cpu_ ? program_.alloc(wide_bytes, Category::Transient, "type promotion") : -1;
+    Tensor result = make_tensor(program_.alloc(wide_bytes, Category::Activation, what), wide_bytes, -1);
+    program_.release(promoted);
+    result.grad_fn = make_node(index, {}, {edge_of(source)}, [part_bytes, wide_bytes](Trace& t, const Grad& grad) {
+      Grad g = t.new_grad(wide_bytes);
       follow_layout(g, grad);
+      if (wide_bytes != part_bytes) {  // validate_outputs: the gradient in the input's dtype
+        Grad narrow = t.new_grad(part_bytes, "to_copy");
+        follow_layout(narrow, grad);
+        t.program().release(g.buffer);
+        g = narrow;
+      }
       return std::vector<Grad>{g};
     });
     return result;
@@ -2302,7 +2386,7 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
   const Layout order = x.layout.rank == 4 ? x.layout : Layout::plain(4);
   std::vector<int64_t> part_dims = shape.dims;
   part_dims[3] = rotary_dim;
-  Tensor rotated = make_tensor(program_.alloc(part_bytes, Category::Activation, partial ? "rotated" : "output"), part_bytes, -1);
+  Tensor rotated = make_tensor(program_.alloc(wide_bytes, Category::Activation, partial ? "rotated" : "output"), wide_bytes, -1);
   with_layout(rotated, order, part_dims);
   rotated.grad_fn = make_node(index, {}, {edge_of(with_cos), edge_of(with_sin)}, [](Trace& t, const Grad& grad) {
     Grad shared = grad;
@@ -2315,12 +2399,13 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
   program_.release(with_cos.buffer);
   Tensor out = rotated;
   if (partial) {
-    // cat(rotated, x[..., rotary_dim:]): a plain tensor.
+    // cat(rotated, x[..., rotary_dim:]): a plain tensor (fp32 under autocast: cat promotes; the engine's cast of
+    // the pass-through slice's gradient back to bf16 is not replayed, unmeasured).
     const Tensor rest = narrowed(x, full_bytes);
-    out = new_output(full_bytes);
-    const int64_t rest_bytes = full_bytes - part_bytes;
-    out.grad_fn = make_node(index, {}, {edge_of(rotated), edge_of(rest)}, [part_bytes, rest_bytes](Trace& t, const Grad& grad) {
-      return std::vector<Grad>{t.share(grad, part_bytes, false), t.share(grad, rest_bytes, false)};
+    out = new_output(full_bytes * widen);
+    const int64_t rest_bytes = (full_bytes - part_bytes) * widen;
+    out.grad_fn = make_node(index, {}, {edge_of(rotated), edge_of(rest)}, [wide_bytes, rest_bytes](Trace& t, const Grad& grad) {
+      return std::vector<Grad>{t.share(grad, wide_bytes, false), t.share(grad, rest_bytes, false)};
     });
     program_.release(rotated.buffer);
   }

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/rng.h"
+#include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "models/hf_config.h"
 #include "models/zoo.h"
@@ -108,8 +109,8 @@ Graph DecoderCase::graph() const {
   spec.batch = batch;
   spec.seq_len = seq;
   Graph built = build_hf_config(config(), spec, id);
-  if (lora.empty()) return built;
-  return apply_lora(built, parse_lora(lora, id + " lora"));
+  if (!lora.empty()) built = apply_lora(built, parse_lora(lora, id + " lora"));
+  return activation_checkpointing ? apply_checkpointing(built, id + " checkpointing") : built;
 }
 
 std::string DecoderCase::describe() const {
@@ -127,6 +128,9 @@ std::string DecoderCase::describe() const {
   if (dropout > 0) text += " dropout";
   text += " " + name(optimizer);
   if (!lora.empty()) text += " lora " + lora;
+  if (precision != Precision::Fp32) text += " " + name(precision);
+  if (activation_checkpointing) text += " checkpointing";
+  if (grad_accum > 1) text += " accum " + std::to_string(grad_accum);
   return text;
 }
 
@@ -157,6 +161,20 @@ std::vector<DecoderCase> decoder_sweep(uint64_t seed, size_t count) {
       if (chance(rng, 0.2)) c.lora += ",norms=train";
     }
     cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<DecoderCase> decoder_mode_sweep(uint64_t seed, size_t count) {
+  std::vector<DecoderCase> cases = decoder_sweep(35, count);
+  core::SplitMix64 rng(seed);
+  static const Precision kPrecisions[] = {Precision::Fp32, Precision::Bf16, Precision::Bf16Pure};
+  for (size_t index = 0; index < cases.size(); ++index) {
+    DecoderCase& c = cases[index];
+    c.id = "m" + c.id.substr(1);
+    c.precision = kPrecisions[(index / 3) % 3];  // the families go in threes: each meets each precision
+    c.activation_checkpointing = chance(rng, 0.5);
+    c.grad_accum = chance(rng, 0.25) ? 2 : 1;
   }
   return cases;
 }

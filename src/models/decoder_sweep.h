@@ -15,9 +15,8 @@
 
 namespace dnncast {
 
-// One configuration of the sweep. The training setup (optimizer, precision, device) is TrainingSetup's; the
-// modes the simulator does not model yet keep the values it does (precision fp32, no activation
-// checkpointing), so that a later sweep can vary them without changing this struct's readers.
+// One configuration of the sweep. The training setup (optimizer, precision, device) is TrainingSetup's;
+// decoder_sweep() draws fp32 without checkpointing or accumulation, decoder_mode_sweep() every mode.
 struct DecoderCase : TrainingSetup {
   std::string id;                 // "d017": the config's _name_or_path and the graph's name
   std::string family = "llama";   // llama | mistral | gpt_neox (its model_type)
@@ -38,7 +37,8 @@ struct DecoderCase : TrainingSetup {
   int64_t seq = 8;                // tokens per sequence
   int64_t batch = 1;
   std::string lora;               // "" (full fine-tune) or graph/lora.h's text: "r=8,alpha=16,targets=q,v"
-  bool activation_checkpointing = false;  // not modelled yet: the sweep leaves it off
+  bool activation_checkpointing = false;  // every transformer block checkpointed (graph/checkpoint.h)
+  int64_t grad_accum = 1;                 // micro-batches per optimizer step
 
   nlohmann::json config() const;  // the config.json
   Graph graph() const;            // built from config() at batch x seq, LoRA applied
@@ -47,5 +47,8 @@ struct DecoderCase : TrainingSetup {
 
 // `count` configurations drawn from `seed` (SplitMix64: the same on every platform), the families in turn.
 std::vector<DecoderCase> decoder_sweep(uint64_t seed = 35, size_t count = 200);
+// The same decoders as decoder_sweep()'s (seed 35), each in a training mode drawn from `seed`: precision fp32,
+// bf16 (autocast) or bf16-pure in turn; activation checkpointing on half of them; 2 micro-batches on a quarter.
+std::vector<DecoderCase> decoder_mode_sweep(uint64_t seed = 36, size_t count = 200);
 
 }  // namespace dnncast

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware/isa.h"
 #include "memory/simulator.h"
 #include "models/decoder_sweep.h"
 #include "rotation.h"
@@ -31,7 +32,7 @@ constexpr size_t kSlices = 10;
 
 struct Row {
   dnncast::DecoderCase decoder;
-  std::string status;
+  std::string status, message;
   int64_t measured = 0, simulated = 0;
   double error_pct = 0;
 };
@@ -42,6 +43,7 @@ Row measure(const dnncast::DecoderCase& decoder) {
   const dnncast::Graph graph = decoder.graph();
   dnncast::profile::TrainConfig train;
   train.set_setup(decoder);
+  train.grad_accum = decoder.grad_accum;
   dnncast::profile::Limits limits;
   limits.time_budget_s = 0.01;  // the peak is reached by iteration 2
   limits.warmup_budget_s = 0.01;
@@ -49,9 +51,11 @@ Row measure(const dnncast::DecoderCase& decoder) {
   limits.timeout_s = 300;
   const dnncast::profile::Measurement measured = dnncast::profile::measure_isolated(graph, train, limits);
   row.status = measured.status;
+  row.message = measured.message;
   row.measured = measured.peak_bytes;
   dnncast::memory::MemoryConfig config;
   config.set_setup(decoder);
+  config.grad_accum = decoder.grad_accum;
   row.simulated = dnncast::memory::simulate_memory(graph, config).peak_bytes;
   if (row.measured > 0)
     row.error_pct = 100.0 * static_cast<double>(row.simulated - row.measured) / static_cast<double>(row.measured);
@@ -62,32 +66,62 @@ Row measure(const dnncast::DecoderCase& decoder) {
   return row;
 }
 
-TEST(DecoderMemorySweep, TwoHundredDecodersAgainstTheProfiler) {
-  const std::vector<dnncast::DecoderCase> cases = dnncast::decoder_sweep();
+// libtorch 1.13 with Debian's oneDNN 2.6.3 dies with SIGILL in some bf16 products on an AMX CPU (found by this
+// sweep: mm 20x63 by 63x80, the weight gradient of a Linear of 80 inputs and 20 outputs over 63 tokens, crashes
+// alone in Python; under ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 it runs). No peak is measured for such a run.
+bool amx_bf16_crash(const Row& row) {
+  return row.status == "error" && row.decoder.precision != dnncast::Precision::Fp32 &&
+         row.message.find("signal 4") != std::string::npos &&
+         dnncast::hardware::host_dispatch().onednn == dnncast::hardware::CpuIsa::Avx512CoreAmx;
+}
+
+// Measures the rotation's slice of `cases` (all of them with DNNCAST_ROTATION_SEED=all, tests/rotation.h), writes
+// the rows to build/CSV_NAME, prints the summary, and checks the goal: >= 95% byte-exact, every one within 1%.
+void check_sweep(const std::vector<dnncast::DecoderCase>& cases, const std::string& slice_name, const std::string& csv_name) {
   ASSERT_GE(cases.size(), 200u);
-  const dnncast::rotation::Slice slice = dnncast::rotation::slice_of("DecoderMemorySweep", kSlices);
+  const dnncast::rotation::Slice slice = dnncast::rotation::slice_of(slice_name, kSlices);
   std::vector<Row> rows;
   for (const dnncast::DecoderCase& decoder : dnncast::rotation::pick(slice, cases)) rows.push_back(measure(decoder));
   ASSERT_EQ(rows.size(), slice.size_of(cases.size()));
 
-  std::ofstream csv(std::string(DNNCAST_BINARY_DIR) + "/decoder_sweep.csv");
+  std::ofstream csv(std::string(DNNCAST_BINARY_DIR) + "/" + csv_name);
   csv << "id,status,measured_peak_bytes,simulated_peak_bytes,error_pct,config\n";
-  size_t exact = 0, within = 0;
+  size_t exact = 0, within = 0, crashed = 0;
   const Row* worst = nullptr;
   for (const Row& row : rows) {
     csv << row.decoder.id << "," << row.status << "," << row.measured << "," << row.simulated << "," << row.error_pct
         << ",\"" << row.decoder.describe() << "\"\n";
+    if (amx_bf16_crash(row)) {  // libtorch's own defect on this host, not the simulator's: counted, left out
+      ++crashed;
+      std::printf("%s: libtorch died with SIGILL in a bf16 product on AMX (oneDNN 2.6.3; docs/MEMORY.md)\n", row.decoder.id.c_str());
+      continue;
+    }
     exact += row.status == "ok" && row.simulated == row.measured;
     within += row.status == "ok" && std::fabs(row.error_pct) <= 1.0;
     if (worst == nullptr || std::fabs(row.error_pct) > std::fabs(worst->error_pct)) worst = &row;
-    EXPECT_EQ(row.status, "ok") << row.decoder.id << " " << row.decoder.describe();
+    EXPECT_EQ(row.status, "ok") << row.decoder.id << " " << row.decoder.describe() << ": " << row.message;
     EXPECT_LE(std::fabs(row.error_pct), 1.0) << row.decoder.id << " " << row.decoder.describe() << ": measured "
                                              << row.measured << ", simulated " << row.simulated;
   }
-  std::printf("decoder sweep: %zu configurations, %zu byte-exact (%.1f%%), %zu within 1%%, largest error %+.4f%% (%s)\n",
-              rows.size(), exact, 100.0 * static_cast<double>(exact) / static_cast<double>(rows.size()), within,
-              worst->error_pct, worst->decoder.id.c_str());
-  EXPECT_GE(static_cast<double>(exact), 0.95 * static_cast<double>(rows.size()));
+  const size_t compared = rows.size() - crashed;
+  ASSERT_GT(compared, 0u);
+  std::printf("%s: %zu configurations, %zu compared (%zu crashed in libtorch), %zu byte-exact (%.1f%%), %zu within 1%%, "
+              "largest error %+.4f%% (%s)\n",
+              slice_name.c_str(), rows.size(), compared, crashed, exact,
+              100.0 * static_cast<double>(exact) / static_cast<double>(compared), within, worst->error_pct,
+              worst->decoder.id.c_str());
+  EXPECT_GE(static_cast<double>(exact), 0.95 * static_cast<double>(compared));
+  EXPECT_LE(crashed * 10, rows.size()) << "more than 10% of the sweep crashed in libtorch";
+}
+
+TEST(DecoderMemorySweep, TwoHundredDecodersAgainstTheProfiler) {
+  check_sweep(dnncast::decoder_sweep(), "DecoderMemorySweep", "decoder_sweep.csv");
+}
+
+// Every training mode (models/decoder_sweep.h, decoder_mode_sweep): fp32, bf16 autocast and bf16-pure, activation
+// checkpointing and gradient accumulation, over 200 more decoders.
+TEST(DecoderMemorySweep, EveryTrainingModeAgainstTheProfiler) {
+  check_sweep(dnncast::decoder_mode_sweep(), "DecoderModeSweep", "decoder_mode_sweep.csv");
 }
 
 #else
