@@ -98,9 +98,8 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   const bool several = std::any_of(instances.begin(), instances.end(),
                                    [](const hardware::CloudInstance& instance) { return instance.gpu_count > 1; });
   if (!request.sharding.empty() && sharding != memory::Sharding::Ddp && !several)
-    throw InputError("--sharding " + request.sharding + ": " + memory::sharding_name(sharding) +
-                     " divides the model among GPUs and needs 2 or more, but no instance selected has more than one "
-                     "GPU");
+    throw InputError("--sharding " + request.sharding +
+                     " divides the model among GPUs and needs 2 or more, but no instance selected has more than one");
   // Read once for all the GPUs (a bad file is the request's error, the same on every GPU).
   const GpuCalibration calibration = load_gpu_calibration(request.forecast.calibration_file);
 
