@@ -250,7 +250,7 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
             device=None, lora=None, checkpointing=False, attention=None):
     """Per-layer shapes, parameters, MACs, FLOPs and bytes, with totals: `dnncast inspect --json`.
     device: a GPU of `dnncast devices`: also each layer's forward and backward time on it (gpu_forward_ms,
-    gpu_backward_ms; fp32, the per-kernel model).
+    gpu_backward_ms, which with checkpointing includes gpu_recompute_ms; fp32, the per-kernel model).
 
     model: a zoo name, a graph JSON or ONNX path, synthetic:SEED, or a torch.nn.Module.
     input_shape: (C, H, W) (a module: the shape of one sample); batch: default 1, or the file's own.
