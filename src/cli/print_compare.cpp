@@ -60,9 +60,10 @@ void print_comparison(const apps::Comparison& comparison) {
       "; * on the cost-versus-time Pareto front (among those that fit); usd_high: at the top of the 90%% "
       "time interval.\n");
   if (multi)
-    std::printf("comm_ms: the collectives of --sharding %s per iteration at the link's peak, after compute (no overlap; "
-                "a model); shard '-': one GPU.\n",
-                comparison.sharding.c_str());
+    std::printf(
+        "comm_ms: the collectives of --sharding %s per iteration at the link's peak, after compute (no overlap; "
+        "a model); shard '-': one GPU.\n",
+        comparison.sharding.c_str());
   if (comparison.fits_nowhere)
     std::printf("Fits on no instance: one GPU needs %s; the largest offered has %s.\n",
                 bytes_text(comparison.required_bytes).c_str(), bytes_text(comparison.largest_memory_bytes).c_str());

@@ -134,8 +134,8 @@ void mark_pareto_front(std::vector<CompareRow>& rows) {
 
 namespace {
 
-CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance,
-                    const GpuForecast& forecast, const MultiGpuStep* step) {
+CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance, const GpuForecast& forecast,
+                    const MultiGpuStep* step) {
   CompareRow row;
   row.provider = instance.provider;
   row.instance_type = instance.instance_type;
@@ -163,7 +163,8 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
   row.time_ms = forecast.time_ms + collective_ms;
   row.time_ms_low = forecast.time_ms_low + collective_ms;
   row.time_ms_high = forecast.time_ms_high + collective_ms;
-  row.iterations = run_iterations(request.forecast.spec.batch, instance.gpu_count, request.epochs, request.forecast.epoch_samples);
+  row.iterations =
+      run_iterations(request.forecast.spec.batch, instance.gpu_count, request.epochs, request.forecast.epoch_samples);
   if (request.forecast.epoch_samples > 0)
     row.epoch_s = static_cast<double>(row.iterations / request.epochs) * row.time_ms / 1e3;
   const double ms_to_hours = static_cast<double>(row.iterations) / 3.6e6;

@@ -31,12 +31,12 @@ struct CompareRequest {
   // framework, epoch_samples (0: kIterationsWithoutEpochs iterations), catalogue and calibration
   // files. Its device and max_batch are set per GPU.
   GpuForecastRequest forecast;
-  int64_t epochs = 1;                        // >= 1; more than 1 needs forecast.epoch_samples
-  std::vector<std::string> providers;        // empty: every provider of the catalogue
-  std::vector<std::string> gpus;             // catalogue names or aliases; empty: every GPU rented
-  bool spot = false;                         // spot prices; instances without one are left out
-  bool multi_gpu = false;                    // also instances with more than one GPU
-  std::string sharding;                      // with multi_gpu: "ddp", "zero3"... (memory/sharding.h); "": ddp
+  int64_t epochs = 1;                  // >= 1; more than 1 needs forecast.epoch_samples
+  std::vector<std::string> providers;  // empty: every provider of the catalogue
+  std::vector<std::string> gpus;       // catalogue names or aliases; empty: every GPU rented
+  bool spot = false;                   // spot prices; instances without one are left out
+  bool multi_gpu = false;              // also instances with more than one GPU
+  std::string sharding;                // with multi_gpu: "ddp", "zero3"... (memory/sharding.h); "": ddp
 };
 
 struct CompareRow {
@@ -52,9 +52,9 @@ struct CompareRow {
   std::string sharding, link;
   int64_t collective_bytes = 0;
   std::optional<double> collective_ms;
-  std::optional<int64_t> required_bytes;    // what one GPU must hold (sharded on several)
-  std::optional<double> epoch_s;  // with epoch_samples
-  int64_t iterations = 0;         // of the whole run
+  std::optional<int64_t> required_bytes;  // what one GPU must hold (sharded on several)
+  std::optional<double> epoch_s;          // with epoch_samples
+  int64_t iterations = 0;                 // of the whole run
   double total_hours = 0, total_hours_low = 0, total_hours_high = 0;
   double total_usd = 0, total_usd_low = 0, total_usd_high = 0;
   std::optional<int64_t> gpu_memory_bytes;  // of one GPU, as catalogued
@@ -106,11 +106,11 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
 struct MultiGpuStep {
   memory::Sharding sharding = memory::Sharding::Ddp;
   std::optional<int64_t> required_bytes;  // memory/sharding.h's per-GPU peak; none when it could not be simulated
-  int64_t collective_bytes = 0;      // sent by each GPU per step, every collective together
-  std::optional<bool> fits;          // unknown when the GPU's memory is not catalogued
-  std::optional<int64_t> max_batch;  // per GPU; 0: batch 1 does not fit
-  std::string link;                  // "nvlink3", "pcie4"; "" not catalogued
-  double link_gbs = 0;               // per direction; 0: not catalogued
+  int64_t collective_bytes = 0;           // sent by each GPU per step, every collective together
+  std::optional<bool> fits;               // unknown when the GPU's memory is not catalogued
+  std::optional<int64_t> max_batch;       // per GPU; 0: batch 1 does not fit
+  std::string link;                       // "nvlink3", "pcie4"; "" not catalogued
+  double link_gbs = 0;                    // per direction; 0: not catalogued
   std::optional<double> collective_ms;
 };
 using MultiGpuSteps = std::map<std::pair<std::string, int64_t>, MultiGpuStep>;  // (GPU, GPUs) -> step

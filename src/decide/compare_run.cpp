@@ -64,10 +64,10 @@ MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sh
       if (step.link_gbs > 0) step.collective_ms = 1e3 * seconds;
       if (forecast->device_memory_bytes) {
         step.fits = sharded.required_bytes <= *forecast->device_memory_bytes;
-        step.max_batch = memory::largest_fitting(
-                             [&](int64_t batch) { return per_gpu_bytes(batch, plan).required_bytes; },
-                             *forecast->device_memory_bytes, int64_t{1} << 16)
-                             .batch;
+        step.max_batch =
+            memory::largest_fitting([&](int64_t batch) { return per_gpu_bytes(batch, plan).required_bytes; },
+                                    *forecast->device_memory_bytes, int64_t{1} << 16)
+                .batch;
       }
     } catch (const InputError&) {
       // As the one-GPU forecast's memory: not forecast (its note says why); the collectives are then unknown too.

@@ -227,8 +227,7 @@ std::string table_html(const Comparison& comparison) {
                                   : " <small>" + html_escape(row.sharding) + ", " +
                                         (row.collective_ms ? number(*row.collective_ms) + " ms" : std::string("?")) +
                                         " collectives</small>")
-         << "</td><td>"
-         << number(row.price_usd_per_hour, 4) << "</td><td>" << number(row.time_ms) << " <small>("
+         << "</td><td>" << number(row.price_usd_per_hour, 4) << "</td><td>" << number(row.time_ms) << " <small>("
          << number(row.time_ms_low) << "&ndash;" << number(row.time_ms_high) << ")</small></td><td>"
          << (row.epoch_s ? number(*row.epoch_s) : "-") << "</td><td>" << number(row.total_hours) << "</td><td>"
          << html_escape(money(row.total_usd)) << " <small>(" << html_escape(money(row.total_usd_low)) << "&ndash;"
