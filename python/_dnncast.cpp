@@ -1,5 +1,5 @@
-// The Python module's C++ side: the three calls of the forecast API (forecast/forecast.h) that `dnncast
-// inspect`, `predict` and `memory` make, with the options those commands take, answering the CLI's
+// The Python module's C++ side: the calls of the forecast API (forecast/forecast.h, decide/compare.h) that
+// `dnncast inspect`, `predict`, `memory` and `compare` make, with the options those commands take, answering the CLI's
 // --json (forecast/forecast_json.h) as text that python/dnncast/__init__.py turns into objects. No
 // forecast logic lives here: requests are filled by the functions the commands call
 // (apps::make_forecast_request, make_memory_request), and checked as the commands check them, with
@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "decide/catalogue_json.h"
+#include "decide/compare.h"
 #include "forecast/forecast.h"
 #include "forecast/forecast_json.h"
 #include "forecast/predict.h"
@@ -137,6 +139,17 @@ JsonAndNote memory_json(const ModelArgs& args, apps::MemoryOptions options, cons
   return {apps::to_json(result).dump(2), note};
 }
 
+// `dnncast compare MODEL --batch N ...` (decide/compare.h): the request's filters and run as given, the GPU
+// forecast's options as predict takes them.
+std::string compare_json(const ModelArgs& args, const apps::PredictOptions& options, apps::CompareRequest request) {
+  constexpr int64_t kMaxEpochs = 1000000;  // the CLI's and serve's
+  if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
+  if (options.forecast.epoch_samples != 0) check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
+  check_range("epochs", request.epochs, 1, kMaxEpochs);
+  request.forecast = apps::make_gpu_request(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
+  return apps::to_json(apps::compare(request)).dump(2);
+}
+
 // Runs `call` without the GIL (a forecast touches no Python object), one call at a time (the
 // library is written for one command per process: predictor sets and the host's fingerprint are
 // read on first use), translating every C++ exception into the Python exception of its kind with
@@ -255,4 +268,33 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
       py::arg("measure_command"), py::arg("sharding"), py::arg("gpus"), py::arg("gpus_per_node"),
       py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"));
+  module.def(
+      "compare",
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
+         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& attention,
+         const std::string& optimizer, const std::string& precision, const std::string& framework,
+         const std::string& phase, int64_t epochs, int64_t epoch_samples, const std::vector<std::string>& providers,
+         const std::vector<std::string>& gpus, bool spot, bool multi_gpu, const std::string& sharding) {
+        dnncast::apps::PredictOptions options;
+        options.forecast.optimizer = optimizer;
+        options.forecast.precision = precision;
+        options.forecast.epoch_samples = epoch_samples;
+        options.framework = framework;
+        options.phase = phase;
+        dnncast::apps::CompareRequest request;
+        request.epochs = epochs;
+        request.providers = providers;
+        request.gpus = gpus;
+        request.spot = spot;
+        request.multi_gpu = multi_gpu;
+        request.sharding = sharding;
+        return guarded([&] {
+          return compare_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention},
+                              options, request);
+        });
+      },
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
+      py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("attention"), py::arg("optimizer"),
+      py::arg("precision"), py::arg("framework"), py::arg("phase"), py::arg("epochs"), py::arg("epoch_samples"),
+      py::arg("providers"), py::arg("gpus"), py::arg("spot"), py::arg("multi_gpu"), py::arg("sharding"));
 }

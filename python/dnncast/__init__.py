@@ -4,8 +4,9 @@
     dnncast.inspect("resnet18").params                        # a zoo name, graph JSON or ONNX file
     dnncast.predict(my_module, batch=128, input_shape=(3, 32, 32), epoch_samples=50000).epoch_s
     dnncast.memory(my_module, batch=128, input_shape=(3, 32, 32), fits="8GiB").fits.fits
+    dnncast.compare("gpt2_small", batch=8, seq=512, gpus="a100-80gb", multi_gpu=True, sharding="zero3").rows
 
-Each function calls what the matching command calls (`dnncast inspect`, `predict`, `memory`; the
+Each function calls what the matching command calls (`dnncast inspect`, `predict`, `memory`, `compare`; the
 forecast API of src/apps/forecast.h) and answers a Result whose fields are those of the command's
 --json output. A torch.nn.Module is exported to ONNX (torch.onnx.export in training mode, so that
 BatchNorm and Dropout stay) with a dummy input of input_shape, and read as an ONNX file is.
@@ -25,7 +26,7 @@ import warnings
 
 from . import _dnncast
 
-__all__ = ["inspect", "predict", "memory", "optimizers", "Result", "HostMismatchWarning"]
+__all__ = ["inspect", "predict", "memory", "compare", "optimizers", "Result", "HostMismatchWarning"]
 
 
 class HostMismatchWarning(UserWarning):
@@ -249,7 +250,7 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
             device=None, lora=None, checkpointing=False, attention=None):
     """Per-layer shapes, parameters, MACs, FLOPs and bytes, with totals: `dnncast inspect --json`.
     device: a GPU of `dnncast devices`: also each layer's forward and backward time on it (gpu_forward_ms,
-    gpu_backward_ms; fp32, the per-kernel model).
+    gpu_backward_ms, which with checkpointing includes gpu_recompute_ms; fp32, the per-kernel model).
 
     model: a zoo name, a graph JSON or ONNX path, synthetic:SEED, or a torch.nn.Module.
     input_shape: (C, H, W) (a module: the shape of one sample); batch: default 1, or the file's own.
@@ -357,3 +358,36 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                                      _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention or "",
                                      _int(grad_accum, "grad_accum"))
     return _result(text, "MemoryForecast", name, note)
+
+
+def _names(value, keyword):
+    """None -> []; "aws,gcp" or ["aws", "gcp"] -> ["aws", "gcp"] (serve's rule: empty items dropped)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [item for item in value.split(",") if item]
+    if not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{keyword}: expected a list of strings, got {value!r}")
+    return list(value)
+
+
+def compare(model, batch, input_shape=None, seq=None, classes=None, precision="fp32", framework="pytorch",
+            optimizer="sgd", phase="train", epochs=1, epoch_samples=None, provider=None, gpus=None, spot=False,
+            multi_gpu=False, sharding=None, allow_unknown=False, opset=None, lora=None, checkpointing=False,
+            attention=None):
+    """Which cloud instance trains the model fastest and which cheapest: per instance of the catalogue, time and
+    cost of the run, whether it fits and the Pareto front: `dnncast compare --json` (docs/COMPARE.md).
+
+    provider, gpus: filters, a list or comma-separated text ("aws,gcp", "a100-80gb"); spot: spot prices.
+    multi_gpu: also instances with several GPUs, batch per GPU, sharing the model by sharding ("ddp" by default,
+    "zero1", "zero2", "zero3", "fsdp", "hsdp"): one GPU's memory and the collectives' time, a model.
+    """
+    optimizer_name = _optimizer_name(optimizer)
+    with _model_source(model, input_shape, opset) as (source, name, is_module):
+        shape = [] if is_module else _shape(input_shape)
+        text = _dnncast.compare(source, _int(batch, "batch"), shape, _int(seq, "seq"), _int(classes, "classes"),
+                                bool(allow_unknown), lora or "", bool(checkpointing), attention or "", optimizer_name,
+                                precision or "fp32", framework or "pytorch", phase or "train", _int(epochs, "epochs"),
+                                _int(epoch_samples, "epoch_samples"), _names(provider, "provider"),
+                                _names(gpus, "gpus"), bool(spot), bool(multi_gpu), sharding or "")
+    return _result(text, "Comparison", name)

@@ -54,7 +54,11 @@ int run_compare(const Args& args) {
   app.add_option("--provider", providers, "only these providers, comma-separated (aws,gcp,azure,lambda,runpod)");
   app.add_option("--gpus", gpus, "only these GPUs, comma-separated catalogue names or aliases (t4,a100-80gb)");
   app.add_flag("--spot", spot, "spot prices; instances without one are left out");
-  app.add_flag("--multi-gpu", multi_gpu, "also instances with several GPUs (data-parallel, linear scaling)");
+  app.add_flag("--multi-gpu", multi_gpu, "also instances with several GPUs (--batch per GPU; see --sharding)");
+  std::string sharding;
+  app.add_option("--sharding", sharding,
+                 memory::sharding_names() + " (default ddp): how a multi-GPU instance's GPUs share the model; "
+                 "per-GPU memory and collectives as `memory --sharding` (a model, not a measurement)");
   app.add_option("--catalogue", catalogue_files, "a CSV in gpus.csv's or instances.csv's format; may repeat");
   app.add_flag("--json", as_json, "print JSON instead of a table");
   app.add_option("--html", html, "also write the self-contained HTML report to this file");
@@ -78,6 +82,7 @@ int run_compare(const Args& args) {
   request.gpus = split_list(gpus);
   request.spot = spot;
   request.multi_gpu = multi_gpu;
+  request.sharding = sharding;
 
   const apps::Comparison comparison = apps::compare(request);
   if (app.count("--html") > 0) apps::write_html(comparison, html);

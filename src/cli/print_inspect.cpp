@@ -97,7 +97,11 @@ void print_table(const apps::Inspection& summary) {
   if (gpu)
     total_line("On " + summary.gpu + ":",
                milliseconds(total.gpu_forward_ms) + " ms forward, " + milliseconds(total.gpu_backward_ms) +
-                   " ms backward (fp32 kernels, the per-kernel model; predict --device adds the optimizer step and "
+                   " ms backward" +
+                   (total.gpu_recompute_ms > 0 ? " (" + milliseconds(total.gpu_recompute_ms) +
+                                                     " ms of it the checkpointed forward, run again)"
+                                               : std::string()) +
+                   " (fp32 kernels, the per-kernel model; predict --device adds the optimizer step and "
                    "the per-iteration overhead)");
 }
 

@@ -41,6 +41,17 @@ std::string plural(size_t count, const std::string& word) {
 
 }  // namespace
 
+memory::Sharding requested_sharding(const CompareRequest& request) {
+  if (request.sharding.empty()) return memory::Sharding::Ddp;
+  const memory::Sharding sharding = memory::parse_sharding(request.sharding, "--sharding");
+  if (sharding == memory::Sharding::None)
+    throw InputError("--sharding " + request.sharding + ": expected one of " + memory::sharding_names());
+  if (!request.multi_gpu)
+    throw InputError("--sharding " + request.sharding +
+                     " needs --multi-gpu: it applies to the instances with more than one GPU");
+  return sharding;
+}
+
 int64_t run_iterations(int64_t batch, int64_t gpu_count, int64_t epochs, int64_t epoch_samples) {
   DNNCAST_ASSERT(batch >= 1 && gpu_count >= 1 && epochs >= 1 && epoch_samples >= 0);
   if (epoch_samples == 0) return kIterationsWithoutEpochs;
@@ -86,10 +97,16 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
   if (multi_gpu_left_out > 0)
     notes.push_back(plural(multi_gpu_left_out, "instance") +
                     " with more than one GPU left out (--multi-gpu adds them)");
-  if (request.multi_gpu)
-    notes.push_back(
-        "multi-GPU instances: --batch is per GPU, data-parallel with linear scaling and no all-reduce cost "
-        "(an optimistic bound)");
+  if (request.multi_gpu) {
+    const memory::Sharding sharding = requested_sharding(request);
+    notes.push_back(std::string("multi-GPU instances: --batch is per GPU; --sharding ") +
+                    memory::sharding_name(sharding) +
+                    ": one GPU's memory as `dnncast memory --gpus N --sharding` gives it, and an iteration is the "
+                    "one-GPU compute plus the ring collectives at the link's peak (data/hardware/gpu_links.csv), "
+                    "not overlapped with compute (a model, not a measurement)");
+    if (sharding == memory::Sharding::Hsdp)
+      notes.push_back("hsdp: an instance is one node, so it shards among its GPUs as fsdp does");
+  }
   if (without_spot > 0) notes.push_back(plural(without_spot, "instance") + " without a spot price left out");
   if (request.spot) notes.push_back("spot prices: one zone at the catalogue's crawl time; they move by zone and hour");
   if (gcp)
@@ -117,8 +134,8 @@ void mark_pareto_front(std::vector<CompareRow>& rows) {
 
 namespace {
 
-CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance,
-                    const GpuForecast& forecast) {
+CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance, const GpuForecast& forecast,
+                    const MultiGpuStep* step) {
   CompareRow row;
   row.provider = instance.provider;
   row.instance_type = instance.instance_type;
@@ -126,22 +143,37 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
   row.gpu_name = forecast.device_name;
   row.gpu_count = instance.gpu_count;
   row.price_usd_per_hour = instance.price_usd_per_hour;
-  row.time_ms = forecast.time_ms;
-  row.time_ms_low = forecast.time_ms_low;
-  row.time_ms_high = forecast.time_ms_high;
-  row.iterations = run_iterations(request.forecast.spec.batch, instance.gpu_count, request.epochs, request.forecast.epoch_samples);
-  if (request.forecast.epoch_samples > 0)
-    row.epoch_s = static_cast<double>(row.iterations / request.epochs) * forecast.time_ms / 1e3;
-  const double ms_to_hours = static_cast<double>(row.iterations) / 3.6e6;
-  row.total_hours = forecast.time_ms * ms_to_hours;
-  row.total_hours_low = forecast.time_ms_low * ms_to_hours;
-  row.total_hours_high = forecast.time_ms_high * ms_to_hours;
-  row.total_usd = row.total_hours * row.price_usd_per_hour;
-  row.total_usd_low = row.total_hours_low * row.price_usd_per_hour;
-  row.total_usd_high = row.total_hours_high * row.price_usd_per_hour;
+  row.compute_ms = forecast.time_ms;
+  row.required_bytes = forecast.required_bytes;
   row.gpu_memory_bytes = forecast.device_memory_bytes;
   row.fits = forecast.fits;
   row.max_batch = forecast.max_batch;
+  row.collective_ms = 0;
+  if (step) {
+    // The collectives run after the compute (no overlap); untimed ones (no link catalogued) are not counted.
+    row.sharding = memory::sharding_name(step->sharding);
+    row.link = step->link;
+    row.collective_bytes = step->collective_bytes;
+    row.collective_ms = step->collective_ms;
+    row.required_bytes = step->required_bytes;
+    row.fits = step->fits;
+    row.max_batch = step->max_batch;
+  }
+  const double collective_ms = row.collective_ms.value_or(0);
+  row.time_ms = forecast.time_ms + collective_ms;
+  row.time_ms_low = forecast.time_ms_low + collective_ms;
+  row.time_ms_high = forecast.time_ms_high + collective_ms;
+  row.iterations =
+      run_iterations(request.forecast.spec.batch, instance.gpu_count, request.epochs, request.forecast.epoch_samples);
+  if (request.forecast.epoch_samples > 0)
+    row.epoch_s = static_cast<double>(row.iterations / request.epochs) * row.time_ms / 1e3;
+  const double ms_to_hours = static_cast<double>(row.iterations) / 3.6e6;
+  row.total_hours = row.time_ms * ms_to_hours;
+  row.total_hours_low = row.time_ms_low * ms_to_hours;
+  row.total_hours_high = row.time_ms_high * ms_to_hours;
+  row.total_usd = row.total_hours * row.price_usd_per_hour;
+  row.total_usd_low = row.total_hours_low * row.price_usd_per_hour;
+  row.total_usd_high = row.total_hours_high * row.price_usd_per_hour;
   row.basis = forecast.basis;
   return row;
 }
@@ -150,7 +182,7 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
 
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
                                const std::vector<GpuForecast>& forecasts,
-                               const std::map<std::string, std::string>& failures) {
+                               const std::map<std::string, std::string>& failures, const MultiGpuSteps& steps) {
   if (request.forecast.spec.batch < 1)
     throw InputError("--batch " + std::to_string(request.forecast.spec.batch) + ": must be at least 1");
   std::map<std::string, const GpuForecast*> by_gpu;
@@ -165,6 +197,7 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   comparison.epoch_samples = request.forecast.epoch_samples;
   comparison.spot = request.spot;
   comparison.multi_gpu = request.multi_gpu;
+  if (request.multi_gpu) comparison.sharding = memory::sharding_name(requested_sharding(request));
   if (!forecasts.empty()) {
     comparison.graph = forecasts.front().graph;
     comparison.input = forecasts.front().input;
@@ -178,7 +211,13 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
                                      failure == failures.end() ? "no forecast for this GPU" : failure->second});
       continue;
     }
-    comparison.rows.push_back(make_row(request, instance, *found->second));
+    const MultiGpuStep* step = nullptr;
+    if (instance.gpu_count > 1) {
+      auto sharded = steps.find({instance.gpu, instance.gpu_count});
+      DNNCAST_ASSERT(sharded != steps.end());  // compare() shards every multi-GPU instance it forecasts
+      step = &sharded->second;
+    }
+    comparison.rows.push_back(make_row(request, instance, *found->second, step));
     bases.insert(found->second->basis);
   }
   for (const char* basis : {"measured", "calibrated", "specs"})
@@ -193,13 +232,13 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   comparison.fits_nowhere = !comparison.rows.empty();
   for (const CompareRow& row : comparison.rows)
     comparison.fits_nowhere = comparison.fits_nowhere && !row.fits.value_or(false);
-  for (const GpuForecast& forecast : forecasts) {
-    if (forecast.required_bytes &&
-        (!comparison.required_bytes || *forecast.required_bytes < *comparison.required_bytes))
-      comparison.required_bytes = forecast.required_bytes;
-    if (forecast.device_memory_bytes &&
-        (!comparison.largest_memory_bytes || *forecast.device_memory_bytes > *comparison.largest_memory_bytes))
-      comparison.largest_memory_bytes = forecast.device_memory_bytes;
+  // What one GPU needs on the instance that needs least (a sharded one may need less than one GPU alone).
+  for (const CompareRow& row : comparison.rows) {
+    if (row.required_bytes && (!comparison.required_bytes || *row.required_bytes < *comparison.required_bytes))
+      comparison.required_bytes = row.required_bytes;
+    if (row.gpu_memory_bytes &&
+        (!comparison.largest_memory_bytes || *row.gpu_memory_bytes > *comparison.largest_memory_bytes))
+      comparison.largest_memory_bytes = row.gpu_memory_bytes;
   }
   if (comparison.fits_nowhere) {
     std::string line = "fits on no instance compared";

@@ -5,8 +5,11 @@
 //
 // The run: with epoch_samples > 0, `epochs` epochs of ceil(epoch_samples / (batch x gpu_count))
 // iterations each; without, kIterationsWithoutEpochs iterations (a unit to compare by, not a run).
-// Multi-GPU instances (multi_gpu): `batch` is per GPU and the GPUs run data-parallel with linear
-// scaling (no all-reduce cost): an optimistic bound, said in the notes.
+// Multi-GPU instances (multi_gpu): `batch` is per GPU and the GPUs train under `sharding` (ddp by default;
+// memory/sharding.h): one GPU's memory is the sharded per-GPU peak (what `dnncast memory --gpus N --sharding S`
+// gives), and an iteration is the one-GPU forecast's compute plus the step's ring collectives at the instance
+// GPU's link peak (data/hardware/gpu_links.csv), with no overlap between the two: a model, not a measurement.
+// An instance is one node: hsdp shards within it, as fsdp. One-GPU instances are as without multi_gpu.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 
 #include "gpu/gpu_forecast.h"
 #include "hardware/catalogue.h"
+#include "memory/sharding.h"
 
 namespace dnncast::apps {
 
@@ -27,11 +31,12 @@ struct CompareRequest {
   // framework, epoch_samples (0: kIterationsWithoutEpochs iterations), catalogue and calibration
   // files. Its device and max_batch are set per GPU.
   GpuForecastRequest forecast;
-  int64_t epochs = 1;                        // >= 1; more than 1 needs forecast.epoch_samples
-  std::vector<std::string> providers;        // empty: every provider of the catalogue
-  std::vector<std::string> gpus;             // catalogue names or aliases; empty: every GPU rented
-  bool spot = false;                         // spot prices; instances without one are left out
-  bool multi_gpu = false;                    // also instances with more than one GPU
+  int64_t epochs = 1;                  // >= 1; more than 1 needs forecast.epoch_samples
+  std::vector<std::string> providers;  // empty: every provider of the catalogue
+  std::vector<std::string> gpus;       // catalogue names or aliases; empty: every GPU rented
+  bool spot = false;                   // spot prices; instances without one are left out
+  bool multi_gpu = false;              // also instances with more than one GPU
+  std::string sharding;                // with multi_gpu: "ddp", "zero3"... (memory/sharding.h); "": ddp
 };
 
 struct CompareRow {
@@ -39,10 +44,17 @@ struct CompareRow {
   std::string gpu, gpu_name;            // catalogue name, full name
   int64_t gpu_count = 1;
   double price_usd_per_hour = 0;  // on-demand, or spot with request.spot
-  // Forecast per iteration with its 90% interval (each GPU runs `batch` samples).
+  // Forecast per iteration with its 90% interval (each GPU runs `batch` samples): compute_ms + collective_ms.
   double time_ms = 0, time_ms_low = 0, time_ms_high = 0;
-  std::optional<double> epoch_s;  // with epoch_samples
-  int64_t iterations = 0;         // of the whole run
+  double compute_ms = 0;  // one GPU's step (the GPU forecast)
+  // Several GPUs: how they share the model ("" on one GPU), the bytes each GPU sends per step in the ring
+  // collectives, and their time at the link's peak (none when gpu_links.csv lacks the GPU's link: not counted).
+  std::string sharding, link;
+  int64_t collective_bytes = 0;
+  std::optional<double> collective_ms;
+  std::optional<int64_t> required_bytes;  // what one GPU must hold (sharded on several)
+  std::optional<double> epoch_s;          // with epoch_samples
+  int64_t iterations = 0;                 // of the whole run
   double total_hours = 0, total_hours_low = 0, total_hours_high = 0;
   double total_usd = 0, total_usd_low = 0, total_usd_high = 0;
   std::optional<int64_t> gpu_memory_bytes;  // of one GPU, as catalogued
@@ -68,6 +80,7 @@ struct Comparison {
   Framework framework = Framework::PyTorch;
   int64_t epochs = 1, epoch_samples = 0;
   bool spot = false, multi_gpu = false;
+  std::string sharding;                   // of the multi-GPU rows; "" without multi_gpu
   std::vector<CompareRow> rows;           // sorted by total_usd, then total_hours
   std::vector<LeftOutInstance> left_out;  // in catalogue order
   // Every row's GPU is too small (or of unknown memory): what one GPU would need, the largest offered.
@@ -88,12 +101,32 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
                                                       const hardware::Catalogue& catalogue,
                                                       std::vector<std::string>& notes);
 
+// One GPU of a multi-GPU instance under the request's sharding: its memory, whether that fits the GPU, the
+// largest per-GPU batch that does, and the collectives' time at the GPU's link.
+struct MultiGpuStep {
+  memory::Sharding sharding = memory::Sharding::Ddp;
+  std::optional<int64_t> required_bytes;  // memory/sharding.h's per-GPU peak; none when it could not be simulated
+  int64_t collective_bytes = 0;           // sent by each GPU per step, every collective together
+  std::optional<bool> fits;               // unknown when the GPU's memory is not catalogued
+  std::optional<int64_t> max_batch;       // per GPU; 0: batch 1 does not fit
+  std::string link;                       // "nvlink3", "pcie4"; "" not catalogued
+  double link_gbs = 0;                    // per direction; 0: not catalogued
+  std::optional<double> collective_ms;
+};
+using MultiGpuSteps = std::map<std::pair<std::string, int64_t>, MultiGpuStep>;  // (GPU, GPUs) -> step
+
+// The sharding `request` applies to its multi-GPU instances (ddp when not named). Throws InputError: an
+// unknown name, a sharding without multi_gpu.
+memory::Sharding requested_sharding(const CompareRequest& request);
+
 // The rows of `instances`, given one forecast per GPU name, with totals, the Pareto front and the
 // fits-nowhere verdict; the parts of compare() after forecasting. An instance whose GPU has no forecast
-// is left out, with the reason `failures` gives for its GPU.
+// is left out, with the reason `failures` gives for its GPU. An instance of several GPUs takes its memory
+// and collectives from `steps` (it is left out when `steps` lacks it).
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
                                const std::vector<GpuForecast>& forecasts,
-                               const std::map<std::string, std::string>& failures = {});
+                               const std::map<std::string, std::string>& failures = {},
+                               const MultiGpuSteps& steps = {});
 
 // Marks on_pareto_front: a row that fits and that no other fitting row beats, i.e. none costs at most
 // as much and takes at most as long while being strictly better in one of the two.

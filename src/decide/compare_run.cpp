@@ -6,8 +6,78 @@
 
 #include "decide/compare.h"
 #include "core/error.h"
+#include "import/model_source.h"
 
 namespace dnncast::apps {
+
+namespace {
+
+// One GPU's memory under `sharding` on each multi-GPU instance that has a forecast, and its step's collectives
+// at the GPU's link. The one-GPU step is simulated once per batch, for every GPU and GPU count alike (the
+// simulation does not depend on either: gpu_forecast_memory_config).
+MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sharding,
+                              const std::vector<hardware::CloudInstance>& instances,
+                              const hardware::Catalogue& catalogue, const std::vector<GpuForecast>& forecasts) {
+  struct Simulated {
+    Graph graph;
+    memory::MemoryReport report;
+  };
+  std::map<int64_t, Simulated> by_batch;
+  std::optional<memory::MemoryConfig> config;
+  auto per_gpu_bytes = [&](int64_t batch, const memory::ShardingPlan& plan) {
+    auto found = by_batch.find(batch);
+    if (found == by_batch.end()) {
+      if (!config) {
+        config = gpu_forecast_memory_config(request.forecast);
+        config->keep_timeline = false;
+        config->keep_events = false;
+      }
+      ModelSpec spec = request.forecast.spec;
+      spec.batch = batch;
+      Graph graph = build_model(request.forecast.builder, request.forecast.model, spec);
+      memory::MemoryReport report = memory::simulate_memory(graph, *config);
+      found = by_batch.emplace(batch, Simulated{std::move(graph), std::move(report)}).first;
+    }
+    return memory::shard_memory(found->second.report, found->second.graph, plan, *config);
+  };
+  MultiGpuSteps steps;
+  for (const hardware::CloudInstance& instance : instances) {
+    if (instance.gpu_count < 2 || steps.count({instance.gpu, instance.gpu_count})) continue;
+    auto forecast = std::find_if(forecasts.begin(), forecasts.end(),
+                                 [&](const GpuForecast& one) { return one.device == instance.gpu; });
+    if (forecast == forecasts.end()) continue;  // left out, with the forecast's reason
+    MultiGpuStep step;
+    step.sharding = sharding;
+    const hardware::GpuSpec& gpu = catalogue.gpu(instance.gpu);
+    step.link = gpu.link;
+    step.link_gbs = gpu.link_gbs.value_or(0);
+    // One instance is one node: hsdp shards among its GPUs.
+    const memory::ShardingPlan plan{sharding, instance.gpu_count, instance.gpu_count};
+    try {
+      const memory::ShardedMemory sharded = per_gpu_bytes(request.forecast.spec.batch, plan);
+      step.required_bytes = sharded.required_bytes;
+      double seconds = 0;
+      for (const memory::Collective& collective : sharded.collectives) {
+        step.collective_bytes += collective.bytes;
+        seconds += memory::link_seconds(collective.bytes, step.link_gbs);
+      }
+      if (step.link_gbs > 0) step.collective_ms = 1e3 * seconds;
+      if (forecast->device_memory_bytes) {
+        step.fits = sharded.required_bytes <= *forecast->device_memory_bytes;
+        step.max_batch =
+            memory::largest_fitting([&](int64_t batch) { return per_gpu_bytes(batch, plan).required_bytes; },
+                                    *forecast->device_memory_bytes, int64_t{1} << 16)
+                .batch;
+      }
+    } catch (const InputError&) {
+      // As the one-GPU forecast's memory: not forecast (its note says why); the collectives are then unknown too.
+    }
+    steps[{instance.gpu, instance.gpu_count}] = step;
+  }
+  return steps;
+}
+
+}  // namespace
 
 Comparison compare(const CompareRequest& request) {
   return compare(request, hardware::Catalogue::load(request.forecast.catalogue_files));
@@ -22,8 +92,14 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
                      " needs --epoch-samples (the samples of one epoch)");
   if (request.forecast.epoch_samples < 0)
     throw InputError("--epoch-samples " + std::to_string(request.forecast.epoch_samples) + ": must be at least 1");
+  const memory::Sharding sharding = requested_sharding(request);
   std::vector<std::string> notes;
   const std::vector<hardware::CloudInstance> instances = select_instances(request, catalogue, notes);
+  const bool several = std::any_of(instances.begin(), instances.end(),
+                                   [](const hardware::CloudInstance& instance) { return instance.gpu_count > 1; });
+  if (!request.sharding.empty() && sharding != memory::Sharding::Ddp && !several)
+    throw InputError("--sharding " + request.sharding +
+                     " divides the model among GPUs and needs 2 or more, but no instance selected has more than one");
   // Read once for all the GPUs (a bad file is the request's error, the same on every GPU).
   const GpuCalibration calibration = load_gpu_calibration(request.forecast.calibration_file);
 
@@ -45,13 +121,24 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   }
   // The same error on every GPU is the model's or the request's: report it as it is.
   if (forecasts.empty()) throw *first_failure;
-  Comparison comparison = assemble_comparison(request, instances, forecasts, failures);
+  const MultiGpuSteps steps =
+      request.multi_gpu ? shard_instances(request, sharding, instances, catalogue, forecasts) : MultiGpuSteps{};
+  Comparison comparison = assemble_comparison(request, instances, forecasts, failures, steps);
   for (const auto& failure : failures) {
     const std::string& gpu = failure.first;  // a named copy: C++17 lambdas cannot capture structured bindings
     const auto count = std::count_if(comparison.left_out.begin(), comparison.left_out.end(),
                                      [&gpu](const LeftOutInstance& left) { return left.gpu == gpu; });
     notes.push_back("left out " + std::to_string(count) + " instance" + (count == 1 ? "" : "s") + " of " + gpu +
                     ", not forecast: " + failure.second);
+  }
+  std::set<std::string> untimed;
+  for (const auto& [key, step] : steps)
+    if (step.link_gbs <= 0) untimed.insert(key.first);
+  if (!untimed.empty()) {
+    std::string gpus;
+    for (const std::string& gpu : untimed) gpus += (gpus.empty() ? "" : ", ") + gpu;
+    notes.push_back("collectives not timed on " + gpus +
+                    ": data/hardware/gpu_links.csv lacks the link, so those rows are compute alone (a lower bound)");
   }
   comparison.notes.insert(comparison.notes.begin(), notes.begin(), notes.end());
   return comparison;

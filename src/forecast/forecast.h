@@ -198,6 +198,7 @@ struct LayerRow {
   int64_t saved_bytes = 0;       // tensors it keeps from forward to backward
   // With a GPU (`inspect --device GPU`): the per-kernel model's time of the layer's kernels, fp32.
   double gpu_forward_ms = 0, gpu_backward_ms = 0;
+  double gpu_recompute_ms = 0;  // of gpu_backward_ms: the forward run again for activation checkpointing
 };
 
 struct Inspection {

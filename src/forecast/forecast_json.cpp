@@ -197,6 +197,7 @@ json layer_json(const LayerRow& row, bool gpu) {
   if (gpu) {
     doc["gpu_forward_ms"] = row.gpu_forward_ms;
     doc["gpu_backward_ms"] = row.gpu_backward_ms;
+    doc["gpu_recompute_ms"] = row.gpu_recompute_ms;
   }
   return doc;
 }
@@ -227,9 +228,11 @@ json to_json(const Inspection& inspection) {
     doc["gpu"] = inspection.gpu;
     doc["gpu_forward_ms"] = total.gpu_forward_ms;
     doc["gpu_backward_ms"] = total.gpu_backward_ms;
+    doc["gpu_recompute_ms"] = total.gpu_recompute_ms;
     doc["gpu_time_note"] =
         "fp32 kernels timed by the per-kernel model (docs/GPU.md), each at least the launch cost; the optimizer step "
-        "and the per-iteration overhead are not layers (predict --device GPU adds them)";
+        "and the per-iteration overhead are not layers (predict --device GPU adds them); gpu_backward_ms includes "
+        "gpu_recompute_ms, the forward that activation checkpointing runs again";
   }
   if (!inspection.import_notes.empty()) doc["import_notes"] = inspection.import_notes;
   return doc;

@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "gpu/gpu_forecast.h"
 #include "gpu/kernel_model.h"
+#include "graph/checkpoint.h"
 #include "graph/op_registry.h"
 
 namespace dnncast::apps {
@@ -102,9 +103,12 @@ Inspection inspect(const Graph& graph, const std::string& gpu_name, const std::v
     const NodeKernels kernels = node_kernels(graph, index);
     LayerRow& row = inspection.layers[static_cast<size_t>(index)];
     row.gpu_forward_ms = milliseconds(kernels.forward);
-    row.gpu_backward_ms = milliseconds(kernels.backward);
+    // A checkpointed block's layer runs its forward once more in the backward pass, as predict times it (gpu_work).
+    if (checkpoint_block(graph.node(index)) >= 0) row.gpu_recompute_ms = row.gpu_forward_ms;
+    row.gpu_backward_ms = milliseconds(kernels.backward) + row.gpu_recompute_ms;
     inspection.total.gpu_forward_ms += row.gpu_forward_ms;
     inspection.total.gpu_backward_ms += row.gpu_backward_ms;
+    inspection.total.gpu_recompute_ms += row.gpu_recompute_ms;
   }
   return inspection;
 }

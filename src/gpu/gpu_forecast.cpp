@@ -471,8 +471,7 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
                            " as `dnncast memory --device GPU --precision` does (unverified on GPUs; the context and "
                            "reserve were fitted on fp32 runs)");
   try {
-    config = gpu_memory_config(load_gpu_memory_calibration(), request.optimizer);
-    config.precision = request.memory_precision;
+    config = gpu_forecast_memory_config(request);
     result.required_bytes = memory::simulate_memory(graph, config).required_bytes;
   } catch (const InputError& error) {
     result.notes.push_back(std::string("memory not forecast: ") + error.what());
@@ -511,6 +510,12 @@ void set_basis(const GpuCalibration& calibration, const hardware::GpuSpec& gpu, 
 }
 
 }  // namespace
+
+memory::MemoryConfig gpu_forecast_memory_config(const GpuForecastRequest& request) {
+  memory::MemoryConfig config = gpu_memory_config(load_gpu_memory_calibration(), request.optimizer);
+  config.precision = request.memory_precision;
+  return config;
+}
 
 GpuForecast forecast_gpu(const GpuForecastRequest& request) {
   return forecast_gpu(request, hardware::Catalogue::load(request.catalogue_files));

@@ -21,6 +21,7 @@
 #include "graph/graph.h"
 #include "gpu/kernel_model.h"
 #include "hardware/catalogue.h"
+#include "memory/simulator.h"
 #include "models/zoo.h"
 
 namespace dnncast::apps {
@@ -177,6 +178,10 @@ struct GpuForecast {
   std::optional<int64_t> max_batch;  // with request.max_batch (0: batch 1 does not fit)
   std::vector<std::string> notes;
 };
+
+// The memory simulation a forecast runs (gpu_memory.h's calibrated CUDA overheads, the request's optimizer and
+// memory precision): what `dnncast memory --device GPU` simulates. Throws InputError for a bad calibration file.
+memory::MemoryConfig gpu_forecast_memory_config(const GpuForecastRequest& request);
 
 // Throws InputError: an unknown GPU (naming the close ones), a bad model or input, a peak missing.
 // The first reads the catalogue (request.catalogue_files) and the calibration (request.calibration_file),

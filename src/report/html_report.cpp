@@ -222,8 +222,12 @@ std::string table_html(const Comparison& comparison) {
          << html_escape(row.provider) << "' data-gpu='" << html_escape(row.gpu) << "'><td>" << ++index << "</td><td>"
          << html_escape(row.provider) << "</td><td>"
          << html_escape(row.instance_type.empty() ? "(gpu only)" : row.instance_type) << "</td><td title='"
-         << html_escape(row.gpu_name) << "'>" << html_escape(row.gpu) << "</td><td>" << row.gpu_count << "</td><td>"
-         << number(row.price_usd_per_hour, 4) << "</td><td>" << number(row.time_ms) << " <small>("
+         << html_escape(row.gpu_name) << "'>" << html_escape(row.gpu) << "</td><td>" << row.gpu_count
+         << (row.sharding.empty() ? ""
+                                  : " <small>" + html_escape(row.sharding) + ", " +
+                                        (row.collective_ms ? number(*row.collective_ms) + " ms" : std::string("?")) +
+                                        " collectives</small>")
+         << "</td><td>" << number(row.price_usd_per_hour, 4) << "</td><td>" << number(row.time_ms) << " <small>("
          << number(row.time_ms_low) << "&ndash;" << number(row.time_ms_high) << ")</small></td><td>"
          << (row.epoch_s ? number(*row.epoch_s) : "-") << "</td><td>" << number(row.total_hours) << "</td><td>"
          << html_escape(money(row.total_usd)) << " <small>(" << html_escape(money(row.total_usd_low)) << "&ndash;"
@@ -243,6 +247,10 @@ std::string request_html(const Comparison& comparison) {
                ? ""
                : " (" + html_escape(comparison.graph) + ")")
        << "</dd>\n<dt>batch</dt><dd>" << comparison.batch << (comparison.multi_gpu ? " per GPU" : "")
+       << (comparison.multi_gpu ? "</dd>\n<dt>several GPUs</dt><dd>" + html_escape(comparison.sharding) +
+                                      ": one GPU's memory under it; collectives at the link's peak after compute "
+                                      "(no overlap; a model, not a measurement)"
+                                : std::string())
        << "</dd>\n<dt>input</dt><dd>" << html_escape(comparison.input.empty() ? "default" : comparison.input)
        << "</dd>\n<dt>precision</dt><dd>" << html_escape(name(comparison.precision)) << "</dd>\n<dt>framework</dt><dd>"
        << html_escape(name(comparison.framework)) << "</dd>\n<dt>optimizer</dt><dd>"

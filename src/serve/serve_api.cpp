@@ -449,7 +449,7 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
 
 HttpResponse compare_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"precision", "framework", "optimizer", "epochs", "epoch_samples",
-                                            "provider", "gpus", "spot", "multi_gpu", "phase"}));
+                                            "provider", "gpus", "spot", "multi_gpu", "sharding", "phase"}));
   ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -466,6 +466,7 @@ HttpResponse compare_route(Api& api, const HttpRequest& request) {
   compare_request.gpus = fields.names("gpus");
   compare_request.spot = fields.flag("spot");
   compare_request.multi_gpu = fields.flag("multi_gpu");
+  compare_request.sharding = fields.text("sharding", "");
   fields.finish();
   return {200, answer_text(to_json(compare(compare_request)), 2), "application/json"};
 }

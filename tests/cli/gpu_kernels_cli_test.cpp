@@ -39,6 +39,45 @@ TEST(GpuKernelsCli, InspectOnAGpuTimesEveryLayerAndTheySumToTheTotals) {
   EXPECT_FALSE(plain["layers"][1].contains("gpu_forward_ms"));
 }
 
+// With --checkpointing, predict times the checkpointed blocks' forward twice (gpu_work); inspect's rows carry that
+// second forward in their backward time (gpu_recompute_ms), so what checkpointing adds is the same in both.
+TEST(GpuKernelsCli, InspectWithCheckpointingCountsTheRecomputedForwardAsPredictDoes) {
+  const std::vector<std::string> model = {"gpt2_small", "--batch", "2", "--seq", "128", "--device", "a100-40gb"};
+  auto with = [&](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.begin() + 1, model.begin(), model.end());
+    args.insert(args.end(), more.begin(), more.end());
+    return answer(args);
+  };
+  const nlohmann::json plain = with({"inspect"}, {});
+  const nlohmann::json checkpointed = with({"inspect"}, {"--checkpointing"});
+  double recompute = 0, backward = 0, blocks_forward = 0;
+  for (const nlohmann::json& layer : checkpointed["layers"]) {
+    recompute += layer["gpu_recompute_ms"].get<double>();
+    backward += layer["gpu_backward_ms"].get<double>();
+    const double again = layer["gpu_recompute_ms"].get<double>();
+    EXPECT_TRUE(again == 0 || again == layer["gpu_forward_ms"].get<double>()) << layer["name"];
+    if (again > 0) blocks_forward += layer["gpu_forward_ms"].get<double>();
+  }
+  EXPECT_GT(recompute, 0.5 * checkpointed["gpu_forward_ms"].get<double>());  // most of GPT-2's forward is in blocks
+  EXPECT_NEAR(recompute, checkpointed["gpu_recompute_ms"].get<double>(), 1e-9 * recompute);
+  EXPECT_NEAR(backward, checkpointed["gpu_backward_ms"].get<double>(), 1e-9 * backward);
+  EXPECT_NEAR(blocks_forward, recompute, 1e-9 * recompute);
+  EXPECT_EQ(plain["gpu_recompute_ms"].get<double>(), 0);
+  auto layers_ms = [](const nlohmann::json& inspected) {
+    return inspected["gpu_forward_ms"].get<double>() + inspected["gpu_backward_ms"].get<double>();
+  };
+  auto predicted_ms = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> flags = {"--phase", "forward-backward"};
+    flags.insert(flags.end(), more.begin(), more.end());
+    const nlohmann::json forecast = with({"predict"}, flags);
+    EXPECT_EQ(forecast["time_model"], "per-kernel");
+    return forecast["time_ms"].get<double>();
+  };
+  const double predicted_added = predicted_ms({"--checkpointing"}) - predicted_ms({});
+  EXPECT_NEAR(layers_ms(checkpointed) - layers_ms(plain), predicted_added, 1e-6 * predicted_added);
+  EXPECT_NEAR(recompute, predicted_added, 1e-6 * predicted_added);
+}
+
 TEST(GpuKernelsCli, PhasesOrderAsWhatTheyTime) {
   auto time = [](const std::string& phase) {
     const nlohmann::json forecast =

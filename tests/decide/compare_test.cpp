@@ -124,8 +124,12 @@ TEST(CompareRows, TotalCostIsPriceTimesHoursAndRowsSortByCost) {
   const std::vector<hardware::CloudInstance> instances = {
       instance("aws", "t4", 1, 0.5), instance("gcp", "a100", 1, 3.0), instance("lambda", "a100", 1, 1.5),
       instance("aws", "a100", 4, 12.0)};
-  const Comparison comparison =
-      assemble_comparison(request, instances, {forecast("t4", 300, true), forecast("a100", 60, true, 40)});
+  // The 4-GPU instance's collectives take no time here (the test of linear scaling); ComparesMultiGpu adds some.
+  MultiGpuStep step;
+  step.fits = true;
+  step.collective_ms = 0;
+  const Comparison comparison = assemble_comparison(
+      request, instances, {forecast("t4", 300, true), forecast("a100", 60, true, 40)}, {}, {{{"a100", 4}, step}});
   ASSERT_EQ(comparison.rows.size(), 4u);
   for (size_t index = 0; index < comparison.rows.size(); ++index) {
     const CompareRow& row = comparison.rows[index];

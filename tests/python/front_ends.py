@@ -80,6 +80,16 @@ CASES = [
                                                    "grad_accum": 4}),
     ("gradient accumulation without a step", "predict", {"model": "bert_base", "batch": 8, "seq": 128, "device": "l4",
                                                          "grad_accum": 4, "phase": "inference"}),
+    ("one-GPU instances", "compare", {"model": "resnet18", "batch": 32, "gpus": "t4", "provider": "aws"}),
+    ("multi-GPU instances under ZeRO-3", "compare", {"model": "gpt2_small", "batch": 4, "seq": 256, "optimizer": "adam",
+                                                      "gpus": "a100-80gb,t4", "provider": "lambda,aws",
+                                                      "multi_gpu": True, "sharding": "zero3"}),
+    ("multi-GPU instances, ddp by default", "compare", {"model": "bert_base", "batch": 8, "seq": 128, "gpus": "h100-sxm",
+                                                         "multi_gpu": True, "epoch_samples": 100000}),
+    ("sharding without multi_gpu", "compare", {"model": "resnet18", "batch": 8, "sharding": "zero3"}),
+    ("unknown sharding in compare", "compare", {"model": "resnet18", "batch": 8, "multi_gpu": True, "sharding": "zero4"}),
+    ("ZeRO-3 where no instance has two GPUs", "compare", {"model": "resnet18", "batch": 8, "gpus": "gh200",
+                                                          "provider": "lambda", "multi_gpu": True, "sharding": "zero3"}),
     ("unknown device", "predict", {"model": "resnet50", "batch": 8, "device": "a100-4gb"}),
     ("a zero-width space after a GPU", "predict", {"model": "resnet50", "batch": 8, "device": "t4\u200b"}),
     ("memory: unknown device", "memory", {"model": "resnet50", "batch": 8, "device": "tpu-v9"}),
@@ -89,7 +99,7 @@ CASES = [
 ]
 FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
         "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq",
-        "epoch_tokens": "--epoch-tokens", "grad_accum": "--grad-accum"}
+        "epoch_tokens": "--epoch-tokens", "grad_accum": "--grad-accum", "multi_gpu": "--multi-gpu"}
 KEYWORD = {"input": "input_shape"}
 
 
