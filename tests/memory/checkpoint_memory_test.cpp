@@ -16,6 +16,7 @@
 #include "memory/simulator.h"
 
 #ifdef DNNCAST_HAVE_TORCH
+#include "memory/profiled_limits.h"
 #include "profile/measure.h"
 #endif
 
@@ -65,14 +66,7 @@ TEST(CheckpointMemory, PeakFallsAndTheSavingGrowsWithDepth) {
 
 #ifdef DNNCAST_HAVE_TORCH
 
-profile::Limits quick_limits() {
-  profile::Limits limits;
-  limits.time_budget_s = 0.01;  // warm-up 2 iterations, 1 timed: the peak is reached by iteration 2
-  limits.warmup_budget_s = 0.01;
-  limits.min_iterations = 1;
-  limits.timeout_s = 120;
-  return limits;
-}
+using memory_test::quick_limits;
 
 void expect_exact(const Graph& graph, const std::string& label, Optimizer optimizer, int64_t grad_accum = 1) {
   profile::TrainConfig train;

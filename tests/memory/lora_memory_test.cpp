@@ -24,6 +24,7 @@
 #include "memory/exact_decoder.h"
 
 #ifdef DNNCAST_HAVE_TORCH
+#include "memory/profiled_limits.h"
 #include "profile/measure.h"
 #endif
 
@@ -70,14 +71,7 @@ TEST(LoraMemory, FrozenOpsOutsideTheModelledOnesAreRefused) {
 
 #ifdef DNNCAST_HAVE_TORCH
 
-profile::Limits quick_limits() {
-  profile::Limits limits;
-  limits.time_budget_s = 0.01;  // warm-up 2 iterations, 1 timed: the peak is reached by iteration 2
-  limits.warmup_budget_s = 0.01;
-  limits.min_iterations = 1;
-  limits.timeout_s = 120;
-  return limits;
-}
+using memory_test::quick_limits;
 
 // Simulated and measured peaks of `graph`; the error in percent.
 double compare(const Graph& graph, const std::string& label, Optimizer optimizer, bool expect_exact) {

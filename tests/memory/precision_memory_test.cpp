@@ -25,6 +25,7 @@
 #include "models/hf_config.h"
 
 #ifdef DNNCAST_HAVE_TORCH
+#include "memory/profiled_limits.h"
 #include "profile/measure.h"
 #endif
 
@@ -99,14 +100,7 @@ TEST(PrecisionMemory, EachTrainableWeightIsCastOncePerIteration) {
 
 #ifdef DNNCAST_HAVE_TORCH
 
-profile::Limits quick_limits() {
-  profile::Limits limits;
-  limits.time_budget_s = 0.01;  // warm-up 2 iterations, 1 timed: the peak is reached by iteration 2
-  limits.warmup_budget_s = 0.01;
-  limits.min_iterations = 1;
-  limits.timeout_s = 120;
-  return limits;
-}
+using memory_test::quick_limits;
 
 struct Compared {
   int64_t measured = 0, simulated = 0;

@@ -15,6 +15,7 @@
 #include "models/zoo.h"
 
 #ifdef DNNCAST_HAVE_TORCH
+#include "memory/profiled_limits.h"
 #include "profile/measure.h"
 #endif
 
@@ -23,14 +24,7 @@ namespace {
 
 #ifdef DNNCAST_HAVE_TORCH
 
-profile::Limits quick_limits() {
-  profile::Limits limits;
-  limits.time_budget_s = 0.01;   // warm-up 2 iterations, 1 timed: the peak is reached by iteration 2
-  limits.warmup_budget_s = 0.01;
-  limits.min_iterations = 1;
-  limits.timeout_s = 120;
-  return limits;
-}
+using memory_test::quick_limits;
 
 struct Case {
   std::string model;  // zoo name or synthetic:SEED

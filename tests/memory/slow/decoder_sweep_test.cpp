@@ -20,6 +20,7 @@
 #include "rotation.h"
 
 #ifdef DNNCAST_HAVE_TORCH
+#include "memory/profiled_limits.h"
 #include "profile/measure.h"
 #endif
 
@@ -44,12 +45,8 @@ Row measure(const dnncast::DecoderCase& decoder) {
   dnncast::profile::TrainConfig train;
   train.set_setup(decoder);
   train.grad_accum = decoder.grad_accum;
-  dnncast::profile::Limits limits;
-  limits.time_budget_s = 0.01;  // the peak is reached by iteration 2
-  limits.warmup_budget_s = 0.01;
-  limits.min_iterations = 1;
-  limits.timeout_s = 300;
-  const dnncast::profile::Measurement measured = dnncast::profile::measure_isolated(graph, train, limits);
+  const dnncast::profile::Measurement measured =
+      dnncast::profile::measure_isolated(graph, train, dnncast::memory_test::quick_limits(300));
   row.status = measured.status;
   row.message = measured.message;
   row.measured = measured.peak_bytes;
