@@ -1,0 +1,31 @@
+// oneDNN's bf16 matmul scratchpads as memory/onednn_scratchpad.h asks them of libdnnl.so.2. Whether the sizes are
+// right is checked against libtorch's own allocations by PrecisionMemoryVsProfiler and the decoder sweeps; here,
+// what holds on any host.
+#include <gtest/gtest.h>
+
+#include "memory/onednn_scratchpad.h"
+
+namespace dnncast::memory {
+namespace {
+
+TEST(OneDnnScratchpad, AtensOwnKernelBelowSixteenCubedBooksNone) {
+  EXPECT_EQ(onednn_bf16_scratchpad(Bf16Matmul{1, 16, 16, 16, false, true, 1}), std::optional<int64_t>(0));
+  EXPECT_EQ(onednn_bf16_scratchpad(Bf16Matmul{2, 8, 8, 32, false, false, 1}), std::optional<int64_t>(0));
+}
+
+TEST(OneDnnScratchpad, SaysWhichLibraryAnswers) {
+  const std::optional<int64_t> bytes = onednn_bf16_scratchpad(Bf16Matmul{1, 256, 384, 256, false, true, 1});
+  const std::string status = onednn_library_status();
+  EXPECT_FALSE(status.empty());
+  if (!bytes.has_value()) return;  // no libdnnl.so.2 (or no bf16 matmul) here: the simulation counts none, and says so
+  EXPECT_NE(status.find("oneDNN"), std::string::npos) << status;
+  EXPECT_GE(*bytes, 0);
+  // The same question, asked again (cached), and with more threads: never less per-thread room.
+  EXPECT_EQ(onednn_bf16_scratchpad(Bf16Matmul{1, 256, 384, 256, false, true, 1}), bytes);
+  const std::optional<int64_t> two = onednn_bf16_scratchpad(Bf16Matmul{1, 256, 384, 256, false, true, 2});
+  ASSERT_TRUE(two.has_value());
+  EXPECT_GE(*two, *bytes);
+}
+
+}  // namespace
+}  // namespace dnncast::memory
