@@ -17,7 +17,7 @@ TEST(OneDnnScratchpad, SaysWhichLibraryAnswers) {
   const std::optional<int64_t> bytes = onednn_bf16_scratchpad(Bf16Matmul{1, 256, 384, 256, false, true, 1});
   const std::string status = onednn_library_status();
   EXPECT_FALSE(status.empty());
-  if (!bytes.has_value()) return;  // no libdnnl.so.2 (or no bf16 matmul) here: the simulation counts none, and says so
+  if (!bytes.has_value()) return;  // no libdnnl.so.2 (or no bf16 matmul) here: the simulation counts none
   EXPECT_NE(status.find("oneDNN"), std::string::npos) << status;
   EXPECT_GE(*bytes, 0);
   // The same question, asked again (cached), and with more threads: never less per-thread room.
