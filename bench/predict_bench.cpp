@@ -236,6 +236,22 @@ void BM_ServeDistinctPredict(benchmark::State& state) {
 }
 BENCHMARK(BM_ServeDistinctPredict)->Unit(benchmark::kMicrosecond);
 
+// Issue 37: a distinct GPU forecast as `serve --distinct --device a100-40gb` asks it: resnet50 at 224 px through the
+// per-kernel GPU time model, a new batch each time (1-1024), memory simulated.
+void BM_GpuForecastDistinctResnet50(benchmark::State& state) {
+  const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
+  apps::GpuForecastRequest request;
+  request.model = "resnet50";
+  request.device = "a100-40gb";
+  int64_t batch = 1;
+  for (auto _ : state) {
+    request.spec.batch = batch;
+    batch = batch % 1024 + 1;
+    benchmark::DoNotOptimize(apps::forecast_gpu(request, catalogue).time_ms);
+  }
+}
+BENCHMARK(BM_GpuForecastDistinctResnet50)->Unit(benchmark::kMicrosecond);
+
 // `predict CONFIG --device GPU` for a Hugging Face config (issue 34's goal: under 1 ms): the config read and
 // parsed, the graph built, every kernel timed by the per-kernel model, memory simulated; a new batch each time.
 void gpu_config_forecast(benchmark::State& state, const char* config, int64_t seq) {

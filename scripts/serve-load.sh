@@ -3,16 +3,18 @@
 # POST /v1/predict for resnet50 at batch 32, at 1, 8 and 64 connections: p50 / p99 latency and requests/s;
 # then a soak at 8 connections with the server's resident memory sampled from /proc (growth reported).
 #
-#   scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct]
+#   scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct] [--device NAME]
 #
 # --distinct: every request a new configuration (resnet50 at batches 1-1024, inputs 32-224 px, SGD or Adam: 51,200
 # of them, each wrk connection walking its own stretch), so no answer comes from the response cache: the cost of a
 # forecast a cluster scheduler or a notebook sweeping batches pays (issue 37).
+# --device NAME: every request forecasts for that device (a catalogued GPU such as a100-40gb: the GPU time model;
+# `dnncast devices` lists them); without it, this host's CPU predictor set.
 #
 # defaults: build, 20 s per load step, a 600 s soak (0: none), 2 server workers. wrk runs on the same host
 # (it takes CPU from the server: the figures are for both sharing the cores). Prints a Markdown table.
 set -euo pipefail
-build=build seconds=20 soak=600 threads=2 distinct=0
+build=build seconds=20 soak=600 threads=2 distinct=0 device=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -20,7 +22,8 @@ while [ $# -gt 0 ]; do
     --soak) soak="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --distinct) distinct=1; shift ;;
-    *) echo "usage: scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct]" >&2; exit 2 ;;
+    --device) device="$2"; shift 2 ;;
+    *) echo "usage: scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct] [--device NAME]" >&2; exit 2 ;;
   esac
 done
 command -v wrk >/dev/null || { echo "serve-load.sh: wrk is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
@@ -36,7 +39,7 @@ trap cleanup EXIT
 
 cat >"$work/predict.lua" <<'LUA'
 wrk.method = "POST"
-wrk.body = '{"model": "resnet50", "batch": 32}'
+wrk.body = '{"model": "resnet50", "batch": 32DEVICE_FIELD}'
 wrk.headers["Content-Type"] = "application/json"
 done = function(summary, latency, requests)
   local errors = summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
@@ -60,10 +63,14 @@ request = function()
   local size = 32 + 8 * (math.floor(k / 1024) % 25)
   local optimizer = (math.floor(k / 25600) % 2 == 0) and "sgd" or "adam"
   return wrk.format(nil, nil, nil, string.format(
-    '{"model": "resnet50", "batch": %d, "input": "3x%dx%d", "optimizer": "%s"}', batch, size, size, optimizer))
+    '{"model": "resnet50", "batch": %d, "input": "3x%dx%d", "optimizer": "%s"DEVICE_FIELD}', batch, size, size, optimizer))
 end
 LUA
 fi
+
+device_field=""
+[ -n "$device" ] && device_field=", \"device\": \"$device\""
+sed -i "s/DEVICE_FIELD/${device_field//\//\\/}/" "$work/predict.lua"
 
 "$build/dnncast" serve --listen 127.0.0.1:0 --threads "$threads" >"$work/out" 2>"$work/err" &
 server_pid=$!
@@ -72,7 +79,8 @@ url=$(grep -o 'http://[0-9.]*:[0-9]*' "$work/out") || { cat "$work/err" >&2; exi
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status"; }
 
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs; server: $url, $threads workers;" \
-  "$([ "$distinct" -eq 1 ] && echo "distinct requests" || echo "one request repeated")"
+  "$([ "$distinct" -eq 1 ] && echo "distinct requests" || echo "one request repeated"),"\
+  "device: ${device:-the CPU of this host}"
 wrk -t1 -c1 -d2s -s "$work/predict.lua" "$url/v1/predict" >/dev/null  # the first answer is computed, the rest cached
 echo
 echo "| connections | wrk threads | seconds | requests/s | p50 ms | p99 ms | requests | non-2xx | socket errors |"
