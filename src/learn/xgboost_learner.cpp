@@ -238,8 +238,9 @@ class Forest {
   // `count` rows `stride` floats apart: tree by tree, kLanes rows walking each tree side by side, each a fixed
   // number of levels (the tree's depth; a leaf stays where it is) with selects instead of branches. The nodes of
   // one tree stay in L1 across the rows and the lanes' loads overlap; a row still adds its leaves in tree order,
-  // so every output is bit-identical to predict()'s one-row walk (tests/learn/xgboost_forest_test.cpp). Five
-  // times faster over resnet50's layer rows (bench/predict_bench BM_LayerRows*, docs/RESULTS.md issue 37).
+  // so every output is bit-identical to predict()'s one-row walk (tests/learn/xgboost_forest_test.cpp). With the
+  // layer-wise model's row cache it took BM_PredictResnet50Corrected from 1.2 ms to 0.25 ms (docs/RESULTS.md,
+  // "Distinct forecasts").
   void predict_many(const float* rows, int64_t count, int64_t stride, double* out) const {
     constexpr int64_t kLanes = 8;
     if (depths_.size() != roots_.size()) {  // trees not stored one after another: the one-row walk
