@@ -1,9 +1,9 @@
 #include "forecast/layer_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <string_view>
