@@ -1,9 +1,13 @@
 #include "forecast/layer_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "import/graph_json.h"
@@ -100,10 +104,34 @@ LayerModel LayerModel::fit(const std::vector<LayerExample>& examples, const std:
   }
   LayerModel model;
   model.learner_ = learn::make_learner(learner, hyperparameters);
+  model.set_row_cache_rows(kLayerRowCacheRows);
   model.learner_->fit(x, y);
   model.training_runs_ = static_cast<int64_t>(runs);
   model.training_rows_ = static_cast<int64_t>(rows);
   return model;
+}
+
+// Forecast rows (their features' bytes) to the learner's output (log ms). Read under a shared lock; a forecast that
+// found rows missing adds them under the exclusive one.
+struct LayerModel::RowCache {
+  std::shared_mutex mutex;
+  std::unordered_map<std::string, double> predicted;
+  size_t capacity = kLayerRowCacheRows;
+};
+
+void LayerModel::set_row_cache_rows(size_t rows) {
+  if (rows == 0) {
+    cache_.reset();
+    return;
+  }
+  cache_ = std::make_shared<RowCache>();
+  cache_->capacity = rows;
+}
+
+size_t LayerModel::cached_rows() const {
+  if (!cache_) return 0;
+  std::shared_lock<std::shared_mutex> lock(cache_->mutex);
+  return cache_->predicted.size();
 }
 
 std::vector<double> LayerModel::row_ms(const features::LayerSites& sites, const features::TrainingConfig& config,
@@ -113,23 +141,49 @@ std::vector<double> LayerModel::row_ms(const features::LayerSites& sites, const 
   features::layer_rows(sites, config, gpu, block);
   const size_t count = sites.nodes.size() + 1;
   const size_t width = features::layer_feature_count();
-  // A network repeats its layers (resnet50 its bottleneck blocks): each distinct row is predicted
+  const size_t row_bytes = width * sizeof(float);
+  auto key_of = [&](size_t row) {
+    return std::string_view(reinterpret_cast<const char*>(block.data() + row * width), row_bytes);
+  };
+  // A network repeats its layers (resnet50 its bottleneck blocks): each distinct row is looked up, and predicted,
   // once, which took the corrected layer-wise forecast of resnet50 from 2.5 ms to 0.9 ms
   // (build/bench/predict_bench --benchmark_filter=Corrected, AVX-512 EPYC).
-  std::map<std::vector<float>, size_t> distinct;
-  std::vector<size_t> which(count);
-  std::vector<float> unique;
-  unique.reserve(block.size());
+  std::unordered_map<std::string_view, size_t> distinct;
+  std::vector<size_t> which(count), first_row;
   for (size_t row = 0; row < count; ++row) {
-    std::vector<float> key(block.begin() + static_cast<std::ptrdiff_t>(row * width),
-                           block.begin() + static_cast<std::ptrdiff_t>((row + 1) * width));
-    auto [at, added] = distinct.emplace(std::move(key), distinct.size());
-    if (added) unique.insert(unique.end(), at->first.begin(), at->first.end());
+    auto [at, added] = distinct.emplace(key_of(row), first_row.size());
+    if (added) first_row.push_back(row);
     which[row] = at->second;
   }
-  std::vector<double> predicted(distinct.size());
-  learner_->predict_rows(unique.data(), static_cast<int64_t>(distinct.size()), static_cast<int64_t>(width),
-                         predicted.data());
+  std::vector<double> predicted(first_row.size());
+  std::vector<size_t> missing;  // indices into first_row
+  if (cache_) {
+    std::shared_lock<std::shared_mutex> lock(cache_->mutex);
+    for (size_t index = 0; index < first_row.size(); ++index) {
+      auto found = cache_->predicted.find(std::string(key_of(first_row[index])));
+      if (found != cache_->predicted.end())
+        predicted[index] = found->second;
+      else
+        missing.push_back(index);
+    }
+  } else {
+    for (size_t index = 0; index < first_row.size(); ++index) missing.push_back(index);
+  }
+  if (!missing.empty()) {
+    std::vector<float> rows(missing.size() * width);
+    for (size_t index = 0; index < missing.size(); ++index)
+      std::copy_n(block.data() + first_row[missing[index]] * width, width, rows.data() + index * width);
+    std::vector<double> walked(missing.size());
+    learner_->predict_rows(rows.data(), static_cast<int64_t>(missing.size()), static_cast<int64_t>(width),
+                           walked.data());
+    for (size_t index = 0; index < missing.size(); ++index) predicted[missing[index]] = walked[index];
+    if (cache_) {
+      std::unique_lock<std::shared_mutex> lock(cache_->mutex);
+      if (cache_->predicted.size() + missing.size() > cache_->capacity) cache_->predicted.clear();
+      for (size_t index = 0; index < missing.size() && cache_->predicted.size() < cache_->capacity; ++index)
+        cache_->predicted.emplace(std::string(key_of(first_row[missing[index]])), walked[index]);
+    }
+  }
   std::vector<double> out(count);
   for (size_t row = 0; row < count; ++row) out[row] = std::exp(predicted[which[row]]);
   return out;
@@ -173,6 +227,7 @@ LayerModel LayerModel::load(const std::string& dir) {
                        manifest.at("feature_version").dump() + ", this build computes " +
                        std::to_string(features::kFeatureVersion) + "): retrain it with `dnncast train`");
     model.learner_ = learn::load_learner(manifest.at("learner").get<std::string>(), manifest.at("hyperparameters"), dir);
+    model.set_row_cache_rows(kLayerRowCacheRows);
     model.training_runs_ = manifest.at("training").at("runs").get<int64_t>();
     model.training_rows_ = manifest.at("training").at("rows").get<int64_t>();
   } catch (const json::exception& error) {

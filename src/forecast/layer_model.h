@@ -62,11 +62,23 @@ class LayerModel {
   // Per-row forecasts (nodes, then the optimizer), ms.
   std::vector<double> row_ms(const features::LayerSites& sites, const features::TrainingConfig& config, bool gpu) const;
 
+  // Rows forecast before, keyed by their features (all of them: the same row, the same forecast, to the bit), are
+  // answered from a cache that the copies of this model share across requests and threads (issue 37: past the
+  // trained batches every forecast also sums the network at the largest trained batch). Bounded: at `rows` rows
+  // it is emptied and refilled. 0: no cache (every row walked). A loaded or fitted model starts with
+  // kLayerRowCacheRows.
+  void set_row_cache_rows(size_t rows);
+  size_t cached_rows() const;  // rows held now
+
+  static constexpr size_t kLayerRowCacheRows = size_t{1} << 16;  // ~11 MB of keys and values at most
+
   int64_t training_runs() const { return training_runs_; }
   int64_t training_rows() const { return training_rows_; }
 
  private:
+  struct RowCache;
   std::shared_ptr<learn::Learner> learner_;
+  std::shared_ptr<RowCache> cache_;  // null: none
   int64_t training_runs_ = 0, training_rows_ = 0;
 };
 

@@ -276,8 +276,12 @@ std::vector<std::string> missing_peaks(const hardware::GpuSpec& gpu, GpuPrecisio
 KernelBusy kernel_busy(const GpuWork& work, const hardware::GpuSpec& gpu, const GpuKernelModel& model) {
   const KernelDevice device = kernel_device(gpu);
   KernelBusy busy;
-  for (const auto& [shape, count] : work.shaped) {
-    busy.kernels.push_back({model.seconds(shape, device), count});
+  std::vector<const KernelShape*> shapes;
+  for (const auto& shaped : work.shaped) shapes.push_back(&shaped.first);
+  const std::vector<double> seconds = model.seconds_many(shapes, device);  // each family's trees walked once
+  for (size_t index = 0; index < work.shaped.size(); ++index) {
+    const auto& [shape, count] = work.shaped[index];
+    busy.kernels.push_back({seconds[index], count});
     busy.roofline_s += static_cast<double>(count) * roofline_seconds(shape, device);
   }
   return busy;

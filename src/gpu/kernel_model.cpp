@@ -170,6 +170,16 @@ GpuKernelModel& GpuKernelModel::operator=(GpuKernelModel&&) noexcept = default;
 
 bool GpuKernelModel::has(KernelFamily family) const { return learners_[static_cast<size_t>(family)] != nullptr; }
 
+namespace {
+
+// Below the roofline only where measurements are: cuDNN's Winograd 3x3 convolutions need fewer
+// multiplications than the direct count the roofline uses.
+double busy_from_ratio(const KernelShape& shape, double roof, double log_ratio) {
+  return roof * std::exp(std::max(shape.family == KernelFamily::Conv && shape.kernel == 3 ? std::log(0.25) : 0.0, log_ratio));
+}
+
+}  // namespace
+
 double GpuKernelModel::seconds(const KernelShape& shape, const KernelDevice& device) const {
   const double roof = roofline_seconds(shape, device);
   const auto& learner = learners_[static_cast<size_t>(shape.family)];
@@ -177,9 +187,36 @@ double GpuKernelModel::seconds(const KernelShape& shape, const KernelDevice& dev
   const std::vector<float> features = kernel_features(shape, device);
   double log_ratio = 0;
   learner->predict_rows(features.data(), 1, static_cast<int64_t>(features.size()), &log_ratio);
-  // Below the roofline only where measurements are: cuDNN's Winograd 3x3 convolutions need fewer
-  // multiplications than the direct count the roofline uses.
-  return roof * std::exp(std::max(shape.family == KernelFamily::Conv && shape.kernel == 3 ? std::log(0.25) : 0.0, log_ratio));
+  return busy_from_ratio(shape, roof, log_ratio);
+}
+
+std::vector<double> GpuKernelModel::seconds_many(const std::vector<const KernelShape*>& shapes,
+                                                 const KernelDevice& device) const {
+  std::vector<double> out(shapes.size());
+  for (size_t family = 0; family < learners_.size(); ++family) {
+    std::vector<size_t> mine;
+    std::vector<float> rows;
+    size_t width = 0;
+    for (size_t index = 0; index < shapes.size(); ++index) {
+      if (static_cast<size_t>(shapes[index]->family) != family) continue;
+      if (!learners_[family]) {
+        out[index] = roofline_seconds(*shapes[index], device);
+        continue;
+      }
+      const std::vector<float> features = kernel_features(*shapes[index], device);
+      DNNCAST_ASSERT(width == 0 || features.size() == width);
+      width = features.size();
+      rows.insert(rows.end(), features.begin(), features.end());
+      mine.push_back(index);
+    }
+    if (mine.empty()) continue;
+    std::vector<double> log_ratios(mine.size());
+    learners_[family]->predict_rows(rows.data(), static_cast<int64_t>(mine.size()), static_cast<int64_t>(width),
+                                    log_ratios.data());
+    for (size_t row = 0; row < mine.size(); ++row)
+      out[mine[row]] = busy_from_ratio(*shapes[mine[row]], roofline_seconds(*shapes[mine[row]], device), log_ratios[row]);
+  }
+  return out;
 }
 
 double GpuKernelModel::timed_alone_seconds(const KernelShape& shape, const KernelDevice& device,

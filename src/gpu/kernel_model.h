@@ -100,6 +100,9 @@ class GpuKernelModel {
   // Busy seconds on the GPU (no launch floor): roofline x the predicted ratio, at least the roofline (a 3x3
   // convolution may go below it, as Winograd does in the measurements).
   double seconds(const KernelShape& shape, const KernelDevice& device) const;
+  // The same for many kernels, each family's rows predicted in one pass over its trees (issue 37): equal to
+  // seconds() of each, to the bit.
+  std::vector<double> seconds_many(const std::vector<const KernelShape*>& shapes, const KernelDevice& device) const;
   // What the kernel took when timed alone, as in the public tables: busy time plus the launch floor
   // (the training GPUs' mean floor of the family for a GPU that was not in the fit).
   double timed_alone_seconds(const KernelShape& shape, const KernelDevice& device, const std::string& gpu) const;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/checked.h"
@@ -22,9 +23,14 @@ inline int64_t all_in_bytes(const OpView& view) {
 
 // A 2-D attribute given as one value or two ([h, w]).
 inline std::array<int64_t, 2> pair_attr(const OpView& view, const std::string& key, int64_t fallback) {
-  std::vector<int64_t> values = view.node.attr_ints(key, {fallback, fallback});
+  // One map lookup and no copy when the attribute is a list of two (every node of every forecast runs this).
+  auto found = view.node.attrs.find(key);
+  if (found == view.node.attrs.end()) return {fallback, fallback};
+  if (const auto* list = std::get_if<std::vector<int64_t>>(&found->second); list != nullptr && list->size() == 2)
+    return {(*list)[0], (*list)[1]};
+  std::vector<int64_t> values = view.node.attr_ints(key);
   if (values.size() == 1) values.push_back(values[0]);
-  view.check(values.size() == 2, "attribute '" + key + "' needs 1 or 2 values");
+  if (values.size() != 2) view.fail("attribute '" + key + "' needs 1 or 2 values");  // the message only on failure
   return {values[0], values[1]};
 }
 
@@ -82,9 +88,10 @@ inline int64_t product(const std::vector<int64_t>& dims) {
 }
 
 inline void require_rank(const OpView& view, int input, int rank) {
-  view.check(view.in(input).rank() == rank, "expected rank " + std::to_string(rank) + " input, got " +
-                                                std::to_string(view.in(input).rank()) + " (" +
-                                                view.in(input).to_string() + ")");
+  // The message built only on failure: shape inference runs this for every node of every forecast (issue 37).
+  if (view.in(input).rank() != rank)
+    view.fail("expected rank " + std::to_string(rank) + " input, got " + std::to_string(view.in(input).rank()) + " (" +
+              view.in(input).to_string() + ")");
 }
 
 }  // namespace dnncast::ops

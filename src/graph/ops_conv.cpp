@@ -29,10 +29,10 @@ ConvGeometry geometry(const OpView& view) {
   g.bias = view.node.attr_int("bias", 1) != 0;
   view.check(g.out_channels > 0, "out_channels must be positive");
   view.check(g.groups > 0, "groups must be positive");
-  view.check(g.in_channels % g.groups == 0, "input channels " + std::to_string(g.in_channels) +
-                                                " not divisible by groups " + std::to_string(g.groups));
-  view.check(g.out_channels % g.groups == 0, "out_channels " + std::to_string(g.out_channels) +
-                                                 " not divisible by groups " + std::to_string(g.groups));
+  if (g.in_channels % g.groups != 0)  // messages built only on failure (every node of every forecast runs this)
+    view.fail("input channels " + std::to_string(g.in_channels) + " not divisible by groups " + std::to_string(g.groups));
+  if (g.out_channels % g.groups != 0)
+    view.fail("out_channels " + std::to_string(g.out_channels) + " not divisible by groups " + std::to_string(g.groups));
   for (int axis = 0; axis < 2; ++axis) {
     view.check(g.kernel[axis] > 0 && g.stride[axis] > 0 && g.dilation[axis] > 0 && g.padding[axis] >= 0,
                "kernel, stride and dilation must be positive and padding non-negative");

@@ -112,6 +112,34 @@ TEST_F(ForecastApi, PredictMatchesTheCliJson) {
   }
 }
 
+// Issue 37: distinct forecasts in one process share the layer-wise model's row cache (forecast/layer_model.h) and
+// walk the trees several rows at a time; each `dnncast predict` process starts with an empty cache. Distinct
+// resnet50 configurations past the trained batches (the layer-wise sums at the batch and at the largest trained
+// one) and at 224 px (the corrected model), each forecast twice here after a warm-up: the same JSON as the CLI's,
+// to the last digit.
+TEST_F(ForecastApi, DistinctForecastsFromTheRowCacheMatchTheCliJson) {
+  struct Case {
+    int64_t batch, size;
+    Optimizer optimizer;
+  };
+  const std::vector<Case> cases{{200, 224, Optimizer::Sgd}, {201, 224, Optimizer::Sgd}, {512, 96, Optimizer::Adam},
+                                {1000, 64, Optimizer::Sgd}, {64, 224, Optimizer::Adam}, {130, 32, Optimizer::Adam}};
+  auto request_of = [](const Case& c) {
+    ForecastRequest request = request_for("resnet50", c.batch);
+    request.spec.input = {3, c.size, c.size};
+    request.optimizer = c.optimizer;
+    return request;
+  };
+  for (const Case& c : cases) forecast(request_of(c));  // the cache filled
+  for (const Case& c : cases) {
+    const std::string input = "3x" + std::to_string(c.size) + "x" + std::to_string(c.size);
+    json expected = cli_json("predict", {"resnet50", "--batch", std::to_string(c.batch), "--input", input,
+                                         "--optimizer", name(c.optimizer), "--predictor", kCpuSet, "--json"});
+    EXPECT_EQ(to_json(forecast(request_of(c))), expected) << c.batch << " at " << input;
+    EXPECT_EQ(to_json(forecast(request_of(c))), expected) << c.batch << " at " << input << ", again";
+  }
+}
+
 TEST_F(ForecastApi, PredictStructsSayWhereEachNumberCameFrom) {
   ForecastRequest request = request_for("resnet18", 8);
   request.epoch_samples = 100;

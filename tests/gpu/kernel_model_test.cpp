@@ -107,6 +107,23 @@ TEST(KernelModel, ANodesKernelsCarryItsFlops) {
   EXPECT_EQ(attention, 12);
 }
 
+// Issue 37: a forecast predicts all its kernels at once, each family's rows walking the trees together: each the
+// same, to the bit, as that kernel predicted alone.
+TEST(KernelModel, KernelsPredictedTogetherEqualEachAlone) {
+  ModelSpec spec;
+  spec.batch = 24;
+  const GpuWork work = gpu_work(load_model("resnet50", spec), GpuPrecision::Fp32, Optimizer::Sgd, GpuPhase::Train);
+  const GpuKernelModel model = GpuKernelModel::load();
+  const KernelDevice device = kernel_device(catalogue().gpu("a100-40gb"));
+  std::vector<const KernelShape*> shapes;
+  for (const auto& shaped : work.shaped) shapes.push_back(&shaped.first);
+  ASSERT_GT(shapes.size(), 20u);
+  const std::vector<double> together = model.seconds_many(shapes, device);
+  ASSERT_EQ(together.size(), shapes.size());
+  for (size_t index = 0; index < shapes.size(); ++index)
+    EXPECT_EQ(together[index], model.seconds(*shapes[index], device)) << "kernel " << index;
+}
+
 TEST(KernelModel, PhasesOrderAsWhatTheyTime) {
   ModelSpec spec;
   spec.batch = 4;
