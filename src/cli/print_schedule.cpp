@@ -2,6 +2,7 @@
 #include "cli/print_schedule.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -27,15 +28,34 @@ std::string hours(double seconds) {
   return text;
 }
 
+// printf onto the end of `out`.
+__attribute__((format(printf, 2, 3))) void appendf(std::string& out, const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int length = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (length > 0) {
+    const size_t end = out.size();
+    out.resize(end + static_cast<size_t>(length) + 1);
+    std::vsnprintf(out.data() + end, static_cast<size_t>(length) + 1, format, again);
+    out.resize(end + static_cast<size_t>(length));
+  }
+  va_end(again);
+}
+
 }  // namespace
 
-void print_schedule(const apps::Schedule& schedule) {
+void print_schedule(const apps::Schedule& schedule) { std::fputs(format_schedule(schedule).c_str(), stdout); }
+
+std::string format_schedule(const apps::Schedule& schedule) {
+  std::string out;
   const apps::sched::Timeline& timeline = schedule.genetic.timeline;
-  std::printf("%zu jobs on %zu GPUs (", schedule.placed_jobs.size(), schedule.gpus.size());
+  appendf(out, "%zu jobs on %zu GPUs (", schedule.placed_jobs.size(), schedule.gpus.size());
   for (size_t type = 0; type < schedule.types.size(); ++type)
-    std::printf("%s%s x%lld", type ? ", " : "", schedule.types[type].gpu.c_str(),
+    appendf(out, "%s%s x%lld", type ? ", " : "", schedule.types[type].gpu.c_str(),
                 static_cast<long long>(schedule.types[type].count));
-  std::printf("), objective %s: makespan %s, mean JCT %s, cost $%.2f\n\n",
+  appendf(out, "), objective %s: makespan %s, mean JCT %s, cost $%.2f\n\n",
               apps::sched::name(schedule.objective).c_str(), hours(timeline.makespan_s).c_str(),
               hours(timeline.mean_jct_s).c_str(), timeline.cost_usd);
 
@@ -46,7 +66,7 @@ void print_schedule(const apps::Schedule& schedule) {
     const int64_t gpu_a = schedule.genetic.plan.gpu[a], gpu_b = schedule.genetic.plan.gpu[b];
     return gpu_a != gpu_b ? gpu_a < gpu_b : timeline.start_s[a] < timeline.start_s[b];
   });
-  std::printf("  %-4s %-16s %-14s %6s %-20s %10s %10s %10s %9s\n", "mark", "job", "model", "batch", "gpu", "start",
+  appendf(out, "  %-4s %-16s %-14s %6s %-20s %10s %10s %10s %9s\n", "mark", "job", "model", "batch", "gpu", "start",
               "end", "duration", "peak GiB");
   for (size_t index : order) {
     const int64_t job = schedule.placed_jobs[index];
@@ -54,7 +74,7 @@ void print_schedule(const apps::Schedule& schedule) {
     const apps::ClusterGpu& gpu = schedule.gpus[schedule.genetic.plan.gpu[index]];
     const apps::JobOnType& on = schedule.forecasts[job][gpu.type];
     const std::string gpu_text = gpu.label() + " " + schedule.types[gpu.type].gpu;
-    std::printf("  %-4c %-16s %-14s %6lld %-20s %10s %10s %10s %9.1f\n", job_mark(index), spec.name.c_str(),
+    appendf(out, "  %-4c %-16s %-14s %6lld %-20s %10s %10s %10s %9.1f\n", job_mark(index), spec.name.c_str(),
                 spec.model.c_str(), static_cast<long long>(spec.spec.batch), gpu_text.c_str(),
                 hours(timeline.start_s[index]).c_str(), hours(timeline.end_s[index]).c_str(),
                 hours(timeline.end_s[index] - timeline.start_s[index]).c_str(),
@@ -64,7 +84,7 @@ void print_schedule(const apps::Schedule& schedule) {
   // Gantt: one row per GPU, kGanttColumns columns over the makespan; each column shows the job running
   // at its middle ('.' idle).
   const double span = std::max(timeline.makespan_s, 1e-9);
-  std::printf("\n  Gantt, 0 to %s (one column %s):\n", hours(timeline.makespan_s).c_str(),
+  appendf(out, "\n  Gantt, 0 to %s (one column %s):\n", hours(timeline.makespan_s).c_str(),
               hours(span / kGanttColumns).c_str());
   for (size_t gpu = 0; gpu < schedule.gpus.size(); ++gpu) {
     std::string row(kGanttColumns, '.');
@@ -76,19 +96,20 @@ void print_schedule(const apps::Schedule& schedule) {
       }
     }
     const std::string label = schedule.gpus[gpu].label() + " " + schedule.types[schedule.gpus[gpu].type].gpu;
-    std::printf("  %-24s |%s|\n", label.c_str(), row.c_str());
+    appendf(out, "  %-24s |%s|\n", label.c_str(), row.c_str());
   }
 
-  std::printf("\n  %-10s %12s %12s %12s\n", "solver", "makespan", "mean JCT", "cost");
+  appendf(out, "\n  %-10s %12s %12s %12s\n", "solver", "makespan", "mean JCT", "cost");
   for (const apps::SolverRow& row : schedule.solvers)
-    std::printf("  %-10s %12s %12s %11.2f$\n", row.solver.c_str(), hours(row.makespan_s).c_str(),
+    appendf(out, "  %-10s %12s %12s %11.2f$\n", row.solver.c_str(), hours(row.makespan_s).c_str(),
                 hours(row.mean_jct_s).c_str(), row.cost_usd);
-  std::printf(
+  appendf(out, 
       "\n  forecasts: %lld computed, %lld reused, %.2f s; genetic algorithm: %zu generations, %lld plans, "
       "%.2f s\n",
       static_cast<long long>(schedule.cache_misses), static_cast<long long>(schedule.cache_hits), schedule.forecast_s,
       schedule.genetic.best_by_generation.size(), static_cast<long long>(schedule.genetic.evaluations),
       schedule.solve_s);
+  return out;
 }
 
 }  // namespace dnncast::cli

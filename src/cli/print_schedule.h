@@ -2,10 +2,14 @@
 // mark per job, '.' idle) and the solvers side by side.
 #pragma once
 
+#include <string>
+
 #include "decide/schedule_jobs.h"
 
 namespace dnncast::cli {
 
+// The table as text (fuzz/fuzz_schedule_files.cpp reads it so); print_schedule writes it to stdout.
+std::string format_schedule(const apps::Schedule& schedule);
 void print_schedule(const apps::Schedule& schedule);
 
 }  // namespace dnncast::cli

@@ -101,6 +101,10 @@ std::vector<int> Graph::inputs() const {
 
 void Graph::infer_shapes() {
   for (int index = 0; index < size(); ++index) infer_node(index);
+  check_totals();
+}
+
+void Graph::check_totals() const {
   // Each node is bounded by infer_node; the sums over the graph must stay in int64 too, so that
   // every consumer (inspect's totals, features, the memory simulator) can add them freely.
   int64_t params = 0, flops = 0, bytes = 0;
@@ -168,6 +172,18 @@ void Graph::infer_node(int index) {
 }
 
 void Graph::validate() {
+  check_nodes();
+  infer_shapes();
+  check_ties();
+}
+
+void Graph::validate_inferred() {
+  check_nodes();
+  check_totals();
+  check_ties();
+}
+
+void Graph::check_nodes() const {
   if (nodes_.empty()) throw InputError("graph " + quote(name) + " has no nodes");
   if (inputs().empty()) throw InputError("graph " + quote(name) + " has no Input node");
   std::map<std::string, int> seen;
@@ -175,7 +191,9 @@ void Graph::validate() {
     const Node& node = nodes_[static_cast<size_t>(index)];
     if (!seen.emplace(node.name, index).second) throw InputError("duplicate node name " + quote(node.name));
   }
-  infer_shapes();
+}
+
+void Graph::check_ties() const {
   // Weight tying (Linear attr tied_to): the named node must be an Embedding whose table has the
   // shape of this layer's weight, out_features x in_features.
   for (const Node& node : nodes_) {

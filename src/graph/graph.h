@@ -70,6 +70,9 @@ class Graph {
   // Checks structure (inputs precede their consumers, names unique, input counts and
   // attributes as the op declares) and shapes. Throws InputError naming the node.
   void validate();
+  // The same for a graph whose every node went through infer_node in order as it was added and was not
+  // changed since (GraphBuilder's, private until finish()): the checks without inferring each node again.
+  void validate_inferred();
 
   // Builds a graph from nodes given in any order with inputs by name: resolves names,
   // rejects dangling inputs and cycles, orders topologically (stable), infers shapes.
@@ -84,6 +87,9 @@ class Graph {
   std::string architecture_hash() const;
 
  private:
+  void check_nodes() const;   // some nodes, an Input, unique names
+  void check_totals() const;  // the graph's parameters, FLOPs and bytes within int64 (its nodes inferred)
+  void check_ties() const;    // Linear tied_to an Embedding of its weight's shape
   std::vector<Node> nodes_;
   std::map<std::string, int> index_by_name_;
 };

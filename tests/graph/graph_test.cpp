@@ -31,5 +31,31 @@ TEST(Graph, UnknownOpListsKnownOnes) {
   }
 }
 
+// finish() does not infer the nodes a second time (validate_inferred): the graph is the one validate() gives,
+// and the checks op() does not make still run.
+TEST(Graph, FinishGivesWhatValidateGives) {
+  GraphBuilder b("t", "test");
+  int x = b.input(TensorShape{2, 3, 32, 32});
+  x = b.act("r", "ReLU", b.batchnorm("bn", b.conv("c", x, 16, 3, 2, 1, 1, false)));
+  b.linear("fc", b.flatten("f", b.adaptive_avgpool("p", x, 1, 1)), 10);
+  Graph built = b.finish();
+  Graph validated = built;
+  validated.validate();
+  EXPECT_EQ(built.architecture_hash(), validated.architecture_hash());
+  for (int index = 0; index < built.size(); ++index) EXPECT_EQ(built.node(index).shape, validated.node(index).shape);
+}
+
+TEST(Graph, FinishStillChecksTheWholeGraph) {
+  GraphBuilder tied("t", "test");
+  int x = tied.input(TensorShape{1, 4});
+  tied.op("fc", "Linear", {x}, {{"out_features", int64_t{8}}, {"tied_to", std::string("nothing")}});
+  try {
+    tied.finish();
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("is not an Embedding node"), std::string::npos) << error.what();
+  }
+}
+
 }  // namespace
 }  // namespace dnncast
