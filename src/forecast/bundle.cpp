@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "learn/json_int.h"
 
 namespace dnncast::apps {
 
@@ -52,7 +53,7 @@ Predictor Predictor::load(const std::string& dir) {
     std::string format = document.at("format").get<std::string>();
     if (format != kPredictorFormat)
       throw InputError(path + ": format " + quote(format) + ", this build reads " + quote(kPredictorFormat));
-    manifest.feature_version = document.at("feature_version").get<int>();
+    manifest.feature_version = learn::json_int(document.at("feature_version"), path + ": feature_version");
     if (manifest.feature_version != features::kFeatureVersion)
       throw InputError("predictor " + dir + " was trained with feature version " +
                        std::to_string(manifest.feature_version) + ", this build computes version " +
@@ -65,7 +66,7 @@ Predictor Predictor::load(const std::string& dir) {
     if (manifest.target != "time" && manifest.target != "memory")
       throw InputError(path + ": unknown target " + quote(manifest.target));
     manifest.unit = document.at("unit").get<std::string>();
-    manifest.columns = document.at("columns").get<std::vector<int>>();
+    manifest.columns = learn::json_ints(document.at("columns"), path + ": columns");
     for (int column : manifest.columns)
       if (column < 0 || column >= static_cast<int>(features::feature_count()))
         throw InputError(path + ": feature column " + std::to_string(column) + " out of range");

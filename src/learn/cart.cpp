@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <numeric>
 
+#include "learn/json_int.h"
 #include "core/error.h"
 #include "learn/learn_util.h"
 
@@ -76,7 +77,7 @@ class CartLearner : public Learner {
     try {
       columns = document.at("columns").get<int64_t>();
       for (const nlohmann::json& item : document.at("nodes"))
-        nodes.push_back({item.at(0).get<int>(), item.at(1).get<double>(), item.at(2).get<int>(), item.at(3).get<int>(),
+        nodes.push_back({json_int(item.at(0), "tree node"), item.at(1).get<double>(), json_int(item.at(2), "tree node"), json_int(item.at(3), "tree node"),
                          item.at(4).get<double>()});
     } catch (const nlohmann::json::exception& error) {
       throw InputError(path + ": " + error.what());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "learn/json_int.h"
 #include "core/error.h"
 #include "learn/learn_util.h"
 
@@ -168,7 +169,7 @@ nlohmann::json Standardizer::to_json() const {
 void Standardizer::from_json(const nlohmann::json& document) {
   mean = vector_from_json(document.at("mean"));
   scale = vector_from_json(document.at("scale"));
-  active = document.at("active").get<std::vector<int>>();
+  active = json_ints(document.at("active"), "standardizer active");
   if (mean.size() != scale.size()) throw InputError("standardizer: mean and scale differ in length");
   for (int column : active)
     if (column < 0 || column >= mean.size()) throw InputError("standardizer: active column out of range");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "learn/json_int.h"
 #include "core/error.h"
 #include "learn/learn_util.h"
 
@@ -122,7 +123,7 @@ class StepwiseLearner : public Learner {
     try {
       standardizer_.from_json(document.at("standardizer"));
       terms_.clear();
-      for (const nlohmann::json& term : document.at("terms")) terms_.push_back({term.at(0).get<int>(), term.at(1).get<int>()});
+      for (const nlohmann::json& term : document.at("terms")) terms_.push_back({json_int(term.at(0), "stepwise term"), json_int(term.at(1), "stepwise term")});
       term_mean_ = detail::vector_from_json(document.at("term_mean"));
       term_scale_ = detail::vector_from_json(document.at("term_scale"));
       coefficients_ = detail::vector_from_json(document.at("coefficients"));

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "learn/json_int.h"
 #include "core/error.h"
 #include "learn/metrics.h"
 
@@ -209,7 +210,7 @@ TargetTransform TargetTransform::from_json(const nlohmann::json& document) {
     if (kind == "log") return transform;
     if (kind == "log_ratio" || kind == "log_residual") {
       transform.kind = kind == "log_ratio" ? Kind::LogRatio : Kind::LogResidual;
-      transform.reference_columns = document.at("reference_columns").get<std::vector<int>>();
+      transform.reference_columns = json_ints(document.at("reference_columns"), "transform reference_columns");
       transform.reference_names = document.at("references").get<std::vector<std::string>>();
       transform.floor = document.at("floor").get<double>();
       if (transform.reference_columns.empty() || transform.reference_columns.size() != transform.reference_names.size())
@@ -220,11 +221,11 @@ TargetTransform TargetTransform::from_json(const nlohmann::json& document) {
         throw InputError("target transform: log_ratio takes one reference");
       if (transform.kind == Kind::LogRatio && document.contains("thread_scaling")) {
         const nlohmann::json& scaling = document.at("thread_scaling");
-        transform.thread_column = scaling.at("column").get<int>();
+        transform.thread_column = json_int(scaling.at("column"), "transform column");
         transform.thread_name = scaling.at("name").get<std::string>();
         transform.thread_exponent = scaling.at("exponent").get<double>();
         transform.thread_pairs = scaling.at("pairs").get<int64_t>();
-        transform.pair_columns = scaling.at("pair_columns").get<std::vector<int>>();
+        transform.pair_columns = json_ints(scaling.at("pair_columns"), "transform pair_columns");
         transform.pair_names = scaling.at("pair_names").get<std::vector<std::string>>();
         if (transform.thread_column < 0 || !(transform.thread_exponent >= 0 && transform.thread_exponent <= 1) ||
             transform.pair_columns.size() != transform.pair_names.size())

@@ -543,6 +543,31 @@ void write_set(const std::string& dir, const data::EnvironmentRecord& environmen
   Predictor(manifest, std::move(learner)).save(dir + "/time");
 }
 
+// A manifest whose integers are floats or out of int's range is refused in one line (fuzz_predictor_manifest found
+// "columns": [1.1e+55] read through nlohmann's get<int>(), undefined behaviour under UBSan; issue 37).
+TEST(PredictorErrors, NonIntegerColumnsAndVersionsAreInputErrors) {
+  const std::string root = temp_dir("bad_ints");
+  write_set(root + "/set", test_environment());
+  const std::string manifest_path = root + "/set/time/manifest.json";
+  const nlohmann::json good = nlohmann::json::parse(std::ifstream(manifest_path));
+  ASSERT_NO_THROW(Predictor::load(root + "/set/time"));
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"columns", nlohmann::json::array({1.1e55})}, {"columns", nlohmann::json::array({4294967296LL})},
+      {"columns", nlohmann::json::array({0.5})},     {"feature_version", 1.5},
+      {"feature_version", 1e300},                     {"columns", "0"}};
+  for (const auto& [key, value] : cases) {
+    nlohmann::json bad = good;
+    bad[key] = value;
+    std::ofstream(manifest_path) << bad.dump();
+    try {
+      Predictor::load(root + "/set/time");
+      ADD_FAILURE() << key << " = " << value.dump() << " was accepted";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find(key), std::string::npos) << error.what();
+    }
+  }
+}
+
 TEST(PredictorSets, ChoiceByDeviceAndHost) {
   std::string root = temp_dir("sets");
   write_set(root + "/test-cpu", test_environment());
