@@ -1264,9 +1264,8 @@ class Trace {
   struct LinearDims {
     int64_t rows = 0, in = 0, out = 0;
   };
-  LinearDims linear_dims(int index, const Node& node) const {
+  LinearDims linear_dims(const Node& node) const {
     const int64_t in = graph_.node(node.inputs[0]).shape.dims.back();
-    (void)index;
     return LinearDims{graph_.node(node.inputs[0]).shape.numel() / std::max<int64_t>(in, 1), in, node.shape.dims.back()};
   }
   void linear_forward_scratch(const LinearDims& d) { bf16_scratch(1, d.rows, d.out, d.in, false, true); }
@@ -1486,7 +1485,7 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
   // saves mat1 only for mat2's gradient).
   const Edge weight_edge = param_edge(index, 0), bias_edge = bias ? param_edge(index, 1) : Edge{};
   const bool weight_grad = weight_edge.kind != Edge::None, bias_grad = bias_edge.kind != Edge::None;
-  const LinearDims dims = linear_dims(index, node);
+  const LinearDims dims = linear_dims(node);
   if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
     // addmm(bias, input, weight.t()): AddmmBackward0 gives mat1, mat2; the bias gradient is summed
     // over rows by the engine; outputs are routed bias, input, weight (via TBackward0).
@@ -1585,7 +1584,7 @@ Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tens
   const int64_t weight_bytes = w.bytes, bias_bytes = b.bytes;
   const int rank = graph_.node(producer).shape.rank();
   const bool input_grad = x.requires_grad(), weight_grad = w.requires_grad(), bias_grad = bias && b.requires_grad();
-  const LinearDims dims = linear_dims(index, node);
+  const LinearDims dims = linear_dims(node);
   std::vector<int> keep;
   Tensor out;
   if (bias && (rank == 2 || (rank == 3 && x.contiguous))) {
