@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build build-cli test test-rotation test-slow test-slurm demo sanitize fuzz fuzz-ci fuzz-build clean
+.PHONY: setup configure build build-cli test test-rotation test-slow test-slurm demo sanitize tsan fuzz fuzz-ci fuzz-build clean
 
 setup:
 	@bash scripts/setup.sh
@@ -66,6 +66,17 @@ sanitize: setup
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDNNCAST_SANITIZE=ON -DDNNCAST_BUILD_BENCH=OFF >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest -LE slow --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer build of the forecast library, the server and their tests (no libtorch: the executor is not
+# part of what serves), and serve's tests under it: forecasts run side by side on serve's workers with no lock
+# around them (ServeApi.ConcurrentRequestsAnswerAsOneAtATime); a data race fails the run. Part of .ci/run.
+tsan: setup
+	@mkdir -p build-tsan
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDNNCAST_TSAN=ON -DDNNCAST_WITH_TORCH=OFF \
+	  -DDNNCAST_BUILD_BENCH=OFF -DDNNCAST_BUILD_PYTHON=OFF $(CMAKE_FLAGS) >build-tsan/configure.log 2>&1 || \
+	  { cat build-tsan/configure.log; echo "make tsan: configure failed" >&2; exit 1; }
+	@cmake --build build-tsan -j $(JOBS) --target test_serve
+	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" ./tests/test_serve
 
 # libFuzzer targets of fuzz/ (docs/FUZZING.md), built with clang, ASan and UBSan into build-fuzz/ from
 # only the libraries they read with (no libtorch). `make fuzz` runs each FUZZ_SECONDS; `make fuzz-ci`

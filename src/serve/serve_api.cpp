@@ -611,13 +611,10 @@ HttpResponse Api::handle(const HttpRequest& request) {
       }
       ++metrics_.response_misses;
     }
-    HttpResponse response;
-    if (route->inline_) {
-      response = route->handle(*this, request);
-    } else {
-      std::lock_guard<std::mutex> lock(compute_);
-      response = route->handle(*this, request);
-    }
+    // Forecasts run side by side on the server's workers: the library's process-wide state (predictor sets, layer
+    // row caches, the catalogue, oneDNN's answers) is loaded under its own locks and read-only after (checked under
+    // ThreadSanitizer: ServeApi.ConcurrentRequestsAnswerAsOneAtATime, `make tsan`).
+    HttpResponse response = route->handle(*this, request);
     if (!key.empty() && response.status == 200) responses_.put(key, std::make_shared<const HttpResponse>(response));
     return response;
   } catch (const std::exception& error) {

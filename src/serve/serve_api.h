@@ -149,7 +149,6 @@ class Api {
   Metrics metrics_;
   LruCache<Graph> graphs_;
   LruCache<HttpResponse> responses_;
-  std::mutex compute_;  // forecasts one at a time, as the Python module runs them (library state read on first use)
 };
 
 // The response cache's key of a request: route, canonical parameters, body hash; "" when the request

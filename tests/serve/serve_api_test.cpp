@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 namespace dnncast::apps::serve {
@@ -59,6 +63,57 @@ TEST(ServeApi, AnswersErrorsWithStatusAndField) {
     const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
     ASSERT_TRUE(body.contains("error")) << response.body;
     EXPECT_NE(body["error"].get<std::string>().find(item.mentions), std::string::npos) << response.body;
+  }
+}
+
+// Forecasts run side by side on the server's workers (no lock around them): every route that computes, asked by
+// four threads at once from a cold process (predictor sets, layer models, the GPU calibration and the catalogue
+// loaded while the others wait for them), answers byte for byte what one thread asking alone gets. Under
+// ThreadSanitizer (`make tsan`) this is also the race check of the whole forecast path.
+TEST(ServeApi, ConcurrentRequestsAnswerAsOneAtATime) {
+  std::vector<HttpRequest> requests;
+  const char* models[] = {"resnet50", "resnet18", "mobilenet_v2", "vgg11", "bert_base"};
+  for (int index = 0; index < 5; ++index) {
+    const std::string model = models[index];
+    const std::string batch = std::to_string(3 + 5 * index);
+    requests.push_back(post("/v1/predict", R"({"model": ")" + model + R"(", "batch": )" + batch + "}"));
+    requests.push_back(post("/v1/predict", R"({"model": ")" + model + R"(", "batch": )" + batch +
+                                               R"(, "device": "a100-40gb", "precision": "amp"})"));
+    requests.push_back(post("/v1/memory", R"({"model": ")" + model + R"(", "batch": )" + batch + "}"));
+    requests.push_back(post("/v1/inspect", R"({"model": ")" + model + R"(", "batch": )" + batch + "}"));
+  }
+  requests.push_back(post("/v1/predict", R"({"model": "resnet50", "batch": 700, "input": "3x96x96"})"));
+  requests.push_back(post("/v1/compare", R"({"model": "resnet18", "batch": 64})"));
+  requests.push_back(post("/v1/schedule", R"({"jobs": [{"model": "resnet50", "batch": 64, "iterations": 1000},
+      {"model": "resnet18", "batch": 128, "iterations": 2000}], "cluster": {"nodes": [{"gpu": "t4", "count": 2},
+      {"gpu": "a100-80gb"}]}, "seed": 3, "generations": 5})"));
+  requests.push_back({"GET", "/v1/devices", "", "", {}});
+
+  ApiOptions uncached;
+  uncached.response_cache_entries = 0;  // every request computed, by every thread
+  uncached.graph_cache_entries = 4;     // graphs evicted and rebuilt while other threads read them
+  Api together(uncached);
+  constexpr int kThreads = 4;
+  std::vector<std::vector<HttpResponse>> answers(kThreads, std::vector<HttpResponse>(requests.size()));
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < kThreads; ++thread)
+    threads.emplace_back([&, thread] {
+      std::vector<size_t> order(requests.size());
+      for (size_t index = 0; index < order.size(); ++index) order[index] = index;
+      std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(thread)));
+      for (size_t index : order) answers[thread][index] = together.handle(requests[index]);
+    });
+  for (std::thread& thread : threads) thread.join();
+
+  Api alone(uncached);
+  for (size_t index = 0; index < requests.size(); ++index) {
+    const HttpResponse expected = alone.handle(requests[index]);
+    ASSERT_EQ(expected.status, 200) << requests[index].path << " " << requests[index].body << "\n" << expected.body;
+    for (int thread = 0; thread < kThreads; ++thread) {
+      EXPECT_EQ(answers[thread][index].status, 200) << requests[index].body;
+      EXPECT_EQ(answers[thread][index].body, expected.body) << "thread " << thread << ": " << requests[index].path
+                                                            << " " << requests[index].body;
+    }
   }
 }
 

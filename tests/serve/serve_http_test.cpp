@@ -280,7 +280,7 @@ TEST(ServeHttp, FullQueueAnswers429AndSlowAnswers504) {
   EXPECT_EQ(ok + refused, 3);
   // Health is answered on the connection's thread, never queued.
   EXPECT_EQ(server.client().Get("/healthz")->status, 200);
-  EXPECT_EQ(server.stop(), 0);
+  EXPECT_EQ(server.stop(), 0) << server.stderr_text();
 
   Server slow({"--timeout", "0.2"}, 1500);
   ASSERT_TRUE(slow.ok());
