@@ -157,6 +157,12 @@ void BM_FeaturizeResnet50(benchmark::State& state) {
 }
 BENCHMARK(BM_FeaturizeResnet50)->Unit(benchmark::kMicrosecond);
 
+void BM_LayerSitesResnet50(benchmark::State& state) {
+  const Graph& graph = resnet50();
+  for (auto _ : state) benchmark::DoNotOptimize(features::layer_sites(graph));
+}
+BENCHMARK(BM_LayerSitesResnet50)->Unit(benchmark::kMicrosecond);
+
 void BM_GraphFeaturesResnet50(benchmark::State& state) {
   const Graph& graph = resnet50();
   for (auto _ : state) benchmark::DoNotOptimize(features::graph_features(graph));

@@ -208,22 +208,35 @@ int feature_index(const std::string& name) {
 
 namespace {
 
-// oneDNN's kernels for a convolution when it runs one (the choice does not depend on the batch),
-// remembered per geometry: deciding builds the whole allocation recipe, and a network repeats its
-// few geometries many times (resnet50: 53 convolutions, 20 geometries).
-std::array<kernels::ConvImpl, 3> mkldnn_impls(const kernels::ConvShape& shape, hardware::CpuIsa isa) {
-  using Key = std::array<int64_t, 15>;
+// oneDNN's kernels for a convolution when it runs one (the choice does not depend on the batch), for the AVX-512
+// and the AVX2 dispatch, remembered per geometry: deciding builds the whole allocation recipe, and a network repeats
+// its few geometries many times (resnet50: 53 convolutions, 20 geometries). One lookup for both ISAs.
+struct MkldnnImpls {
+  std::array<kernels::ConvImpl, 3> avx512, avx2;
+};
+
+MkldnnImpls mkldnn_impls(const kernels::ConvShape& shape) {
+  using Key = std::array<int64_t, 14>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const {
+      uint64_t hash = 1469598103934665603ull;  // FNV-1a over the fields
+      for (int64_t field : key) hash = (hash ^ static_cast<uint64_t>(field)) * 1099511628211ull;
+      return static_cast<size_t>(hash);
+    }
+  };
   static std::mutex mutex;
-  static std::map<Key, std::array<kernels::ConvImpl, 3>> known;
+  static std::unordered_map<Key, MkldnnImpls, KeyHash> known;
   const Key key{shape.in_channels, shape.in_h,     shape.in_w,     shape.out_channels, shape.kernel_h,
                 shape.kernel_w,    shape.stride_h, shape.stride_w, shape.pad_h,        shape.pad_w,
-                shape.dilation_h,  shape.dilation_w, shape.groups, shape.bias ? 1 : 0, static_cast<int64_t>(isa)};
+                shape.dilation_h,  shape.dilation_w, shape.groups, shape.bias ? 1 : 0};
   std::lock_guard<std::mutex> lock(mutex);
   auto found = known.find(key);
   if (found != known.end()) return found->second;
   kernels::ConvShape at_sixteen = shape;
   at_sixteen.batch = 16;
-  return known.emplace(key, kernels::cpu_conv_impls(at_sixteen, 1, isa)).first->second;
+  MkldnnImpls impls{kernels::cpu_conv_impls(at_sixteen, 1, hardware::CpuIsa::Avx512Core),
+                    kernels::cpu_conv_impls(at_sixteen, 1, hardware::CpuIsa::Avx2)};
+  return known.emplace(key, impls).first->second;
 }
 
 // The ConvSite of a Conv2d node (`cost` its op cost at the graph's batch).
@@ -234,8 +247,9 @@ ConvSite conv_site(const Graph& graph, const Node& node, const OpCost& cost, boo
   site.flops_per_sample = static_cast<double>(cost.flops_fwd) / batch;
   site.weight_bytes = static_cast<double>(cost.params * dtype_bytes(node.dtype));
   site.input_grad = input_grad;
-  site.mkldnn = mkldnn_impls(site.shape, hardware::CpuIsa::Avx512Core);
-  site.mkldnn_avx2 = mkldnn_impls(site.shape, hardware::CpuIsa::Avx2);
+  const MkldnnImpls impls = mkldnn_impls(site.shape);
+  site.mkldnn = impls.avx512;
+  site.mkldnn_avx2 = impls.avx2;
   site.shape.batch = 1;
   return site;
 }
@@ -261,7 +275,7 @@ std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shap
     const Node& node = graph.node(node_index);
     OpView view = view_of(graph, node_index);
     const OpDef& def = registry.get(node.op);
-    OpCost cost = node_cost(graph, node_index);  // frozen nodes: no weight-gradient FLOPs
+    OpCost cost = node_cost(def, view);  // frozen nodes: no weight-gradient FLOPs
     if (sites) {
       bool inputs_need_grad = false;
       for (int producer : node.inputs) inputs_need_grad = inputs_need_grad || needs_grad[static_cast<size_t>(producer)];
@@ -390,6 +404,10 @@ ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad) {
   const Node& node = graph.node(node_index);
   OpCost cost = OpRegistry::instance().get(node.op).cost(view_of(graph, node_index));
   return conv_site(graph, node, cost, input_grad);
+}
+
+ConvSite conv_site_of(const Graph& graph, int node_index, const OpCost& cost, bool input_grad) {
+  return conv_site(graph, graph.node(node_index), cost, input_grad);
 }
 
 std::vector<ConvSite> conv_sites(const Graph& graph) {

@@ -16,6 +16,7 @@
 
 #include "core/training_setup.h"
 #include "graph/graph.h"
+#include "graph/op_registry.h"
 #include "hardware/isa.h"
 #include "hardware/cpu_conv.h"
 
@@ -107,6 +108,9 @@ std::vector<ConvSite> conv_sites(const Graph& graph);
 // The ConvSite of one Conv2d node (rank-4 input and output) of a shape-inferred graph; input_grad:
 // whether anything before it needs a gradient (else there is no backward-data pass).
 ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad);
+// The same from the node's cost already known (node_cost or its op's cost: the forward FLOPs and parameters are
+// read), so that a caller that has it does not cost the node twice.
+ConvSite conv_site_of(const Graph& graph, int node_index, const OpCost& cost, bool input_grad);
 // The implementation of each pass (forward, backward data, backward weights) of one convolution in
 // one configuration; on a GPU every pass counts as Jit (its vendor library's kernels).
 std::array<kernels::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,

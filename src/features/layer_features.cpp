@@ -66,12 +66,13 @@ LayerSites layer_sites(const Graph& graph) {
   const OpRegistry& registry = OpRegistry::instance();
 
   LayerSites sites;
+  sites.nodes.reserve(static_cast<size_t>(graph.size()));
   std::vector<char> needs_grad(static_cast<size_t>(graph.size()), 0);
   for (int index = 0; index < graph.size(); ++index) {
     const Node& node = graph.node(index);
     OpView view = view_of(graph, index);
     const OpDef& def = registry.get(node.op);
-    OpCost cost = node_cost(graph, index);  // frozen nodes: no weight-gradient FLOPs
+    OpCost cost = node_cost(def, view);  // frozen nodes: no weight-gradient FLOPs
     bool inputs_need_grad = false;
     for (int producer : node.inputs) inputs_need_grad = inputs_need_grad || needs_grad[static_cast<size_t>(producer)];
     needs_grad[static_cast<size_t>(index)] = inputs_need_grad || cost.params > cost.frozen_params;
@@ -93,7 +94,7 @@ LayerSites layer_sites(const Graph& graph) {
     if (node.op == "Conv2d" && !node.inputs.empty() && node.shape.rank() == 4 &&
         graph.node(node.inputs[0]).shape.rank() == 4) {
       site.conv = true;
-      site.conv_site = conv_site_of(graph, index, inputs_need_grad);
+      site.conv_site = conv_site_of(graph, index, cost, inputs_need_grad);  // costed once
       const kernels::ConvShape& shape = site.conv_site.shape;
       site.in_channels = static_cast<double>(shape.in_channels);
       site.out_channels = static_cast<double>(shape.out_channels);

@@ -158,9 +158,12 @@ std::vector<double> LayerModel::row_ms(const features::LayerSites& sites, const 
   std::vector<double> predicted(first_row.size());
   std::vector<size_t> missing;  // indices into first_row
   if (cache_) {
+    std::string key;  // one buffer for every lookup (C++17's unordered_map finds by its own key type only)
+    key.reserve(row_bytes);
     std::shared_lock<std::shared_mutex> lock(cache_->mutex);
     for (size_t index = 0; index < first_row.size(); ++index) {
-      auto found = cache_->predicted.find(std::string(key_of(first_row[index])));
+      key.assign(key_of(first_row[index]));
+      auto found = cache_->predicted.find(key);
       if (found != cache_->predicted.end())
         predicted[index] = found->second;
       else

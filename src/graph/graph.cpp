@@ -30,7 +30,10 @@ int64_t Node::attr_int(const std::string& key) const {
 }
 
 int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
-  return has_attr(key) ? attr_int(key) : fallback;
+  auto found = attrs.find(key);  // one lookup: read for every node of every forecast
+  if (found == attrs.end()) return fallback;
+  if (auto integer = std::get_if<int64_t>(&found->second)) return *integer;
+  throw InputError(where(*this) + ": attribute " + quote(key) + " must be an integer");
 }
 
 double Node::attr_float(const std::string& key, double fallback) const {

@@ -37,12 +37,13 @@ void OpRegistry::add(OpDef def) {
   DNNCAST_ASSERT(!def.name.empty() && def.shape != nullptr && def.cost != nullptr);
   DNNCAST_ASSERT(defs_.count(def.name) == 0);
   std::string key = def.name;
-  defs_.emplace(std::move(key), std::move(def));
+  auto added = defs_.emplace(std::move(key), std::move(def)).first;
+  index_.emplace(added->first, &added->second);  // map nodes never move
 }
 
 const OpDef& OpRegistry::get(const std::string& name) const {
-  auto found = defs_.find(name);
-  if (found != defs_.end()) return found->second;
+  auto found = index_.find(name);
+  if (found != index_.end()) return *found->second;
   std::string known;
   for (const auto& entry : defs_) known += (known.empty() ? "" : ", ") + entry.first;
   throw InputError("unknown op " + quote(name) + " (known ops: " + known + ")");
@@ -62,9 +63,12 @@ OpView view_of(const Graph& graph, int node_index) {
 }
 
 OpCost node_cost(const Graph& graph, int node_index) {
-  OpView view = view_of(graph, node_index);
+  const OpView view = view_of(graph, node_index);
+  return node_cost(OpRegistry::instance().get(view.node.op), view);
+}
+
+OpCost node_cost(const OpDef& def, const OpView& view) {
   try {
-    const OpDef& def = OpRegistry::instance().get(view.node.op);
     OpCost cost = def.cost(view);
     if (cost.params > 0 && view.node.frozen()) {
       cost.frozen_params = cost.params;

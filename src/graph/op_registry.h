@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/graph.h"
@@ -90,14 +91,15 @@ class OpRegistry {
 
   // Throws InputError listing every known op name when `name` is unknown.
   const OpDef& get(const std::string& name) const;
-  bool has(const std::string& name) const { return defs_.count(name) != 0; }
+  bool has(const std::string& name) const { return index_.count(name) != 0; }
   std::vector<std::string> names() const;
 
   void add(OpDef def);  // duplicate names are a bug (assert)
 
  private:
   OpRegistry();
-  std::map<std::string, OpDef> defs_;
+  std::map<std::string, OpDef> defs_;  // in name order (names(), the error's list)
+  std::unordered_map<std::string, const OpDef*> index_;  // the lookup every node of every forecast makes, hashed
 };
 
 // Convenience: cost and kind of one node of a shape-inferred graph.
@@ -105,6 +107,9 @@ OpView view_of(const Graph& graph, int node_index);
 // A frozen node (Node::frozen) has frozen_params = params and no weight-gradient FLOPs in flops_bwd
 // (Linear: the input gradient's 2 MACs stay; Embedding: none).
 OpCost node_cost(const Graph& graph, int node_index);
+// The same for a caller that holds the node's op definition and view already (one registry lookup and one view
+// per node of a forecast, not two).
+OpCost node_cost(const OpDef& def, const OpView& view);
 // Parameters that require grad: what the optimizer updates (tied weights once).
 int64_t trainable_parameter_count(const Graph& graph);
 std::string node_kind(const Graph& graph, int node_index);

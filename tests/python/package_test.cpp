@@ -129,6 +129,27 @@ std::vector<json> package_results(const std::vector<std::string>& calls) {
   return results;
 }
 
+// Python threads forecast side by side (the module releases the GIL and takes no lock of its own): sixteen distinct
+// predict and memory calls on four threads answer exactly what the same calls answer one after another.
+TEST(PythonPackage, ThreadsForecastSideBySideAsOneAtATime) {
+  const std::string output = run_with_package(
+      "import json, warnings, dnncast\n"
+      "from concurrent.futures import ThreadPoolExecutor\n"
+      "warnings.simplefilter('ignore')\n"
+      "calls = []\n"
+      "for batch in (3, 17, 64, 200):\n"
+      "    calls.append(lambda b=batch: dnncast.predict('resnet50', batch=b))\n"
+      "    calls.append(lambda b=batch: dnncast.predict('resnet18', batch=b, device='a100-40gb'))\n"
+      "    calls.append(lambda b=batch: dnncast.memory('mobilenet_v2', batch=b))\n"
+      "    calls.append(lambda b=batch: dnncast.predict('mobilenet_v2', batch=b, input_shape=(3, 96, 96)))\n"
+      "with ThreadPoolExecutor(max_workers=4) as pool:\n"
+      "    together = [json.dumps(r.to_dict(), sort_keys=True) for r in pool.map(lambda c: c(), calls)]\n"
+      "alone = [json.dumps(c().to_dict(), sort_keys=True) for c in calls]\n"
+      "print('SAME' if together == alone else 'DIFFERENT ' + str([i for i in range(len(calls)) if together[i] != alone[i]]))\n"
+      "print(len(calls))\n");
+  EXPECT_EQ(output, "SAME\n16\n") << output;
+}
+
 TEST(PythonPackage, PredictOnAZooNameEqualsTheCli) {
   const std::vector<json> results =
       package_results({"dnncast.predict('resnet18', batch=8, epoch_samples=1000)",
