@@ -4,17 +4,19 @@
 # then a soak at 8 connections with the server's resident memory sampled from /proc (growth reported).
 #
 #   scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct] [--device NAME]
+#                         [--connections "1 8 64"]
 #
 # --distinct: every request a new configuration (resnet50 at batches 1-1024, inputs 32-224 px, SGD or Adam: 51,200
 # of them, each wrk thread of each step walking its own tenth), so no answer comes from the response cache: the cost of a
 # forecast a cluster scheduler or a notebook sweeping batches pays (issue 37).
+# --connections LIST: the load steps (at most 4 of them, so that --distinct keeps every step's requests new).
 # --device NAME: every request forecasts for that device (a catalogued GPU such as a100-40gb: the GPU time model;
 # `dnncast devices` lists them); without it, this host's CPU predictor set.
 #
 # defaults: build, 20 s per load step, a 600 s soak (0: none), 2 server workers. wrk runs on the same host
 # (it takes CPU from the server: the figures are for both sharing the cores). Prints a Markdown table.
 set -euo pipefail
-build=build seconds=20 soak=600 threads=2 distinct=0 device=""
+build=build seconds=20 soak=600 threads=2 distinct=0 device="" steps="1 8 64"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -23,9 +25,15 @@ while [ $# -gt 0 ]; do
     --threads) threads="$2"; shift 2 ;;
     --distinct) distinct=1; shift ;;
     --device) device="$2"; shift 2 ;;
-    *) echo "usage: scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct] [--device NAME]" >&2; exit 2 ;;
+    --connections) steps="$2"; shift 2 ;;
+    *) echo "usage: scripts/serve-load.sh [--build DIR] [--seconds S] [--soak SECONDS] [--threads N] [--distinct] [--device NAME] [--connections LIST]" >&2; exit 2 ;;
   esac
 done
+for connections in $steps; do
+  [[ "$connections" =~ ^[1-9][0-9]{0,3}$ ]] || { echo "serve-load.sh: --connections: '$connections' is not a count of 1-9999" >&2; exit 2; }
+done
+[ "$(wc -w <<<"$steps")" -ge 1 ] && [ "$(wc -w <<<"$steps")" -le 4 ] ||
+  { echo "serve-load.sh: --connections takes 1 to 4 counts, got '$steps'" >&2; exit 2; }
 command -v wrk >/dev/null || { echo "serve-load.sh: wrk is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
 [ -x "$build/dnncast" ] || { echo "serve-load.sh: $build/dnncast is not built (make build)" >&2; exit 2; }
 
@@ -91,7 +99,7 @@ echo
 echo "| connections | wrk threads | seconds | requests/s | p50 ms | p99 ms | requests | non-2xx | socket errors |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 step=0
-for connections in 1 8 64; do
+for connections in $steps; do
   step=$((step + 1))
   wrk_threads=$([ "$connections" -eq 1 ] && echo 1 || echo 2)
   line=$(wrk -t"$wrk_threads" -c"$connections" -d"${seconds}s" --timeout 10s -s "$work/predict.lua" "$url/v1/predict" -- "$step" |
