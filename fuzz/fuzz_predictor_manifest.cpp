@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -26,22 +27,30 @@ namespace {
 
 constexpr int64_t kColumns = 332, kRows = 64;
 
-// One folder per process (libFuzzer's -fork/-jobs workers each get theirs).
-std::string make_dir() {
-  char pattern[] = "/tmp/dnncast-fuzz-bundle-XXXXXX";
-  const char* made = mkdtemp(pattern);
-  if (made == nullptr) std::abort();
-  return made;
-}
+// One folder per process (libFuzzer's -fork/-jobs workers each get theirs), removed when the process exits
+// normally (libFuzzer's -max_total_time and -runs end with exit(); a crash leaves it beside its artifact).
+struct ScratchFolder {
+  std::string path;
+  ScratchFolder() {
+    char pattern[] = "/tmp/dnncast-fuzz-bundle-XXXXXX";
+    const char* made = mkdtemp(pattern);
+    if (made == nullptr) std::abort();
+    path = made;
+  }
+  ~ScratchFolder() {
+    std::error_code error;
+    std::filesystem::remove_all(path, error);
+  }
+};
 
 const std::string& with_trees_dir() {
-  static const std::string dir = make_dir();
-  return dir;
+  static const ScratchFolder folder;
+  return folder.path;
 }
 
 const std::string& json_only_dir() {
-  static const std::string dir = make_dir();
-  return dir;
+  static const ScratchFolder folder;
+  return folder.path;
 }
 
 // Each registered learner fitted on the same small table and saved into both folders (XGBoost and the random
