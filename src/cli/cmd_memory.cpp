@@ -101,6 +101,7 @@ int run_memory(const Args& args) {
       apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
   const apps::MemoryForecast result = apps::forecast_memory(request);
   for (const std::string& note : result.graph.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  for (const std::string& note : result.simulation_notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (result.isa_match && !result.isa_match->exact)
     std::fprintf(stderr, "note: %s\n", apps::simulator_isa_note(*result.isa_match, result.isa_source).c_str());
 

@@ -127,6 +127,9 @@ struct MemoryForecast {
   bool context_measured = false;
   // cuda on a catalogued GPU: which parts are fitted, derived or measured, and to what (gpu_memory_notes)
   std::vector<std::string> memory_notes;
+  // What the simulation rests on beyond the graph (bf16 on the CPU: whose oneDNN sized the scratchpads, or why none
+  // are counted); --json "simulation_notes", the CLI's stderr.
+  std::vector<std::string> simulation_notes;
   std::optional<memory::ShardedMemory> sharded;  // with a sharding plan: one GPU's memory, which fits is judged on
   std::string link;                              // the catalogued GPU's link between GPUs ("nvlink4"), "" unknown
   double link_gbs = 0;                           // GB/s per direction; 0 unknown

@@ -143,6 +143,7 @@ json to_json(const MemoryForecast& forecast) {
   if (forecast.sharded) doc["sharding"] = to_json(*forecast.sharded, forecast.link, forecast.link_gbs);
   if (forecast.config.keep_timeline) doc["timeline"] = timeline_json(forecast);
   if (!forecast.graph.notes.empty()) doc["import_notes"] = forecast.graph.notes;
+  if (!forecast.simulation_notes.empty()) doc["simulation_notes"] = forecast.simulation_notes;
   return doc;
 }
 

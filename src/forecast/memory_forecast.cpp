@@ -7,6 +7,8 @@
 #include "graph/op_registry.h"
 #include "hardware/catalogue.h"
 #include "import/model_source.h"
+#include "memory/onednn_scratchpad.h"
+#include "memory/simulator.h"
 #include "core/error.h"
 
 namespace dnncast::apps {
@@ -18,6 +20,9 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.config = request.config;
   result.graph = build_model(request.builder, request.model, request.spec);
   result.report = memory::simulate_memory(result.graph, request.config);
+  if (request.config.device == Device::Cpu &&
+      (request.config.precision == Precision::Bf16 || request.config.precision == Precision::Bf16Pure))
+    result.simulation_notes.push_back(memory::onednn_scratchpad_note(memory::resolve_isa(request.config.isa)));
   for (int index = 0; index < result.graph.size(); ++index) result.parameters += node_cost(result.graph, index).params;
   result.trainable_parameters = trainable_parameter_count(result.graph);
   const bool sharded = request.sharding.strategy != memory::Sharding::None;

@@ -171,4 +171,17 @@ std::string onednn_library_status() {
 #endif
 }
 
+std::string onednn_scratchpad_note(hardware::CpuIsa simulated) {
+  if (!aten_uses_onednn_for_bf16())
+    return "bf16 products: this CPU lacks AVX-512 BW/VL/DQ, so ATen multiplies bf16 without oneDNN: no oneDNN "
+           "scratchpad is counted";
+  if (simulated != hardware::host_dispatch().onednn)
+    return std::string("bf16 products: oneDNN's scratchpads are not counted (the simulated ISA ") +
+           hardware::isa_name(simulated) + " is not this host's dispatch, " +
+           hardware::isa_name(hardware::host_dispatch().onednn) + ", whose oneDNN alone can be asked)";
+  const std::string status = onednn_library_status();
+  if (status.rfind("oneDNN ", 0) == 0) return "bf16 products: oneDNN's scratchpads as " + status + " sizes them here";
+  return "bf16 products: oneDNN's scratchpads are not counted (" + status + ")";
+}
+
 }  // namespace dnncast::memory

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "hardware/isa.h"
+
 namespace dnncast::memory {
 
 // C[batch][m x n] = A[batch][m x k] * B[batch][k x n], bf16, row-major as oneDNN sees the call; `a_transposed`:
@@ -33,5 +35,10 @@ bool aten_uses_onednn_for_bf16();
 
 // "oneDNN 2.6.3 (libdnnl.so.2)" when the library opened, else why not (one line).
 std::string onednn_library_status();
+
+// One line for a bf16 CPU simulation of ISA `simulated` (resolved): whose scratchpads its peak holds, or why none
+// are counted (no AVX-512 BW/VL/DQ: ATen multiplies bf16 without oneDNN; another ISA than this host's dispatch; no
+// libdnnl.so.2).
+std::string onednn_scratchpad_note(hardware::CpuIsa simulated);
 
 }  // namespace dnncast::memory

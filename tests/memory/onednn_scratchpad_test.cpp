@@ -27,5 +27,22 @@ TEST(OneDnnScratchpad, SaysWhichLibraryAnswers) {
   EXPECT_GE(*two, *bytes);
 }
 
+// The line `memory` prints for a bf16 CPU simulation names the oneDNN that sized the scratchpads when it answers
+// for this host, and says why none are counted otherwise (another ISA than the host's dispatch; no AVX-512 BW).
+TEST(OneDnnScratchpad, TheMemoryNoteNamesTheLibraryOrWhyNone) {
+  const hardware::CpuIsa here = hardware::host_dispatch().onednn;
+  const std::string at_host = onednn_scratchpad_note(here);
+  if (!aten_uses_onednn_for_bf16()) {
+    EXPECT_NE(at_host.find("without oneDNN"), std::string::npos) << at_host;
+    return;
+  }
+  const std::string status = onednn_library_status();
+  EXPECT_NE(at_host.find(status), std::string::npos) << at_host;
+  const hardware::CpuIsa other = here == hardware::CpuIsa::Avx2 ? hardware::CpuIsa::Avx512Core : hardware::CpuIsa::Avx2;
+  const std::string elsewhere = onednn_scratchpad_note(other);
+  EXPECT_NE(elsewhere.find("not counted"), std::string::npos) << elsewhere;
+  EXPECT_NE(elsewhere.find(hardware::isa_name(other)), std::string::npos) << elsewhere;
+}
+
 }  // namespace
 }  // namespace dnncast::memory
