@@ -13,7 +13,7 @@ namespace {
 
 using namespace dnncast;
 
-Graph resnet50() { return build_zoo_model("resnet50", ModelSpec{}); }
+Graph resnet50() { return models::build_zoo_model("resnet50", models::ModelSpec{}); }
 
 // GraphBuilder infers each node's shape as it is added, and finish() validates (infers again).
 void BM_BuildAndInferResnet50(benchmark::State& state) {
@@ -51,16 +51,16 @@ BENCHMARK(BM_ArchitectureHashResnet50)->Unit(benchmark::kMicrosecond);
 
 void BM_WriteJsonResnet50(benchmark::State& state) {
   Graph graph = resnet50();
-  for (auto _ : state) benchmark::DoNotOptimize(write_graph_json(graph));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * write_graph_json(graph).size()));
+  for (auto _ : state) benchmark::DoNotOptimize(import::write_graph_json(graph));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * import::write_graph_json(graph).size()));
 }
 BENCHMARK(BM_WriteJsonResnet50)->Unit(benchmark::kMicrosecond);
 
 // Parsing, topological sort, shape inference and the declared-shape check.
 void BM_ReadJsonResnet50(benchmark::State& state) {
-  std::string text = write_graph_json(resnet50());
+  std::string text = import::write_graph_json(resnet50());
   for (auto _ : state) {
-    Graph graph = read_graph_json(text, "resnet50.json");
+    Graph graph = import::read_graph_json(text, "resnet50.json");
     benchmark::DoNotOptimize(graph.size());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
@@ -70,10 +70,10 @@ BENCHMARK(BM_ReadJsonResnet50)->Unit(benchmark::kMicrosecond);
 // A different seed each iteration: plan, budget fitting (reference builds), final build.
 void BM_MakeSynthetic(benchmark::State& state) {
   uint64_t seed = 0;
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.input = std::vector<int64_t>{3, 64, 64};
   for (auto _ : state) {
-    Graph graph = make_synthetic(seed++ % 1000, spec);
+    Graph graph = models::make_synthetic(seed++ % 1000, spec);
     benchmark::DoNotOptimize(graph.size());
   }
 }

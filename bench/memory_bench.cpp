@@ -9,12 +9,12 @@
 namespace {
 
 using dnncast::Graph;
-using dnncast::ModelSpec;
+using dnncast::models::ModelSpec;
 
 Graph zoo_graph(const char* name, int64_t batch) {
   ModelSpec spec;
   spec.batch = batch;
-  return dnncast::build_zoo_model(name, spec);
+  return dnncast::models::build_zoo_model(name, spec);
 }
 
 void simulate(benchmark::State& state, const char* model, const char* device) {

@@ -28,12 +28,12 @@ using namespace dnncast;
 
 features::HardwareFeatures bench_hardware() { return {2, false, 0, 0, int64_t{8} << 30}; }
 
-std::unique_ptr<apps::Predictor> make_predictor() {
-  std::string root = apps::default_predictor_root();
-  std::vector<std::string> sets = apps::shipped_predictor_sets(root);
+std::unique_ptr<forecast::Predictor> make_predictor() {
+  std::string root = forecast::default_predictor_root();
+  std::vector<std::string> sets = forecast::shipped_predictor_sets(root);
   if (!sets.empty()) {
     try {
-      return std::make_unique<apps::Predictor>(apps::Predictor::load(sets.front() + "/time"));
+      return std::make_unique<forecast::Predictor>(forecast::Predictor::load(sets.front() + "/time"));
     } catch (const InputError& error) {
       std::fprintf(stderr, "predict_bench: %s; timing a stand-in predictor instead\n", error.what());
     }
@@ -42,9 +42,9 @@ std::unique_ptr<apps::Predictor> make_predictor() {
   std::vector<std::vector<double>> rows;
   std::vector<double> targets;
   for (const char* name : {"resnet18", "resnet50", "vgg11", "mobilenet_v2", "squeezenet1_1", "densenet121"}) {
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.input = {3, 64, 64};
-    features::GraphFeatures graph = features::graph_features(build_zoo_model(name, spec));
+    features::GraphFeatures graph = features::graph_features(models::build_zoo_model(name, spec));
     for (int64_t batch = 1; batch <= 64; batch *= 2)
       for (int64_t threads : {1, 2}) {
         features::TrainingConfig config;
@@ -57,12 +57,12 @@ std::unique_ptr<apps::Predictor> make_predictor() {
   learn::Matrix x(static_cast<int64_t>(rows.size()), static_cast<int64_t>(features::feature_count()));
   for (size_t row = 0; row < rows.size(); ++row)
     for (size_t col = 0; col < rows[row].size(); ++col) x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
-  apps::Manifest manifest;
+  forecast::Manifest manifest;
   manifest.target = "time";
   manifest.unit = "ms";
   manifest.feature_version = features::kFeatureVersion;
   manifest.features = features::feature_names();
-  manifest.columns = apps::varying_columns(x);
+  manifest.columns = study::varying_columns(x);
   learn::Matrix selected(x.rows(), static_cast<int64_t>(manifest.columns.size()));
   for (size_t index = 0; index < manifest.columns.size(); ++index)
     selected.col(static_cast<int64_t>(index)) = x.col(manifest.columns[index]);
@@ -72,20 +72,20 @@ std::unique_ptr<apps::Predictor> make_predictor() {
   manifest.learner = "xgboost";
   manifest.hyperparameters = learner->hyperparameters();
   manifest.transform = learn::TargetTransform::log();
-  return std::make_unique<apps::Predictor>(manifest, std::move(learner));
+  return std::make_unique<forecast::Predictor>(manifest, std::move(learner));
 }
 
-apps::Predictor& predictor() {
-  static std::unique_ptr<apps::Predictor> instance = make_predictor();
+forecast::Predictor& predictor() {
+  static std::unique_ptr<forecast::Predictor> instance = make_predictor();
   return *instance;
 }
 
 // resnet50 at 3x224x224 and batch 32.
 const Graph& resnet50() {
   static const Graph graph = [] {
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = 32;
-    return build_zoo_model("resnet50", spec);
+    return models::build_zoo_model("resnet50", spec);
   }();
   return graph;
 }
@@ -99,7 +99,7 @@ features::TrainingConfig config_at(int64_t batch) {
 
 // The whole forecast from a built graph: one featurization pass at batch 32, the model.
 void BM_PredictResnet50(benchmark::State& state) {
-  apps::Predictor& model = predictor();
+  forecast::Predictor& model = predictor();
   const Graph& graph = resnet50();
   for (auto _ : state) {
     std::vector<double> row = features::featurize_graph(graph, config_at(32), bench_hardware());
@@ -110,11 +110,11 @@ BENCHMARK(BM_PredictResnet50)->Unit(benchmark::kMicrosecond);
 
 // The same, also building resnet50 from the zoo (what `dnncast predict resnet50` does).
 void BM_PredictResnet50FromZoo(benchmark::State& state) {
-  apps::Predictor& model = predictor();
+  forecast::Predictor& model = predictor();
   for (auto _ : state) {
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = 32;
-    Graph graph = load_model("resnet50", spec);
+    Graph graph = import::load_model("resnet50", spec);
     std::vector<double> row = features::featurize_graph(graph, config_at(32), bench_hardware());
     benchmark::DoNotOptimize(model.predict_one(row));
   }
@@ -125,11 +125,11 @@ BENCHMARK(BM_PredictResnet50FromZoo)->Unit(benchmark::kMicrosecond);
 // corrected layer-wise model (forecast/forecast.cpp): the layer sites, the layer-wise sum over them, one
 // featurization pass and the corrected predictor. Skipped when the first shipped set has none.
 void BM_PredictResnet50Corrected(benchmark::State& state) {
-  static const std::optional<apps::PredictorSet> set = []() -> std::optional<apps::PredictorSet> {
-    std::vector<std::string> sets = apps::shipped_predictor_sets(apps::default_predictor_root());
+  static const std::optional<forecast::PredictorSet> set = []() -> std::optional<forecast::PredictorSet> {
+    std::vector<std::string> sets = forecast::shipped_predictor_sets(forecast::default_predictor_root());
     if (sets.empty()) return std::nullopt;
     try {
-      return apps::load_predictor_set(sets.front());
+      return forecast::load_predictor_set(sets.front());
     } catch (const InputError& error) {
       std::fprintf(stderr, "predict_bench: %s\n", error.what());
       return std::nullopt;
@@ -170,7 +170,7 @@ void BM_GraphFeaturesResnet50(benchmark::State& state) {
 BENCHMARK(BM_GraphFeaturesResnet50)->Unit(benchmark::kMicrosecond);
 
 void BM_PredictOneCachedGraph(benchmark::State& state) {
-  apps::Predictor& model = predictor();
+  forecast::Predictor& model = predictor();
   features::GraphFeatures graph_part = features::graph_features(resnet50());
   int64_t batch = 1;
   for (auto _ : state) {
@@ -184,13 +184,13 @@ BENCHMARK(BM_PredictOneCachedGraph)->Unit(benchmark::kMicrosecond);
 // A batch sweep of one graph: featurize every configuration (fixed + batch x per-sample part) into
 // one row-major block of 1024 rows and predict the block at once.
 void BM_BatchSweep(benchmark::State& state) {
-  apps::Predictor& model = predictor();
+  forecast::Predictor& model = predictor();
   features::GraphFeatures graph_part = features::graph_features(resnet50());
   int64_t configs = state.range(0);
   const int64_t block = 1024;
   size_t columns = features::feature_count();
   std::vector<double> rows(static_cast<size_t>(block) * columns);
-  std::vector<apps::Estimate> forecasts(static_cast<size_t>(block));
+  std::vector<forecast::Estimate> forecasts(static_cast<size_t>(block));
   for (auto _ : state) {
     for (int64_t start = 0; start < configs; start += block) {
       int64_t count = std::min(block, configs - start);
@@ -212,7 +212,7 @@ BENCHMARK(BM_BatchSweep)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 // iterations never repeats one: what is cached is what distinct requests share (the sums at the largest trained
 // batch, repeated layers), not whole answers.
 void distinct_forecast(benchmark::State& state, int64_t size) {
-  apps::ForecastRequest request;
+  forecast::ForecastRequest request;
   request.model = "resnet50";
   request.spec.input = {3, size, size};
   static int64_t walked = 0;
@@ -220,7 +220,7 @@ void distinct_forecast(benchmark::State& state, int64_t size) {
     request.spec.batch = 1 + walked % 1024;
     request.optimizer = (walked / 1024) % 2 == 0 ? Optimizer::Sgd : Optimizer::Adam;
     ++walked;
-    benchmark::DoNotOptimize(apps::forecast(request).time_ms);
+    benchmark::DoNotOptimize(forecast::forecast(request).time_ms);
   }
 }
 void BM_ForecastDistinctResnet50At224(benchmark::State& state) { distinct_forecast(state, 224); }
@@ -231,8 +231,8 @@ BENCHMARK(BM_ForecastDistinctResnet50At64)->Unit(benchmark::kMicrosecond);
 // The same through serve's request handler without sockets (JSON body in, JSON answer out, the response cache
 // missed every time).
 void BM_ServeDistinctPredict(benchmark::State& state) {
-  apps::serve::Api api(apps::serve::ApiOptions{});
-  apps::serve::HttpRequest request;
+  serve::Api api(serve::ApiOptions{});
+  serve::HttpRequest request;
   request.method = "POST";
   request.path = "/v1/predict";
   request.content_type = "application/json";
@@ -240,7 +240,7 @@ void BM_ServeDistinctPredict(benchmark::State& state) {
   for (auto _ : state) {
     request.body = "{\"model\": \"resnet50\", \"batch\": " + std::to_string(batch) + ", \"input\": \"3x224x224\"}";
     batch = batch % 4096 + 1;
-    const apps::serve::HttpResponse response = api.handle(request);
+    const serve::HttpResponse response = api.handle(request);
     if (response.status != 200) state.SkipWithError(response.body.c_str());
     benchmark::DoNotOptimize(response.body.size());
   }
@@ -251,14 +251,14 @@ BENCHMARK(BM_ServeDistinctPredict)->Unit(benchmark::kMicrosecond);
 // per-kernel GPU time model, a new batch each time (1-1024), memory simulated.
 void BM_GpuForecastDistinctResnet50(benchmark::State& state) {
   const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
-  apps::GpuForecastRequest request;
+  gpu::GpuForecastRequest request;
   request.model = "resnet50";
   request.device = "a100-40gb";
   static int64_t batch = 1;
   for (auto _ : state) {
     request.spec.batch = batch;
     batch = batch % 1024 + 1;
-    benchmark::DoNotOptimize(apps::forecast_gpu(request, catalogue).time_ms);
+    benchmark::DoNotOptimize(gpu::forecast_gpu(request, catalogue).time_ms);
   }
 }
 BENCHMARK(BM_GpuForecastDistinctResnet50)->Unit(benchmark::kMicrosecond);
@@ -267,8 +267,8 @@ BENCHMARK(BM_GpuForecastDistinctResnet50)->Unit(benchmark::kMicrosecond);
 // parsed, the graph built, every kernel timed by the per-kernel model, memory simulated; a new batch each time.
 void gpu_config_forecast(benchmark::State& state, const char* config, int64_t seq) {
   const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
-  const apps::GpuCalibration calibration = apps::load_gpu_calibration();
-  apps::GpuForecastRequest request;
+  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
+  gpu::GpuForecastRequest request;
   request.model = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config;
   request.spec.seq_len = seq;
   request.device = "h100";
@@ -276,7 +276,7 @@ void gpu_config_forecast(benchmark::State& state, const char* config, int64_t se
   for (auto _ : state) {
     request.spec.batch = batch;
     batch = batch % 64 + 1;
-    benchmark::DoNotOptimize(apps::forecast_gpu(request, catalogue, calibration).time_ms);
+    benchmark::DoNotOptimize(gpu::forecast_gpu(request, catalogue, calibration).time_ms);
   }
 }
 void BM_GpuForecastGpt2Config(benchmark::State& state) { gpu_config_forecast(state, "gpt2.json", 1024); }
@@ -288,14 +288,14 @@ BENCHMARK(BM_GpuForecastLlama2Config)->Unit(benchmark::kMicrosecond);
 // parsed, the graph built (LoRA applied), the training step simulated through the caching-allocator model and
 // the GPU's overheads; a new batch each time. Arg 1: also one GPU's share under FSDP over 8 GPUs.
 void BM_MemoryLlama2Config(benchmark::State& state) {
-  apps::MemoryOptions options;
+  forecast::MemoryOptions options;
   options.device = "a100-80gb";
   options.optimizer = "adamw";
   if (state.range(0) == 1) {
     options.sharding = "fsdp";
     options.gpus = 8;
   }
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.seq_len = 2048;
   spec.lora = "r=16,targets=q,k,v,o";
   const std::string model = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-2-7b-hf.json";
@@ -304,8 +304,8 @@ void BM_MemoryLlama2Config(benchmark::State& state) {
   for (auto _ : state) {
     spec.batch = batch;
     batch = batch % 8 + 1;
-    const apps::MemoryForecast forecast =
-        apps::forecast_memory(apps::make_memory_request(model, spec, options, apps::OptionStyle::Flag));
+    const forecast::MemoryForecast forecast =
+        forecast::forecast_memory(forecast::make_memory_request(model, spec, options, forecast::OptionStyle::Flag));
     required = forecast.sharded ? forecast.sharded->required_bytes : forecast.report.required_bytes;
     benchmark::DoNotOptimize(required);
   }

@@ -14,12 +14,12 @@ namespace {
 using namespace dnncast;
 
 void ScheduleEndToEnd(benchmark::State& state) {
-  const apps::ScheduleRequest request = apps::generate_instance(2026, state.range(0), state.range(1), 4);
+  const decide::ScheduleRequest request = decide::generate_instance(2026, state.range(0), state.range(1), 4);
   const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
-  const apps::GpuCalibration calibration = apps::load_gpu_calibration();
+  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
   for (auto _ : state) {
-    apps::ForecastCache cache(catalogue, calibration);
-    const apps::Schedule schedule = apps::schedule(request, cache);
+    decide::ForecastCache cache(catalogue, calibration);
+    const decide::Schedule schedule = decide::schedule(request, cache);
     benchmark::DoNotOptimize(schedule.genetic.timeline.makespan_s);
     state.counters["forecast_s"] = schedule.forecast_s;
     state.counters["ga_s"] = schedule.solve_s;
@@ -29,12 +29,12 @@ void ScheduleEndToEnd(benchmark::State& state) {
 BENCHMARK(ScheduleEndToEnd)->Args({200, 32})->Args({20, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void Genetic(benchmark::State& state) {
-  const apps::ScheduleRequest request = apps::generate_instance(2026, state.range(0), state.range(1), 4);
-  apps::ForecastCache cache(hardware::shipped_catalogue(), apps::load_gpu_calibration());
-  const apps::Schedule schedule = apps::schedule(request, cache);
+  const decide::ScheduleRequest request = decide::generate_instance(2026, state.range(0), state.range(1), 4);
+  decide::ForecastCache cache(hardware::shipped_catalogue(), gpu::load_gpu_calibration());
+  const decide::Schedule schedule = decide::schedule(request, cache);
   for (auto _ : state) {
-    const apps::sched::GaResult result =
-        apps::sched::genetic(schedule.problem, apps::sched::Objective::Makespan, apps::sched::GaOptions{});
+    const decide::sched::GaResult result =
+        decide::sched::genetic(schedule.problem, decide::sched::Objective::Makespan, decide::sched::GaOptions{});
     benchmark::DoNotOptimize(result.timeline.makespan_s);
   }
 }

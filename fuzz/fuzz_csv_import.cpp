@@ -16,23 +16,23 @@
 
 namespace {
 
-dnncast::data::Store& empty_store() {
-  static dnncast::data::Store store = dnncast::data::Store::open(":memory:");
+dnncast::store::Store& empty_store() {
+  static dnncast::store::Store store = dnncast::store::Store::open(":memory:");
   return store;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  dnncast::data::Store& store = empty_store();
+  dnncast::store::Store& store = empty_store();
   const int changes_before = sqlite3_total_changes(store.db().handle());
   dnncast::fuzz::run_one([&] {
     std::istringstream in(dnncast::fuzz::text_of(data, size));
-    dnncast::data::import_csv(store, in, "fuzz.csv");
+    dnncast::store::import_csv(store, in, "fuzz.csv");
     store.runs();
     store.networks(true);
     std::ostringstream out;
-    dnncast::data::export_csv(store, out, true);
+    dnncast::store::export_csv(store, out, true);
   });
   // import_csv is all or nothing: a refused file left nothing; an imported one is removed (runs first:
   // they reference environments and networks). Most inputs are refused before their first insert.

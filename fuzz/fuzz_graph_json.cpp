@@ -12,13 +12,13 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return dnncast::fuzz::run_one([&] {
-    dnncast::Graph graph = dnncast::read_graph_json(dnncast::fuzz::text_of(data, size), "fuzz.json");
+    dnncast::Graph graph = dnncast::import::read_graph_json(dnncast::fuzz::text_of(data, size), "fuzz.json");
     for (int index = 0; index < graph.size(); ++index) {
       dnncast::node_cost(graph, index);
       dnncast::node_kind(graph, index);
     }
     graph.architecture_hash();
-    dnncast::write_graph_json(graph);
+    dnncast::import::write_graph_json(graph);
     dnncast::features::graph_features(graph);
     for (dnncast::Optimizer optimizer : {dnncast::Optimizer::Sgd, dnncast::Optimizer::Adam}) {
       dnncast::memory::MemoryConfig config;
@@ -27,6 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       dnncast::memory::simulate_memory(graph, config);
     }
     // The CLI's path out (issue 37): `inspect --json` as it prints it.
-    dnncast::apps::to_json(dnncast::apps::inspect(graph)).dump(1);
+    dnncast::forecast::to_json(dnncast::forecast::inspect(graph)).dump(1);
   });
 }

@@ -15,10 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes = dnncast::fuzz::text_of(data, size);
   for (bool allow_unknown : {false, true}) {
     dnncast::fuzz::run_one([&] {
-      dnncast::OnnxOptions options;
+      dnncast::import::OnnxOptions options;
       options.allow_unknown = allow_unknown;
       options.batch = 2;
-      dnncast::Graph graph = dnncast::read_onnx(bytes, "fuzz.onnx", options);
+      dnncast::Graph graph = dnncast::import::read_onnx(bytes, "fuzz.onnx", options);
       for (int index = 0; index < graph.size(); ++index) {
         dnncast::node_cost(graph, index);
         dnncast::node_kind(graph, index);
@@ -29,13 +29,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       dnncast::memory::simulate_memory(graph, config);
       // The CLI's path out (issue 37): `inspect --json` and `memory --json` of the graph, printed as they print
       // it (an invalid UTF-8 name once made that an internal error).
-      dnncast::apps::to_json(dnncast::apps::inspect(graph)).dump(1);
-      dnncast::apps::MemoryRequest request;
+      dnncast::forecast::to_json(dnncast::forecast::inspect(graph)).dump(1);
+      dnncast::forecast::MemoryRequest request;
       request.model = "fuzz.onnx";
       request.spec.batch = 2;
       request.config = config;
-      request.builder = [&](const dnncast::ModelSpec&) { return graph; };
-      dnncast::apps::to_json(dnncast::apps::forecast_memory(request)).dump(1);
+      request.builder = [&](const dnncast::models::ModelSpec&) { return graph; };
+      dnncast::forecast::to_json(dnncast::forecast::forecast_memory(request)).dump(1);
     });
   }
   return 0;

@@ -15,12 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const nlohmann::json::exception&) {
       return;  // load_plan turns these into InputError
     }
-    dnncast::data::PlanLimits limits;
+    dnncast::measure::PlanLimits limits;
     limits.max_networks = 64;
     limits.max_configurations = 20000;
     // Graph files are resolved against a folder that does not exist: only the error paths run.
-    dnncast::data::Plan plan = dnncast::data::parse_plan(document, "fuzz-plan.json", "/nonexistent-fuzz-dir", limits);
-    dnncast::data::shard_entries(plan, dnncast::data::parse_shard("1/3"));
+    dnncast::measure::Plan plan = dnncast::measure::parse_plan(document, "fuzz-plan.json", "/nonexistent-fuzz-dir", limits);
+    dnncast::measure::shard_entries(plan, dnncast::measure::parse_shard("1/3"));
     plan.run_count();
   });
 }

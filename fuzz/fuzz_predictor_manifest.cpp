@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::ofstream manifest(dir + "/manifest.json", std::ios::binary | std::ios::trunc);
       manifest.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     }
-    dnncast::apps::Predictor predictor = dnncast::apps::Predictor::load(dir);
+    dnncast::forecast::Predictor predictor = dnncast::forecast::Predictor::load(dir);
     predictor.predict_one(std::vector<double>(dnncast::features::feature_count(), 1.0));
   });
 }

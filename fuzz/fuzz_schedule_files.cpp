@@ -27,23 +27,23 @@ constexpr int64_t kMaxGpus = 16;
 constexpr int64_t kGenerations = 3, kPopulation = 8;
 constexpr int64_t kCachedForecasts = 1024;
 
-using dnncast::apps::JobSpec;
-using dnncast::apps::NodeSpec;
+using dnncast::decide::JobSpec;
+using dnncast::decide::NodeSpec;
 
 void schedule_and_print(const nlohmann::json& document) {
-  dnncast::apps::ScheduleRequest request;
-  request.jobs = dnncast::apps::parse_jobs(document, "jobs.json");
-  request.nodes = dnncast::apps::parse_cluster(document, "cluster.json");
+  dnncast::decide::ScheduleRequest request;
+  request.jobs = dnncast::decide::parse_jobs(document, "jobs.json");
+  request.nodes = dnncast::decide::parse_cluster(document, "cluster.json");
   if (request.jobs.size() > kMaxJobs) return;
   int64_t gpus = 0;
   for (const NodeSpec& node : request.nodes) gpus += node.count;
   if (gpus > kMaxGpus) return;
   for (const JobSpec& job : request.jobs) {
-    const dnncast::ModelSourceKind kind = dnncast::model_source_kind(job.model);
-    if (kind != dnncast::ModelSourceKind::Zoo && kind != dnncast::ModelSourceKind::Synthetic) return;
+    const dnncast::import::ModelSourceKind kind = dnncast::import::model_source_kind(job.model);
+    if (kind != dnncast::import::ModelSourceKind::Zoo && kind != dnncast::import::ModelSourceKind::Synthetic) return;
   }
   if (document.contains("objective") && document.at("objective").is_string())
-    request.objective = dnncast::apps::sched::parse_objective(document.at("objective").get<std::string>());
+    request.objective = dnncast::decide::sched::parse_objective(document.at("objective").get<std::string>());
   request.exact = document.value("exact", nlohmann::json()).is_boolean() && document.at("exact").get<bool>();
   if (document.contains("seed") && document.at("seed").is_number_unsigned())
     request.ga.seed = document.at("seed").get<uint64_t>() & 0xffffffffu;
@@ -54,12 +54,12 @@ void schedule_and_print(const nlohmann::json& document) {
   // one forecast cache for kCachedForecasts forecasts across inputs: a forecast depends only on its key (model,
   // configuration, GPU), and computing it (the model built, its memory simulated) was 78% of the time (perf,
   // session 23). Only the "computed, reused" counts of the table depend on earlier inputs.
-  static const dnncast::apps::GpuCalibration calibration = dnncast::apps::load_gpu_calibration();
-  static std::optional<dnncast::apps::ForecastCache> cache;
+  static const dnncast::gpu::GpuCalibration calibration = dnncast::gpu::load_gpu_calibration();
+  static std::optional<dnncast::decide::ForecastCache> cache;
   if (!cache || cache->misses() > kCachedForecasts) cache.emplace(dnncast::hardware::shipped_catalogue(), calibration);
-  const dnncast::apps::Schedule schedule = dnncast::apps::schedule(request, *cache);
+  const dnncast::decide::Schedule schedule = dnncast::decide::schedule(request, *cache);
   const std::string table = dnncast::cli::format_schedule(schedule);
-  const std::string json = dnncast::apps::to_json(schedule).dump(2);
+  const std::string json = dnncast::decide::to_json(schedule).dump(2);
   if (table.empty() || json.empty()) std::abort();
 }
 
@@ -68,9 +68,9 @@ void schedule_and_print(const nlohmann::json& document) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json document = nlohmann::json::parse(data, data + size, nullptr, false);
   if (document.is_discarded()) return 0;  // not JSON: read_jobs reports the parser's message
-  dnncast::fuzz::run_one([&] { dnncast::apps::parse_jobs(document, "jobs.json"); });
+  dnncast::fuzz::run_one([&] { dnncast::decide::parse_jobs(document, "jobs.json"); });
   dnncast::fuzz::run_one([&] {
-    for (const dnncast::apps::NodeSpec& node : dnncast::apps::parse_cluster(document, "cluster.json"))
+    for (const dnncast::decide::NodeSpec& node : dnncast::decide::parse_cluster(document, "cluster.json"))
       dnncast::hardware::shipped_catalogue().gpu(node.gpu);
   });
   dnncast::fuzz::run_one([&] { schedule_and_print(document); });

@@ -11,7 +11,7 @@
 #include "fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace dnncast::apps::serve;
+  using namespace dnncast::serve;
   static Api api([] {
     ApiOptions options;
     options.predictor_dir = "/nonexistent-fuzz-dir";

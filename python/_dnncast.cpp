@@ -54,8 +54,8 @@ void check_range(const std::string& keyword, int64_t value, int64_t low, int64_t
                      "], got " + std::to_string(value));
 }
 
-ModelSpec model_spec(const ModelArgs& args) {
-  ModelSpec spec;
+models::ModelSpec model_spec(const ModelArgs& args) {
+  models::ModelSpec spec;
   spec.batch = args.batch;
   spec.allow_unknown_ops = args.allow_unknown;
   spec.lora = args.lora;
@@ -75,10 +75,10 @@ ModelSpec model_spec(const ModelArgs& args) {
   }
   if (args.classes != 0) {
     check_range("classes", args.classes, 1, kMaxIntegerAttr);
-    const ModelSourceKind kind = model_source_kind(args.model);
-    if (kind == ModelSourceKind::File || kind == ModelSourceKind::Onnx)
+    const import::ModelSourceKind kind = import::model_source_kind(args.model);
+    if (kind == import::ModelSourceKind::File || kind == import::ModelSourceKind::Onnx)
       throw InputError(std::string("classes does not apply to ") +
-                       (kind == ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
+                       (kind == import::ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
                        " (its classifier is part of the file)");
     spec.num_classes = args.classes;
   }
@@ -100,7 +100,7 @@ hardware::CpuIsa isa_option(const std::string& text, const std::string& keyword)
 std::string inspect_json(const ModelArgs& args, const std::string& device) {
   if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
   if (args.batch < 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  return apps::to_json(apps::inspect(load_model(args.model, model_spec(args)), device)).dump(1);
+  return forecast::to_json(forecast::inspect(import::load_model(args.model, model_spec(args)), device)).dump(1);
 }
 
 // `dnncast predict MODEL --batch N ...`: device "" is this host's CPU set, threads 0 the environment's.
@@ -109,44 +109,44 @@ struct JsonAndNote {
   std::string json, note;
 };
 
-JsonAndNote predict_json(const ModelArgs& args, apps::PredictOptions options, const std::string& host_isa) {
+JsonAndNote predict_json(const ModelArgs& args, forecast::PredictOptions options, const std::string& host_isa) {
   options.forecast.host_isa = isa_option(host_isa, "host_isa");
   if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
   if (options.forecast.epoch_samples != 0) check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
   if (options.forecast.threads != 0) check_range("threads", options.forecast.threads, 1, kMaxThreads);
   if (options.epoch_tokens != 0) check_range("epoch_tokens", options.epoch_tokens, 1, int64_t{1} << 50);
   // The CLI's answer and its stderr line (forecast/predict.h).
-  const apps::Prediction result = apps::predict(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
-  return {apps::prediction_json(result), apps::prediction_note(result)};
+  const forecast::Prediction result = forecast::predict(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
+  return {forecast::prediction_json(result), forecast::prediction_note(result)};
 }
 
 // `dnncast memory MODEL --batch N ...` without --measure / --check-db; isa: a name, or "" (this host's).
-JsonAndNote memory_json(const ModelArgs& args, apps::MemoryOptions options, const std::string& isa) {
+JsonAndNote memory_json(const ModelArgs& args, forecast::MemoryOptions options, const std::string& isa) {
   options.isa = isa_option(isa, "isa");
   if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
   if (args.batch <= 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
   check_range("threads", options.threads, 1, kMaxThreads);
   if (options.batch_cap <= 0)
     throw InputError("batch_cap must be a positive integer, got " + std::to_string(options.batch_cap));
-  const apps::MemoryRequest request =
-      apps::make_memory_request(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
-  const apps::MemoryForecast result = apps::forecast_memory(request);
+  const forecast::MemoryRequest request =
+      forecast::make_memory_request(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
+  const forecast::MemoryForecast result = forecast::forecast_memory(request);
   // The line the CLI prints on stderr: the ISA simulated is not this host's, or its rules were not
   // checked against measured runs.
   std::string note;
-  if (result.isa_match && !result.isa_match->exact) note = apps::simulator_isa_note(*result.isa_match, result.isa_source);
-  return {apps::to_json(result).dump(2), note};
+  if (result.isa_match && !result.isa_match->exact) note = forecast::simulator_isa_note(*result.isa_match, result.isa_source);
+  return {forecast::to_json(result).dump(2), note};
 }
 
 // `dnncast compare MODEL --batch N ...` (decide/compare.h): the request's filters and run as given, the GPU
 // forecast's options as predict takes them.
-std::string compare_json(const ModelArgs& args, const apps::PredictOptions& options, apps::CompareRequest request) {
+std::string compare_json(const ModelArgs& args, const forecast::PredictOptions& options, decide::CompareRequest request) {
   constexpr int64_t kMaxEpochs = 1000000;  // the CLI's and serve's
   if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
   if (options.forecast.epoch_samples != 0) check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
   check_range("epochs", request.epochs, 1, kMaxEpochs);
-  request.forecast = apps::make_gpu_request(args.model, model_spec(args), options, apps::OptionStyle::Keyword);
-  return apps::to_json(apps::compare(request)).dump(2);
+  request.forecast = forecast::make_gpu_request(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
+  return decide::to_json(decide::compare(request)).dump(2);
 }
 
 // Runs `call` without the GIL (a forecast touches no Python object), side by side with other threads' calls (the
@@ -213,7 +213,7 @@ PYBIND11_MODULE(_dnncast, module) {
          int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
          bool max_batch, const std::string& phase, int64_t grad_accum, int64_t epoch_tokens, const std::string& attention) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
-        dnncast::apps::PredictOptions options;
+        dnncast::forecast::PredictOptions options;
         options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir,
                             dnncast::hardware::CpuIsa::Unknown};
         options.framework = framework;
@@ -240,7 +240,7 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& sharding, int64_t gpus, int64_t gpus_per_node, const std::string& max_seq_bytes,
          const std::string& attention, int64_t grad_accum) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
-        dnncast::apps::MemoryOptions options;
+        dnncast::forecast::MemoryOptions options;
         options.optimizer = optimizer;
         options.precision = precision;
         options.device = device;
@@ -272,13 +272,13 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& optimizer, const std::string& precision, const std::string& framework,
          const std::string& phase, int64_t epochs, int64_t epoch_samples, const std::vector<std::string>& providers,
          const std::vector<std::string>& gpus, bool spot, bool multi_gpu, const std::string& sharding) {
-        dnncast::apps::PredictOptions options;
+        dnncast::forecast::PredictOptions options;
         options.forecast.optimizer = optimizer;
         options.forecast.precision = precision;
         options.forecast.epoch_samples = epoch_samples;
         options.framework = framework;
         options.phase = phase;
-        dnncast::apps::CompareRequest request;
+        dnncast::decide::CompareRequest request;
         request.epochs = epochs;
         request.providers = providers;
         request.gpus = gpus;

@@ -11,6 +11,9 @@ and the modules it may use. This script fails (one line per problem, exit 1) whe
   - the forecast library (target dnncast_forecast_library) reaches libtorch, SQLite, or a module that does;
   - two files of src/ share a name; a src/cli/cmd_*.cpp is over 150 lines; a function of src/ is over 150
     lines (from its signature to the closing brace at the start of a line);
+  - a file of src/MODULE opens a namespace other than its module's: `dnncast::MODULE` (or one nested in it),
+    or `dnncast` itself for core/ and graph/, the vocabulary every room uses (errors, the training setup, the
+    IR); a block that only forward-declares another module's types is allowed;
   - a comment of src/ names a path that does not exist: a module's file (`forecast/forecast.h`, `src/...`,
     with or without its extension), or a file of the checkout (docs/, scripts/, data/, tests/, bench/, fuzz/,
     python/), or DESIGN.md, which is not in the checkout.
@@ -103,6 +106,47 @@ def function_lengths(path):
     return out
 
 
+# core/ and graph/ are the words every module speaks (InputError, TrainingSetup, Graph, Node): they stay in
+# `dnncast` itself rather than making every other room write core::InputError and graph::Graph.
+ROOT_NAMESPACE_MODULES = ("core", "graph")
+NAMESPACE_OPEN = re.compile(r"^namespace\s+([A-Za-z_][\w:]*)\s*\{(.*)$")
+
+
+def namespace_problems(relative, module, lines):
+    """Top-level `namespace X {` blocks of a file of src/MODULE whose X is not the module's namespace."""
+    own = "dnncast" if module in ROOT_NAMESPACE_MODULES else "dnncast::" + module
+    problems = []
+    depth = 0  # namespaces open at this line (closed by clang-format's `}  // namespace ...` lines)
+    for index, line in enumerate(lines):
+        if re.match(r"^}\s*//\s*namespace\b", line):
+            depth = max(0, depth - 1)
+            continue
+        if re.match(r"^namespace\s*\{", line):
+            depth += 1
+            continue
+        match = NAMESPACE_OPEN.match(line)
+        if not match:
+            continue
+        depth += 1
+        if depth > 1:
+            continue  # nested in the module's own
+        name = match.group(1)
+        if name == own or name.startswith(own + "::"):
+            continue
+        # A block of forward declarations only (`namespace dnncast::learn { class Learner; }`) names another
+        # module's type without opening a room in it.
+        body = [match.group(2)]
+        for follow in lines[index + 1:]:
+            if follow.startswith("}"):
+                break
+            body.append(follow)
+        declarations = [b.strip() for b in body if b.strip() and not b.strip().startswith("//")]
+        if all(re.match(r"(class|struct|enum class|enum)\s+\w+(\s*:\s*\w+)?;$", d) for d in declarations):
+            continue
+        problems.append(f"{relative}:{index + 1}: namespace {name} in src/{module}/ (its namespace is {own})")
+    return problems
+
+
 PATH_IN_COMMENT = re.compile(r"(?<![\w./~-])((?:src/)?[a-z_]+/[A-Za-z0-9_./-]*[A-Za-z0-9_])")
 # A path after one of these names on its line is that project's, not ours ("oneDNN's src/cpu/...").
 FOREIGN = re.compile(r"oneDNN|torchvision|PyTorch|pytorch|ATen|XGBoost|timm|transformers")
@@ -185,6 +229,9 @@ def main(argv):
         lines = open(path, errors="replace").read().split("\n")
         if re.match(r"cmd_.*\.cpp$", base) and len(lines) - 1 > MAX_CMD_LINES:
             problems.append(f"{relative}: {len(lines) - 1} lines (a command file holds at most {MAX_CMD_LINES})")
+        module = relative.split(os.sep)[1]
+        if module in module_names:
+            problems.extend(namespace_problems(relative, module, lines))
         for line, length, signature in function_lengths(path):
             if length > MAX_FUNCTION_LINES:
                 problems.append(f"{relative}:{line}: function of {length} lines (at most {MAX_FUNCTION_LINES}): {signature}")

@@ -18,7 +18,7 @@
 #include "learn/metrics.h"
 #include "transfer/transfer.h"
 
-namespace dnncast::apps {
+namespace dnncast::calibrate {
 
 namespace {
 
@@ -29,7 +29,7 @@ const std::vector<std::string> kCalibrateOptions{
     "log.batch",  "log.threads",   "input.pixels",          "log.flops_train",
     "log.params", "log.act_bytes", "config.opt_state_bytes"};
 
-std::string config_key(const std::string& network_hash, const data::RunConfig& config) {
+std::string config_key(const std::string& network_hash, const records::RunConfig& config) {
   return network_hash + "|" + std::to_string(config.batch) + "|" + config.input_text() + "|" +
          std::to_string(config.seq_len) + "|" + name(config.optimizer) + "|" + name(config.precision) + "|" +
          std::to_string(config.threads) + "|" + name(config.device);
@@ -45,7 +45,7 @@ double mape_of(const learn::Vector& predicted, const std::vector<int64_t>& rows,
 // The candidate configurations, featurized, with the source's forecast of each and the option
 // columns GS reasons about: a plan's (calibrate_host, entries filled) or a dataset's (offline).
 struct Candidates {
-  std::vector<data::PlanEntry> entries;  // calibrate_host only
+  std::vector<measure::PlanEntry> entries;  // calibrate_host only
   learn::Matrix rows;      // candidates x features::feature_count()
   learn::Vector forecast;  // the source's time forecast, ms
   learn::Matrix options;   // candidates x kCalibrateOptions
@@ -53,10 +53,10 @@ struct Candidates {
 };
 
 // Fills the source's forecast and the option columns from the feature rows.
-void forecast_candidates(Candidates& candidates, const Predictor& source) {
+void forecast_candidates(Candidates& candidates, const forecast::Predictor& source) {
   const int64_t count = candidates.size();
   candidates.forecast.resize(count);
-  std::vector<Estimate> forecasts = source.predict(candidates.rows);
+  std::vector<forecast::Estimate> forecasts = source.predict(candidates.rows);
   for (int64_t k = 0; k < count; ++k)
     candidates.forecast(k) = std::max(forecasts[static_cast<size_t>(k)].value, 1e-9);
   candidates.options.resize(count, static_cast<int64_t>(kCalibrateOptions.size()));
@@ -65,16 +65,16 @@ void forecast_candidates(Candidates& candidates, const Predictor& source) {
         candidates.rows.col(features::feature_index(kCalibrateOptions[c]));
 }
 
-Candidates candidates_of(const data::Plan& plan, int64_t threads, const Predictor& source) {
+Candidates candidates_of(const measure::Plan& plan, int64_t threads, const forecast::Predictor& source) {
   const hardware::HostInfo& host = hardware::detect_host();
-  data::EnvironmentRecord here;
+  records::EnvironmentRecord here;
   here.cpu_model = host.cpu_model;
   here.cores = host.logical_cores;
   here.memory_bytes = host.memory_bytes;
-  features::HardwareFeatures hardware = hardware_of(here);
+  features::HardwareFeatures hardware = forecast::hardware_of(here);
   Candidates result;
   std::set<std::string> seen;
-  for (data::PlanEntry entry : plan.entries) {
+  for (measure::PlanEntry entry : plan.entries) {
     if (threads > 0) entry.config.threads = threads;
     if (seen.insert(config_key(plan.networks[static_cast<size_t>(entry.network)].hash, entry.config)).second)
       result.entries.push_back(entry);
@@ -83,14 +83,14 @@ Candidates candidates_of(const data::Plan& plan, int64_t threads, const Predicto
   result.rows.resize(count, static_cast<int64_t>(features::feature_count()));
   std::map<std::string, features::GraphFeatures> graphs;  // one graph per network and input size
   for (int64_t k = 0; k < count; ++k) {
-    const data::PlanEntry& entry = result.entries[static_cast<size_t>(k)];
-    const data::PlanNetwork& network = plan.networks[static_cast<size_t>(entry.network)];
+    const measure::PlanEntry& entry = result.entries[static_cast<size_t>(k)];
+    const measure::PlanNetwork& network = plan.networks[static_cast<size_t>(entry.network)];
     std::string graph_key = network.hash + "|" + entry.config.input_text() + "|" + std::to_string(entry.config.seq_len);
     auto cached = graphs.find(graph_key);
     if (cached == graphs.end())
       cached =
-          graphs.emplace(graph_key, features::graph_features(data::build_network(network.model, entry.config))).first;
-    features::TrainingConfig config = training_config_of(entry.config);
+          graphs.emplace(graph_key, features::graph_features(records::build_network(network.model, entry.config))).first;
+    features::TrainingConfig config = study::training_config_of(entry.config);
     std::vector<double> row = features::featurize(cached->second, config, hardware);
     for (size_t col = 0; col < row.size(); ++col) result.rows(k, static_cast<int64_t>(col)) = row[col];
   }
@@ -141,11 +141,11 @@ struct Measured {
   std::vector<double> times_ms;
 };
 
-Measured measured_of(const std::vector<int64_t>& picks, const Candidates& candidates, const data::Plan& plan,
+Measured measured_of(const std::vector<int64_t>& picks, const Candidates& candidates, const measure::Plan& plan,
                      const std::map<std::string, double>& times) {
   Measured result;
   for (int64_t k : picks) {
-    const data::PlanEntry& entry = candidates.entries[static_cast<size_t>(k)];
+    const measure::PlanEntry& entry = candidates.entries[static_cast<size_t>(k)];
     auto found = times.find(config_key(plan.networks[static_cast<size_t>(entry.network)].hash, entry.config));
     if (found == times.end()) continue;  // failed (oom, error, timeout): not a time
     result.rows.push_back(k);
@@ -190,11 +190,11 @@ MapScores score_maps(const transfer::StepwiseResult& source_fit, const Candidate
 }
 
 // Writes the adapted bundle and returns its MAPE on the holdout, reloaded from disk.
-double write_adapted_bundle(PredictorSet& set, const CalibrateOptions& options, const TrainingTable& table,
+double write_adapted_bundle(forecast::PredictorSet& set, const CalibrateOptions& options, const study::TrainingTable& table,
                             const Candidates& candidates, const transfer::ShiftChoice& choice,
                             const learn::Vector& shifted, const Measured& fit, const Measured& test, json calibration) {
-  const Manifest& manifest = set.time->manifest();
-  Manifest adapted = manifest;
+  const forecast::Manifest& manifest = set.time->manifest();
+  forecast::Manifest adapted = manifest;
   adapted.environments.clear();
   for (const auto& [hash, environment] : table.environments) adapted.environments.push_back(environment);
   if (choice.chosen != "gs") {
@@ -223,10 +223,10 @@ double write_adapted_bundle(PredictorSet& set, const CalibrateOptions& options, 
         "the gs map of the source forecasts (chosen by leave-one-out on the sample), distilled into the source's "
         "learner on the plan's candidates";
     adapted.training["calibration"] = calibration;
-    Predictor(adapted, std::move(model.learner)).save(options.out_dir);
+    forecast::Predictor(adapted, std::move(model.learner)).save(options.out_dir);
   }
-  Predictor reloaded = Predictor::load(options.out_dir);
-  std::vector<Estimate> again = reloaded.predict(learn::select_rows(candidates.rows, test.rows));
+  forecast::Predictor reloaded = forecast::Predictor::load(options.out_dir);
+  std::vector<forecast::Estimate> again = reloaded.predict(learn::select_rows(candidates.rows, test.rows));
   double sum = 0;
   for (size_t k = 0; k < again.size(); ++k) sum += std::abs(again[k].value - test.times_ms[k]) / test.times_ms[k];
   return 100 * sum / static_cast<double>(again.size());
@@ -253,9 +253,9 @@ json calibrate_host(const CalibrateOptions& options) {
   if (options.holdout < 1) throw InputError("--holdout must be at least 1");
   if (options.threads < 0) throw InputError("--threads must be positive");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must be positive");
-  PredictorSet set = load_predictor_set(options.predictor_dir);
+  forecast::PredictorSet set = forecast::load_predictor_set(options.predictor_dir);
   if (!set.time) throw InputError("predictor set " + quote(options.predictor_dir) + " has no time predictor");
-  data::Plan plan = data::load_plan(options.plan_path);
+  measure::Plan plan = measure::load_plan(options.plan_path);
   if (options.time_budget_s > 0) plan.measure.time_budget_s = options.time_budget_s;
   plan.repeats = 1;
 
@@ -268,11 +268,11 @@ json calibrate_host(const CalibrateOptions& options) {
   Draw draw = draw_candidates(candidates, budget_rows, options.holdout, options.seed);
 
   // Profile exactly those, into the dataset.
-  data::Plan chosen_plan = plan;
+  measure::Plan chosen_plan = plan;
   chosen_plan.entries.clear();
   for (const std::vector<int64_t>* picks : {&draw.sample, &draw.held})
     for (int64_t k : *picks) chosen_plan.entries.push_back(candidates.entries[static_cast<size_t>(k)]);
-  data::CampaignOptions campaign;
+  measure::CampaignOptions campaign;
   campaign.db_path = options.db_path;
   campaign.cpus = options.cpus;
   campaign.progress_bar = 0;
@@ -281,12 +281,12 @@ json calibrate_host(const CalibrateOptions& options) {
     std::fprintf(stderr, " %s", term.name(kCalibrateOptions).c_str());
   std::fprintf(stderr, "; profiling %lld + %lld held back\n", static_cast<long long>(budget_rows),
                static_cast<long long>(options.holdout));
-  data::CampaignSummary summary = data::run_campaign(chosen_plan, campaign);
+  measure::CampaignSummary summary = measure::run_campaign(chosen_plan, campaign);
 
   // Measured times of the chosen configurations (this host's runs only).
-  TrainingTable table = load_training_table(options.db_path);
+  study::TrainingTable table = study::load_training_table(options.db_path);
   std::map<std::string, double> times;
-  for (const Sample& sample : table.samples) times[config_key(sample.network_hash, sample.config)] = sample.time_ms();
+  for (const study::Sample& sample : table.samples) times[config_key(sample.network_hash, sample.config)] = sample.time_ms();
   Measured fit = measured_of(draw.sample, candidates, plan, times);
   Measured test = measured_of(draw.held, candidates, plan, times);
   if (fit.rows.size() < 2)
@@ -323,12 +323,12 @@ json calibrate_host(const CalibrateOptions& options) {
 
 json calibrate_offline(const OfflineCalibrateOptions& options) {
   if (options.draws < 1) throw InputError("--draws must be at least 1");
-  PredictorSet set = load_predictor_set(options.predictor_dir);
+  forecast::PredictorSet set = forecast::load_predictor_set(options.predictor_dir);
   if (!set.time) throw InputError("predictor set " + quote(options.predictor_dir) + " has no time predictor");
-  TableOptions table_options;
+  study::TableOptions table_options;
   table_options.environment = options.environment;
   table_options.isa = options.isa;
-  const TrainingTable table = load_training_table(options.db_path, table_options);
+  const study::TrainingTable table = study::load_training_table(options.db_path, table_options);
 
   // Each configuration, featurized from its own runs, is a candidate; its time is the mean of its repeats.
   Candidates candidates;
@@ -345,7 +345,7 @@ json calibrate_offline(const OfflineCalibrateOptions& options) {
   const int64_t budget_rows = transfer::budget_rows(options.budget, count);
   std::vector<double> times_ms;
   std::vector<std::vector<double>> repeats;
-  for (const Sample& sample : table.samples) {
+  for (const study::Sample& sample : table.samples) {
     times_ms.push_back(sample.time_ms());
     repeats.push_back(sample.times_ms);
   }
@@ -368,14 +368,14 @@ json calibrate_offline(const OfflineCalibrateOptions& options) {
               {"seed", options.seed},
               {"isa", options.isa == hardware::CpuIsa::Unknown ? "as recorded" : hardware::isa_name(options.isa)},
               {"gs_terms", json::array()},
-              {"noise_floor_pct", 100 * noise_floor(repeats).mre},
+              {"noise_floor_pct", 100 * study::noise_floor(repeats).mre},
               {"dm_all_mape_pct", mape_of(candidates.forecast, all.rows, all.times_ms)},
               {"dm_all_repeat_mape_pct", 100 * repeat_error_sum / static_cast<double>(repeat_count)},
               {"notes", table.notes},
               {"configurations", json::array()}};
   for (const transfer::Term& term : source_fit.terms) report["gs_terms"].push_back(term.name(kCalibrateOptions));
   for (int64_t k = 0; k < count; ++k) {
-    const Sample& sample = table.samples[static_cast<size_t>(k)];
+    const study::Sample& sample = table.samples[static_cast<size_t>(k)];
     report["configurations"].push_back(json{{"network", sample.network_name},
                                             {"family", sample.family},
                                             {"batch", sample.config.batch},
@@ -423,4 +423,4 @@ json calibrate_offline(const OfflineCalibrateOptions& options) {
   return report;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::calibrate

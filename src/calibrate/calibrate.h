@@ -20,7 +20,7 @@
 
 #include "hardware/isa.h"
 
-namespace dnncast::apps {
+namespace dnncast::calibrate {
 
 struct CalibrateOptions {
   std::string predictor_dir;  // source predictor set (DIR with time/) or a time bundle
@@ -70,4 +70,4 @@ struct OfflineCalibrateOptions {
 // budget that is not below the candidates.
 nlohmann::json calibrate_offline(const OfflineCalibrateOptions& options);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::calibrate

@@ -29,7 +29,7 @@
 #include "models/layer_cases.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps {
+namespace dnncast::calibrate {
 
 namespace {
 
@@ -50,17 +50,17 @@ models::SampleOptions probe_sample_options() {
   return sample;
 }
 
-PredictorSet load_source_set(const std::string& predictor_dir) {
+forecast::PredictorSet load_source_set(const std::string& predictor_dir) {
   std::string dir = predictor_dir;
   if (dir.empty()) {
-    std::vector<std::string> sets = shipped_predictor_sets(default_predictor_root());
+    std::vector<std::string> sets = forecast::shipped_predictor_sets(forecast::default_predictor_root());
     if (sets.empty()) throw InputError("no shipped predictors found; pass --predictor DIR");
-    dir = choose_predictor_set(sets, "cpu", hardware::detect_host()).dir;
-  } else if (is_host_calibration(dir)) {
+    dir = forecast::choose_predictor_set(sets, "cpu", hardware::detect_host()).dir;
+  } else if (forecast::is_host_calibration(dir)) {
     throw InputError("--predictor " + dir + " is a host calibration: give the predictor set it adapts (" +
-                     HostCalibration::load(dir).source_dir + ")");
+                     forecast::HostCalibration::load(dir).source_dir + ")");
   }
-  PredictorSet set = load_predictor_set(dir);
+  forecast::PredictorSet set = forecast::load_predictor_set(dir);
   if (!set.layers)
     throw InputError("predictor " + dir + " has no layer-wise model (time/layers, `dnncast train --layer-bench`): " +
                      "a host calibration scales its layers");
@@ -76,15 +76,15 @@ struct SourceForecast {
   std::vector<double> row_ms;  // the layer-wise model's rows (nodes, then the optimizer)
 };
 
-SourceForecast source_forecast(const PredictorSet& set, const features::LayerSites& sites,
+SourceForecast source_forecast(const forecast::PredictorSet& set, const features::LayerSites& sites,
                                const features::GraphFeatures& graph, const features::TrainingConfig& config,
                                const std::string& input) {
-  const features::HardwareFeatures hardware = hardware_of(set.environment());
+  const features::HardwareFeatures hardware = forecast::hardware_of(set.environment());
   std::vector<double> row = features::featurize(graph, config, hardware);
-  Forecast scratch;
+  forecast::Forecast scratch;
   scratch.input = input;
   SourceForecast result;
-  const Estimate time = set_time_forecast(set, row, sites, graph, config, hardware, scratch);
+  const forecast::Estimate time = forecast::set_time_forecast(set, row, sites, graph, config, hardware, scratch);
   result.time_ms = time.value;
   result.low_ms = time.low;
   result.high_ms = time.high;
@@ -94,14 +94,14 @@ SourceForecast source_forecast(const PredictorSet& set, const features::LayerSit
 }
 
 // Each ok layer benchmark of `records` beside the source layer model's forecast of it.
-std::vector<LayerRatio> layer_ratios(const std::vector<data::LayerBenchRecord>& records, const LayerModel& layers) {
+std::vector<forecast::LayerRatio> layer_ratios(const std::vector<records::LayerBenchRecord>& records, const forecast::LayerModel& layers) {
   std::vector<features::LayerSites> sites;
-  std::vector<LayerExample> examples = bench_examples(records, "warm", sites);
-  std::vector<LayerRatio> ratios;
-  for (const LayerExample& example : examples) {
+  std::vector<forecast::LayerExample> examples = forecast::bench_examples(records, "warm", sites);
+  std::vector<forecast::LayerRatio> ratios;
+  for (const forecast::LayerExample& example : examples) {
     if (example.sites->nodes.empty()) continue;
-    LayerRatio ratio;
-    ratio.kind = site_kinds(*example.sites).front();
+    forecast::LayerRatio ratio;
+    ratio.kind = forecast::site_kinds(*example.sites).front();
     ratio.measured_ms = example.ms.front();
     ratio.source_ms = layers.row_ms(*example.sites, example.config, false).front();
     ratios.push_back(ratio);
@@ -120,7 +120,7 @@ void pin_to(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus) CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) throw InputError("--cpus: cannot pin to " + data::format_cpu_list(cpus));
+  if (sched_setaffinity(0, sizeof set, &set) != 0) throw InputError("--cpus: cannot pin to " + measure::format_cpu_list(cpus));
 }
 
 // Measures `batch` of the model (its graph JSON at `graph_path`) with the campaign runner into `db_path` (the fit
@@ -138,22 +138,22 @@ void measure_whole(const std::string& graph_path, int64_t batch, const ModelCali
       {"precisions", {"fp32"}},
       {"threads", {options.threads}},
       {"groups", {{{"name", "the model calibrated"}, {"models", {graph_path}}, {"batches", {batch}}, {"sampling", "grid"}}}}};
-  data::Plan plan = data::parse_plan(plan_document, "calibrate", "");
-  data::CampaignOptions campaign;
+  measure::Plan plan = measure::parse_plan(plan_document, "calibrate", "");
+  measure::CampaignOptions campaign;
   campaign.db_path = db_path;
   campaign.cpus = options.cpus;
   campaign.out = options.out;
   campaign.progress_bar = 0;
-  data::run_campaign(plan, campaign);
+  measure::run_campaign(plan, campaign);
 }
 
 // The folder a calibration is kept in: OUT, else the host's under the calibrations root; created.
-std::string calibration_dir(const std::string& out, const data::EnvironmentRecord& host) {
+std::string calibration_dir(const std::string& out, const records::EnvironmentRecord& host) {
   std::string out_dir = out;
   if (out_dir.empty()) {
-    if (default_calibration_root().empty())
+    if (forecast::default_calibration_root().empty())
       throw InputError("no folder for calibrations: set HOME or DNNCAST_CALIBRATIONS, or give --out");
-    out_dir = default_calibration_root() + "/" + host.hash();
+    out_dir = forecast::default_calibration_root() + "/" + host.hash();
   }
   std::error_code error;
   fs::create_directories(out_dir, error);
@@ -164,21 +164,21 @@ std::string calibration_dir(const std::string& out, const data::EnvironmentRecor
 // The kind scales of `calibration` from the layers timed in DB_PATH: the model's own layers first; the probe
 // layers only for kinds it has too few of (the cross-host evaluation: probes of other shapes carry a host's
 // layer speed less well than the model's own).
-void fit_layer_scales(const std::string& db_path, const PredictorSet& set, HostCalibration& calibration) {
-  data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
-  std::vector<data::LayerBenchRecord> own, probe;
-  for (data::LayerBenchRecord& record : store.layer_benchmarks())
+void fit_layer_scales(const std::string& db_path, const forecast::PredictorSet& set, forecast::HostCalibration& calibration) {
+  store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
+  std::vector<records::LayerBenchRecord> own, probe;
+  for (records::LayerBenchRecord& record : store.layer_benchmarks())
     (record.plan == "calibrate-probes" ? probe : own).push_back(std::move(record));
-  const std::vector<LayerRatio> own_ratios = layer_ratios(own, *set.layers);
-  const std::vector<LayerRatio> probe_ratios = layer_ratios(probe, *set.layers);
+  const std::vector<forecast::LayerRatio> own_ratios = layer_ratios(own, *set.layers);
+  const std::vector<forecast::LayerRatio> probe_ratios = layer_ratios(probe, *set.layers);
   if (own_ratios.empty()) {
-    fit_kind_scales(probe_ratios, calibration);
+    forecast::fit_kind_scales(probe_ratios, calibration);
     return;
   }
-  fit_kind_scales(own_ratios, calibration);
+  forecast::fit_kind_scales(own_ratios, calibration);
   if (probe_ratios.empty()) return;
-  HostCalibration probes;
-  fit_kind_scales(probe_ratios, probes);
+  forecast::HostCalibration probes;
+  forecast::fit_kind_scales(probe_ratios, probes);
   for (const auto& [kind, scale] : probes.kind_scale)
     if (!calibration.kind_scale.count(kind)) {
       calibration.kind_scale[kind] = scale;
@@ -188,23 +188,23 @@ void fit_layer_scales(const std::string& db_path, const PredictorSet& set, HostC
 
 // Every real iteration timed in DB_PATH beside the source forecast scaled by the layer factor, for the
 // whole-iteration shift; each also as a row of `report`. Fills calibration.layer_ms with every timed layer.
-std::vector<WholeRatio> whole_ratios(const std::string& db_path, const PredictorSet& set, HostCalibration& calibration,
+std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const forecast::PredictorSet& set, forecast::HostCalibration& calibration,
                                      json& report) {
-  std::vector<WholeRatio> whole;
-  data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
-  for (const data::LayerBenchRecord& record : store.layer_benchmarks(false))
+  std::vector<forecast::WholeRatio> whole;
+  store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
+  for (const records::LayerBenchRecord& record : store.layer_benchmarks(false))
     if (record.status == "ok" && record.forward_ms && record.backward_ms)
       calibration.layer_ms[record.key] = *record.forward_ms + *record.backward_ms;
   std::map<std::string, std::string> sources;  // network hash -> its graph file
-  for (const data::NetworkRecord& network : store.networks(false)) sources[network.hash] = network.source;
-  for (const data::RunRecord& run : store.runs()) {
+  for (const records::NetworkRecord& network : store.networks(false)) sources[network.hash] = network.source;
+  for (const records::RunRecord& run : store.runs()) {
     if (run.plan != "calibrate-whole" || run.result.status != "ok" || !run.result.time_ms_median) continue;
     const std::string& source = sources[run.network_hash];
     if (source.rfind("file:", 0) != 0) continue;
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = run.config.batch;
-    const Graph at = load_model(source.substr(5), spec);
-    features::TrainingConfig at_config = training_config_of(run.config);
+    const Graph at = import::load_model(source.substr(5), spec);
+    features::TrainingConfig at_config = study::training_config_of(run.config);
     const SourceForecast forecast =
         source_forecast(set, features::layer_sites(at), features::graph_features(at), at_config, run.config.input_text());
     double covered = 0;
@@ -226,15 +226,15 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   if (options.spec.batch < 1) throw InputError("--batch must be a positive integer");
   const Clock::time_point start = Clock::now();
   const double budget_s = options.minutes * 60;
-  PredictorSet set = load_source_set(options.predictor_dir);
-  const Graph graph = load_model(options.model, options.spec);
-  const data::EnvironmentRecord host = host_environment();
+  forecast::PredictorSet set = load_source_set(options.predictor_dir);
+  const Graph graph = import::load_model(options.model, options.spec);
+  const records::EnvironmentRecord host = forecast::host_environment();
   const std::string out_dir = calibration_dir(options.out_dir, host);
   const std::string db_path = out_dir + "/calibration.db";
   const std::string graph_path = out_dir + "/model-" + graph.architecture_hash() + ".json";
   {
     std::ofstream graph_file(graph_path);
-    graph_file << write_graph_json(graph);
+    graph_file << import::write_graph_json(graph);
     if (!graph_file) throw InputError("cannot write " + graph_path);
   }
   pin_to(options.cpus);
@@ -244,14 +244,14 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   for (int node = 0; node < graph.size(); ++node)
     if (!models::layer_kind(graph, node).empty()) cases.push_back(models::case_of_node(graph, node, "calibrate:" + graph.name));
   cases = models::unique_cases(std::move(cases));
-  data::LayerBenchOptions bench;
+  measure::LayerBenchOptions bench;
   bench.db_path = db_path;
   bench.threads = options.threads;
   bench.plan = "calibrate-layers";
   bench.out = options.out;
   bench.slice = 5;
   bench.stop_after_s = 0.4 * budget_s;
-  const data::LayerBenchSummary model_layers = data::run_layer_bench(cases, bench);
+  const measure::LayerBenchSummary model_layers = measure::run_layer_bench(cases, bench);
 
   // What the source says of the requested configuration, and the layers measured so far scaled.
   features::TrainingConfig config;
@@ -263,7 +263,7 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   const SourceForecast requested = source_forecast(set, features::layer_sites(graph), graph_part, config, input);
   // The kind scales from the model's own layers; the probe layers only for kinds it has too few of (the
   // cross-host evaluation: probes of other shapes carry a host's layer speed less well than the model's own).
-  HostCalibration calibration;
+  forecast::HostCalibration calibration;
   calibration.environment = host;
   calibration.source_dir = set.dir;
   fit_layer_scales(db_path, set, calibration);
@@ -282,22 +282,22 @@ json calibrate_model(const ModelCalibrateOptions& options) {
 
   // 3. The shared probe layers with the time left (a slice of 5 takes a few seconds).
   const double probe_left_s = budget_s - seconds_since(start) - 10;
-  data::LayerBenchSummary probes;
+  measure::LayerBenchSummary probes;
   if (probe_left_s > 5) {
     bench.plan = "calibrate-probes";
     bench.stop_after_s = probe_left_s;
-    probes = data::run_layer_bench(models::sample_layer_cases(probe_sample_options()), bench);
+    probes = measure::run_layer_bench(models::sample_layer_cases(probe_sample_options()), bench);
   }
 
   // The fit, on everything this calibration's dataset holds: the layers and real iterations of every model
   // calibrated into this folder so far (a later `calibrate` of another model adds to them).
   fit_layer_scales(db_path, set, calibration);
   json whole_report = json::array();
-  const std::vector<WholeRatio> whole = whole_ratios(db_path, set, calibration, whole_report);
-  fit_whole_shift(whole, calibration);
+  const std::vector<forecast::WholeRatio> whole = whole_ratios(db_path, set, calibration, whole_report);
+  forecast::fit_whole_shift(whole, calibration);
   double covered = 0;
   const double factor = calibration.layer_factor(graph, requested.sites, requested.row_ms, &covered);
-  json report = {{"created", data::utc_now()},
+  json report = {{"created", records::utc_now()},
                  {"model", options.model},
                  {"batch", options.spec.batch},
                  {"input", input},
@@ -378,8 +378,8 @@ std::vector<size_t> spanning_runs(const std::vector<double>& forecast_ms, const 
 std::map<std::string, double> bench_ms_by_key(const std::string& path) {
   std::map<std::string, double> result;
   if (path.empty()) return result;
-  data::Store store = data::Store::open(path, data::Database::Mode::ReadOnly);
-  for (const data::LayerBenchRecord& record : store.layer_benchmarks(false))
+  store::Store store = store::Store::open(path, store::Database::Mode::ReadOnly);
+  for (const records::LayerBenchRecord& record : store.layer_benchmarks(false))
     if (record.status == "ok" && record.forward_ms && record.backward_ms)
       result[record.key] = *record.forward_ms + *record.backward_ms;
   return result;
@@ -388,7 +388,7 @@ std::map<std::string, double> bench_ms_by_key(const std::string& path) {
 // The share of a configuration's layer time the target must have timed for the own-layers score.
 constexpr double kOwnCovered = 0.8;
 
-std::string run_key(const std::string& network_hash, const data::RunConfig& config) {
+std::string run_key(const std::string& network_hash, const records::RunConfig& config) {
   return network_hash + "|" + std::to_string(config.batch) + "|" + config.input_text() + "|" +
          std::to_string(config.seq_len) + "|" + name(config.optimizer) + "|" + std::to_string(config.threads);
 }
@@ -406,24 +406,24 @@ struct CrossHostRows {
   std::vector<SourceForecast> forecasts;
   std::vector<std::optional<Graph>> graphs;
   std::map<std::string, double> target_bench;
-  std::vector<data::LayerBenchRecord> probe_records;
+  std::vector<records::LayerBenchRecord> probe_records;
 };
 
 // One budget of the cross-host evaluation: probe layers with half of it, real runs with the rest, and the
 // forecasts of the configurations not measured scored with none, each part, and both.
-json budget_result(const PredictorSet& set, const CrossHostRows& rows, double minutes) {
+json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows, double minutes) {
   const size_t count = rows.count;
   const double budget_s = minutes * 60;
   // Probe layers first (half the budget), in the order every host measured them.
-  std::vector<data::LayerBenchRecord> taken_layers;
+  std::vector<records::LayerBenchRecord> taken_layers;
   double layers_s = 0;
-  for (const data::LayerBenchRecord& record : rows.probe_records) {
+  for (const records::LayerBenchRecord& record : rows.probe_records) {
     if (layers_s + *record.wall_s > budget_s / 2) break;
     layers_s += *record.wall_s;
     taken_layers.push_back(record);
   }
-  HostCalibration calibration;
-  fit_kind_scales(layer_ratios(taken_layers, *set.layers), calibration);
+  forecast::HostCalibration calibration;
+  forecast::fit_kind_scales(layer_ratios(taken_layers, *set.layers), calibration);
   std::vector<double> factor(count), layered(count);
   for (size_t k = 0; k < count; ++k) {
     factor[k] = calibration.layer_factor(rows.forecasts[k].sites, rows.forecasts[k].row_ms);
@@ -432,31 +432,31 @@ json budget_result(const PredictorSet& set, const CrossHostRows& rows, double mi
   double whole_s = 0;
   const std::vector<size_t> whole = spanning_runs(rows.source, rows.cost, budget_s - layers_s, whole_s);
   std::vector<char> taken(count, 0);
-  std::vector<WholeRatio> shift_runs, both_runs;
+  std::vector<forecast::WholeRatio> shift_runs, both_runs;
   for (size_t k : whole) {
     taken[k] = 1;
     shift_runs.push_back({rows.measured[k], rows.source[k]});
     both_runs.push_back({rows.measured[k], layered[k]});
   }
-  HostCalibration shift_only = calibration;
-  fit_whole_shift(shift_runs, shift_only);
-  fit_whole_shift(both_runs, calibration);
+  forecast::HostCalibration shift_only = calibration;
+  forecast::fit_whole_shift(shift_runs, shift_only);
+  forecast::fit_whole_shift(both_runs, calibration);
   // Each configuration's own layers, as `calibrate MODEL` times them for the model asked about: the probe scales
   // with every layer the target timed in place of its kind's scale (HostCalibration::layer_factor), shifted by
   // the whole runs; scored on the configurations whose layers the target timed (at least 80% of their time).
   json own_report = json::object();
   {
-    HostCalibration own = calibration;
+    forecast::HostCalibration own = calibration;
     own.layer_ms = rows.target_bench;
     std::vector<double> own_factor(count, 0), covered(count, 0);
     for (size_t k = 0; k < count; ++k)
       if (rows.graphs[k]) own_factor[k] = own.layer_factor(*rows.graphs[k], rows.forecasts[k].sites, rows.forecasts[k].row_ms, &covered[k]);
-    std::vector<WholeRatio> runs;
+    std::vector<forecast::WholeRatio> runs;
     for (size_t k : whole)
       if (covered[k] >= kOwnCovered) runs.push_back({rows.measured[k], rows.source[k] * own_factor[k]});
-    fit_whole_shift(runs, own);
-    HostCalibration shift_alone;
-    fit_whole_shift(shift_runs, shift_alone);
+    forecast::fit_whole_shift(runs, own);
+    forecast::HostCalibration shift_alone;
+    forecast::fit_whole_shift(shift_runs, shift_alone);
     std::vector<double> predicted(count), untouched(count), shifted_source(count);
     std::vector<char> skip(count, 1);
     for (size_t k = 0; k < count; ++k) {
@@ -507,48 +507,48 @@ json calibrate_cross_host(const CrossHostOptions& options) {
   if (options.minutes.empty()) throw InputError("--minutes: give at least one budget");
   for (double minutes : options.minutes)
     if (!(minutes > 0) || minutes > 240) throw InputError("--minutes must be in (0, 240], got " + json(minutes).dump());
-  PredictorSet set = load_source_set(options.predictor_dir);
-  const data::EnvironmentRecord& source_environment = set.environment();
+  forecast::PredictorSet set = load_source_set(options.predictor_dir);
+  const records::EnvironmentRecord& source_environment = set.environment();
   // The target's runs, featurized as `predict` featurizes them (with the source's environment), and what each took.
-  TableOptions table_options;
+  study::TableOptions table_options;
   table_options.environment = options.environment;
   table_options.all_layer_sites = true;
   CrossHostRows rows;
   std::map<std::string, double> wall_s;
-  std::vector<data::LayerBenchRecord>& probe_records = rows.probe_records;
+  std::vector<records::LayerBenchRecord>& probe_records = rows.probe_records;
   {
-    data::Store store = data::Store::open(options.db_path, data::Database::Mode::ReadOnly);
-    for (const data::EnvironmentRecord& environment : store.environments())
+    store::Store store = store::Store::open(options.db_path, store::Database::Mode::ReadOnly);
+    for (const records::EnvironmentRecord& environment : store.environments())
       table_options.featurize_as[environment.hash()] = source_environment;
     std::map<std::string, int64_t> counts;
-    for (const data::RunRecord& run : store.runs()) {
+    for (const records::RunRecord& run : store.runs()) {
       if (run.result.status != "ok" || !run.result.wall_s) continue;
       const std::string key = run_key(run.network_hash, run.config);
       wall_s[key] += *run.result.wall_s;
       ++counts[key];
     }
     for (auto& [key, total] : wall_s) total /= static_cast<double>(counts[key]);
-    data::Store layers = data::Store::open(options.layers_path, data::Database::Mode::ReadOnly);
-    for (data::LayerBenchRecord& record : layers.layer_benchmarks())
+    store::Store layers = store::Store::open(options.layers_path, store::Database::Mode::ReadOnly);
+    for (records::LayerBenchRecord& record : layers.layer_benchmarks())
       if (record.origin == "sample" && record.status == "ok" && record.wall_s) probe_records.push_back(std::move(record));
   }
   if (probe_records.empty()) throw InputError(options.layers_path + ": no sampled layer benchmark measured ok");
-  TrainingTable table = load_training_table(options.db_path, table_options);
+  study::TrainingTable table = study::load_training_table(options.db_path, table_options);
   const size_t count = rows.count = table.samples.size();
   std::vector<double>&measured = rows.measured, &source = rows.source, &cost = rows.cost, low(count), high(count);
   measured.resize(count), source.resize(count), cost.resize(count);
   std::vector<SourceForecast>& forecasts = rows.forecasts;
   forecasts.reserve(count);
   for (size_t k = 0; k < count; ++k) {
-    const Sample& sample = table.samples[k];
+    const study::Sample& sample = table.samples[k];
     const features::LayerSites& sites = table.layer_sites[static_cast<size_t>(sample.layer_sites)];
-    const features::TrainingConfig config = training_config_of(sample.config);
+    const features::TrainingConfig config = study::training_config_of(sample.config);
     forecasts.push_back(source_forecast(set, sites, table.graphs[static_cast<size_t>(sample.graph)], config,
                                         sample.config.input_text()));
     measured[k] = sample.time_ms();
     source[k] = forecasts.back().time_ms;
-    low[k] = forecasts.back().low_ms / kUnmatchedHostWiden;
-    high[k] = forecasts.back().high_ms * kUnmatchedHostWiden;
+    low[k] = forecasts.back().low_ms / forecast::kUnmatchedHostWiden;
+    high[k] = forecasts.back().high_ms * forecast::kUnmatchedHostWiden;
     auto found = wall_s.find(run_key(sample.network_hash, sample.config));
     cost[k] = found != wall_s.end() ? found->second : 7 * measured[k] / 1000 + 3;
   }
@@ -556,27 +556,27 @@ json calibrate_cross_host(const CrossHostOptions& options) {
   // mean of the configuration's other repeats, scaled by sqrt((k - 1) / k)).
   std::vector<std::vector<double>> repeats;
   int64_t noise_count = 0;
-  for (const Sample& sample : table.samples)
+  for (const study::Sample& sample : table.samples)
     if (sample.times_ms.size() >= 2) repeats.push_back(sample.times_ms), noise_count += static_cast<int64_t>(sample.times_ms.size());
   // Each zoo configuration's graph, to look its layers up among the target's benchmarks.
   rows.target_bench = bench_ms_by_key(options.layers_path);
   std::vector<std::optional<Graph>>& graphs = rows.graphs;
   graphs.resize(count);
   for (size_t k = 0; k < count; ++k) {
-    const Sample& sample = table.samples[k];
+    const study::Sample& sample = table.samples[k];
     if (sample.config.input.empty()) continue;
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = sample.config.batch;
     spec.input = sample.config.input;
     try {
-      graphs[k] = build_zoo_model(sample.network_name, spec);
+      graphs[k] = models::build_zoo_model(sample.network_name, spec);
     } catch (const InputError&) {
       continue;  // not a zoo network: no benchmarks of its layers
     }
   }
   int64_t inside_uncalibrated = 0;
   for (size_t k = 0; k < count; ++k) inside_uncalibrated += measured[k] >= low[k] && measured[k] <= high[k];
-  // The share inside the source's own 90% interval widened by each factor (kUnmatchedHostWiden is chosen here).
+  // The share inside the source's own 90% interval widened by each factor (forecast::kUnmatchedHostWiden is chosen here).
   json by_widen = json::object();
   for (double widen : {1.0, 1.5, 2.0, 2.2, 2.5, 3.0, 4.0}) {
     int64_t inside = 0;
@@ -590,7 +590,7 @@ json calibrate_cross_host(const CrossHostOptions& options) {
                  {"db", options.db_path},
                  {"layers", options.layers_path},
                  {"samples", count},
-                 {"noise_floor_pct", noise_count > 0 ? 100 * noise_floor(repeats).mre : 0.0},
+                 {"noise_floor_pct", noise_count > 0 ? 100 * study::noise_floor(repeats).mre : 0.0},
                  {"noise_floor_repeats", noise_count},
                  {"uncalibrated", {{"mre_pct", mre_pct(source, measured, std::vector<char>(count, 0))},
                                    {"within_interval_pct", 100.0 * static_cast<double>(inside_uncalibrated) /
@@ -599,7 +599,7 @@ json calibrate_cross_host(const CrossHostOptions& options) {
                  {"budgets", json::array()},
                  {"configurations", json::array()}};
   for (size_t k = 0; k < count; ++k) {
-    const Sample& sample = table.samples[k];
+    const study::Sample& sample = table.samples[k];
     report["configurations"].push_back({{"network", sample.network_name}, {"batch", sample.config.batch},
                                         {"input", sample.config.input_text()}, {"optimizer", name(sample.config.optimizer)},
                                         {"measured_ms", measured[k]}, {"source_ms", source[k]}, {"cost_s", cost[k]}});
@@ -608,4 +608,4 @@ json calibrate_cross_host(const CrossHostOptions& options) {
   return report;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::calibrate

@@ -22,11 +22,11 @@
 #include "import/model_source.h"
 #include "core/training_setup.h"
 
-namespace dnncast::apps {
+namespace dnncast::calibrate {
 
 struct ModelCalibrateOptions {
   std::string model;  // zoo name, graph JSON, ONNX, synthetic:SEED
-  ModelSpec spec;     // batch, input or sequence length
+  models::ModelSpec spec;     // batch, input or sequence length
   Optimizer optimizer = Optimizer::Sgd;
   int64_t threads = 1;
   double minutes = 5;          // this host's time for every measurement together, (0, 240]
@@ -52,4 +52,4 @@ struct CrossHostOptions {
 // kind_scale, shift, mre_pct {none, shift_only, layers_only, both}, evaluated, within_interval_pct}.
 nlohmann::json calibrate_cross_host(const CrossHostOptions& options);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::calibrate

@@ -21,7 +21,7 @@ int run_bench_layers(const Args& args) {
   sample.count = 0;
   std::vector<std::string> kinds, zoo;
   std::vector<int64_t> zoo_inputs{32, 64}, zoo_batches{1, 8, 32};
-  data::LayerBenchOptions options;
+  measure::LayerBenchOptions options;
   app.add_option("--db", db_path, "dataset file, created when missing")->required();
   app.add_option("--ops", kinds,
                  "layer kinds (default all): act, add, attention, bn, conv, dwconv, gconv, linear, ln, pool")
@@ -64,7 +64,7 @@ int run_bench_layers(const Args& args) {
   cases = models::unique_cases(std::move(cases));
   if (cases.empty()) throw InputError("no layer cases: give --sample N, --shapes FILE or --zoo MODELS");
   options.db_path = db_path;
-  data::LayerBenchSummary summary = data::run_layer_bench(cases, options);
+  measure::LayerBenchSummary summary = measure::run_layer_bench(cases, options);
   std::string statuses;
   for (const auto& [status, count] : summary.by_status) statuses += " " + status + " " + std::to_string(count);
   std::printf("measured %lld (%s), %lld already stored, %.0f s%s\n", static_cast<long long>(summary.measured),

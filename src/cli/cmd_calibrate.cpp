@@ -24,7 +24,7 @@ void print_spread(const nlohmann::json& spread) {
               spread["min"].get<double>(), spread["max"].get<double>());
 }
 
-int run_offline(const CLI::App& app, const apps::CalibrateOptions& options, apps::OfflineCalibrateOptions offline,
+int run_offline(const CLI::App& app, const calibrate::CalibrateOptions& options, calibrate::OfflineCalibrateOptions offline,
                 const std::string& isa_text, bool json) {
   for (const char* name : {"--plan", "--db", "--out", "--holdout", "--threads", "--cpus", "--time-budget-s"})
     if (app.count(name) > 0) throw InputError(std::string(name) + " does not go with --from-db (nothing is profiled)");
@@ -32,7 +32,7 @@ int run_offline(const CLI::App& app, const apps::CalibrateOptions& options, apps
   offline.budget = options.budget;
   offline.seed = options.seed;
   if (!isa_text.empty()) offline.isa = parse_isa_option(isa_text, "--isa");
-  nlohmann::json report = apps::calibrate_offline(offline);
+  nlohmann::json report = calibrate::calibrate_offline(offline);
   if (json) {
     std::cout << report.dump(1) << "\n";
     return 0;
@@ -79,7 +79,7 @@ int run_calibrate(const Args& args) {
       "With --from-db DATA: the same sampling and shift on the configurations DATA already holds, scored on\n"
       "all the configurations not sampled, over --draws guided and random samples; nothing is profiled.",
       "dnncast calibrate");
-  apps::CalibrateOptions options;
+  calibrate::CalibrateOptions options;
   std::string cpus_text;
   bool json = false;
   app.add_option("--predictor", options.predictor_dir, "source predictor set (DIR with time/, or a time bundle)")
@@ -98,7 +98,7 @@ int run_calibrate(const Args& args) {
   app.add_option("--time-budget-s", options.time_budget_s,
                  "timing budget per measurement, seconds (default: the plan's)");
   app.add_option("--seed", options.seed, "seed of the sample (default 1)");
-  apps::OfflineCalibrateOptions offline;
+  calibrate::OfflineCalibrateOptions offline;
   std::string isa_text;
   app.add_option("--from-db", offline.db_path,
                  "offline: the configurations of this dataset are the candidates, nothing is profiled, the maps "
@@ -115,8 +115,8 @@ int run_calibrate(const Args& args) {
     if (app.count(name) > 0) throw InputError(std::string(name) + " goes with --from-db");
   if (options.plan_path.empty() || options.db_path.empty())
     throw InputError("--plan and --db are required (or --from-db DATA for an offline calibration)");
-  if (!cpus_text.empty()) options.cpus = data::parse_cpu_list(cpus_text);
-  nlohmann::json report = apps::calibrate_host(options);
+  if (!cpus_text.empty()) options.cpus = measure::parse_cpu_list(cpus_text);
+  nlohmann::json report = calibrate::calibrate_host(options);
 
   if (json) {
     std::cout << report.dump(1) << "\n";

@@ -26,20 +26,20 @@ std::string percent(double value) {
 }
 
 // One row of the before/after table: name, rows, mean error, share under by more than 5%, max under, max over.
-std::vector<std::string> table_row(const std::string& name, const apps::GpuMemoryScore& s) {
+std::vector<std::string> table_row(const std::string& name, const gpu::GpuMemoryScore& s) {
   return {name, std::to_string(s.rows), percent(s.mean_relative_error), percent(s.under_5pct_share),
           percent(s.max_under), percent(s.max_over)};
 }
 
-ordered_json score_json(const apps::GpuMemoryScore& s) {
+ordered_json score_json(const gpu::GpuMemoryScore& s) {
   return {{"rows", s.rows},           {"mean_relative_error", s.mean_relative_error}, {"under_5pct_share", s.under_5pct_share},
           {"max_under", s.max_under}, {"max_over", s.max_over}};
 }
 
-std::vector<apps::GpuMemorySample> of_arch(const std::vector<apps::GpuMemorySample>& samples,
+std::vector<gpu::GpuMemorySample> of_arch(const std::vector<gpu::GpuMemorySample>& samples,
                                            const std::vector<int64_t>& forecast, const std::string& arch,
                                            std::vector<int64_t>& forecast_out) {
-  std::vector<apps::GpuMemorySample> out;
+  std::vector<gpu::GpuMemorySample> out;
   for (size_t index = 0; index < samples.size(); ++index)
     if (samples[index].arch == arch) out.push_back(samples[index]), forecast_out.push_back(forecast[index]);
   return out;
@@ -64,28 +64,28 @@ int run_calibrate_gpu_memory(const Args& args) {
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpu-memory")) return 0;
 
-  const std::vector<apps::GpuMemNetRow> rows = apps::load_gpumemnet_rows(data);
-  const std::vector<apps::GpuMemorySample> samples = apps::simulate_gpumemnet(rows, libtorch_step);
-  apps::GpuMemoryCalibration fitted = apps::fit_gpu_memory(samples);
+  const std::vector<gpu::GpuMemNetRow> rows = gpu::load_gpumemnet_rows(data);
+  const std::vector<gpu::GpuMemorySample> samples = gpu::simulate_gpumemnet(rows, libtorch_step);
+  gpu::GpuMemoryCalibration fitted = gpu::fit_gpu_memory(samples);
   fitted.fitted_on = "fitted: a100-40gb, " + std::to_string(samples.size()) +
                      " GPUMemNet MLPs (Adam, fp32; nvidia-smi peak memory.used)";
-  const apps::GpuMemoryEvaluation evaluation = apps::leave_one_arch_out(samples);
+  const gpu::GpuMemoryEvaluation evaluation = gpu::leave_one_arch_out(samples);
   std::vector<int64_t> in_sample;
-  for (const apps::GpuMemorySample& sample : samples) in_sample.push_back(apps::forecast_bytes(sample, fitted));
+  for (const gpu::GpuMemorySample& sample : samples) in_sample.push_back(gpu::forecast_bytes(sample, fitted));
 
   std::vector<std::vector<std::string>> table = {
       {"model", "rows", "mean error", "under by >5%", "max under", "max over"},
-      table_row("before: libtorch 1.13 step, peak reserved + 512 MiB context", apps::score(samples, evaluation.before_forecast)),
-      table_row("after, fitted on all rows (in sample)", apps::score(samples, in_sample)),
-      table_row("after, leave one architecture out", apps::score(samples, evaluation.held_out_forecast))};
+      table_row("before: libtorch 1.13 step, peak reserved + 512 MiB context", gpu::score(samples, evaluation.before_forecast)),
+      table_row("after, fitted on all rows (in sample)", gpu::score(samples, in_sample)),
+      table_row("after, leave one architecture out", gpu::score(samples, evaluation.held_out_forecast))};
   ordered_json doc = {{"data", data},
                       {"rows", samples.size()},
                       {"fitted", {{"context_bytes", fitted.context_bytes},
                                   {"workspace_bytes", fitted.workspace_bytes},
                                   {"reserve_fraction", fitted.reserve_fraction}}},
-                      {"before", score_json(apps::score(samples, evaluation.before_forecast))},
-                      {"in_sample", score_json(apps::score(samples, in_sample))},
-                      {"leave_one_arch_out", score_json(apps::score(samples, evaluation.held_out_forecast))}};
+                      {"before", score_json(gpu::score(samples, evaluation.before_forecast))},
+                      {"in_sample", score_json(gpu::score(samples, in_sample))},
+                      {"leave_one_arch_out", score_json(gpu::score(samples, evaluation.held_out_forecast))}};
   for (size_t at = 0; at < evaluation.archs.size(); ++at) {
     const std::string& arch = evaluation.archs[at];
     std::vector<int64_t> forecast;
@@ -93,8 +93,8 @@ int run_calibrate_gpu_memory(const Args& args) {
     table.push_back(table_row("after, " + arch + " held out (context " +
                                   std::to_string(evaluation.fitted[at].context_bytes >> 20) + " MiB, fraction " +
                                   percent(evaluation.fitted[at].reserve_fraction) + ")",
-                              apps::score(held, forecast)));
-    doc["held_out"][arch] = score_json(apps::score(held, forecast));
+                              gpu::score(held, forecast)));
+    doc["held_out"][arch] = score_json(gpu::score(held, forecast));
     doc["held_out"][arch]["context_bytes"] = evaluation.fitted[at].context_bytes;
     doc["held_out"][arch]["reserve_fraction"] = evaluation.fitted[at].reserve_fraction;
   }
@@ -102,11 +102,11 @@ int run_calibrate_gpu_memory(const Args& args) {
   if (!rows_file.empty()) {
     std::ofstream file(rows_file);
     if (!file) throw InputError("cannot write " + quote(rows_file));
-    core::write_csv_record(file, {"line", "arch", "batch", "parameters", "measured_bytes", "peak_allocated_bytes",
+    write_csv_record(file, {"line", "arch", "batch", "parameters", "measured_bytes", "peak_allocated_bytes",
                                   "peak_reserved_bytes", "before_bytes", "held_out_bytes"});
     for (size_t index = 0; index < samples.size(); ++index) {
-      const apps::GpuMemorySample& s = samples[index];
-      core::write_csv_record(file, {std::to_string(s.line), s.arch, std::to_string(s.batch), std::to_string(s.parameters),
+      const gpu::GpuMemorySample& s = samples[index];
+      write_csv_record(file, {std::to_string(s.line), s.arch, std::to_string(s.batch), std::to_string(s.parameters),
                                     std::to_string(static_cast<int64_t>(s.measured_bytes)),
                                     std::to_string(s.peak_allocated_bytes), std::to_string(s.peak_reserved_bytes),
                                     std::to_string(evaluation.before_forecast[index]),
@@ -124,7 +124,7 @@ int run_calibrate_gpu_memory(const Args& args) {
     }
   }
   if (!out.empty())
-    apps::write_gpu_memory_calibration(fitted, out,
+    gpu::write_gpu_memory_calibration(fitted, out,
                                        "dnncast GPU memory calibration (docs/GPU.md, \"Memory\"): written by "
                                        "`dnncast calibrate-gpu-memory --data " + data + " --out " + out +
                                            "` (scripts/gpu-memory-eval.sh runs it)");

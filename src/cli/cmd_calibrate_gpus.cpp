@@ -40,8 +40,8 @@ int run_calibrate_gpus(const Args& args) {
   if (!leave_out.empty() && leave_out != "gpu" && leave_out != "model" && leave_out != "both")
     throw InputError("--leave-one-out " + quote(leave_out) + ": expected gpu, model or both");
   const hardware::Catalogue catalogue = hardware::Catalogue::load(catalogue_files);
-  const apps::PublicTables tables = apps::load_public_tables(catalogue, public_dir);
-  const apps::CalibrationSet set(tables.rows, catalogue);
+  const gpu::PublicTables tables = gpu::load_public_tables(catalogue, public_dir);
+  const gpu::CalibrationSet set(tables.rows, catalogue);
   const bool print = !as_json;
   ordered_json result = {{"public", tables.dir}, {"rows", set.size()}};
   if (print) {
@@ -50,12 +50,12 @@ int run_calibrate_gpus(const Args& args) {
       std::printf("  %4lld  %s\n", static_cast<long long>(count), reason.c_str());
   }
   for (const auto& [reason, count] : tables.skipped) result["skipped"][reason] = count;
-  apps::GpuCalibration calibration = apps::fit_gpu_calibration(set);
+  gpu::GpuCalibration calibration = gpu::fit_gpu_calibration(set);
   double in_sample = 0;
   for (size_t index = 0; index < set.size(); ++index)
     in_sample += std::abs(set.time(index, calibration).time_ms / set.row(index).measured_ms - 1) /
                  static_cast<double>(set.size());
-  const auto [spread, spread_rows] = apps::duplicate_spread(set);
+  const auto [spread, spread_rows] = gpu::duplicate_spread(set);
   if (print) {
     std::printf("fit on all rows: in-sample MRE %.1f%%\n", 100 * in_sample);
     std::printf(
@@ -67,25 +67,25 @@ int run_calibrate_gpus(const Args& args) {
   if (print && show_rows) print_rows(set, calibration);
   result["in_sample_mre"] = in_sample;
   const bool by_gpu = leave_out == "gpu" || leave_out == "both" || !out.empty() || !residuals.empty();
-  apps::HeldOut held_gpu, held_model;
+  gpu::HeldOut held_gpu, held_model;
   if (by_gpu) {
-    const apps::HeldOut& held = held_gpu = apps::leave_one_out(set, "gpu");
+    const gpu::HeldOut& held = held_gpu = gpu::leave_one_out(set, "gpu");
     if (leave_out == "gpu" || leave_out == "both") result["leave_one_gpu_out"] = print_held_out(set, held, print);
     std::vector<double> ratios;
     for (size_t index = 0; index < set.size(); ++index)
       ratios.push_back(set.row(index).measured_ms / held.forecast_ms[index]);
-    calibration.interval_low = core::quantile_low_plus_step(ratios, 0.05);
-    calibration.interval_high = core::quantile_low_plus_step(ratios, 0.95);
+    calibration.interval_low = quantile_low_plus_step(ratios, 0.05);
+    calibration.interval_high = quantile_low_plus_step(ratios, 0.95);
   }
-  if (leave_out == "model" || leave_out == "both" || !residuals.empty()) held_model = apps::leave_one_out(set, "model");
+  if (leave_out == "model" || leave_out == "both" || !residuals.empty()) held_model = gpu::leave_one_out(set, "model");
   if (leave_out == "model" || leave_out == "both")
     result["leave_one_model_out"] = print_held_out(set, held_model, print);
   if (!residuals.empty()) {
-    apps::write_residuals(set, calibration, held_gpu, held_model, residuals);
+    gpu::write_residuals(set, calibration, held_gpu, held_model, residuals);
     if (print) std::printf("wrote %s\n", residuals.c_str());
   }
   if (!out.empty()) {
-    apps::write_gpu_calibration(calibration, out,
+    gpu::write_gpu_calibration(calibration, out,
                                 "dnncast GPU calibration (docs/GPU.md): written by `dnncast calibrate-gpus --out " +
                                     out + "` from " + std::to_string(set.size()) +
                                     " rows of ../shared/data/public/gpu_benchmarks; interval = 5th/95th percentile of "

@@ -23,7 +23,7 @@ int run_calibrate_model(const Args& args) {
       "host's time; fit the host's per-kind layer scales and its whole-iteration shift, and save them where\n"
       "`dnncast predict` on this host finds them (docs/TRANSFER.md \"Calibrate on this host\").",
       "dnncast calibrate");
-  apps::ModelCalibrateOptions options;
+  calibrate::ModelCalibrateOptions options;
   ModelOptions model_options;
   std::string optimizer = "sgd", cpus_text;
   bool json = false;
@@ -43,8 +43,8 @@ int run_calibrate_model(const Args& args) {
     throw InputError("--minutes must be in (0, 240], got " + app.get_option("--minutes")->as<std::string>());
   options.spec = model_options.spec(options.model, options.spec.batch);
   options.optimizer = parse_optimizer(optimizer, "--optimizer");
-  if (!cpus_text.empty()) options.cpus = data::parse_cpu_list(cpus_text);
-  nlohmann::json report = apps::calibrate_model(options);
+  if (!cpus_text.empty()) options.cpus = measure::parse_cpu_list(cpus_text);
+  nlohmann::json report = calibrate::calibrate_model(options);
   if (json) {
     std::cout << report.dump(1) << "\n";
     return 0;
@@ -76,7 +76,7 @@ int run_calibrate_cross_host(const Args& args) {
       "layers of LAYERS (half of it, by their recorded wall time) and whole runs of DATA spanning the forecast\n"
       "range (the other half) calibrate the source set; every other configuration of DATA scores it.",
       "dnncast calibrate");
-  apps::CrossHostOptions options;
+  calibrate::CrossHostOptions options;
   bool json = false;
   app.add_option("--predictor", options.predictor_dir, "source predictor set")->required();
   app.add_option("--from-db", options.db_path, "the target host's whole-network runs")->required();
@@ -85,7 +85,7 @@ int run_calibrate_cross_host(const Args& args) {
   app.add_option("--minutes", options.minutes, "budgets of the target host's time (default 2,5,10)")->delimiter(',');
   app.add_flag("--json", json, "print the report as JSON");
   if (!parse_args(app, args, "calibrate")) return 0;
-  nlohmann::json report = apps::calibrate_cross_host(options);
+  nlohmann::json report = calibrate::calibrate_cross_host(options);
   if (json) {
     std::cout << report.dump(1) << "\n";
     return 0;

@@ -16,7 +16,7 @@ int run_campaign(const Args& args) {
       "running it again resumes; each run is committed as it finishes (docs/DATASET.md).",
       "dnncast campaign");
   std::string plan_path, db_path, shard_text = "0/1", cpus_text;
-  data::CampaignOptions options;
+  measure::CampaignOptions options;
   std::string progress = "auto";
   app.add_option("PLAN", plan_path, "plan JSON (data/plans/*.json)")->required();
   app.add_option("--db", db_path, "dataset file, created when missing")->required();
@@ -35,14 +35,14 @@ int run_campaign(const Args& args) {
   if (options.max_runs < 0) throw InputError("--max-runs must not be negative");
   if (options.stop_after_s < 0) throw InputError("--stop-after must not be negative");
   options.db_path = db_path;
-  options.shard = data::parse_shard(shard_text);
+  options.shard = measure::parse_shard(shard_text);
   for (int64_t count : threads)
     if (count < 1) throw InputError("--threads: thread counts must be at least 1, got " + std::to_string(count));
   options.threads = threads;
-  if (!cpus_text.empty()) options.cpus = data::parse_cpu_list(cpus_text);
+  if (!cpus_text.empty()) options.cpus = measure::parse_cpu_list(cpus_text);
   options.progress_bar = progress == "bar" ? 1 : progress == "lines" ? 0 : -1;
-  data::Plan plan = data::load_plan(plan_path);  // validated completely before anything is measured
-  data::run_campaign(plan, options);
+  measure::Plan plan = measure::load_plan(plan_path);  // validated completely before anything is measured
+  measure::run_campaign(plan, options);
   return 0;
 }
 

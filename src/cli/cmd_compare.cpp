@@ -68,15 +68,15 @@ int run_compare(const Args& args) {
 
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (app.count("--html") > 0) check_writable("--html", html);
-  apps::CompareRequest request;
-  apps::PredictOptions options;
+  decide::CompareRequest request;
+  forecast::PredictOptions options;
   options.forecast.optimizer = optimizer;
   options.forecast.precision = precision;
   options.forecast.epoch_samples = epoch_samples;
   options.framework = framework;
   options.phase = phase;
   options.catalogue_files = catalogue_files;
-  request.forecast = apps::make_gpu_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
+  request.forecast = forecast::make_gpu_request(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
   request.epochs = epochs;
   request.providers = split_list(providers);
   request.gpus = split_list(gpus);
@@ -84,8 +84,8 @@ int run_compare(const Args& args) {
   request.multi_gpu = multi_gpu;
   request.sharding = sharding;
 
-  const apps::Comparison comparison = apps::compare(request);
-  if (app.count("--html") > 0) apps::write_html(comparison, html);
+  const decide::Comparison comparison = decide::compare(request);
+  if (app.count("--html") > 0) report::write_html(comparison, html);
   if (as_json)
     std::cout << comparison_json(comparison).dump(2) << "\n";
   else

@@ -88,23 +88,23 @@ int run_dataset(const Args& args) {
   if (!parse(app, args, exit_code)) return exit_code;
 
   if (stats->parsed()) {
-    data::Store store = data::Store::open(stats_db, data::Database::Mode::ReadOnly);
-    nlohmann::json result = data::dataset_stats(store);
+    store::Store store = store::Store::open(stats_db, store::Database::Mode::ReadOnly);
+    nlohmann::json result = store::dataset_stats(store);
     if (stats_json)
       std::cout << result.dump(2) << "\n";
     else
-      std::cout << data::format_stats(result);
+      std::cout << store::format_stats(result);
     return 0;
   }
   if (export_command->parsed()) {
-    data::Store store = data::Store::open(export_db, data::Database::Mode::ReadOnly);
-    if (write_output(export_out, "export", [&](std::ostream& out) { data::export_csv(store, out, export_graphs); }))
+    store::Store store = store::Store::open(export_db, store::Database::Mode::ReadOnly);
+    if (write_output(export_out, "export", [&](std::ostream& out) { store::export_csv(store, out, export_graphs); }))
       std::fprintf(stderr, "wrote %lld runs to %s\n", static_cast<long long>(store.run_count()), export_out.c_str());
     return 0;
   }
   if (features_command->parsed()) {
-    apps::TrainingTable table = apps::load_training_table(features_db);
-    if (write_output(features_out, "features", [&](std::ostream& out) { apps::write_features_csv(table, out); }))
+    study::TrainingTable table = study::load_training_table(features_db);
+    if (write_output(features_out, "features", [&](std::ostream& out) { study::write_features_csv(table, out); }))
       std::fprintf(stderr, "wrote %zu configurations x %lld features to %s\n", table.samples.size(),
                    static_cast<long long>(table.x.cols()), features_out.c_str());
     return 0;
@@ -112,15 +112,15 @@ int run_dataset(const Args& args) {
   if (import_command->parsed()) {
     std::ifstream in(import_csv_path, std::ios::binary);
     if (!in) throw InputError("import: cannot open " + quote(import_csv_path));
-    data::Store store = data::Store::open(import_db, data::Database::Mode::Create);
-    data::ImportSummary summary = data::import_csv(store, in, import_csv_path);
+    store::Store store = store::Store::open(import_db, store::Database::Mode::Create);
+    store::ImportSummary summary = store::import_csv(store, in, import_csv_path);
     std::printf("imported %lld rows into %s: %lld new runs, %lld already present\n",
                 static_cast<long long>(summary.rows), import_db.c_str(), static_cast<long long>(summary.inserted),
                 static_cast<long long>(summary.duplicates));
     return 0;
   }
   if (merge->parsed()) {
-    data::MergeSummary summary = data::merge_datasets(merge_inputs, merge_out);
+    store::MergeSummary summary = store::merge_datasets(merge_inputs, merge_out);
     std::printf("merged %zu datasets into %s: %lld runs read, %lld new, %lld duplicates skipped\n", merge_inputs.size(),
                 merge_out.c_str(), static_cast<long long>(summary.runs_read), static_cast<long long>(summary.inserted),
                 static_cast<long long>(summary.duplicates));

@@ -93,7 +93,7 @@ int run_devices(const Args& args) {
 
   const hardware::Catalogue catalogue = hardware::Catalogue::load(extra_files);
   if (as_json) {
-    std::cout << apps::devices_json(catalogue, instances).dump(2) << "\n";
+    std::cout << decide::devices_json(catalogue, instances).dump(2) << "\n";
   } else if (instances) {
     print_instances(catalogue);
   } else {

@@ -24,10 +24,10 @@ namespace {
 int score_holdout(const std::string& predictor_dir, const std::string& db, const std::string& environment,
                   bool all_runs, bool as_json, bool markdown, const std::string& json_out) {
   std::ofstream json_file = open_output(json_out);
-  apps::ScoreOptions score_options;
-  score_options.runs = all_runs ? apps::HoldoutRuns::Include : apps::HoldoutRuns::Only;
+  study::ScoreOptions score_options;
+  score_options.runs = all_runs ? study::HoldoutRuns::Include : study::HoldoutRuns::Only;
   score_options.environment = environment;
-  apps::PredictorScore score = apps::score_predictor(predictor_dir, db, score_options);
+  study::PredictorScore score = study::score_predictor(predictor_dir, db, score_options);
   print_report(score, as_json, markdown, json_file, json_out);
   return 0;
 }
@@ -39,8 +39,8 @@ int run_evaluate(const Args& args) {
       "Error of the learned predictor on held-out configurations (MRE, median and p90 relative error, share\n"
       "within 10%) for time and memory, beside the noise floor of the same data and a least-squares roofline.",
       "dnncast evaluate");
-  apps::EvaluateOptions options;  // the flags below fill it where they can
-  apps::TableOptions table;
+  study::EvaluateOptions options;  // the flags below fill it where they can
+  study::TableOptions table;
   std::string db, target, predictions_path, learners_text, hyperparameters_text, json_out, bench_path, predictor_dir;
   int threads = 1;
   int64_t seed = 1;
@@ -107,27 +107,27 @@ int run_evaluate(const Args& args) {
   if (!(options.budget_s > 0)) throw InputError("--budget-s must be positive");
   if (options.folds < 2) throw InputError("--folds must be at least 2");
   learn::set_fit_threads(threads);
-  apps::set_time_models(options, models, "--model");
+  study::set_time_models(options, models, "--model");
   if ((options.hybrid || options.corrected) && options.layer_feature)
     throw InputError("--layer-feature is --model hybrid alone: give one of them");
-  apps::check_bench_target(options.bench_target, "--bench-target");
-  apps::check_split(options.split);
+  study::check_bench_target(options.bench_target, "--bench-target");
+  study::check_split(options.split);
   // Output files are opened before the minutes of fitting: an unwritable path fails first.
   std::ofstream predictions_file = open_output(predictions_path), json_file = open_output(json_out);
   table.simulate_memory = target.empty() || target == "memory";
   table.layer_sites = target.empty() || target == "time";
   if (!bench_path.empty()) {
-    options.layer_bench = apps::read_layer_benchmarks(bench_path, "--layer-bench");
+    options.layer_bench = study::read_layer_benchmarks(bench_path, "--layer-bench");
     table.all_layer_sites = table.layer_sites;
   }
-  const apps::TrainingTable training = apps::load_training_table(db, table);
+  const study::TrainingTable training = study::load_training_table(db, table);
   options.keep_predictions = !predictions_path.empty();
   options.seed = static_cast<uint64_t>(seed);
   if (!target.empty()) options.targets = {target};
   options.log = quiet ? nullptr : &std::cerr;
-  apps::EvaluationReport report = apps::evaluate(training, options);
+  study::EvaluationReport report = study::evaluate(training, options);
   if (predictions_file.is_open()) {
-    apps::write_predictions_csv(training, report, predictions_file);
+    study::write_predictions_csv(training, report, predictions_file);
     predictions_file.close();
     if (!predictions_file) throw InputError("cannot write " + predictions_path);
   }

@@ -25,13 +25,13 @@ namespace {
 using nlohmann::json;
 
 void print_list(bool as_json) {
-  auto input_text = [](const ZooEntry& entry) {
+  auto input_text = [](const models::ZooEntry& entry) {
     return entry.default_input.size() == 1 ? "seq " + std::to_string(entry.default_input[0])
                                            : TensorShape(entry.default_input).to_string();
   };
   if (as_json) {
     json models = json::array();
-    for (const ZooEntry& entry : zoo())
+    for (const models::ZooEntry& entry : models::zoo())
       models.push_back({{"name", entry.name},
                         {"family", entry.family},
                         {"kind", entry.kind},
@@ -40,13 +40,13 @@ void print_list(bool as_json) {
     return;
   }
   size_t name_width = 5, family_width = 6;
-  for (const ZooEntry& entry : zoo()) {
+  for (const models::ZooEntry& entry : models::zoo()) {
     name_width = std::max(name_width, entry.name.size());
     family_width = std::max(family_width, entry.family.size());
   }
   std::printf("%-*s  %-*s  %-11s  %s\n", static_cast<int>(name_width), "Model", static_cast<int>(family_width), "Family",
               "Kind", "Default input");
-  for (const ZooEntry& entry : zoo())
+  for (const models::ZooEntry& entry : models::zoo())
     std::printf("%-*s  %-*s  %-11s  %s\n", static_cast<int>(name_width), entry.name.c_str(),
                 static_cast<int>(family_width), entry.family.c_str(), entry.kind.c_str(), input_text(entry).c_str());
   std::printf("\nAlso: synthetic:SEED (seeded random CNNs) and graph JSON files (dnncast-graph/1).\n");
@@ -86,13 +86,13 @@ int run_inspect(const Args& args) {
 
   if (batch_option->count() > 0 && batch <= 0)
     throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
-  ModelSpec spec = model_options.spec(model, batch_option->count() > 0 ? batch : 0);
+  models::ModelSpec spec = model_options.spec(model, batch_option->count() > 0 ? batch : 0);
 
   check_name_option(app, "--device", device);
-  const apps::Inspection inspection = apps::inspect(load_model(model, spec), device, catalogue_files);
+  const forecast::Inspection inspection = forecast::inspect(import::load_model(model, spec), device, catalogue_files);
   for (const std::string& note : inspection.import_notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (as_json)
-    std::cout << apps::to_json(inspection).dump(1) << "\n";
+    std::cout << forecast::to_json(inspection).dump(1) << "\n";
   else
     print_table(inspection);
   return 0;

@@ -25,7 +25,7 @@ int run_memory(const Args& args) {
       "(peak_bytes equals `dnncast profile`'s), cuda = PyTorch's caching allocator (unverified, docs/MEMORY.md).\n"
       "Bytes accept units: 4096, 512MiB, 24GiB, 1.5GB.",
       "dnncast memory");
-  apps::MemoryOptions options;  // the flags below fill it
+  forecast::MemoryOptions options;  // the flags below fill it
   std::string model;
   int64_t batch = 1;
   bool as_json = false, measure = false;
@@ -97,13 +97,13 @@ int run_memory(const Args& args) {
     throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
   if (options.batch_cap <= 0)
     throw InputError("--batch-cap must be a positive integer, got " + std::to_string(options.batch_cap));
-  const apps::MemoryRequest request =
-      apps::make_memory_request(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
-  const apps::MemoryForecast result = apps::forecast_memory(request);
+  const forecast::MemoryRequest request =
+      forecast::make_memory_request(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
+  const forecast::MemoryForecast result = forecast::forecast_memory(request);
   for (const std::string& note : result.graph.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   for (const std::string& note : result.simulation_notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (result.isa_match && !result.isa_match->exact)
-    std::fprintf(stderr, "note: %s\n", apps::simulator_isa_note(*result.isa_match, result.isa_source).c_str());
+    std::fprintf(stderr, "note: %s\n", forecast::simulator_isa_note(*result.isa_match, result.isa_source).c_str());
 
   Measured measured;
   if (measure) measured = measure_real_run(result.graph, request.config, measure_timeout_s);
@@ -112,7 +112,7 @@ int run_memory(const Args& args) {
     print_memory(result, measured);
     return exit_code;
   }
-  nlohmann::json doc = apps::to_json(result);
+  nlohmann::json doc = forecast::to_json(result);
   if (measured.ran) {
     const memory::MemoryReport& report = result.report;
     const int64_t simulated_peak = simulated_profiler_peak(report);

@@ -18,7 +18,7 @@ namespace dnncast::cli {
 
 namespace {
 
-void print_forecast(const apps::Forecast& result) {
+void print_forecast(const forecast::Forecast& result) {
   for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   std::printf("%s  batch %lld  input %s  %s %s  %lld thread%s  on %s\n", result.model.c_str(),
               static_cast<long long>(result.batch), result.input.c_str(), name(result.optimizer).c_str(),
@@ -32,34 +32,34 @@ void print_forecast(const apps::Forecast& result) {
   if (result.simulated()) {
     const double total = static_cast<double>(*result.peak_total_bytes), peak = static_cast<double>(*result.peak_bytes);
     std::printf("  peak memory         %s in total: %s held before the first iteration + %s while training (simulated)\n",
-                core::format_bytes(total, core::ByteStyle::TwoDecimals).c_str(), core::format_bytes(total - peak, core::ByteStyle::TwoDecimals).c_str(), core::format_bytes(peak, core::ByteStyle::TwoDecimals).c_str());
+                format_bytes(total, ByteStyle::TwoDecimals).c_str(), format_bytes(total - peak, ByteStyle::TwoDecimals).c_str(), format_bytes(peak, ByteStyle::TwoDecimals).c_str());
   } else if (result.peak_bytes) {
     std::printf("  peak memory         %s   (90%% interval %s - %s, learned)\n",
-                core::format_bytes(static_cast<double>(*result.peak_bytes), core::ByteStyle::TwoDecimals).c_str(),
-                core::format_bytes(static_cast<double>(*result.peak_bytes_low), core::ByteStyle::TwoDecimals).c_str(),
-                core::format_bytes(static_cast<double>(*result.peak_bytes_high), core::ByteStyle::TwoDecimals).c_str());
+                format_bytes(static_cast<double>(*result.peak_bytes), ByteStyle::TwoDecimals).c_str(),
+                format_bytes(static_cast<double>(*result.peak_bytes_low), ByteStyle::TwoDecimals).c_str(),
+                format_bytes(static_cast<double>(*result.peak_bytes_high), ByteStyle::TwoDecimals).c_str());
   }
   std::printf("  predictor           %s (%s, CV MRE %.1f%%)\n", result.predictor.c_str(), result.learner.c_str(),
               100 * result.cv_mre);
 }
 
-void print_gpu_forecast(const apps::GpuForecast& result) {
+void print_gpu_forecast(const gpu::GpuForecast& result) {
   for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   std::printf("%s  batch %lld  input %s  %s %s  %s  on %s (%s)\n", result.model.c_str(),
               static_cast<long long>(result.batch), result.input.c_str(), name(result.optimizer).c_str(),
-              apps::name(result.precision).c_str(), apps::name(result.framework).c_str(), result.device.c_str(),
+              gpu::name(result.precision).c_str(), gpu::name(result.framework).c_str(), result.device.c_str(),
               result.device_name.c_str());
   std::printf("  time per iteration  %.1f ms   (%s; 90%% interval %.1f - %.1f ms; plain roofline %.1f ms; %s)\n",
-              result.time_ms, apps::name(result.phase).c_str(), result.time_ms_low, result.time_ms_high,
+              result.time_ms, gpu::name(result.phase).c_str(), result.time_ms_low, result.time_ms_high,
               result.roofline_ms, result.time_model.c_str());
   if (result.epoch_s)
     std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", *result.epoch_s,
                 static_cast<long long>(result.epoch_samples), static_cast<long long>(result.epoch_iterations));
   if (result.required_bytes) {
     std::printf("  memory              %s needed (simulated, CUDA caching allocator + context)",
-                core::format_bytes(static_cast<double>(*result.required_bytes), core::ByteStyle::TwoDecimals).c_str());
+                format_bytes(static_cast<double>(*result.required_bytes), ByteStyle::TwoDecimals).c_str());
     if (result.fits)
-      std::printf(" of %s: %s", core::format_bytes(static_cast<double>(*result.device_memory_bytes), core::ByteStyle::TwoDecimals).c_str(),
+      std::printf(" of %s: %s", format_bytes(static_cast<double>(*result.device_memory_bytes), ByteStyle::TwoDecimals).c_str(),
                   *result.fits ? "fits" : "does NOT fit");
     std::printf("\n");
   }
@@ -120,7 +120,7 @@ int run_predict(const Args& args) {
   if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
-  apps::PredictOptions options;
+  forecast::PredictOptions options;
   options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
   options.forecast.grad_accum = grad_accum;
   options.framework = framework;
@@ -129,13 +129,13 @@ int run_predict(const Args& args) {
   options.epoch_tokens = epoch_tokens;
   options.calibration_file = calibration_file;
   options.catalogue_files = catalogue_files;
-  const apps::Prediction result =
-      apps::predict(model, model_options.spec(model, batch), options, apps::OptionStyle::Flag);
+  const forecast::Prediction result =
+      forecast::predict(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
   // Always said, --json or not (stdout keeps the JSON): one line.
-  const std::string note = apps::prediction_note(result);
+  const std::string note = forecast::prediction_note(result);
   if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (as_json) {
-    std::cout << apps::prediction_json(result);
+    std::cout << forecast::prediction_json(result);
     return 0;
   }
   if (result.gpu)

@@ -92,9 +92,9 @@ int run_profile(const Args& args) {
   limits.timeout_s = timeout_s;
   limits.time_budget_s = budget_s;
   limits.ci_target = ci_target;
-  if (!memory_text.empty()) limits.memory_bytes = core::parse_bytes(memory_text, "--memory-limit");
+  if (!memory_text.empty()) limits.memory_bytes = parse_bytes(memory_text, "--memory-limit");
 
-  Graph graph = load_model(model, model_options.spec(model, batch));
+  Graph graph = import::load_model(model, model_options.spec(model, batch));
   profile::check_supported(graph);
 
   std::vector<profile::Measurement> repeats = profile::measure_repeats(graph, config, limits, repeat);

@@ -32,7 +32,7 @@ int run_schedule(const Args& args) {
       "formats.",
       "dnncast schedule");
   std::string jobs_file, cluster_file, objective = "makespan", html;
-  apps::ScheduleRequest request;
+  decide::ScheduleRequest request;
   bool as_json = false;
   app.add_option("JOBS", jobs_file, "jobs file (JSON: {\"jobs\": [...]})")->required();
   app.add_option("--cluster", cluster_file, "cluster file (JSON: {\"nodes\": [...]})")->required();
@@ -48,18 +48,18 @@ int run_schedule(const Args& args) {
   app.add_flag("--json", as_json, "print JSON instead of the tables");
   app.add_option("--html", html, "also write a self-contained HTML report with the Gantt chart");
   if (!parse_args(app, args, "schedule")) return 0;
-  request.objective = apps::sched::parse_objective(objective);
+  request.objective = decide::sched::parse_objective(objective);
   if (app.count("--html") > 0) check_writable("--html", html);
-  request.jobs = apps::read_jobs(jobs_file);
-  request.nodes = apps::read_cluster(cluster_file);
-  const apps::Schedule schedule = apps::schedule(request);
+  request.jobs = decide::read_jobs(jobs_file);
+  request.nodes = decide::read_cluster(cluster_file);
+  const decide::Schedule schedule = decide::schedule(request);
   if (app.count("--html") > 0) {
     std::ofstream out(html);
-    out << apps::render_schedule_html(schedule);
+    out << decide::render_schedule_html(schedule);
     if (!out) throw InputError("--html " + quote(html) + ": writing failed");
   }
   if (as_json)
-    std::cout << apps::to_json(schedule).dump(2) << "\n";
+    std::cout << decide::to_json(schedule).dump(2) << "\n";
   else
     print_schedule(schedule);
   std::cout.flush();
@@ -75,7 +75,7 @@ int run_schedule_study(const Args& args) {
       "instances), the baselines over the GA, and a replay of the plans with realised times drawn from the\n"
       "forecasts' held-out error (data/hardware/gpu_forecast_residuals.csv). Prints markdown.",
       "dnncast schedule-study");
-  apps::StudyOptions options;
+  decide::StudyOptions options;
   app.add_option("--seed", options.seed, "seed of the instances and draws (default 1)")->check(CLI::NonNegativeNumber);
   app.add_option("--instances", options.instances, "generated instances of 20-200 jobs (default 12)")
       ->check(CLI::Range(int64_t{1}, int64_t{10000}));
@@ -89,8 +89,8 @@ int run_schedule_study(const Args& args) {
   if (!parse_args(app, args, "schedule-study")) return 0;
   std::string command = "dnncast schedule-study";
   for (const std::string& arg : args) command += " " + arg;
-  const apps::StudyReport report = apps::run_study(options);
-  std::cout << apps::study_markdown(report, options, command);
+  const decide::StudyReport report = decide::run_study(options);
+  std::cout << decide::study_markdown(report, options, command);
   return 0;
 }
 

@@ -21,8 +21,8 @@ int run_train(const Args& args) {
       "budget and/or a candidate budget, the best refit on all configurations. --target all writes OUT/time\n"
       "and, when the dataset has peak bytes, OUT/memory (the layout of data/predictors/NAME).",
       "dnncast train");
-  apps::TrainOptions search;  // the search of every predictor here; the flags below fill it
-  apps::TableOptions table_options;
+  study::TrainOptions search;  // the search of every predictor here; the flags below fill it
+  study::TableOptions table_options;
   std::string db, target = "all", out, learners_text;
   int threads = 1;
   int64_t seed = 1;
@@ -62,7 +62,7 @@ int run_train(const Args& args) {
                "with --layer-bench: write only OUT/time/layers and OUT/time/corrected, leaving the set's time and memory\n"
                "predictors as they are");
   if (!parse_args(app, args, "train")) return 0;
-  apps::check_bench_target(bench_target, "--bench-target");
+  study::check_bench_target(bench_target, "--bench-target");
   if (layers_only && bench_path.empty()) throw InputError("--layers-only goes with --layer-bench FILE");
   if (!bench_path.empty() && target != "all")
     throw InputError("--layer-bench goes with --target all (the layer-wise model lives in OUT/time/layers)");
@@ -81,11 +81,11 @@ int run_train(const Args& args) {
   search.seed = static_cast<uint64_t>(seed);
   search.log = quiet ? nullptr : &std::cerr;
 
-  std::vector<data::LayerBenchRecord> bench;
-  if (!bench_path.empty()) bench = apps::read_layer_benchmarks(bench_path, "--layer-bench");
+  std::vector<records::LayerBenchRecord> bench;
+  if (!bench_path.empty()) bench = study::read_layer_benchmarks(bench_path, "--layer-bench");
   table_options.layer_sites = !bench_path.empty();
   table_options.all_layer_sites = !bench_path.empty();  // the corrected model needs every sample's sum
-  apps::TrainingTable table = apps::load_training_table(db, table_options);
+  study::TrainingTable table = study::load_training_table(db, table_options);
   if (!quiet) {
     std::fprintf(stderr, "train: %zu configurations (%lld runs) from %s\n", table.samples.size(),
                  static_cast<long long>(table.runs_used), db.c_str());
@@ -103,19 +103,19 @@ int run_train(const Args& args) {
     jobs.emplace_back(target, out);
   }
   for (const auto& [job_target, folder] : jobs) {
-    apps::TrainOptions options = search;
+    study::TrainOptions options = search;
     options.target = job_target;
     options.transform = transform;
     if (!quiet) std::fprintf(stderr, "train %s:\n", job_target.c_str());
-    apps::Predictor predictor = apps::train_predictor(table, options);
+    forecast::Predictor predictor = study::train_predictor(table, options);
     predictor.save(folder);
-    const apps::Manifest& manifest = predictor.manifest();
+    const forecast::Manifest& manifest = predictor.manifest();
     std::printf("wrote %s: %s predictor, %s (%s), CV MRE %.2f%% over %zu configurations\n", folder.c_str(),
                 job_target.c_str(), manifest.learner.c_str(), manifest.transform.name().c_str(),
                 100 * manifest.cv.at("mre").get<double>(), table.samples.size());
   }
   if (!bench.empty()) {
-    apps::LayerModel layers = apps::train_layer_model(table, bench, bench_target, quiet ? nullptr : &std::cerr);
+    forecast::LayerModel layers = study::train_layer_model(table, bench, bench_target, quiet ? nullptr : &std::cerr);
     layers.save(out + "/time/layers");
     std::printf("wrote %s/time/layers: layer-wise model on %lld layer rows\n", out.c_str(),
                 static_cast<long long>(layers.training_rows()));
@@ -124,7 +124,7 @@ int run_train(const Args& args) {
     if (!quiet) std::fprintf(stderr, "train the corrected layer-wise model:\n");
     std::filesystem::remove_all(out + "/time/corrected");  // fitted over another layer-wise model
     try {
-      apps::Predictor corrected = apps::train_corrected_model(table, layers, search);
+      forecast::Predictor corrected = study::train_corrected_model(table, layers, search);
       corrected.save(out + "/time/corrected");
       std::printf("wrote %s/time/corrected: the layer-wise sum times %s's correction, CV MRE %.2f%%\n", out.c_str(),
                   corrected.manifest().learner.c_str(), 100 * corrected.manifest().cv.at("mre").get<double>());

@@ -26,8 +26,8 @@ void ModelOptions::add_to(CLI::App& app) {
                "backward pass (torch.utils.checkpoint)");
 }
 
-ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
-  ModelSpec spec;
+models::ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
+  models::ModelSpec spec;
   spec.batch = batch;
   spec.allow_unknown_ops = allow_unknown_;
   spec.lora = lora_;
@@ -40,9 +40,9 @@ ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
   }
   if (classes_option_->count() > 0) {
     if (classes_ <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes_));
-    ModelSourceKind kind = model_source_kind(model);
-    if (kind == ModelSourceKind::File || kind == ModelSourceKind::Onnx)
-      throw InputError(std::string("--classes does not apply to ") + (kind == ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
+    import::ModelSourceKind kind = import::model_source_kind(model);
+    if (kind == import::ModelSourceKind::File || kind == import::ModelSourceKind::Onnx)
+      throw InputError(std::string("--classes does not apply to ") + (kind == import::ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
                        " (its classifier is part of the file)");
     spec.num_classes = classes_;
   }

@@ -21,7 +21,7 @@ class ModelOptions {
   // The spec of MODEL at `batch` (0: the graph file's or 1) from the options given. Throws
   // InputError naming the option: an --input that is not three positive integers, a --seq or
   // --classes below 1, --classes with a graph file (its classifier is part of the file).
-  ModelSpec spec(const std::string& model, int64_t batch) const;
+  models::ModelSpec spec(const std::string& model, int64_t batch) const;
 
  private:
   std::string input_text_;

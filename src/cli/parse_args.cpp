@@ -40,7 +40,7 @@ CLI::Validator byte_size_or_gpu() {
       [](std::string& text) -> std::string {
         if (text == "gpu") return "";
         try {
-          core::parse_bytes(text, "value");
+          parse_bytes(text, "value");
         } catch (const InputError& error) {
           return error.what();
         }
@@ -53,7 +53,7 @@ CLI::Validator byte_size() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         try {
-          core::parse_bytes(text, "value");
+          parse_bytes(text, "value");
         } catch (const InputError& error) {
           return error.what();
         }

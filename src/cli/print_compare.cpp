@@ -14,29 +14,29 @@ namespace {
 using nlohmann::ordered_json;
 
 std::string bytes_text(const std::optional<int64_t>& bytes) {
-  return bytes ? core::format_bytes(static_cast<double>(*bytes)) : std::string("unknown");
+  return bytes ? format_bytes(static_cast<double>(*bytes)) : std::string("unknown");
 }
 
 }  // namespace
 
-ordered_json comparison_json(const apps::Comparison& comparison) { return apps::to_json(comparison); }
+ordered_json comparison_json(const decide::Comparison& comparison) { return decide::to_json(comparison); }
 
-void print_comparison(const apps::Comparison& comparison) {
+void print_comparison(const decide::Comparison& comparison) {
   std::printf("%s, batch %lld%s, %s, %s, %s; ", comparison.model.c_str(), static_cast<long long>(comparison.batch),
-              comparison.multi_gpu ? " per GPU" : "", apps::name(comparison.precision).c_str(),
-              apps::name(comparison.framework).c_str(), name(comparison.optimizer).c_str());
+              comparison.multi_gpu ? " per GPU" : "", gpu::name(comparison.precision).c_str(),
+              gpu::name(comparison.framework).c_str(), name(comparison.optimizer).c_str());
   if (comparison.epoch_samples > 0)
     std::printf("%lld epoch(s) of %lld samples\n", static_cast<long long>(comparison.epochs),
                 static_cast<long long>(comparison.epoch_samples));
   else
-    std::printf("%lld iterations (no --epoch-samples)\n", static_cast<long long>(apps::kIterationsWithoutEpochs));
+    std::printf("%lld iterations (no --epoch-samples)\n", static_cast<long long>(decide::kIterationsWithoutEpochs));
   // With --multi-gpu, two more columns: the sharding of the row and its collectives' time per iteration.
   const bool multi = comparison.multi_gpu;
   std::printf("%1s %-7s %-26s %-15s %4s %8s %10s %10s %9s %10s %10s %4s %6s", "", "provider", "instance", "gpu", "gpus",
               "usd/h", "ms/iter", "epoch_s", "hours", "usd", "usd_high", "fits", "max_b");
   if (multi) std::printf(" %-5s %8s", "shard", "comm_ms");
   std::printf("  basis\n");
-  for (const apps::CompareRow& row : comparison.rows) {
+  for (const decide::CompareRow& row : comparison.rows) {
     char epoch[32] = "-";
     if (row.epoch_s) std::snprintf(epoch, sizeof epoch, "%.1f", *row.epoch_s);
     const std::string fits = row.fits ? (*row.fits ? "yes" : "no") : "?";

@@ -8,8 +8,8 @@
 namespace dnncast::cli {
 
 // One line per instance, cheapest first, Pareto rows marked '*'; then the fits-nowhere line if any.
-void print_comparison(const apps::Comparison& comparison);
+void print_comparison(const decide::Comparison& comparison);
 // Every field of the comparison; unknown values are null.
-nlohmann::ordered_json comparison_json(const apps::Comparison& comparison);
+nlohmann::ordered_json comparison_json(const decide::Comparison& comparison);
 
 }  // namespace dnncast::cli

@@ -19,15 +19,15 @@ struct Errors {
 
 }  // namespace
 
-ordered_json print_held_out(const apps::CalibrationSet& set, const apps::HeldOut& held, bool print) {
+ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print) {
   std::map<std::string, Errors> by, by_framework;
   Errors all;
   for (size_t index = 0; index < set.size(); ++index) {
-    const apps::PublicMeasurement& row = set.row(index);
+    const gpu::PublicMeasurement& row = set.row(index);
     Errors& errors = by[held.group == "gpu" ? row.gpu : row.model];
     const double forecast = std::abs(held.forecast_ms[index] / row.measured_ms - 1);
     const double roofline = std::abs(held.roofline_ms[index] / row.measured_ms - 1);
-    Errors& framework = by_framework[apps::name(row.framework)];
+    Errors& framework = by_framework[gpu::name(row.framework)];
     for (Errors* e : {&errors, &all, &framework}) e->forecast += forecast, e->roofline += roofline, ++e->rows;
     if (errors.tables.find(row.table) == std::string::npos)
       errors.tables += (errors.tables.empty() ? "" : " ") + row.table;
@@ -77,16 +77,16 @@ ordered_json print_held_out(const apps::CalibrationSet& set, const apps::HeldOut
 }
 
 
-void print_rows(const apps::CalibrationSet& set, const apps::GpuCalibration& calibration) {
+void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration) {
     std::printf("  %-15s %5s %-16s %-13s %5s %-5s %-10s %10s %10s %10s\n", "table", "line", "gpu", "model", "batch",
                 "prec", "framework", "measured", "forecast", "roofline");
     for (size_t index = 0; index < set.size(); ++index) {
-      const apps::PublicMeasurement& row = set.row(index);
-      const apps::GpuTiming timing = set.time(index, calibration);
+      const gpu::PublicMeasurement& row = set.row(index);
+      const gpu::GpuTiming timing = set.time(index, calibration);
       std::printf("  %-15s %5lld %-16s %-13s %5lld %-5s %-10s %10.2f %10.2f %10.2f\n", row.table.c_str(),
                   static_cast<long long>(row.line), row.gpu.c_str(), row.model.c_str(),
-                  static_cast<long long>(row.spec.batch), apps::name(row.precision).c_str(),
-                  apps::name(row.framework).c_str(), row.measured_ms, timing.time_ms, timing.roofline_ms);
+                  static_cast<long long>(row.spec.batch), gpu::name(row.precision).c_str(),
+                  gpu::name(row.framework).c_str(), row.measured_ms, timing.time_ms, timing.roofline_ms);
     }
   }
 

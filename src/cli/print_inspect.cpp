@@ -38,7 +38,7 @@ std::string human_count(int64_t value) {
 
 }  // namespace
 
-void print_table(const apps::Inspection& summary) {
+void print_table(const forecast::Inspection& summary) {
   std::vector<std::string> headers{"Layer", "Op", "Output shape", "Params", "MACs", "Activations", "Saved"};
   const bool gpu = !summary.gpu.empty();
   if (gpu) headers.insert(headers.end(), {"Fwd ms", "Bwd ms"});
@@ -48,10 +48,10 @@ void print_table(const apps::Inspection& summary) {
     return std::string(value > 0 ? text : "-");
   };
   std::vector<std::vector<std::string>> cells;
-  for (const apps::LayerRow& row : summary.layers) {
+  for (const forecast::LayerRow& row : summary.layers) {
     cells.push_back({row.name, row.kind, row.shape.to_string(), row.params ? grouped(row.params) : "-",
-                     row.macs ? human_count(row.macs) : "-", core::format_bytes(row.activation_bytes, core::ByteStyle::Significant),
-                     row.saved_bytes ? core::format_bytes(row.saved_bytes, core::ByteStyle::Significant) : "-"});
+                     row.macs ? human_count(row.macs) : "-", format_bytes(row.activation_bytes, ByteStyle::Significant),
+                     row.saved_bytes ? format_bytes(row.saved_bytes, ByteStyle::Significant) : "-"});
     if (gpu) cells.back().insert(cells.back().end(), {milliseconds(row.gpu_forward_ms), milliseconds(row.gpu_backward_ms)});
   }
   std::vector<size_t> widths;
@@ -74,7 +74,7 @@ void print_table(const apps::Inspection& summary) {
     std::cout << text << "\n";
   };
 
-  const apps::LayerRow& total = summary.total;
+  const forecast::LayerRow& total = summary.total;
   std::cout << summary.model << " (family " << summary.family << ", hash " << summary.hash << "): batch " << summary.batch
             << ", input " << TensorShape(summary.input).to_string() << ", " << summary.layer_count << " layers\n";
   std::cout << rule << "\n";
@@ -86,13 +86,13 @@ void print_table(const apps::Inspection& summary) {
     std::cout << label << std::string(label.size() < 28 ? 28 - label.size() : 1, ' ') << value << "\n";
   };
   total_line("Parameters:", grouped(total.params) + " (" + human_count(total.params) + ")");
-  total_line("Parameter bytes:", core::format_bytes(total.param_bytes, core::ByteStyle::Significant));
+  total_line("Parameter bytes:", format_bytes(total.param_bytes, ByteStyle::Significant));
   total_line("Buffers (running stats):", grouped(total.buffers));
   total_line("MACs (forward):", human_count(total.macs));
   total_line("FLOPs forward:", human_count(total.flops_fwd));
   total_line("FLOPs backward:", human_count(total.flops_bwd));
-  total_line("Activation bytes:", core::format_bytes(total.activation_bytes, core::ByteStyle::Significant) + " (every layer's output)");
-  total_line("Saved for backward:", core::format_bytes(total.saved_bytes, core::ByteStyle::Significant) + " (" + core::format_bytes(summary.saved_bytes_distinct, core::ByteStyle::Significant) +
+  total_line("Activation bytes:", format_bytes(total.activation_bytes, ByteStyle::Significant) + " (every layer's output)");
+  total_line("Saved for backward:", format_bytes(total.saved_bytes, ByteStyle::Significant) + " (" + format_bytes(summary.saved_bytes_distinct, ByteStyle::Significant) +
                                          " distinct: a tensor kept by several layers counted once)");
   if (gpu)
     total_line("On " + summary.gpu + ":",

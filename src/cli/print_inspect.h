@@ -5,6 +5,6 @@
 
 namespace dnncast::cli {
 
-void print_table(const apps::Inspection& inspection);
+void print_table(const forecast::Inspection& inspection);
 
 }  // namespace dnncast::cli

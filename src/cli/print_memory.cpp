@@ -23,10 +23,10 @@ using nlohmann::json;
 
 void print_row(const char* label, int64_t bytes, int64_t total) {
   double share = total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total) : 0;
-  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), core::format_bytes(bytes).c_str(), share);
+  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), format_bytes(bytes).c_str(), share);
 }
 
-std::string config_text(const apps::MemoryCheckRow& row) {
+std::string config_text(const study::MemoryCheckRow& row) {
   return row.network + " b" + std::to_string(row.config.batch) + " " +
          (row.config.input.empty() ? "seq " + std::to_string(row.config.seq_len) : row.config.input_text()) + " " +
          name(row.config.optimizer) + " t" + std::to_string(row.config.threads);
@@ -71,15 +71,15 @@ int64_t simulated_profiler_peak(const memory::MemoryReport& report) {
 }
 
 // What nvidia-smi would show, part by part (gpu/gpu_memory.h), and where each part not simulated comes from.
-static void print_cuda_parts(const apps::MemoryForecast& forecast) {
+static void print_cuda_parts(const forecast::MemoryForecast& forecast) {
   const memory::CudaMemoryParts& parts = forecast.report.cuda;
-  std::printf("cuda memory    %s in all (as nvidia-smi would show it):\n", core::format_bytes(parts.total_bytes()).c_str());
-  std::printf("  tensors             %10s  peak allocated, simulated\n", core::format_bytes(parts.tensor_bytes).c_str());
+  std::printf("cuda memory    %s in all (as nvidia-smi would show it):\n", format_bytes(parts.total_bytes()).c_str());
+  std::printf("  tensors             %10s  peak allocated, simulated\n", format_bytes(parts.tensor_bytes).c_str());
   std::printf("  allocator reserve   %10s  peak reserved %s - allocated, simulated%s\n",
-              core::format_bytes(parts.reserve_bytes).c_str(), core::format_bytes(forecast.report.peak_reserved_bytes).c_str(),
+              format_bytes(parts.reserve_bytes).c_str(), format_bytes(forecast.report.peak_reserved_bytes).c_str(),
               forecast.gpu_memory ? ", + the fitted fraction" : "");
-  std::printf("  workspaces          %10s\n", core::format_bytes(parts.workspace_bytes).c_str());
-  std::printf("  context             %10s  %s\n", core::format_bytes(parts.context_bytes).c_str(),
+  std::printf("  workspaces          %10s\n", format_bytes(parts.workspace_bytes).c_str());
+  std::printf("  context             %10s  %s\n", format_bytes(parts.context_bytes).c_str(),
               forecast.gpu_memory ? (forecast.context_measured ? "measured (--cuda-context)" : "fitted")
                                   : "--cuda-context (default 0)");
   for (const std::string& note : forecast.memory_notes) std::printf("  note: %s\n", note.c_str());
@@ -89,9 +89,9 @@ static void print_cuda_parts(const apps::MemoryForecast& forecast) {
 static void print_sharded(const memory::ShardedMemory& sharded, const std::string& link, double link_gbs) {
   std::printf("%s over %lld GPUs (%lld per node): one GPU holds %s (a model, not a measurement)\n",
               memory::sharding_name(sharded.plan.strategy), static_cast<long long>(sharded.plan.gpus),
-              static_cast<long long>(sharded.plan.gpus_per_node), core::format_bytes(sharded.required_bytes).c_str());
+              static_cast<long long>(sharded.plan.gpus_per_node), format_bytes(sharded.required_bytes).c_str());
   auto row = [](const char* label, int64_t bytes) {
-    std::printf("  %-34s %11s\n", label, core::format_bytes(bytes).c_str());
+    std::printf("  %-34s %11s\n", label, format_bytes(bytes).c_str());
   };
   row("parameters", sharded.parameter_bytes);
   row("gradients", sharded.gradient_bytes);
@@ -103,16 +103,16 @@ static void print_sharded(const memory::ShardedMemory& sharded, const std::strin
   for (const memory::Collective& collective : sharded.collectives) {
     if (link_gbs > 0 && !collective.crosses_nodes)
       std::printf("  step: %-44s %11s per GPU, %8.2f ms at %s's %.0f GB/s\n", collective.what.c_str(),
-                  core::format_bytes(collective.bytes).c_str(), 1e3 * memory::link_seconds(collective.bytes, link_gbs),
+                  format_bytes(collective.bytes).c_str(), 1e3 * memory::link_seconds(collective.bytes, link_gbs),
                   link.c_str(), link_gbs);
     else
-      std::printf("  step: %-44s %11s per GPU, %s\n", collective.what.c_str(), core::format_bytes(collective.bytes).c_str(),
+      std::printf("  step: %-44s %11s per GPU, %s\n", collective.what.c_str(), format_bytes(collective.bytes).c_str(),
                   collective.crosses_nodes ? "between nodes (their network is not catalogued: not timed)"
                                            : "(no link catalogued for this GPU: not timed)");
   }
 }
 
-void print_memory(const apps::MemoryForecast& forecast, const Measured& measured) {
+void print_memory(const forecast::MemoryForecast& forecast, const Measured& measured) {
   const memory::MemoryReport& report = forecast.report;
   const int64_t simulated_peak = simulated_profiler_peak(report);
   std::printf("%s  batch %lld  input %s  optimizer %s  precision %s  device %s  threads %lld\n", forecast.model.c_str(),
@@ -133,8 +133,8 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
   std::printf("parameters     %lld, %lld of them trained\n", static_cast<long long>(forecast.parameters),
               static_cast<long long>(forecast.trainable_parameters));
   std::printf("peak memory    %s above a baseline of %s (parameters, buffers, inputs): %s in all\n",
-              core::format_bytes(report.peak_bytes).c_str(), core::format_bytes(report.baseline_bytes).c_str(),
-              core::format_bytes(report.peak_total_bytes).c_str());
+              format_bytes(report.peak_bytes).c_str(), format_bytes(report.baseline_bytes).c_str(),
+              format_bytes(report.peak_total_bytes).c_str());
   if (report.device == Device::Cuda) print_cuda_parts(forecast);
   if (report.device == Device::Cpu)
     std::printf("kernels        isa %s (%s)\n", hardware::isa_name(forecast.simulated_isa), forecast.isa_source.c_str());
@@ -151,34 +151,34 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
   const int64_t required = forecast.sharded ? forecast.sharded->required_bytes : report.required_bytes;
   const char* per = forecast.sharded ? " per GPU" : "";
   if (forecast.fits_limit > 0)
-    std::printf("fits in %s%s: %s (needs %s)\n", core::format_bytes(forecast.fits_limit).c_str(), per,
-                forecast.fits ? "yes" : "no", core::format_bytes(required).c_str());
+    std::printf("fits in %s%s: %s (needs %s)\n", format_bytes(forecast.fits_limit).c_str(), per,
+                forecast.fits ? "yes" : "no", format_bytes(required).c_str());
   if (forecast.batch_limit > 0) {
     if (forecast.max_batch.batch == 0)
-      std::printf("largest batch in %s: none (batch 1 needs %s)\n", core::format_bytes(forecast.batch_limit).c_str(),
-                  core::format_bytes(forecast.max_batch.next_required_bytes).c_str());
+      std::printf("largest batch in %s: none (batch 1 needs %s)\n", format_bytes(forecast.batch_limit).c_str(),
+                  format_bytes(forecast.max_batch.next_required_bytes).c_str());
     else
-      std::printf("largest batch in %s: %lld (needs %s%s%s)\n", core::format_bytes(forecast.batch_limit).c_str(),
-                  static_cast<long long>(forecast.max_batch.batch), core::format_bytes(forecast.max_batch.required_bytes).c_str(),
+      std::printf("largest batch in %s: %lld (needs %s%s%s)\n", format_bytes(forecast.batch_limit).c_str(),
+                  static_cast<long long>(forecast.max_batch.batch), format_bytes(forecast.max_batch.required_bytes).c_str(),
                   forecast.max_batch.next_required_bytes > 0 ? "; one more needs " : "",
-                  forecast.max_batch.next_required_bytes > 0 ? core::format_bytes(forecast.max_batch.next_required_bytes).c_str() : "");
+                  forecast.max_batch.next_required_bytes > 0 ? format_bytes(forecast.max_batch.next_required_bytes).c_str() : "");
   }
   if (forecast.seq_limit > 0) {
     const memory::MaxBatchResult& seq = forecast.max_seq;
     const bool refused = !forecast.max_seq_refused.empty() && seq.next_required_bytes == std::numeric_limits<int64_t>::max();
     if (seq.batch == 0)
-      std::printf("longest sequence in %s%s: none (sequence 1 needs %s)\n", core::format_bytes(forecast.seq_limit).c_str(),
-                  per, core::format_bytes(seq.next_required_bytes).c_str());
+      std::printf("longest sequence in %s%s: none (sequence 1 needs %s)\n", format_bytes(forecast.seq_limit).c_str(),
+                  per, format_bytes(seq.next_required_bytes).c_str());
     else if (refused)
-      std::printf("longest sequence in %s%s: %lld (needs %s); longer: %s\n", core::format_bytes(forecast.seq_limit).c_str(),
-                  per, static_cast<long long>(seq.batch), core::format_bytes(seq.required_bytes).c_str(),
+      std::printf("longest sequence in %s%s: %lld (needs %s); longer: %s\n", format_bytes(forecast.seq_limit).c_str(),
+                  per, static_cast<long long>(seq.batch), format_bytes(seq.required_bytes).c_str(),
                   forecast.max_seq_refused.c_str());
     else
       std::printf("longest sequence in %s%s: %lld at batch %lld (needs %s%s%s)\n",
-                  core::format_bytes(forecast.seq_limit).c_str(), per, static_cast<long long>(seq.batch),
-                  static_cast<long long>(forecast.batch), core::format_bytes(seq.required_bytes).c_str(),
+                  format_bytes(forecast.seq_limit).c_str(), per, static_cast<long long>(seq.batch),
+                  static_cast<long long>(forecast.batch), format_bytes(seq.required_bytes).c_str(),
                   seq.next_required_bytes > 0 ? "; one more needs " : "",
-                  seq.next_required_bytes > 0 ? core::format_bytes(seq.next_required_bytes).c_str() : "");
+                  seq.next_required_bytes > 0 ? format_bytes(seq.next_required_bytes).c_str() : "");
   }
   if (measured.ran) {
     if (measured.status != "ok")
@@ -207,13 +207,13 @@ void print_memory(const apps::MemoryForecast& forecast, const Measured& measured
 }
 
 int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::CpuIsa isa) {
-  apps::MemoryCheck check = apps::check_memory_simulator(db, isa);
+  study::MemoryCheck check = study::check_memory_simulator(db, isa);
   const int64_t off = check.configurations - check.within_1pct;
   const size_t listed = std::min(check.rows.size(), static_cast<size_t>(show));
   if (as_json) {
     json worst = json::array();
     for (size_t k = 0; k < listed; ++k) {
-      const apps::MemoryCheckRow& row = check.rows[k];
+      const study::MemoryCheckRow& row = check.rows[k];
       worst.push_back({{"network", row.network},
                        {"family", row.family},
                        {"env_hash", row.environment_hash},
@@ -227,7 +227,7 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
                        {"relative_error", row.relative_error()}});
     }
     json environments = json::array();
-    for (const apps::CheckedEnvironment& environment : check.environments) {
+    for (const study::CheckedEnvironment& environment : check.environments) {
       json entry{{"env_hash", environment.hash},
                  {"recorded_isa", environment.recorded_isa},
                  {"simulated_isa", hardware::isa_name(environment.simulated)},
@@ -251,7 +251,7 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
     std::printf("  byte-exact %lld, within 1%% %lld, more than 1%% off %lld; not modelled %lld\n",
                 static_cast<long long>(check.exact), static_cast<long long>(check.within_1pct),
                 static_cast<long long>(off), static_cast<long long>(check.not_modelled));
-    for (const apps::CheckedEnvironment& environment : check.environments) {
+    for (const study::CheckedEnvironment& environment : check.environments) {
       if (environment.inferred)
         std::printf("  environment %s: isa not recorded; its peaks follow the %s rules (%lld byte-exact under avx2, "
                     "%lld under avx512_core): simulated as %s\n",
@@ -264,7 +264,7 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
     }
     if (listed > 0) std::printf("  largest differences (simulated - measured) / measured:\n");
     for (size_t k = 0; k < listed; ++k) {
-      const apps::MemoryCheckRow& row = check.rows[k];
+      const study::MemoryCheckRow& row = check.rows[k];
       std::printf("    %+9.4f%%  %-44s measured %14lld  simulated %14lld\n", 100 * row.relative_error(),
                   config_text(row).c_str(), static_cast<long long>(row.measured_bytes),
                   static_cast<long long>(row.simulated_bytes));

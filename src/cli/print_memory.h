@@ -24,7 +24,7 @@ int64_t simulated_profiler_peak(const memory::MemoryReport& report);
 double relative_error(int64_t simulated, int64_t measured);
 
 // The human-readable summary of a memory forecast (and of the measured run, when it ran).
-void print_memory(const apps::MemoryForecast& forecast, const Measured& measured);
+void print_memory(const forecast::MemoryForecast& forecast, const Measured& measured);
 // --check-db: the simulator against every measured peak of a dataset; the exit code (1 when any
 // configuration is more than 1% off).
 int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::CpuIsa isa);

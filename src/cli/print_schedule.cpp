@@ -46,17 +46,17 @@ __attribute__((format(printf, 2, 3))) void appendf(std::string& out, const char*
 
 }  // namespace
 
-void print_schedule(const apps::Schedule& schedule) { std::fputs(format_schedule(schedule).c_str(), stdout); }
+void print_schedule(const decide::Schedule& schedule) { std::fputs(format_schedule(schedule).c_str(), stdout); }
 
-std::string format_schedule(const apps::Schedule& schedule) {
+std::string format_schedule(const decide::Schedule& schedule) {
   std::string out;
-  const apps::sched::Timeline& timeline = schedule.genetic.timeline;
+  const decide::sched::Timeline& timeline = schedule.genetic.timeline;
   appendf(out, "%zu jobs on %zu GPUs (", schedule.placed_jobs.size(), schedule.gpus.size());
   for (size_t type = 0; type < schedule.types.size(); ++type)
     appendf(out, "%s%s x%lld", type ? ", " : "", schedule.types[type].gpu.c_str(),
                 static_cast<long long>(schedule.types[type].count));
   appendf(out, "), objective %s: makespan %s, mean JCT %s, cost $%.2f\n\n",
-              apps::sched::name(schedule.objective).c_str(), hours(timeline.makespan_s).c_str(),
+              decide::sched::name(schedule.objective).c_str(), hours(timeline.makespan_s).c_str(),
               hours(timeline.mean_jct_s).c_str(), timeline.cost_usd);
 
   // Assignments by GPU, then start.
@@ -70,9 +70,9 @@ std::string format_schedule(const apps::Schedule& schedule) {
               "end", "duration", "peak GiB");
   for (size_t index : order) {
     const int64_t job = schedule.placed_jobs[index];
-    const apps::JobSpec& spec = schedule.jobs[job];
-    const apps::ClusterGpu& gpu = schedule.gpus[schedule.genetic.plan.gpu[index]];
-    const apps::JobOnType& on = schedule.forecasts[job][gpu.type];
+    const decide::JobSpec& spec = schedule.jobs[job];
+    const decide::ClusterGpu& gpu = schedule.gpus[schedule.genetic.plan.gpu[index]];
+    const decide::JobOnType& on = schedule.forecasts[job][gpu.type];
     const std::string gpu_text = gpu.label() + " " + schedule.types[gpu.type].gpu;
     appendf(out, "  %-4c %-16s %-14s %6lld %-20s %10s %10s %10s %9.1f\n", job_mark(index), spec.name.c_str(),
                 spec.model.c_str(), static_cast<long long>(spec.spec.batch), gpu_text.c_str(),
@@ -100,7 +100,7 @@ std::string format_schedule(const apps::Schedule& schedule) {
   }
 
   appendf(out, "\n  %-10s %12s %12s %12s\n", "solver", "makespan", "mean JCT", "cost");
-  for (const apps::SolverRow& row : schedule.solvers)
+  for (const decide::SolverRow& row : schedule.solvers)
     appendf(out, "  %-10s %12s %12s %11.2f$\n", row.solver.c_str(), hours(row.makespan_s).c_str(),
                 hours(row.mean_jct_s).c_str(), row.cost_usd);
   appendf(out, 

@@ -9,7 +9,7 @@
 namespace dnncast::cli {
 
 // The table as text (fuzz/fuzz_schedule_files.cpp reads it so); print_schedule writes it to stdout.
-std::string format_schedule(const apps::Schedule& schedule);
-void print_schedule(const apps::Schedule& schedule);
+std::string format_schedule(const decide::Schedule& schedule);
+void print_schedule(const decide::Schedule& schedule);
 
 }  // namespace dnncast::cli

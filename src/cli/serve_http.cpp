@@ -24,9 +24,9 @@ namespace dnncast::cli {
 
 namespace {
 
-using apps::serve::Api;
-using apps::serve::HttpRequest;
-using apps::serve::HttpResponse;
+using serve::Api;
+using serve::HttpRequest;
+using serve::HttpResponse;
 using Clock = std::chrono::steady_clock;
 
 // `threads` workers and at most `queue` tasks waiting for one: the bound on the work the server takes on.
@@ -125,7 +125,7 @@ std::string busy_message(const ServeOptions& options) {
 // the rest through the worker pool, within the timeout.
 HttpResponse answer(Api& api, WorkerPool& pool, const ServeOptions& options, HttpRequest request) {
   if (std::shared_ptr<const HttpResponse> hit = api.cached(request)) return *hit;
-  const apps::serve::Route* route = Api::route_of(request.path);
+  const serve::Route* route = Api::route_of(request.path);
   if (route == nullptr || route->inline_ || request.method != route->method) return api.handle(request);
   auto job = std::make_shared<Job>();
   job->request = std::move(request);
@@ -142,14 +142,14 @@ HttpResponse answer(Api& api, WorkerPool& pool, const ServeOptions& options, Htt
     job->done = true;
     job->done_signal.notify_all();
   });
-  if (!queued) return apps::serve::error_response(429, busy_message(options));
+  if (!queued) return serve::error_response(429, busy_message(options));
   std::unique_lock<std::mutex> lock(job->mutex);
   const auto limit = std::chrono::duration<double>(options.timeout_s);
   if (!job->done_signal.wait_for(lock, limit, [&] { return job->done; })) {
     job->abandoned = true;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", options.timeout_s);
-    return apps::serve::error_response(504, std::string("no answer within ") + seconds + " s (--timeout)");
+    return serve::error_response(504, std::string("no answer within ") + seconds + " s (--timeout)");
   }
   return job->response;
 }
@@ -164,7 +164,7 @@ int serve(const ServeOptions& options) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  apps::serve::ApiOptions api_options;
+  serve::ApiOptions api_options;
   api_options.predictor_dir = options.predictor_dir;
   Api api(api_options);
   WorkerPool pool(options.threads, options.queue);
@@ -186,7 +186,7 @@ int serve(const ServeOptions& options) {
   const int connections = options.connections;
   server.new_task_queue = [connections] { return new httplib::ThreadPool(static_cast<size_t>(connections)); };
   // One over the ONNX cap, so that Api::handle answers a body at the cap itself (and httplib above it).
-  server.set_payload_max_length(static_cast<size_t>(apps::serve::kMaxOnnxBodyBytes));
+  server.set_payload_max_length(static_cast<size_t>(serve::kMaxOnnxBodyBytes));
   // Headers and body go out as separate writes: without TCP_NODELAY, Nagle's algorithm holds the body until
   // the client's delayed ACK (40 ms on Linux) on every keep-alive answer.
   server.set_tcp_nodelay(true);
@@ -198,7 +198,7 @@ int serve(const ServeOptions& options) {
   auto handler = [&](const httplib::Request& request, httplib::Response& response) {
     const Clock::time_point start = Clock::now();
     HttpRequest ours = to_request(request);
-    const apps::serve::Route* route = Api::route_of(ours.path);
+    const serve::Route* route = Api::route_of(ours.path);
     HttpResponse out = answer(api, pool, options, std::move(ours));
     response.status = out.status;
     if (out.status == 429) response.set_header("Retry-After", "1");
@@ -218,16 +218,16 @@ int serve(const ServeOptions& options) {
     if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string message = "bad request";
     if (response.status == 413)
-      message = "body over the cap of " + std::to_string(apps::serve::kMaxOnnxBodyBytes) + " bytes";
-    const HttpResponse out = apps::serve::error_response(response.status, message);
+      message = "body over the cap of " + std::to_string(serve::kMaxOnnxBodyBytes) + " bytes";
+    const HttpResponse out = serve::error_response(response.status, message);
     response.set_content(out.body, out.content_type.c_str());
-    const apps::serve::Route* route = Api::route_of(request.path);
+    const serve::Route* route = Api::route_of(request.path);
     api.metrics().record(route ? route->path : "other", response.status, 0);
     return httplib::Server::HandlerResponse::Handled;
   };
   server.set_error_handler(on_error);
   server.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
-    const HttpResponse out = apps::serve::error_response(500, "internal error");
+    const HttpResponse out = serve::error_response(500, "internal error");
     response.status = 500;
     response.set_content(out.body, out.content_type.c_str());
   });

@@ -25,7 +25,7 @@ const std::vector<std::string> kDatasetOptions{"log.batch", "log.threads", "inpu
                                                "log.params", "log.act_bytes", "config.opt_state_bytes"};
 
 // Does a sample pass every key=value of a --*-where filter?
-bool passes(const apps::Sample& sample, const std::map<std::string, std::string>& where) {
+bool passes(const study::Sample& sample, const std::map<std::string, std::string>& where) {
   for (const auto& [key, value] : where) {
     std::string actual;
     if (key == "threads") actual = std::to_string(sample.config.threads);
@@ -76,7 +76,7 @@ transfer::OptionTable read_dataset_table(const std::string& path, const std::vec
                        "config.batch, config.threads, input.pixels, log.flops_train, total.params; see the featurizer)");
     columns.push_back(static_cast<int>(found - names.begin()));
   }
-  apps::TrainingTable table = apps::load_training_table(path);
+  study::TrainingTable table = study::load_training_table(path);
   std::vector<int64_t> rows;
   for (size_t k = 0; k < table.samples.size(); ++k)
     if (passes(table.samples[k], where) && (metric == "time_ms" || table.samples[k].peak() > 0))
@@ -89,7 +89,7 @@ transfer::OptionTable read_dataset_table(const std::string& path, const std::vec
   out.x.resize(static_cast<int64_t>(rows.size()), static_cast<int64_t>(columns.size()));
   out.y.resize(static_cast<int64_t>(rows.size()));
   for (size_t r = 0; r < rows.size(); ++r) {
-    const apps::Sample& sample = table.samples[static_cast<size_t>(rows[r])];
+    const study::Sample& sample = table.samples[static_cast<size_t>(rows[r])];
     for (size_t c = 0; c < columns.size(); ++c)
       out.x(static_cast<int64_t>(r), static_cast<int64_t>(c)) = table.x(rows[r], columns[c]);
     out.y(static_cast<int64_t>(r)) = metric == "time_ms" ? sample.time_ms() : sample.peak();

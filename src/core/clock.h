@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-namespace dnncast::core {
+namespace dnncast {
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -13,4 +13,4 @@ inline double seconds_since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
-}  // namespace dnncast::core
+}  // namespace dnncast

@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::core {
+namespace dnncast {
 
 std::string csv_quote(const std::string& field) {
   if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
@@ -59,4 +59,4 @@ bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t
   return true;
 }
 
-}  // namespace dnncast::core
+}  // namespace dnncast

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace dnncast::core {
+namespace dnncast {
 
 // Reads one record into `fields`; returns false at the end of input. `line` counts the physical lines
 // read so far (start at 0): a record with quoted newlines spans several. A quote opens a quoted field
@@ -22,4 +22,4 @@ std::string csv_quote(const std::string& field);
 // One record: the fields quoted as needed, separated by commas, ended by "\n".
 void write_csv_record(std::ostream& out, const std::vector<std::string>& fields);
 
-}  // namespace dnncast::core
+}  // namespace dnncast

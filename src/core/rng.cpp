@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::core {
+namespace dnncast {
 
 uint64_t SplitMix64::next() {
   uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
@@ -44,4 +44,4 @@ double SplitMix64::log_uniform(double low, double high) {
   return std::exp(std::log(low) + unit() * (std::log(high) - std::log(low)));
 }
 
-}  // namespace dnncast::core
+}  // namespace dnncast

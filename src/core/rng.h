@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace dnncast::core {
+namespace dnncast {
 
 class SplitMix64 {
  public:
@@ -24,4 +24,4 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-}  // namespace dnncast::core
+}  // namespace dnncast

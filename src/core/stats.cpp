@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstddef>
 
-namespace dnncast::core {
+namespace dnncast {
 
 namespace {
 
@@ -36,4 +36,4 @@ double quantile_low_plus_step(std::vector<double> values, double q) {
   return around.low + (around.high - around.low) * around.weight;
 }
 
-}  // namespace dnncast::core
+}  // namespace dnncast

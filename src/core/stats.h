@@ -3,7 +3,7 @@
 
 #include <vector>
 
-namespace dnncast::core {
+namespace dnncast {
 
 // The q-quantile (q in [0, 1]) of `values`, interpolated linearly between the two nearest order
 // statistics at position q * (n - 1) (numpy.quantile's default "linear" method; equal to it up to
@@ -15,4 +15,4 @@ double quantile(std::vector<double> values, double q);
 // spreads to 17 digits; kept so that they print exactly as before (issue 17: behaviour unchanged).
 double quantile_low_plus_step(std::vector<double> values, double q);
 
-}  // namespace dnncast::core
+}  // namespace dnncast

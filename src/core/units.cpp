@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::core {
+namespace dnncast {
 
 namespace {
 
@@ -105,4 +105,4 @@ std::string format_bytes(double bytes, ByteStyle style) {
   return "";
 }
 
-}  // namespace dnncast::core
+}  // namespace dnncast

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace dnncast::core {
+namespace dnncast {
 
 // "4096", "1e9", "2G", "512M", "24GiB", "512 MiB", "1.5GB" -> bytes, rounded to the nearest byte.
 // Units (case-insensitive, spaces allowed before them): B; K/M/G/T and KiB/MiB/GiB/TiB are powers of
@@ -23,4 +23,4 @@ enum class ByteStyle {
 // `bytes` is a double so that estimates with a fraction (predict's interval bounds) print as before.
 std::string format_bytes(double bytes, ByteStyle style = ByteStyle::Fixed);
 
-}  // namespace dnncast::core
+}  // namespace dnncast

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 namespace {
 
@@ -133,4 +133,4 @@ ordered_json devices_json(const hardware::Catalogue& catalogue, bool instances) 
   return out;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

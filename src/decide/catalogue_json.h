@@ -7,7 +7,7 @@
 #include "decide/compare.h"
 #include "hardware/catalogue.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 // Every field of the comparison.
 nlohmann::ordered_json to_json(const Comparison& comparison);
@@ -17,4 +17,4 @@ nlohmann::ordered_json to_json(const hardware::CloudInstance& instance);
 // `devices --json`: {"files": [...], "gpus": [...]}, or "instances" in place of "gpus".
 nlohmann::ordered_json devices_json(const hardware::Catalogue& catalogue, bool instances);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

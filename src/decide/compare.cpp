@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/units.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 namespace {
 
@@ -134,7 +134,7 @@ void mark_pareto_front(std::vector<CompareRow>& rows) {
 
 namespace {
 
-CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance, const GpuForecast& forecast,
+CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance, const gpu::GpuForecast& forecast,
                     const MultiGpuStep* step) {
   CompareRow row;
   row.provider = instance.provider;
@@ -181,12 +181,12 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
 }  // namespace
 
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
-                               const std::vector<GpuForecast>& forecasts,
+                               const std::vector<gpu::GpuForecast>& forecasts,
                                const std::map<std::string, std::string>& failures, const MultiGpuSteps& steps) {
   if (request.forecast.spec.batch < 1)
     throw InputError("--batch " + std::to_string(request.forecast.spec.batch) + ": must be at least 1");
-  std::map<std::string, const GpuForecast*> by_gpu;
-  for (const GpuForecast& forecast : forecasts) by_gpu[forecast.device] = &forecast;
+  std::map<std::string, const gpu::GpuForecast*> by_gpu;
+  for (const gpu::GpuForecast& forecast : forecasts) by_gpu[forecast.device] = &forecast;
   Comparison comparison;
   comparison.model = request.forecast.model;
   comparison.batch = request.forecast.spec.batch;
@@ -243,9 +243,9 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   if (comparison.fits_nowhere) {
     std::string line = "fits on no instance compared";
     if (comparison.required_bytes)
-      line += ": one GPU needs " + core::format_bytes(static_cast<double>(*comparison.required_bytes));
+      line += ": one GPU needs " + format_bytes(static_cast<double>(*comparison.required_bytes));
     if (comparison.largest_memory_bytes)
-      line += ", the largest offered has " + core::format_bytes(static_cast<double>(*comparison.largest_memory_bytes));
+      line += ", the largest offered has " + format_bytes(static_cast<double>(*comparison.largest_memory_bytes));
     comparison.notes.push_back(line + " (a smaller --batch may fit: see max batch)");
   }
   if (request.forecast.epoch_samples == 0)
@@ -254,4 +254,4 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   return comparison;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

@@ -22,7 +22,7 @@
 #include "hardware/catalogue.h"
 #include "memory/sharding.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 inline constexpr int64_t kIterationsWithoutEpochs = 1000;
 
@@ -30,7 +30,7 @@ struct CompareRequest {
   // What every GPU's forecast is asked: model, batch (per GPU) and input, optimizer, precision,
   // framework, epoch_samples (0: kIterationsWithoutEpochs iterations), catalogue and calibration
   // files. Its device and max_batch are set per GPU.
-  GpuForecastRequest forecast;
+  gpu::GpuForecastRequest forecast;
   int64_t epochs = 1;                  // >= 1; more than 1 needs forecast.epoch_samples
   std::vector<std::string> providers;  // empty: every provider of the catalogue
   std::vector<std::string> gpus;       // catalogue names or aliases; empty: every GPU rented
@@ -76,8 +76,8 @@ struct Comparison {
   int64_t batch = 0;
   std::string input;
   Optimizer optimizer = Optimizer::Sgd;
-  GpuPrecision precision = GpuPrecision::Fp32;
-  Framework framework = Framework::PyTorch;
+  gpu::GpuPrecision precision = gpu::GpuPrecision::Fp32;
+  gpu::Framework framework = gpu::Framework::PyTorch;
   int64_t epochs = 1, epoch_samples = 0;
   bool spot = false, multi_gpu = false;
   std::string sharding;                   // of the multi-GPU rows; "" without multi_gpu
@@ -124,7 +124,7 @@ memory::Sharding requested_sharding(const CompareRequest& request);
 // is left out, with the reason `failures` gives for its GPU. An instance of several GPUs takes its memory
 // and collectives from `steps` (it is left out when `steps` lacks it).
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
-                               const std::vector<GpuForecast>& forecasts,
+                               const std::vector<gpu::GpuForecast>& forecasts,
                                const std::map<std::string, std::string>& failures = {},
                                const MultiGpuSteps& steps = {});
 
@@ -135,4 +135,4 @@ void mark_pareto_front(std::vector<CompareRow>& rows);
 // The run's iterations on `gpu_count` GPUs (the rule above).
 int64_t run_iterations(int64_t batch, int64_t gpu_count, int64_t epochs, int64_t epoch_samples);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "import/model_source.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 namespace {
 
@@ -17,7 +17,7 @@ namespace {
 // simulation does not depend on either: gpu_forecast_memory_config).
 MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sharding,
                               const std::vector<hardware::CloudInstance>& instances,
-                              const hardware::Catalogue& catalogue, const std::vector<GpuForecast>& forecasts) {
+                              const hardware::Catalogue& catalogue, const std::vector<gpu::GpuForecast>& forecasts) {
   struct Simulated {
     Graph graph;
     memory::MemoryReport report;
@@ -28,13 +28,13 @@ MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sh
     auto found = by_batch.find(batch);
     if (found == by_batch.end()) {
       if (!config) {
-        config = gpu_forecast_memory_config(request.forecast);
+        config = gpu::gpu_forecast_memory_config(request.forecast);
         config->keep_timeline = false;
         config->keep_events = false;
       }
-      ModelSpec spec = request.forecast.spec;
+      models::ModelSpec spec = request.forecast.spec;
       spec.batch = batch;
-      Graph graph = build_model(request.forecast.builder, request.forecast.model, spec);
+      Graph graph = import::build_model(request.forecast.builder, request.forecast.model, spec);
       memory::MemoryReport report = memory::simulate_memory(graph, *config);
       found = by_batch.emplace(batch, Simulated{std::move(graph), std::move(report)}).first;
     }
@@ -44,7 +44,7 @@ MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sh
   for (const hardware::CloudInstance& instance : instances) {
     if (instance.gpu_count < 2 || steps.count({instance.gpu, instance.gpu_count})) continue;
     auto forecast = std::find_if(forecasts.begin(), forecasts.end(),
-                                 [&](const GpuForecast& one) { return one.device == instance.gpu; });
+                                 [&](const gpu::GpuForecast& one) { return one.device == instance.gpu; });
     if (forecast == forecasts.end()) continue;  // left out, with the forecast's reason
     MultiGpuStep step;
     step.sharding = sharding;
@@ -101,19 +101,19 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
     throw InputError("--sharding " + request.sharding +
                      " divides the model among GPUs and needs 2 or more, but no instance selected has more than one");
   // Read once for all the GPUs (a bad file is the request's error, the same on every GPU).
-  const GpuCalibration calibration = load_gpu_calibration(request.forecast.calibration_file);
+  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration(request.forecast.calibration_file);
 
-  std::vector<GpuForecast> forecasts;
+  std::vector<gpu::GpuForecast> forecasts;
   std::map<std::string, std::string> failures;  // GPU -> the forecast's error
   std::optional<InputError> first_failure;
   std::set<std::string> done;
   for (const hardware::CloudInstance& instance : instances) {
     if (!done.insert(instance.gpu).second) continue;
-    GpuForecastRequest one = request.forecast;
+    gpu::GpuForecastRequest one = request.forecast;
     one.device = instance.gpu;
     one.max_batch = true;
     try {
-      forecasts.push_back(forecast_gpu(one, catalogue, calibration));
+      forecasts.push_back(gpu::forecast_gpu(one, catalogue, calibration));
     } catch (const InputError& error) {
       if (!first_failure) first_failure = error;
       failures[instance.gpu] = error.what();
@@ -144,4 +144,4 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   return comparison;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 
-namespace dnncast::apps::sched {
+namespace dnncast::decide::sched {
 
 namespace {
 
@@ -192,7 +192,7 @@ Plan heterogeneity_agnostic(const Problem& problem) {
 }
 
 Plan random_plan(const Problem& problem, uint64_t seed) {
-  core::SplitMix64 rng(seed);
+  SplitMix64 rng(seed);
   const auto fitting = fitting_gpus(problem);
   Plan plan{std::vector<int64_t>(problem.jobs), std::vector<double>(problem.jobs)};
   for (int64_t job = 0; job < problem.jobs; ++job) {
@@ -381,7 +381,7 @@ class Genetic {
   const Problem& problem_;
   Objective objective_;
   GaOptions options_;
-  core::SplitMix64 rng_;
+  SplitMix64 rng_;
   std::vector<std::vector<int64_t>> fitting_;
   int64_t evaluations_ = 0;
 };
@@ -499,4 +499,4 @@ ExactResult exact(const Problem& problem, Objective objective) {
   return result;
 }
 
-}  // namespace dnncast::apps::sched
+}  // namespace dnncast::decide::sched

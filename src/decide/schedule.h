@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace dnncast::apps::sched {
+namespace dnncast::decide::sched {
 
 inline constexpr double kNoFit = std::numeric_limits<double>::infinity();
 
@@ -109,4 +109,4 @@ struct ExactResult {
 };
 ExactResult exact(const Problem& problem, Objective objective);
 
-}  // namespace dnncast::apps::sched
+}  // namespace dnncast::decide::sched

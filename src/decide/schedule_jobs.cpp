@@ -15,7 +15,7 @@
 #include "core/units.h"
 #include "graph/tensor.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 namespace {
 
@@ -108,7 +108,7 @@ json read_json(const std::string& path, const std::string& what) {
   }
 }
 
-std::string input_text(const ModelSpec& spec) {
+std::string input_text(const models::ModelSpec& spec) {
   std::string text;
   for (int64_t dim : spec.input) text += (text.empty() ? "" : "x") + std::to_string(dim);
   if (spec.seq_len > 0) text = "seq" + std::to_string(spec.seq_len);
@@ -172,10 +172,10 @@ std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) 
     try {
       if (fields.has("optimizer")) job.optimizer = parse_optimizer(fields.text("optimizer", true), "field 'optimizer'");
       if (fields.has("precision")) {
-        job.precision = parse_gpu_precision(fields.text("precision", true), "field 'precision'");
-        job.memory_precision = memory_precision_of(fields.text("precision", true), "field 'precision'");
+        job.precision = gpu::parse_gpu_precision(fields.text("precision", true), "field 'precision'");
+        job.memory_precision = gpu::memory_precision_of(fields.text("precision", true), "field 'precision'");
       }
-      if (fields.has("framework")) job.framework = parse_framework(fields.text("framework", true), "field 'framework'");
+      if (fields.has("framework")) job.framework = gpu::parse_framework(fields.text("framework", true), "field 'framework'");
     } catch (const InputError& error) {
       throw error.with_context(label);
     }
@@ -229,7 +229,7 @@ std::vector<NodeSpec> read_cluster(const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // Forecasts
 
-const GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu, std::string& error) {
+const gpu::GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu, std::string& error) {
   const std::string key = job.model + "|" + std::to_string(job.spec.batch) + "|" + input_text(job.spec) + "|" +
                           name(job.optimizer) + "|" + name(job.precision) + "|" + name(job.framework) + "|" + gpu;
   auto found = entries_.find(key);
@@ -237,7 +237,7 @@ const GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu
     ++hits_;
   } else {
     ++misses_;
-    GpuForecastRequest request;
+    gpu::GpuForecastRequest request;
     request.model = job.model;
     request.spec = job.spec;
     request.optimizer = job.optimizer;
@@ -248,13 +248,13 @@ const GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu
     Entry entry;
     // A model or input no GPU could take is the user's error and propagates; a GPU that lacks the peak
     // this precision needs only leaves that GPU out for this job.
-    const std::vector<std::string> missing = missing_peaks(catalogue_.gpu(gpu), job.precision);
+    const std::vector<std::string> missing = gpu::missing_peaks(catalogue_.gpu(gpu), job.precision);
     if (!missing.empty()) {
       std::string columns;
       for (const std::string& column : missing) columns += (columns.empty() ? "" : ", ") + column;
       entry.error = gpu + " has no " + columns + " in the catalogue for " + name(job.precision);
     } else {
-      entry.forecast = forecast_gpu(request, catalogue_, calibration_);
+      entry.forecast = gpu::forecast_gpu(request, catalogue_, calibration_);
     }
     found = entries_.emplace(key, std::move(entry)).first;
   }
@@ -267,7 +267,7 @@ const GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu
 
 Schedule schedule(const ScheduleRequest& request) {
   const hardware::Catalogue catalogue = hardware::Catalogue::load(request.catalogue_files);
-  ForecastCache cache(catalogue, load_gpu_calibration(request.calibration_file));
+  ForecastCache cache(catalogue, gpu::load_gpu_calibration(request.calibration_file));
   return schedule(request, cache);
 }
 
@@ -322,7 +322,7 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
   }
 
   // Forecasts: once per distinct (model, configuration, GPU).
-  const auto forecast_start = core::SteadyClock::now();
+  const auto forecast_start = SteadyClock::now();
   const int64_t types = static_cast<int64_t>(result.types.size());
   result.forecasts.assign(request.jobs.size(), std::vector<JobOnType>(static_cast<size_t>(types)));
   for (size_t job = 0; job < request.jobs.size(); ++job) {
@@ -330,7 +330,7 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
     for (int64_t type = 0; type < types; ++type) {
       JobOnType& on = result.forecasts[job][type];
       std::string error;
-      const GpuForecast* forecast = nullptr;
+      const gpu::GpuForecast* forecast = nullptr;
       try {
         forecast = cache.get(spec, result.types[type].gpu, error);
       } catch (const InputError& failure) {
@@ -350,12 +350,12 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
       if (!forecast->fits)
         on.error = result.types[type].gpu + ": memory not catalogued";
       else if (!on.fits)
-        on.error = "needs " + core::format_bytes(static_cast<double>(*forecast->required_bytes)) + " of " +
-                   core::format_bytes(static_cast<double>(*forecast->device_memory_bytes));
+        on.error = "needs " + format_bytes(static_cast<double>(*forecast->required_bytes)) + " of " +
+                   format_bytes(static_cast<double>(*forecast->device_memory_bytes));
     }
     if (result.inputs.size() <= job) result.inputs.push_back(input_text(spec.spec));
   }
-  result.forecast_s = core::seconds_since(forecast_start);
+  result.forecast_s = seconds_since(forecast_start);
 
   // The problem of the placeable jobs.
   sched::Problem& problem = result.problem;
@@ -394,9 +394,9 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
       std::all_of(result.types.begin(), result.types.end(), [](const GpuType& t) { return t.price_per_hour == 0; }))
     throw InputError("--objective cost: no GPU type has a price (give price_per_hour in the cluster file)");
 
-  const auto solve_start = core::SteadyClock::now();
+  const auto solve_start = SteadyClock::now();
   result.genetic = sched::genetic(problem, request.objective, request.ga);
-  result.solve_s = core::seconds_since(solve_start);
+  result.solve_s = seconds_since(solve_start);
   auto row = [&](const std::string& solver, const sched::Timeline& timeline) {
     result.solvers.push_back({solver, timeline.makespan_s, timeline.mean_jct_s, timeline.cost_usd});
   };
@@ -506,4 +506,4 @@ nlohmann::ordered_json to_json(const Schedule& schedule) {
   return out;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

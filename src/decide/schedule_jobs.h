@@ -26,16 +26,16 @@
 #include "hardware/catalogue.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 struct JobSpec {
   std::string name;   // unique; default "job<N>" (1-based)
   std::string model;  // as model_source.h reads it
-  ModelSpec spec;     // batch, input or seq
+  models::ModelSpec spec;     // batch, input or seq
   Optimizer optimizer = Optimizer::Sgd;
-  GpuPrecision precision = GpuPrecision::Fp32;
+  gpu::GpuPrecision precision = gpu::GpuPrecision::Fp32;
   Precision memory_precision = Precision::Fp32;  // what its memory is simulated in (memory_precision_of)
-  Framework framework = Framework::PyTorch;
+  gpu::Framework framework = gpu::Framework::PyTorch;
   int64_t iterations = 0;           // given, or epochs x ceil(samples / batch)
   int64_t epochs = 0, samples = 0;  // when given that way
   double priority = 1, arrival_s = 0;
@@ -61,22 +61,22 @@ std::vector<NodeSpec> read_cluster(const std::string& path);
 // needs), so that they are not retried either.
 class ForecastCache {
  public:
-  ForecastCache(const hardware::Catalogue& catalogue, GpuCalibration calibration)
+  ForecastCache(const hardware::Catalogue& catalogue, gpu::GpuCalibration calibration)
       : catalogue_(catalogue), calibration_(std::move(calibration)) {}
   // nullptr and `error` set when this GPU cannot forecast this job; InputError for a bad model or input
   // (no GPU could).
-  const GpuForecast* get(const JobSpec& job, const std::string& gpu, std::string& error);
+  const gpu::GpuForecast* get(const JobSpec& job, const std::string& gpu, std::string& error);
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
   const hardware::Catalogue& catalogue() const { return catalogue_; }
 
  private:
   struct Entry {
-    std::optional<GpuForecast> forecast;
+    std::optional<gpu::GpuForecast> forecast;
     std::string error;
   };
   const hardware::Catalogue& catalogue_;
-  GpuCalibration calibration_;
+  gpu::GpuCalibration calibration_;
   std::map<std::string, Entry> entries_;
   int64_t hits_ = 0, misses_ = 0;
 };
@@ -152,4 +152,4 @@ nlohmann::ordered_json to_json(const Schedule& schedule);
 // table (one <tr class="assignment"> per placed job) and the solvers; nothing fetched, no script.
 std::string render_schedule_html(const Schedule& schedule);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

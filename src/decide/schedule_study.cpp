@@ -17,7 +17,7 @@
 #include "core/rng.h"
 #include "core/stats.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 namespace {
 
@@ -89,7 +89,7 @@ double makespan_bound(const sched::Problem& problem) {
 }
 
 // The measured replay (StudyReport): jobs of the classes lambda_tf measured on every GPU of a cluster.
-void measured_replay(const ForecastErrors& errors, const StudyOptions& options, core::SplitMix64& rng,
+void measured_replay(const ForecastErrors& errors, const StudyOptions& options, SplitMix64& rng,
                      StudyReport& report) {
   // Per (model, precision class) and GPU: ms per sample measured, held out by GPU, by model, roofline
   // (the mean of the table's rows for it). A class with a broken run on some GPU is left out whole.
@@ -192,7 +192,7 @@ ForecastErrors load_forecast_errors(const std::string& path_given) {
   errors.source = path;
   std::vector<std::string> fields, header;
   int64_t line = 0;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (fields.empty() || fields[0].rfind("#", 0) == 0) continue;
     if (header.empty()) {
       header = fields;
@@ -239,7 +239,7 @@ ForecastErrors load_forecast_errors(const std::string& path_given) {
 
 ScheduleRequest generate_instance(uint64_t seed, int64_t jobs, int64_t gpus, int64_t types) {
   DNNCAST_ASSERT(jobs >= 1 && types >= 1 && gpus >= types && types <= static_cast<int64_t>(std::size(kGpus)));
-  core::SplitMix64 rng(seed);
+  SplitMix64 rng(seed);
   ScheduleRequest request;
   std::vector<std::string> pool(std::begin(kGpus), std::end(kGpus));
   for (int64_t type = 0; type < types; ++type) {
@@ -259,8 +259,8 @@ ScheduleRequest generate_instance(uint64_t seed, int64_t jobs, int64_t gpus, int
     static const int64_t kCnnBatches[] = {16, 32, 64, 128, 256}, kTransformerBatches[] = {4, 8, 16, 32};
     spec.spec.batch = model.transformer ? kTransformerBatches[rng.below(4)] : kCnnBatches[rng.below(5)];
     if (!model.transformer) spec.spec.input = {3, 224, 224};
-    spec.precision = rng.below(2) == 0 ? GpuPrecision::Fp32 : GpuPrecision::Fp16;
-    spec.memory_precision = spec.precision == GpuPrecision::Fp16 ? Precision::Fp16 : Precision::Fp32;
+    spec.precision = rng.below(2) == 0 ? gpu::GpuPrecision::Fp32 : gpu::GpuPrecision::Fp16;
+    spec.memory_precision = spec.precision == gpu::GpuPrecision::Fp16 ? Precision::Fp16 : Precision::Fp32;
     spec.iterations = static_cast<int64_t>(std::round(rng.log_uniform(200, 20000)));
     if (rng.unit() < 0.3) spec.arrival_s = std::round(rng.unit() * 3600);
     request.jobs.push_back(spec);
@@ -275,8 +275,8 @@ StudyReport run_study(const StudyOptions& options) {
   report.calibrated_errors = static_cast<int64_t>(errors.calibrated.size());
   report.specs_errors = static_cast<int64_t>(errors.specs.size());
   const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
-  ForecastCache cache(catalogue, load_gpu_calibration());
-  core::SplitMix64 rng(options.seed);
+  ForecastCache cache(catalogue, gpu::load_gpu_calibration());
+  SplitMix64 rng(options.seed);
 
   // Optimality on small instances, makespan.
   for (int64_t index = 0; index < options.small_instances; ++index) {
@@ -285,7 +285,7 @@ StudyReport run_study(const StudyOptions& options) {
     request.ga = options.ga;
     request.ga.generations = options.small_generations;
     request.ga.seed = rng.seed_for_child();
-    const Schedule schedule = apps::schedule(request, cache);
+    const Schedule schedule = decide::schedule(request, cache);
     const double optimum = sched::exact(schedule.problem, sched::Objective::Makespan).value;
     report.ga_over_exact.push_back(schedule.genetic.timeline.makespan_s / optimum);
     report.lpt_over_exact.push_back(sched::play(schedule.problem, sched::greedy_lpt(schedule.problem)).makespan_s /
@@ -302,7 +302,7 @@ StudyReport run_study(const StudyOptions& options) {
     ScheduleRequest request = generate_instance(rng.seed_for_child(), jobs, gpus, types);
     request.ga = options.ga;
     request.ga.seed = rng.seed_for_child();
-    const Schedule schedule = apps::schedule(request, cache);
+    const Schedule schedule = decide::schedule(request, cache);
     const sched::Problem& problem = schedule.problem;
     report.instance_jobs.push_back(problem.jobs);
     report.instance_gpus.push_back(problem.gpus());
@@ -391,7 +391,7 @@ std::string study_markdown(const StudyReport& report, const StudyOptions& option
       << fixed(max_of(report.ga_over_bound), 3) << " max; LPT " << fixed(mean_of(report.lpt_over_bound), 3) << " mean, "
       << fixed(max_of(report.lpt_over_bound), 3) << " max | | | | |\n";
   out << "\nGA placements where the job's forecast peak does not fit: " << report.misplaced
-      << ". GA time per instance: median " << fixed(core::quantile(report.ga_seconds, 0.5), 3) << " s, max "
+      << ". GA time per instance: median " << fixed(quantile(report.ga_seconds, 0.5), 3) << " s, max "
       << fixed(max_of(report.ga_seconds), 3) << " s.\n\n";
   out << "**Replay** (each instance x " << options.draws
       << " draws of the realised times from the forecasts' held-out error, " << report.calibrated_errors
@@ -403,8 +403,8 @@ std::string study_markdown(const StudyReport& report, const StudyOptions& option
   auto line = [&](const char* label, const std::vector<double>& makespan, const std::vector<double>& jct,
                   const std::vector<double>* cost) {
     out << "| " << label << " | " << fixed(mean_of(makespan), 3) << " +- " << fixed(sd_of(makespan), 3) << " | "
-        << fixed(core::quantile(makespan, 0.5), 3) << " | " << fixed(mean_of(jct), 3) << " +- " << fixed(sd_of(jct), 3)
-        << " | " << fixed(core::quantile(jct, 0.5), 3);
+        << fixed(quantile(makespan, 0.5), 3) << " | " << fixed(mean_of(jct), 3) << " +- " << fixed(sd_of(jct), 3)
+        << " | " << fixed(quantile(jct, 0.5), 3);
     if (cost) out << " | " << fixed(mean_of(*cost), 3) << " +- " << fixed(sd_of(*cost), 3);
     out << " |\n";
   };
@@ -443,4 +443,4 @@ std::string study_markdown(const StudyReport& report, const StudyOptions& option
   return out.str();
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

@@ -18,7 +18,7 @@
 #include "decide/schedule.h"
 #include "decide/schedule_jobs.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 
 // One public measurement with its forecasts (gpu_forecast_residuals.csv), per iteration.
 struct ResidualRow {
@@ -94,4 +94,4 @@ StudyReport run_study(const StudyOptions& options);
 // The report as markdown tables (docs/RESULTS.md), with the command that made it.
 std::string study_markdown(const StudyReport& report, const StudyOptions& options, const std::string& command);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

@@ -212,10 +212,10 @@ namespace {
 // and the AVX2 dispatch, remembered per geometry: deciding builds the whole allocation recipe, and a network repeats
 // its few geometries many times (resnet50: 53 convolutions, 20 geometries). One lookup for both ISAs.
 struct MkldnnImpls {
-  std::array<kernels::ConvImpl, 3> avx512, avx2;
+  std::array<hardware::ConvImpl, 3> avx512, avx2;
 };
 
-MkldnnImpls mkldnn_impls(const kernels::ConvShape& shape) {
+MkldnnImpls mkldnn_impls(const hardware::ConvShape& shape) {
   using Key = std::array<int64_t, 14>;
   struct KeyHash {
     size_t operator()(const Key& key) const {
@@ -232,17 +232,17 @@ MkldnnImpls mkldnn_impls(const kernels::ConvShape& shape) {
   std::lock_guard<std::mutex> lock(mutex);
   auto found = known.find(key);
   if (found != known.end()) return found->second;
-  kernels::ConvShape at_sixteen = shape;
+  hardware::ConvShape at_sixteen = shape;
   at_sixteen.batch = 16;
-  MkldnnImpls impls{kernels::cpu_conv_impls(at_sixteen, 1, hardware::CpuIsa::Avx512Core),
-                    kernels::cpu_conv_impls(at_sixteen, 1, hardware::CpuIsa::Avx2)};
+  MkldnnImpls impls{hardware::cpu_conv_impls(at_sixteen, 1, hardware::CpuIsa::Avx512Core),
+                    hardware::cpu_conv_impls(at_sixteen, 1, hardware::CpuIsa::Avx2)};
   return known.emplace(key, impls).first->second;
 }
 
 // The ConvSite of a Conv2d node (`cost` its op cost at the graph's batch).
 ConvSite conv_site(const Graph& graph, const Node& node, const OpCost& cost, bool input_grad) {
   ConvSite site;
-  site.shape = kernels::conv_shape(graph, node);
+  site.shape = hardware::conv_shape(graph, node);
   const double batch = static_cast<double>(std::max<int64_t>(site.shape.batch, 1));
   site.flops_per_sample = static_cast<double>(cost.flops_fwd) / batch;
   site.weight_bytes = static_cast<double>(cost.params * dtype_bytes(node.dtype));
@@ -390,14 +390,14 @@ static const TensorShape& checked_input_shape(const Graph& graph) {
   return input_shape;
 }
 
-std::array<kernels::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
+std::array<hardware::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
                                            const HardwareFeatures& hardware) {
-  if (hardware.gpu) return {kernels::ConvImpl::Jit, kernels::ConvImpl::Jit, kernels::ConvImpl::Jit};
-  kernels::ConvShape shape = site.shape;
+  if (hardware.gpu) return {hardware::ConvImpl::Jit, hardware::ConvImpl::Jit, hardware::ConvImpl::Jit};
+  hardware::ConvShape shape = site.shape;
   shape.batch = config.batch;
-  if (kernels::cpu_conv_uses_mkldnn(shape, config.threads))
+  if (hardware::cpu_conv_uses_mkldnn(shape, config.threads))
     return hardware::is_avx512(effective_isa(hardware.isa)) ? site.mkldnn : site.mkldnn_avx2;
-  return {kernels::ConvImpl::Slow, kernels::ConvImpl::Slow, kernels::ConvImpl::Slow};
+  return {hardware::ConvImpl::Slow, hardware::ConvImpl::Slow, hardware::ConvImpl::Slow};
 }
 
 ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad) {
@@ -489,14 +489,14 @@ void fill_conv(const std::vector<ConvSite>& sites, const TrainingConfig& config,
   double flops[3] = {0, 0, 0}, calls[3] = {0, 0, 0}, weight_bytes = 0;
   const double batch = static_cast<double>(config.batch);
   for (const ConvSite& site : sites) {
-    const std::array<kernels::ConvImpl, 3> impls = conv_impls(site, config, hardware);
+    const std::array<hardware::ConvImpl, 3> impls = conv_impls(site, config, hardware);
     for (int pass = 0; pass < 3; ++pass) {
       if (pass == 1 && !site.input_grad) continue;
-      const kernels::ConvImpl impl = impls[static_cast<size_t>(pass)];
+      const hardware::ConvImpl impl = impls[static_cast<size_t>(pass)];
       auto index = static_cast<size_t>(impl);
       flops[index] += site.flops_per_sample * batch;
-      calls[index] += impl == kernels::ConvImpl::Slow ? static_cast<double>(site.shape.groups) : 1.0;
-      if (impl != kernels::ConvImpl::Slow) weight_bytes += site.weight_bytes;
+      calls[index] += impl == hardware::ConvImpl::Slow ? static_cast<double>(site.shape.groups) : 1.0;
+      if (impl != hardware::ConvImpl::Slow) weight_bytes += site.weight_bytes;
     }
   }
   const double threads = static_cast<double>(config.threads);

@@ -68,12 +68,12 @@ inline hardware::CpuIsa effective_isa(hardware::CpuIsa isa) {
 // single-thread 1x1 convolution takes the slow im2col path below batch 16, oneDNN's jit kernels
 // from 16), so these columns are computed per configuration, not fixed + batch x per-sample.
 struct ConvSite {
-  kernels::ConvShape shape;      // at batch 1
+  hardware::ConvShape shape;      // at batch 1
   double flops_per_sample = 0;  // one pass (forward; each backward pass does as many)
   double weight_bytes = 0;
   bool input_grad = true;                    // false: no backward-data pass (the input needs no gradient)
-  std::array<kernels::ConvImpl, 3> mkldnn{};       // the passes' implementations when oneDNN runs it (AVX-512)
-  std::array<kernels::ConvImpl, 3> mkldnn_avx2{};  // the same under AVX2 dispatch
+  std::array<hardware::ConvImpl, 3> mkldnn{};       // the passes' implementations when oneDNN runs it (AVX-512)
+  std::array<hardware::ConvImpl, 3> mkldnn_avx2{};  // the same under AVX2 dispatch
 };
 
 // The graph-dependent part of the features, at one sample and independent of the batch.
@@ -113,7 +113,7 @@ ConvSite conv_site_of(const Graph& graph, int node_index, bool input_grad);
 ConvSite conv_site_of(const Graph& graph, int node_index, const OpCost& cost, bool input_grad);
 // The implementation of each pass (forward, backward data, backward weights) of one convolution in
 // one configuration; on a GPU every pass counts as Jit (its vendor library's kernels).
-std::array<kernels::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
+std::array<hardware::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
                                            const HardwareFeatures& hardware);
 
 // Writes feature_count() values to `row`. Throws InputError on a batch or thread count < 1.

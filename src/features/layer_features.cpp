@@ -95,7 +95,7 @@ LayerSites layer_sites(const Graph& graph) {
         graph.node(node.inputs[0]).shape.rank() == 4) {
       site.conv = true;
       site.conv_site = conv_site_of(graph, index, cost, inputs_need_grad);  // costed once
-      const kernels::ConvShape& shape = site.conv_site.shape;
+      const hardware::ConvShape& shape = site.conv_site.shape;
       site.in_channels = static_cast<double>(shape.in_channels);
       site.out_channels = static_cast<double>(shape.out_channels);
       site.kernel = static_cast<double>(shape.kernel_h * shape.kernel_w);
@@ -150,7 +150,7 @@ void layer_rows(const LayerSites& sites, const TrainingConfig& config, bool gpu,
     row[kParams] = static_cast<float>(site.params);
     row[kWeightTraffic] = static_cast<float>(site.weight_bytes * batch);
     if (site.conv) {
-      std::array<kernels::ConvImpl, 3> impls = conv_impls(site.conv_site, config, hardware);
+      std::array<hardware::ConvImpl, 3> impls = conv_impls(site.conv_site, config, hardware);
       row[kImplFwd] = 1.0f + static_cast<float>(impls[0]);
       row[kImplBwdData] = 1.0f + static_cast<float>(impls[1]);
       row[kImplBwdWeight] = 1.0f + static_cast<float>(impls[2]);

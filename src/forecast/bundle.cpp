@@ -8,14 +8,14 @@
 #include "core/error.h"
 #include "learn/json_int.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 json Manifest::to_json() const {
   json environments_json = json::array();
-  for (const data::EnvironmentRecord& environment : environments) environments_json.push_back(environment_to_json(environment));
+  for (const records::EnvironmentRecord& environment : environments) environments_json.push_back(environment_to_json(environment));
   json document{{"format", kPredictorFormat},
           {"target", target},
           {"unit", unit},
@@ -87,7 +87,7 @@ Predictor Predictor::load(const std::string& dir) {
       if (!std::isfinite(manifest.shift_log_intercept) || !(manifest.shift_log_slope > 0))
         throw InputError(path + ": shift must have a finite log_intercept and a positive log_slope");
     }
-    for (const json& environment : document.at("environments")) manifest.environments.push_back(data::environment_from_json(environment));
+    for (const json& environment : document.at("environments")) manifest.environments.push_back(records::environment_from_json(environment));
     if (manifest.environments.empty()) throw InputError(path + ": no training environment");
     manifest.training = document.value("training", json::object());
     manifest.cv = document.value("cv", json::object());
@@ -155,4 +155,4 @@ Estimate Predictor::predict_one(const std::vector<double>& row) const {
   return forecast;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "core/text.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 ForecastDevice resolve_predict_device(const std::string& typed, const std::string& predictor_dir,
                                       const hardware::Catalogue& catalogue, const std::string& option) {
@@ -39,4 +39,4 @@ ForecastDevice resolve_memory_device(const std::string& typed, const std::string
   return device;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

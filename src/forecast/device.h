@@ -10,7 +10,7 @@
 #include "forecast/forecast.h"
 #include "hardware/catalogue.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 struct ForecastDevice {
   enum class Kind {
@@ -35,4 +35,4 @@ ForecastDevice resolve_predict_device(const std::string& typed, const std::strin
 // and cuda). InputError naming the option (`option`) otherwise.
 ForecastDevice resolve_memory_device(const std::string& typed, const std::string& option);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 std::optional<int64_t> bound_from(int64_t batch, int64_t trained_min, int64_t trained_max) {
   if (batch <= trained_max || trained_max <= trained_min || trained_min < 1) return std::nullopt;
@@ -53,4 +53,4 @@ Estimate time_forecast(const Predictor& time, const Estimate& own, const feature
   return out;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

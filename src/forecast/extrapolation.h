@@ -23,7 +23,7 @@
 #include "forecast/predictor.h"
 #include "features/featurizer.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 // The largest trained batch when `batch` lies past it and the range spans two batches; nullopt
 // otherwise (a forecast inside the range, or below it, is the model's own, unbounded).
@@ -58,4 +58,4 @@ Estimate time_forecast(const Predictor& time, const Estimate& own, const feature
                        const features::TrainingConfig& config, const features::HardwareFeatures& hardware,
                        int64_t* bounded_at = nullptr, LayerScaling* layers = nullptr);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -20,7 +20,7 @@
 #include "graph/checkpoint.h"
 #include "graph/op_registry.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 namespace {
 
@@ -66,7 +66,7 @@ std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::s
 
 // Optimizer and precision must be among the trained ones; threads default to the environment's
 // (or the largest trained count below it); notes where threads or batch lie outside the training.
-void check_trained_range(const ForecastRequest& request, const json& training, const data::EnvironmentRecord& environment,
+void check_trained_range(const ForecastRequest& request, const json& training, const records::EnvironmentRecord& environment,
                          Forecast& result) {
   const std::string& set_dir = result.predictor;
   if (training.contains("optimizers") && !contains(training["optimizers"], name(result.optimizer)))
@@ -102,7 +102,7 @@ void check_trained_range(const ForecastRequest& request, const json& training, c
 int64_t image_pixels(const std::string& input) {
   std::vector<int64_t> dims;
   try {
-    dims = data::parse_input_text(input);
+    dims = records::parse_input_text(input);
   } catch (const InputError&) {
     return 0;
   }
@@ -337,12 +337,12 @@ Forecast forecast(const ForecastRequest& request) {
 
   const std::shared_ptr<const PredictorSet> loaded = cached_predictor_set(result.predictor);
   const PredictorSet& set = *loaded;
-  const data::EnvironmentRecord& environment = set.environment();
+  const records::EnvironmentRecord& environment = set.environment();
   const Manifest& time_manifest = set.time->manifest();
   check_trained_range(request, time_manifest.training, environment, result);
 
   // The model at this batch, built once: featurized for the time forecast, simulated for memory.
-  Graph graph = build_model(request.builder, request.model, request.spec);
+  Graph graph = import::build_model(request.builder, request.model, request.spec);
   result.graph = graph.name;
   result.notes.insert(result.notes.end(), graph.notes.begin(), graph.notes.end());
   features::TrainingConfig config;
@@ -425,4 +425,4 @@ Forecast forecast(const ForecastRequest& request) {
   return result;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

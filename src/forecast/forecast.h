@@ -20,14 +20,14 @@
 #include "memory/simulator.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 // ---------------------------------------------------------------------------------------------
 // Time and memory of training, from a predictor set (`dnncast predict`)
 
 struct ForecastRequest {
   std::string model;       // zoo name, graph JSON file, or synthetic:SEED (model_source.h)
-  ModelSpec spec;          // batch (>= 1), input or sequence length, classes
+  models::ModelSpec spec;          // batch (>= 1), input or sequence length, classes
   Optimizer optimizer = Optimizer::Sgd;
   Precision precision = Precision::Fp32;
   int64_t threads = 0;        // 0: the environment's, or the largest trained count below it
@@ -35,7 +35,7 @@ struct ForecastRequest {
   int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
   std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
-  ModelBuilder builder;                                   // empty: load_model(model, spec) (model_source.h)
+  import::ModelBuilder builder;                                   // empty: load_model(model, spec) (model_source.h)
   // Gradient accumulation: an iteration is grad_accum micro-batches of `batch` and one optimizer step; the
   // predictors were trained without it, so the forecast iteration is counted grad_accum times (said in a note).
   int64_t grad_accum = 1;
@@ -91,15 +91,15 @@ Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& r
 
 struct MemoryRequest {
   std::string model;
-  ModelSpec spec;
+  models::ModelSpec spec;
   memory::MemoryConfig config;  // optimizer, precision, device, threads, isa, timeline, events
   int64_t fits_limit = 0;       // > 0: does training fit in this many bytes
   int64_t batch_limit = 0;      // > 0: the largest batch that fits in this many bytes
   int64_t batch_cap = int64_t{1} << 20;  // the largest batch that search tries
   std::string measure_command;  // the command that would measure this run (the ISA match's remedy)
-  ModelBuilder builder;         // empty: load_model(model, spec) (model_source.h)
+  import::ModelBuilder builder;         // empty: load_model(model, spec) (model_source.h)
   std::string gpu, gpu_name;    // a catalogued GPU as the device: its catalogue name and full name
-  std::optional<GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
+  std::optional<gpu::GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
   bool context_measured = false;                   // the context was given (--cuda-context), not fitted
   memory::ShardingPlan sharding;                   // several GPUs: the memory of one (memory/sharding.h)
   int64_t seq_limit = 0;                           // > 0: the longest sequence that fits in this many bytes
@@ -123,7 +123,7 @@ struct MemoryForecast {
   int64_t batch_limit = 0;
   memory::MaxBatchResult max_batch;  // with batch_limit
   std::string gpu, gpu_name;         // as the request's
-  std::optional<GpuMemoryCalibration> gpu_memory;
+  std::optional<gpu::GpuMemoryCalibration> gpu_memory;
   bool context_measured = false;
   // cuda on a catalogued GPU: which parts are fitted, derived or measured, and to what (gpu_memory_notes)
   std::vector<std::string> memory_notes;
@@ -163,7 +163,7 @@ struct ForecastOptions {
 };
 
 // Throws InputError: an optimizer or precision that is not one.
-ForecastRequest make_forecast_request(const std::string& model, const ModelSpec& spec,
+ForecastRequest make_forecast_request(const std::string& model, const models::ModelSpec& spec,
                                       const ForecastOptions& options, OptionStyle style);
 
 // `memory`'s options besides the model and its size (not --measure, --check-db).
@@ -183,11 +183,11 @@ struct MemoryOptions {
 
 // The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the
 // model as given and every option whose value is not the default, in one order whatever front end was used.
-std::string memory_measure_command(const std::string& model, const ModelSpec& spec, const MemoryOptions& options);
+std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options);
 
 // Throws InputError: an optimizer, precision or device that is not one, a byte size that is not one. The
 // measure command is memory_measure_command()'s unless `options` gives one.
-MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spec, const MemoryOptions& options,
+MemoryRequest make_memory_request(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options,
                                   OptionStyle style);
 
 // ---------------------------------------------------------------------------------------------
@@ -224,4 +224,4 @@ Inspection inspect(const Graph& graph);
 // GPU (naming the close ones), a GPU without the peaks the model needs, no shipped per-kernel model.
 Inspection inspect(const Graph& graph, const std::string& gpu, const std::vector<std::string>& catalogue_files = {});
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

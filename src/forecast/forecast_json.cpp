@@ -5,7 +5,7 @@
 #include "graph/checkpoint.h"
 #include "hardware/cpu_conv.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 using nlohmann::json;
 
@@ -99,7 +99,7 @@ json to_json(const MemoryForecast& forecast) {
   if (report.device == Device::Cpu) {
     doc["isa"] = {{"simulated", hardware::isa_name(forecast.simulated_isa)},
                   {"source", forecast.isa_source},
-                  {"rules_checked_on", kernels::conv_rules_evidence(forecast.simulated_isa)}};
+                  {"rules_checked_on", hardware::conv_rules_evidence(forecast.simulated_isa)}};
     doc["host_match"] = forecast.isa_match->to_json();
   }
   if (report.device == Device::Cuda)
@@ -239,7 +239,7 @@ json to_json(const Inspection& inspection) {
   return doc;
 }
 
-nlohmann::ordered_json to_json(const GpuForecast& forecast) {
+nlohmann::ordered_json to_json(const gpu::GpuForecast& forecast) {
   using nlohmann::ordered_json;
   auto optional = [](const auto& value) { return value ? ordered_json(*value) : ordered_json(nullptr); };
   return {{"model", forecast.model},
@@ -272,4 +272,4 @@ nlohmann::ordered_json to_json(const GpuForecast& forecast) {
           {"notes", forecast.notes}};
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -7,7 +7,7 @@
 #include "forecast/forecast.h"
 #include "gpu/gpu_forecast.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 nlohmann::json to_json(const Forecast& forecast);
 // Without "measured" (`memory --measure` adds it: a real run is the CLI's, not the forecast's).
@@ -20,6 +20,6 @@ nlohmann::json to_json(const memory::ShardedMemory& sharded, const std::string& 
 // `predict --device GPU` (gpu_forecast.h): the same time fields as a Forecast, plus basis and roofline,
 // in reading order: what was forecast (model, device, configuration), its time, its memory, what the
 // forecast rests on, notes.
-nlohmann::ordered_json to_json(const GpuForecast& forecast);
+nlohmann::ordered_json to_json(const gpu::GpuForecast& forecast);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "models/layer_cases.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -89,7 +89,7 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
       throw InputError(where + ": not a host calibration (format " + quote(document.value("format", "")) +
                        ", expected " + kHostCalibrationFormat + ")");
     HostCalibration calibration;
-    calibration.environment = data::environment_from_json(document.at("environment"));
+    calibration.environment = records::environment_from_json(document.at("environment"));
     calibration.source_dir = document.at("source").get<std::string>();
     calibration.kind_scale = document.at("kind_scale").get<std::map<std::string, double>>();
     calibration.kind_layers = document.value("kind_layers", std::map<std::string, int64_t>{});
@@ -258,7 +258,7 @@ bool is_host_calibration(const std::string& dir) {
   return fs::is_regular_file(fs::path(dir) / "host.json", error);
 }
 
-std::optional<std::string> find_host_calibration(const std::string& root, const data::EnvironmentRecord& host) {
+std::optional<std::string> find_host_calibration(const std::string& root, const records::EnvironmentRecord& host) {
   std::error_code error;
   if (root.empty() || !fs::is_directory(root, error)) return std::nullopt;
   std::optional<std::string> best;
@@ -268,9 +268,9 @@ std::optional<std::string> find_host_calibration(const std::string& root, const 
     std::ifstream in(entry.path() / "host.json");
     json document = json::parse(in, nullptr, false);
     if (document.is_discarded() || !document.contains("environment")) continue;
-    data::EnvironmentRecord environment;
+    records::EnvironmentRecord environment;
     try {
-      environment = data::environment_from_json(document["environment"]);
+      environment = records::environment_from_json(document["environment"]);
     } catch (const std::exception&) {
       continue;  // not ours to judge here: `predict --predictor DIR` names the problem
     }
@@ -281,4 +281,4 @@ std::optional<std::string> find_host_calibration(const std::string& root, const 
   return best;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

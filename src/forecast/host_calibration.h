@@ -24,7 +24,7 @@
 #include "records/records.h"
 #include "features/layer_features.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 inline constexpr const char* kHostCalibrationFormat = "dnncast-host-calibration/1";
 inline constexpr const char* kAnyKind = "*";  // the scale of rows no measured kind covers
@@ -43,7 +43,7 @@ struct WholeRatio {
 };
 
 struct HostCalibration {
-  data::EnvironmentRecord environment;  // this host, as host_environment() records it
+  records::EnvironmentRecord environment;  // this host, as host_environment() records it
   std::string source_dir;               // the source predictor set (absolute)
   std::map<std::string, double> kind_scale;     // kind -> measured / source; kAnyKind always present
   std::map<std::string, int64_t> kind_layers;   // layers measured per kind
@@ -103,8 +103,8 @@ std::vector<std::string> site_kinds(const features::LayerSites& sites);
 std::string default_calibration_root();
 // The folder under `root` whose calibration was made on this host (match_host exact on its
 // environment), the newest first; nullopt when none.
-std::optional<std::string> find_host_calibration(const std::string& root, const data::EnvironmentRecord& host);
+std::optional<std::string> find_host_calibration(const std::string& root, const records::EnvironmentRecord& host);
 // A folder holding a calibration (host.json).
 bool is_host_calibration(const std::string& dir);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -14,7 +14,7 @@
 #include "hardware/hardware.h"
 #include "hardware/cpu_conv.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -35,7 +35,7 @@ struct Field {
 // An environment that did not record its ISA ran some AVX-512 level (its peaks follow the AVX-512
 // rules: docs/DATASET.md): it matches a host of any AVX-512 level, and is compared as avx512_core
 // with any other.
-std::string effective_isa_name(const data::EnvironmentRecord& environment, const std::string& host_isa) {
+std::string effective_isa_name(const records::EnvironmentRecord& environment, const std::string& host_isa) {
   if (!environment.isa.empty()) return environment.isa;
   if (hardware::is_avx512(hardware::parse_isa(host_isa))) return host_isa;
   return hardware::isa_name(features::kUnrecordedIsa);
@@ -43,9 +43,9 @@ std::string effective_isa_name(const data::EnvironmentRecord& environment, const
 
 std::string number_or_empty(int64_t value) { return value > 0 ? std::to_string(value) : ""; }
 
-std::vector<Field> compared_fields(const data::EnvironmentRecord& host, const data::EnvironmentRecord& trained) {
+std::vector<Field> compared_fields(const records::EnvironmentRecord& host, const records::EnvironmentRecord& trained) {
   // cpuid's family / model / stepping are recorded together with the vendor (a model may be 0).
-  auto cpuid = [](const data::EnvironmentRecord& environment, int64_t value) {
+  auto cpuid = [](const records::EnvironmentRecord& environment, int64_t value) {
     return environment.cpu_vendor.empty() ? std::string() : std::to_string(value);
   };
   return {
@@ -80,7 +80,7 @@ Comparison compare(const std::vector<Field>& fields) {
   return result;
 }
 
-HostMatch best_of(const std::vector<Comparison>& comparisons, const std::vector<data::EnvironmentRecord>& trained) {
+HostMatch best_of(const std::vector<Comparison>& comparisons, const std::vector<records::EnvironmentRecord>& trained) {
   size_t best = 0;
   for (size_t index = 1; index < comparisons.size(); ++index) {
     const Comparison& candidate = comparisons[index];
@@ -108,13 +108,13 @@ json HostMatch::to_json() const {
   return {{"match", exact ? "exact" : "nearest"}, {"environment", environment}, {"differs", fields}, {"remedy", remedy}};
 }
 
-data::EnvironmentRecord host_environment(hardware::CpuIsa isa) {
+records::EnvironmentRecord host_environment(hardware::CpuIsa isa) {
   const hardware::HostInfo& host = hardware::detect_host();
-  data::EnvironmentRecord environment;
+  records::EnvironmentRecord environment;
   environment.cpu_model = host.cpu_model;
   environment.cores = host.logical_cores;
   environment.memory_bytes = host.memory_bytes;
-  data::set_cpu_fingerprint(environment, hardware::host_cpu_fingerprint());
+  records::set_cpu_fingerprint(environment, hardware::host_cpu_fingerprint());
   if (isa != hardware::CpuIsa::Unknown) {
     environment.isa = hardware::isa_name(isa);
     // ATen's own choice on a CPU that reaches this ISA (hardware::highest_aten_capability).
@@ -126,27 +126,27 @@ data::EnvironmentRecord host_environment(hardware::CpuIsa isa) {
   return environment;
 }
 
-std::string isa_text(const data::EnvironmentRecord& environment) {
+std::string isa_text(const records::EnvironmentRecord& environment) {
   if (!environment.isa.empty()) return environment.isa;
   return std::string("(not recorded; an AVX-512 level, assumed ") + hardware::isa_name(features::kUnrecordedIsa) + ")";
 }
 
-HostMatch match_host(const data::EnvironmentRecord& host, const std::vector<data::EnvironmentRecord>& trained) {
+HostMatch match_host(const records::EnvironmentRecord& host, const std::vector<records::EnvironmentRecord>& trained) {
   std::vector<Comparison> comparisons;
-  if (trained.empty()) comparisons.push_back(compare(compared_fields(host, data::EnvironmentRecord{})));
-  for (const data::EnvironmentRecord& environment : trained)
+  if (trained.empty()) comparisons.push_back(compare(compared_fields(host, records::EnvironmentRecord{})));
+  for (const records::EnvironmentRecord& environment : trained)
     comparisons.push_back(compare(compared_fields(host, environment)));
   return best_of(comparisons, trained);
 }
 
-HostMatch match_isa(const std::string& isa, const std::vector<data::EnvironmentRecord>& trained) {
-  auto fields_of = [&](const data::EnvironmentRecord& environment) {
+HostMatch match_isa(const std::string& isa, const std::vector<records::EnvironmentRecord>& trained) {
+  auto fields_of = [&](const records::EnvironmentRecord& environment) {
     return std::vector<Field>{
         {"isa", isa.empty() ? "unknown" : isa, effective_isa_name(environment, isa), isa_text(environment)}};
   };
   std::vector<Comparison> comparisons;
-  if (trained.empty()) comparisons.push_back(compare(fields_of(data::EnvironmentRecord{})));
-  for (const data::EnvironmentRecord& environment : trained) comparisons.push_back(compare(fields_of(environment)));
+  if (trained.empty()) comparisons.push_back(compare(fields_of(records::EnvironmentRecord{})));
+  for (const records::EnvironmentRecord& environment : trained) comparisons.push_back(compare(fields_of(environment)));
   return best_of(comparisons, trained);
 }
 
@@ -195,7 +195,7 @@ std::string host_match_note(const HostMatch& match) {
 HostMatch simulator_isa_match(hardware::CpuIsa simulated, const std::string& measure_command) {
   // The simulator's rules follow the ISA alone; which ISAs they were checked on is memory's fact.
   HostMatch match;
-  match.exact = !kernels::conv_rules_evidence(simulated).empty();
+  match.exact = !hardware::conv_rules_evidence(simulated).empty();
   if (!match.exact) {
     match.differs.push_back({"isa", hardware::isa_name(simulated), "avx2 or an AVX-512 level"});
     match.remedy = measure_command;
@@ -211,8 +211,8 @@ std::string simulator_isa_note(const HostMatch& match, const std::string& source
   return note;
 }
 
-std::vector<data::EnvironmentRecord> manifest_environments(const std::string& bundle_dir) {
-  std::vector<data::EnvironmentRecord> environments;
+std::vector<records::EnvironmentRecord> manifest_environments(const std::string& bundle_dir) {
+  std::vector<records::EnvironmentRecord> environments;
   fs::path manifest = fs::path(bundle_dir) / "manifest.json";
   if (!fs::exists(manifest)) manifest = fs::path(bundle_dir) / "time" / "manifest.json";
   std::ifstream file(manifest);
@@ -221,11 +221,11 @@ std::vector<data::EnvironmentRecord> manifest_environments(const std::string& bu
   if (document.is_discarded() || !document.contains("environments") || !document["environments"].is_array())
     return environments;
   try {
-    for (const json& environment : document["environments"]) environments.push_back(data::environment_from_json(environment));
+    for (const json& environment : document["environments"]) environments.push_back(records::environment_from_json(environment));
   } catch (const json::exception&) {
     environments.clear();
   }
   return environments;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -12,7 +12,7 @@
 #include "records/records.h"
 #include "hardware/isa.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 struct FieldDifference {
   std::string field;      // "isa", "cpu_family", "memory_gib", ...
@@ -36,11 +36,11 @@ struct HostMatch {
 // CPU fingerprint from cpuid and sysfs (hardware::host_cpu_fingerprint()). `isa` != Unknown states
 // the ISA instead of detecting it ("as if oneDNN dispatched to it", `predict --host-isa`: a what-if,
 // and how tests are independent of the machine they run on); ATen's capability then follows it.
-data::EnvironmentRecord host_environment(hardware::CpuIsa isa = hardware::CpuIsa::Unknown);
+records::EnvironmentRecord host_environment(hardware::CpuIsa isa = hardware::CpuIsa::Unknown);
 
 // The text of an environment's ISA: its recorded one, else "(not recorded; an AVX-512 level, assumed avx512_core)"
 // (features::kUnrecordedIsa, what the featurizer and the simulator assume for it).
-std::string isa_text(const data::EnvironmentRecord& environment);
+std::string isa_text(const records::EnvironmentRecord& environment);
 
 // HOST against TRAINED: exact when some environment agrees on every field both record and on the
 // ISA (an unrecorded ISA counts as features::kUnrecordedIsa); else the nearest, the one with the
@@ -49,9 +49,9 @@ std::string isa_text(const data::EnvironmentRecord& environment);
 // l2_bytes, l3_bytes. Not threads (a training option), nor the software fields. An empty TRAINED
 // (a manifest without environments) counts as one environment that recorded nothing.
 // `remedy` is left "" here: see calibrate_remedy().
-HostMatch match_host(const data::EnvironmentRecord& host, const std::vector<data::EnvironmentRecord>& trained);
+HostMatch match_host(const records::EnvironmentRecord& host, const std::vector<records::EnvironmentRecord>& trained);
 // The same on the ISA alone (the memory simulator: its rules follow the ISA, nothing else of the host).
-HostMatch match_isa(const std::string& isa, const std::vector<data::EnvironmentRecord>& trained);
+HostMatch match_isa(const std::string& isa, const std::vector<records::EnvironmentRecord>& trained);
 
 // The command that carries the predictor to this host by timing the requested model here, with its cost
 // (issue 36, forecast/host_calibration.h): "dnncast calibrate resnet50 --batch 32 --input 3x224x224 --minutes 5
@@ -75,6 +75,6 @@ std::string simulator_isa_note(const HostMatch& match, const std::string& source
 
 // The training environments of a predictor bundle's manifest.json (DIR, or DIR/time); empty when
 // it has none or cannot be read.
-std::vector<data::EnvironmentRecord> manifest_environments(const std::string& bundle_dir);
+std::vector<records::EnvironmentRecord> manifest_environments(const std::string& bundle_dir);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

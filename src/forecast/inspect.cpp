@@ -13,7 +13,7 @@
 #include "graph/checkpoint.h"
 #include "graph/op_registry.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 namespace {
 
@@ -89,18 +89,18 @@ Inspection inspect(const Graph& graph, const std::string& gpu_name, const std::v
   std::optional<hardware::Catalogue> loaded;
   if (!catalogue_files.empty()) loaded = hardware::Catalogue::load(catalogue_files);
   const hardware::GpuSpec& gpu = (loaded ? *loaded : hardware::shipped_catalogue()).gpu(gpu_name);
-  const GpuKernelModel* model = shipped_kernel_model();
+  const gpu::GpuKernelModel* model = gpu::shipped_kernel_model();
   if (!model) throw InputError("no per-kernel GPU model (data/hardware/gpu_kernels): layer times on a GPU need it");
-  const KernelDevice device = kernel_device(gpu);
-  const double launch_s = load_gpu_calibration().kernel_launch_us * 1e-6;
-  auto milliseconds = [&](const std::vector<KernelShape>& kernels) {
+  const gpu::KernelDevice device = gpu::kernel_device(gpu);
+  const double launch_s = gpu::load_gpu_calibration().kernel_launch_us * 1e-6;
+  auto milliseconds = [&](const std::vector<gpu::KernelShape>& kernels) {
     double seconds = 0;
-    for (const KernelShape& kernel : kernels) seconds += std::max(model->seconds(kernel, device), launch_s);
+    for (const gpu::KernelShape& kernel : kernels) seconds += std::max(model->seconds(kernel, device), launch_s);
     return 1e3 * seconds;
   };
   inspection.gpu = gpu.name;
   for (int index = 0; index < graph.size(); ++index) {
-    const NodeKernels kernels = node_kernels(graph, index);
+    const gpu::NodeKernels kernels = gpu::node_kernels(graph, index);
     LayerRow& row = inspection.layers[static_cast<size_t>(index)];
     row.gpu_forward_ms = milliseconds(kernels.forward);
     // A checkpointed block's layer runs its forward once more in the backward pass, as predict times it (gpu_work).
@@ -113,4 +113,4 @@ Inspection inspect(const Graph& graph, const std::string& gpu_name, const std::v
   return inspection;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

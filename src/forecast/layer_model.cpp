@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "import/graph_json.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -24,47 +24,47 @@ constexpr double kFloorMs = 1e-3;
 
 }  // namespace
 
-bool match_layer_timings(const features::LayerSites& sites, const std::vector<data::LayerTiming>& timings,
+bool match_layer_timings(const features::LayerSites& sites, const std::vector<records::LayerTiming>& timings,
                          std::vector<double>& ms) {
   const size_t nodes = sites.nodes.size();
   if (timings.size() < nodes + 1) return false;
   // Inside real iterations where every row has it (campaigns since schema 2's in-iteration
   // columns); else each node alone.
   bool in_iteration = true;
-  for (const data::LayerTiming& timing : timings)
+  for (const records::LayerTiming& timing : timings)
     in_iteration = in_iteration && timing.iteration_forward_ms.has_value() && timing.iteration_backward_ms.has_value();
   ms.assign(nodes + 1, 0.0);
   for (size_t position = 0; position < nodes; ++position) {
-    const data::LayerTiming& timing = timings[position];
+    const records::LayerTiming& timing = timings[position];
     if (timing.node != sites.nodes[position].node) return false;
     ms[position] = in_iteration ? *timing.iteration_forward_ms + *timing.iteration_backward_ms
                                 : timing.forward_ms + timing.backward_ms;
   }
   bool optimizer = false;
   for (size_t position = nodes; position < timings.size(); ++position) {
-    const data::LayerTiming& timing = timings[position];
-    if (timing.op != data::kOptimizerStepOp && timing.op != data::kZeroGradOp && timing.op != data::kLossOp) return false;
+    const records::LayerTiming& timing = timings[position];
+    if (timing.op != records::kOptimizerStepOp && timing.op != records::kZeroGradOp && timing.op != records::kLossOp) return false;
     ms[nodes] += in_iteration ? *timing.iteration_forward_ms + *timing.iteration_backward_ms
                               : timing.forward_ms + timing.backward_ms;
-    optimizer = optimizer || timing.op == data::kOptimizerStepOp;
+    optimizer = optimizer || timing.op == records::kOptimizerStepOp;
   }
   return optimizer;
 }
 
-std::vector<LayerExample> bench_examples(const std::vector<data::LayerBenchRecord>& records, const std::string& target,
+std::vector<LayerExample> bench_examples(const std::vector<records::LayerBenchRecord>& records, const std::string& target,
                                          std::vector<features::LayerSites>& sites) {
   if (target != "warm" && target != "cold") throw InputError("unknown benchmark target " + quote(target) + " (known: warm, cold)");
   sites.clear();
   sites.reserve(records.size());  // no reallocation: the examples point into it
   std::vector<LayerExample> examples;
-  for (const data::LayerBenchRecord& record : records) {
+  for (const records::LayerBenchRecord& record : records) {
     bool cold = target == "cold";
     const std::optional<double>& forward = cold ? record.cold_forward_ms : record.forward_ms;
     const std::optional<double>& backward = cold ? record.cold_backward_ms : record.backward_ms;
     if (record.status != "ok" || !forward || !backward) continue;
     Graph graph;
     try {
-      graph = graph_from_json(nlohmann::json::parse(record.graph_json), "layer benchmark " + record.key);
+      graph = import::graph_from_json(nlohmann::json::parse(record.graph_json), "layer benchmark " + record.key);
     } catch (const nlohmann::json::exception& error) {
       throw InputError("layer benchmark " + record.key + ": graph_json is not JSON: " + error.what());
     }
@@ -239,4 +239,4 @@ LayerModel LayerModel::load(const std::string& dir) {
   return model;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

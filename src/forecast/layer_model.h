@@ -21,7 +21,7 @@
 #include "features/layer_features.h"
 #include "learn/learner.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 inline constexpr const char* kLayerModelFormat = "dnncast-layer-model/1";
 
@@ -38,14 +38,14 @@ struct LayerExample {
 // The ok rows of single-layer benchmarks as examples of one node each (target "warm": forward +
 // backward with warm caches; "cold": with caches flushed before each). `sites` holds their layer
 // sites (resized here: the examples point into it). InputError for another target or a bad graph.
-std::vector<LayerExample> bench_examples(const std::vector<data::LayerBenchRecord>& records, const std::string& target,
+std::vector<LayerExample> bench_examples(const std::vector<records::LayerBenchRecord>& records, const std::string& target,
                                          std::vector<features::LayerSites>& sites);
 
 // Matches a run's layer_times rows to the sites of its graph (by position, checked by node name;
 // the rows after the nodes, optimizer step, zero_grad and loss, summed into one). The times inside
 // real iterations when every row has them, else each node's alone. False when they do not match
 // (another graph version).
-bool match_layer_timings(const features::LayerSites& sites, const std::vector<data::LayerTiming>& timings,
+bool match_layer_timings(const features::LayerSites& sites, const std::vector<records::LayerTiming>& timings,
                          std::vector<double>& ms);
 
 class LayerModel {
@@ -82,4 +82,4 @@ class LayerModel {
   int64_t training_runs_ = 0, training_rows_ = 0;
 };
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

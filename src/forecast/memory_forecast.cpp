@@ -11,14 +11,14 @@
 #include "memory/simulator.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 MemoryForecast forecast_memory(const MemoryRequest& request) {
   MemoryForecast result;
   result.model = request.model;
   result.batch = request.spec.batch;
   result.config = request.config;
-  result.graph = build_model(request.builder, request.model, request.spec);
+  result.graph = import::build_model(request.builder, request.model, request.spec);
   result.report = memory::simulate_memory(result.graph, request.config);
   if (request.config.device == Device::Cpu &&
       (request.config.precision == Precision::Bf16 || request.config.precision == Precision::Bf16Pure))
@@ -40,7 +40,7 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.gpu_name = request.gpu_name;
   result.gpu_memory = request.gpu_memory;
   result.context_measured = request.context_measured;
-  if (request.gpu_memory) result.memory_notes = gpu_memory_notes(*request.gpu_memory, request.gpu, request.context_measured);
+  if (request.gpu_memory) result.memory_notes = gpu::gpu_memory_notes(*request.gpu_memory, request.gpu, request.context_measured);
   if (!request.gpu.empty()) {
     const hardware::GpuSpec& spec = hardware::shipped_catalogue().gpu(request.gpu);
     result.link = spec.link;
@@ -49,14 +49,14 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   memory::MemoryConfig search = request.config;
   search.keep_timeline = false;
   search.keep_events = false;
-  auto required_at = [&](const ModelSpec& spec) {
-    Graph graph = build_model(request.builder, request.model, spec);
+  auto required_at = [&](const models::ModelSpec& spec) {
+    Graph graph = import::build_model(request.builder, request.model, spec);
     return required_of(graph, memory::simulate_memory(graph, search));
   };
   if (request.batch_limit > 0) {
     result.max_batch = memory::largest_fitting(
         [&](int64_t candidate) {
-          ModelSpec candidate_spec = request.spec;
+          models::ModelSpec candidate_spec = request.spec;
           candidate_spec.batch = candidate;
           return required_at(candidate_spec);
         },
@@ -71,7 +71,7 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
     result.seq_limit = request.seq_limit;
     result.max_seq = memory::largest_fitting(
         [&](int64_t candidate) {
-          ModelSpec candidate_spec = request.spec;
+          models::ModelSpec candidate_spec = request.spec;
           candidate_spec.seq_len = candidate;
           try {
             return required_at(candidate_spec);
@@ -99,4 +99,4 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   return result;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -3,18 +3,18 @@
 #include "core/error.h"
 #include "forecast/forecast_json.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
-GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& spec, const PredictOptions& options,
-                                    OptionStyle style, const ModelBuilder& builder) {
-  GpuForecastRequest request;
+gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options,
+                                    OptionStyle style, const import::ModelBuilder& builder) {
+  gpu::GpuForecastRequest request;
   request.model = model;
   request.spec = spec;
   request.optimizer = parse_optimizer(options.forecast.optimizer, option_name("optimizer", style));
-  request.precision = parse_gpu_precision(options.forecast.precision, option_name("precision", style));
-  request.memory_precision = memory_precision_of(options.forecast.precision, option_name("precision", style));
-  request.framework = parse_framework(options.framework, option_name("framework", style));
-  request.phase = parse_gpu_phase(options.phase, option_name("phase", style));
+  request.precision = gpu::parse_gpu_precision(options.forecast.precision, option_name("precision", style));
+  request.memory_precision = gpu::memory_precision_of(options.forecast.precision, option_name("precision", style));
+  request.framework = gpu::parse_framework(options.framework, option_name("framework", style));
+  request.phase = gpu::parse_gpu_phase(options.phase, option_name("phase", style));
   request.epoch_samples = options.forecast.epoch_samples;
   request.device = options.forecast.device;
   request.max_batch = options.max_batch;
@@ -22,14 +22,14 @@ GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& s
   request.calibration_file = options.calibration_file;
   request.builder = builder;
   check_grad_accum(options.forecast.grad_accum, option_name("grad_accum", style));
-  if (options.forecast.grad_accum > 1 && request.phase != GpuPhase::Train)
+  if (options.forecast.grad_accum > 1 && request.phase != gpu::GpuPhase::Train)
     throw InputError(option_name("grad_accum", style) + " applies only to the train phase (a full step with the optimizer)");
   request.grad_accum = options.forecast.grad_accum;
   return request;
 }
 
 // Tokens per epoch as sequences of --seq tokens (the last one partial counts whole): the epoch in samples.
-static PredictOptions with_epoch_in_samples(const PredictOptions& given, const ModelSpec& spec, OptionStyle style) {
+static PredictOptions with_epoch_in_samples(const PredictOptions& given, const models::ModelSpec& spec, OptionStyle style) {
   PredictOptions options = given;
   if (given.epoch_tokens <= 0) return options;
   const std::string tokens = option_name("epoch_tokens", style);
@@ -42,8 +42,8 @@ static PredictOptions with_epoch_in_samples(const PredictOptions& given, const M
   return options;
 }
 
-Prediction predict(const std::string& model, const ModelSpec& spec, const PredictOptions& given, OptionStyle style,
-                   const ModelBuilder& builder) {
+Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& given, OptionStyle style,
+                   const import::ModelBuilder& builder) {
   const PredictOptions options = with_epoch_in_samples(given, spec, style);
   const std::string& typed = options.forecast.device;
   const std::string device_option = option_name("device", style);
@@ -59,7 +59,7 @@ Prediction predict(const std::string& model, const ModelSpec& spec, const Predic
                           ? resolve_predict_device(typed, options.forecast.predictor_dir, *catalogue, device_option)
                           : ForecastDevice{};
   if (prediction.device.catalogue_gpu()) {
-    prediction.gpu = forecast_gpu(make_gpu_request(model, spec, options, style, builder), *catalogue);
+    prediction.gpu = gpu::forecast_gpu(make_gpu_request(model, spec, options, style, builder), *catalogue);
     return prediction;
   }
   if (options.framework != "pytorch" || options.max_batch || !options.calibration_file.empty() ||
@@ -99,4 +99,4 @@ std::string prediction_note(const Prediction& prediction) {
   return "";
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

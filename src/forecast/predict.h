@@ -12,7 +12,7 @@
 #include "forecast/forecast.h"
 #include "gpu/gpu_forecast.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 struct PredictOptions {
   ForecastOptions forecast;           // optimizer, precision, threads, device, epoch samples, predictor, host ISA
@@ -27,23 +27,23 @@ struct PredictOptions {
 struct Prediction {
   ForecastDevice device;
   std::optional<Forecast> cpu;     // from a predictor set
-  std::optional<GpuForecast> gpu;  // from the GPU time model
+  std::optional<gpu::GpuForecast> gpu;  // from the GPU time model
 };
 
 // Throws InputError: a bad model, option or device (an unknown one names the known predictor sets and the
 // closest catalogued GPUs), a GPU-only option without a catalogued GPU.
-Prediction predict(const std::string& model, const ModelSpec& spec, const PredictOptions& options, OptionStyle style,
-                   const ModelBuilder& builder = {});
+Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options, OptionStyle style,
+                   const import::ModelBuilder& builder = {});
 
 // The GPU time model's request from the options as a user gives them (`predict --device GPU`, `compare`, serve,
 // Python): optimizer, precision, framework, epoch samples and catalogue files parsed and named as `style` spells
 // them; the device, max_batch and the calibration as given.
-GpuForecastRequest make_gpu_request(const std::string& model, const ModelSpec& spec, const PredictOptions& options,
-                                    OptionStyle style, const ModelBuilder& builder = {});
+gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options,
+                                    OptionStyle style, const import::ModelBuilder& builder = {});
 
 // The answer as `predict --json` prints it (two-space indent, a final newline; bytes that are not UTF-8 replaced).
 std::string prediction_json(const Prediction& prediction);
 // "" or the one line said beside any answer: the predictor was not trained on this host's CPU.
 std::string prediction_note(const Prediction& prediction);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

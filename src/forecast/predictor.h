@@ -27,17 +27,17 @@
 #include "learn/automl.h"
 #include "learn/learner.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 inline constexpr const char* kPredictorFormat = "dnncast-predictor/1";
 
 // Hardware descriptors of a stored environment (GPU peaks from the catalogue; CPU peaks unknown).
-features::HardwareFeatures hardware_of(const data::EnvironmentRecord& environment);
+features::HardwareFeatures hardware_of(const records::EnvironmentRecord& environment);
 // "AMD EPYC 7B13 (2 CPUs)" or the GPU name.
-std::string environment_label(const data::EnvironmentRecord& environment);
+std::string environment_label(const records::EnvironmentRecord& environment);
 // Lower-case slug of the label for folder names: "amd-epyc-7b13-2cpu".
-std::string environment_slug(const data::EnvironmentRecord& environment);
-nlohmann::json environment_to_json(const data::EnvironmentRecord& environment);
+std::string environment_slug(const records::EnvironmentRecord& environment);
+nlohmann::json environment_to_json(const records::EnvironmentRecord& environment);
 
 struct Manifest {
   std::string target;  // "time" | "memory"
@@ -52,7 +52,7 @@ struct Manifest {
   // A calibration shift applied to every forecast (and its interval): log y' = intercept + slope log y.
   // Identity unless `dnncast calibrate` wrote it ("shift" in manifest.json).
   double shift_log_intercept = 0, shift_log_slope = 1;
-  std::vector<data::EnvironmentRecord> environments;
+  std::vector<records::EnvironmentRecord> environments;
   nlohmann::json training;    // rows, runs, networks, families, batches, dataset, trained_at
   nlohmann::json cv;          // folds, mre, median_re, p90_re, within_10pct
   nlohmann::json leaderboard;  // the AutoML table, best first
@@ -100,7 +100,7 @@ struct PredictorSet {
   // DIR/time/corrected when present (with layers): the layer-wise sum times a learned correction
   // (a time predictor on log(time / est.layers_ms)); `predict` uses it at the largest inputs.
   std::optional<Predictor> corrected;
-  const data::EnvironmentRecord& environment() const;
+  const records::EnvironmentRecord& environment() const;
 };
 // DIR with manifest.json (one bundle), or DIR/time (with DIR/time/layers when there) and DIR/memory.
 PredictorSet load_predictor_set(const std::string& dir);
@@ -129,4 +129,4 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
 // found upward from the executable's folder.
 std::string default_predictor_root();
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -6,11 +6,11 @@
 #include "hardware/catalogue.h"
 #include "hardware/hardware.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 using nlohmann::json;
 
-features::HardwareFeatures hardware_of(const data::EnvironmentRecord& environment) {
+features::HardwareFeatures hardware_of(const records::EnvironmentRecord& environment) {
   features::HardwareFeatures hardware;
   hardware.cores = environment.cores;
   hardware.memory_bytes = environment.memory_bytes;
@@ -29,13 +29,13 @@ features::HardwareFeatures hardware_of(const data::EnvironmentRecord& environmen
   return hardware;
 }
 
-std::string environment_label(const data::EnvironmentRecord& environment) {
+std::string environment_label(const records::EnvironmentRecord& environment) {
   if (!environment.gpu_name.empty()) return environment.gpu_name;
   std::string model = environment.cpu_model.empty() ? "unknown CPU" : environment.cpu_model;
   return model + " (" + std::to_string(environment.cores) + " CPUs)";
 }
 
-std::string environment_slug(const data::EnvironmentRecord& environment) {
+std::string environment_slug(const records::EnvironmentRecord& environment) {
   std::string base = environment.gpu_name.empty()
                          ? (environment.cpu_model.empty() ? "cpu" : environment.cpu_model) + " " +
                                std::to_string(environment.cores) + "cpu"
@@ -52,12 +52,12 @@ std::string environment_slug(const data::EnvironmentRecord& environment) {
   return slug;
 }
 
-json environment_to_json(const data::EnvironmentRecord& environment) {
+json environment_to_json(const records::EnvironmentRecord& environment) {
   json document = {{"hash", environment.hash()},
                    {"label", environment_label(environment)},
                    {"slug", environment_slug(environment)}};
-  document.update(data::environment_json(environment, false));
+  document.update(records::environment_json(environment, false));
   return document;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

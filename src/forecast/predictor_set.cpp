@@ -14,12 +14,12 @@
 #include "hardware/catalogue.h"
 #include "hardware/hardware.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const data::EnvironmentRecord& PredictorSet::environment() const {
+const records::EnvironmentRecord& PredictorSet::environment() const {
   DNNCAST_ASSERT(time.has_value());
   return time->manifest().environments.front();
 }
@@ -101,11 +101,11 @@ std::string lower(std::string text) {
   return text;
 }
 
-data::EnvironmentRecord read_set_environment(const std::string& path) {
+records::EnvironmentRecord read_set_environment(const std::string& path) {
   std::ifstream in(path);
   try {
     json document = json::parse(in);
-    return data::environment_from_json(document.at("environments").at(0));
+    return records::environment_from_json(document.at("environments").at(0));
   } catch (const json::exception& error) {
     throw InputError(path + ": " + error.what());
   }
@@ -113,20 +113,20 @@ data::EnvironmentRecord read_set_environment(const std::string& path) {
 
 // The environment of a set's manifest, read once per process and again only when the file changes: every
 // forecast chooses a set, and parsing the manifests was a sixth of a distinct forecast's time (issue 37).
-data::EnvironmentRecord set_environment(const std::string& dir) {
+records::EnvironmentRecord set_environment(const std::string& dir) {
   const std::string path =
       fs::exists(dir + "/time/manifest.json") ? dir + "/time/manifest.json" : dir + "/manifest.json";
   std::error_code error;
   const std::string stamp = std::to_string(fs::file_size(path, error)) + "|" +
                             std::to_string(fs::last_write_time(path, error).time_since_epoch().count());
   static std::mutex mutex;
-  static std::map<std::string, std::pair<std::string, data::EnvironmentRecord>> cache;
+  static std::map<std::string, std::pair<std::string, records::EnvironmentRecord>> cache;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(path);
     if (found != cache.end() && found->second.first == stamp) return found->second.second;
   }
-  data::EnvironmentRecord environment = read_set_environment(path);
+  records::EnvironmentRecord environment = read_set_environment(path);
   std::lock_guard<std::mutex> lock(mutex);
   cache[path] = {stamp, environment};
   return environment;
@@ -137,7 +137,7 @@ data::EnvironmentRecord set_environment(const std::string& dir) {
 SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::string& device,
                                const hardware::HostInfo& host) {
   std::string wanted = lower(device);
-  std::vector<data::EnvironmentRecord> environments;
+  std::vector<records::EnvironmentRecord> environments;
   for (const std::string& dir : sets) environments.push_back(set_environment(dir));
   auto known = [&] {
     std::string text;
@@ -149,7 +149,7 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
   if (wanted.empty() || wanted == "cpu") {
     int fallback = -1;
     for (size_t index = 0; index < sets.size(); ++index) {
-      const data::EnvironmentRecord& environment = environments[index];
+      const records::EnvironmentRecord& environment = environments[index];
       if (!environment.gpu_name.empty()) continue;
       if (environment.cpu_model == host.cpu_model && environment.cores == host.logical_cores) return {sets[index], ""};
       if (fallback < 0) fallback = static_cast<int>(index);
@@ -164,11 +164,11 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
   // A catalogued GPU (by name or alias) also finds the sets measured on it under its driver-reported name.
   const bool any_gpu_set =
       std::any_of(environments.begin(), environments.end(),
-                  [](const data::EnvironmentRecord& environment) { return !environment.gpu_name.empty(); });
+                  [](const records::EnvironmentRecord& environment) { return !environment.gpu_name.empty(); });
   const hardware::Catalogue* catalogue = any_gpu_set ? &hardware::shipped_catalogue() : nullptr;
   const hardware::GpuSpec* catalogue_device = catalogue != nullptr ? catalogue->find(wanted) : nullptr;
   for (size_t index = 0; index < sets.size(); ++index) {
-    const data::EnvironmentRecord& environment = environments[index];
+    const records::EnvironmentRecord& environment = environments[index];
     std::vector<std::string> names{lower(fs::path(sets[index]).filename().string()), environment_slug(environment),
                                    lower(environment_label(environment)), environment.hash(), lower(environment.gpu_name)};
     if (std::find(names.begin(), names.end(), wanted) != names.end()) return {sets[index], ""};
@@ -194,4 +194,4 @@ std::string default_predictor_root() {
   return "";
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -10,7 +10,7 @@
 #include "core/text.h"
 #include "core/units.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 
 std::string option_name(const std::string& keyword, OptionStyle style) {
   struct Spelling {
@@ -33,7 +33,7 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
   return keyword;
 }
 
-ForecastRequest make_forecast_request(const std::string& model, const ModelSpec& spec,
+ForecastRequest make_forecast_request(const std::string& model, const models::ModelSpec& spec,
                                       const ForecastOptions& options, OptionStyle style) {
   ForecastRequest request;
   request.model = model;
@@ -50,12 +50,12 @@ ForecastRequest make_forecast_request(const std::string& model, const ModelSpec&
   return request;
 }
 
-std::string memory_measure_command(const std::string& model, const ModelSpec& spec, const MemoryOptions& options) {
+std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options) {
   std::string command = "dnncast memory " + shell_word(model) + " --batch " + std::to_string(spec.batch);
   auto add = [&](const char* flag, const std::string& value) { command += std::string(" ") + flag + " " + shell_word(value); };
   if (!spec.input.empty()) add("--input", TensorShape(spec.input).to_string());
   if (spec.seq_len > 0) add("--seq", std::to_string(spec.seq_len));
-  if (spec.num_classes != ModelSpec{}.num_classes) add("--classes", std::to_string(spec.num_classes));
+  if (spec.num_classes != models::ModelSpec{}.num_classes) add("--classes", std::to_string(spec.num_classes));
   const MemoryOptions defaults;
   if (options.optimizer != defaults.optimizer) add("--optimizer", options.optimizer);
   if (options.precision != defaults.precision) add("--precision", options.precision);
@@ -79,7 +79,7 @@ std::string memory_measure_command(const std::string& model, const ModelSpec& sp
   return command + " --measure";
 }
 
-MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spec, const MemoryOptions& options,
+MemoryRequest make_memory_request(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options,
                                   OptionStyle style) {
   MemoryRequest request;
   request.model = model;
@@ -96,21 +96,21 @@ MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spe
   if (device.gpu) {
     request.gpu = device.gpu->name;
     request.gpu_name = device.gpu->full_name;
-    request.gpu_memory = load_gpu_memory_calibration();
-    apply_gpu_memory_calibration(*request.gpu_memory, config);
-    if (std::optional<int64_t> bytes = gpu_memory_bytes(*device.gpu)) request.fits_limit = *bytes;
+    request.gpu_memory = gpu::load_gpu_memory_calibration();
+    gpu::apply_gpu_memory_calibration(*request.gpu_memory, config);
+    if (std::optional<int64_t> bytes = gpu::gpu_memory_bytes(*device.gpu)) request.fits_limit = *bytes;
   }
   config.threads = options.threads;
   config.isa = options.isa;
   config.keep_timeline = options.timeline;
   config.keep_events = options.events;
   if (!options.cuda_context.empty()) {
-    config.cuda_context_bytes = core::parse_bytes(options.cuda_context, option_name("cuda_context", style));
+    config.cuda_context_bytes = parse_bytes(options.cuda_context, option_name("cuda_context", style));
     request.context_measured = true;
   }
   // A byte size, or "gpu": the catalogued GPU's memory.
   auto limit_bytes = [&](const std::string& text, const std::string& keyword) -> int64_t {
-    if (text != "gpu") return core::parse_bytes(text, option_name(keyword, style));
+    if (text != "gpu") return parse_bytes(text, option_name(keyword, style));
     if (!request.gpu_memory || request.fits_limit <= 0)
       throw InputError(option_name(keyword, style) + " gpu: needs " + option_name("device", style) +
                        " naming a catalogued GPU with a memory size (`dnncast devices`)");
@@ -134,4 +134,4 @@ MemoryRequest make_memory_request(const std::string& model, const ModelSpec& spe
   return request;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

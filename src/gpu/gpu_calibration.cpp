@@ -19,7 +19,7 @@
 
 namespace fs = std::filesystem;
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 namespace {
 
@@ -56,8 +56,8 @@ Table read_table(const std::string& path) {
   std::getline(in, comment);  // line 1: what the file is
   int64_t line = 1;
   std::vector<std::string> fields;
-  if (!core::read_csv_record(in, table.columns, line)) throw InputError(path + ": no header");
-  while (core::read_csv_record(in, fields, line))
+  if (!read_csv_record(in, table.columns, line)) throw InputError(path + ": no header");
+  while (read_csv_record(in, fields, line))
     if (!fields.empty() && !(fields.size() == 1 && fields[0].empty())) table.rows.push_back({line, fields});
   return table;
 }
@@ -263,7 +263,7 @@ CalibrationSet::CalibrationSet(const std::vector<PublicMeasurement>& rows, const
     auto key = std::make_tuple(row.model, row.spec.batch, static_cast<int>(row.precision), row.with_optimizer_step);
     auto at = built.find(key);
     if (at == built.end()) {
-      const Graph graph = load_model(row.model, row.spec);
+      const Graph graph = import::load_model(row.model, row.spec);
       at = built
                .emplace(key, std::make_shared<const GpuWork>(
                                  gpu_work(graph, row.precision, Optimizer::Sgd, row.with_optimizer_step)))
@@ -493,7 +493,7 @@ void write_residuals(const CalibrationSet& set, const GpuCalibration& calibratio
       << "`; per public row (../shared/data/public/gpu_benchmarks) the measured time per iteration, the forecast "
          "fitted on all rows, the forecast with the row's GPU held out of the fit, with its model held out, and "
          "the plain roofline (ms)\n";
-  core::write_csv_record(out, {"table", "line", "gpu", "model", "batch", "precision", "framework", "measured_ms",
+  write_csv_record(out, {"table", "line", "gpu", "model", "batch", "precision", "framework", "measured_ms",
                                "fit_ms", "held_gpu_ms", "held_model_ms", "roofline_ms"});
   char number[5][32];
   for (size_t index = 0; index < set.size(); ++index) {
@@ -503,11 +503,11 @@ void write_residuals(const CalibrationSet& set, const GpuCalibration& calibratio
                               held_model.forecast_ms[index], timing.roofline_ms};
     for (int column = 0; column < 5; ++column)
       std::snprintf(number[column], sizeof number[column], "%.6g", values[column]);
-    core::write_csv_record(out, {row.table, std::to_string(row.line), row.gpu, row.model,
+    write_csv_record(out, {row.table, std::to_string(row.line), row.gpu, row.model,
                                  std::to_string(row.spec.batch), name(row.precision), name(row.framework),
                                  number[0], number[1], number[2], number[3], number[4]});
   }
   if (!out) throw InputError("--residuals " + quote(path) + ": writing failed");
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -21,7 +21,7 @@
 #include "gpu/gpu_forecast.h"
 #include "hardware/catalogue.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 struct PublicMeasurement {
   std::string table;       // "lambda_tf", "lambda_pytorch", "jcjohnson", "u39kun"
@@ -29,7 +29,7 @@ struct PublicMeasurement {
   std::string gpu;         // catalogue name
   std::string gpu_listed;  // as the table names it
   std::string model;       // zoo name
-  ModelSpec spec;
+  models::ModelSpec spec;
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
   bool with_optimizer_step = true;
@@ -87,4 +87,4 @@ std::pair<double, int64_t> duplicate_spread(const CalibrationSet& set);
 void write_residuals(const CalibrationSet& set, const GpuCalibration& calibration, const HeldOut& held_gpu,
                      const HeldOut& held_model, const std::string& path);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -25,7 +25,7 @@
 #include "gpu/gpu_memory.h"
 #include "memory/simulator.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 namespace {
 
@@ -392,7 +392,7 @@ GpuCalibration load_gpu_calibration(const std::string& given) {
   std::vector<std::string> fields;
   int64_t line = 0;
   std::map<std::string, bool> seen;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
     const std::string where = path + " line " + std::to_string(line);
     if (fields.size() < 2) throw InputError(where + ": expected key,value,detail");
@@ -424,22 +424,22 @@ void write_gpu_calibration(const GpuCalibration& calibration, const std::string&
   std::ofstream out(path);
   if (!out) throw InputError("cannot write " + quote(path));
   out << "# " << header << "\n";
-  core::write_csv_record(out, {"key", "value", "detail"});
+  write_csv_record(out, {"key", "value", "detail"});
   GpuCalibration copy = calibration;
   for (const auto& [key, field] : calibration_keys()) {
     std::ostringstream value;
     value.precision(6);
     value << field(copy);
-    core::write_csv_record(out, {key, value.str(), ""});
+    write_csv_record(out, {key, value.str(), ""});
   }
   for (const auto& [gpu, coverage] : calibration.gpus)
-    core::write_csv_record(out, {"gpu:" + gpu, std::to_string(coverage.rows), coverage.tables});
+    write_csv_record(out, {"gpu:" + gpu, std::to_string(coverage.rows), coverage.tables});
   if (!out) throw InputError("cannot write " + quote(path));
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 // The shipped per-kernel model, read once per process; none when its folder is absent.
 const GpuKernelModel* shipped_kernel_model() {
@@ -457,12 +457,12 @@ std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu) {
   return static_cast<int64_t>(*gpu.memory_gib * double(int64_t{1} << 30));
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu
 
 // ---------------------------------------------------------------------------------------------
 // The forecast
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 namespace {
 
@@ -491,10 +491,10 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
   result.device_memory_bytes = gpu_memory_bytes(gpu);
   result.fits = *result.required_bytes <= *result.device_memory_bytes;
   if (!request.max_batch) return;
-  ModelSpec spec = request.spec;
+  models::ModelSpec spec = request.spec;
   auto build = [&](int64_t batch) {
     spec.batch = batch;
-    return build_model(request.builder, request.model, spec);
+    return import::build_model(request.builder, request.model, spec);
   };
   result.max_batch = memory::max_batch(build, config, *result.device_memory_bytes, int64_t{1} << 16).batch;
 }
@@ -539,7 +539,7 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
     throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   const hardware::GpuSpec& gpu = catalogue.gpu(request.device);
-  const Graph graph = build_model(request.builder, request.model, request.spec);
+  const Graph graph = import::build_model(request.builder, request.model, request.spec);
   GpuForecast result;
   result.notes = graph.notes;
   result.model = request.model;
@@ -594,4 +594,4 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
   return result;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -24,7 +24,7 @@
 #include "memory/simulator.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 // What the matrix ops (conv, linear, attention) run in; fp16 / bf16 are autocast mixed precision
 // ("amp" is fp16). tf32: fp32 storage, TF32 tensor cores for convolutions and GEMMs (Ampere and later).
@@ -136,7 +136,7 @@ std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu);
 
 struct GpuForecastRequest {
   std::string model;  // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)
-  ModelSpec spec;     // batch and input
+  models::ModelSpec spec;     // batch and input
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
   // The tensors' precision the memory simulation follows (autocast for fp16 / bf16, Bf16Pure for "bf16-pure", fp32
@@ -149,7 +149,7 @@ struct GpuForecastRequest {
   bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
-  ModelBuilder builder;                      // empty: load_model(model, spec) (model_source.h)
+  import::ModelBuilder builder;                      // empty: load_model(model, spec) (model_source.h)
   int64_t grad_accum = 1;  // train phase: grad_accum forward-backward passes and one optimizer step per iteration
 };
 
@@ -191,4 +191,4 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
 GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue,
                          const GpuCalibration& calibration);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

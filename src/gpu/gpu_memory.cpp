@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "hardware/catalogue.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 std::string default_gpu_memory_calibration_path() {
   const std::string dir = hardware::default_catalogue_dir();
@@ -32,7 +32,7 @@ GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
   std::map<std::string, double> values;
   std::vector<std::string> fields;
   int64_t line = 0;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
     const std::string where = path + " line " + std::to_string(line);
     if (fields.size() < 2) throw InputError(where + ": expected key,value,detail");
@@ -64,14 +64,14 @@ void write_gpu_memory_calibration(const GpuMemoryCalibration& calibration, const
   std::ofstream out(path);
   if (!out) throw InputError("cannot write " + quote(path));
   out << "# " << header << "\n";
-  core::write_csv_record(out, {"key", "value", "detail"});
+  write_csv_record(out, {"key", "value", "detail"});
   std::ostringstream fraction;
   fraction.precision(6);
   fraction << calibration.reserve_fraction;
-  core::write_csv_record(out, {"context_bytes", std::to_string(calibration.context_bytes), calibration.fitted_on});
-  core::write_csv_record(out, {"workspace_bytes", std::to_string(calibration.workspace_bytes),
+  write_csv_record(out, {"context_bytes", std::to_string(calibration.context_bytes), calibration.fitted_on});
+  write_csv_record(out, {"workspace_bytes", std::to_string(calibration.workspace_bytes),
                                "derived: PyTorch's default cuBLAS workspace (:4096:2:16:8), not fitted"});
-  core::write_csv_record(out, {"reserve_fraction", fraction.str(), "fitted: extra reserve per byte of simulated tensors"});
+  write_csv_record(out, {"reserve_fraction", fraction.str(), "fitted: extra reserve per byte of simulated tensors"});
   if (!out) throw InputError("cannot write " + quote(path));
 }
 
@@ -113,4 +113,4 @@ std::vector<std::string> gpu_memory_notes(const GpuMemoryCalibration& calibratio
   return notes;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

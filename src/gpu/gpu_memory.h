@@ -24,7 +24,7 @@
 #include "core/training_setup.h"
 #include "memory/simulator.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 struct GpuMemoryCalibration {
   int64_t context_bytes = 0;          // fitted
@@ -59,4 +59,4 @@ memory::MemoryConfig gpu_memory_config(const GpuMemoryCalibration& calibration, 
 std::vector<std::string> gpu_memory_notes(const GpuMemoryCalibration& calibration, const std::string& gpu,
                                           bool context_measured);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

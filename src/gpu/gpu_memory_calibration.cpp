@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 std::vector<GpuMemorySample> simulate_gpumemnet(const std::vector<GpuMemNetRow>& rows, bool libtorch_step) {
   memory::MemoryConfig config = gpu_memory_config(GpuMemoryCalibration{}, Optimizer::Adam);
@@ -114,4 +114,4 @@ GpuMemoryEvaluation leave_one_arch_out(const std::vector<GpuMemorySample>& sampl
   return evaluation;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

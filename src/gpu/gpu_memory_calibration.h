@@ -9,7 +9,7 @@
 #include "gpu/gpu_memory.h"
 #include "gpu/gpumemnet.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 // The old model, for the before/after table: libtorch 1.13's step through the caching allocator, peak
 // reserved plus an assumed 512 MiB context.
@@ -56,4 +56,4 @@ struct GpuMemoryEvaluation {
 };
 GpuMemoryEvaluation leave_one_arch_out(const std::vector<GpuMemorySample>& samples);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "graph/builder.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 namespace {
 
@@ -86,7 +86,7 @@ std::vector<GpuMemNetRow> load_gpumemnet_rows(const std::string& path) {
   int64_t line = 0;
   std::map<std::string, size_t> column;
   std::vector<GpuMemNetRow> rows;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (column.empty()) {
       if (fields.empty() || fields[0] != "Filename") continue;  // the source note before the header
       for (size_t index = 0; index < fields.size(); ++index) column[fields[index]] = index;
@@ -158,4 +158,4 @@ Graph gpumemnet_graph(const GpuMemNetRow& row) {
   return b.finish();
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

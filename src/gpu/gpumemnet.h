@@ -18,7 +18,7 @@
 
 #include "graph/graph.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 struct GpuMemNetLayer {
   std::string kind;  // as the file names it: "linear", "batch_normalization", "ReLU", "dropout", ...
@@ -39,4 +39,4 @@ std::vector<GpuMemNetRow> load_gpumemnet_rows(const std::string& path);
 // The row's MLP at its batch; throws InputError naming the row's line for a layer list that does not chain.
 Graph gpumemnet_graph(const GpuMemNetRow& row);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "import/model_source.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::Catalogue& catalogue, int rounds,
                                     int stride) {
@@ -57,7 +57,7 @@ std::vector<TransformerLabel> load_transformer_labels(const hardware::Catalogue&
       if (header[index] == name) return fields[index];
     throw InputError(path + " line " + std::to_string(line) + ": no column " + name);
   };
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (fields.empty() || fields[0].empty() || fields[0][0] == '#') continue;
     if (header.empty()) {
       header = fields;
@@ -90,15 +90,15 @@ std::vector<TransformerLabel> load_transformer_labels(const hardware::Catalogue&
 LabelForecast forecast_label(const TransformerLabel& label, const std::string& configs_dir,
                              const hardware::Catalogue& catalogue, const GpuCalibration& calibration,
                              const GpuKernelModel& model) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = label.batch;
   spec.seq_len = label.seq;
   const Graph graph =
-      load_model((std::filesystem::path(configs_dir) / (label.model + ".json")).string(), spec);
+      import::load_model((std::filesystem::path(configs_dir) / (label.model + ".json")).string(), spec);
   const GpuTiming timing = time_on_gpu(gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, label.phase),
                                        catalogue.gpu(label.gpu), GpuPrecision::Fp32, Framework::PyTorch, calibration,
                                        &model);
   return {timing.time_ms, timing.roofline_ms};
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -13,7 +13,7 @@
 #include "gpu/kernel_model.h"
 #include "hardware/catalogue.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 // Mean relative error of one kernel family on one held-out GPU: the model (its busy time plus the launch floor
 // of the GPUs it was fitted on, as the tables time a kernel alone) and the plain roofline.
@@ -50,4 +50,4 @@ LabelForecast forecast_label(const TransformerLabel& label, const std::string& c
                              const hardware::Catalogue& catalogue, const GpuCalibration& calibration,
                              const GpuKernelModel& model);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

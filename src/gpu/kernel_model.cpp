@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "learn/learner.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 namespace fs = std::filesystem;
 
@@ -300,7 +300,7 @@ void GpuKernelModel::save(const std::string& dir, const std::string& header) con
   std::ofstream floors((fs::path(dir) / "floors.csv").string());
   if (error || !floors) throw InputError("cannot write the per-kernel model into " + quote(dir));
   floors << "# " << header << "\n";
-  core::write_csv_record(floors, {"gpu", "family", "launch_floor_us"});
+  write_csv_record(floors, {"gpu", "family", "launch_floor_us"});
   for (int family = 0; family < kKernelFamilies; ++family) {
     const auto& learner = learners_[static_cast<size_t>(family)];
     if (!learner) continue;
@@ -314,7 +314,7 @@ void GpuKernelModel::save(const std::string& dir, const std::string& header) con
       std::ostringstream value;
       value.precision(5);
       value << 1e6 * floors_[static_cast<size_t>(family)][gpu];
-      core::write_csv_record(floors, {gpus_[gpu], family_names()[static_cast<size_t>(family)], value.str()});
+      write_csv_record(floors, {gpus_[gpu], family_names()[static_cast<size_t>(family)], value.str()});
     }
   }
   if (!floors) throw InputError("cannot write the per-kernel model into " + quote(dir));
@@ -330,7 +330,7 @@ GpuKernelModel GpuKernelModel::load(const std::string& given) {
   model.source_ = dir;
   std::vector<std::string> fields;
   int64_t line = 0;
-  while (core::read_csv_record(floors, fields, line)) {
+  while (read_csv_record(floors, fields, line)) {
     if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "gpu") continue;
     const std::string where = floors_path.string() + " line " + std::to_string(line);
     const auto family = std::find(family_names().begin(), family_names().end(), fields.size() == 3 ? fields[1] : "");
@@ -363,4 +363,4 @@ GpuKernelModel GpuKernelModel::load(const std::string& given) {
   return model;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

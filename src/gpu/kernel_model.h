@@ -35,7 +35,7 @@ namespace dnncast::learn {
 class Learner;
 }
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 enum class KernelFamily { Gemm, Conv, Norm, Softmax, Elementwise };
 inline constexpr int kKernelFamilies = 5;
@@ -131,4 +131,4 @@ struct KernelTables {
 KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std::string& dir = "");
 std::string default_kernel_tables_dir();
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

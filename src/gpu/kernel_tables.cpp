@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "gpu/kernel_model.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 namespace fs = std::filesystem;
 
@@ -126,8 +126,8 @@ KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std:
     std::istringstream in(file_text(file));
     std::vector<std::string> header, fields;
     int64_t line = 0;
-    if (!core::read_csv_record(in, header, line)) throw InputError(file.string() + ": empty");
-    while (core::read_csv_record(in, fields, line)) {
+    if (!read_csv_record(in, header, line)) throw InputError(file.string() + ": empty");
+    while (read_csv_record(in, fields, line)) {
       if (fields.empty() || (fields.size() == 1 && fields[0].empty())) continue;
       if (is_held_out_test_gpu(gpu->name)) {
         ++tables.held_out;
@@ -144,4 +144,4 @@ KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std:
   return tables;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

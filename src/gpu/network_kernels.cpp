@@ -7,7 +7,7 @@
 #include "graph/op_registry.h"
 #include "gpu/kernel_model.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 
 namespace {
 
@@ -126,4 +126,4 @@ NodeKernels node_kernels(const Graph& graph, int index) {
   return out;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

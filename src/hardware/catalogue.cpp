@@ -86,7 +86,7 @@ class Table {
     try {
       while (true) {
         int64_t start = line + 1;
-        if (!core::read_csv_record(in, fields, line)) break;
+        if (!read_csv_record(in, fields, line)) break;
         if (fields.size() == 1 && trim(fields[0]).empty()) continue;  // blank line
         if (!fields.empty() && !fields[0].empty() && fields[0][0] == '#') continue;
         if (!have_header) {
@@ -217,7 +217,7 @@ bool is_header_of(const std::string& path, const std::string& first_column) {
   std::vector<std::string> fields;
   int64_t line = 0;
   try {
-    while (core::read_csv_record(in, fields, line)) {
+    while (read_csv_record(in, fields, line)) {
       if (fields.empty() || (fields.size() == 1 && trim(fields[0]).empty())) continue;
       if (!fields[0].empty() && fields[0][0] == '#') continue;
       return trim(fields[0]) == first_column;

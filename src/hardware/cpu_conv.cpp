@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::kernels {
+namespace dnncast::hardware {
 
 namespace {
 
@@ -566,4 +566,4 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa
   return recipe;
 }
 
-}  // namespace dnncast::kernels
+}  // namespace dnncast::hardware

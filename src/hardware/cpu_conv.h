@@ -20,7 +20,7 @@
 #include "graph/graph.h"
 #include "hardware/isa.h"
 
-namespace dnncast::kernels {
+namespace dnncast::hardware {
 
 // Geometry of one 2-D convolution, f32, NCHW (contiguous input).
 struct ConvShape {
@@ -78,4 +78,4 @@ std::string conv_rules_evidence(hardware::CpuIsa isa);
 // ATen's use_mkldnn() for an f32 CPU convolution: false means the slow path for every pass.
 bool cpu_conv_uses_mkldnn(const ConvShape& shape, int64_t threads);
 
-}  // namespace dnncast::kernels
+}  // namespace dnncast::hardware

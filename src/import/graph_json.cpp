@@ -8,7 +8,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 
-namespace dnncast {
+namespace dnncast::import {
 
 using nlohmann::json;
 
@@ -194,4 +194,4 @@ Graph load_graph_file(const std::string& path) {
   return read_graph_json(text.str(), path);
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::import

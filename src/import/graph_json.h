@@ -8,7 +8,7 @@
 
 #include "graph/graph.h"
 
-namespace dnncast {
+namespace dnncast::import {
 
 inline constexpr const char* kGraphFormat = "dnncast-graph/1";
 
@@ -19,4 +19,4 @@ Graph graph_from_json(const nlohmann::json& document, const std::string& source)
 Graph read_graph_json(const std::string& text, const std::string& source);
 Graph load_graph_file(const std::string& path);
 
-}  // namespace dnncast
+}  // namespace dnncast::import

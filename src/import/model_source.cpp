@@ -19,7 +19,7 @@
 #include "models/hf_config.h"
 #include "models/synthetic.h"
 
-namespace dnncast {
+namespace dnncast::import {
 
 namespace {
 
@@ -47,7 +47,7 @@ int64_t bounded_product(int64_t batch, const std::vector<int64_t>& dims, int64_t
   return product;
 }
 
-void check_spec(const ModelSpec& spec) {
+void check_spec(const models::ModelSpec& spec) {
   if (!spec.lora.empty()) parse_lora(spec.lora, "lora " + quote(spec.lora));  // fails before any build
   if (!spec.attention.empty() && spec.attention != "eager" && spec.attention != "sdpa")
     throw InputError("attention " + quote(spec.attention) + ": expected eager or sdpa");
@@ -81,8 +81,8 @@ uint64_t parse_seed(const std::string& source, const std::string& text) {
   return static_cast<uint64_t>(value);
 }
 
-Graph load_zoo(const std::string& name, ModelSpec spec) {
-  const ZooEntry& entry = zoo_entry(name);
+Graph load_zoo(const std::string& name, models::ModelSpec spec) {
+  const models::ZooEntry& entry = models::zoo_entry(name);
   bool image = entry.default_input.size() == 3;
   if (image && spec.seq_len > 0)
     throw InputError(name + " takes an image input (CxHxW), not a sequence length");
@@ -94,11 +94,11 @@ Graph load_zoo(const std::string& name, ModelSpec spec) {
   } else {
     check_size(spec.batch, {spec.seq_len > 0 ? spec.seq_len : entry.default_input.at(0)}, true);
   }
-  return build_zoo_model(name, spec);
+  return models::build_zoo_model(name, spec);
 }
 
 // A graph read from `path` (a file, or the name of in-memory text), resized to `spec`.
-Graph resize_graph(Graph graph, const std::string& path, const ModelSpec& spec) {
+Graph resize_graph(Graph graph, const std::string& path, const models::ModelSpec& spec) {
   if (spec.batch == 0 && spec.input.empty() && spec.seq_len == 0) return graph;
   std::vector<int> inputs = graph.inputs();
   std::string applied;
@@ -131,7 +131,7 @@ Graph resize_graph(Graph graph, const std::string& path, const ModelSpec& spec) 
 }
 
 #ifndef DNNCAST_WITHOUT_ONNX
-OnnxOptions onnx_options(const ModelSpec& spec) {
+OnnxOptions onnx_options(const models::ModelSpec& spec) {
   if (spec.batch > 0 || !spec.input.empty() || spec.seq_len > 0) {
     std::vector<int64_t> size = spec.input.empty() ? std::vector<int64_t>{spec.seq_len} : spec.input;
     if (spec.input.empty() && spec.seq_len == 0) size.clear();
@@ -148,7 +148,7 @@ OnnxOptions onnx_options(const ModelSpec& spec) {
 
 // A .json model file read and parsed once: a Hugging Face config.json (models/hf_config.h: one with "model_type")
 // or a graph JSON file.
-Graph load_json_file(const std::string& path, const ModelSpec& spec) {
+Graph load_json_file(const std::string& path, const models::ModelSpec& spec) {
   std::ifstream file(path);
   if (!file) throw InputError("cannot open graph file " + quote(path));
   std::stringstream text;
@@ -159,7 +159,7 @@ Graph load_json_file(const std::string& path, const ModelSpec& spec) {
   } catch (const nlohmann::json::exception&) {
     return resize_graph(read_graph_json(text.str(), path), path, spec);  // throws, naming what is wrong
   }
-  if (is_hf_config(document)) return build_hf_config(document, spec, path);
+  if (models::is_hf_config(document)) return models::build_hf_config(document, spec, path);
   return resize_graph(graph_from_json(document, path), path, spec);
 }
 
@@ -177,15 +177,15 @@ ModelSourceKind model_source_kind(const std::string& source) {
 
 namespace {
 
-Graph load_base_model(const std::string& source, const ModelSpec& spec) {
+Graph load_base_model(const std::string& source, const models::ModelSpec& spec) {
   switch (model_source_kind(source)) {
     case ModelSourceKind::Synthetic: {
       uint64_t seed = parse_seed(source, source.substr(std::string("synthetic:").size()));
       if (spec.seq_len > 0) throw InputError(source + ": synthetic networks take an image input (CxHxW), not a sequence length");
-      ModelSpec image = spec;
+      models::ModelSpec image = spec;
       if (image.batch == 0) image.batch = 1;
       check_size(image.batch, image.input.empty() ? std::vector<int64_t>{3, 224, 224} : image.input, false);
-      return make_synthetic(seed, image);
+      return models::make_synthetic(seed, image);
     }
     case ModelSourceKind::File: {
       std::string path = starts_with(source, "file:") ? source.substr(5) : source;
@@ -211,7 +211,7 @@ Graph load_base_model(const std::string& source, const ModelSpec& spec) {
 // spec.lora: the graph fine-tuned with LoRA (graph/lora.h); the text was checked by check_spec. Then
 // spec.checkpointing: every transformer block checkpointed (graph/checkpoint.h), and spec.attention "sdpa":
 // every attention node marked fused (graph/ops_attention.cpp).
-Graph with_lora(Graph graph, const ModelSpec& spec) {
+Graph with_lora(Graph graph, const models::ModelSpec& spec) {
   if (!spec.lora.empty()) graph = apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
   if (spec.checkpointing) graph = apply_checkpointing(graph);
   if (spec.attention == "sdpa") {
@@ -225,17 +225,17 @@ Graph with_lora(Graph graph, const ModelSpec& spec) {
 
 }  // namespace
 
-Graph load_model(const std::string& source, const ModelSpec& spec) {
+Graph load_model(const std::string& source, const models::ModelSpec& spec) {
   check_spec(spec);
   return with_lora(load_base_model(source, spec), spec);
 }
 
-Graph load_graph_json_text(const std::string& text, const std::string& source, const ModelSpec& spec) {
+Graph load_graph_json_text(const std::string& text, const std::string& source, const models::ModelSpec& spec) {
   check_spec(spec);
   return with_lora(resize_graph(read_graph_json(text, source), source, spec), spec);
 }
 
-Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const ModelSpec& spec) {
+Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const models::ModelSpec& spec) {
   check_spec(spec);
 #ifdef DNNCAST_WITHOUT_ONNX
   (void)bytes;
@@ -245,4 +245,4 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const
 #endif
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::import

@@ -14,7 +14,7 @@
 #include "graph/graph.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::import {
 
 enum class ModelSourceKind { Zoo, Synthetic, File, Onnx };
 
@@ -29,18 +29,18 @@ ModelSourceKind model_source_kind(const std::string& source);
 // Throws InputError: unknown model (with the closest names), a bad seed, a missing or malformed
 // file, an input the model cannot take (an image size for a sequence model, ...), or an input
 // too large to count (more than 2^34 elements or 2^24 tokens).
-Graph load_model(const std::string& source, const ModelSpec& spec);
+Graph load_model(const std::string& source, const models::ModelSpec& spec);
 
 // A model given as text or bytes instead of a name (`dnncast serve`'s inline graph JSON and ONNX bodies),
 // built for `spec` as load_model() builds a file of that kind; `source` names it in messages.
-Graph load_graph_json_text(const std::string& text, const std::string& source, const ModelSpec& spec);
-Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const ModelSpec& spec);
+Graph load_graph_json_text(const std::string& text, const std::string& source, const models::ModelSpec& spec);
+Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const models::ModelSpec& spec);
 
 // What a request builds its model with, for each batch it asks about: empty means
 // load_model(request.model, spec). The server passes one that answers from its graph cache.
-using ModelBuilder = std::function<Graph(const ModelSpec& spec)>;
-inline Graph build_model(const ModelBuilder& builder, const std::string& source, const ModelSpec& spec) {
+using ModelBuilder = std::function<Graph(const models::ModelSpec& spec)>;
+inline Graph build_model(const ModelBuilder& builder, const std::string& source, const models::ModelSpec& spec) {
   return builder ? builder(spec) : load_model(source, spec);
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::import

@@ -16,9 +16,9 @@
 #include "core/text.h"
 #include "import/onnx_internal.h"
 
-namespace dnncast {
+namespace dnncast::import {
 
-namespace onnx_import {
+namespace detail {
 
 bool Context::has_constant(const std::string& name) const {
   auto found = values.find(name);
@@ -251,7 +251,7 @@ void emit_fusion(Context& context, const Fusion& fusion, int anchor) {
     attrs["normalized_shape"] = std::vector<int64_t>{shape.dims.empty() ? 1 : shape.dims.back()};
   }
   if (!fusion.groups_from.empty()) {
-    const onnx_import::Constant* target = context.constant(fusion.groups_from);
+    const import::detail::Constant* target = context.constant(fusion.groups_from);
     if (target == nullptr || !target->has_values || target->values.size() != 5 || !(target->values[1] >= 1.0) ||
         target->values[1] > static_cast<double>(kMaxIntegerAttr))
       throw InputError(where(node) + ": the channel shuffle's 5-D shape is not known at import");
@@ -295,7 +295,7 @@ void translate_all(Context& context) {
 
 }  // namespace
 
-}  // namespace onnx_import
+}  // namespace detail
 
 // How the file was exported, from the signs PyTorch's exporter leaves (docs/ONNX.md "Exported for inference"):
 // a training export keeps BatchNormalization with training_mode 1 and Dropout with its training_mode input; an
@@ -347,7 +347,7 @@ static std::string inference_export_note(const onnx::GraphProto& graph, const st
 }
 
 Graph read_onnx(const std::string& bytes, const std::string& source, const OnnxOptions& options) {
-  using namespace onnx_import;
+  using namespace detail;
   try {
     onnx::ModelProto model = parse_model(bytes);
     check_opset(model);
@@ -389,4 +389,4 @@ Graph load_onnx_file(const std::string& path, const OnnxOptions& options) {
   return read_onnx(bytes, path, options);
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::import

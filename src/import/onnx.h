@@ -11,7 +11,7 @@
 
 #include "graph/graph.h"
 
-namespace dnncast {
+namespace dnncast::import {
 
 struct OnnxOptions {
   int64_t batch = 0;            // replaces the first dimension of every input; 0: the file's (1 if dynamic)
@@ -30,4 +30,4 @@ inline constexpr int kMaxOnnxNesting = 64;
 Graph read_onnx(const std::string& bytes, const std::string& source, const OnnxOptions& options);
 Graph load_onnx_file(const std::string& path, const OnnxOptions& options);
 
-}  // namespace dnncast
+}  // namespace dnncast::import

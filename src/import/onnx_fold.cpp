@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "import/onnx_internal.h"
 
-namespace dnncast::onnx_import {
+namespace dnncast::import::detail {
 
 namespace {
 
@@ -267,4 +267,4 @@ bool fold_constant(Context& context, int index) {
   return true;
 }
 
-}  // namespace dnncast::onnx_import
+}  // namespace dnncast::import::detail

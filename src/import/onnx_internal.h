@@ -13,7 +13,7 @@
 #include "graph/builder.h"
 #include "import/onnx.h"
 
-namespace dnncast::onnx_import {
+namespace dnncast::import::detail {
 
 // A tensor known at import: an initializer, a Constant, or a folded shape computation. `values`
 // holds its elements when known (integers exactly up to 2^53; only small tensors carry values).
@@ -102,4 +102,4 @@ void emit_multihead_attention(Context& context, const Fusion& fusion, int anchor
 // Translates one node with runtime inputs into IR nodes (binds its outputs in context.values).
 void translate_node(Context& context, int index);
 
-}  // namespace dnncast::onnx_import
+}  // namespace dnncast::import::detail

@@ -14,7 +14,7 @@
 #include "import/onnx_internal.h"
 #include "models/attention.h"
 
-namespace dnncast::onnx_import {
+namespace dnncast::import::detail {
 
 namespace {
 
@@ -215,9 +215,9 @@ void emit_multihead_attention(Context& context, const Fusion& fusion, int anchor
     context.values[name] = Value{-1, inner};
   }
   const std::string prefix = context.unique_name(node, anchor) + "#";
-  const int y = packed_self_attention(context.builder, prefix, x, embed, heads,
+  const int y = models::packed_self_attention(context.builder, prefix, x, embed, heads,
                                       std::get<double>(fusion.attrs.at("dropout_p")));
   context.values[fusion.output] = Value{y, {}};
 }
 
-}  // namespace dnncast::onnx_import
+}  // namespace dnncast::import::detail

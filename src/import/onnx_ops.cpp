@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "import/onnx_internal.h"
 
-namespace dnncast::onnx_import {
+namespace dnncast::import::detail {
 
 namespace {
 
@@ -449,4 +449,4 @@ void translate_node(Context& context, int index) {
   translator.run();
 }
 
-}  // namespace dnncast::onnx_import
+}  // namespace dnncast::import::detail

@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "import/onnx_internal.h"
 
-namespace dnncast::onnx_import {
+namespace dnncast::import::detail {
 
 namespace {
 
@@ -264,4 +264,4 @@ std::map<int, Fusion> find_fusions(Context& context) {
   return fusions;
 }
 
-}  // namespace dnncast::onnx_import
+}  // namespace dnncast::import::detail

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "import/onnx_internal.h"
 
-namespace dnncast::onnx_import {
+namespace dnncast::import::detail {
 
 int64_t Constant::numel() const {
   int64_t count = 1;
@@ -155,4 +155,4 @@ std::vector<int64_t> attr_ints(const onnx::NodeProto& node, const std::string& n
   return list;
 }
 
-}  // namespace dnncast::onnx_import
+}  // namespace dnncast::import::detail

@@ -11,7 +11,7 @@
 
 namespace dnncast::learn {
 
-using core::seconds_since;
+using dnncast::seconds_since;
 
 const CandidateResult& AutoMLResult::best() const {
   if (leaderboard.empty() || !leaderboard.front().error.empty()) {

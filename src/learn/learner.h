@@ -39,7 +39,7 @@ class Learner {
 };
 
 // Deterministic random numbers, the same on every platform (core/rng.h).
-using Rng = core::SplitMix64;
+using Rng = SplitMix64;
 
 struct LearnerInfo {
   std::string name;

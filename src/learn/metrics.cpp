@@ -24,8 +24,8 @@ ErrorStats error_stats(const std::vector<double>& relative_errors) {
     if (error <= 0.10) ++within;
   }
   stats.mre = sum / static_cast<double>(stats.count);
-  stats.median_re = core::quantile(relative_errors, 0.5);
-  stats.p90_re = core::quantile(relative_errors, 0.9);
+  stats.median_re = quantile(relative_errors, 0.5);
+  stats.p90_re = quantile(relative_errors, 0.9);
   stats.within_10pct = static_cast<double>(within) / static_cast<double>(stats.count);
   return stats;
 }

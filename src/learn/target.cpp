@@ -52,7 +52,7 @@ std::pair<double, int64_t> fit_thread_exponent(const TargetTransform& transform,
         estimates.push_back((log_a - log_b) / (std::log(threads_b) - std::log(threads_a)));
       }
   if (estimates.empty()) return {1.0, 0};
-  return {std::min(1.0, std::max(0.0, core::quantile(estimates, 0.5))), static_cast<int64_t>(estimates.size())};
+  return {std::min(1.0, std::max(0.0, quantile(estimates, 0.5))), static_cast<int64_t>(estimates.size())};
 }
 
 }  // namespace
@@ -96,7 +96,7 @@ void TargetTransform::fit(const Matrix& x, const Vector& y) {
   for (int column : reference_columns) DNNCAST_ASSERT(column >= 0 && column < x.cols());
   if (kind == Kind::LogRatio) {
     std::vector<double> values(x.col(reference_columns[0]).data(), x.col(reference_columns[0]).data() + x.rows());
-    floor = std::max(1e-12, core::quantile(values, 0.05));
+    floor = std::max(1e-12, quantile(values, 0.05));
     thread_exponent = 1.0;
     thread_pairs = 0;
     if (thread_column >= 0) {

@@ -22,13 +22,13 @@
 #include "profile/measure.h"
 #endif
 
-namespace dnncast::data {
+namespace dnncast::measure {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-using core::seconds_since;
+using dnncast::seconds_since;
 
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -51,7 +51,7 @@ struct WorkItem {
 
 std::string describe(const Plan& plan, const WorkItem& item) {
   const PlanEntry& entry = plan.entries[item.entry];
-  const RunConfig& config = entry.config;
+  const records::RunConfig& config = entry.config;
   std::ostringstream text;
   text << plan.networks[static_cast<size_t>(entry.network)].name << " b" << config.batch << " "
        << (config.input.empty() ? "seq" + std::to_string(config.seq_len) : config.input_text()) << " "
@@ -61,12 +61,12 @@ std::string describe(const Plan& plan, const WorkItem& item) {
   return text.str();
 }
 
-std::string result_text(const RunResult& result) {
+std::string result_text(const records::RunResult& result) {
   char buffer[256];
   if (result.status == "ok" && result.time_ms_median) {
     std::snprintf(buffer, sizeof buffer, "ok %.4g ms (p10 %.4g, p90 %.4g, n %lld), peak %s, load %.2f, %.1f s",
                   *result.time_ms_median, result.time_ms_p10.value_or(0), result.time_ms_p90.value_or(0),
-                  static_cast<long long>(result.iterations), core::format_bytes(static_cast<double>(result.peak_bytes.value_or(0)), core::ByteStyle::FixedKiB).c_str(),
+                  static_cast<long long>(result.iterations), format_bytes(static_cast<double>(result.peak_bytes.value_or(0)), ByteStyle::FixedKiB).c_str(),
                   result.load_other_cpus.value_or(0), result.wall_s.value_or(0));
     return buffer;
   }
@@ -85,7 +85,7 @@ class Progress {
     if (bar_) draw("measuring " + what);
   }
 
-  void finished(const std::string& what, const RunResult& result) {
+  void finished(const std::string& what, const records::RunResult& result) {
     ++done_;
     ++measured_;
     if (bar_) {
@@ -148,7 +148,7 @@ std::vector<int> pin_to(const std::vector<int>& wanted) {
 }
 
 #ifdef DNNCAST_HAVE_TORCH
-profile::TrainConfig train_config(const RunConfig& config, bool per_layer = false) {
+profile::TrainConfig train_config(const records::RunConfig& config, bool per_layer = false) {
   profile::TrainConfig train;
   train.set_setup(config);
   train.per_layer = per_layer;
@@ -168,8 +168,8 @@ profile::Limits limits_of(const MeasureOptions& options) {
   return limits;
 }
 
-RunResult result_of(const profile::Measurement& measurement) {
-  RunResult result;
+records::RunResult result_of(const profile::Measurement& measurement) {
+  records::RunResult result;
   result.status = measurement.status;
   result.message = measurement.message;
   if (measurement.time_ms.n > 0) {
@@ -193,11 +193,11 @@ RunResult result_of(const profile::Measurement& measurement) {
     for (const profile::LayerTime& layer : measurement.layers)
       result.layers.push_back({layer.node, layer.op, layer.forward_ms, layer.backward_ms, layer.iteration_forward_ms,
                                layer.iteration_backward_ms});
-    result.layers.push_back({"optimizer.step", kOptimizerStepOp, measurement.optimizer_step_ms, 0,
+    result.layers.push_back({"optimizer.step", records::kOptimizerStepOp, measurement.optimizer_step_ms, 0,
                              measurement.iteration_step_ms, 0.0});
-    result.layers.push_back({"optimizer.zero_grad", kZeroGradOp, measurement.zero_grad_ms, 0,
+    result.layers.push_back({"optimizer.zero_grad", records::kZeroGradOp, measurement.zero_grad_ms, 0,
                              measurement.iteration_zero_grad_ms, 0.0});
-    result.layers.push_back({"loss", kLossOp, 0, 0, measurement.iteration_loss_ms, 0.0});
+    result.layers.push_back({"loss", records::kLossOp, 0, 0, measurement.iteration_loss_ms, 0.0});
   }
   return result;
 }
@@ -207,7 +207,7 @@ void check_measurable(const Plan& plan, const std::vector<size_t>& entries) {
   std::set<std::tuple<Optimizer, Precision, int64_t, Device>> configs;
   std::set<int> networks;
   for (size_t index : entries) {
-    const RunConfig& config = plan.entries[index].config;
+    const records::RunConfig& config = plan.entries[index].config;
     networks.insert(plan.entries[index].network);
     if (!configs.emplace(config.optimizer, config.precision, config.threads, config.device).second) continue;
     try {
@@ -223,7 +223,7 @@ void check_measurable(const Plan& plan, const std::vector<size_t>& entries) {
   for (int network_index : networks) {
     const PlanNetwork& network = plan.networks[static_cast<size_t>(network_index)];
     if (!checked.insert(network.hash).second) continue;
-    RunConfig size;
+    records::RunConfig size;
     for (size_t index : entries) {
       if (plan.entries[index].network != network_index) continue;
       size = plan.entries[index].config;
@@ -231,7 +231,7 @@ void check_measurable(const Plan& plan, const std::vector<size_t>& entries) {
     }
     size.batch = 1;
     try {
-      profile::check_supported(build_network(network.model, size));
+      profile::check_supported(records::build_network(network.model, size));
     } catch (const InputError& error) {
       throw InputError(plan.source + ": model " + network.model.source() + ": " + error.what());
     }
@@ -302,10 +302,10 @@ std::vector<size_t> campaign_entries(const Plan& plan, const CampaignOptions& op
 // What a campaign knows before it measures: one environment per device the shard uses (the GPU fields
 // differ), the dataset when there is one, and what is already done in it per device.
 struct CampaignState {
-  std::map<std::string, EnvironmentRecord> environments;
-  std::optional<Store> store;
+  std::map<std::string, records::EnvironmentRecord> environments;
+  std::optional<store::Store> store;
   std::map<std::string, int64_t> environment_ids;
-  std::map<std::string, std::set<RunKey>> done;
+  std::map<std::string, std::set<records::RunKey>> done;
   std::set<std::string> stored_networks;
 };
 
@@ -318,13 +318,13 @@ CampaignState open_campaign(const Plan& plan, const std::vector<size_t>& entries
   }
   bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
   if (!have_db) return state;
-  state.store = Store::open(options.db_path, options.dry_run ? Database::Mode::ReadOnly : Database::Mode::Create);
+  state.store = store::Store::open(options.db_path, options.dry_run ? store::Database::Mode::ReadOnly : store::Database::Mode::Create);
   for (const auto& [device, environment] : state.environments) {
     const int64_t id = state.store->environment_id(environment, options.dry_run);
     state.environment_ids[device] = id;
     if (id) state.done[device] = state.store->run_keys(id);
   }
-  for (const NetworkRecord& network : state.store->networks(false)) state.stored_networks.insert(network.hash);
+  for (const records::NetworkRecord& network : state.store->networks(false)) state.stored_networks.insert(network.hash);
   return state;
 }
 
@@ -336,8 +336,8 @@ std::vector<WorkItem> campaign_todo(const Plan& plan, const std::vector<size_t>&
   for (int64_t repeat = 0; repeat < plan.repeats; ++repeat) {
     for (size_t index : entries) {
       const PlanEntry& entry = plan.entries[index];
-      const std::set<RunKey>& device_done = state.done[name(entry.config.device)];
-      RunKey key{plan.networks[static_cast<size_t>(entry.network)].hash, entry.config, repeat};
+      const std::set<records::RunKey>& device_done = state.done[name(entry.config.device)];
+      records::RunKey key{plan.networks[static_cast<size_t>(entry.network)].hash, entry.config, repeat};
       if (device_done.count(key))
         ++summary.done_before;
       else
@@ -365,8 +365,8 @@ void print_campaign_header(const Plan& plan, const CampaignOptions& options, con
 #ifdef DNNCAST_HAVE_TORCH
 // Measures one work item in a child process and stores the run (its own transaction: committed before
 // the next run starts). What fails as an InputError here (a file graph at another batch) is a result.
-const RunResult& measure_and_store(const Plan& plan, const WorkItem& item, const std::vector<int>& cpus,
-                                   const profile::Limits& limits, CampaignState& state, RunRecord& run) {
+const records::RunResult& measure_and_store(const Plan& plan, const WorkItem& item, const std::vector<int>& cpus,
+                                   const profile::Limits& limits, CampaignState& state, records::RunRecord& run) {
   const PlanEntry& entry = plan.entries[item.entry];
   const PlanNetwork& network = plan.networks[static_cast<size_t>(entry.network)];
   run.environment_id = state.environment_ids.at(name(entry.config.device));
@@ -377,21 +377,21 @@ const RunResult& measure_and_store(const Plan& plan, const WorkItem& item, const
   run.cpus = format_cpu_list(cpus);
   Clock::time_point run_start = Clock::now();
   try {
-    Graph graph = build_network(network.model, entry.config);
+    Graph graph = records::build_network(network.model, entry.config);
     profile::Measurement measurement = profile::measure_isolated(graph, train_config(entry.config, plan.measure.per_layer), limits);
     run.result = result_of(measurement);
     if (!measurement.env.cpus.empty()) run.cpus = measurement.env.cpus;
   } catch (const InputError& error) {
-    run.result = RunResult{};
+    run.result = records::RunResult{};
     run.result.status = "error";
     run.result.message = error.what();
     run.result.wall_s = seconds_since(run_start);
   }
-  run.measured_at = utc_now();
-  NetworkRecord record;
+  run.measured_at = records::utc_now();
+  records::NetworkRecord record;
   record.hash = network.hash;
   if (!state.stored_networks.count(network.hash)) {
-    record = network_record(network.model, entry.config);
+    record = records::network_record(network.model, entry.config);
     DNNCAST_ASSERT(record.hash == network.hash);
   }
   state.store->insert_run(record, run);
@@ -413,7 +413,7 @@ void measure_todo(const Plan& plan, const std::vector<WorkItem>& todo, const std
     }
     std::string what = describe(plan, item);
     progress.starting(what);
-    RunRecord run;
+    records::RunRecord run;
     const std::string& status = measure_and_store(plan, item, cpus, limits, state, run).status;
     ++summary.measured;
     (status == "ok"        ? summary.ok
@@ -470,4 +470,4 @@ CampaignSummary run_campaign(const Plan& plan, const CampaignOptions& options) {
   return summary;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

@@ -11,7 +11,7 @@
 
 #include "measure/plan.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 
 struct CampaignOptions {
   std::string db_path;
@@ -47,4 +47,4 @@ std::string format_cpu_list(const std::vector<int>& cpus);
 // CPUs this process may run on now (its affinity mask).
 std::vector<int> allowed_cpus();
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

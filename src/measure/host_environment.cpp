@@ -11,7 +11,7 @@
 #include "profile/measure.h"
 #endif
 
-namespace dnncast::data {
+namespace dnncast::measure {
 
 namespace {
 
@@ -51,8 +51,8 @@ std::string torch_version() {
 #endif
 }
 
-EnvironmentRecord detect_environment(Device device) {
-  EnvironmentRecord environment;
+records::EnvironmentRecord detect_environment(Device device) {
+  records::EnvironmentRecord environment;
   environment.cpu_model = proc_field("/proc/cpuinfo", "model name");
   if (environment.cpu_model.empty()) environment.cpu_model = proc_field("/proc/cpuinfo", "Model");  // ARM boards
   if (environment.cpu_model.empty()) environment.cpu_model = "unknown";
@@ -68,7 +68,7 @@ EnvironmentRecord detect_environment(Device device) {
   config.device = device;
   profile::Environment measured = profile::detect_environment(config);
   // The profiler's record, with this process's view of cores, threads and memory (the hash as it always was).
-  const EnvironmentRecord own = environment;
+  const records::EnvironmentRecord own = environment;
   environment = measured;
   environment.cores = own.cores;
   environment.threads = own.threads;
@@ -102,9 +102,9 @@ EnvironmentRecord detect_environment(Device device) {
 #endif
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) environment.host = host;
-  set_cpu_fingerprint(environment, hardware::host_cpu_fingerprint());
+  records::set_cpu_fingerprint(environment, hardware::host_cpu_fingerprint());
 #endif
   return environment;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

@@ -7,13 +7,13 @@
 
 #include "records/records.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 
 // Detects this machine. `device` is the device the runs use ("cpu" or "cuda"): the GPU fields
 // are filled only for "cuda" (from the profiler, or nvidia-smi's files under /proc/driver).
-EnvironmentRecord detect_environment(Device device = Device::Cpu);
+records::EnvironmentRecord detect_environment(Device device = Device::Cpu);
 
 // The libtorch version this build measures with, "" when built without libtorch.
 std::string torch_version();
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

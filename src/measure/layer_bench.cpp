@@ -15,23 +15,23 @@
 #include "profile/measure.h"
 #endif
 
-namespace dnncast::data {
+namespace dnncast::measure {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-using core::seconds_since;
+using dnncast::seconds_since;
 
 #ifdef DNNCAST_HAVE_TORCH
-LayerBenchRecord record_of(const models::LayerCase& c, const profile::LayerBench& bench, int64_t environment_id,
-                           const LayerBenchOptions& options, const EnvironmentRecord& environment) {
-  LayerBenchRecord r;
+records::LayerBenchRecord record_of(const models::LayerCase& c, const profile::LayerBench& bench, int64_t environment_id,
+                           const LayerBenchOptions& options, const records::EnvironmentRecord& environment) {
+  records::LayerBenchRecord r;
   r.environment_id = environment_id;
   r.kind = c.kind;
   r.op = c.graph.node(c.graph.size() - 1).op;
   r.key = c.key;
   r.origin = c.origin;
-  r.graph_json = graph_to_json(c.graph).dump();
+  r.graph_json = import::graph_to_json(c.graph).dump();
   r.batch = c.batch;
   r.threads = options.threads;
   r.flops_forward = c.flops_forward;
@@ -51,7 +51,7 @@ LayerBenchRecord record_of(const models::LayerCase& c, const profile::LayerBench
   r.cpus = std::to_string(options.threads) + " of " + std::to_string(environment.threads);
   r.host = environment.host;
   r.plan = options.plan;
-  r.measured_at = utc_now();
+  r.measured_at = records::utc_now();
   return r;
 }
 #endif
@@ -66,13 +66,13 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
   LayerBenchSummary summary;
   summary.planned = static_cast<int64_t>(cases.size());
   for (const models::LayerCase& c : cases) ++summary.by_kind[c.kind];
-  EnvironmentRecord environment = detect_environment(Device::Cpu);
+  records::EnvironmentRecord environment = detect_environment(Device::Cpu);
   bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
-  std::optional<Store> store;
+  std::optional<store::Store> store;
   int64_t environment_id = 0;
   std::set<std::string> done;
   if (have_db) {
-    store = Store::open(options.db_path, options.dry_run ? Database::Mode::ReadOnly : Database::Mode::Create);
+    store = store::Store::open(options.db_path, options.dry_run ? store::Database::Mode::ReadOnly : store::Database::Mode::Create);
     environment_id = store->environment_id(environment, options.dry_run);
     if (environment_id) done = store->layer_bench_keys(environment_id, options.threads);
   }
@@ -127,4 +127,4 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
   return summary;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

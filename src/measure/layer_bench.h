@@ -12,7 +12,7 @@
 
 #include "models/layer_cases.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 
 struct LayerBenchOptions {
   std::string db_path;
@@ -38,4 +38,4 @@ struct LayerBenchSummary {
 // Throws InputError for a bad option (before anything is measured).
 LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, const LayerBenchOptions& options);
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

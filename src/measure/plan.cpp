@@ -13,7 +13,7 @@
 #include "graph/op_registry.h"
 #include "models/zoo.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 
 namespace {
 
@@ -126,7 +126,7 @@ std::vector<int64_t> parse_input(const json& value, const std::string& where) {
     for (size_t dim = 0; dim < 3; ++dim) dims.push_back(get_int(value[dim], where, 1, 16384, "input dimension"));
   } else if (value.is_string()) {
     try {
-      dims = parse_input_text(value.get<std::string>());
+      dims = records::parse_input_text(value.get<std::string>());
     } catch (const InputError& error) {
       fail(where, error.what());
     }
@@ -146,14 +146,14 @@ bool is_graph_path(const std::string& text) {
   return text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0;
 }
 
-ModelRef graph_file(const std::string& path, const std::string& where) {
+records::ModelRef graph_file(const std::string& path, const std::string& where) {
   std::ifstream probe(path);
   if (!probe) fail(where, "cannot open graph file " + quote(path));
-  ModelRef model;
-  model.kind = ModelRef::Kind::File;
+  records::ModelRef model;
+  model.kind = records::ModelRef::Kind::File;
   model.path = path;
   try {
-    file_graph_input(path);  // parses the file now: a broken file is a plan error
+    records::file_graph_input(path);  // parses the file now: a broken file is a plan error
   } catch (const InputError& error) {
     fail(where, error.what());
   }
@@ -161,13 +161,13 @@ ModelRef graph_file(const std::string& path, const std::string& where) {
 }
 
 // `seen` mirrors `models`, so that a long seed range is not quadratic.
-void add_unique(std::vector<ModelRef>& models, std::set<ModelRef>& seen, const ModelRef& model) {
+void add_unique(std::vector<records::ModelRef>& models, std::set<records::ModelRef>& seen, const records::ModelRef& model) {
   if (seen.insert(model).second) models.push_back(model);
 }
 
-std::vector<ModelRef> parse_models(const json& value, const std::string& where, const std::string& base_dir) {
-  std::vector<ModelRef> models;
-  std::set<ModelRef> seen;
+std::vector<records::ModelRef> parse_models(const json& value, const std::string& where, const std::string& base_dir) {
+  std::vector<records::ModelRef> models;
+  std::set<records::ModelRef> seen;
   const json& list = non_empty_list(value, where);
   for (size_t index = 0; index < list.size(); ++index) {
     std::string item_where = where + "[" + std::to_string(index) + "]";
@@ -178,9 +178,9 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
         if (is_graph_path(text)) {
           add_unique(models, seen, graph_file(resolve_path(text, base_dir), item_where));
         } else {
-          ModelRef model;
+          records::ModelRef model;
           model.name = text;
-          zoo_entry(text);
+          models::zoo_entry(text);
           add_unique(models, seen, model);
         }
         continue;
@@ -194,20 +194,20 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
       const json& argument = item.begin().value();
       if (key == "zoo") {
         if (!argument.is_string()) fail(item_where, "\"zoo\" takes a model name");
-        ModelRef model;
+        records::ModelRef model;
         model.name = argument.get<std::string>();
-        zoo_entry(model.name);
+        models::zoo_entry(model.name);
         add_unique(models, seen, model);
       } else if (key == "family" || key == "zoo_kind") {
         if (!argument.is_string()) fail(item_where, "\"" + key + "\" takes a string");
         std::string wanted = argument.get<std::string>();
         std::set<std::string> known;
         size_t before = models.size();
-        for (const ZooEntry& entry : zoo()) {
+        for (const models::ZooEntry& entry : models::zoo()) {
           const std::string& field = key == "family" ? entry.family : entry.kind;
           known.insert(field);
           if (field != wanted) continue;
-          ModelRef model;
+          records::ModelRef model;
           model.name = entry.name;
           add_unique(models, seen, model);
         }
@@ -231,8 +231,8 @@ std::vector<ModelRef> parse_models(const json& value, const std::string& where, 
           fail(item_where, "\"synthetic\" takes a seed or an inclusive range [FIRST, LAST], got " + argument.dump());
         }
         for (int64_t seed = first; seed <= last; ++seed) {
-          ModelRef model;
-          model.kind = ModelRef::Kind::Synthetic;
+          records::ModelRef model;
+          model.kind = records::ModelRef::Kind::Synthetic;
           model.seed = seed;
           add_unique(models, seen, model);
         }
@@ -286,7 +286,7 @@ Sampling parse_sampling(const json& value, const std::string& where) {
 // The option lists of one group, after inheriting the plan's top-level defaults.
 struct Group {
   std::string where;
-  std::vector<ModelRef> models;
+  std::vector<records::ModelRef> models;
   std::vector<int64_t> batches;
   std::vector<std::vector<int64_t>> inputs;
   std::vector<int64_t> seq_lens;
@@ -338,8 +338,8 @@ Group parse_group(const json& group, const json& defaults, const std::string& wh
   if ((value = pick("max_train_gflops", at)))
     result.max_train_gflops = get_number(*value, at, 1e-9, 1e12, "max_train_gflops");
   for (size_t index = 0; index < result.models.size(); ++index) {
-    const ModelRef& model = result.models[index];
-    if (model.kind == ModelRef::Kind::File) continue;  // a file graph keeps its own input
+    const records::ModelRef& model = result.models[index];
+    if (model.kind == records::ModelRef::Kind::File) continue;  // a file graph keeps its own input
     bool sequence = model.is_sequence();
     if (sequence && result.seq_lens.empty())
       fail(here, "model " + model.source() + " takes tokens: the group needs \"seq_lens\"");
@@ -350,26 +350,26 @@ Group parse_group(const json& group, const json& defaults, const std::string& wh
 }
 
 // The sizes (image input or sequence length) a model is measured at within a group.
-std::vector<RunConfig> model_sizes(const Group& group, const ModelRef& model) {
-  std::vector<RunConfig> sizes;
-  if (model.kind == ModelRef::Kind::File) {
-    RunConfig config;
+std::vector<records::RunConfig> model_sizes(const Group& group, const records::ModelRef& model) {
+  std::vector<records::RunConfig> sizes;
+  if (model.kind == records::ModelRef::Kind::File) {
+    records::RunConfig config;
     if (model.is_sequence()) {
-      std::vector<int64_t> shape = file_graph_input(model.path);
+      std::vector<int64_t> shape = records::file_graph_input(model.path);
       config.seq_len = shape.empty() ? 0 : shape[0];
     } else {
-      config.input = file_graph_input(model.path);
+      config.input = records::file_graph_input(model.path);
     }
     sizes.push_back(config);
   } else if (model.is_sequence()) {
     for (int64_t seq_len : group.seq_lens) {
-      RunConfig config;
+      records::RunConfig config;
       config.seq_len = seq_len;
       sizes.push_back(config);
     }
   } else {
     for (const std::vector<int64_t>& input : group.inputs) {
-      RunConfig config;
+      records::RunConfig config;
       config.input = input;
       sizes.push_back(config);
     }
@@ -381,7 +381,7 @@ std::vector<RunConfig> model_sizes(const Group& group, const ModelRef& model) {
 class NetworkTable {
  public:
   // Index into `networks` of (model, size); builds it on first use. Throws InputError naming `where`.
-  int get(const ModelRef& model, const RunConfig& size, const std::string& where, std::vector<PlanNetwork>& networks) {
+  int get(const records::ModelRef& model, const records::RunConfig& size, const std::string& where, std::vector<PlanNetwork>& networks) {
     auto key = std::make_pair(model, size);
     auto found = index_.find(key);
     if (found != index_.end()) return found->second;
@@ -390,11 +390,11 @@ class NetworkTable {
     network.input = size.input;
     network.seq_len = size.seq_len;
     try {
-      Graph graph = build_network(model, size);
+      Graph graph = records::build_network(model, size);
       network.hash = graph.architecture_hash();
       network.family = graph.family.empty() ? "unknown" : graph.family;
-      network.name = model.kind == ModelRef::Kind::Zoo         ? model.name
-                     : model.kind == ModelRef::Kind::Synthetic ? "synthetic:" + std::to_string(model.seed)
+      network.name = model.kind == records::ModelRef::Kind::Zoo         ? model.name
+                     : model.kind == records::ModelRef::Kind::Synthetic ? "synthetic:" + std::to_string(model.seed)
                      : graph.name.empty()                      ? model.path
                                                                : graph.name;
       for (int node = 0; node < graph.size(); ++node) {
@@ -414,7 +414,7 @@ class NetworkTable {
   }
 
  private:
-  std::map<std::pair<ModelRef, RunConfig>, int> index_;
+  std::map<std::pair<records::ModelRef, records::RunConfig>, int> index_;
 };
 
 // A point of a group's grid: an index into each option list (size and batch within the model's).
@@ -428,10 +428,10 @@ class GroupGrid {
  public:
   GroupGrid(const Group& group, NetworkTable& table, std::vector<PlanNetwork>& networks) : group_(group) {
     per_batch_ = group.optimizers.size() * group.precisions.size() * group.threads.size() * group.devices.size();
-    for (const ModelRef& model : group.models) {
+    for (const records::ModelRef& model : group.models) {
       Model entry;
       entry.ref = model;
-      for (const RunConfig& size : model_sizes(group, model)) {
+      for (const records::RunConfig& size : model_sizes(group, model)) {
         int network = table.get(model, size, group.where, networks);
         Size item{size, network, {}};
         for (int64_t batch : group.batches) {
@@ -476,9 +476,9 @@ class GroupGrid {
 
   int network(const GridPoint& point) const { return models_[point.model].sizes[point.size].network; }
 
-  RunConfig config(const GridPoint& point) const {
+  records::RunConfig config(const GridPoint& point) const {
     const Size& size = models_[point.model].sizes[point.size];
-    RunConfig config = size.config;
+    records::RunConfig config = size.config;
     config.batch = size.batches[point.batch];
     config.optimizer = group_.optimizers[point.optimizer];
     config.precision = group_.precisions[point.precision];
@@ -489,12 +489,12 @@ class GroupGrid {
 
  private:
   struct Size {
-    RunConfig config;  // input or seq_len
+    records::RunConfig config;  // input or seq_len
     int network;
     std::vector<int64_t> batches;  // those under the FLOPs cap
   };
   struct Model {
-    ModelRef ref;
+    records::ModelRef ref;
     std::vector<Size> sizes;
   };
   const Group& group_;
@@ -505,7 +505,7 @@ class GroupGrid {
   uint64_t total_ = 0;
 };
 
-void shuffle(std::vector<size_t>& items, core::SplitMix64& random) {
+void shuffle(std::vector<size_t>& items, SplitMix64& random) {
   for (size_t index = items.size(); index > 1; --index) std::swap(items[index - 1], items[random.below(index)]);
 }
 
@@ -513,7 +513,7 @@ void shuffle(std::vector<size_t>& items, core::SplitMix64& random) {
 // strata of different dimensions paired by independent random permutations. A model's sizes and
 // batches are those of its grid (under the FLOPs cap). Duplicate points (when a dimension has
 // fewer values than samples) are dropped, so a plan may get fewer than `count`.
-std::vector<GridPoint> latin_hypercube(const Group& group, const GroupGrid& grid, int64_t count, core::SplitMix64& random) {
+std::vector<GridPoint> latin_hypercube(const Group& group, const GroupGrid& grid, int64_t count, SplitMix64& random) {
   const size_t dims = 7;
   size_t samples = static_cast<size_t>(count);
   std::vector<std::vector<size_t>> strata(dims);
@@ -547,7 +547,7 @@ std::vector<GridPoint> latin_hypercube(const Group& group, const GroupGrid& grid
 std::vector<GridPoint> sample_group(const Group& group, const GroupGrid& grid) {
   std::vector<GridPoint> points;
   const Sampling& sampling = group.sampling;
-  core::SplitMix64 random(sampling.seed);
+  SplitMix64 random(sampling.seed);
   if (sampling.strategy == "latin_hypercube") return latin_hypercube(group, grid, sampling.count, random);
   if (sampling.strategy == "random" && static_cast<uint64_t>(sampling.count) < grid.total()) {
     // Floyd's algorithm: `count` distinct indices without materialising the grid.
@@ -661,13 +661,13 @@ Plan parse_plan(const json& document, const std::string& source, const std::stri
 
     // Expand: every (model, size) is built once at batch 1 (validation, hash, FLOPs).
     NetworkTable table;
-    std::set<std::tuple<std::string, RunConfig>> seen;
+    std::set<std::tuple<std::string, records::RunConfig>> seen;
     for (const Group& group : groups) check_group_size(group, limits);
     for (const Group& group : groups) {
       GroupGrid grid(group, table, plan.networks);
       for (const GridPoint& point : sample_group(group, grid)) {
         int network = grid.network(point);
-        RunConfig config = grid.config(point);
+        records::RunConfig config = grid.config(point);
         // The same network and configuration listed twice (two groups, or a file equal to a zoo
         // model) is measured once.
         if (!seen.emplace(plan.networks[static_cast<size_t>(network)].hash, config).second) continue;
@@ -725,4 +725,4 @@ std::vector<size_t> shard_entries(const Plan& plan, const Shard& shard) {
   return indices;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

@@ -17,7 +17,7 @@
 #include "records/network_source.h"
 #include "store/store.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 
 // Per-measurement protocol settings (mapped onto the profiler's TrainConfig/Limits).
 struct MeasureOptions {
@@ -34,12 +34,12 @@ struct MeasureOptions {
 // One configuration of a plan; it is measured `repeats` times (repeat index 0..repeats-1).
 struct PlanEntry {
   int network = 0;  // index into Plan::networks
-  RunConfig config;
+  records::RunConfig config;
 };
 
 // A network at one size (image input or sequence length), as validation built it at batch 1.
 struct PlanNetwork {
-  ModelRef model;
+  records::ModelRef model;
   std::vector<int64_t> input;  // C x H x W, or empty
   int64_t seq_len = 0;
   std::string hash, name, family;
@@ -85,4 +85,4 @@ Shard parse_shard(const std::string& text);  // "3/10"; throws InputError
 std::vector<size_t> shard_entries(const Plan& plan, const Shard& shard);
 
 
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

@@ -202,7 +202,7 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
     case Sharding::Ddp:
       out.bucket_bytes = sizes.trainable_bytes;
       out.notes.push_back("ddp: the reducer's buckets hold a second copy of the gradients (" +
-                          core::format_bytes(sizes.trainable_bytes) +
+                          format_bytes(sizes.trainable_bytes) +
                           "; gradient_as_bucket_view=True would save it)");
       out.collectives.push_back({"all-reduce of the gradients", ring_bytes(sizes.trainable_bytes, n, true), multi_node});
       break;
@@ -213,7 +213,7 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
       out.bucket_bytes = bucket;
       out.notes.push_back(std::string(sharding_name(s)) + ": optimizer states" +
                           (s == Sharding::Zero2 ? " and gradients" : "") + " divided by " + std::to_string(k) +
-                          "; a reduction bucket of " + core::format_bytes(bucket) +
+                          "; a reduction bucket of " + format_bytes(bucket) +
                           " (DeepSpeed's reduce_bucket_size, 5e8 elements, at most the trainable parameters)");
       out.collectives.push_back({"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
       out.collectives.push_back({"all-gather of the updated parameters", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
@@ -225,7 +225,7 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
       out.gathered_bytes = std::min(sizes.parameter_bytes, 2 * unit_bytes);
       out.bucket_bytes = bucket;
       out.notes.push_back("zero3: parameters, gradients and optimizer states divided by " + std::to_string(k) +
-                          "; two blocks' parameters gathered (" + core::format_bytes(out.gathered_bytes) +
+                          "; two blocks' parameters gathered (" + format_bytes(out.gathered_bytes) +
                           "); DeepSpeed may keep more gathered (stage3_max_live_parameters, 1e9 by default)");
       out.collectives.push_back({"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
       out.collectives.push_back({"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
@@ -241,7 +241,7 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
       out.notes.push_back(std::string(sharding_name(s)) + ": parameters, gradients and optimizer states divided by " +
                           std::to_string(k) + (s == Sharding::Hsdp ? " (the GPUs of a node)" : "") +
                           "; gathered: two blocks' parameters, one block's gradients and the root unit (" +
-                          core::format_bytes(out.gathered_bytes) + ")");
+                          format_bytes(out.gathered_bytes) + ")");
       const bool intra_crosses = s == Sharding::Fsdp && multi_node;
       out.collectives.push_back({"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});
       out.collectives.push_back({"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});

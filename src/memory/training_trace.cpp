@@ -21,16 +21,16 @@
 namespace dnncast::memory {
 
 // A convolution's allocations come from kernels/cpu_conv (what libtorch's CPU kernels allocate).
-using kernels::ConvRecipe;
-using kernels::ConvShape;
-using kernels::Step;
-using kernels::conv_shape;
-using kernels::cpu_conv_recipe;
-using kernels::kFirstTemp;
-using kernels::kSlotGradBias;
-using kernels::kSlotGradInput;
-using kernels::kSlotGradWeight;
-using kernels::kSlotOutput;
+using hardware::ConvRecipe;
+using hardware::ConvShape;
+using hardware::Step;
+using hardware::conv_shape;
+using hardware::cpu_conv_recipe;
+using hardware::kFirstTemp;
+using hardware::kSlotGradBias;
+using hardware::kSlotGradInput;
+using hardware::kSlotGradWeight;
+using hardware::kSlotOutput;
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "models/cnn_blocks.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -98,4 +98,4 @@ void register_alexnet_vgg(std::vector<ZooEntry>& entries) {
   }
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

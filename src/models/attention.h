@@ -7,7 +7,7 @@
 
 #include "graph/builder.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 // Self-attention as torch 1.13's F.multi_head_attention_forward computes it in training with a packed
 // in_proj (nn.MultiheadAttention, torchvision's ViT): x N x L x embed -> Linear in_proj (3 embed) ->
@@ -17,4 +17,4 @@ namespace dnncast {
 int packed_self_attention(GraphBuilder& b, const std::string& prefix, int x, int64_t embed, int64_t heads,
                           double dropout_p);
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace dnncast::blocks {
+namespace dnncast::models::blocks {
 
 int image_input(GraphBuilder& b, const ModelSpec& spec) {
   return b.input(TensorShape{spec.batch, spec.input.at(0), spec.input.at(1), spec.input.at(2)});
@@ -43,4 +43,4 @@ int64_t make_divisible(double value, int64_t divisor, int64_t min_value) {
 
 int64_t python_round(double value) { return static_cast<int64_t>(std::nearbyint(value)); }
 
-}  // namespace dnncast::blocks
+}  // namespace dnncast::models::blocks

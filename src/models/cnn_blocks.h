@@ -7,7 +7,7 @@
 #include "graph/builder.h"
 #include "models/zoo.h"
 
-namespace dnncast::blocks {
+namespace dnncast::models::blocks {
 
 // The image input of a CNN: batch x C x H x W from the spec (build_zoo_model fills the defaults).
 int image_input(GraphBuilder& b, const ModelSpec& spec);
@@ -33,4 +33,4 @@ int64_t make_divisible(double value, int64_t divisor, int64_t min_value = 0);
 // Python's round() (half to even), which torchvision uses for some widths.
 int64_t python_round(double value);
 
-}  // namespace dnncast::blocks
+}  // namespace dnncast::models::blocks

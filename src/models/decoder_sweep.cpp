@@ -8,16 +8,16 @@
 #include "models/hf_config.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
 template <typename T>
-T pick(core::SplitMix64& rng, const std::vector<T>& choices) {
+T pick(SplitMix64& rng, const std::vector<T>& choices) {
   return choices[static_cast<size_t>(rng.below(choices.size()))];
 }
 
-bool chance(core::SplitMix64& rng, double probability) { return rng.unit() < probability; }
+bool chance(SplitMix64& rng, double probability) { return rng.unit() < probability; }
 
 // The divisors of `heads` below it: the key/value head counts of grouped-query attention.
 std::vector<int64_t> grouped_kv_heads(int64_t heads) {
@@ -28,14 +28,14 @@ std::vector<int64_t> grouped_kv_heads(int64_t heads) {
 }
 
 // PEFT's target module names for the family (graph/lora.h).
-std::string lora_targets(core::SplitMix64& rng, const std::string& family) {
+std::string lora_targets(SplitMix64& rng, const std::string& family) {
   static const std::vector<std::string> llama = {"q,v", "q,k,v,o", "q,k,v,o,gate,up,down", "gate,up,down", "v", "o,down"};
   static const std::vector<std::string> neox = {"query_key_value", "query_key_value,dense", "dense_h_to_4h,dense_4h_to_h",
                                                 "query_key_value,dense,dense_h_to_4h,dense_4h_to_h"};
   return pick(rng, family == "gpt_neox" ? neox : llama);
 }
 
-void draw_llama(core::SplitMix64& rng, DecoderCase& c) {
+void draw_llama(SplitMix64& rng, DecoderCase& c) {
   c.heads = c.family == "mistral" ? pick<int64_t>(rng, {2, 4, 6, 8}) : rng.int_between(2, 8);
   // llama: multi-head half of the time, else grouped; mistral: grouped (one kv head included).
   c.kv_heads = c.family == "llama" && chance(rng, 0.5) ? c.heads : pick(rng, grouped_kv_heads(c.heads));
@@ -54,7 +54,7 @@ void draw_llama(core::SplitMix64& rng, DecoderCase& c) {
   if (chance(rng, 0.15)) c.dropout = 0.1;
 }
 
-void draw_neox(core::SplitMix64& rng, DecoderCase& c) {
+void draw_neox(SplitMix64& rng, DecoderCase& c) {
   c.heads = rng.int_between(1, 8);
   c.kv_heads = c.heads;
   const int64_t head_dim = pick<int64_t>(rng, {8, 12, 16, 20, 24});
@@ -136,7 +136,7 @@ std::string DecoderCase::describe() const {
 
 std::vector<DecoderCase> decoder_sweep(uint64_t seed, size_t count) {
   static const char* const kFamilies[] = {"llama", "mistral", "gpt_neox"};
-  core::SplitMix64 rng(seed);
+  SplitMix64 rng(seed);
   std::vector<DecoderCase> cases;
   for (size_t index = 0; index < count; ++index) {
     DecoderCase c;
@@ -167,7 +167,7 @@ std::vector<DecoderCase> decoder_sweep(uint64_t seed, size_t count) {
 
 std::vector<DecoderCase> decoder_mode_sweep(uint64_t seed, size_t count) {
   std::vector<DecoderCase> cases = decoder_sweep(35, count);
-  core::SplitMix64 rng(seed);
+  SplitMix64 rng(seed);
   static const Precision kPrecisions[] = {Precision::Fp32, Precision::Bf16, Precision::Bf16Pure};
   for (size_t index = 0; index < cases.size(); ++index) {
     DecoderCase& c = cases[index];
@@ -179,4 +179,4 @@ std::vector<DecoderCase> decoder_mode_sweep(uint64_t seed, size_t count) {
   return cases;
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

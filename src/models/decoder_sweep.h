@@ -13,7 +13,7 @@
 #include "core/training_setup.h"
 #include "graph/graph.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 // One configuration of the sweep. The training setup (optimizer, precision, device) is TrainingSetup's;
 // decoder_sweep() draws fp32 without checkpointing or accumulation, decoder_mode_sweep() every mode.
@@ -51,4 +51,4 @@ std::vector<DecoderCase> decoder_sweep(uint64_t seed = 35, size_t count = 200);
 // bf16 (autocast) or bf16-pure in turn; activation checkpointing on half of them; 2 micro-batches on a quarter.
 std::vector<DecoderCase> decoder_mode_sweep(uint64_t seed = 36, size_t count = 200);
 
-}  // namespace dnncast
+}  // namespace dnncast::models

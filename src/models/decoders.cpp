@@ -18,7 +18,7 @@
 #include "graph/builder.h"
 #include "models/transformers.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -141,4 +141,4 @@ Graph neox_graph(const TransformerSize& size, const ModelSpec& spec) {
 Graph build_llama(const TransformerSize& size, const ModelSpec& spec) { return llama_graph(size, spec); }
 Graph build_gpt_neox(const TransformerSize& size, const ModelSpec& spec) { return neox_graph(size, spec); }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -7,7 +7,7 @@
 
 #include "models/cnn_blocks.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -72,4 +72,4 @@ void register_densenet(std::vector<ZooEntry>& entries) {
   add(entries, "densenet201", {32, {6, 12, 48, 32}, 64});
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

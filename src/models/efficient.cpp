@@ -10,7 +10,7 @@
 
 #include "models/cnn_blocks.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -187,4 +187,4 @@ void register_efficient(std::vector<ZooEntry>& entries) {
                      }});
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

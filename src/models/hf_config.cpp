@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "models/transformers.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -246,4 +246,4 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
   return build_llama(size, at);
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

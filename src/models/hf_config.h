@@ -16,7 +16,7 @@
 #include "graph/graph.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 // True when `document` reads as a Hugging Face config (an object with "model_type"), not a dnncast graph.
 bool is_hf_config(const nlohmann::json& document);
@@ -28,4 +28,4 @@ bool is_hf_config(const nlohmann::json& document);
 // family not built here.
 Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const std::string& source);
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -8,7 +8,7 @@
 
 #include "models/cnn_blocks.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -173,4 +173,4 @@ void register_inception(std::vector<ZooEntry>& entries) {
   entries.push_back({"inception_v3", "inception", "cnn", {3, 299, 299}, build_inception_v3});
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

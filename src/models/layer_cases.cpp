@@ -16,7 +16,7 @@
 namespace dnncast::models {
 namespace {
 
-using core::SplitMix64;
+using dnncast::SplitMix64;
 
 const std::vector<std::string> kActivations{"ReLU", "GELU", "SiLU", "Hardswish", "Sigmoid"};
 const std::vector<std::string> kPools{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"};
@@ -285,11 +285,11 @@ std::vector<LayerCase> read_shape_file(const std::string& path) {
                                         "width", "kernel", "stride",   "groups",       "op"};
   std::vector<std::string> fields;
   int64_t line = 0;
-  if (!core::read_csv_record(in, fields, line) || fields != header)
+  if (!read_csv_record(in, fields, line) || fields != header)
     throw InputError(path + ": line 1 must be the header " + joined(header));
   std::vector<LayerCase> cases;
   int64_t row_line = line + 1;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     std::string where = path + ":" + std::to_string(row_line);
     row_line = line + 1;
     if (fields.size() == 1 && fields[0].empty()) continue;

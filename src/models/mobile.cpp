@@ -8,7 +8,7 @@
 
 #include "models/cnn_blocks.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -300,4 +300,4 @@ void register_mobile(std::vector<ZooEntry>& entries) {
                      [](const ModelSpec& spec) { return build_squeezenet("squeezenet1_1", true, spec); }});
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -3,7 +3,7 @@
 #include "graph/builder.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -80,4 +80,4 @@ void register_resnet(std::vector<ZooEntry>& entries) {
   add(entries, "wide_resnet101_2", {true, {3, 4, 23, 3}, 1, 128});
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "graph/op_registry.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -377,4 +377,4 @@ Graph make_synthetic(uint64_t seed, const ModelSpec& spec_in) {
   return PlanBuilder(plan, shrink, name).build(spec);
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -20,7 +20,7 @@
 #include "graph/graph.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 inline constexpr int64_t kSyntheticMaxParams = 25'000'000;
 
@@ -29,4 +29,4 @@ inline constexpr int64_t kSyntheticMaxParams = 25'000'000;
 // (a sequence length without an image input, a non-positive dimension, ...).
 Graph make_synthetic(uint64_t seed, const ModelSpec& spec);
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -19,7 +19,7 @@
 #include "models/transformers.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -304,4 +304,4 @@ void register_transformers(std::vector<ZooEntry>& entries) {
   entries.push_back({"gpt2_small", "gpt2", "transformer", {1024}, build_gpt2_small});
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

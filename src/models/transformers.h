@@ -8,7 +8,7 @@
 #include "graph/graph.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 struct TransformerSize {
   std::string name, family;  // the graph's
@@ -46,4 +46,4 @@ Graph build_llama(const TransformerSize& size, const ModelSpec& spec);
 // GPTNeoXForCausalLM: fused query_key_value, partial rotary, LayerNorm, GELU MLP, parallel residual or not.
 Graph build_gpt_neox(const TransformerSize& size, const ModelSpec& spec);
 
-}  // namespace dnncast
+}  // namespace dnncast::models

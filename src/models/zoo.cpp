@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/text.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 namespace {
 
@@ -62,4 +62,4 @@ Graph build_zoo_model(const std::string& name, ModelSpec spec) {
   }
 }
 
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -8,7 +8,7 @@
 
 #include "graph/graph.h"
 
-namespace dnncast {
+namespace dnncast::models {
 
 struct ModelSpec {
   int64_t batch = 1;
@@ -47,4 +47,4 @@ void register_mobile(std::vector<ZooEntry>& entries);      // mobilenet v2/v3, m
 void register_efficient(std::vector<ZooEntry>& entries);   // efficientnet, regnet, convnext
 void register_transformers(std::vector<ZooEntry>& entries);  // vit_b_16, bert_base, gpt2_small
 
-}  // namespace dnncast
+}  // namespace dnncast::models

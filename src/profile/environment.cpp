@@ -257,7 +257,7 @@ Environment detect_environment(const TrainConfig& config) {
   env.build_type = detail::build_type();
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) env.host = host;
-  data::set_cpu_fingerprint(env, hardware::host_cpu_fingerprint());
+  records::set_cpu_fingerprint(env, hardware::host_cpu_fingerprint());
   return env;
 }
 

@@ -1096,7 +1096,7 @@ std::vector<LayerTime> time_layers(Trainer& trainer, const std::vector<at::Scala
       backward_ms.push_back(backward);
       if (forward_ms.size() >= 3 && ms_since(node_start) > 50) break;
     }
-    layers.push_back({node.name, node.op, core::quantile(forward_ms, 0.5), core::quantile(backward_ms, 0.5)});
+    layers.push_back({node.name, node.op, quantile(forward_ms, 0.5), quantile(backward_ms, 0.5)});
   }
   return layers;
 }
@@ -1118,8 +1118,8 @@ void time_optimizer(Trainer& trainer, double& step_ms, double& zero_grad_ms) {
     steps.push_back(step);
     zeros.push_back(zero);
   }
-  step_ms = core::quantile(steps, 0.5);
-  zero_grad_ms = core::quantile(zeros, 0.5);
+  step_ms = quantile(steps, 0.5);
+  zero_grad_ms = quantile(zeros, 0.5);
 }
 
 // Per-layer mode: each node inside real training iterations (NodeClock), and the optimizer's two
@@ -1182,13 +1182,13 @@ void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, 
   for (size_t index = 0; index < nodes; ++index) {
     if (graph.node(static_cast<int>(index)).op == "Input") continue;
     DNNCAST_ASSERT(position < layers.size() && layers[position].node == graph.node(static_cast<int>(index)).name);
-    layers[position].iteration_forward_ms = core::quantile(forward[index], 0.5);
-    layers[position].iteration_backward_ms = core::quantile(backward[index], 0.5);
+    layers[position].iteration_forward_ms = quantile(forward[index], 0.5);
+    layers[position].iteration_backward_ms = quantile(backward[index], 0.5);
     ++position;
   }
-  step_ms = core::quantile(steps, 0.5);
-  zero_grad_ms = core::quantile(zeros, 0.5);
-  loss_ms = core::quantile(losses, 0.5);
+  step_ms = quantile(steps, 0.5);
+  zero_grad_ms = quantile(zeros, 0.5);
+  loss_ms = quantile(losses, 0.5);
 }
 
 // --- One step written out, for the numerical comparison with PyTorch ----------------------------
@@ -1352,7 +1352,7 @@ StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint6
   Graph graph = keep_dropout ? graph_in : without_dropout(graph_in);
   {
     std::ofstream out(dir + "/graph.json");
-    out << write_graph_json(graph);
+    out << import::write_graph_json(graph);
     if (!out) throw InputError("cannot write " + dir + "/graph.json (does the folder exist?)");
   }
   setup_threads(1);
@@ -1470,7 +1470,7 @@ double run_probe_ms() {
     times.push_back(ms_since(start));
   }
   at::set_num_threads(threads);
-  return core::quantile(times, 0.5);
+  return quantile(times, 0.5);
 }
 
 Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in, const Limits& limits) {
@@ -1726,8 +1726,8 @@ LayerBench bench_layer_in_process(const Graph& graph, const TrainConfig& config_
       backward.push_back(times.backward_ms);
       if (forward.size() >= 3 && ms_since(start) > limits.time_budget_s * 1000) break;
     }
-    bench.forward_ms = core::quantile(forward, 0.5);
-    bench.backward_ms = core::quantile(backward, 0.5);
+    bench.forward_ms = quantile(forward, 0.5);
+    bench.backward_ms = quantile(backward, 0.5);
     bench.reps = static_cast<int64_t>(forward.size());
     auto median_of = [&](bool data, bool weight, CacheFlusher* flusher, bool want_forward) {
       std::vector<double> times;
@@ -1735,7 +1735,7 @@ LayerBench bench_layer_in_process(const Graph& graph, const TrainConfig& config_
         PassTimes pass = layer_pass(module, index, inputs, data, weight, config, flusher);
         times.push_back(want_forward ? pass.forward_ms : pass.backward_ms);
       }
-      return core::quantile(times, 0.5);
+      return quantile(times, 0.5);
     };
     if (has_data && has_weight) {
       bench.backward_data_ms = median_of(true, false, nullptr, false);
@@ -1748,8 +1748,8 @@ LayerBench bench_layer_in_process(const Graph& graph, const TrainConfig& config_
       cold_forward.push_back(pass.forward_ms);
       cold_backward.push_back(pass.backward_ms);
     }
-    bench.cold_forward_ms = core::quantile(cold_forward, 0.5);
-    bench.cold_backward_ms = core::quantile(cold_backward, 0.5);
+    bench.cold_forward_ms = quantile(cold_forward, 0.5);
+    bench.cold_backward_ms = quantile(cold_backward, 0.5);
   } catch (const std::bad_alloc&) {
     bench.status = "oom";
     bench.message = "std::bad_alloc (memory outside the tracked tensors ran out, or the address-space limit)";

@@ -68,7 +68,7 @@ double median_rel_ci(const std::vector<double>& values) {
   auto upper_rank = static_cast<int64_t>(std::ceil(static_cast<double>(count) / 2 + spread)) + 1;
   lower_rank = std::max<int64_t>(lower_rank, 1);
   upper_rank = std::min<int64_t>(upper_rank, static_cast<int64_t>(count));
-  double median = core::quantile(sorted, 0.5);
+  double median = quantile(sorted, 0.5);
   if (median <= 0) return std::numeric_limits<double>::infinity();
   double half_width = (sorted[static_cast<size_t>(upper_rank - 1)] - sorted[static_cast<size_t>(lower_rank - 1)]) / 2;
   return half_width / median;
@@ -78,9 +78,9 @@ TimeStats summarize(const std::vector<double>& times_ms) {
   TimeStats stats;
   stats.n = static_cast<int64_t>(times_ms.size());
   if (times_ms.empty()) return stats;
-  stats.median = core::quantile(times_ms, 0.5);
-  stats.p10 = core::quantile(times_ms, 0.1);
-  stats.p90 = core::quantile(times_ms, 0.9);
+  stats.median = quantile(times_ms, 0.5);
+  stats.p10 = quantile(times_ms, 0.1);
+  stats.p90 = quantile(times_ms, 0.9);
   stats.mean = std::accumulate(times_ms.begin(), times_ms.end(), 0.0) / static_cast<double>(times_ms.size());
   stats.rel_ci = median_rel_ci(times_ms);
   return stats;
@@ -91,7 +91,7 @@ TimeStats summarize(const std::vector<double>& times_ms) {
 // --- JSON ----------------------------------------------------------------------------------------
 
 json to_json(const Environment& env) {
-  json doc = data::environment_json(env, true);
+  json doc = records::environment_json(env, true);
   doc["cpus"] = env.cpus;
   return doc;
 }
@@ -101,7 +101,7 @@ namespace {
 Environment environment_from_json(const json& doc) {
   Environment env;
   if (!doc.is_object()) return env;
-  static_cast<data::EnvironmentRecord&>(env) = data::environment_from_json(doc);
+  static_cast<records::EnvironmentRecord&>(env) = records::environment_from_json(doc);
   env.cpus = doc.value("cpus", "");
   return env;
 }
@@ -356,14 +356,14 @@ int64_t vm_size_bytes() {
       // One line per case, as each finishes: the parent keeps what came before a crash.
       const json& cases = doc.at("cases");
       for (size_t index = 0; index < cases.size(); ++index) {
-        Graph graph = graph_from_json(cases[index], "layer case");
+        Graph graph = import::graph_from_json(cases[index], "layer case");
         std::string line = to_json(bench_layer_in_process(graph, config, limits)).dump() + "\n";
         if (!write_all(fd, line.data(), line.size())) break;
       }
       ::close(fd);
       _exit(0);
     }
-    Graph graph = graph_from_json(doc.at("graph"), "measurement request");
+    Graph graph = import::graph_from_json(doc.at("graph"), "measurement request");
     result = measure_in_process(graph, config, limits);
   } catch (const std::exception& error) {
     result = Measurement{};
@@ -540,7 +540,7 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
   if (limits.timeout_s <= 0) throw InputError("timeout must be positive");
   if (limits.memory_bytes < 0) throw InputError("memory limit must be >= 0 bytes");
 
-  std::string request = json{{"graph", graph_to_json(graph)}, {"config", config_to_json(config)},
+  std::string request = json{{"graph", import::graph_to_json(graph)}, {"config", config_to_json(config)},
                              {"limits", limits_to_json(limits)}}.dump();
 
   ChildRun run = run_child(request, limits.timeout_s, {});
@@ -628,7 +628,7 @@ void bench_layers_isolated(const std::vector<Graph>& cases, const TrainConfig& c
   while (next < cases.size()) {
     size_t end = std::min(cases.size(), next + kCasesPerChild);
     json list = json::array();
-    for (size_t index = next; index < end; ++index) list.push_back(graph_to_json(cases[index]));
+    for (size_t index = next; index < end; ++index) list.push_back(import::graph_to_json(cases[index]));
     std::string request = json{{"kind", "layers"}, {"cases", list}, {"config", config_to_json(config)},
                                {"limits", limits_to_json(limits)}}.dump();
     size_t done = next;
@@ -696,7 +696,7 @@ Measurement combine_repeats(const std::vector<Measurement>& repeats) {
   auto median_of = [&](auto field) {
     std::vector<double> values;
     for (const Measurement* m : ok) values.push_back(field(*m));
-    return core::quantile(values, 0.5);
+    return quantile(values, 0.5);
   };
   auto mean_of = [&](auto field) {
     double sum = 0;

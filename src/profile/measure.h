@@ -74,7 +74,7 @@ struct LayerTime {
 // Where the measurement ran.
 // The machine a measurement ran on, as the child reports it: the dataset's environment record (records/records.h;
 // `threads` here is the measurement's intra-op thread count) and the CPUs the child was pinned to.
-struct Environment : data::EnvironmentRecord {
+struct Environment : records::EnvironmentRecord {
   std::string cpus;  // "0-1"
 };
 

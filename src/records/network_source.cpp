@@ -9,7 +9,7 @@
 #include "models/synthetic.h"
 #include "models/zoo.h"
 
-namespace dnncast::data {
+namespace dnncast::records {
 
 namespace {
 
@@ -19,7 +19,7 @@ const Graph& cached_file_graph(const std::string& path) {
   static std::map<std::string, Graph> cache;
   std::lock_guard<std::mutex> lock(mutex);
   auto found = cache.find(path);
-  if (found == cache.end()) found = cache.emplace(path, load_graph_file(path)).first;
+  if (found == cache.end()) found = cache.emplace(path, import::load_graph_file(path)).first;
   return found->second;
 }
 
@@ -67,7 +67,7 @@ std::string ModelRef::source() const {
 bool ModelRef::is_sequence() const {
   switch (kind) {
     case Kind::Zoo:
-      return zoo_entry(name).kind != "cnn";
+      return models::zoo_entry(name).kind != "cnn";
     case Kind::Synthetic:
       return false;
     case Kind::File: {
@@ -91,7 +91,7 @@ ModelRef parse_model_source(const std::string& source) {
   if (scheme == "zoo") {
     model.kind = ModelRef::Kind::Zoo;
     model.name = rest;
-    zoo_entry(rest);  // throws with suggestions when unknown
+    models::zoo_entry(rest);  // throws with suggestions when unknown
   } else if (scheme == "synthetic") {
     model.kind = ModelRef::Kind::Synthetic;
     size_t used = 0;
@@ -113,15 +113,15 @@ ModelRef parse_model_source(const std::string& source) {
 
 Graph build_network(const ModelRef& model, const RunConfig& config) {
   if (config.batch <= 0) throw InputError("batch must be positive, got " + std::to_string(config.batch));
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = config.batch;
   spec.input = config.input;
   spec.seq_len = config.seq_len;
   switch (model.kind) {
     case ModelRef::Kind::Zoo:
-      return build_zoo_model(model.name, spec);
+      return models::build_zoo_model(model.name, spec);
     case ModelRef::Kind::Synthetic:
-      return make_synthetic(static_cast<uint64_t>(model.seed), spec);
+      return models::make_synthetic(static_cast<uint64_t>(model.seed), spec);
     case ModelRef::Kind::File:
       return reshape_file_graph(model.path, config);
   }
@@ -140,7 +140,7 @@ NetworkRecord network_record(const ModelRef& model, const RunConfig& config) {
   if (record.name.empty()) record.name = model.path;
   record.family = graph.family.empty() ? "unknown" : graph.family;
   record.source = model.source();
-  record.graph_json = write_graph_json(graph);
+  record.graph_json = import::write_graph_json(graph);
   return record;
 }
 
@@ -150,4 +150,4 @@ std::vector<int64_t> file_graph_input(const std::string& path) {
   return std::vector<int64_t>(shape.begin() + 1, shape.end());
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::records

@@ -11,7 +11,7 @@
 #include "records/records.h"
 #include "graph/graph.h"
 
-namespace dnncast::data {
+namespace dnncast::records {
 
 struct ModelRef {
   enum class Kind { Zoo, Synthetic, File };
@@ -40,4 +40,4 @@ NetworkRecord network_record(const ModelRef& model, const RunConfig& config);
 // The input shape (without batch) stored in a file graph's first Input node; throws InputError.
 std::vector<int64_t> file_graph_input(const std::string& path);
 
-}  // namespace dnncast::data
+}  // namespace dnncast::records

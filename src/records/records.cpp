@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::data {
+namespace dnncast::records {
 
 std::string fnv1a_hex(const std::string& text) {
   uint64_t hash = 1469598103934665603ULL;
@@ -146,4 +146,4 @@ EnvironmentRecord environment_from_json(const nlohmann::json& document) {
   return environment;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::records

@@ -17,7 +17,7 @@
 #include "core/training_setup.h"
 #include "hardware/fingerprint.h"
 
-namespace dnncast::data {
+namespace dnncast::records {
 
 // Where a measurement ran. The hash covers every field except `host`, `isa_cap` and `base_mhz`, so
 // identical machines of a cluster (Slurm nodes) share one environment; the host of each run is kept
@@ -170,4 +170,4 @@ std::string utc_now();
 // FNV-1a 64 of a text, 16 hex digits (the same hash family as Graph::architecture_hash).
 std::string fnv1a_hex(const std::string& text);
 
-}  // namespace dnncast::data
+}  // namespace dnncast::records

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/units.h"
 
-namespace dnncast::apps {
+namespace dnncast::report {
 
 std::string html_escape(const std::string& text) {
   std::string out;
@@ -79,7 +79,7 @@ const char* basis_meaning(const std::string& basis) {
   return "see docs/GPU.md";
 }
 
-std::string instance_label(const CompareRow& row) {
+std::string instance_label(const decide::CompareRow& row) {
   std::string label = row.provider + " " + (row.instance_type.empty() ? "(gpu only)" : row.instance_type);
   if (row.gpu_count > 1) label += " " + std::to_string(row.gpu_count) + "x";
   return label + " " + row.gpu;
@@ -158,9 +158,9 @@ void axes_svg(std::ostringstream& svg, const Axis& x, const Axis& y) {
       << ") rotate(-90)' text-anchor='middle'>total cost, USD" << (y.log ? " (log scale)" : "") << "</text>\n";
 }
 
-std::string scatter_svg(const Comparison& comparison) {
+std::string scatter_svg(const decide::Comparison& comparison) {
   std::vector<double> hours, usd;
-  for (const CompareRow& row : comparison.rows) {
+  for (const decide::CompareRow& row : comparison.rows) {
     hours.insert(hours.end(), {row.total_hours_low, row.total_hours, row.total_hours_high});
     usd.insert(usd.end(), {row.total_usd_low, row.total_usd, row.total_usd_high});
   }
@@ -170,21 +170,21 @@ std::string scatter_svg(const Comparison& comparison) {
       << "' role='img' aria-label='total cost against total time per instance'>\n";
   axes_svg(svg, x, y);
   // Interval whiskers: cost is price x time, so a time interval is a segment along the row's price line.
-  for (const CompareRow& row : comparison.rows)
+  for (const decide::CompareRow& row : comparison.rows)
     svg << "<line class='whisker' x1='" << x.at(row.total_hours_low) << "' y1='" << y.at(row.total_usd_low) << "' x2='"
         << x.at(row.total_hours_high) << "' y2='" << y.at(row.total_usd_high) << "' stroke='"
         << (row.fits.value_or(false) ? basis_colour(row.basis) : "#bbbbbb") << "' stroke-width='2' opacity='0.6'/>\n";
-  std::vector<const CompareRow*> front;
-  for (const CompareRow& row : comparison.rows)
+  std::vector<const decide::CompareRow*> front;
+  for (const decide::CompareRow& row : comparison.rows)
     if (row.on_pareto_front) front.push_back(&row);
   std::sort(front.begin(), front.end(),
-            [](const CompareRow* a, const CompareRow* b) { return a->total_hours < b->total_hours; });
+            [](const decide::CompareRow* a, const decide::CompareRow* b) { return a->total_hours < b->total_hours; });
   if (!front.empty()) {
     svg << "<polyline class='pareto-line' fill='none' stroke='#d62728' stroke-width='2' points='";
-    for (const CompareRow* row : front) svg << x.at(row->total_hours) << "," << y.at(row->total_usd) << " ";
+    for (const decide::CompareRow* row : front) svg << x.at(row->total_hours) << "," << y.at(row->total_usd) << " ";
     svg << "'/>\n";
   }
-  for (const CompareRow& row : comparison.rows) {
+  for (const decide::CompareRow& row : comparison.rows) {
     const bool fits = row.fits.value_or(false);
     svg << "<circle class='point" << (row.on_pareto_front ? " pareto" : "") << "' cx='" << x.at(row.total_hours)
         << "' cy='" << y.at(row.total_usd) << "' r='5' fill='" << (fits ? basis_colour(row.basis) : "none")
@@ -198,7 +198,7 @@ std::string scatter_svg(const Comparison& comparison) {
   // Front points are labelled with their row number in the table (names would overlap where several
   // instances of one GPU sit side by side), alternately above and below the point.
   for (size_t position = 0; position < front.size(); ++position) {
-    const CompareRow& row = *front[position];
+    const decide::CompareRow& row = *front[position];
     const size_t number_in_table = static_cast<size_t>(&row - comparison.rows.data()) + 1;
     svg << "<circle class='pareto-mark' cx='" << x.at(row.total_hours) << "' cy='" << y.at(row.total_usd)
         << "' r='9' fill='none' stroke='#d62728' stroke-width='2'/><text class='label' text-anchor='middle' x='"
@@ -211,13 +211,13 @@ std::string scatter_svg(const Comparison& comparison) {
 
 std::string optional_count(const std::optional<int64_t>& value) { return value ? std::to_string(*value) : "-"; }
 
-std::string table_html(const Comparison& comparison) {
+std::string table_html(const decide::Comparison& comparison) {
   std::ostringstream html;
   html << "<table>\n<thead><tr><th>#</th><th>provider</th><th>instance</th><th>GPU</th><th>GPUs</th><th>USD/h</th>"
           "<th>ms/iter (90%)</th><th>epoch s</th><th>total h</th><th>total USD (90%)</th><th>fits</th>"
           "<th>max batch</th><th>basis</th><th>Pareto</th></tr></thead>\n<tbody>\n";
   int index = 0;
-  for (const CompareRow& row : comparison.rows) {
+  for (const decide::CompareRow& row : comparison.rows) {
     html << "<tr class='instance" << (row.on_pareto_front ? " pareto" : "") << "' data-provider='"
          << html_escape(row.provider) << "' data-gpu='" << html_escape(row.gpu) << "'><td>" << ++index << "</td><td>"
          << html_escape(row.provider) << "</td><td>"
@@ -240,7 +240,7 @@ std::string table_html(const Comparison& comparison) {
   return html.str();
 }
 
-std::string request_html(const Comparison& comparison) {
+std::string request_html(const decide::Comparison& comparison) {
   std::ostringstream html;
   html << "<dl>\n<dt>model</dt><dd>" << html_escape(comparison.model)
        << (comparison.graph.empty() || comparison.graph == comparison.model
@@ -259,7 +259,7 @@ std::string request_html(const Comparison& comparison) {
     html << comparison.epochs << " epoch" << (comparison.epochs == 1 ? "" : "s") << " of " << comparison.epoch_samples
          << " samples";
   else
-    html << kIterationsWithoutEpochs << " iterations (no --epoch-samples)";
+    html << decide::kIterationsWithoutEpochs << " iterations (no --epoch-samples)";
   html << "</dd>\n<dt>prices</dt><dd>" << (comparison.spot ? "spot" : "on-demand")
        << ", USD per hour, a snapshot of SkyPilot's public catalog, not a quote</dd>\n</dl>\n";
   return html.str();
@@ -277,7 +277,7 @@ constexpr const char* kStyle =
 
 }  // namespace
 
-std::string render_html(const Comparison& comparison) {
+std::string render_html(const decide::Comparison& comparison) {
   std::ostringstream html;
   html << "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n<title>dnncast compare: "
        << html_escape(comparison.model) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n"
@@ -286,7 +286,7 @@ std::string render_html(const Comparison& comparison) {
   if (comparison.fits_nowhere) {
     html << "<p class='warn'>Fits on no instance compared";
     if (comparison.required_bytes)
-      html << ": one GPU needs " << html_escape(core::format_bytes(static_cast<double>(*comparison.required_bytes)));
+      html << ": one GPU needs " << html_escape(format_bytes(static_cast<double>(*comparison.required_bytes)));
     html << ".</p>\n";
   }
   html << "<h2>Total cost against total time</h2>\n<p>Each point is an instance, coloured by the basis of its "
@@ -300,7 +300,7 @@ std::string render_html(const Comparison& comparison) {
   html << "</ul>\n<h2>Instances, cheapest first</h2>\n" << table_html(comparison);
   if (!comparison.left_out.empty()) {
     html << "<h2>Not compared</h2>\n<ul class='left-out'>\n";
-    for (const LeftOutInstance& left : comparison.left_out)
+    for (const decide::LeftOutInstance& left : comparison.left_out)
       html << "<li>"
            << html_escape(left.provider + " " + (left.instance_type.empty() ? "(gpu only)" : left.instance_type) + " " +
                           left.gpu + ": " + left.reason)
@@ -316,7 +316,7 @@ std::string render_html(const Comparison& comparison) {
   return html.str();
 }
 
-void write_html(const Comparison& comparison, const std::string& path) {
+void write_html(const decide::Comparison& comparison, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw InputError("--html " + quote(path) + ": cannot write the file");
   out << render_html(comparison);
@@ -324,4 +324,4 @@ void write_html(const Comparison& comparison, const std::string& path) {
   if (!out) throw InputError("--html " + quote(path) + ": cannot write the file");
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::report

@@ -9,16 +9,16 @@
 
 #include "decide/compare.h"
 
-namespace dnncast::apps {
+namespace dnncast::report {
 
 inline constexpr double kLogAxisSpan = 20;  // max / min of an axis above which it is logarithmic
 
 // `text` with &, <, >, " and ' as entities: safe in element text and in quoted attributes.
 std::string html_escape(const std::string& text);
 
-std::string render_html(const Comparison& comparison);
+std::string render_html(const decide::Comparison& comparison);
 
 // Writes render_html() to `path`; throws InputError naming --html and the path when it cannot.
-void write_html(const Comparison& comparison, const std::string& path);
+void write_html(const decide::Comparison& comparison, const std::string& path);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::report

@@ -9,7 +9,7 @@
 #include "report/html_report.h"
 #include "decide/schedule_jobs.h"
 
-namespace dnncast::apps {
+namespace dnncast::report {
 
 namespace {
 
@@ -44,15 +44,15 @@ double tick_step(double span_s) {
 
 }  // namespace
 
-std::string render_schedule_html(const Schedule& schedule) {
-  const sched::Timeline& timeline = schedule.genetic.timeline;
+std::string render_schedule_html(const decide::Schedule& schedule) {
+  const decide::sched::Timeline& timeline = schedule.genetic.timeline;
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dnncast schedule</title>\n"
          "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
          "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td.l,th.l{text-align:left}"
          "th{background:#f3f3f3}.note{color:#555}svg text{font-size:11px}</style></head><body>\n";
   out << "<h1>Schedule of " << schedule.placed_jobs.size() << " jobs on " << schedule.gpus.size() << " GPUs</h1>\n";
-  out << "<p>Objective: <b>" << html_escape(sched::name(schedule.objective)) << "</b>. Makespan "
+  out << "<p>Objective: <b>" << html_escape(decide::sched::name(schedule.objective)) << "</b>. Makespan "
       << html_escape(duration_text(timeline.makespan_s)) << ", mean JCT "
       << html_escape(duration_text(timeline.mean_jct_s)) << ", cost $" << number(timeline.cost_usd, 2)
       << ". Times are dnncast's GPU forecasts (docs/GPU.md).</p>\n";
@@ -63,7 +63,7 @@ std::string render_schedule_html(const Schedule& schedule) {
   const double span = std::max(timeline.makespan_s, 1.0);
   auto x_of = [&](double seconds) { return label_w + plot_w * seconds / span; };
   std::map<std::string, size_t> colour;
-  for (const JobSpec& job : schedule.jobs)
+  for (const decide::JobSpec& job : schedule.jobs)
     if (!colour.count(job.model)) colour.emplace(job.model, colour.size() % std::size(kPalette));
   out << "<svg class=\"gantt\" width=\"" << label_w + plot_w + 20 << "\" height=\"" << height << "\">\n";
   for (size_t gpu = 0; gpu < schedule.gpus.size(); ++gpu) {
@@ -74,7 +74,7 @@ std::string render_schedule_html(const Schedule& schedule) {
         << y + row_h << "\" stroke=\"#eee\"/>\n";
   }
   for (size_t index = 0; index < schedule.placed_jobs.size(); ++index) {
-    const JobSpec& job = schedule.jobs[schedule.placed_jobs[index]];
+    const decide::JobSpec& job = schedule.jobs[schedule.placed_jobs[index]];
     const double y = top + row_h * static_cast<double>(schedule.genetic.plan.gpu[index]);
     const double x0 = x_of(timeline.start_s[index]), x1 = x_of(timeline.end_s[index]);
     out << "<rect class=\"job\" x=\"" << number(x0, 2) << "\" y=\"" << y + 2 << "\" width=\""
@@ -101,9 +101,9 @@ std::string render_schedule_html(const Schedule& schedule) {
          "<th class=\"l\">GPU</th><th>start</th><th>end</th><th>peak memory</th><th class=\"l\">basis</th></tr>\n";
   for (size_t index = 0; index < schedule.placed_jobs.size(); ++index) {
     const int64_t job = schedule.placed_jobs[index];
-    const JobSpec& spec = schedule.jobs[job];
-    const ClusterGpu& gpu = schedule.gpus[schedule.genetic.plan.gpu[index]];
-    const JobOnType& on = schedule.forecasts[job][gpu.type];
+    const decide::JobSpec& spec = schedule.jobs[job];
+    const decide::ClusterGpu& gpu = schedule.gpus[schedule.genetic.plan.gpu[index]];
+    const decide::JobOnType& on = schedule.forecasts[job][gpu.type];
     out << "<tr class=\"assignment\"><td class=\"l\">" << html_escape(spec.name) << "</td><td class=\"l\">"
         << html_escape(spec.model) << "</td><td>" << spec.spec.batch << "</td><td class=\"l\">"
         << html_escape(gpu.label() + " " + schedule.types[gpu.type].gpu) << "</td><td>"
@@ -121,7 +121,7 @@ std::string render_schedule_html(const Schedule& schedule) {
   }
   out << "<h2>Solvers on the same forecasts</h2>\n<table><tr><th class=\"l\">solver</th><th>makespan</th>"
          "<th>mean JCT</th><th>cost</th></tr>\n";
-  for (const SolverRow& row : schedule.solvers)
+  for (const decide::SolverRow& row : schedule.solvers)
     out << "<tr class=\"solver\"><td class=\"l\">" << html_escape(row.solver) << "</td><td>"
         << html_escape(duration_text(row.makespan_s)) << "</td><td>" << html_escape(duration_text(row.mean_jct_s))
         << "</td><td>$" << number(row.cost_usd, 2) << "</td></tr>\n";
@@ -135,4 +135,4 @@ std::string render_schedule_html(const Schedule& schedule) {
   return out.str();
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::report

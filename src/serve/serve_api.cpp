@@ -24,7 +24,7 @@
 #include "hardware/isa.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps::serve {
+namespace dnncast::serve {
 
 namespace {
 
@@ -266,10 +266,10 @@ std::vector<std::string> with_model_fields(std::vector<std::string> more) {
 
 struct Model {
   std::string name;  // as results name it: the zoo name, synthetic:SEED, "graph" or "onnx"
-  ModelBuilder builder;
+  import::ModelBuilder builder;
 };
 
-std::string spec_key(const ModelSpec& spec) {
+std::string spec_key(const models::ModelSpec& spec) {
   std::string key = "|b" + std::to_string(spec.batch) + "|i";
   for (int64_t dim : spec.input) key += std::to_string(dim) + "x";
   return key + "|s" + std::to_string(spec.seq_len) + "|c" + std::to_string(spec.num_classes) + "|u" +
@@ -280,7 +280,7 @@ std::string spec_key(const ModelSpec& spec) {
 // Reads input, seq, classes, allow_unknown, lora into `spec` (its batch is the caller's) and the model: "model"
 // (a zoo name or synthetic:SEED), "graph" (graph JSON inline) or ONNX bytes (the body). The builder
 // answers from the api's graph cache.
-Model read_model(Api& api, Fields& fields, const HttpRequest& request, ModelSpec& spec) {
+Model read_model(Api& api, Fields& fields, const HttpRequest& request, models::ModelSpec& spec) {
   if (fields.has("input")) spec.input = fields.image_input("input");
   if (fields.has("seq")) spec.seq_len = fields.integer("seq", 0, 1, kMaxIntegerAttr);
   if (!spec.input.empty() && spec.seq_len > 0) throw InputError("fields 'input' and 'seq': give one or the other");
@@ -302,15 +302,15 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, ModelSpec
   if (!onnx && fields.has("name")) throw InputError("field 'name' names an ONNX body's model; a graph has its own");
   Model model;
   std::string key;
-  std::function<Graph(const ModelSpec&)> build;
+  std::function<Graph(const models::ModelSpec&)> build;
   if (onnx) {
     if (request.body.empty()) throw InputError("body: empty; expected the bytes of an ONNX model");
     auto bytes = std::make_shared<const std::string>(request.body);
     model.name = fields.text("name", "onnx");  // as the CLI names a file's graph: its stem
     key = "onnx:" + hex(fnv1a(*bytes)) + ":" + std::to_string(bytes->size()) + ":" + model.name;
     const std::string name = model.name;
-    build = [bytes, name](const ModelSpec& at) {
-      Graph built = load_onnx_bytes(*bytes, "ONNX body", at);
+    build = [bytes, name](const models::ModelSpec& at) {
+      Graph built = import::load_onnx_bytes(*bytes, "ONNX body", at);
       built.name = name;
       return built;
     };
@@ -320,7 +320,7 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, ModelSpec
     auto text = std::make_shared<const std::string>(fields.raw("graph").dump());
     model.name = "graph";
     key = "graph:" + hex(fnv1a(*text)) + ":" + std::to_string(text->size());
-    build = [text](const ModelSpec& at) { return load_graph_json_text(*text, "field 'graph'", at); };
+    build = [text](const models::ModelSpec& at) { return import::load_graph_json_text(*text, "field 'graph'", at); };
   } else {
     std::string name = fields.text("model", "");
     if (name.empty()) throw InputError("field 'model': empty; expected a zoo name or synthetic:SEED");
@@ -332,21 +332,21 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, ModelSpec
     if (starts_with(name, "synthetic:")) {
       model.name = name;
       key = name;
-      build = [name](const ModelSpec& at) { return load_model(name, at); };
+      build = [name](const models::ModelSpec& at) { return import::load_model(name, at); };
     } else {
       if (starts_with(name, "zoo:")) name = name.substr(4);
       try {
-        zoo_entry(name);
+        models::zoo_entry(name);
       } catch (const InputError& error) {
         throw NotFound(std::string("field 'model': ") + error.what());
       }
       model.name = name;
       key = "zoo:" + name;
-      build = [key](const ModelSpec& at) { return load_model(key, at); };
+      build = [key](const models::ModelSpec& at) { return import::load_model(key, at); };
     }
   }
   Api* owner = &api;
-  model.builder = [owner, key, build](const ModelSpec& at) { return owner->graph(key, at, [&] { return build(at); }); };
+  model.builder = [owner, key, build](const models::ModelSpec& at) { return owner->graph(key, at, [&] { return build(at); }); };
   return model;
 }
 
@@ -376,27 +376,27 @@ HttpResponse devices(Api&, const HttpRequest& request) {
   Fields fields(request, {"instances"});
   const bool instances = fields.flag("instances");
   fields.finish();
-  return {200, answer_text(devices_json(hardware::Catalogue::load({}), instances), 2), "application/json"};
+  return {200, answer_text(decide::devices_json(hardware::Catalogue::load({}), instances), 2), "application/json"};
 }
 
 HttpResponse inspect_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"device"}));
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = fields.integer("batch", 0, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
   const std::string device = fields.text("device", "");
   fields.finish();
-  return {200, answer_text(to_json(inspect(model.builder(spec), device)), 1), "application/json"};
+  return {200, answer_text(to_json(forecast::inspect(model.builder(spec), device)), 1), "application/json"};
 }
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
                                             "framework", "max_batch", "phase", "epoch_tokens",
                                             "grad_accum"}));
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
-  PredictOptions options;
+  forecast::PredictOptions options;
   // Checked by the request makers, with the message the CLI and Python give.
   options.forecast.grad_accum =
       fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
@@ -413,7 +413,7 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
   options.epoch_tokens = fields.integer("epoch_tokens", 0, 1, int64_t{1} << 50);
   fields.finish();
   // The CLI's answer, byte for byte (forecast/predict.h).
-  return {200, prediction_json(apps::predict(model.name, spec, options, OptionStyle::Keyword, model.builder)),
+  return {200, forecast::prediction_json(forecast::predict(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder)),
           "application/json"};
 }
 
@@ -421,10 +421,10 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits",
                                             "max_batch_bytes", "batch_cap", "cuda_context", "timeline",
                                             "sharding", "gpus", "gpus_per_node", "max_seq_bytes", "grad_accum"}));
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = fields.integer("batch", 1, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
-  MemoryOptions options;
+  forecast::MemoryOptions options;
   options.optimizer = fields.text("optimizer", "sgd");
   options.precision = fields.text("precision", "fp32");
   options.device = fields.text("device", "cpu");
@@ -442,25 +442,25 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   // Checked by make_memory_request, with the message the CLI and Python give.
   options.grad_accum = fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   fields.finish();
-  MemoryRequest memory_request = make_memory_request(model.name, spec, options, OptionStyle::Keyword);
+  forecast::MemoryRequest memory_request = forecast::make_memory_request(model.name, spec, options, forecast::OptionStyle::Keyword);
   memory_request.builder = model.builder;
-  return {200, answer_text(to_json(forecast_memory(memory_request)), 2), "application/json"};
+  return {200, answer_text(to_json(forecast::forecast_memory(memory_request)), 2), "application/json"};
 }
 
 HttpResponse compare_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"precision", "framework", "optimizer", "epochs", "epoch_samples",
                                             "provider", "gpus", "spot", "multi_gpu", "sharding", "phase"}));
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
-  PredictOptions options;
+  forecast::PredictOptions options;
   options.forecast.precision = fields.text("precision", "fp32");
   options.framework = fields.text("framework", "pytorch");
   options.phase = fields.text("phase", "train");
   options.forecast.optimizer = fields.text("optimizer", "sgd");
   options.forecast.epoch_samples = fields.integer("epoch_samples", 0, 1, kMaxTensorElements);
-  CompareRequest compare_request;
-  compare_request.forecast = make_gpu_request(model.name, spec, options, OptionStyle::Keyword, model.builder);
+  decide::CompareRequest compare_request;
+  compare_request.forecast = forecast::make_gpu_request(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder);
   compare_request.epochs = fields.integer("epochs", 1, 1, kMaxEpochs);
   compare_request.providers = fields.names("provider");
   compare_request.gpus = fields.names("gpus");
@@ -468,7 +468,7 @@ HttpResponse compare_route(Api& api, const HttpRequest& request) {
   compare_request.multi_gpu = fields.flag("multi_gpu");
   compare_request.sharding = fields.text("sharding", "");
   fields.finish();
-  return {200, answer_text(to_json(compare(compare_request)), 2), "application/json"};
+  return {200, answer_text(to_json(decide::compare(compare_request)), 2), "application/json"};
 }
 
 // `dnncast schedule` (schedule_jobs.h): the jobs and the cluster as the files hold them, fields "jobs" (the
@@ -480,31 +480,31 @@ HttpResponse schedule_route(Api&, const HttpRequest& request) {
   if (fields.from_query()) throw InputError("POST /v1/schedule takes a JSON body");
   if (!fields.has("jobs")) throw InputError("field 'jobs' is required");
   if (!fields.has("cluster")) throw InputError("field 'cluster' is required");
-  ScheduleRequest schedule_request;
-  schedule_request.jobs = parse_jobs(json{{"jobs", fields.raw("jobs")}}, "field 'jobs'");
-  schedule_request.nodes = parse_cluster(fields.raw("cluster"), "field 'cluster'");
+  decide::ScheduleRequest schedule_request;
+  schedule_request.jobs = decide::parse_jobs(json{{"jobs", fields.raw("jobs")}}, "field 'jobs'");
+  schedule_request.nodes = decide::parse_cluster(fields.raw("cluster"), "field 'cluster'");
   for (size_t index = 0; index < schedule_request.jobs.size(); ++index) {
     const std::string& name = schedule_request.jobs[index].model;
     const std::string where = "field 'jobs': job " + std::to_string(index + 1) + ": model " + quote(name);
-    if (model_source_kind(name) == ModelSourceKind::File || model_source_kind(name) == ModelSourceKind::Onnx)
+    if (import::model_source_kind(name) == import::ModelSourceKind::File || import::model_source_kind(name) == import::ModelSourceKind::Onnx)
       throw InputError(where + " names a file; the server takes zoo names and synthetic:SEED");
-    if (model_source_kind(name) == ModelSourceKind::Zoo) {
+    if (import::model_source_kind(name) == import::ModelSourceKind::Zoo) {
       try {
-        zoo_entry(starts_with(name, "zoo:") ? name.substr(4) : name);
+        models::zoo_entry(starts_with(name, "zoo:") ? name.substr(4) : name);
       } catch (const InputError& error) {
         throw NotFound("field 'jobs': job " + std::to_string(index + 1) + ": " + error.what());
       }
     }
   }
-  schedule_request.objective = sched::parse_objective(fields.text("objective", "makespan"), "field 'objective'");
+  schedule_request.objective = decide::sched::parse_objective(fields.text("objective", "makespan"), "field 'objective'");
   schedule_request.ga.generations = fields.integer("generations", 100, 1, kMaxGenerations);
   schedule_request.ga.population = fields.integer("population", 64, 2, kMaxPopulation);
   schedule_request.ga.seed = static_cast<uint64_t>(fields.integer("seed", 1, 0, INT64_MAX));
   schedule_request.exact = fields.flag("exact");
   fields.finish();
-  static const GpuCalibration calibration = load_gpu_calibration();
-  ForecastCache cache(hardware::shipped_catalogue(), calibration);
-  return {200, answer_text(to_json(schedule(schedule_request, cache)), 2), "application/json"};
+  static const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
+  decide::ForecastCache cache(hardware::shipped_catalogue(), calibration);
+  return {200, answer_text(to_json(decide::schedule(schedule_request, cache)), 2), "application/json"};
 }
 
 }  // namespace
@@ -560,7 +560,7 @@ Api::Api(ApiOptions options)
       graphs_(options_.graph_cache_entries),
       responses_(options_.response_cache_entries) {}
 
-Graph Api::graph(const std::string& source_key, const ModelSpec& spec, const std::function<Graph()>& build) {
+Graph Api::graph(const std::string& source_key, const models::ModelSpec& spec, const std::function<Graph()>& build) {
   const std::string key = source_key + spec_key(spec);
   if (std::shared_ptr<const Graph> hit = graphs_.get(key)) {
     ++metrics_.graph_hits;
@@ -680,4 +680,4 @@ std::string Metrics::text() const {
   return out;
 }
 
-}  // namespace dnncast::apps::serve
+}  // namespace dnncast::serve

@@ -21,7 +21,7 @@
 #include "graph/graph.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps::serve {
+namespace dnncast::serve {
 
 inline constexpr int64_t kMaxJsonBodyBytes = int64_t{1} << 20;   // a JSON body, graph JSON inline included
 inline constexpr int64_t kMaxOnnxBodyBytes = int64_t{64} << 20;  // ONNX bytes (Content-Type application/onnx)
@@ -142,7 +142,7 @@ class Api {
   const ApiOptions& options() const { return options_; }
   // The graph of a model source for one spec, from the graph cache (key: the source's identity, e.g.
   // "zoo:resnet50" or the hash of inline bytes, and the spec), built with `build` on a miss.
-  Graph graph(const std::string& source_key, const ModelSpec& spec, const std::function<Graph()>& build);
+  Graph graph(const std::string& source_key, const models::ModelSpec& spec, const std::function<Graph()>& build);
 
  private:
   ApiOptions options_;
@@ -155,4 +155,4 @@ class Api {
 // cannot be cached (not a cached route, or malformed). Exposed for the tests.
 std::string cache_key(const Route& route, const HttpRequest& request);
 
-}  // namespace dnncast::apps::serve
+}  // namespace dnncast::serve

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "import/graph_json.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 namespace {
 
@@ -82,8 +82,8 @@ class Row {
 
 // The environment columns of a row (the CPU fingerprint, schema 3, is absent from older files and
 // then not recorded).
-EnvironmentRecord environment_of(const Row& row) {
-  EnvironmentRecord environment;
+records::EnvironmentRecord environment_of(const Row& row) {
+  records::EnvironmentRecord environment;
   environment.cpu_model = row.text("env_cpu_model");
   environment.cores = row.integer("env_cores");
   environment.threads = row.integer("env_threads");
@@ -107,9 +107,9 @@ EnvironmentRecord environment_of(const Row& row) {
 }
 
 // The configuration and result columns of a row into `run`.
-void read_run_fields(const Row& row, RunRecord& run) {
+void read_run_fields(const Row& row, records::RunRecord& run) {
   try {
-    run.config.input = parse_input_text(row.text("input"));
+    run.config.input = records::parse_input_text(row.text("input"));
   } catch (const InputError& error) {
     row.fail(error.what());
   }
@@ -126,7 +126,7 @@ void read_run_fields(const Row& row, RunRecord& run) {
   run.repeat_index = row.integer("repeat_index");
   if (run.config.batch <= 0 || run.config.threads <= 0 || run.repeat_index < 0)
     row.fail("batch and threads must be positive, repeat_index non-negative");
-  RunResult& result = run.result;
+  records::RunResult& result = run.result;
   result.status = row.text("status");
   result.message = row.text("message");
   result.time_ms_median = row.optional_number("time_ms_median");
@@ -147,7 +147,7 @@ void read_run_fields(const Row& row, RunRecord& run) {
   run.cpus = row.text("cpus");
   run.host = row.text("host");
   run.plan = row.text("plan");
-  run.measured_at = row.has("measured_at") ? row.text("measured_at") : utc_now();
+  run.measured_at = row.has("measured_at") ? row.text("measured_at") : records::utc_now();
 }
 
 }  // namespace
@@ -212,17 +212,17 @@ const std::vector<std::string>& csv_columns() {
 }
 
 void export_csv(Store& store, std::ostream& out, bool with_graphs) {
-  std::map<int64_t, NetworkRecord> networks;
-  for (NetworkRecord& network : store.networks(with_graphs)) networks.emplace(network.id, std::move(network));
-  std::map<int64_t, EnvironmentRecord> environments;
-  for (EnvironmentRecord& environment : store.environments()) environments.emplace(environment.id, environment);
+  std::map<int64_t, records::NetworkRecord> networks;
+  for (records::NetworkRecord& network : store.networks(with_graphs)) networks.emplace(network.id, std::move(network));
+  std::map<int64_t, records::EnvironmentRecord> environments;
+  for (records::EnvironmentRecord& environment : store.environments()) environments.emplace(environment.id, environment);
   const std::vector<std::string>& columns = csv_columns();
   size_t column_count = with_graphs ? columns.size() : columns.size() - 1;
-  core::write_csv_record(out, std::vector<std::string>(columns.begin(), columns.begin() + static_cast<long>(column_count)));
-  for (const RunRecord& run : store.runs()) {
-    const NetworkRecord& network = networks.at(run.network_id);
-    const EnvironmentRecord& environment = environments.at(run.environment_id);
-    const RunResult& result = run.result;
+  write_csv_record(out, std::vector<std::string>(columns.begin(), columns.begin() + static_cast<long>(column_count)));
+  for (const records::RunRecord& run : store.runs()) {
+    const records::NetworkRecord& network = networks.at(run.network_id);
+    const records::EnvironmentRecord& environment = environments.at(run.environment_id);
+    const records::RunResult& result = run.result;
     std::vector<std::string> fields{std::to_string(run.id),
                                     network.hash,
                                     network.name,
@@ -279,7 +279,7 @@ void export_csv(Store& store, std::ostream& out, bool with_graphs) {
                                     run.measured_at};
     if (with_graphs) fields.push_back(network.graph_json);
     DNNCAST_ASSERT(fields.size() == column_count);
-    core::write_csv_record(out, fields);
+    write_csv_record(out, fields);
   }
 }
 
@@ -288,7 +288,7 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
   int64_t line = 0;
   std::vector<std::string> header;
   try {
-    if (!core::read_csv_record(in, header, line)) throw InputError("empty file (expected a header line)");
+    if (!read_csv_record(in, header, line)) throw InputError("empty file (expected a header line)");
   } catch (const InputError& error) {
     throw error.with_context(source);
   }
@@ -300,13 +300,13 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
     if (!index.count(column)) throw InputError(source + ": missing column " + quote(column));
 
   std::map<std::string, int64_t> environment_ids;  // by hash
-  std::map<std::string, NetworkRecord> networks;   // by hash, as stored or to be stored
+  std::map<std::string, records::NetworkRecord> networks;   // by hash, as stored or to be stored
   Transaction transaction(store.db());
   std::vector<std::string> fields;
   for (;;) {
     int64_t record_line = line + 1;
     try {
-      if (!core::read_csv_record(in, fields, line)) break;
+      if (!read_csv_record(in, fields, line)) break;
     } catch (const InputError& error) {
       throw error.with_context(source);
     }
@@ -316,7 +316,7 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
       row.fail("expected " + std::to_string(header.size()) + " fields, got " + std::to_string(fields.size()));
     ++summary.rows;
 
-    EnvironmentRecord environment = environment_of(row);
+    records::EnvironmentRecord environment = environment_of(row);
     std::string environment_hash = environment.hash();
     if (row.has("env_hash") && row.text("env_hash") != environment_hash)
       row.fail("env_hash " + row.text("env_hash") + " does not match the environment fields (" + environment_hash +
@@ -325,20 +325,20 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
     if (environment_id == environment_ids.end())
       environment_id = environment_ids.emplace(environment_hash, store.ensure_environment(environment)).first;
 
-    RunRecord run;
+    records::RunRecord run;
     run.environment_id = environment_id->second;
     read_run_fields(row, run);
     std::string network_hash = row.text("network_hash");
     auto network = networks.find(network_hash);
     if (network == networks.end()) {
-      std::optional<NetworkRecord> stored = store.network_by_hash(network_hash);
-      NetworkRecord record;
+      std::optional<records::NetworkRecord> stored = store.network_by_hash(network_hash);
+      records::NetworkRecord record;
       if (stored) {
         record = *stored;
       } else if (row.has("graph_json")) {
         Graph graph;
         try {
-          graph = read_graph_json(row.text("graph_json"), "graph_json");
+          graph = import::read_graph_json(row.text("graph_json"), "graph_json");
         } catch (const InputError& error) {
           row.fail(error.what());
         }
@@ -348,11 +348,11 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
       } else {
         // Rebuild from the source, as the campaign built it (batch 1, the row's input).
         try {
-          ModelRef model = parse_model_source(row.text("network_source"));
-          if (model.kind == ModelRef::Kind::File)
+          records::ModelRef model = records::parse_model_source(row.text("network_source"));
+          if (model.kind == records::ModelRef::Kind::File)
             row.fail("network " + network_hash + " (" + model.source() +
                      ") is not in the database and the file has no graph_json column; export with --graphs");
-          record = network_record(model, run.config);
+          record = records::network_record(model, run.config);
         } catch (const InputError& error) {
           std::string text = error.what();
           if (text.rfind(source, 0) == 0) throw;
@@ -383,4 +383,4 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
   return summary;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

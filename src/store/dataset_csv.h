@@ -11,7 +11,7 @@
 #include "core/csv.h"
 #include "store/store.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 // The columns written by export_csv, in order (graph_json last, only with graphs).
 const std::vector<std::string>& csv_columns();
@@ -31,4 +31,4 @@ struct ImportSummary {
 // and checked against network_hash. Throws InputError naming `source` and the line.
 ImportSummary import_csv(Store& store, std::istream& in, const std::string& source);
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

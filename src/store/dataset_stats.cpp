@@ -8,7 +8,7 @@
 
 #include "core/stats.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 namespace {
 
@@ -72,7 +72,7 @@ json dataset_stats(Store& store) {
   stats["environments"] = count("SELECT count(*) FROM environments");
 
   json by_status = json::object();
-  for (const std::string& status : run_statuses()) by_status[status] = 0;
+  for (const std::string& status : records::run_statuses()) by_status[status] = 0;
   Statement statuses = db.prepare("SELECT status, count(*) FROM runs GROUP BY status");
   while (statuses.step()) by_status[statuses.get_text(0)] = statuses.get_int(1);
   stats["by_status"] = by_status;
@@ -154,15 +154,15 @@ json dataset_stats(Store& store) {
     for (auto& [key, times] : repeats) {
       groups.push_back(times);
       if (times.size() < 2) continue;
-      double middle = core::quantile_low_plus_step(times, 0.5);
+      double middle = quantile_low_plus_step(times, 0.5);
       spreads.push_back((*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) /
                         middle);
     }
     json spread;
     spread["configurations"] = spreads.size();
     if (!spreads.empty()) {
-      spread["median_rel_range"] = core::quantile_low_plus_step(spreads, 0.5);
-      spread["p90_rel_range"] = core::quantile_low_plus_step(spreads, 0.9);
+      spread["median_rel_range"] = quantile_low_plus_step(spreads, 0.5);
+      spread["p90_rel_range"] = quantile_low_plus_step(spreads, 0.9);
       std::vector<double> errors = noise_floor_errors(groups);
       double sum = 0;
       for (double error : errors) sum += error;
@@ -288,4 +288,4 @@ std::vector<double> noise_floor_errors(const std::vector<std::vector<double>>& r
   return errors;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

@@ -8,7 +8,7 @@
 
 #include "store/store.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 nlohmann::json dataset_stats(Store& store);
 
@@ -23,4 +23,4 @@ std::vector<double> noise_floor_errors(const std::vector<std::vector<double>>& r
 // The same as readable text (tables), for a terminal.
 std::string format_stats(const nlohmann::json& stats);
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

@@ -7,7 +7,7 @@
 
 #include "store/store.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 struct MergeSummary {
   int64_t runs_read = 0;
@@ -20,4 +20,4 @@ struct MergeSummary {
 // one transaction per input; a run whose identity is already there is skipped.
 MergeSummary merge_datasets(const std::vector<std::string>& inputs, const std::string& output);
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

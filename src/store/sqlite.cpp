@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 Database::Database(const std::string& path, Mode mode) : path_(path) {
   int flags = mode == Mode::ReadOnly    ? SQLITE_OPEN_READONLY
@@ -173,4 +173,4 @@ void Transaction::commit() {
   done_ = true;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

@@ -10,7 +10,7 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 class Statement;
 
@@ -103,4 +103,4 @@ class Transaction {
   bool done_ = false;
 };
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

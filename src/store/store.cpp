@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 namespace {
 
@@ -146,8 +146,8 @@ const char* kRunColumns =
     "r.probe_ms_after, r.peak_bytes, r.baseline_bytes, r.energy_j, r.load_other_cpus, r.wall_s, r.cpus, r.host, "
     "r.plan, r.measured_at";
 
-RunRecord read_run(const Statement& row) {
-  RunRecord run;
+records::RunRecord read_run(const Statement& row) {
+  records::RunRecord run;
   int col = 0;
   run.id = row.get_int(col++);
   run.network_id = row.get_int(col++);
@@ -155,14 +155,14 @@ RunRecord read_run(const Statement& row) {
   run.network_hash = row.get_text(col++);
   run.environment_hash = row.get_text(col++);
   run.config.batch = row.get_int(col++);
-  run.config.input = parse_input_text(row.get_text(col++));
+  run.config.input = records::parse_input_text(row.get_text(col++));
   run.config.seq_len = row.get_int(col++);
   run.config.optimizer = parse_optimizer(row.get_text(col++), "runs.optimizer");
   run.config.precision = parse_precision(row.get_text(col++), "runs.precision");
   run.config.threads = row.get_int(col++);
   run.config.device = parse_device(row.get_text(col++), "runs.device");
   run.repeat_index = row.get_int(col++);
-  RunResult& result = run.result;
+  records::RunResult& result = run.result;
   result.status = row.get_text(col++);
   result.message = row.get_text(col++);
   result.time_ms_median = row.get_optional_double(col++);
@@ -261,15 +261,15 @@ void Store::migrate(bool read_only, bool check_only) {
   transaction.commit();
 }
 
-int64_t Store::environment_id(const EnvironmentRecord& environment, bool read_only) {
+int64_t Store::environment_id(const records::EnvironmentRecord& environment, bool read_only) {
   if (!read_only) return ensure_environment(environment);
   const std::string hash = environment.hash();
-  for (const EnvironmentRecord& known : environments())
+  for (const records::EnvironmentRecord& known : environments())
     if (known.hash() == hash) return known.id;
   return 0;
 }
 
-int64_t Store::ensure_environment(const EnvironmentRecord& environment) {
+int64_t Store::ensure_environment(const records::EnvironmentRecord& environment) {
   std::string hash = environment.hash();
   Statement find = db_.prepare("SELECT id FROM environments WHERE hash = ?");
   find.bind(1, hash);
@@ -306,7 +306,7 @@ int64_t Store::ensure_environment(const EnvironmentRecord& environment) {
   return find.get_int(0);
 }
 
-int64_t Store::ensure_network(const NetworkRecord& network) {
+int64_t Store::ensure_network(const records::NetworkRecord& network) {
   if (network.hash.empty()) throw InputError("network " + quote(network.name) + " has no hash");
   Statement find = db_.prepare("SELECT id FROM networks WHERE hash = ?");
   find.bind(1, network.hash);
@@ -326,9 +326,9 @@ int64_t Store::ensure_network(const NetworkRecord& network) {
   return find.get_int(0);
 }
 
-bool Store::insert_run(const NetworkRecord& network, const RunRecord& run) {
-  const RunResult& result = run.result;
-  if (std::find(run_statuses().begin(), run_statuses().end(), result.status) == run_statuses().end())
+bool Store::insert_run(const records::NetworkRecord& network, const records::RunRecord& run) {
+  const records::RunResult& result = run.result;
+  if (std::find(records::run_statuses().begin(), records::run_statuses().end(), result.status) == records::run_statuses().end())
     throw InputError("run status " + quote(result.status) + " is not one of ok, oom, error, timeout");
   // One transaction per run; a caller that batches many (import, merge) holds an outer one.
   std::optional<Transaction> transaction;
@@ -373,7 +373,7 @@ bool Store::insert_run(const NetworkRecord& network, const RunRecord& run) {
   insert.bind(col++, run.cpus);
   insert.bind(col++, run.host);
   insert.bind(col++, run.plan);
-  insert.bind(col++, run.measured_at.empty() ? utc_now() : run.measured_at);
+  insert.bind(col++, run.measured_at.empty() ? records::utc_now() : run.measured_at);
   DNNCAST_ASSERT(col == 32);
   insert.run();
   bool inserted = db_.changes() > 0;
@@ -383,7 +383,7 @@ bool Store::insert_run(const NetworkRecord& network, const RunRecord& run) {
         "INSERT INTO layer_times (run_id, position, node, op, forward_ms, backward_ms, iteration_forward_ms, "
         "iteration_backward_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     for (size_t position = 0; position < result.layers.size(); ++position) {
-      const LayerTiming& timing = result.layers[position];
+      const records::LayerTiming& timing = result.layers[position];
       layer.reset();
       layer.bind(1, run_id);
       layer.bind(2, static_cast<int64_t>(position));
@@ -400,16 +400,16 @@ bool Store::insert_run(const NetworkRecord& network, const RunRecord& run) {
   return inserted;
 }
 
-std::set<RunKey> Store::run_keys(int64_t environment_id) {
-  std::set<RunKey> keys;
+std::set<records::RunKey> Store::run_keys(int64_t environment_id) {
+  std::set<records::RunKey> keys;
   Statement query = db_.prepare(
       "SELECT n.hash, r.batch, r.input, r.seq_len, r.optimizer, r.precision, r.threads, r.device, r.repeat_index "
       "FROM runs r JOIN networks n ON n.id = r.network_id WHERE r.environment_id = ?");
   query.bind(1, environment_id);
   while (query.step()) {
-    RunConfig config;
+    records::RunConfig config;
     config.batch = query.get_int(1);
-    config.input = parse_input_text(query.get_text(2));
+    config.input = records::parse_input_text(query.get_text(2));
     config.seq_len = query.get_int(3);
     config.optimizer = parse_optimizer(query.get_text(4), "runs.optimizer");
     config.precision = parse_precision(query.get_text(5), "runs.precision");
@@ -420,7 +420,7 @@ std::set<RunKey> Store::run_keys(int64_t environment_id) {
   return keys;
 }
 
-bool Store::has_run(int64_t environment_id, const std::string& network_hash, const RunConfig& config,
+bool Store::has_run(int64_t environment_id, const std::string& network_hash, const records::RunConfig& config,
                     int64_t repeat_index) {
   Statement query = db_.prepare(
       "SELECT 1 FROM runs r JOIN networks n ON n.id = r.network_id WHERE r.environment_id = ? AND n.hash = ? AND "
@@ -439,14 +439,14 @@ bool Store::has_run(int64_t environment_id, const std::string& network_hash, con
   return query.step();
 }
 
-std::vector<EnvironmentRecord> Store::environments() {
-  std::vector<EnvironmentRecord> result;
+std::vector<records::EnvironmentRecord> Store::environments() {
+  std::vector<records::EnvironmentRecord> result;
   Statement query = db_.prepare(
       "SELECT id, cpu_model, cores, threads, memory_bytes, gpu_name, gpu_driver, torch_version, build_type, host, "
       "cpu_vendor, cpu_family, cpu_model_number, cpu_stepping, isa, aten_capability, isa_cap, l2_bytes, l3_bytes, "
       "base_mhz FROM environments ORDER BY id");
   while (query.step()) {
-    EnvironmentRecord environment;
+    records::EnvironmentRecord environment;
     environment.id = query.get_int(0);
     environment.cpu_model = query.get_text(1);
     environment.cores = query.get_int(2);
@@ -472,8 +472,8 @@ std::vector<EnvironmentRecord> Store::environments() {
   return result;
 }
 
-std::vector<NetworkRecord> Store::networks(bool with_graphs) {
-  std::vector<NetworkRecord> result;
+std::vector<records::NetworkRecord> Store::networks(bool with_graphs) {
+  std::vector<records::NetworkRecord> result;
   Statement query = db_.prepare(std::string("SELECT id, hash, name, family, source, ") +
                                 (with_graphs ? "graph_json" : "''") + " FROM networks ORDER BY id");
   while (query.step()) {
@@ -483,16 +483,16 @@ std::vector<NetworkRecord> Store::networks(bool with_graphs) {
   return result;
 }
 
-std::optional<NetworkRecord> Store::network_by_hash(const std::string& hash) {
+std::optional<records::NetworkRecord> Store::network_by_hash(const std::string& hash) {
   Statement query = db_.prepare("SELECT id, hash, name, family, source, graph_json FROM networks WHERE hash = ?");
   query.bind(1, hash);
   if (!query.step()) return std::nullopt;
-  return NetworkRecord{query.get_int(0),  query.get_text(1), query.get_text(2),
+  return records::NetworkRecord{query.get_int(0),  query.get_text(1), query.get_text(2),
                        query.get_text(3), query.get_text(4), query.get_text(5)};
 }
 
-std::vector<RunRecord> Store::runs() {
-  std::vector<RunRecord> result;
+std::vector<records::RunRecord> Store::runs() {
+  std::vector<records::RunRecord> result;
   Statement query = db_.prepare(std::string("SELECT ") + kRunColumns +
                                 " FROM runs r JOIN networks n ON n.id = r.network_id JOIN environments e ON "
                                 "e.id = r.environment_id ORDER BY r.id");
@@ -500,8 +500,8 @@ std::vector<RunRecord> Store::runs() {
   return result;
 }
 
-std::map<int64_t, std::vector<LayerTiming>> Store::layer_times() {
-  std::map<int64_t, std::vector<LayerTiming>> result;
+std::map<int64_t, std::vector<records::LayerTiming>> Store::layer_times() {
+  std::map<int64_t, std::vector<records::LayerTiming>> result;
   Statement query = db_.prepare(
       "SELECT run_id, node, op, forward_ms, backward_ms, iteration_forward_ms, iteration_backward_ms FROM layer_times "
       "ORDER BY run_id, position");
@@ -524,11 +524,11 @@ std::string Store::integrity_check() {
   return report;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store
 
-namespace dnncast::data {
+namespace dnncast::store {
 
-bool Store::insert_layer_bench(const LayerBenchRecord& r) {
+bool Store::insert_layer_bench(const records::LayerBenchRecord& r) {
   DNNCAST_ASSERT(r.environment_id > 0);
   std::optional<Transaction> transaction;  // inside the caller's when there is one (merge)
   if (db_.in_autocommit()) transaction.emplace(db_);
@@ -558,7 +558,7 @@ bool Store::insert_layer_bench(const LayerBenchRecord& r) {
   insert.bind(col++, r.cpus);
   insert.bind(col++, r.host);
   insert.bind(col++, r.plan);
-  insert.bind(col++, r.measured_at.empty() ? utc_now() : r.measured_at);
+  insert.bind(col++, r.measured_at.empty() ? records::utc_now() : r.measured_at);
   DNNCAST_ASSERT(col == 25);
   insert.run();
   bool inserted = db_.changes() > 0;
@@ -575,15 +575,15 @@ std::set<std::string> Store::layer_bench_keys(int64_t environment_id, int64_t th
   return keys;
 }
 
-std::vector<LayerBenchRecord> Store::layer_benchmarks(bool with_graphs) {
-  std::vector<LayerBenchRecord> records;
+std::vector<records::LayerBenchRecord> Store::layer_benchmarks(bool with_graphs) {
+  std::vector<records::LayerBenchRecord> records;
   Statement query = db_.prepare(
       std::string("SELECT id, environment_id, kind, op, key, origin, ") + (with_graphs ? "graph_json" : "''") +
       ", batch, threads, flops_forward, status, message, forward_ms, backward_ms, backward_data_ms, backward_weight_ms, "
       "cold_forward_ms, cold_backward_ms, reps, peak_bytes, wall_s, cpus, host, plan, measured_at FROM layer_benchmarks "
       "ORDER BY id");
   while (query.step()) {
-    LayerBenchRecord r;
+    records::LayerBenchRecord r;
     int col = 0;
     r.id = query.get_int(col++);
     r.environment_id = query.get_int(col++);
@@ -612,4 +612,4 @@ std::vector<LayerBenchRecord> Store::layer_benchmarks(bool with_graphs) {
   return records;
 }
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

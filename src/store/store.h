@@ -16,7 +16,7 @@
 #include "records/records.h"
 #include "store/sqlite.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 
 // Version of the schema this build writes; older files are migrated on open, newer ones refused.
 inline constexpr int kSchemaVersion = 4;
@@ -32,31 +32,31 @@ class Store {
   const std::string& path() const { return db_.path(); }
 
   // Returns the row id of this environment, inserting it when new (matched by hash).
-  int64_t ensure_environment(const EnvironmentRecord& environment);
+  int64_t ensure_environment(const records::EnvironmentRecord& environment);
   // The row id of this environment (matched by hash): inserted when new unless `read_only`, where a
   // new one is 0 (a dry run against an existing dataset).
-  int64_t environment_id(const EnvironmentRecord& environment, bool read_only);
+  int64_t environment_id(const records::EnvironmentRecord& environment, bool read_only);
   // Returns the row id of this network, inserting it when new (matched by hash).
-  int64_t ensure_network(const NetworkRecord& network);
+  int64_t ensure_network(const records::NetworkRecord& network);
   // Inserts the network (if new) and the run in one transaction. False when a run with the same
   // identity already exists (nothing changes then).
-  bool insert_run(const NetworkRecord& network, const RunRecord& run);
+  bool insert_run(const records::NetworkRecord& network, const records::RunRecord& run);
 
   // The identities of all runs stored for one environment (to skip them on resume).
-  std::set<RunKey> run_keys(int64_t environment_id);
-  bool has_run(int64_t environment_id, const std::string& network_hash, const RunConfig& config, int64_t repeat_index);
+  std::set<records::RunKey> run_keys(int64_t environment_id);
+  bool has_run(int64_t environment_id, const std::string& network_hash, const records::RunConfig& config, int64_t repeat_index);
 
-  std::vector<EnvironmentRecord> environments();
-  std::vector<NetworkRecord> networks(bool with_graphs = true);
-  std::optional<NetworkRecord> network_by_hash(const std::string& hash);
-  std::vector<RunRecord> runs();  // ordered by id (without their layers)
+  std::vector<records::EnvironmentRecord> environments();
+  std::vector<records::NetworkRecord> networks(bool with_graphs = true);
+  std::optional<records::NetworkRecord> network_by_hash(const std::string& hash);
+  std::vector<records::RunRecord> runs();  // ordered by id (without their layers)
   // Inserts a layer benchmark (in its own transaction unless one is open); false when its identity is stored already.
-  bool insert_layer_bench(const LayerBenchRecord& record);
+  bool insert_layer_bench(const records::LayerBenchRecord& record);
   // Keys of the layer benchmarks stored for an environment at a thread count (to skip them on resume).
   std::set<std::string> layer_bench_keys(int64_t environment_id, int64_t threads);
-  std::vector<LayerBenchRecord> layer_benchmarks(bool with_graphs = true);  // ordered by id
+  std::vector<records::LayerBenchRecord> layer_benchmarks(bool with_graphs = true);  // ordered by id
   // The layer timings of every run that has them, by run id, each in position order.
-  std::map<int64_t, std::vector<LayerTiming>> layer_times();
+  std::map<int64_t, std::vector<records::LayerTiming>> layer_times();
   int64_t run_count();
 
   // "ok" or SQLite's list of problems.
@@ -72,4 +72,4 @@ class Store {
   Database db_;
 };
 
-}  // namespace dnncast::data
+}  // namespace dnncast::store

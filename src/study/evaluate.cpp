@@ -14,7 +14,7 @@
 #include "store/dataset_stats.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 using nlohmann::json;
 
@@ -202,7 +202,7 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
 }
 
 learn::ErrorStats noise_floor(const std::vector<std::vector<double>>& repeats) {
-  return learn::error_stats(data::noise_floor_errors(repeats));
+  return learn::error_stats(store::noise_floor_errors(repeats));
 }
 
 std::vector<double> baseline_predictions(const TrainingTable& table, const std::string& target,
@@ -328,7 +328,7 @@ void summarize_errors(const TrainingTable& table, const std::string& target,
     for (double error : errors) absolute.push_back(std::abs(error));
     row.model_mre = learn::error_stats(absolute).mre;
     row.baseline_mre = learn::error_stats(family_baseline[family]).mre;
-    row.model_median_signed = core::quantile(errors, 0.5);
+    row.model_median_signed = quantile(errors, 0.5);
     evaluation.by_family.push_back(row);
   }
   std::vector<std::vector<double>> all_repeats;
@@ -365,7 +365,7 @@ learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& 
                                const std::vector<int64_t>& train, const std::vector<int64_t>& test,
                                const learn::Candidate& candidate, bool bound_batches,
                                std::vector<double>* at_high_out = nullptr, int64_t* batch_high = nullptr,
-                               const LayerModel* layers = nullptr) {
+                               const forecast::LayerModel* layers = nullptr) {
   std::vector<int> columns = varying_columns(learn::select_rows(fold_x, train));
   learn::Candidate fold_candidate = candidate;
   fold_candidate.transform = resolve_transform(candidate.transform, columns);
@@ -382,7 +382,7 @@ learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& 
   std::vector<size_t> bounded;  // positions in test
   for (size_t index = 0; index < test.size(); ++index) {
     const Sample& sample = table.samples[static_cast<size_t>(test[index])];
-    if (bound_from(sample.config.batch, batch_min, batch_max) && sample.graph >= 0) bounded.push_back(index);
+    if (forecast::bound_from(sample.config.batch, batch_min, batch_max) && sample.graph >= 0) bounded.push_back(index);
   }
   if (batch_high) *batch_high = batch_max;
   if (bounded.empty()) return predicted;
@@ -405,7 +405,7 @@ learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& 
   for (size_t k = 0; k < bounded.size(); ++k) {
     const int64_t position = static_cast<int64_t>(bounded[k]);
     if (at_high_out) (*at_high_out)[bounded[k]] = at_high(static_cast<int64_t>(k));
-    predicted(position) = bounded_past_range(batch_max, at_high(static_cast<int64_t>(k)), predicted(position),
+    predicted(position) = forecast::bounded_past_range(batch_max, at_high(static_cast<int64_t>(k)), predicted(position),
                                              table.samples[static_cast<size_t>(test[bounded[k]])].config.batch);
   }
   return predicted;
@@ -422,23 +422,23 @@ class LayerParts {
   LayerParts(const TrainingTable& table, const EvaluateOptions& options, const Splits& splits)
       : table_(table), options_(options), splits_(splits), estimates_(splits.size()), x_(splits.size()),
         models_(splits.size()), has_data_(!table.layer_runs.empty() || !options.layer_bench.empty()) {
-    bench_all_ = bench_examples(options.layer_bench, options.bench_target, bench_sites_);
+    bench_all_ = forecast::bench_examples(options.layer_bench, options.bench_target, bench_sites_);
   }
   bool has_data() const { return has_data_; }
   // The layer-wise forecast of every configuration by part `fold`'s model; empty without layer data.
   const std::vector<double>& estimates(size_t fold) {
     std::vector<double>& estimates = estimates_[fold];
     if (!has_data_ || !estimates.empty()) return estimates;
-    std::vector<LayerExample> examples = layer_examples(table_, &splits_[fold].first);
+    std::vector<forecast::LayerExample> examples = layer_examples(table_, &splits_[fold].first);
     const size_t from_runs = examples.size();
     // A zoo model only the test part holds has not been seen: nor have its layers' benchmarks.
     std::set<std::string> train_models, test_models;
     for (int64_t row : splits_[fold].first) train_models.insert("zoo:" + table_.samples[static_cast<size_t>(row)].network_name);
     for (int64_t row : splits_[fold].second) test_models.insert("zoo:" + table_.samples[static_cast<size_t>(row)].network_name);
-    for (const LayerExample& example : bench_all_)
+    for (const forecast::LayerExample& example : bench_all_)
       if (!test_models.count(example.origin) || train_models.count(example.origin)) examples.push_back(example);
     if (examples.empty()) return estimates;
-    LayerModel model = LayerModel::fit(examples);
+    forecast::LayerModel model = forecast::LayerModel::fit(examples);
     estimates = layer_estimates_of(table_, model);
     models_[fold] = model;
     if (options_.log)
@@ -458,7 +458,7 @@ class LayerParts {
     }
     return x_[fold];
   }
-  const LayerModel* model(size_t fold) const { return models_[fold] ? &*models_[fold] : nullptr; }
+  const forecast::LayerModel* model(size_t fold) const { return models_[fold] ? &*models_[fold] : nullptr; }
 
  private:
   const TrainingTable& table_;
@@ -466,10 +466,10 @@ class LayerParts {
   const Splits& splits_;
   std::vector<std::vector<double>> estimates_;
   std::vector<learn::Matrix> x_;
-  std::vector<std::optional<LayerModel>> models_;
+  std::vector<std::optional<forecast::LayerModel>> models_;
   bool has_data_;
   std::vector<features::LayerSites> bench_sites_;  // one per benchmark row, built once
-  std::vector<LayerExample> bench_all_;
+  std::vector<forecast::LayerExample> bench_all_;
 };
 
 // The hybrid: the whole-network learner with est.layers_ms as a feature, its candidate chosen on its own.
@@ -518,7 +518,7 @@ void score_corrected(const TrainingTable& table, const EvaluateOptions& options,
       const bool largest_input = image_pixels(table.samples[static_cast<size_t>(test[index])]) >= largest_pixels;
       if (anchor > 0 && corrected_at_high[index] > 0 && !largest_input)
         predicted(static_cast<int64_t>(index)) =
-            bounded_past_range(batch_high, anchor, predicted(static_cast<int64_t>(index)),
+            forecast::bounded_past_range(batch_high, anchor, predicted(static_cast<int64_t>(index)),
                                table.samples[static_cast<size_t>(test[index])].config.batch);
     }
     for (size_t index = 0; index < test.size(); ++index)
@@ -600,10 +600,10 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         for (int64_t row : train)
           if (estimates[static_cast<size_t>(row)] > 0)
             ratios.push_back(table.samples[static_cast<size_t>(row)].time_ms() / estimates[static_cast<size_t>(row)]);
-        if (!ratios.empty()) layer_scale = core::quantile(ratios, 0.5);
+        if (!ratios.empty()) layer_scale = quantile(ratios, 0.5);
       }
       // The whole-network learner carried past the trained batches by the layer-wise model's scaling.
-      const LayerModel* layer_model = layers.model(fold);
+      const forecast::LayerModel* layer_model = layers.model(fold);
       const bool score_scaled =
           options.scaled && target == "time" && !options.layer_feature && !estimates.empty() && layer_model != nullptr;
       const std::vector<int64_t>& test_rows = test;  // a lambda cannot capture a structured binding (C++17)
@@ -619,7 +619,7 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         const double at_high_layers =
             layer_model->iteration_ms(table.layer_sites[static_cast<size_t>(sample.layer_sites)], config, gpu);
         if (!(at_high_layers > 0)) return own;
-        return carried_past_range(batch_high, at_high[index], own, at_b / at_high_layers, sample.config.batch);
+        return forecast::carried_past_range(batch_high, at_high[index], own, at_b / at_high_layers, sample.config.batch);
       };
       for (size_t index = 0; index < test.size(); ++index) {
         const double layer_sum = layer_scale > 0 ? layer_scale * estimates[static_cast<size_t>(test[index])] : 0;
@@ -875,16 +875,16 @@ void write_predictions_csv(const TrainingTable& table, const EvaluationReport& r
       const Sample& sample = table.samples[static_cast<size_t>(run.sample)];
       auto environment = table.environments.find(sample.environment_hash);
       std::string where = sample.environment_hash;
-      if (environment != table.environments.end()) where = environment_label(environment->second) + " " + where;
+      if (environment != table.environments.end()) where = forecast::environment_label(environment->second) + " " + where;
       const std::vector<std::string>& plans = target.target == "time" ? sample.time_plans : sample.peak_plans;
       const std::string plan = static_cast<size_t>(run.repeat) < plans.size() ? plans[static_cast<size_t>(run.repeat)] : "";
       std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.4f", run.measured, run.predicted, run.baseline,
                     (run.predicted - run.measured) / run.measured);
-      out << target.target << ',' << core::csv_quote(sample.network_name) << ',' << core::csv_quote(sample.family)
+      out << target.target << ',' << csv_quote(sample.network_name) << ',' << csv_quote(sample.family)
           << ",\"" << where << "\","
           << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
           << name(sample.config.optimizer) << ',' << name(sample.config.precision) << ',' << sample.config.threads << ',' << numbers
-          << ',' << core::csv_quote(plan) << ',';
+          << ',' << csv_quote(plan) << ',';
       if (run.layerwise > 0) out << run.layerwise;
       out << ',';
       if (run.scaled > 0) out << run.scaled;
@@ -911,4 +911,4 @@ void check_split(const std::string& split) {
   throw InputError("unknown split " + quote(split) + " (known: random, family, batch, input, env)");
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

@@ -26,7 +26,7 @@
 #include "store/store.h"
 #include "learn/metrics.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 struct EvaluateOptions {
   std::string split = "random";  // random | family | batch | input | env
@@ -63,7 +63,7 @@ struct EvaluateOptions {
   // Single-layer benchmarks (`dnncast bench-layers`, table layer_benchmarks) the layer-wise model is
   // also fitted on (alone: those of the dataset's environment where the dataset has no per-layer
   // runs). Rows timed as a layer of a zoo model that a test part holds are left out of that part's fit.
-  std::vector<data::LayerBenchRecord> layer_bench;
+  std::vector<records::LayerBenchRecord> layer_bench;
   std::string bench_target = "warm";  // warm | cold: which of a benchmark's timings is the target
   std::ostream* log = nullptr;
 };
@@ -154,4 +154,4 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
 // environment, configuration, measured, forecast, roofline, signed relative error.
 void write_predictions_csv(const TrainingTable& table, const EvaluationReport& report, std::ostream& out);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

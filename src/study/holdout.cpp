@@ -13,7 +13,7 @@
 #include "store/store.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 using nlohmann::json;
 
@@ -33,7 +33,7 @@ struct GroupBuilder {
   int64_t inside = 0;
   std::vector<std::vector<double>> repeats;
 
-  void add(const Sample& sample, const Estimate& forecast) {
+  void add(const Sample& sample, const forecast::Estimate& forecast) {
     ++configurations;
     for (double measured : sample.times_ms) {
       errors.push_back(std::fabs(forecast.value - measured) / measured);
@@ -49,7 +49,7 @@ struct GroupBuilder {
     group.configurations = configurations;
     group.runs = static_cast<int64_t>(errors.size());
     group.model = learn::error_stats(errors);
-    group.median_signed = core::quantile(signed_errors, 0.5);
+    group.median_signed = quantile(signed_errors, 0.5);
     group.coverage = errors.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(errors.size());
     group.noise_floor = noise_floor(repeats);
     group.noise_configurations = static_cast<int64_t>(repeats.size());
@@ -57,13 +57,13 @@ struct GroupBuilder {
   }
 };
 
-MonotoneCheck monotone_check(const TrainingTable& table, const std::vector<Estimate>& forecasts) {
+MonotoneCheck monotone_check(const TrainingTable& table, const std::vector<forecast::Estimate>& forecasts) {
   // series key -> batch -> (measured mean, forecast), in ms
   std::map<std::string, std::map<int64_t, std::pair<double, double>>> series;
   std::map<std::string, std::string> series_name;
   for (size_t row = 0; row < table.samples.size(); ++row) {
     const Sample& sample = table.samples[row];
-    const data::RunConfig& c = sample.config;
+    const records::RunConfig& c = sample.config;
     std::string key = sample.environment_hash + "|" + sample.network_hash + "|" + c.input_text() + "|" +
                       std::to_string(c.seq_len) + "|" + name(c.optimizer) + "|" + name(c.precision) + "|" +
                       std::to_string(c.threads) + "|" + name(c.device);
@@ -184,9 +184,9 @@ std::string PredictorScore::markdown() const {
 }
 
 PredictorScore score_predictor(const std::string& set_dir, const std::string& db_path, const ScoreOptions& options) {
-  PredictorSet set = load_predictor_set(set_dir);
-  const Predictor& predictor = *set.time;
-  const std::vector<data::EnvironmentRecord>& trained = predictor.manifest().environments;
+  forecast::PredictorSet set = forecast::load_predictor_set(set_dir);
+  const forecast::Predictor& predictor = *set.time;
+  const std::vector<records::EnvironmentRecord>& trained = predictor.manifest().environments;
   if (trained.empty()) throw InputError("predictor " + set_dir + " records no training environment");
 
   PredictorScore score;
@@ -200,19 +200,19 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
   table_options.holdout = options.runs;
   table_options.environment = options.environment;
   {
-    data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
-    for (const data::EnvironmentRecord& measured : store.environments()) {
-      HostMatch match = match_host(measured, trained);
+    store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
+    for (const records::EnvironmentRecord& measured : store.environments()) {
+      forecast::HostMatch match = forecast::match_host(measured, trained);
       auto chosen = std::find_if(trained.begin(), trained.end(),
-                                 [&](const data::EnvironmentRecord& e) { return e.hash() == match.environment; });
+                                 [&](const records::EnvironmentRecord& e) { return e.hash() == match.environment; });
       if (chosen == trained.end()) chosen = trained.begin();
       table_options.featurize_as[measured.hash()] = *chosen;
       PredictorScore::EnvironmentUse use;
       use.measured = measured.hash();
-      use.measured_label = environment_label(measured);
+      use.measured_label = forecast::environment_label(measured);
       use.predictor_environment = chosen->hash();
       use.exact = match.exact;
-      for (const FieldDifference& difference : match.differs)
+      for (const forecast::FieldDifference& difference : match.differs)
         use.differs.push_back(difference.field + " " + difference.host + " vs " + difference.predictor);
       score.environments.push_back(use);
     }
@@ -226,11 +226,11 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
                            score.environments.end());
   score.notes = table.notes;
 
-  std::vector<Estimate> forecasts = predictor.predict(table.x);
+  std::vector<forecast::Estimate> forecasts = predictor.predict(table.x);
   for (size_t row = 0; row < table.samples.size(); ++row) {  // past the trained batches, bounded as `predict` bounds them
     const Sample& sample = table.samples[row];
     if (sample.graph >= 0)
-      forecasts[row] = time_forecast(predictor, forecasts[row], table.graphs[static_cast<size_t>(sample.graph)],
+      forecasts[row] = forecast::time_forecast(predictor, forecasts[row], table.graphs[static_cast<size_t>(sample.graph)],
                                      training_config_of(sample.config), table.hardware[row]);
   }
   GroupBuilder all;
@@ -238,7 +238,7 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
   std::map<std::string, GroupBuilder> kinds;
   for (size_t row = 0; row < table.samples.size(); ++row) {
     const Sample& sample = table.samples[row];
-    const Estimate& forecast = forecasts[row];
+    const forecast::Estimate& forecast = forecasts[row];
     if (!(forecast.value > 0) || !std::isfinite(forecast.value))
       throw InputError("predictor " + set_dir + " forecast " + std::to_string(forecast.value) + " ms for " +
                        sample.network_name + " at batch " + std::to_string(sample.config.batch));
@@ -255,4 +255,4 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
   return score;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

@@ -16,7 +16,7 @@
 #include "study/training.h"
 #include "learn/metrics.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 struct ScoreGroup {
   std::string name;                 // "all", "designed", "synthetic", or a plan group
@@ -69,4 +69,4 @@ struct ScoreOptions {
 // cannot be made.
 PredictorScore score_predictor(const std::string& set_dir, const std::string& db_path, const ScoreOptions& options = {});
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

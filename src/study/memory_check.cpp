@@ -8,7 +8,7 @@
 #include "features/featurizer.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 double MemoryCheckRow::relative_error() const {
   return measured_bytes > 0
@@ -96,4 +96,4 @@ MemoryCheck check_memory_simulator(const std::string& db_path, hardware::CpuIsa 
   return check;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

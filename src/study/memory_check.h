@@ -10,11 +10,11 @@
 #include "store/store.h"
 #include "hardware/isa.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 struct MemoryCheckRow {
   std::string network, family, environment_hash;
-  data::RunConfig config;
+  records::RunConfig config;
   int64_t measured_bytes = 0;     // the profiler's peak above the baseline (mean of the repeats)
   int64_t simulated_bytes = 0;    // the simulator's peak_bytes
   double relative_error() const;  // (simulated - measured) / measured
@@ -46,4 +46,4 @@ struct MemoryCheck {
 // environment that recorded none, the rule set (AVX-512 or AVX2) its measured peaks follow.
 MemoryCheck check_memory_simulator(const std::string& db_path, hardware::CpuIsa isa = hardware::CpuIsa::Unknown);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

@@ -13,7 +13,7 @@
 #include "learn/metrics.h"
 #include "store/store.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -175,7 +175,7 @@ json leaderboard_json(const learn::AutoMLResult& result, size_t top) {
 
 }  // namespace
 
-Predictor train_predictor(const TrainingTable& table, const TrainOptions& options) {
+forecast::Predictor train_predictor(const TrainingTable& table, const TrainOptions& options) {
   learn::Vector y = targets_of(table, options.target);
   std::vector<int> columns = varying_columns(table.x);
   if (columns.empty()) throw InputError("dataset " + table.dataset + ": every configuration has the same features");
@@ -207,7 +207,7 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
     if (best.out_of_fold(row) > 0) log_ratios.push_back(std::log(y(row) / best.out_of_fold(row)));
 
   learn::FittedModel model = learn::fit_candidate(x, y, best.candidate);
-  Manifest manifest;
+  forecast::Manifest manifest;
   manifest.target = options.target;
   manifest.unit = options.target == "time" ? "ms" : "bytes";
   manifest.feature_version = features::kFeatureVersion;
@@ -216,8 +216,8 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
   manifest.learner = best.candidate.learner;
   manifest.hyperparameters = model.learner->hyperparameters();
   manifest.transform = model.transform;
-  manifest.interval_low = core::quantile(log_ratios, 0.05);
-  manifest.interval_high = core::quantile(log_ratios, 0.95);
+  manifest.interval_low = quantile(log_ratios, 0.05);
+  manifest.interval_high = quantile(log_ratios, 0.95);
   for (const auto& [hash, environment] : table.environments) manifest.environments.push_back(environment);
 
   std::set<std::string> networks, families, optimizers, precisions, inputs;
@@ -252,13 +252,13 @@ Predictor train_predictor(const TrainingTable& table, const TrainOptions& option
   manifest.cv = cv;
   manifest.leaderboard = leaderboard_json(result, 10);
   if (options.log != nullptr) *options.log << learn::format_leaderboard(result);
-  return Predictor(std::move(manifest), std::move(model.learner));
+  return forecast::Predictor(std::move(manifest), std::move(model.learner));
 }
 
-std::vector<data::LayerBenchRecord> read_layer_benchmarks(const std::string& path, const std::string& option) {
+std::vector<records::LayerBenchRecord> read_layer_benchmarks(const std::string& path, const std::string& option) {
   if (!std::filesystem::exists(path)) throw InputError(option + ": no such file " + path);
-  data::Store store = data::Store::open(path, data::Database::Mode::ReadOnly);
-  std::vector<data::LayerBenchRecord> bench = store.layer_benchmarks();
+  store::Store store = store::Store::open(path, store::Database::Mode::ReadOnly);
+  std::vector<records::LayerBenchRecord> bench = store.layer_benchmarks();
   if (bench.empty()) throw InputError(path + ": no layer benchmarks (dnncast bench-layers)");
   return bench;
 }
@@ -267,7 +267,7 @@ void check_bench_target(const std::string& name, const std::string& option) {
   if (name != "warm" && name != "cold") throw InputError("unknown " + option + " " + quote(name) + " (known: warm, cold)");
 }
 
-Predictor train_corrected_model(const TrainingTable& table, const LayerModel& layers, TrainOptions options) {
+forecast::Predictor train_corrected_model(const TrainingTable& table, const forecast::LayerModel& layers, TrainOptions options) {
   // The layer-wise sum as the feature est.layers_ms of every sample, and the transform log_ratio over it.
   TrainingTable with_sum = table;
   const std::vector<double> sums = layer_estimates_of(table, layers);
@@ -278,4 +278,4 @@ Predictor train_corrected_model(const TrainingTable& table, const LayerModel& la
   return train_predictor(with_sum, options);
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

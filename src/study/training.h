@@ -12,13 +12,13 @@
 #include "forecast/predictor.h"
 #include "records/records.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 // One measured configuration: all ok repeats of (environment, network, configuration).
 struct Sample {
   std::string environment_hash;
   std::string network_hash, network_name, family;
-  data::RunConfig config;
+  records::RunConfig config;
   std::vector<double> times_ms;    // one per repeat (median of its iterations)
   std::vector<double> peak_bytes;  // one per repeat that recorded it
   std::vector<std::string> time_plans, peak_plans;  // the campaign plan of each entry of times_ms, peak_bytes
@@ -40,7 +40,7 @@ struct TrainingTable {
   std::string dataset;  // path
   std::vector<Sample> samples;
   learn::Matrix x;  // samples x features::feature_count()
-  std::map<std::string, data::EnvironmentRecord> environments;  // by hash
+  std::map<std::string, records::EnvironmentRecord> environments;  // by hash
   int64_t runs_used = 0;       // ok runs behind the samples
   int64_t runs_skipped = 0;    // failed runs, and runs whose network could not be rebuilt
   std::vector<std::string> notes;  // why runs were skipped, one line per cause
@@ -80,11 +80,11 @@ struct TableOptions {
   HoldoutRuns holdout = HoldoutRuns::Exclude;  // the holdout plan's runs (kHoldoutPlan)
   // Runs of environment HASH get the hardware features of featurize_as[HASH] (scoring a predictor
   // trained elsewhere as `predict` would use it: with its nearest training environment's features).
-  std::map<std::string, data::EnvironmentRecord> featurize_as;
+  std::map<std::string, records::EnvironmentRecord> featurize_as;
 };
 
 // The featurizer's view of a run's configuration.
-features::TrainingConfig training_config_of(const data::RunConfig& run);
+features::TrainingConfig training_config_of(const records::RunConfig& run);
 
 // Reads a dataset and featurizes every configuration. Throws InputError when the file is not a
 // dataset, the environment is unknown (listing the known ones) or no successful run is left.
@@ -117,14 +117,14 @@ struct TrainOptions {
 std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by);
 
 // The layer-wise model's training examples: the layer runs of the given samples (all when null).
-std::vector<LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples = nullptr);
+std::vector<forecast::LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples = nullptr);
 // The layer-wise model of a predictor set (`dnncast train --layer-bench`): fitted on the table's
 // per-layer runs (TableOptions::layer_sites) and the single-layer benchmarks' `target` timings
 // (warm | cold). InputError when neither has a row.
-LayerModel train_layer_model(const TrainingTable& table, const std::vector<data::LayerBenchRecord>& bench,
+forecast::LayerModel train_layer_model(const TrainingTable& table, const std::vector<records::LayerBenchRecord>& bench,
                              const std::string& target, std::ostream* log = nullptr);
 // The layer-wise model's forecast of every sample, ms (0 for a sample without layer sites).
-std::vector<double> layer_estimates_of(const TrainingTable& table, const LayerModel& model);
+std::vector<double> layer_estimates_of(const TrainingTable& table, const forecast::LayerModel& model);
 
 // Target values of a table: mean time (ms) or peak bytes per sample. Throws InputError for memory
 // when some sample has no peak bytes.
@@ -152,16 +152,16 @@ const std::vector<std::string>& thread_pair_columns();
 
 // AutoML on the table, refit of the best candidate on all of it; leaderboard in the manifest.
 // Throws InputError on an unknown target or learner, or a table too small to train on.
-Predictor train_predictor(const TrainingTable& table, const TrainOptions& options);
+forecast::Predictor train_predictor(const TrainingTable& table, const TrainOptions& options);
 
 // The single-layer benchmarks of a dataset (`dnncast bench-layers`) for the layer-wise model; `option` names
 // where the path came from. InputError when the file is missing or holds none.
-std::vector<data::LayerBenchRecord> read_layer_benchmarks(const std::string& path, const std::string& option);
+std::vector<records::LayerBenchRecord> read_layer_benchmarks(const std::string& path, const std::string& option);
 // InputError unless `name` is a benchmark timing the layer-wise model fits: warm | cold.
 void check_bench_target(const std::string& name, const std::string& option);
 // The corrected layer-wise model (`train --layer-bench`, OUT/time/corrected): a time predictor on
 // log(time / the layer-wise sum), searched with `options` (target time). InputError when it cannot be fitted
 // (too few configurations, a layer-wise sum that does not vary).
-Predictor train_corrected_model(const TrainingTable& table, const LayerModel& layers, TrainOptions options);
+forecast::Predictor train_corrected_model(const TrainingTable& table, const forecast::LayerModel& layers, TrainOptions options);
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

@@ -13,7 +13,7 @@
 #include "import/graph_json.h"
 #include "memory/simulator.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -39,14 +39,14 @@ namespace {
 
 // The graph of a stored network at a run's input and `batch`: rebuilt from its source, or else
 // from the stored graph JSON with the Input shape replaced.
-Graph network_graph(const data::NetworkRecord& network, const data::RunConfig& config, int64_t batch = 1) {
-  data::RunConfig at_one = config;
+Graph network_graph(const records::NetworkRecord& network, const records::RunConfig& config, int64_t batch = 1) {
+  records::RunConfig at_one = config;
   at_one.batch = batch;
   try {
-    return data::build_network(data::parse_model_source(network.source), at_one);
+    return records::build_network(records::parse_model_source(network.source), at_one);
   } catch (const InputError& first) {
     if (network.graph_json.empty()) throw;
-    Graph graph = read_graph_json(network.graph_json, "network " + network.name);
+    Graph graph = import::read_graph_json(network.graph_json, "network " + network.name);
     for (Node& node : graph.mutable_nodes()) {
       if (node.op != "Input") continue;
       std::vector<int64_t> shape{batch};
@@ -60,15 +60,15 @@ Graph network_graph(const data::NetworkRecord& network, const data::RunConfig& c
   }
 }
 
-bool matches_environment(const data::EnvironmentRecord& environment, const std::string& wanted) {
-  return wanted == environment.hash() || wanted == environment_label(environment) || wanted == environment_slug(environment);
+bool matches_environment(const records::EnvironmentRecord& environment, const std::string& wanted) {
+  return wanted == environment.hash() || wanted == forecast::environment_label(environment) || wanted == forecast::environment_slug(environment);
 }
 
 }  // namespace
 
 void write_features_csv(const TrainingTable& table, std::ostream& out) {
   out << "environment,network,family,batch,input,seq_len,optimizer,precision,threads,repeats,time_ms,peak_bytes";
-  for (const std::string& name : features::feature_names()) out << ',' << core::csv_quote(name);
+  for (const std::string& name : features::feature_names()) out << ',' << csv_quote(name);
   out << '\n';
   char number[32];
   auto put = [&](double value) {  // the shortest of 15 or 17 digits that reads back exactly
@@ -78,10 +78,10 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
   };
   for (size_t row = 0; row < table.samples.size(); ++row) {
     const Sample& sample = table.samples[row];
-    out << core::csv_quote(sample.environment_hash) << ',' << core::csv_quote(sample.network_name) << ','
-        << core::csv_quote(sample.family) << ',' << sample.config.batch << ',' << sample.config.input_text() << ','
-        << sample.config.seq_len << ',' << core::csv_quote(name(sample.config.optimizer)) << ','
-        << core::csv_quote(name(sample.config.precision)) << ',' << sample.config.threads << ',' << sample.times_ms.size();
+    out << csv_quote(sample.environment_hash) << ',' << csv_quote(sample.network_name) << ','
+        << csv_quote(sample.family) << ',' << sample.config.batch << ',' << sample.config.input_text() << ','
+        << sample.config.seq_len << ',' << csv_quote(name(sample.config.optimizer)) << ','
+        << csv_quote(name(sample.config.precision)) << ',' << sample.config.threads << ',' << sample.times_ms.size();
     put(sample.time_ms());
     if (sample.peak_bytes.empty()) out << ',';
     else put(sample.peak());
@@ -90,7 +90,7 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
   }
 }
 
-features::TrainingConfig training_config_of(const data::RunConfig& run) {
+features::TrainingConfig training_config_of(const records::RunConfig& run) {
   features::TrainingConfig config;
   config.batch = run.batch;
   config.set_setup(run);
@@ -102,9 +102,9 @@ namespace {
 
 // What reading a dataset's runs leaves beside the table: the inputs of featurizing.
 struct TableSources {
-  std::map<std::string, data::EnvironmentRecord> environments;  // by hash
-  std::map<std::string, data::NetworkRecord> networks;          // by hash
-  std::map<int64_t, std::vector<data::LayerTiming>> layer_times;
+  std::map<std::string, records::EnvironmentRecord> environments;  // by hash
+  std::map<std::string, records::NetworkRecord> networks;          // by hash
+  std::map<int64_t, std::vector<records::LayerTiming>> layer_times;
   std::vector<std::pair<size_t, int64_t>> timed_runs;  // (sample, run id) of the runs with layer timings
   std::map<std::string, int64_t> skipped_by_cause;
   int64_t holdout_left_out = 0;
@@ -116,7 +116,7 @@ void check_environment_known(const TableSources& sources, const std::string& wan
   std::string known;
   for (const auto& [hash, environment] : sources.environments) {
     found = found || matches_environment(environment, wanted);
-    known += (known.empty() ? "" : ", ") + environment_slug(environment) + " (" + hash + ")";
+    known += (known.empty() ? "" : ", ") + forecast::environment_slug(environment) + " (" + hash + ")";
   }
   if (!found)
     throw InputError("environment " + quote(wanted) + " is not in " + db_path + " (known: " + (known.empty() ? "none" : known) +
@@ -124,9 +124,9 @@ void check_environment_known(const TableSources& sources, const std::string& wan
 }
 
 // Groups the ok runs by (environment, network, configuration) into table.samples.
-void group_runs(data::Store& store, const TableOptions& options, TableSources& sources, TrainingTable& table) {
-  std::map<std::tuple<std::string, std::string, data::RunConfig>, size_t> index;
-  for (const data::RunRecord& run : store.runs()) {
+void group_runs(store::Store& store, const TableOptions& options, TableSources& sources, TrainingTable& table) {
+  std::map<std::tuple<std::string, std::string, records::RunConfig>, size_t> index;
+  for (const records::RunRecord& run : store.runs()) {
     auto environment = sources.environments.find(run.environment_hash);
     if (environment == sources.environments.end()) continue;
     if (!options.environment.empty() && !matches_environment(environment->second, options.environment)) continue;
@@ -151,7 +151,7 @@ void group_runs(data::Store& store, const TableOptions& options, TableSources& s
       Sample sample;
       sample.environment_hash = run.environment_hash;
       sample.network_hash = run.network_hash;
-      const data::NetworkRecord& network = sources.networks.at(run.network_hash);
+      const records::NetworkRecord& network = sources.networks.at(run.network_hash);
       sample.network_name = network.name;
       sample.family = network.family;
       sample.config = run.config;
@@ -171,7 +171,7 @@ void group_runs(data::Store& store, const TableOptions& options, TableSources& s
 
 // What the simulator says for a sample's configuration (0 where it does not model it), so that
 // evaluate can set it beside the measurement and the learned memory predictor.
-double simulated_peak(const data::NetworkRecord& network, const Sample& sample, const data::EnvironmentRecord& environment,
+double simulated_peak(const records::NetworkRecord& network, const Sample& sample, const records::EnvironmentRecord& environment,
                       const TableOptions& options) {
   memory::MemoryConfig memory_config;
   memory_config.optimizer = sample.config.optimizer;
@@ -181,7 +181,7 @@ double simulated_peak(const data::NetworkRecord& network, const Sample& sample, 
   // The simulator follows the measuring environment's ISA (or TableOptions::isa), never the
   // features of featurize_as: it models the runs as they were measured.
   memory_config.isa =
-      features::effective_isa(options.isa != hardware::CpuIsa::Unknown ? options.isa : hardware_of(environment).isa);
+      features::effective_isa(options.isa != hardware::CpuIsa::Unknown ? options.isa : forecast::hardware_of(environment).isa);
   try {
     return static_cast<double>(
         memory::simulate_memory(network_graph(network, sample.config, sample.config.batch), memory_config).peak_bytes);
@@ -203,7 +203,7 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
   kept_index.assign(table.samples.size(), SIZE_MAX);
   for (size_t sample_index = 0; sample_index < table.samples.size(); ++sample_index) {
     Sample& sample = table.samples[sample_index];
-    const data::NetworkRecord& network = sources.networks.at(sample.network_hash);
+    const records::NetworkRecord& network = sources.networks.at(sample.network_hash);
     std::string key = sample.network_hash + "|" + sample.config.input_text() + "|" + std::to_string(sample.config.seq_len);
     auto cached = graph_cache.find(key);
     if (cached == graph_cache.end() && graph_errors.count(key) == 0) {
@@ -225,10 +225,10 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
       table.runs_used -= static_cast<int64_t>(sample.times_ms.size());
       continue;
     }
-    const data::EnvironmentRecord& environment = sources.environments.at(sample.environment_hash);
+    const records::EnvironmentRecord& environment = sources.environments.at(sample.environment_hash);
     auto featurized_as = options.featurize_as.find(sample.environment_hash);
     features::HardwareFeatures hardware =
-        hardware_of(featurized_as != options.featurize_as.end() ? featurized_as->second : environment);
+        forecast::hardware_of(featurized_as != options.featurize_as.end() ? featurized_as->second : environment);
     if (options.isa != hardware::CpuIsa::Unknown) hardware.isa = options.isa;
     rows.push_back(features::featurize(table.graphs[static_cast<size_t>(cached->second)], training_config_of(sample.config), hardware));
     sample.graph = cached->second;
@@ -252,7 +252,7 @@ void match_layer_runs(const TableSources& sources, const std::vector<size_t>& ke
     LayerRun layer_run;
     layer_run.sample = kept_index[sample_index];
     const Sample& sample = table.samples[layer_run.sample];
-    if (match_layer_timings(table.layer_sites[static_cast<size_t>(sample.layer_sites)], sources.layer_times.at(run_id),
+    if (forecast::match_layer_timings(table.layer_sites[static_cast<size_t>(sample.layer_sites)], sources.layer_times.at(run_id),
                             layer_run.ms))
       table.layer_runs.push_back(std::move(layer_run));
     else
@@ -268,15 +268,15 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   if (options.time_column != "median" && options.time_column != "normalised")
     throw InputError("unknown time column " + quote(options.time_column) + " (known: median, normalised)");
   if (!fs::exists(db_path)) throw InputError("dataset " + db_path + " does not exist");
-  data::Store store = data::Store::open(db_path, data::Database::Mode::ReadOnly);
+  store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
   TrainingTable table;
   table.dataset = db_path;
 
   TableSources sources;
-  for (const data::EnvironmentRecord& environment : store.environments())
+  for (const records::EnvironmentRecord& environment : store.environments())
     sources.environments[environment.hash()] = environment;
   check_environment_known(sources, options.environment, db_path);
-  for (data::NetworkRecord& network : store.networks(true)) sources.networks[network.hash] = std::move(network);
+  for (records::NetworkRecord& network : store.networks(true)) sources.networks[network.hash] = std::move(network);
   if (options.layer_sites) sources.layer_times = store.layer_times();
 
   group_runs(store, options, sources, table);
@@ -302,15 +302,15 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   return table;
 }
 
-std::vector<LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples) {
+std::vector<forecast::LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples) {
   std::vector<char> wanted(table.samples.size(), samples == nullptr ? 1 : 0);
   if (samples)
     for (int64_t sample : *samples) wanted[static_cast<size_t>(sample)] = 1;
-  std::vector<LayerExample> examples;
+  std::vector<forecast::LayerExample> examples;
   for (const LayerRun& run : table.layer_runs) {
     if (!wanted[run.sample]) continue;
     const Sample& sample = table.samples[run.sample];
-    LayerExample example;
+    forecast::LayerExample example;
     example.sites = &table.layer_sites[static_cast<size_t>(sample.layer_sites)];
     example.config = training_config_of(sample.config);
     example.gpu = !table.environments.at(sample.environment_hash).gpu_name.empty();
@@ -320,23 +320,23 @@ std::vector<LayerExample> layer_examples(const TrainingTable& table, const std::
   return examples;
 }
 
-LayerModel train_layer_model(const TrainingTable& table, const std::vector<data::LayerBenchRecord>& bench,
+forecast::LayerModel train_layer_model(const TrainingTable& table, const std::vector<records::LayerBenchRecord>& bench,
                              const std::string& target, std::ostream* log) {
-  std::vector<LayerExample> examples = layer_examples(table);
+  std::vector<forecast::LayerExample> examples = layer_examples(table);
   const size_t from_runs = examples.size();
   std::vector<features::LayerSites> bench_sites;  // the examples point into it until the fit
-  for (LayerExample& example : bench_examples(bench, target, bench_sites)) examples.push_back(std::move(example));
+  for (forecast::LayerExample& example : forecast::bench_examples(bench, target, bench_sites)) examples.push_back(std::move(example));
   if (examples.empty())
     throw InputError("no layer timings to fit a layer-wise model on: the dataset has no per-layer runs and no "
                      "single-layer benchmarks were given (dnncast bench-layers)");
-  LayerModel model = LayerModel::fit(examples);
+  forecast::LayerModel model = forecast::LayerModel::fit(examples);
   if (log)
     *log << "layer-wise model fitted on " << from_runs << " per-layer runs and " << examples.size() - from_runs
          << " layer benchmarks (" << model.training_rows() << " layer rows)\n";
   return model;
 }
 
-std::vector<double> layer_estimates_of(const TrainingTable& table, const LayerModel& model) {
+std::vector<double> layer_estimates_of(const TrainingTable& table, const forecast::LayerModel& model) {
   std::vector<double> estimates(table.samples.size(), 0.0);
   for (size_t index = 0; index < table.samples.size(); ++index) {
     const Sample& sample = table.samples[index];
@@ -348,4 +348,4 @@ std::vector<double> layer_estimates_of(const TrainingTable& table, const LayerMo
   return estimates;
 }
 
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

@@ -25,7 +25,7 @@ bool next_record(std::istream& in, const std::string& path, std::vector<std::str
     }
     record_line = line + 1;
     try {
-      if (!core::read_csv_record(in, fields, line)) return false;
+      if (!read_csv_record(in, fields, line)) return false;
     } catch (const InputError& error) {
       throw error.with_context(quote(path));
     }

@@ -159,7 +159,7 @@ std::vector<int64_t> covering_sample(const Matrix& x, const std::vector<int>& co
     if (static_cast<int>(distinct.size()) <= max_levels) {
       edges = distinct;
     } else {
-      for (int bin = 1; bin <= max_levels; ++bin) edges.push_back(core::quantile(values, static_cast<double>(bin) / max_levels));
+      for (int bin = 1; bin <= max_levels; ++bin) edges.push_back(quantile(values, static_cast<double>(bin) / max_levels));
     }
     std::vector<int> level(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row) {

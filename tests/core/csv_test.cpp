@@ -8,7 +8,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 
-namespace dnncast::core {
+namespace dnncast {
 namespace {
 
 using Record = std::vector<std::string>;
@@ -67,4 +67,4 @@ TEST(Csv, UnterminatedQuoteNamesTheLineItStartsOn) {
 }
 
 }  // namespace
-}  // namespace dnncast::core
+}  // namespace dnncast

@@ -6,7 +6,7 @@
 
 #include "core/rng.h"
 
-namespace dnncast::core {
+namespace dnncast {
 namespace {
 
 TEST(SplitMix64, GivesThePublishedOutputs) {
@@ -65,4 +65,4 @@ TEST(SplitMix64, BelowIsUniform) {
 }
 
 }  // namespace
-}  // namespace dnncast::core
+}  // namespace dnncast

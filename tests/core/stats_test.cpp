@@ -10,7 +10,7 @@
 #include "core/stats.h"
 #include "python_run.h"
 
-namespace dnncast::core {
+namespace dnncast {
 namespace {
 
 TEST(Quantile, HandComputedCases) {
@@ -68,4 +68,4 @@ TEST(Quantile, MatchesNumpyLinear) {
 }
 
 }  // namespace
-}  // namespace dnncast::core
+}  // namespace dnncast

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/units.h"
 
-namespace dnncast::core {
+namespace dnncast {
 namespace {
 
 constexpr int64_t kKiB = 1024, kMiB = kKiB << 10, kGiB = kMiB << 10;
@@ -93,4 +93,4 @@ TEST(FormatBytes, ParsesBackToTheSameSize) {
 }
 
 }  // namespace
-}  // namespace dnncast::core
+}  // namespace dnncast

@@ -13,20 +13,20 @@
 #include "forecast/predict.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 namespace {
 
 const std::string kTinyLlama = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/tinyllama-1.1b.json";
 
 CompareRequest multi_gpu_request(const std::string& model, int64_t batch, int64_t seq, const std::string& sharding,
                                  std::vector<std::string> gpus, std::vector<std::string> providers = {}) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = batch;
   spec.seq_len = seq;
-  PredictOptions options;
+  forecast::PredictOptions options;
   options.forecast.optimizer = "adam";
   CompareRequest request;
-  request.forecast = make_gpu_request(model, spec, options, OptionStyle::Flag);
+  request.forecast = forecast::make_gpu_request(model, spec, options, forecast::OptionStyle::Flag);
   request.gpus = std::move(gpus);
   request.providers = std::move(providers);
   request.multi_gpu = true;
@@ -35,17 +35,17 @@ CompareRequest multi_gpu_request(const std::string& model, int64_t batch, int64_
 }
 
 // The same model, batch and sharding through `dnncast memory --device GPU --gpus N --sharding S`'s API.
-MemoryForecast memory_of(const std::string& model, int64_t batch, int64_t seq, const std::string& gpu, int64_t gpus,
+forecast::MemoryForecast memory_of(const std::string& model, int64_t batch, int64_t seq, const std::string& gpu, int64_t gpus,
                          const std::string& sharding) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = batch;
   spec.seq_len = seq;
-  MemoryOptions options;
+  forecast::MemoryOptions options;
   options.optimizer = "adam";
   options.device = gpu;
   options.gpus = gpus;
   options.sharding = sharding;
-  return forecast_memory(make_memory_request(model, spec, options, OptionStyle::Flag));
+  return forecast::forecast_memory(forecast::make_memory_request(model, spec, options, forecast::OptionStyle::Flag));
 }
 
 const CompareRow& row_of(const Comparison& comparison, const std::string& gpu, int64_t gpus) {
@@ -60,7 +60,7 @@ TEST(CompareMultiGpu, PerGpuMemoryAndCollectivesAreMemorysUnderEachSharding) {
         compare(multi_gpu_request("gpt2_small", 4, 256, sharding, {"a100-80gb"}, {"lambda", "runpod"}));
     EXPECT_EQ(comparison.sharding, sharding);
     const CompareRow& eight = row_of(comparison, "a100-80gb", 8);
-    const MemoryForecast memory = memory_of("gpt2_small", 4, 256, "a100-80gb", 8, sharding);
+    const forecast::MemoryForecast memory = memory_of("gpt2_small", 4, 256, "a100-80gb", 8, sharding);
     ASSERT_TRUE(memory.sharded.has_value());
     ASSERT_TRUE(eight.required_bytes.has_value());
     EXPECT_EQ(*eight.required_bytes, memory.sharded->required_bytes) << sharding;
@@ -163,4 +163,4 @@ TEST(CompareMultiGpu, ShardingIsRefusedWithoutMultiGpuUnknownOrWithNoInstanceToS
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

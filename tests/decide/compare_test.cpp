@@ -16,7 +16,7 @@
 #include "report/html_report.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::decide {
 namespace {
 
 const std::string kInstancesCsv = std::string(DNNCAST_SOURCE_DIR) + "/data/hardware/instances.csv";
@@ -89,8 +89,8 @@ TEST(CompareRun, IterationsRoundUpPerEpochAndSplitOverGpus) {
 }
 
 // A forecast as forecast_gpu() would return it, made by hand.
-GpuForecast forecast(const std::string& gpu, double time_ms, std::optional<bool> fits, int64_t memory_gib = 16) {
-  GpuForecast out;
+gpu::GpuForecast forecast(const std::string& gpu, double time_ms, std::optional<bool> fits, int64_t memory_gib = 16) {
+  gpu::GpuForecast out;
   out.device = gpu;
   out.device_name = "full name of " + gpu;
   out.graph = "resnet18";
@@ -277,7 +277,7 @@ size_t count_of(const std::string& text, const std::string& needle) {
 }
 
 TEST(CompareReport, EveryTextIsEscapedAndEveryRowIsATableRowAndAPoint) {
-  EXPECT_EQ(html_escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  EXPECT_EQ(report::html_escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   CompareRequest request;
   request.forecast.model = "<script>alert(1)</script>.onnx";
   request.forecast.spec.batch = 8;
@@ -286,7 +286,7 @@ TEST(CompareReport, EveryTextIsEscapedAndEveryRowIsATableRowAndAPoint) {
   const Comparison comparison =
       assemble_comparison(request, {hostile, instance("lambda", "a100", 1, 1.5), instance("gcp", "a100", 1, 3.0)},
                           {forecast("t4", 300, true), forecast("a100", 60, false)});
-  const std::string html = render_html(comparison);
+  const std::string html = report::render_html(comparison);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;.onnx"), std::string::npos);
@@ -297,4 +297,4 @@ TEST(CompareReport, EveryTextIsEscapedAndEveryRowIsATableRowAndAPoint) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::decide

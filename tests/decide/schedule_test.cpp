@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 
-namespace dnncast::apps::sched {
+namespace dnncast::decide::sched {
 namespace {
 
 // A random problem: `jobs` jobs on `gpus` GPUs of `types` types, durations 1-100 s with the types'
@@ -22,7 +22,7 @@ namespace {
 // type present), arrivals in [0, 50) s for a share of the jobs, weights 1-3, prices 1-4 $/h.
 Problem random_problem(uint64_t seed, int64_t jobs, int64_t gpus, int64_t types, double no_fit = 0.25,
                        bool arrivals = true) {
-  core::SplitMix64 rng(seed);
+  SplitMix64 rng(seed);
   Problem problem;
   problem.jobs = jobs;
   problem.types = types;
@@ -213,4 +213,4 @@ TEST(Schedule, ObjectiveNamesRoundTripAndUnknownOnesAreRefused) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps::sched
+}  // namespace dnncast::decide::sched

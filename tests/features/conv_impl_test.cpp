@@ -20,13 +20,13 @@
 namespace dnncast::features {
 namespace {
 
-const char* name_of(kernels::ConvImpl impl) {
+const char* name_of(hardware::ConvImpl impl) {
   switch (impl) {
-    case kernels::ConvImpl::Slow:
+    case hardware::ConvImpl::Slow:
       return "slow";
-    case kernels::ConvImpl::Gemm:
+    case hardware::ConvImpl::Gemm:
       return "gemm";
-    case kernels::ConvImpl::Jit:
+    case hardware::ConvImpl::Jit:
       return "jit";
   }
   return "?";
@@ -44,8 +44,8 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
   std::vector<Graph> graphs;
   for (const char* name : {"resnet18", "resnext50_32x4d", "mobilenet_v2", "shufflenet_v2_x1_0", "densenet121",
                            "squeezenet1_1", "efficientnet_b0", "regnet_y_400mf", "googlenet"})
-    graphs.push_back(build_zoo_model(name, {1, {3, 32, 32}, 0, 1000}));
-  for (uint64_t seed : {1333, 1758, 2200}) graphs.push_back(make_synthetic(seed, {1, {3, 64, 64}, 0, 1000}));
+    graphs.push_back(models::build_zoo_model(name, {1, {3, 32, 32}, 0, 1000}));
+  for (uint64_t seed : {1333, 1758, 2200}) graphs.push_back(models::make_synthetic(seed, {1, {3, 64, 64}, 0, 1000}));
 
   // The dispatch of this process is the dispatch of the reference's (it inherits ONEDNN_MAX_CPU_ISA).
   HardwareFeatures host;
@@ -60,8 +60,8 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
           TrainingConfig config;
           config.batch = batch;
           config.threads = threads;
-          std::array<kernels::ConvImpl, 3> impls = conv_impls(site, config, host);
-          const kernels::ConvShape& s = site.shape;
+          std::array<hardware::ConvImpl, 3> impls = conv_impls(site, config, host);
+          const hardware::ConvShape& s = site.shape;
           std::ostringstream line;
           line << batch << ' ' << s.in_channels << ' ' << s.in_h << ' ' << s.in_w << ' ' << s.out_channels << ' '
                << s.kernel_h << ' ' << s.kernel_w << ' ' << s.stride_h << ' ' << s.stride_w << ' ' << s.pad_h << ' '
@@ -119,7 +119,7 @@ TEST(ConvImpl, MatchesWhatOneDnnReports) {
 TEST(ConvImpl, FeaturesFollowTheBatchThreshold) {
   // densenet121 is mostly 1x1 convolutions: single-threaded, they run on the slow path below
   // batch 16 and on oneDNN's jit_1x1 from 16; with 2 threads always on oneDNN.
-  Graph graph = build_zoo_model("densenet121", {1, {3, 64, 64}, 0, 1000});
+  Graph graph = models::build_zoo_model("densenet121", {1, {3, 64, 64}, 0, 1000});
   GraphFeatures features = graph_features(graph);
   HardwareFeatures cpu{2, false, 0, 0, 0};
   auto column = [&](const std::vector<double>& row, const char* name) {
@@ -144,7 +144,7 @@ TEST(ConvImpl, FeaturesFollowTheBatchThreshold) {
   };
   EXPECT_NEAR(conv_flops(at_sixteen), 2 * conv_flops(at_eight), 1e-6 * conv_flops(at_sixteen));
   // The one-pass path computes the same columns.
-  std::vector<double> one_pass = featurize_graph(build_zoo_model("densenet121", {8, {3, 64, 64}, 0, 1000}), eight, cpu);
+  std::vector<double> one_pass = featurize_graph(models::build_zoo_model("densenet121", {8, {3, 64, 64}, 0, 1000}), eight, cpu);
   for (const char* name : {"conv.slow_flops_per_thread", "conv.gemm_flops_per_thread", "conv.jit_flops_per_thread",
                            "conv.slow_calls", "conv.gemm_calls", "conv.jit_calls", "conv.mkldnn_weight_bytes"})
     EXPECT_NEAR(column(one_pass, name), column(at_eight, name), 1e-9 * std::max(1.0, column(at_eight, name))) << name;

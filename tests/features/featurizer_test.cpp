@@ -110,12 +110,12 @@ TEST(Featurizer, TinyGraphByHand) {
 TEST(Featurizer, BatchScalingMatchesARebuiltGraph) {
   // The fast path (graph at batch 1, scaled) must equal featurizing the graph built at the batch.
   for (int64_t batch : {1, 3, 16}) {
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.input = {3, 64, 64};
     spec.batch = 1;
-    GraphFeatures at_one = graph_features(build_zoo_model("resnet18", spec));
+    GraphFeatures at_one = graph_features(models::build_zoo_model("resnet18", spec));
     spec.batch = batch;
-    GraphFeatures at_batch = graph_features(build_zoo_model("resnet18", spec));
+    GraphFeatures at_batch = graph_features(models::build_zoo_model("resnet18", spec));
     TrainingConfig config;
     config.batch = batch;
     config.optimizer = Optimizer::Adam;
@@ -124,7 +124,7 @@ TEST(Featurizer, BatchScalingMatchesARebuiltGraph) {
     std::vector<double> scaled = featurize(at_one, config, hardware);
     std::vector<double> rebuilt = featurize(at_batch, config, hardware);
     // The single pass over the graph built at the batch gives the same row.
-    std::vector<double> one_pass = featurize_graph(build_zoo_model("resnet18", spec), config, hardware);
+    std::vector<double> one_pass = featurize_graph(models::build_zoo_model("resnet18", spec), config, hardware);
     for (size_t column = 0; column < scaled.size(); ++column) {
       EXPECT_NEAR(scaled[column], rebuilt[column], 1e-9 * std::max(1.0, std::abs(rebuilt[column])))
           << feature_names()[column] << " at batch " << batch;
@@ -132,14 +132,14 @@ TEST(Featurizer, BatchScalingMatchesARebuiltGraph) {
           << feature_names()[column] << " at batch " << batch;
     }
     config.batch = batch + 1;
-    EXPECT_THROW(featurize_graph(build_zoo_model("resnet18", spec), config, hardware), InputError);
+    EXPECT_THROW(featurize_graph(models::build_zoo_model("resnet18", spec), config, hardware), InputError);
   }
 }
 
 TEST(Featurizer, ResNet50MatchesTorchvisionFigures) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 1;
-  GraphFeatures graph = graph_features(build_zoo_model("resnet50", spec));
+  GraphFeatures graph = graph_features(models::build_zoo_model("resnet50", spec));
   TrainingConfig config;
   std::vector<double> row = featurize(graph, config, HardwareFeatures{});
   // torchvision ResNet50_Weights.IMAGENET1K_V1: 25,557,032 parameters, 4.09 GFLOPS (multiply-adds).

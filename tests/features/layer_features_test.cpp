@@ -22,9 +22,9 @@ size_t column(const std::string& name) {
 }
 
 TEST(LayerFeatures, RowsAddUpToTheNetworkAndScaleWithTheBatch) {
-  std::vector<Graph> graphs{build_zoo_model("resnet18", {1, {3, 32, 32}, 0, 1000}),
-                            build_zoo_model("mobilenet_v2", {1, {3, 64, 64}, 0, 1000}),
-                            make_synthetic(1333, {1, {3, 64, 64}, 0, 1000})};
+  std::vector<Graph> graphs{models::build_zoo_model("resnet18", {1, {3, 32, 32}, 0, 1000}),
+                            models::build_zoo_model("mobilenet_v2", {1, {3, 64, 64}, 0, 1000}),
+                            models::make_synthetic(1333, {1, {3, 64, 64}, 0, 1000})};
   const size_t width = layer_feature_count();
   EXPECT_EQ(layer_feature_names().size(), width);
   EXPECT_EQ(std::set<std::string>(layer_feature_names().begin(), layer_feature_names().end()).size(), width);
@@ -63,7 +63,7 @@ TEST(LayerFeatures, RowsAddUpToTheNetworkAndScaleWithTheBatch) {
 }
 
 TEST(LayerFeatures, ConvolutionRowsCarryTheImplementationOfEachPass) {
-  Graph graph = make_synthetic(2457, {1, {3, 32, 32}, 0, 1000});
+  Graph graph = models::make_synthetic(2457, {1, {3, 32, 32}, 0, 1000});
   LayerSites sites = layer_sites(graph);
   std::vector<ConvSite> convs = conv_sites(graph);
   const size_t width = layer_feature_count();
@@ -79,10 +79,10 @@ TEST(LayerFeatures, ConvolutionRowsCarryTheImplementationOfEachPass) {
         continue;
       }
       ASSERT_LT(conv, convs.size());
-      std::array<kernels::ConvImpl, 3> impls = conv_impls(convs[conv++], config, HardwareFeatures{});
+      std::array<hardware::ConvImpl, 3> impls = conv_impls(convs[conv++], config, HardwareFeatures{});
       EXPECT_EQ(rows[row * width + column("impl_fwd")], 1.0f + static_cast<float>(impls[0]));
       EXPECT_EQ(rows[row * width + column("impl_bwd_weight")], 1.0f + static_cast<float>(impls[2]));
-      slow += impls[0] == kernels::ConvImpl::Slow ? 1 : 0;
+      slow += impls[0] == hardware::ConvImpl::Slow ? 1 : 0;
     }
     EXPECT_EQ(conv, convs.size());
     // One thread: this network's unstrided 1x1 convolutions run ATen's slow path below batch 16.

@@ -8,7 +8,7 @@
 #include "forecast/forecast.h"
 #include "import/model_source.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 namespace {
 
 TEST(CheckpointForecast, CpuTimeAddsTheRecomputedForwardsShareOfFlops) {
@@ -21,8 +21,8 @@ TEST(CheckpointForecast, CpuTimeAddsTheRecomputedForwardsShareOfFlops) {
   request.spec.checkpointing = true;
   const Forecast checkpointed = forecast(request);
 
-  ModelSpec spec = request.spec;
-  const Inspection layers = inspect(load_model("gpt2_small", spec));
+  models::ModelSpec spec = request.spec;
+  const Inspection layers = inspect(import::load_model("gpt2_small", spec));
   double recomputed = 0;
   for (const LayerRow& row : layers.layers)
     if (row.name.rfind("transformer.h.", 0) == 0) recomputed += static_cast<double>(row.flops_fwd);
@@ -59,4 +59,4 @@ TEST(GradAccumForecast, CpuTimeCountsTheIterationPerMicroBatch) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -17,7 +17,7 @@
 #include "features/layer_features.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 namespace {
 
 namespace fs = std::filesystem;
@@ -63,7 +63,7 @@ TEST(BatchExtrapolation, ZooForecastsPastTheTrainedBatchesAreMonotone) {
       request.spec.batch = batch;
       request.spec.input = {3, pixels, pixels};
       request.predictor_dir = kCpuSet;
-      Forecast forecast = apps::forecast(request);
+      Forecast forecast = forecast::forecast(request);
       // The corrected layer-wise model at the largest trained input and past the trained batches.
       const std::string expected_model = pixels == 224 || batch > 128 ? "corrected layer-wise" : "whole";
       if (batch_max == 0) {
@@ -103,7 +103,7 @@ TEST(BatchExtrapolation, ZooForecastsPastTheTrainedBatchesAreMonotone) {
 TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   std::vector<features::LayerSites> sites;
   for (const char* name : {"resnet18", "mobilenet_v2", "vgg11", "squeezenet1_1", "densenet121"})
-    sites.push_back(features::layer_sites(build_zoo_model(name, {1, {3, 64, 64}, 0, 1000})));
+    sites.push_back(features::layer_sites(models::build_zoo_model(name, {1, {3, 64, 64}, 0, 1000})));
   std::vector<LayerExample> examples;
   for (const features::LayerSites& network : sites)
     for (int64_t batch = 1; batch <= 256; batch *= 2) {
@@ -119,7 +119,7 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
 
   PredictorSet set = load_predictor_set(kCpuSet);
   const int64_t batch_max = set.time->manifest().training.at("batch_max").get<int64_t>();
-  Graph graph = build_zoo_model("resnet18", {256, {3, 64, 64}, 0, 1000});
+  Graph graph = models::build_zoo_model("resnet18", {256, {3, 64, 64}, 0, 1000});
   const features::GraphFeatures graph_part = features::graph_features(graph);
   const features::HardwareFeatures hardware = hardware_of(set.environment());
   features::TrainingConfig config;
@@ -164,7 +164,7 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   request.spec.input = {3, 64, 64};
   request.predictor_dir = dir + "/set";
   request.threads = 1;
-  Forecast forecast = apps::forecast(request);
+  Forecast forecast = forecast::forecast(request);
   EXPECT_DOUBLE_EQ(forecast.time_ms, carried.value);
   EXPECT_EQ(forecast.extrapolated_from, batch_max);
   EXPECT_EQ(forecast.time_model.find("layer-wise") != std::string::npos, scaling.used) << forecast.time_model;
@@ -172,7 +172,7 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   for (const std::string& note : forecast.notes) noted = noted || note.find("layer-wise model's ratio") != std::string::npos;
   EXPECT_TRUE(noted);
   request.spec.batch = 64;
-  EXPECT_EQ(apps::forecast(request).time_model, "whole");
+  EXPECT_EQ(forecast::forecast(request).time_model, "whole");
   fs::remove_all(dir);
 }
 
@@ -184,10 +184,10 @@ TEST(BatchExtrapolation, ForecastTimePerSampleFollowsTheMeasuredSeries) {
   fs::create_directories(dir);
   const std::string db = dir + "/cpu2.db";
   ASSERT_EQ(std::system(("xz -dkc '" + kSource + "/data/dnncast-cpu2.db.xz' > '" + db + "'").c_str()), 0);
-  ScoreOptions options;
-  options.runs = HoldoutRuns::Include;
-  PredictorScore score = score_predictor(kCpuSet, db, options);
-  const MonotoneCheck& check = score.monotone;
+  study::ScoreOptions options;
+  options.runs = study::HoldoutRuns::Include;
+  study::PredictorScore score = study::score_predictor(kCpuSet, db, options);
+  const study::MonotoneCheck& check = score.monotone;
   EXPECT_GT(check.pairs, 500);
   EXPECT_GT(check.measured_flat, check.pairs / 2);
   EXPECT_LE(check.measured_flat, check.pairs);
@@ -196,4 +196,4 @@ TEST(BatchExtrapolation, ForecastTimePerSampleFollowsTheMeasuredSeries) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -19,7 +19,7 @@
 #include "cli_run.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 namespace {
 
 using nlohmann::json;
@@ -55,7 +55,7 @@ ForecastRequest request_for(const std::string& model, int64_t batch) {
 // `predict --device GPU --json`: what forecast_gpu returns, in to_json's reading order (an ordered_json
 // compares its keys in order): what was forecast, then time, memory, basis, notes.
 TEST_F(ForecastApi, GpuPredictMatchesTheCliJsonInReadingOrder) {
-  GpuForecastRequest request;
+  gpu::GpuForecastRequest request;
   request.model = "resnet18";
   request.spec.batch = 8;
   request.device = "t4";
@@ -66,7 +66,7 @@ TEST_F(ForecastApi, GpuPredictMatchesTheCliJsonInReadingOrder) {
       dir_);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const nlohmann::ordered_json printed = nlohmann::ordered_json::parse(run.out);
-  EXPECT_EQ(to_json(forecast_gpu(request)), printed);
+  EXPECT_EQ(to_json(gpu::forecast_gpu(request)), printed);
   std::vector<std::string> keys;
   for (const auto& item : printed.items()) keys.push_back(item.key());
   auto at = [&](const std::string& key) {
@@ -225,9 +225,9 @@ TEST_F(ForecastApi, MemoryErrorsAreInputErrors) {
 
 TEST_F(ForecastApi, InspectMatchesTheCliJson) {
   for (const char* model : {"resnet18", "gpt2_small"}) {
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = 2;
-    Inspection inspection = inspect(load_model(model, spec));
+    Inspection inspection = inspect(import::load_model(model, spec));
     EXPECT_EQ(to_json(inspection), cli_json("inspect", {model, "--batch", "2", "--json"})) << model;
     ASSERT_FALSE(inspection.layers.empty());
     int64_t params = 0;
@@ -240,4 +240,4 @@ TEST_F(ForecastApi, InspectMatchesTheCliJson) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

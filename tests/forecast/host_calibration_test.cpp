@@ -17,7 +17,7 @@
 #include "models/layer_cases.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 namespace {
 
 using nlohmann::json;
@@ -77,10 +77,10 @@ TEST(HostCalibration, LayerFactorWeighsEachKindByItsShareOfTheSourceTime) {
 
 // A layer timed here (by its case key) replaces its kind's scale: the model calibrated at its batch and input.
 TEST(HostCalibration, TimedLayersReplaceTheirKindsScale) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.input = {3, 32, 32};
-  const Graph graph = build_zoo_model("squeezenet1_1", spec);
+  const Graph graph = models::build_zoo_model("squeezenet1_1", spec);
   const features::LayerSites sites = features::layer_sites(graph);
   std::vector<double> rows(sites.nodes.size() + 1, 1.0);  // every row 1 ms at the source
   HostCalibration calibration;
@@ -99,7 +99,7 @@ TEST(HostCalibration, TimedLayersReplaceTheirKindsScale) {
   EXPECT_NEAR(covered, 1 / total, 1e-12);
   // Another batch is another shape: not timed, the kind's scale again.
   spec.batch = 4;
-  const Graph other = build_zoo_model("squeezenet1_1", spec);
+  const Graph other = models::build_zoo_model("squeezenet1_1", spec);
   const features::LayerSites other_sites = features::layer_sites(other);
   EXPECT_DOUBLE_EQ(calibration.layer_factor(other, other_sites, std::vector<double>(other_sites.nodes.size() + 1, 1.0)), 0.5);
 }
@@ -219,4 +219,4 @@ TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -5,12 +5,12 @@
 
 #include "forecast/predictor.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 namespace {
 
 // What data/predictors/amd-epyc-2cpu's manifests record (schema 2: no fingerprint).
-data::EnvironmentRecord shipped_environment(int64_t threads) {
-  data::EnvironmentRecord environment;
+records::EnvironmentRecord shipped_environment(int64_t threads) {
+  records::EnvironmentRecord environment;
   environment.cpu_model = "AMD EPYC";
   environment.cores = 2;
   environment.threads = threads;
@@ -21,8 +21,8 @@ data::EnvironmentRecord shipped_environment(int64_t threads) {
 }
 
 // An AVX2-only Zen 3 EPYC host: the same cpuinfo "model name" and cores.
-data::EnvironmentRecord zen3_host() {
-  data::EnvironmentRecord host = shipped_environment(2);
+records::EnvironmentRecord zen3_host() {
+  records::EnvironmentRecord host = shipped_environment(2);
   host.memory_bytes = 25275883520;  // a few MiB otherwise: the same GiB
   host.cpu_vendor = "AuthenticAMD";
   host.cpu_family = 25;
@@ -42,7 +42,7 @@ const FieldDifference* find_field(const HostMatch& match, const std::string& fie
 }
 
 TEST(HostMatch, UnrecordedIsaCountsAsAnAvx512Level) {
-  std::vector<data::EnvironmentRecord> trained{shipped_environment(1), shipped_environment(2)};
+  std::vector<records::EnvironmentRecord> trained{shipped_environment(1), shipped_environment(2)};
   HostMatch avx2 = match_host(zen3_host(), trained);
   EXPECT_FALSE(avx2.exact);
   EXPECT_EQ(avx2.environment, trained[0].hash());  // a tie: the first
@@ -58,7 +58,7 @@ TEST(HostMatch, UnrecordedIsaCountsAsAnAvx512Level) {
   EXPECT_EQ(find_field(avx2, "memory_gib"), nullptr);
 
   // The AVX-512 host: every field both record agrees, and the ISA is the assumed one.
-  data::EnvironmentRecord avx512 = zen3_host();
+  records::EnvironmentRecord avx512 = zen3_host();
   avx512.isa = "avx512_core";
   HostMatch exact = match_host(avx512, trained);
   EXPECT_TRUE(exact.exact);
@@ -68,21 +68,21 @@ TEST(HostMatch, UnrecordedIsaCountsAsAnAvx512Level) {
   // EPYC dispatches to avx512_core_bf16).
   avx512.isa = "avx512_core_bf16";
   EXPECT_TRUE(match_host(avx512, trained).exact);
-  data::EnvironmentRecord recorded = shipped_environment(1);
+  records::EnvironmentRecord recorded = shipped_environment(1);
   recorded.isa = "avx512_core";  // a recorded level is compared as it is
   EXPECT_FALSE(match_host(avx512, {recorded}).exact);
 }
 
 TEST(HostMatch, NearestHasTheFewestDifferingFields) {
-  data::EnvironmentRecord host = zen3_host();
-  data::EnvironmentRecord far = zen3_host();  // another CPU, other caches
+  records::EnvironmentRecord host = zen3_host();
+  records::EnvironmentRecord far = zen3_host();  // another CPU, other caches
   far.cpu_family = 23;
   far.cpu_model_number = 49;
   far.l3_bytes = 16 << 20;
   far.isa = "avx2";
-  data::EnvironmentRecord near = zen3_host();  // another stepping of this CPU
+  records::EnvironmentRecord near = zen3_host();  // another stepping of this CPU
   near.cpu_stepping = 0;
-  std::vector<data::EnvironmentRecord> trained{far, near};
+  std::vector<records::EnvironmentRecord> trained{far, near};
   HostMatch match = match_host(host, trained);
   EXPECT_FALSE(match.exact);
   EXPECT_EQ(match.environment, near.hash());
@@ -120,22 +120,22 @@ TEST(HostMatch, NoteNamesTheFieldsTheEnvironmentAndTheRemedy) {
 }
 
 TEST(HostMatch, IsaAloneForTheSimulator) {
-  std::vector<data::EnvironmentRecord> trained{shipped_environment(1)};
+  std::vector<records::EnvironmentRecord> trained{shipped_environment(1)};
   EXPECT_TRUE(match_isa("avx512_core", trained).exact);
   HostMatch avx2 = match_isa("avx2", trained);
   EXPECT_FALSE(avx2.exact);
   ASSERT_EQ(avx2.differs.size(), 1u);
   EXPECT_EQ(avx2.differs[0].field, "isa");
-  data::EnvironmentRecord recorded = shipped_environment(1);
+  records::EnvironmentRecord recorded = shipped_environment(1);
   recorded.isa = "avx2";
   EXPECT_TRUE(match_isa("avx2", {recorded}).exact);
 }
 
 TEST(HostMatch, HostEnvironmentFollowsAStatedIsa) {
-  data::EnvironmentRecord stated = host_environment(hardware::CpuIsa::Avx512Core);
+  records::EnvironmentRecord stated = host_environment(hardware::CpuIsa::Avx512Core);
   EXPECT_EQ(stated.isa, "avx512_core");
   EXPECT_EQ(stated.aten_capability, "avx512");
-  data::EnvironmentRecord avx2 = host_environment(hardware::CpuIsa::Avx2);
+  records::EnvironmentRecord avx2 = host_environment(hardware::CpuIsa::Avx2);
   EXPECT_EQ(avx2.isa, "avx2");
   EXPECT_EQ(avx2.aten_capability, "avx2");
   EXPECT_EQ(avx2.cpu_model, stated.cpu_model);  // the rest is this host's
@@ -145,7 +145,7 @@ TEST(HostMatch, HostEnvironmentFollowsAStatedIsa) {
 TEST(HostMatch, ManifestEnvironmentsOfTheShippedPredictor) {
   std::string root = default_predictor_root();
   ASSERT_FALSE(root.empty());
-  std::vector<data::EnvironmentRecord> environments = manifest_environments(root + "/amd-epyc-2cpu");
+  std::vector<records::EnvironmentRecord> environments = manifest_environments(root + "/amd-epyc-2cpu");
   ASSERT_EQ(environments.size(), 2u);
   EXPECT_EQ(environments[0].hash(), "0e36ffec1c422972");  // as the manifest states it: still valid
   EXPECT_TRUE(environments[0].isa.empty());
@@ -153,4 +153,4 @@ TEST(HostMatch, ManifestEnvironmentsOfTheShippedPredictor) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

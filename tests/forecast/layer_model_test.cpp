@@ -14,7 +14,7 @@
 #include "models/synthetic.h"
 #include "models/zoo.h"
 
-namespace dnncast::apps {
+namespace dnncast::forecast {
 namespace {
 
 namespace fs = std::filesystem;
@@ -37,12 +37,12 @@ LayerExample example_of(const features::LayerSites& sites, int64_t batch, const 
 }
 
 TEST(LayerModel, MatchesTimingsByNodeNameAndPosition) {
-  features::LayerSites sites = features::layer_sites(build_zoo_model("resnet18", {1, {3, 32, 32}, 0, 1000}));
-  std::vector<data::LayerTiming> timings;
+  features::LayerSites sites = features::layer_sites(models::build_zoo_model("resnet18", {1, {3, 32, 32}, 0, 1000}));
+  std::vector<records::LayerTiming> timings;
   for (const features::LayerSite& site : sites.nodes) timings.push_back({site.node, site.op, 1.0, 2.0, 1.5, 2.5});
-  timings.push_back({"optimizer.step", data::kOptimizerStepOp, 0.5, 0, 0.75, 0.0});
-  timings.push_back({"optimizer.zero_grad", data::kZeroGradOp, 0.25, 0, 0.125, 0.0});
-  timings.push_back({"loss", data::kLossOp, 0, 0, 0.0625, 0.0});
+  timings.push_back({"optimizer.step", records::kOptimizerStepOp, 0.5, 0, 0.75, 0.0});
+  timings.push_back({"optimizer.zero_grad", records::kZeroGradOp, 0.25, 0, 0.125, 0.0});
+  timings.push_back({"loss", records::kLossOp, 0, 0, 0.0625, 0.0});
   std::vector<double> ms;
   ASSERT_TRUE(match_layer_timings(sites, timings, ms));
   ASSERT_EQ(ms.size(), sites.nodes.size() + 1);
@@ -52,10 +52,10 @@ TEST(LayerModel, MatchesTimingsByNodeNameAndPosition) {
   ASSERT_TRUE(match_layer_timings(sites, timings, ms));
   EXPECT_EQ(ms.front(), 3.0);
   EXPECT_EQ(ms.back(), 0.75);
-  std::vector<data::LayerTiming> renamed = timings;
+  std::vector<records::LayerTiming> renamed = timings;
   renamed[3].node = "another";
   EXPECT_FALSE(match_layer_timings(sites, renamed, ms));
-  std::vector<data::LayerTiming> short_list(timings.begin(), timings.end() - 3);
+  std::vector<records::LayerTiming> short_list(timings.begin(), timings.end() - 3);
   EXPECT_FALSE(match_layer_timings(sites, short_list, ms));
 }
 
@@ -63,7 +63,7 @@ TEST(LayerModel, RecoversAKnownLawOnUnseenNetworksAndRoundTrips) {
   std::vector<features::LayerSites> train_sites, test_sites;
   for (uint64_t seed = 100; seed < 140; ++seed)
     (seed < 130 ? train_sites : test_sites)
-        .push_back(features::layer_sites(make_synthetic(seed, {1, {3, 32, 32}, 0, 1000})));
+        .push_back(features::layer_sites(models::make_synthetic(seed, {1, {3, 32, 32}, 0, 1000})));
   std::vector<LayerExample> examples;
   for (const features::LayerSites& sites : train_sites)
     for (int64_t batch : {1, 4, 16})
@@ -120,16 +120,16 @@ TEST(LayerModel, SingleLayerBenchmarksTrainAModelOfWholeNetworks) {
   sample.count = 1400;
   sample.batches = {1, 2, 4, 8, 16};
   sample.max_gflops = 1;
-  std::vector<data::LayerBenchRecord> records;
+  std::vector<records::LayerBenchRecord> records;
   for (const models::LayerCase& c : models::sample_layer_cases(sample)) {
     features::LayerSites sites = features::layer_sites(c.graph);
     features::TrainingConfig config;
     config.batch = c.batch;
-    data::LayerBenchRecord record;
+    records::LayerBenchRecord record;
     record.kind = c.kind;
     record.key = c.key;
     record.origin = c.origin;
-    record.graph_json = graph_to_json(c.graph).dump();
+    record.graph_json = import::graph_to_json(c.graph).dump();
     record.batch = c.batch;
     double ms = law_ms(&sites.nodes.at(0), sites, config);
     record.forward_ms = ms / 3;
@@ -154,7 +154,7 @@ TEST(LayerModel, SingleLayerBenchmarksTrainAModelOfWholeNetworks) {
   double total = 0;
   int count = 0;
   for (const char* name : {"resnet18", "mobilenet_v2"}) {
-    features::LayerSites network = features::layer_sites(build_zoo_model(name, {4, {3, 32, 32}, 0, 1000}));
+    features::LayerSites network = features::layer_sites(models::build_zoo_model(name, {4, {3, 32, 32}, 0, 1000}));
     features::TrainingConfig config;
     config.batch = 4;
     std::vector<double> rows = model.row_ms(network, config, false);
@@ -178,8 +178,8 @@ TEST(LayerModel, RowsFromTheCacheAreTheWalkedOnesToTheBit) {
   walked.set_row_cache_rows(0);
   small.set_row_cache_rows(40);
   std::vector<features::LayerSites> networks;
-  for (int64_t size : {32, 96, 224}) networks.push_back(features::layer_sites(build_zoo_model("resnet50", {1, {3, size, size}, 0, 1000})));
-  networks.push_back(features::layer_sites(build_zoo_model("mobilenet_v2", {1, {3, 64, 64}, 0, 1000})));
+  for (int64_t size : {32, 96, 224}) networks.push_back(features::layer_sites(models::build_zoo_model("resnet50", {1, {3, size, size}, 0, 1000})));
+  networks.push_back(features::layer_sites(models::build_zoo_model("mobilenet_v2", {1, {3, 64, 64}, 0, 1000})));
   size_t rows = 0;
   for (int pass = 0; pass < 2; ++pass)
     for (const features::LayerSites& sites : networks)
@@ -207,4 +207,4 @@ TEST(LayerModel, RowsFromTheCacheAreTheWalkedOnesToTheBit) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::forecast

@@ -10,7 +10,7 @@
 #include "hardware/catalogue.h"
 #include "import/model_source.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 namespace {
 
 double work_flops(const GpuWork& work) {
@@ -20,10 +20,10 @@ double work_flops(const GpuWork& work) {
 }
 
 TEST(CheckpointGpu, RecomputedForwardIsCountedOnce) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 4;
   spec.seq_len = 128;
-  const Graph plain = load_model("gpt2_small", spec);
+  const Graph plain = import::load_model("gpt2_small", spec);
   const Graph checkpointed = apply_checkpointing(plain);
   double block_forward = 0, all_forward = 0;
   for (int index = 0; index < checkpointed.size(); ++index) {
@@ -78,4 +78,4 @@ TEST(GradAccumGpu, MicroBatchesAreForwardBackwardPassesAndOneStep) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

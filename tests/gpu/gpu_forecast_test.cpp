@@ -21,7 +21,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 namespace {
 
 const hardware::Catalogue& catalogue() {
@@ -41,10 +41,10 @@ GpuForecast resnet(const std::string& device, int64_t batch = 64, GpuPrecision p
 TEST(GpuWork, KernelsCarryEveryFlopOfTheGraph) {
   // inspect's per-layer totals (the op registry's costs) against the kernels' sum: nothing lost or
   // counted twice when backward kernels are split and identical kernels merged.
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 8;
-  const Graph graph = load_model("googlenet", spec);
-  const Inspection inspection = inspect(graph);
+  const Graph graph = import::load_model("googlenet", spec);
+  const forecast::Inspection inspection = forecast::inspect(graph);
   const GpuWork work = gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, false);
   double flops = 0;
   for (const GpuKernel& kernel : work.kernels) flops += kernel.flops * static_cast<double>(kernel.count);
@@ -96,7 +96,7 @@ TEST(GpuCalibration, ShippedResidualsAreThePublicRowsWithTheShippedForecasts) {
   std::vector<std::string> fields, header;
   int64_t line = 0;
   size_t index = 0;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (fields.empty() || fields[0].rfind("#", 0) == 0) continue;
     if (header.empty()) {
       header = fields;
@@ -124,7 +124,7 @@ std::map<std::string, std::map<std::string, std::string>> catalogue_rows() {
   std::vector<std::string> fields, header;
   std::map<std::string, std::map<std::string, std::string>> rows;
   int64_t line = 0;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (fields.empty() || fields[0].empty() || fields[0][0] == '#') continue;
     if (header.empty()) {
       header = fields;
@@ -246,4 +246,4 @@ TEST(GpuForecast, BadInputNamesWhatIsWrong) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -18,7 +18,7 @@
 #include "gpu/gpu_memory_calibration.h"
 #include "gpu/gpumemnet.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 namespace {
 
 // The published file (../shared/data/public/gpu_memory), decompressed once per test binary.
@@ -76,18 +76,18 @@ TEST(GpuMemory, ShippedConstantsAreTheFitOfThePublishedFile) {
   EXPECT_NE(shipped.fitted_on.find("3000 GPUMemNet"), std::string::npos) << shipped.fitted_on;
 }
 
-MemoryForecast memory_on(const std::string& device, const std::string& context = "") {
-  MemoryOptions options;
+forecast::MemoryForecast memory_on(const std::string& device, const std::string& context = "") {
+  forecast::MemoryOptions options;
   options.optimizer = "adam";
   options.device = device;
   options.cuda_context = context;
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 16;
-  return forecast_memory(make_memory_request("resnet18", spec, options, OptionStyle::Flag));
+  return forecast::forecast_memory(forecast::make_memory_request("resnet18", spec, options, forecast::OptionStyle::Flag));
 }
 
 TEST(GpuMemory, PartsSumToTheTotalThatMemoryAndPredictShare) {
-  const MemoryForecast memory = memory_on("a100-40gb");
+  const forecast::MemoryForecast memory = memory_on("a100-40gb");
   const memory::CudaMemoryParts& parts = memory.report.cuda;
   EXPECT_EQ(parts.tensor_bytes + parts.reserve_bytes + parts.workspace_bytes + parts.context_bytes,
             memory.report.required_bytes);
@@ -118,7 +118,7 @@ TEST(GpuMemory, PartsSumToTheTotalThatMemoryAndPredictShare) {
 }
 
 TEST(GpuMemory, AMeasuredContextReplacesTheFittedOne) {
-  const MemoryForecast fitted = memory_on("a100-40gb"), measured = memory_on("a100-40gb", "300MiB");
+  const forecast::MemoryForecast fitted = memory_on("a100-40gb"), measured = memory_on("a100-40gb", "300MiB");
   EXPECT_EQ(measured.report.cuda.context_bytes, int64_t{300} << 20);
   EXPECT_TRUE(measured.context_measured);
   EXPECT_EQ(fitted.report.required_bytes - fitted.report.cuda.context_bytes,
@@ -142,4 +142,4 @@ TEST(GpuMemory, ABrokenCalibrationFileNamesFileAndLine) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

@@ -17,7 +17,7 @@
 #include "graph/op_registry.h"
 #include "import/model_source.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 namespace {
 
 namespace fs = std::filesystem;
@@ -83,10 +83,10 @@ TEST(KernelModel, NoFitSeesATestGpuOfNeuSightsProtocol) {
 }
 
 TEST(KernelModel, ANodesKernelsCarryItsFlops) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = 128;
-  const Graph graph = load_model("gpt2_small", spec);
+  const Graph graph = import::load_model("gpt2_small", spec);
   int linear = 0, attention = 0;
   for (int index = 0; index < static_cast<int>(graph.nodes().size()); ++index) {
     const Node& node = graph.nodes()[static_cast<size_t>(index)];
@@ -110,9 +110,9 @@ TEST(KernelModel, ANodesKernelsCarryItsFlops) {
 // Issue 37: a forecast predicts all its kernels at once, each family's rows walking the trees together: each the
 // same, to the bit, as that kernel predicted alone.
 TEST(KernelModel, KernelsPredictedTogetherEqualEachAlone) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 24;
-  const GpuWork work = gpu_work(load_model("resnet50", spec), GpuPrecision::Fp32, Optimizer::Sgd, GpuPhase::Train);
+  const GpuWork work = gpu_work(import::load_model("resnet50", spec), GpuPrecision::Fp32, Optimizer::Sgd, GpuPhase::Train);
   const GpuKernelModel model = GpuKernelModel::load();
   const KernelDevice device = kernel_device(catalogue().gpu("a100-40gb"));
   std::vector<const KernelShape*> shapes;
@@ -125,10 +125,10 @@ TEST(KernelModel, KernelsPredictedTogetherEqualEachAlone) {
 }
 
 TEST(KernelModel, PhasesOrderAsWhatTheyTime) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 4;
   spec.seq_len = 256;
-  const Graph graph = load_model("gpt2_small", spec);
+  const Graph graph = import::load_model("gpt2_small", spec);
   const GpuWork train = gpu_work(graph, GpuPrecision::Fp32, Optimizer::Adam, GpuPhase::Train);
   const GpuWork step = gpu_work(graph, GpuPrecision::Fp32, Optimizer::Adam, GpuPhase::ForwardBackward);
   const GpuWork inference = gpu_work(graph, GpuPrecision::Fp32, Optimizer::Adam, GpuPhase::Inference);
@@ -181,4 +181,4 @@ TEST(KernelModel, AMalformedTableOrModelNamesItself) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

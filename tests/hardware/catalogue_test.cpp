@@ -28,7 +28,7 @@ std::vector<std::map<std::string, std::string>> read_rows(const std::string& pat
   std::vector<std::string> fields, header;
   std::vector<std::map<std::string, std::string>> rows;
   int64_t line = 0;
-  while (core::read_csv_record(in, fields, line)) {
+  while (read_csv_record(in, fields, line)) {
     if (!fields.empty() && !fields[0].empty() && fields[0][0] == '#') continue;
     if (header.empty()) {
       header = fields;

@@ -15,22 +15,22 @@
 #include "models/hf_config.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::import {
 namespace {
 
 Graph zoo(const std::string& name, int64_t seq = 0) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = seq;
-  return build_zoo_model(name, spec);
+  return models::build_zoo_model(name, spec);
 }
 
 Graph hf(const std::string& config) {
   const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = 8;
-  return build_hf_config(nlohmann::json::parse(std::ifstream(path)), spec, path);
+  return models::build_hf_config(nlohmann::json::parse(std::ifstream(path)), spec, path);
 }
 
 // Each layer of the builder's loop is one block, named by the layer's module path.
@@ -114,4 +114,4 @@ TEST(Checkpoint, ABlockSplitInTwoIsRefused) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::import

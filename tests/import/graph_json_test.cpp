@@ -14,7 +14,7 @@
 #include "import/graph_json.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::import {
 namespace {
 
 const std::string kFixtures = std::string(DNNCAST_SOURCE_DIR) + "/tests/import/fixtures/";
@@ -86,10 +86,10 @@ TEST(GraphJsonFixtures, EachGivesItsInputError) {
 }
 
 TEST(GraphJson, EveryZooModelRoundTripsExactly) {
-  ASSERT_FALSE(zoo().empty());
-  for (const ZooEntry& entry : zoo()) {
+  ASSERT_FALSE(models::zoo().empty());
+  for (const models::ZooEntry& entry : models::zoo()) {
     SCOPED_TRACE(entry.name);
-    Graph graph = build_zoo_model(entry.name, ModelSpec{});
+    Graph graph = models::build_zoo_model(entry.name, models::ModelSpec{});
     std::string text = write_graph_json(graph);
     Graph back = read_graph_json(text, entry.name + ".json");
     EXPECT_TRUE(write_graph_json(back) == text) << "write -> read -> write changed the text";
@@ -113,7 +113,7 @@ TEST(GraphJson, EveryZooModelRoundTripsExactly) {
 // same nodes come back with the same connections and shapes. (The order itself may differ, and
 // with it the architecture hash, which is defined over the node order.)
 TEST(GraphJson, NodesInAnyOrderAreSorted) {
-  Graph graph = build_zoo_model("resnet18", ModelSpec{});
+  Graph graph = models::build_zoo_model("resnet18", models::ModelSpec{});
   nlohmann::json document = graph_to_json(graph);
   std::reverse(document["nodes"].begin(), document["nodes"].end());
   Graph back = graph_from_json(document, "reversed.json");
@@ -137,7 +137,7 @@ TEST(GraphJson, NodesInAnyOrderAreSorted) {
 
 // Output shapes and dtypes are optional in a hand-written file: they are inferred.
 TEST(GraphJson, DeclaredShapesAreOptional) {
-  Graph graph = build_zoo_model("resnet18", ModelSpec{});
+  Graph graph = models::build_zoo_model("resnet18", models::ModelSpec{});
   nlohmann::json document = graph_to_json(graph);
   for (nlohmann::json& node : document["nodes"]) {
     node.erase("shape");
@@ -157,4 +157,4 @@ TEST(GraphJson, MissingFileNamesThePath) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::import

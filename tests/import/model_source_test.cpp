@@ -12,7 +12,7 @@
 #include "import/graph_json.h"
 #include "models/synthetic.h"
 
-namespace dnncast {
+namespace dnncast::import {
 namespace {
 
 int64_t total_params(const Graph& graph) {
@@ -21,15 +21,15 @@ int64_t total_params(const Graph& graph) {
   return params;
 }
 
-ModelSpec spec_of(int64_t batch, std::vector<int64_t> input = {}, int64_t seq_len = 0) {
-  ModelSpec spec;
+models::ModelSpec spec_of(int64_t batch, std::vector<int64_t> input = {}, int64_t seq_len = 0) {
+  models::ModelSpec spec;
   spec.batch = batch;
   spec.input = std::move(input);
   spec.seq_len = seq_len;
   return spec;
 }
 
-std::string error_of(const std::string& source, const ModelSpec& spec) {
+std::string error_of(const std::string& source, const models::ModelSpec& spec) {
   try {
     load_model(source, spec);
   } catch (const InputError& error) {
@@ -97,8 +97,8 @@ TEST(ModelSource, SyntheticSeeds) {
   Graph graph = load_model("synthetic:42", spec_of(4, {3, 32, 32}));
   EXPECT_EQ(graph.name, "synthetic:42");
   EXPECT_EQ(graph.node(graph.inputs()[0]).shape, (TensorShape{4, 3, 32, 32}));
-  ModelSpec direct = spec_of(4, {3, 32, 32});
-  EXPECT_EQ(graph.architecture_hash(), make_synthetic(42, direct).architecture_hash());
+  models::ModelSpec direct = spec_of(4, {3, 32, 32});
+  EXPECT_EQ(graph.architecture_hash(), models::make_synthetic(42, direct).architecture_hash());
   EXPECT_NO_THROW(load_model("synthetic:18446744073709551615", spec_of(0, {3, 16, 16})));
   for (const char* bad : {"synthetic:", "synthetic:abc", "synthetic:-1", "synthetic:1.5", "synthetic: 7",
                           "synthetic:18446744073709551616"}) {
@@ -151,4 +151,4 @@ TEST_F(GraphFile, MissingAndMalformedFiles) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::import

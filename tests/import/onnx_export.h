@@ -73,7 +73,7 @@ struct Totals {
 
 inline Totals totals(const Graph& graph) {
   Totals out;
-  apps::Inspection inspection = apps::inspect(graph);
+  forecast::Inspection inspection = forecast::inspect(graph);
   out.params = inspection.total.params;
   out.macs = inspection.total.macs;
   memory::MemoryConfig config;
@@ -87,12 +87,12 @@ inline void expect_matches_zoo(const std::string& model) {
   int size = model == "inception_v3" ? 299 : 224;
   std::string path = export_torchvision(model, size);
   ASSERT_FALSE(path.empty());
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 4;
-  Totals imported = totals(load_model(path, spec));
+  Totals imported = totals(import::load_model(path, spec));
   std::remove(path.c_str());
   spec.input = {3, size, size};
-  Totals zoo = totals(load_model(model, spec));
+  Totals zoo = totals(import::load_model(model, spec));
   EXPECT_EQ(imported.params, zoo.params) << model;
   EXPECT_NEAR(static_cast<double>(imported.macs), static_cast<double>(zoo.macs), 0.005 * static_cast<double>(zoo.macs)) << model;
   EXPECT_EQ(imported.peak_bytes, zoo.peak_bytes) << model;

@@ -19,7 +19,7 @@
 #include "models/zoo.h"
 #include "onnx_export.h"
 
-namespace dnncast {
+namespace dnncast::import {
 namespace {
 
 using nlohmann::json;
@@ -37,10 +37,10 @@ void export_and_check_costs(const std::string& script, const std::string& path, 
     size_t at = json_line.find("\"" + key + "\": ");
     return std::stoll(json_line.substr(at + key.size() + 4));
   };
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   graph = load_model(path, spec);
-  apps::Inspection inspection = apps::inspect(graph);
+  forecast::Inspection inspection = forecast::inspect(graph);
   EXPECT_EQ(inspection.total.params, number("params"));
   EXPECT_EQ(inspection.total.macs, number("macs"));
 }
@@ -218,7 +218,7 @@ def save(name, nodes, inits=[], opset=13):
 }
 
 std::string error_of(const std::string& path, bool allow_unknown = false) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.allow_unknown_ops = allow_unknown;
   try {
     load_model(path, spec);
@@ -261,13 +261,13 @@ TEST(OnnxImport, AllowUnknownTreatsUnsupportedOpsAsElementwiseAndInspectMarksThe
   std::string output = build_bad_files();
   ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
   std::string path = scratch() + "/unknown.onnx";
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.allow_unknown_ops = true;
   Graph graph = load_model(path, spec);
-  apps::Inspection inspection = apps::inspect(graph);
+  forecast::Inspection inspection = forecast::inspect(graph);
   int marked = 0;
-  for (const apps::LayerRow& row : inspection.layers) marked += row.kind.rfind("unknown:", 0) == 0;
+  for (const forecast::LayerRow& row : inspection.layers) marked += row.kind.rfind("unknown:", 0) == 0;
   EXPECT_EQ(marked, 3);
   EXPECT_EQ(graph.node(graph.outputs().at(0)).shape, (TensorShape{2, 3, 8, 8}));
   // The CLI: exit 2 and the file named without the flag; a warning once per type with it.
@@ -299,7 +299,7 @@ print("ok")
   std::string output = python_test::run_python_command(script_path + " " + scratch());
   ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
   for (const char* name : {"resnet18", "mobilenet_v3_small", "squeezenet1_1"}) {
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = 2;
     const Graph trained = load_model(scratch() + "/" + name + "-train.onnx", spec);
     EXPECT_TRUE(trained.notes.empty()) << name << ": " << (trained.notes.empty() ? "" : trained.notes[0]);
@@ -307,7 +307,7 @@ print("ok")
     ASSERT_EQ(eval.notes.size(), 1u) << name;
     EXPECT_NE(eval.notes[0].find("looks exported for inference"), std::string::npos) << eval.notes[0];
     EXPECT_NE(eval.notes[0].find("training=torch.onnx.TrainingMode.TRAINING"), std::string::npos) << eval.notes[0];
-    EXPECT_LT(apps::inspect(eval).total.params, apps::inspect(trained).total.params + 1) << name;
+    EXPECT_LT(forecast::inspect(eval).total.params, forecast::inspect(trained).total.params + 1) << name;
   }
   // The CLI says it once on stderr and in --json.
   const std::string eval_path = scratch() + "/resnet18-eval.onnx";
@@ -351,4 +351,4 @@ print("ok")
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::import

@@ -5,16 +5,16 @@
 #include "import/graph_json.h"
 #include "models/synthetic.h"
 
-namespace dnncast {
+namespace dnncast::import {
 namespace {
 
 TEST(SyntheticJson, ThousandSeedsRoundTripExactly) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.input = std::vector<int64_t>{3, 64, 64};
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    Graph graph = make_synthetic(seed, spec);
+    Graph graph = models::make_synthetic(seed, spec);
     std::string text = write_graph_json(graph);
     Graph back = read_graph_json(text, "synthetic.json");
     ASSERT_TRUE(write_graph_json(back) == text) << "write -> read -> write changed the text";
@@ -31,4 +31,4 @@ TEST(SyntheticJson, ThousandSeedsRoundTripExactly) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::import

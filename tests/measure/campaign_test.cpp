@@ -22,10 +22,10 @@
 #include "store/store.h"
 #include "store/test_util.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 namespace {
 
-using testing::ScratchDir;
+using store::testing::ScratchDir;
 
 const std::string kDnncast = DNNCAST_BINARY_DIR "/dnncast";
 
@@ -106,14 +106,14 @@ bool has_child(pid_t pid) {
 int64_t committed_runs(const std::string& db) {
   if (access(db.c_str(), F_OK) != 0) return 0;
   try {
-    Store store = Store::open(db, Database::Mode::ReadOnly);
+    store::Store store = store::Store::open(db, store::Database::Mode::ReadOnly);
     return store.run_count();
   } catch (const std::exception&) {
     return 0;  // not created yet, or the schema not committed yet
   }
 }
 
-std::string row_text(const RunRecord& run) {
+std::string row_text(const records::RunRecord& run) {
   std::ostringstream text;
   text << run.id << '|' << run.network_hash << '|' << run.config.input_text() << '|' << run.config.batch << '|'
        << run.repeat_index << '|' << run.result.status << '|' << run.result.time_ms_median.value_or(-1) << '|'
@@ -126,7 +126,7 @@ TEST(Campaign, SurvivesSigkillAndResumesWithoutLossOrDuplicates) {
   GTEST_SKIP() << "built without libtorch: campaigns cannot measure";
 #endif
   ASSERT_EQ(access(kDnncast.c_str(), X_OK), 0) << kDnncast << " not built";
-  ScratchDir dir;
+  store::testing::ScratchDir dir;
   std::string plan_path = dir.file("plan.json");
   std::ofstream(plan_path) << kTinyPlan;
   Plan plan = load_plan(plan_path);
@@ -159,9 +159,9 @@ TEST(Campaign, SurvivesSigkillAndResumesWithoutLossOrDuplicates) {
 
   std::vector<std::string> before;
   {
-    Store store = Store::open(db, Database::Mode::ReadWrite);
+    store::Store store = store::Store::open(db, store::Database::Mode::ReadWrite);
     EXPECT_EQ(store.integrity_check(), "ok");
-    for (const RunRecord& run : store.runs()) before.push_back(row_text(run));
+    for (const records::RunRecord& run : store.runs()) before.push_back(row_text(run));
   }
   ASSERT_GE(before.size(), 2u);
   ASSERT_LT(before.size(), 4u) << "the kill came too late to test anything";
@@ -175,15 +175,15 @@ TEST(Campaign, SurvivesSigkillAndResumesWithoutLossOrDuplicates) {
   EXPECT_NE(output.find("/min ETA"), std::string::npos) << output;
   EXPECT_NE(output.find("#0: "), std::string::npos) << output;
 
-  Store store = Store::open(db, Database::Mode::ReadOnly);
+  store::Store store = store::Store::open(db, store::Database::Mode::ReadOnly);
   EXPECT_EQ(store.integrity_check(), "ok");
-  std::vector<RunRecord> after = store.runs();
+  std::vector<records::RunRecord> after = store.runs();
   ASSERT_EQ(after.size(), 4u);  // the plan, exactly
   // Nothing committed before the kill was lost or changed.
   for (size_t index = 0; index < before.size(); ++index) EXPECT_EQ(row_text(after[index]), before[index]);
   // Every planned run is there once.
   std::set<std::string> identities;
-  for (const RunRecord& run : after) {
+  for (const records::RunRecord& run : after) {
     EXPECT_TRUE(identities.insert(run.network_hash + "|" + std::to_string(run.repeat_index)).second);
     EXPECT_EQ(run.plan, "kill-test");
     if (run.result.status == "ok") {
@@ -215,7 +215,7 @@ TEST(Campaign, SurvivesSigkillAndResumesWithoutLossOrDuplicates) {
 
 TEST(Campaign, BadPlansFailBeforeMeasuringAnything) {
   ASSERT_EQ(access(kDnncast.c_str(), X_OK), 0) << kDnncast << " not built";
-  ScratchDir dir;
+  store::testing::ScratchDir dir;
   std::string plan_path = dir.file("bad.json");
   std::ofstream(plan_path) << R"({"name": "bad", "models": [{"synthetic": [0, 2]}, "resnet5"], "inputs": [8],
                                   "batches": [1]})";
@@ -247,7 +247,7 @@ TEST(Campaign, ThreadsOptionFiltersTheDryRun) {
   // The plan's 2-thread runs need 2 CPUs even in a dry run (tests/skip_allowlist.txt).
   if (allowed_cpus().size() < 2) GTEST_SKIP() << "fewer than 2 CPUs in this process's affinity mask";
   ASSERT_EQ(access(kDnncast.c_str(), X_OK), 0) << kDnncast << " not built";
-  ScratchDir dir;
+  store::testing::ScratchDir dir;
   std::string plan_path = dir.file("threads.json");
   std::string db = dir.file("threads.db");
   std::string output;
@@ -269,7 +269,7 @@ TEST(Campaign, ThreadsOptionFiltersTheDryRun) {
 // to the graph it rebuilds. Inside iterations the rows add up to about the measured iteration.
 TEST(Campaign, PerLayerPlansStoreEveryNodeInGraphOrder) {
   ASSERT_EQ(access(kDnncast.c_str(), X_OK), 0) << kDnncast << " not built";
-  ScratchDir dir;
+  store::testing::ScratchDir dir;
   std::string plan_path = dir.file("layers.json");
   std::ofstream(plan_path) << R"({"name": "layers-test", "models": [{"synthetic": [0, 1]}], "inputs": [8],
       "batches": [2], "threads": [1], "optimizers": ["adam"],
@@ -281,15 +281,15 @@ TEST(Campaign, PerLayerPlansStoreEveryNodeInGraphOrder) {
                         output, dir),
             0)
       << output;
-  Store store = Store::open(db, Database::Mode::ReadOnly);
-  std::map<int64_t, std::vector<LayerTiming>> layers = store.layer_times();
-  std::vector<RunRecord> runs = store.runs();
+  store::Store store = store::Store::open(db, store::Database::Mode::ReadOnly);
+  std::map<int64_t, std::vector<records::LayerTiming>> layers = store.layer_times();
+  std::vector<records::RunRecord> runs = store.runs();
   ASSERT_EQ(runs.size(), 2u);
-  for (const RunRecord& run : runs) {
+  for (const records::RunRecord& run : runs) {
     ASSERT_EQ(run.result.status, "ok") << run.result.message;
     ASSERT_TRUE(layers.count(run.id)) << "run " << run.id << " has no layer timings";
-    const std::vector<LayerTiming>& timed = layers.at(run.id);
-    Graph graph = build_network(parse_model_source(store.network_by_hash(run.network_hash)->source), run.config);
+    const std::vector<records::LayerTiming>& timed = layers.at(run.id);
+    Graph graph = records::build_network(records::parse_model_source(store.network_by_hash(run.network_hash)->source), run.config);
     std::vector<std::string> expected;
     for (const Node& node : graph.nodes())
       if (node.op != "Input") expected.push_back(node.name);
@@ -305,9 +305,9 @@ TEST(Campaign, PerLayerPlansStoreEveryNodeInGraphOrder) {
       alone += timed[index].forward_ms + timed[index].backward_ms;
       inside += *timed[index].iteration_forward_ms + *timed[index].iteration_backward_ms;
     }
-    EXPECT_EQ(timed[expected.size()].op, kOptimizerStepOp);
-    EXPECT_EQ(timed[expected.size() + 1].op, kZeroGradOp);
-    EXPECT_EQ(timed[expected.size() + 2].op, kLossOp);
+    EXPECT_EQ(timed[expected.size()].op, records::kOptimizerStepOp);
+    EXPECT_EQ(timed[expected.size() + 1].op, records::kZeroGradOp);
+    EXPECT_EQ(timed[expected.size() + 2].op, records::kLossOp);
     EXPECT_GT(timed[expected.size()].forward_ms, 0);
     // Both sums are of the order of an iteration. (Loose: the phases run one after the other on a
     // shared machine, and these networks take milliseconds; scripts/layer-sums.sql gives the
@@ -322,4 +322,4 @@ TEST(Campaign, PerLayerPlansStoreEveryNodeInGraphOrder) {
 #endif
 
 }  // namespace
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

@@ -11,7 +11,7 @@
 #include "import/graph_json.h"
 #include "store/test_util.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 namespace {
 
 using nlohmann::json;
@@ -35,7 +35,7 @@ std::set<std::string> entry_keys(const Plan& plan, const std::vector<size_t>& in
   std::set<std::string> keys;
   for (size_t index : indices) {
     const PlanEntry& entry = plan.entries[index];
-    const RunConfig& c = entry.config;
+    const records::RunConfig& c = entry.config;
     keys.insert(plan.networks[static_cast<size_t>(entry.network)].hash + "|" + std::to_string(c.batch) + "|" +
                 c.input_text() + "|" + name(c.optimizer) + "|" + std::to_string(c.threads));
   }
@@ -157,21 +157,21 @@ TEST(Plan, GroupsInheritDefaultsAndOverlapsAreMeasuredOnce) {
 }
 
 TEST(Plan, GraphFilesKeepTheirInputAndVaryTheBatch) {
-  testing::ScratchDir dir;
+  store::testing::ScratchDir dir;
   GraphBuilder builder("tiny", "custom");
   int x = builder.input(TensorShape{1, 3, 20, 20});
   x = builder.conv("conv", x, 4, 3, 1, 1);
   x = builder.adaptive_avgpool("pool", x, 1, 1);
   x = builder.flatten("flatten", x);
   builder.linear("fc", x, 10);
-  std::ofstream(dir.file("tiny.json")) << write_graph_json(builder.finish());
+  std::ofstream(dir.file("tiny.json")) << import::write_graph_json(builder.finish());
   Plan plan =
       parse(R"({"name": "file", "models": ["tiny.json", {"graph": "tiny.json"}], "batches": [1, 8]})", dir.path());
   ASSERT_EQ(plan.entries.size(), 2u);
   EXPECT_EQ(plan.entries[1].config.batch, 8);
   EXPECT_EQ(plan.entries[1].config.input, (std::vector<int64_t>{3, 20, 20}));
   EXPECT_EQ(plan.networks[0].family, "custom");
-  Graph graph = build_network(plan.networks[0].model, plan.entries[1].config);
+  Graph graph = records::build_network(plan.networks[0].model, plan.entries[1].config);
   EXPECT_EQ(graph.node(graph.size() - 1).shape, (TensorShape{8, 10}));
 }
 
@@ -222,4 +222,4 @@ TEST(Plan, BadEntriesAreNamed) {
 }
 
 }  // namespace
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

@@ -70,12 +70,12 @@ TEST_F(MemoryCli, JsonAgreesWithTheLibrary) {
   Result result = run({"resnet18", "--batch", "3", "--input", "3x32x32", "--optimizer", "adam", "--json", "--timeline"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json doc = json::parse(result.out);
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 3;
   spec.input = {3, 32, 32};
   MemoryConfig config;
   config.optimizer = Optimizer::Adam;
-  MemoryReport report = simulate_memory(build_zoo_model("resnet18", spec), config);
+  MemoryReport report = simulate_memory(models::build_zoo_model("resnet18", spec), config);
   EXPECT_EQ(doc["peak_bytes"].get<int64_t>(), report.peak_bytes);
   EXPECT_EQ(doc["baseline_bytes"].get<int64_t>(), report.baseline_bytes);
   EXPECT_EQ(doc["config"]["input"], "3x32x32");
@@ -98,10 +98,10 @@ TEST_F(MemoryCli, LoraFlagAgreesWithTheLibrary) {
                        "adam", "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json doc = json::parse(result.out);
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = 8;
-  const Graph base = build_hf_config(json::parse(std::ifstream(config)), spec, config);
+  const Graph base = models::build_hf_config(json::parse(std::ifstream(config)), spec, config);
   MemoryConfig memory;
   memory.optimizer = Optimizer::Adam;
   const MemoryReport lora = simulate_memory(apply_lora(base, {8, 16, {"q", "v", "o"}, false}), memory);

@@ -67,10 +67,10 @@ std::vector<DecoderConfig> decoder_configs() {
 }
 
 Graph build(const DecoderConfig& decoder) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = decoder.batch;
   spec.seq_len = decoder.seq;
-  return build_hf_config(decoder.config, spec, "decoder_memory_test");
+  return models::build_hf_config(decoder.config, spec, "decoder_memory_test");
 }
 
 TEST(DecoderMemory, EveryLlamaOpHasAnExactRecipe) {

@@ -11,10 +11,10 @@ namespace dnncast::memory {
 namespace {
 
 Graph gpt2(int64_t seq, bool fused) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = seq;
-  Graph graph = build_zoo_model("gpt2_small", spec);
+  Graph graph = models::build_zoo_model("gpt2_small", spec);
   if (fused)
     for (Node& node : graph.mutable_nodes())
       if (node.op == "ScaledDotProductAttention") node.attrs["fused"] = int64_t{1};

@@ -120,10 +120,10 @@ TEST(LoraMemoryVsProfiler, LlamaLayersAreByteExact) {
 // The Hugging Face llama with LoRA (tied head, grouped-query attention, biases): byte-exact.
 TEST(LoraMemoryVsProfiler, HuggingFaceLlamaWithLora) {
   const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-small-tied.json";
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = 16;
-  const Graph base = build_hf_config(nlohmann::json::parse(std::ifstream(path)), spec, path);
+  const Graph base = models::build_hf_config(nlohmann::json::parse(std::ifstream(path)), spec, path);
   for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
     compare(apply_lora(base, {8, 16, {"q", "v"}, false}), "llama-small-tied lora r=8 q,v", optimizer, true);
     compare(apply_lora(base, {8, 16, kAllProjections, false}), "llama-small-tied lora r=8 all", optimizer, true);

@@ -45,10 +45,10 @@ Graph tiny_bert(const LoraConfig* lora) {
                                  {"num_hidden_layers", 2},
                                  {"num_labels", 3},
                                  {"vocab_size", 50}};
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 1;
   spec.seq_len = 4;
-  Graph graph = build_hf_config(config, spec, "tiny bert");
+  Graph graph = models::build_hf_config(config, spec, "tiny bert");
   return lora ? apply_lora(graph, *lora) : graph;
 }
 
@@ -184,13 +184,13 @@ TEST(PrecisionMemoryVsProfiler, Bf16IsByteExact) {
 // library libtorch loads (memory/onednn_scratchpad.h): byte-exact too.
 TEST(PrecisionMemoryVsProfiler, Bf16WithOneDnnMatmulsIsByteExact) {
   const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/bert-classifier.json";
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = 16;
   const std::vector<Model> models = {
       {"decoder h64 (LoRA test's)", exact_llama(DecoderSize{})},
       {"decoder h64 lora r=8 q,v", apply_lora(exact_llama(DecoderSize{}), {8, 16, {"q", "v"}, false})},
-      {"bert-classifier h256", build_hf_config(nlohmann::json::parse(std::ifstream(path)), spec, path)}};
+      {"bert-classifier h256", models::build_hf_config(nlohmann::json::parse(std::ifstream(path)), spec, path)}};
   for (Precision precision : {Precision::Bf16, Precision::Bf16Pure})
     for (const Model& model : models)
       for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {

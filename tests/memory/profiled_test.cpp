@@ -34,11 +34,11 @@ struct Case {
 };
 
 Graph build(const Case& c) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = c.batch;
   spec.input = c.input;
-  if (c.model.rfind("synthetic:", 0) == 0) return make_synthetic(std::stoull(c.model.substr(10)), spec);
-  return build_zoo_model(c.model, spec);
+  if (c.model.rfind("synthetic:", 0) == 0) return models::make_synthetic(std::stoull(c.model.substr(10)), spec);
+  return models::build_zoo_model(c.model, spec);
 }
 
 // Profiles `graph` and checks the simulated peak against the measured one; returns the measured peak.
@@ -131,12 +131,12 @@ TEST(SimulatorVsProfiler, DropoutKeepsAnFp32NoiseTensorOnCpu) {
 // --max-batch verified by profiling: under a memory limit of L bytes, the batch the simulator
 // picks trains (status ok) and one more does not (status oom).
 TEST(SimulatorVsProfiler, MaxBatchFitsAndTheNextDoesNot) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.input = {3, 32, 32};
   auto build_batch = [&](int64_t batch) {
-    ModelSpec at = spec;
+    models::ModelSpec at = spec;
     at.batch = batch;
-    return build_zoo_model("mobilenet_v2", at);
+    return models::build_zoo_model("mobilenet_v2", at);
   };
   const int64_t limit = int64_t{80} << 20;  // 80 MiB of tensors
   MaxBatchResult best = max_batch(build_batch, MemoryConfig{}, limit);

@@ -29,10 +29,10 @@ struct Gpt2Step {
 // GPT-2 small at batch 1, sequence 16, Adam on cuda: small activations, so the optimizer step holds the
 // one-GPU peak.
 Gpt2Step gpt2_step() {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 1;
   spec.seq_len = 16;
-  Gpt2Step step{build_zoo_model("gpt2_small", spec), {}, {}};
+  Gpt2Step step{models::build_zoo_model("gpt2_small", spec), {}, {}};
   step.config.optimizer = Optimizer::Adam;
   step.config.device = Device::Cuda;
   step.config.python_defaults = true;

@@ -18,18 +18,18 @@
 namespace dnncast::memory {
 namespace {
 
-using kernels::ConvRecipe;
-using kernels::ConvShape;
-using kernels::Step;
-using kernels::cpu_conv_recipe;
+using hardware::ConvRecipe;
+using hardware::ConvShape;
+using hardware::Step;
+using hardware::cpu_conv_recipe;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
 Graph zoo(const std::string& name, int64_t batch, std::vector<int64_t> input = {3, 32, 32}) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = batch;
   spec.input = std::move(input);
-  return build_zoo_model(name, spec);
+  return models::build_zoo_model(name, spec);
 }
 
 // --- CUDA caching allocator model: PyTorch 1.13's documented constants and policies ------------
@@ -276,10 +276,10 @@ TEST(CpuConv, BlockedFormatsPadChannelsTo16) {
 
 TEST(Synthetic, EverySeedSimulates) {
   for (uint64_t seed = 0; seed < 30; ++seed) {
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = 1 + static_cast<int64_t>(seed % 8);
     spec.input = {3, 32, 32};
-    MemoryReport report = simulate_memory(make_synthetic(seed, spec), MemoryConfig{});
+    MemoryReport report = simulate_memory(models::make_synthetic(seed, spec), MemoryConfig{});
     EXPECT_GT(report.peak_bytes, 0) << seed;
   }
 }

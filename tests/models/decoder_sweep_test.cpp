@@ -9,7 +9,7 @@
 
 #include "models/decoder_sweep.h"
 
-namespace dnncast {
+namespace dnncast::models {
 namespace {
 
 TEST(DecoderSweep, TheSameCasesEveryTime) {
@@ -58,4 +58,4 @@ TEST(DecoderSweep, EveryCaseBuildsAndTheRangesAreCovered) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -20,7 +20,7 @@
 #include "models/zoo.h"
 #include "python_run.h"
 
-namespace dnncast {
+namespace dnncast::models {
 namespace {
 
 const std::string kConfigs = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs";
@@ -209,4 +209,4 @@ TEST(HfConfig, ABadConfigNamesItsField) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::models

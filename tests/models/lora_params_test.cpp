@@ -15,7 +15,7 @@
 #include "models/hf_config.h"
 #include "models/zoo.h"
 
-namespace dnncast {
+namespace dnncast::models {
 namespace {
 
 Graph hf_model(const std::string& config, int64_t seq = 16) {
@@ -124,4 +124,4 @@ TEST(Lora, ParsesTheFlagText) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -10,7 +10,7 @@
 #include "graph/op_registry.h"
 #include "models/synthetic.h"
 
-namespace dnncast {
+namespace dnncast::models {
 namespace {
 
 constexpr uint64_t kSeeds = 1000;
@@ -143,4 +143,4 @@ TEST(Synthetic, RejectsBadSpec) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::models

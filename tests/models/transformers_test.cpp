@@ -20,7 +20,7 @@
 #include "models/zoo.h"
 #include "python_run.h"
 
-namespace dnncast {
+namespace dnncast::models {
 namespace {
 
 constexpr int64_t kBertModelParams = 109482240;
@@ -158,4 +158,4 @@ for size, classes in ((224, 1000), (384, 10)):
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::models

@@ -23,7 +23,7 @@
 #include "core/error.h"
 #include "graph/op_registry.h"
 
-namespace dnncast {
+namespace dnncast::models {
 namespace {
 
 constexpr double kMacsTolerance = 0.005;  // the bound: within 0.5% of torchvision
@@ -301,4 +301,4 @@ TEST(Zoo, EveryModelHasAFamilyAndUniqueName) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::models

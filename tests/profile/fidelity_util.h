@@ -104,10 +104,10 @@ inline std::pair<double, double> median_ci(std::vector<double> values) {
 // fresh process.
 inline Comparison compare(const std::string& model, int64_t batch, std::vector<int64_t> input,
                           const std::string& optimizer, int repeats, double budget_s) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = batch;
   spec.input = input;
-  Graph graph = build_zoo_model(model, spec);
+  Graph graph = models::build_zoo_model(model, spec);
   TrainConfig config;
   config.optimizer = parse_optimizer(optimizer);
   Limits limits;

@@ -278,16 +278,16 @@ const std::vector<ZooCase>& zoo_cases() {
 }
 
 Case zoo_case(const ZooCase& z) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.num_classes = 10;
-  const ZooEntry& entry = zoo_entry(z.model);
+  const models::ZooEntry& entry = models::zoo_entry(z.model);
   if (entry.kind == "transformer") {
     spec.seq_len = z.input[0];
   } else {
     spec.input = z.input;
   }
-  Case c{z.model, build_zoo_model(z.model, spec), "torchvision", z.model, z.kwargs, ""};
+  Case c{z.model, models::build_zoo_model(z.model, spec), "torchvision", z.model, z.kwargs, ""};
   if (entry.family == "bert" || entry.family == "gpt2") c.reference = "interpreter";  // not in torchvision
   std::string input;
   for (int64_t dim : z.input) input += (input.empty() ? "" : "x") + std::to_string(dim);
@@ -297,11 +297,11 @@ Case zoo_case(const ZooCase& z) {
 
 TEST(Numerics, OneModelPerZooFamilyMatchesPyTorch) {
   std::set<std::string> families, covered;
-  for (const ZooEntry& entry : zoo()) families.insert(entry.family);
+  for (const models::ZooEntry& entry : models::zoo()) families.insert(entry.family);
   std::vector<Case> cases;
   for (const ZooCase& z : zoo_cases()) {
     cases.push_back(zoo_case(z));
-    covered.insert(zoo_entry(z.model).family);
+    covered.insert(models::zoo_entry(z.model).family);
   }
   EXPECT_EQ(covered, families) << "every zoo family has a case";
   std::vector<Result> results = run_cases(cases);
@@ -318,10 +318,10 @@ TEST(Numerics, RotaryDecodersMatchPyTorch) {
   for (const char* config : {"llama-small-tied", "gpt-neox-sequential"}) {
     const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
     std::ifstream file(path);
-    ModelSpec spec;
+    models::ModelSpec spec;
     spec.batch = 2;
     spec.seq_len = 8;
-    cases.push_back({config, build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
+    cases.push_back({config, models::build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
   }
   std::vector<Result> results = run_cases(cases);
   print_results(results);
@@ -333,10 +333,10 @@ TEST(Numerics, RotaryDecodersMatchPyTorch) {
 // gradients against the interpreter, which reads frozen=1 as requires_grad False and the scaling as x * scalar.
 TEST(Numerics, LoraAdaptersMatchPyTorch) {
   const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-small-tied.json";
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = 8;
-  const Graph base = build_hf_config(json::parse(std::ifstream(path)), spec, path);
+  const Graph base = models::build_hf_config(json::parse(std::ifstream(path)), spec, path);
   struct Setting {
     std::string label;
     LoraConfig config;
@@ -365,10 +365,10 @@ TEST(Numerics, LoraAdaptersMatchPyTorch) {
 
 Graph small_hf(const std::string& config) {
   const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.seq_len = 8;
-  return build_hf_config(json::parse(std::ifstream(path)), spec, path);
+  return models::build_hf_config(json::parse(std::ifstream(path)), spec, path);
 }
 
 // Checkpointed decoders against PyTorch running the same blocks through torch.utils.checkpoint (the interpreter
@@ -397,7 +397,7 @@ TEST(Numerics, CheckpointingChangesNoGradient) {
     const bool dropout = config == std::string("gpt2 dropout");
     Graph plain = dropout ? Graph() : small_hf(config);
     if (dropout) {
-      TransformerSize size;  // a small GPT-2 with its dropout 0.1 (embeddings, attention, residuals)
+      models::TransformerSize size;  // a small GPT-2 with its dropout 0.1 (embeddings, attention, residuals)
       size.name = "gpt2_dropout";
       size.family = "gpt2";
       size.vocab = 500;
@@ -406,10 +406,10 @@ TEST(Numerics, CheckpointingChangesNoGradient) {
       size.heads = 4;
       size.layers = 3;
       size.mlp = 256;
-      ModelSpec spec;
+      models::ModelSpec spec;
       spec.batch = 2;
       spec.seq_len = 16;
-      plain = build_gpt2(size, spec);
+      plain = models::build_gpt2(size, spec);
       int dropouts = 0;
       for (const Node& node : plain.nodes()) dropouts += node.op == "Dropout" && node.attr_float("p", 0) > 0 ? 1 : 0;
       ASSERT_EQ(dropouts, 1 + 2 * 3) << "embeddings and two per layer";
@@ -625,11 +625,11 @@ Graph with_attr(Graph graph, const std::string& node, const std::string& key, At
 }
 
 TEST(Numerics, MutationsAreCaught) {
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 2;
   spec.input = {3, 32, 32};
   spec.num_classes = 10;
-  Graph squeezenet = build_zoo_model("squeezenet1_1", spec);
+  Graph squeezenet = models::build_zoo_model("squeezenet1_1", spec);
   json kwargs = {{"num_classes", 10}};
   std::vector<Case> cases;
   // A wrong activation: one ReLU of squeezenet is a GELU in the executor's graph; torchvision's is not.
@@ -650,12 +650,12 @@ TEST(Numerics, MutationsAreCaught) {
   Graph reference_pool = op_graph(pool);
   Graph wrong_pool = with_attr(reference_pool, pool.label, "count_include_pad", int64_t{1});
   cases.push_back({"avgpool count_include_pad 1 vs 0", wrong_pool, "interpreter", "", json::object(),
-                   write_graph_json(reference_pool)});
+                   import::write_graph_json(reference_pool)});
   // A wrong epsilon, the subtlest: BatchNorm eps 1e-5 where the reference has 1e-3 (inception's).
   OpCase norm{"batchnorm", "BatchNorm2d", {f32({2, 3, 2, 2})}, {{"eps", 1e-3}}};
   Graph reference_norm = op_graph(norm);
   cases.push_back({"batchnorm eps 1e-5 vs 1e-3", with_attr(reference_norm, norm.label, "eps", 1e-5), "interpreter", "",
-                   json::object(), write_graph_json(reference_norm)});
+                   json::object(), import::write_graph_json(reference_norm)});
 
   std::vector<Result> results = run_cases(cases);
   print_results(results);

@@ -218,10 +218,10 @@ TEST(Profile, ExecutorRunsEveryRegisteredOp) {
 // of the op's cost rule; both must agree for every model of the zoo (torchvision's counts are
 // checked against the IR in tests/models).
 TEST(Profile, ModuleParametersEqualTheIrForTheWholeZoo) {
-  for (const ZooEntry& entry : zoo()) {
-    ModelSpec spec;
+  for (const models::ZooEntry& entry : models::zoo()) {
+    models::ModelSpec spec;
     spec.batch = 1;
-    Graph graph = build_zoo_model(entry.name, spec);
+    Graph graph = models::build_zoo_model(entry.name, spec);
     EXPECT_EQ(module_param_count(graph), graph_param_count(graph)) << entry.name;
   }
 }

@@ -59,7 +59,7 @@ TEST(OpenApi, PathsAreTheRouteTable) {
       read_openapi(cli_test::read_text(std::string(DNNCAST_SOURCE_DIR) + "/docs/openapi.yaml"));
   std::set<std::string> in_docs, in_server;
   for (const DocumentedRoute& route : documented) in_docs.insert(route.method + " " + route.path);
-  for (const apps::serve::Route& route : apps::serve::routes())
+  for (const serve::Route& route : serve::routes())
     in_server.insert(std::string(route.method) + " " + route.path);
   EXPECT_EQ(in_docs, in_server);
   EXPECT_EQ(documented.size(), in_docs.size()) << "a path and method listed twice";
@@ -86,7 +86,7 @@ TEST(OpenApi, EveryDocumentedRouteAnswersItsExample) {
     called.insert(route.method + " " + route.path);
   }
   // Every route of the server was called (the other test checks that the lists agree).
-  for (const apps::serve::Route& route : apps::serve::routes())
+  for (const serve::Route& route : serve::routes())
     EXPECT_EQ(called.count(std::string(route.method) + " " + route.path), 1u) << route.path;
   EXPECT_EQ(server.stop(), 0);
 }

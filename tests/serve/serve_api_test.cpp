@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dnncast::apps::serve {
+namespace dnncast::serve {
 namespace {
 
 HttpRequest post(const std::string& path, const std::string& body) {
@@ -128,4 +128,4 @@ TEST(ServeApi, GraphCacheAnswersRepeatedBuilds) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps::serve
+}  // namespace dnncast::serve

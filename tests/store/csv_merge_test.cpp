@@ -14,29 +14,29 @@
 #include "import/graph_json.h"
 #include "store/test_util.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 namespace {
 
 using testing::ScratchDir;
 using testing::test_environment;
 
-RunConfig image_config(int64_t batch, int64_t side, const std::string& optimizer = "sgd") {
-  RunConfig config;
+records::RunConfig image_config(int64_t batch, int64_t side, const std::string& optimizer = "sgd") {
+  records::RunConfig config;
   config.batch = batch;
   config.input = {3, side, side};
   config.optimizer = parse_optimizer(optimizer);
   return config;
 }
 
-ModelRef synthetic(int64_t seed) {
-  ModelRef model;
-  model.kind = ModelRef::Kind::Synthetic;
+records::ModelRef synthetic(int64_t seed) {
+  records::ModelRef model;
+  model.kind = records::ModelRef::Kind::Synthetic;
   model.seed = seed;
   return model;
 }
 
-RunRecord make_run(int64_t environment_id, const RunConfig& config, int64_t repeat, double time_ms) {
-  RunRecord run;
+records::RunRecord make_run(int64_t environment_id, const records::RunConfig& config, int64_t repeat, double time_ms) {
+  records::RunRecord run;
   run.environment_id = environment_id;
   run.config = config;
   run.repeat_index = repeat;
@@ -57,7 +57,7 @@ RunRecord make_run(int64_t environment_id, const RunConfig& config, int64_t repe
 // Key of a run as the dataset identifies it, plus its measured values, for comparing files.
 std::multiset<std::string> run_texts(Store& store) {
   std::multiset<std::string> texts;
-  for (const RunRecord& run : store.runs()) {
+  for (const records::RunRecord& run : store.runs()) {
     std::ostringstream text;
     text << run.network_hash << '|' << run.environment_hash << '|' << run.config.batch << '|' << run.config.input_text()
          << '|' << name(run.config.optimizer) << '|' << run.repeat_index << '|' << run.result.status << '|'
@@ -69,10 +69,10 @@ std::multiset<std::string> run_texts(Store& store) {
 }
 
 // A dataset with runs of two synthetic networks in one environment.
-void fill(Store& store, const EnvironmentRecord& environment, std::vector<int64_t> batches, double time_scale) {
+void fill(Store& store, const records::EnvironmentRecord& environment, std::vector<int64_t> batches, double time_scale) {
   int64_t environment_id = store.ensure_environment(environment);
   for (int64_t seed : {1, 2}) {
-    NetworkRecord network = network_record(synthetic(seed), image_config(1, 32));
+    records::NetworkRecord network = records::network_record(synthetic(seed), image_config(1, 32));
     for (int64_t batch : batches)
       store.insert_run(network, make_run(environment_id, image_config(batch, 32), 0,
                                          time_scale * static_cast<double>(batch * seed) / 7.0));
@@ -97,7 +97,7 @@ TEST(Merge, DeduplicatesByNetworkConfigurationEnvironmentAndRepeat) {
   EXPECT_EQ(all.environments().size(), 2u);
   EXPECT_EQ(all.networks().size(), 2u);
   // The first file wins a duplicate: batch 4 keeps a.db's time.
-  for (const RunRecord& run : all.runs()) {
+  for (const records::RunRecord& run : all.runs()) {
     if (run.config.batch == 4 && run.environment_hash == test_environment().hash()) {
       EXPECT_NEAR(*run.result.time_ms_median, 4.0 * (run.network_hash == all.networks()[0].hash ? 1 : 2) / 7.0, 1e-12);
     }
@@ -115,12 +115,12 @@ TEST(Csv, ExportImportRoundTripsEveryRun) {
   Store source = Store::open(dir.file("src.db"));
   fill(source, test_environment(), {1, 3, 16}, 1.0);
   int64_t environment_id = source.ensure_environment(test_environment());
-  RunRecord failed = make_run(environment_id, image_config(512, 32), 0, 0);
-  failed.result = RunResult{};
+  records::RunRecord failed = make_run(environment_id, image_config(512, 32), 0, 0);
+  failed.result = records::RunResult{};
   failed.result.status = "timeout";
   failed.result.message = "killed after 300 s";
   failed.result.time_ms_median = 0;
-  source.insert_run(network_record(synthetic(1), image_config(1, 32)), failed);
+  source.insert_run(records::network_record(synthetic(1), image_config(1, 32)), failed);
 
   std::stringstream csv;
   export_csv(source, csv, false);
@@ -133,7 +133,7 @@ TEST(Csv, ExportImportRoundTripsEveryRun) {
   EXPECT_EQ(run_texts(target), run_texts(source));
   // Networks were rebuilt from their sources with the same hashes and graphs.
   ASSERT_EQ(target.networks().size(), 2u);
-  for (const NetworkRecord& network : target.networks())
+  for (const records::NetworkRecord& network : target.networks())
     EXPECT_EQ(network.graph_json, source.network_by_hash(network.hash)->graph_json);
   // Importing the same file again adds nothing.
   std::stringstream again(text);
@@ -149,12 +149,12 @@ TEST(Csv, GraphFilesTravelOnlyWithGraphs) {
   x = builder.flatten("flatten", x);
   builder.linear("fc", x, 3);
   Graph graph = builder.finish();
-  NetworkRecord network;
+  records::NetworkRecord network;
   network.hash = graph.architecture_hash();
   network.name = "mine";
   network.family = "custom";
   network.source = "file:/somewhere/mine.json";
-  network.graph_json = write_graph_json(graph);
+  network.graph_json = import::write_graph_json(graph);
   Store source = Store::open(dir.file("src.db"));
   int64_t environment_id = source.ensure_environment(test_environment());
   source.insert_run(network, make_run(environment_id, image_config(2, 8), 0, 1.5));
@@ -209,15 +209,15 @@ TEST(Csv, QuotedFieldsRoundTrip) {
   std::stringstream in("a,\"b,c\",\"d\"\"e\",\"f\ng\",\nlast\r\n");
   std::vector<std::string> fields;
   int64_t line = 0;
-  ASSERT_TRUE(core::read_csv_record(in, fields, line));
+  ASSERT_TRUE(read_csv_record(in, fields, line));
   EXPECT_EQ(fields, (std::vector<std::string>{"a", "b,c", "d\"e", "f\ng", ""}));
   EXPECT_EQ(line, 2);
-  ASSERT_TRUE(core::read_csv_record(in, fields, line));
+  ASSERT_TRUE(read_csv_record(in, fields, line));
   EXPECT_EQ(fields, (std::vector<std::string>{"last"}));
-  EXPECT_FALSE(core::read_csv_record(in, fields, line));
+  EXPECT_FALSE(read_csv_record(in, fields, line));
   for (const std::string field : {"plain", "with,comma", "with\"quote", "multi\nline", ""}) {
-    std::stringstream round(core::csv_quote(field) + "\n");
-    ASSERT_TRUE(core::read_csv_record(round, fields, line));
+    std::stringstream round(csv_quote(field) + "\n");
+    ASSERT_TRUE(read_csv_record(round, fields, line));
     EXPECT_EQ(fields, std::vector<std::string>{field});
   }
 }
@@ -227,11 +227,11 @@ TEST(Stats, CountsAndRanges) {
   Store store = Store::open(dir.file("s.db"));
   fill(store, test_environment(), {1, 2, 64}, 1.0);
   int64_t environment_id = store.ensure_environment(test_environment());
-  NetworkRecord network = network_record(synthetic(1), image_config(1, 32));
-  RunRecord second = make_run(environment_id, image_config(2, 32), 1, 2.0 * 1.1 / 7.0);  // repeat 1 of (seed 1, b2)
+  records::NetworkRecord network = records::network_record(synthetic(1), image_config(1, 32));
+  records::RunRecord second = make_run(environment_id, image_config(2, 32), 1, 2.0 * 1.1 / 7.0);  // repeat 1 of (seed 1, b2)
   store.insert_run(network, second);
-  RunRecord oom = make_run(environment_id, image_config(128, 32), 0, 0);
-  oom.result = RunResult{};
+  records::RunRecord oom = make_run(environment_id, image_config(128, 32), 0, 0);
+  oom.result = records::RunResult{};
   oom.result.status = "oom";
   store.insert_run(network, oom);
   nlohmann::json stats = dataset_stats(store);
@@ -255,4 +255,4 @@ TEST(Stats, CountsAndRanges) {
 }
 
 }  // namespace
-}  // namespace dnncast::data
+}  // namespace dnncast::store

@@ -12,14 +12,14 @@
 #include "core/error.h"
 #include "store/test_util.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 namespace {
 
 using testing::fingerprinted_environment;
 using testing::ScratchDir;
 using testing::test_environment;
 
-void expect_same_fingerprint(const EnvironmentRecord& read, const EnvironmentRecord& written) {
+void expect_same_fingerprint(const records::EnvironmentRecord& read, const records::EnvironmentRecord& written) {
   EXPECT_EQ(read.cpu_vendor, written.cpu_vendor);
   EXPECT_EQ(read.cpu_family, written.cpu_family);
   EXPECT_EQ(read.cpu_model_number, written.cpu_model_number);
@@ -34,38 +34,38 @@ void expect_same_fingerprint(const EnvironmentRecord& read, const EnvironmentRec
 }
 
 // One stored run of resnet18 in ENVIRONMENT.
-void store_one_run(Store& store, const EnvironmentRecord& environment) {
-  RunConfig config;
+void store_one_run(Store& store, const records::EnvironmentRecord& environment) {
+  records::RunConfig config;
   config.input = {3, 32, 32};
-  ModelRef model;
+  records::ModelRef model;
   model.name = "resnet18";
-  RunRecord run;
+  records::RunRecord run;
   run.environment_id = store.ensure_environment(environment);
   run.config = config;
   run.result.time_ms_median = 12.5;
   run.measured_at = "2026-12-01T00:00:00Z";
-  ASSERT_TRUE(store.insert_run(network_record(model, config), run));
+  ASSERT_TRUE(store.insert_run(records::network_record(model, config), run));
 }
 
 TEST(Fingerprint, HashTellsApartFamilyModelAndIsa) {
   // Two hosts that /proc/cpuinfo cannot tell apart ("AMD EPYC", 2 cores).
-  EnvironmentRecord zen3 = fingerprinted_environment();
-  EnvironmentRecord other_model = zen3;
+  records::EnvironmentRecord zen3 = fingerprinted_environment();
+  records::EnvironmentRecord other_model = zen3;
   other_model.cpu_family = 23;
   other_model.cpu_model_number = 49;
   EXPECT_NE(zen3.hash(), other_model.hash());
-  EnvironmentRecord only_model = zen3;
+  records::EnvironmentRecord only_model = zen3;
   only_model.cpu_model_number = 17;
   EXPECT_NE(zen3.hash(), only_model.hash());
   // The same AVX-512 host with and without ONEDNN_MAX_CPU_ISA=AVX2: two environments.
-  EnvironmentRecord avx512 = zen3;
+  records::EnvironmentRecord avx512 = zen3;
   avx512.isa = "avx512_core";
   EXPECT_NE(zen3.hash(), avx512.hash());
-  EnvironmentRecord aten = zen3;
+  records::EnvironmentRecord aten = zen3;
   aten.aten_capability = "default";
   EXPECT_NE(zen3.hash(), aten.hash());
   // The cap's text and the clock are kept but not hashed: the dispatch is what the cap changes.
-  EnvironmentRecord capped = zen3;
+  records::EnvironmentRecord capped = zen3;
   capped.isa_cap = "AVX2";
   capped.base_mhz = 2000;
   EXPECT_EQ(zen3.hash(), capped.hash());
@@ -74,22 +74,22 @@ TEST(Fingerprint, HashTellsApartFamilyModelAndIsa) {
 TEST(Fingerprint, UnrecordedEnvironmentKeepsItsOldHash) {
   // The formula of schema 1 and 2, written out here: an environment without the fingerprint
   // (every dataset and predictor manifest so far) must keep exactly this hash.
-  EnvironmentRecord old = test_environment();
+  records::EnvironmentRecord old = test_environment();
   std::string old_text = "cpu=Test CPU 9000\ncores=8\nthreads=8\nmemory_gib=16\ngpu=\ndriver=\ntorch=1.13.0\nbuild=release\n";
-  EXPECT_EQ(old.hash(), fnv1a_hex(old_text));
+  EXPECT_EQ(old.hash(), records::fnv1a_hex(old_text));
   // The shipped dataset's first environment (data/predictors/amd-epyc-2cpu manifests record it).
-  EnvironmentRecord shipped;
+  records::EnvironmentRecord shipped;
   shipped.cpu_model = "AMD EPYC";
   shipped.cores = 2;
   shipped.threads = 1;
   shipped.memory_bytes = 25276026880;
   shipped.torch_version = "1.13.0";
   shipped.build_type = "Release";
-  EXPECT_EQ(shipped.hash(), fnv1a_hex("cpu=AMD EPYC\ncores=2\nthreads=1\nmemory_gib=24\ngpu=\ndriver=\ntorch=1.13.0\n"
+  EXPECT_EQ(shipped.hash(), records::fnv1a_hex("cpu=AMD EPYC\ncores=2\nthreads=1\nmemory_gib=24\ngpu=\ndriver=\ntorch=1.13.0\n"
                                       "build=Release\n"));
   EXPECT_EQ(shipped.hash(), "0e36ffec1c422972");
   // Any recorded field makes another environment.
-  EnvironmentRecord recorded = old;
+  records::EnvironmentRecord recorded = old;
   recorded.isa = "avx2";
   EXPECT_NE(recorded.hash(), old.hash());
 }
@@ -97,7 +97,7 @@ TEST(Fingerprint, UnrecordedEnvironmentKeepsItsOldHash) {
 TEST(Fingerprint, StoreRoundTripsTheFields) {
   ScratchDir dir;
   Store store = Store::open(dir.file("f.db"));
-  EnvironmentRecord written = fingerprinted_environment();
+  records::EnvironmentRecord written = fingerprinted_environment();
   written.isa_cap = "AVX2";
   store.ensure_environment(written);
   ASSERT_EQ(store.environments().size(), 1u);
@@ -107,7 +107,7 @@ TEST(Fingerprint, StoreRoundTripsTheFields) {
 TEST(Fingerprint, MigratesSchemaTwoToThreeAsNotRecorded) {
   ScratchDir dir;
   std::string path = dir.file("v2.db");
-  EnvironmentRecord old = test_environment();
+  records::EnvironmentRecord old = test_environment();
   {
     Store store = Store::open(path);
     store_one_run(store, old);
@@ -129,12 +129,12 @@ TEST(Fingerprint, MigratesSchemaTwoToThreeAsNotRecorded) {
   Store store = Store::open(path);
   EXPECT_EQ(store.schema_version(), kSchemaVersion);
   EXPECT_EQ(store.run_count(), 1);
-  std::vector<EnvironmentRecord> environments = store.environments();
+  std::vector<records::EnvironmentRecord> environments = store.environments();
   ASSERT_EQ(environments.size(), 1u);
   expect_same_fingerprint(environments[0], old);  // all "" and 0: not recorded
   EXPECT_EQ(store.runs()[0].environment_hash, old.hash());  // the stored hash is still the computed one
   // The same machine measured again with the fingerprint is a new environment beside the old one.
-  EnvironmentRecord now = old;
+  records::EnvironmentRecord now = old;
   now.isa = "avx2";
   EXPECT_NE(store.ensure_environment(now), environments[0].id);
   // stats shows the fingerprint, or says it is not recorded.
@@ -145,7 +145,7 @@ TEST(Fingerprint, MigratesSchemaTwoToThreeAsNotRecorded) {
 
 TEST(Fingerprint, MergeAndCsvCarryTheFields) {
   ScratchDir dir;
-  EnvironmentRecord written = fingerprinted_environment();
+  records::EnvironmentRecord written = fingerprinted_environment();
   written.isa_cap = "AVX2";
   {
     Store source = Store::open(dir.file("a.db"));
@@ -213,4 +213,4 @@ TEST(Fingerprint, CsvWithoutTheColumnsImportsAsNotRecorded) {
 }
 
 }  // namespace
-}  // namespace dnncast::data
+}  // namespace dnncast::store

@@ -11,26 +11,26 @@
 #include "import/graph_json.h"
 #include "store/test_util.h"
 
-namespace dnncast::data {
+namespace dnncast::store {
 namespace {
 
 using testing::ScratchDir;
 using testing::test_environment;
 
-ModelRef zoo_model(const std::string& name) {
-  ModelRef model;
+records::ModelRef zoo_model(const std::string& name) {
+  records::ModelRef model;
   model.name = name;
   return model;
 }
 
-NetworkRecord resnet18_at_32() {
-  RunConfig config;
+records::NetworkRecord resnet18_at_32() {
+  records::RunConfig config;
   config.input = {3, 32, 32};
-  return network_record(zoo_model("resnet18"), config);
+  return records::network_record(zoo_model("resnet18"), config);
 }
 
-RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t repeat) {
-  RunRecord run;
+records::RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t repeat) {
+  records::RunRecord run;
   run.environment_id = environment_id;
   run.config.batch = batch;
   run.config.input = {3, 32, 32};
@@ -56,20 +56,20 @@ RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t repeat) {
 TEST(Store, RoundTripsEveryField) {
   ScratchDir dir;
   std::string path = dir.file("a.db");
-  NetworkRecord network = resnet18_at_32();
-  std::vector<RunRecord> written;
+  records::NetworkRecord network = resnet18_at_32();
+  std::vector<records::RunRecord> written;
   {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version(), kSchemaVersion);
     int64_t environment_id = store.ensure_environment(test_environment());
     EXPECT_EQ(store.ensure_environment(test_environment()), environment_id);  // matched by hash
     for (int64_t batch : {1, 4}) {
-      RunRecord run = sample_run(environment_id, batch, 0);
+      records::RunRecord run = sample_run(environment_id, batch, 0);
       EXPECT_TRUE(store.insert_run(network, run));
       written.push_back(run);
     }
-    RunRecord failed = sample_run(environment_id, 64, 0);
-    failed.result = RunResult{};
+    records::RunRecord failed = sample_run(environment_id, 64, 0);
+    failed.result = records::RunResult{};
     failed.result.status = "oom";
     failed.result.message = "out of memory at 3 GiB";
     EXPECT_TRUE(store.insert_run(network, failed));
@@ -78,11 +78,11 @@ TEST(Store, RoundTripsEveryField) {
     EXPECT_EQ(store.run_count(), 3);
   }
   Store store = Store::open(path, Database::Mode::ReadOnly);
-  std::vector<RunRecord> read = store.runs();
+  std::vector<records::RunRecord> read = store.runs();
   ASSERT_EQ(read.size(), written.size());
   for (size_t index = 0; index < read.size(); ++index) {
-    const RunRecord& a = written[index];
-    const RunRecord& b = read[index];
+    const records::RunRecord& a = written[index];
+    const records::RunRecord& b = read[index];
     EXPECT_EQ(b.network_hash, network.hash);
     EXPECT_EQ(b.environment_hash, test_environment().hash());
     EXPECT_EQ(b.config, a.config);
@@ -102,11 +102,11 @@ TEST(Store, RoundTripsEveryField) {
     EXPECT_EQ(b.measured_at, a.measured_at);
   }
   // The stored graph is the network itself: it reads back with the same architecture hash.
-  std::optional<NetworkRecord> stored = store.network_by_hash(network.hash);
+  std::optional<records::NetworkRecord> stored = store.network_by_hash(network.hash);
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->source, "zoo:resnet18");
   EXPECT_EQ(stored->family, "resnet");
-  EXPECT_EQ(read_graph_json(stored->graph_json, "stored").architecture_hash(), network.hash);
+  EXPECT_EQ(import::read_graph_json(stored->graph_json, "stored").architecture_hash(), network.hash);
   EXPECT_EQ(store.environments().at(0).cpu_model, "Test CPU 9000");
   EXPECT_EQ(store.integrity_check(), "ok");
 }
@@ -173,34 +173,34 @@ TEST(Store, MigratesFromEmptyAndKeepsVersionOnReopen) {
 // a duplicate run adds none; merge copies them.
 TEST(Store, LayerTimesRoundTripAndMerge) {
   ScratchDir dir;
-  NetworkRecord network = resnet18_at_32();
-  RunRecord timed = sample_run(0, 8, 0);
+  records::NetworkRecord network = resnet18_at_32();
+  records::RunRecord timed = sample_run(0, 8, 0);
   timed.result.layers = {{"conv1", "Conv2d", 1.25, 2.5, 1.5, 3.0},
                          {"fc", "Linear", 0.125, 0.25, std::nullopt, 0.5},
-                         {"optimizer.step", kOptimizerStepOp, 0.5, 0, std::nullopt, std::nullopt},
-                         {"optimizer.zero_grad", kZeroGradOp, 0.0625, 0, std::nullopt, std::nullopt}};
+                         {"optimizer.step", records::kOptimizerStepOp, 0.5, 0, std::nullopt, std::nullopt},
+                         {"optimizer.zero_grad", records::kZeroGradOp, 0.0625, 0, std::nullopt, std::nullopt}};
   {
     Store store = Store::open(dir.file("a.db"));
     int64_t environment_id = store.ensure_environment(test_environment());
     timed.environment_id = environment_id;
-    RunRecord plain = sample_run(environment_id, 1, 0);
+    records::RunRecord plain = sample_run(environment_id, 1, 0);
     EXPECT_TRUE(store.insert_run(network, plain));
     EXPECT_TRUE(store.insert_run(network, timed));
-    RunRecord again = timed;
+    records::RunRecord again = timed;
     again.result.layers.push_back({"extra", "ReLU", 9, 9, std::nullopt, std::nullopt});
     EXPECT_FALSE(store.insert_run(network, again));
   }
   merge_datasets({dir.file("a.db")}, dir.file("merged.db"));
   for (const char* file : {"a.db", "merged.db"}) {
     Store store = Store::open(dir.file(file), Database::Mode::ReadOnly);
-    std::map<int64_t, std::vector<LayerTiming>> layers = store.layer_times();
+    std::map<int64_t, std::vector<records::LayerTiming>> layers = store.layer_times();
     ASSERT_EQ(layers.size(), 1u) << file;
     int64_t run_id = layers.begin()->first;
-    std::vector<RunRecord> runs = store.runs();
-    auto run = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.id == run_id; });
+    std::vector<records::RunRecord> runs = store.runs();
+    auto run = std::find_if(runs.begin(), runs.end(), [&](const records::RunRecord& r) { return r.id == run_id; });
     ASSERT_NE(run, runs.end());
     EXPECT_EQ(run->config.batch, 8) << file;
-    const std::vector<LayerTiming>& read = layers.begin()->second;
+    const std::vector<records::LayerTiming>& read = layers.begin()->second;
     ASSERT_EQ(read.size(), timed.result.layers.size()) << file;
     for (size_t index = 0; index < read.size(); ++index) {
       EXPECT_EQ(read[index].node, timed.result.layers[index].node);
@@ -217,7 +217,7 @@ TEST(Store, LayerTimesRoundTripAndMerge) {
 TEST(Store, MigratesSchemaOneToTwo) {
   ScratchDir dir;
   std::string path = dir.file("v1.db");
-  NetworkRecord network = resnet18_at_32();
+  records::NetworkRecord network = resnet18_at_32();
   {
     Store store = Store::open(path);
     store.insert_run(network, sample_run(store.ensure_environment(test_environment()), 2, 0));
@@ -240,7 +240,7 @@ TEST(Store, MigratesSchemaOneToTwo) {
 TEST(Store, LayerBenchmarksRoundTripAndResume) {
   ScratchDir dir;
   Store store = Store::open(dir.file("lb.db"));
-  LayerBenchRecord record;
+  records::LayerBenchRecord record;
   record.environment_id = store.ensure_environment(test_environment());
   record.kind = "conv";
   record.op = "Conv2d";
@@ -266,9 +266,9 @@ TEST(Store, LayerBenchmarksRoundTripAndResume) {
   EXPECT_FALSE(store.insert_layer_bench(record));  // the same identity again: ignored
   record.threads = 2;
   EXPECT_TRUE(store.insert_layer_bench(record));
-  std::vector<LayerBenchRecord> rows = store.layer_benchmarks();
+  std::vector<records::LayerBenchRecord> rows = store.layer_benchmarks();
   ASSERT_EQ(rows.size(), 2u);
-  const LayerBenchRecord& back = rows[0];
+  const records::LayerBenchRecord& back = rows[0];
   EXPECT_EQ(back.kind, "conv");
   EXPECT_EQ(back.key, record.key);
   EXPECT_EQ(back.origin, "zoo:resnet18");
@@ -285,7 +285,7 @@ TEST(Store, LayerBenchmarksRoundTripAndResume) {
   MergeSummary merged = merge_datasets({dir.file("lb.db"), dir.file("lb.db")}, dir.file("merged.db"));
   EXPECT_EQ(merged.layer_benchmarks_read, 4);
   EXPECT_EQ(merged.layer_benchmarks_inserted, 2);
-  std::vector<LayerBenchRecord> copied = Store::open(dir.file("merged.db")).layer_benchmarks();
+  std::vector<records::LayerBenchRecord> copied = Store::open(dir.file("merged.db")).layer_benchmarks();
   ASSERT_EQ(copied.size(), 2u);
   EXPECT_EQ(copied[1].key, record.key);
   EXPECT_EQ(copied[1].threads, 2);
@@ -296,10 +296,10 @@ TEST(Store, RejectsUnknownStatusAndBadConfigs) {
   ScratchDir dir;
   Store store = Store::open(dir.file("s.db"));
   int64_t environment_id = store.ensure_environment(test_environment());
-  RunConfig config;
+  records::RunConfig config;
   config.input = {3, 32, 32};
-  NetworkRecord network = network_record(zoo_model("resnet18"), config);
-  RunRecord run = sample_run(environment_id, 1, 0);
+  records::NetworkRecord network = records::network_record(zoo_model("resnet18"), config);
+  records::RunRecord run = sample_run(environment_id, 1, 0);
   run.result.status = "crashed";
   EXPECT_THROW(store.insert_run(network, run), InputError);
   run.result.status = "ok";
@@ -311,7 +311,7 @@ TEST(Store, RejectsUnknownStatusAndBadConfigs) {
 }
 
 TEST(Store, EnvironmentHashIgnoresHostAndMemoryNoise) {
-  EnvironmentRecord a = test_environment(), b = test_environment();
+  records::EnvironmentRecord a = test_environment(), b = test_environment();
   b.host = "node02";
   b.memory_bytes -= 3 << 20;  // a few MiB reserved differently
   EXPECT_EQ(a.hash(), b.hash());
@@ -320,14 +320,14 @@ TEST(Store, EnvironmentHashIgnoresHostAndMemoryNoise) {
 }
 
 TEST(Store, InputText) {
-  RunConfig config;
+  records::RunConfig config;
   config.input = {3, 64, 48};
   EXPECT_EQ(config.input_text(), "3x64x48");
-  EXPECT_EQ(parse_input_text("3x64x48"), config.input);
-  EXPECT_TRUE(parse_input_text("").empty());
+  EXPECT_EQ(records::parse_input_text("3x64x48"), config.input);
+  EXPECT_TRUE(records::parse_input_text("").empty());
   for (const char* bad : {"3x", "x3", "3xx4", "3x-4", "3x4.5", "abc"})
-    EXPECT_THROW(parse_input_text(bad), InputError) << bad;
+    EXPECT_THROW(records::parse_input_text(bad), InputError) << bad;
 }
 
 }  // namespace
-}  // namespace dnncast::data
+}  // namespace dnncast::store

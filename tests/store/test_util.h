@@ -9,7 +9,7 @@
 
 #include "store/store.h"
 
-namespace dnncast::data::testing {
+namespace dnncast::store::testing {
 
 // A fresh folder under /tmp, removed when the object dies.
 class ScratchDir {
@@ -29,8 +29,8 @@ class ScratchDir {
   std::string path_;
 };
 
-inline EnvironmentRecord test_environment(const std::string& cpu = "Test CPU 9000") {
-  EnvironmentRecord environment;
+inline records::EnvironmentRecord test_environment(const std::string& cpu = "Test CPU 9000") {
+  records::EnvironmentRecord environment;
   environment.cpu_model = cpu;
   environment.cores = 8;
   environment.threads = 8;
@@ -42,15 +42,15 @@ inline EnvironmentRecord test_environment(const std::string& cpu = "Test CPU 900
 }
 
 // Takes a schema-3 file's environments back to schema 2 (without the CPU fingerprint columns).
-inline void drop_fingerprint_columns(Database& db) {
+inline void drop_fingerprint_columns(store::Database& db) {
   for (const char* column : {"cpu_vendor", "cpu_family", "cpu_model_number", "cpu_stepping", "isa", "aten_capability",
                              "isa_cap", "l2_bytes", "l3_bytes", "base_mhz"})
     db.exec(std::string("ALTER TABLE environments DROP COLUMN ") + column);
 }
 
 // An environment with every fingerprint field recorded (an AVX2-only Zen 3 EPYC).
-inline EnvironmentRecord fingerprinted_environment() {
-  EnvironmentRecord environment;
+inline records::EnvironmentRecord fingerprinted_environment() {
+  records::EnvironmentRecord environment;
   environment.cpu_model = "AMD EPYC";
   environment.cores = 2;
   environment.threads = 2;
@@ -71,4 +71,4 @@ inline EnvironmentRecord fingerprinted_environment() {
   return environment;
 }
 
-}  // namespace dnncast::data::testing
+}  // namespace dnncast::store::testing

@@ -19,7 +19,7 @@
 #include "measure/plan.h"
 #include "store/store.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 namespace {
 
 namespace fs = std::filesystem;
@@ -39,15 +39,15 @@ std::string scratch(const std::string& name) {
 // batch, optimizer and precision. Threads are left out: the same configuration at another thread
 // count is still one the holdout must not have been trained on.
 using Key = std::tuple<std::string, int64_t, std::string, int64_t, std::string, std::string>;
-Key key_of(const std::string& network_name, const data::RunConfig& config) {
+Key key_of(const std::string& network_name, const records::RunConfig& config) {
   return {network_name, config.batch, config.input_text(), config.seq_len, name(config.optimizer), name(config.precision)};
 }
 
 std::set<Key> holdout_plan_keys() {
-  data::Plan plan = data::load_plan(kSource + "/data/plans/holdout.json");
+  measure::Plan plan = measure::load_plan(kSource + "/data/plans/holdout.json");
   EXPECT_EQ(plan.name, kHoldoutPlan);
   std::set<Key> keys;
-  for (const data::PlanEntry& entry : plan.entries)
+  for (const measure::PlanEntry& entry : plan.entries)
     keys.insert(key_of(plan.networks.at(static_cast<size_t>(entry.network)).name, entry.config));
   return keys;
 }
@@ -72,11 +72,11 @@ std::string decompressed(const fs::path& xz) {
 // The runs of a shipped .db.xz, by configuration; plans of the runs into `plans`.
 std::set<Key> shipped_keys(const std::string& xz, std::set<std::string>& plans) {
   const std::string db = decompressed(xz);
-  data::Store store = data::Store::open(db, data::Database::Mode::ReadOnly);
+  store::Store store = store::Store::open(db, store::Database::Mode::ReadOnly);
   std::map<std::string, std::string> names;
-  for (const data::NetworkRecord& network : store.networks(false)) names[network.hash] = network.name;
+  for (const records::NetworkRecord& network : store.networks(false)) names[network.hash] = network.name;
   std::set<Key> keys;
-  for (const data::RunRecord& run : store.runs()) {
+  for (const records::RunRecord& run : store.runs()) {
     keys.insert(key_of(names.at(run.network_hash), run.config));
     plans.insert(run.plan);
   }
@@ -121,26 +121,26 @@ TEST(Holdout, ShippedHoldoutDatasetsHoldThePlansConfigurations) {
 TEST(Holdout, RunsOfTheHoldoutPlanNeverEnterATrainingTable) {
   const std::string path = scratch("mixed.db");
   {
-    data::Store store = data::Store::open(path);
-    data::EnvironmentRecord environment;
+    store::Store store = store::Store::open(path);
+    records::EnvironmentRecord environment;
     environment.cpu_model = "Test CPU 9000";
     environment.cores = 2;
     environment.threads = 1;
     environment.memory_bytes = int64_t{8} << 30;
     environment.build_type = "Release";
     const int64_t environment_id = store.ensure_environment(environment);
-    const data::ModelRef model = data::parse_model_source("zoo:resnet18");
+    const records::ModelRef model = records::parse_model_source("zoo:resnet18");
     for (int64_t batch : {1, 2, 4, 8}) {
-      data::RunConfig config;
+      records::RunConfig config;
       config.batch = batch;
       config.input = {3, 32, 32};
-      data::RunRecord run;
+      records::RunRecord run;
       run.environment_id = environment_id;
       run.config = config;
       run.result.time_ms_median = 10.0 * static_cast<double>(batch);
       run.measured_at = "2026-12-01T00:00:00Z";
       run.plan = batch == 4 ? kHoldoutPlan : "zoo-quick";
-      store.insert_run(data::network_record(model, config), run);
+      store.insert_run(records::network_record(model, config), run);
     }
   }
   auto batches = [](const TrainingTable& table) {
@@ -169,7 +169,7 @@ TEST(Holdout, ShippedPredictorScoresOnTheShippedHoldout) {
   int scored = 0;
   for (const fs::path& path : shipped_files("holdout-")) {
     const std::string db = decompressed(path);
-    for (const std::string& set : shipped_predictor_sets(kSource + "/data/predictors")) {
+    for (const std::string& set : forecast::shipped_predictor_sets(kSource + "/data/predictors")) {
       PredictorScore score = score_predictor(set, db);
       EXPECT_GT(score.all.configurations, 0) << set;
       EXPECT_EQ(score.all.runs, score.all.model.count);
@@ -183,4 +183,4 @@ TEST(Holdout, ShippedPredictorScoresOnTheShippedHoldout) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

@@ -21,7 +21,7 @@
 #include "core/error.h"
 #include "learn/learner.h"
 
-namespace dnncast::apps {
+namespace dnncast::study {
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,8 +38,8 @@ std::string temp_dir(const std::string& name) {
   return dir;
 }
 
-data::EnvironmentRecord test_environment(const std::string& gpu = "") {
-  data::EnvironmentRecord environment;
+records::EnvironmentRecord test_environment(const std::string& gpu = "") {
+  records::EnvironmentRecord environment;
   environment.cpu_model = "Test CPU 9000";
   environment.cores = 2;
   environment.threads = 2;
@@ -71,8 +71,8 @@ Truth truth_of(const Graph& graph_at_batch) {
 // plus one failed (oom) run.
 // With `layers`, repeat 0 of every configuration also carries per-layer timings that follow the
 // same machine: 3e-8 ms/FLOP per node, the rest (0.2 ms per sample + 1 ms) in the optimizer rows.
-std::vector<data::LayerTiming> layer_timings_of(const Graph& graph_at_batch) {
-  std::vector<data::LayerTiming> timings;
+std::vector<records::LayerTiming> layer_timings_of(const Graph& graph_at_batch) {
+  std::vector<records::LayerTiming> timings;
   for (int node = 0; node < graph_at_batch.size(); ++node) {
     const Node& item = graph_at_batch.node(node);
     if (item.op == "Input") continue;
@@ -81,9 +81,9 @@ std::vector<data::LayerTiming> layer_timings_of(const Graph& graph_at_batch) {
     timings.push_back({item.name, item.op, ms / 3, 2 * ms / 3, ms / 3, 2 * ms / 3});
   }
   double batch = static_cast<double>(graph_at_batch.node(0).shape[0]);
-  timings.push_back({"optimizer.step", data::kOptimizerStepOp, 0.2 * batch + 0.5, 0, 0.2 * batch + 0.5, 0.0});
-  timings.push_back({"optimizer.zero_grad", data::kZeroGradOp, 0.25, 0, 0.25, 0.0});
-  timings.push_back({"loss", data::kLossOp, 0, 0, 0.25, 0.0});
+  timings.push_back({"optimizer.step", records::kOptimizerStepOp, 0.2 * batch + 0.5, 0, 0.2 * batch + 0.5, 0.0});
+  timings.push_back({"optimizer.zero_grad", records::kZeroGradOp, 0.25, 0, 0.25, 0.0});
+  timings.push_back({"loss", records::kLossOp, 0, 0, 0.25, 0.0});
   return timings;
 }
 
@@ -91,22 +91,22 @@ std::string make_dataset(const std::string& name, const std::vector<std::string>
                          bool layers = false) {
   std::string dir = temp_dir(name);
   std::string path = dir + "/data.db";
-  data::Store store = data::Store::open(path);
+  store::Store store = store::Store::open(path);
   int64_t environment_id = store.ensure_environment(test_environment());
   learn::Rng rng(5);
   for (const std::string& source : sources) {
-    data::ModelRef model = data::parse_model_source(source);
+    records::ModelRef model = records::parse_model_source(source);
     for (int64_t batch : {1, 2, 4, 8, 16, 32}) {
-      data::RunConfig config;
+      records::RunConfig config;
       config.batch = batch;
       config.input = {3, 32, 32};
       config.precision = Precision::Fp32;
       config.threads = 1;
-      Graph graph = data::build_network(model, config);
+      Graph graph = records::build_network(model, config);
       Truth truth = truth_of(graph);
-      data::NetworkRecord network = data::network_record(model, config);
+      records::NetworkRecord network = records::network_record(model, config);
       for (int64_t repeat = 0; repeat < 2; ++repeat) {
-        data::RunRecord run;
+        records::RunRecord run;
         run.environment_id = environment_id;
         run.config = config;
         run.repeat_index = repeat;
@@ -119,13 +119,13 @@ std::string make_dataset(const std::string& name, const std::vector<std::string>
       }
     }
   }
-  data::RunRecord failed;
+  records::RunRecord failed;
   failed.environment_id = environment_id;
   failed.config.batch = 64;
   failed.config.input = {3, 32, 32};
   failed.result.status = "oom";
   failed.measured_at = "2024-01-01T00:00:00Z";
-  store.insert_run(data::network_record(data::parse_model_source(sources.front()), failed.config), failed);
+  store.insert_run(records::network_record(records::parse_model_source(sources.front()), failed.config), failed);
   return path;
 }
 
@@ -174,7 +174,7 @@ TEST_F(PredictorPipeline, FeaturesCsvHasOneRowPerConfiguration) {
   write_features_csv(table, csv);
   std::vector<std::string> header, fields;
   int64_t line = 0;
-  ASSERT_TRUE(core::read_csv_record(csv, header, line));
+  ASSERT_TRUE(read_csv_record(csv, header, line));
   const std::vector<std::string>& names = features::feature_names();
   ASSERT_EQ(header.size(), 12 + names.size());
   EXPECT_EQ(header[10], "time_ms");
@@ -187,15 +187,15 @@ TEST_F(PredictorPipeline, FeaturesCsvHasOneRowPerConfiguration) {
                                          column("kind.GroupedConv2d.macs")};
   for (size_t index : conv_macs) ASSERT_LT(index, header.size());
   size_t rows = 0;
-  while (core::read_csv_record(csv, fields, line)) {
+  while (read_csv_record(csv, fields, line)) {
     ASSERT_EQ(fields.size(), header.size()) << "line " << line;
-    data::RunConfig config;
+    records::RunConfig config;
     config.batch = std::stoll(fields[3]);
-    config.input = data::parse_input_text(fields[4]);
+    config.input = records::parse_input_text(fields[4]);
     const std::string& network = fields[1];
-    data::ModelRef model =
-        data::parse_model_source(network.rfind("synthetic:", 0) == 0 ? network : "zoo:" + network);
-    Graph graph = data::build_network(model, config);
+    records::ModelRef model =
+        records::parse_model_source(network.rfind("synthetic:", 0) == 0 ? network : "zoo:" + network);
+    Graph graph = records::build_network(model, config);
     EXPECT_NEAR(std::stod(fields[10]), truth_of(graph).time_ms, 1e-9 * truth_of(graph).time_ms) << network;
     double macs = 0;
     for (int node = 0; node < graph.size(); ++node)
@@ -216,8 +216,8 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
   options.folds = 4;
   options.learners = {"ridge", "xgboost"};
   options.max_candidates = 4;
-  Predictor predictor = train_predictor(table, options);
-  const Manifest& manifest = predictor.manifest();
+  forecast::Predictor predictor = train_predictor(table, options);
+  const forecast::Manifest& manifest = predictor.manifest();
   EXPECT_EQ(manifest.feature_version, features::kFeatureVersion);
   EXPECT_EQ(manifest.environments.size(), 1u);
   EXPECT_EQ(manifest.training["configurations"], table.samples.size());
@@ -229,8 +229,8 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
 
   std::string dir = temp_dir("bundle");
   predictor.save(dir);
-  Predictor loaded = Predictor::load(dir);
-  std::vector<Estimate> before = predictor.predict(table.x), after = loaded.predict(table.x);
+  forecast::Predictor loaded = forecast::Predictor::load(dir);
+  std::vector<forecast::Estimate> before = predictor.predict(table.x), after = loaded.predict(table.x);
   for (size_t row = 0; row < before.size(); ++row) {
     EXPECT_NEAR(before[row].value, after[row].value, 1e-6 * before[row].value);
     EXPECT_LE(after[row].low, after[row].value);
@@ -238,13 +238,13 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
   }
 
   // A calibration shift (log y' = b + a log y) survives save and load and moves value and interval.
-  Manifest shifted_manifest = loaded.manifest();
+  forecast::Manifest shifted_manifest = loaded.manifest();
   shifted_manifest.shift_log_intercept = std::log(0.5);
   shifted_manifest.shift_log_slope = 0.9;
   loaded.set_manifest(shifted_manifest);
   std::string shifted_dir = temp_dir("bundle_shifted");
   loaded.save(shifted_dir);
-  std::vector<Estimate> moved = Predictor::load(shifted_dir).predict(table.x);
+  std::vector<forecast::Estimate> moved = forecast::Predictor::load(shifted_dir).predict(table.x);
   for (size_t row = 0; row < before.size(); ++row) {
     EXPECT_NEAR(moved[row].value, 0.5 * std::pow(before[row].value, 0.9), 1e-6 * moved[row].value);
     EXPECT_NEAR(moved[row].high, 0.5 * std::pow(before[row].high, 0.9), 1e-6 * moved[row].high);
@@ -252,19 +252,19 @@ TEST_F(PredictorPipeline, TrainSaveLoadPredict) {
   nlohmann::json bad_shift = nlohmann::json::parse(std::ifstream(shifted_dir + "/manifest.json"));
   bad_shift["shift"]["log_slope"] = -1;
   std::ofstream(shifted_dir + "/manifest.json") << bad_shift.dump();
-  EXPECT_THROW(Predictor::load(shifted_dir), InputError);
+  EXPECT_THROW(forecast::Predictor::load(shifted_dir), InputError);
 
   // A bundle from another feature version is refused with a clear message.
   nlohmann::json manifest_json = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
   manifest_json["feature_version"] = features::kFeatureVersion + 1;
   std::ofstream(dir + "/manifest.json") << manifest_json.dump();
   try {
-    Predictor::load(dir);
+    forecast::Predictor::load(dir);
     FAIL() << "expected InputError";
   } catch (const InputError& error) {
     EXPECT_NE(std::string(error.what()).find("feature version"), std::string::npos) << error.what();
   }
-  EXPECT_THROW(Predictor::load(temp_dir("no_bundle")), InputError);
+  EXPECT_THROW(forecast::Predictor::load(temp_dir("no_bundle")), InputError);
 }
 
 TEST_F(PredictorPipeline, MemoryPredictorIsNearExact) {
@@ -275,7 +275,7 @@ TEST_F(PredictorPipeline, MemoryPredictorIsNearExact) {
   options.folds = 4;
   options.learners = {"ridge", "stepwise"};
   options.max_candidates = 6;
-  Predictor predictor = train_predictor(table, options);
+  forecast::Predictor predictor = train_predictor(table, options);
   // Memory is an exact linear function of feature columns: a linear learner recovers it.
   EXPECT_LT(predictor.manifest().cv["mre"].get<double>(), 0.01);
 }
@@ -525,8 +525,8 @@ TEST(NoiseFloor, EstimatesTheErrorAgainstTheTrueMeanWhateverTheRepeatCount) {
 }
 
 // Writes a minimal predictor set (a real trained ridge model) for an environment.
-void write_set(const std::string& dir, const data::EnvironmentRecord& environment) {
-  Manifest manifest;
+void write_set(const std::string& dir, const records::EnvironmentRecord& environment) {
+  forecast::Manifest manifest;
   manifest.target = "time";
   manifest.unit = "ms";
   manifest.feature_version = features::kFeatureVersion;
@@ -540,7 +540,7 @@ void write_set(const std::string& dir, const data::EnvironmentRecord& environmen
   x << 1, 2, 3;
   learner->fit(x, learn::Vector::LinSpaced(3, 0, 1));
   manifest.hyperparameters = learner->hyperparameters();
-  Predictor(manifest, std::move(learner)).save(dir + "/time");
+  forecast::Predictor(manifest, std::move(learner)).save(dir + "/time");
 }
 
 // A manifest whose integers are floats or out of int's range is refused in one line (fuzz_predictor_manifest found
@@ -550,7 +550,7 @@ TEST(PredictorErrors, NonIntegerColumnsAndVersionsAreInputErrors) {
   write_set(root + "/set", test_environment());
   const std::string manifest_path = root + "/set/time/manifest.json";
   const nlohmann::json good = nlohmann::json::parse(std::ifstream(manifest_path));
-  ASSERT_NO_THROW(Predictor::load(root + "/set/time"));
+  ASSERT_NO_THROW(forecast::Predictor::load(root + "/set/time"));
   const std::vector<std::pair<std::string, nlohmann::json>> cases = {
       {"columns", nlohmann::json::array({1.1e55})}, {"columns", nlohmann::json::array({4294967296LL})},
       {"columns", nlohmann::json::array({0.5})},     {"feature_version", 1.5},
@@ -560,7 +560,7 @@ TEST(PredictorErrors, NonIntegerColumnsAndVersionsAreInputErrors) {
     bad[key] = value;
     std::ofstream(manifest_path) << bad.dump();
     try {
-      Predictor::load(root + "/set/time");
+      forecast::Predictor::load(root + "/set/time");
       ADD_FAILURE() << key << " = " << value.dump() << " was accepted";
     } catch (const InputError& error) {
       EXPECT_NE(std::string(error.what()).find(key), std::string::npos) << error.what();
@@ -572,33 +572,33 @@ TEST(PredictorSets, ChoiceByDeviceAndHost) {
   std::string root = temp_dir("sets");
   write_set(root + "/test-cpu", test_environment());
   write_set(root + "/t4", test_environment("Tesla T4"));
-  std::vector<std::string> sets = shipped_predictor_sets(root);
+  std::vector<std::string> sets = forecast::shipped_predictor_sets(root);
   ASSERT_EQ(sets.size(), 2u);
   hardware::HostInfo host;
   host.cpu_model = "Test CPU 9000";
   host.logical_cores = 2;
-  EXPECT_EQ(choose_predictor_set(sets, "", host).dir, root + "/test-cpu");
-  EXPECT_EQ(choose_predictor_set(sets, "", host).note, "");
-  EXPECT_EQ(choose_predictor_set(sets, "t4", host).dir, root + "/t4");
-  EXPECT_EQ(choose_predictor_set(sets, "Tesla T4", host).dir, root + "/t4");
+  EXPECT_EQ(forecast::choose_predictor_set(sets, "", host).dir, root + "/test-cpu");
+  EXPECT_EQ(forecast::choose_predictor_set(sets, "", host).note, "");
+  EXPECT_EQ(forecast::choose_predictor_set(sets, "t4", host).dir, root + "/t4");
+  EXPECT_EQ(forecast::choose_predictor_set(sets, "Tesla T4", host).dir, root + "/t4");
   host.cpu_model = "Other CPU";
-  SetChoice fallback = choose_predictor_set(sets, "cpu", host);
+  forecast::SetChoice fallback = forecast::choose_predictor_set(sets, "cpu", host);
   EXPECT_EQ(fallback.dir, root + "/test-cpu");
   EXPECT_NE(fallback.note.find("Other CPU"), std::string::npos);
   try {
-    choose_predictor_set(sets, "a100-40gb", host);
+    forecast::choose_predictor_set(sets, "a100-40gb", host);
     FAIL() << "expected InputError";
   } catch (const InputError& error) {
     std::string message = error.what();
     EXPECT_NE(message.find("t4 (Tesla T4)"), std::string::npos) << message;
     EXPECT_NE(message.find("test-cpu (Test CPU 9000 (2 CPUs))"), std::string::npos) << message;
   }
-  PredictorSet set = load_predictor_set(root + "/t4");
+  forecast::PredictorSet set = forecast::load_predictor_set(root + "/t4");
   EXPECT_TRUE(set.time.has_value());
   EXPECT_FALSE(set.memory.has_value());
   EXPECT_EQ(set.environment().gpu_name, "Tesla T4");
   // The features' peaks are the catalogue row's that the driver-reported name finds (data/hardware/gpus.csv).
-  const features::HardwareFeatures gpu = hardware_of(set.environment());
+  const features::HardwareFeatures gpu = forecast::hardware_of(set.environment());
   const hardware::GpuSpec& t4 = hardware::Catalogue::load().gpu("t4");
   EXPECT_TRUE(gpu.gpu);
   EXPECT_EQ(gpu.peak_flops_f32, *t4.fp32_tflops * 1e12);
@@ -606,20 +606,20 @@ TEST(PredictorSets, ChoiceByDeviceAndHost) {
   EXPECT_EQ(gpu.memory_bytes, static_cast<int64_t>(*t4.memory_gib) << 30);
   EXPECT_GT(gpu.peak_flops_f32, 8e12);
   // A catalogued GPU by alias finds the set measured on it; an uncatalogued one does not.
-  EXPECT_EQ(choose_predictor_set(sets, "T4g", host).dir, root + "/t4");
-  EXPECT_THROW(choose_predictor_set(sets, "l4", host), InputError);
+  EXPECT_EQ(forecast::choose_predictor_set(sets, "T4g", host).dir, root + "/t4");
+  EXPECT_THROW(forecast::choose_predictor_set(sets, "l4", host), InputError);
 }
 
 TEST(ShippedPredictors, LoadWithThisBuildsFeatures) {
   std::string root = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors";
-  std::vector<std::string> sets = shipped_predictor_sets(root);
+  std::vector<std::string> sets = forecast::shipped_predictor_sets(root);
   ASSERT_FALSE(sets.empty()) << "no predictor set under " << root;  // else the loop checks nothing
   for (const std::string& dir : sets) {
-    PredictorSet set = load_predictor_set(dir);
+    forecast::PredictorSet set = forecast::load_predictor_set(dir);
     ASSERT_TRUE(set.time.has_value()) << dir;
     EXPECT_EQ(set.time->manifest().feature_version, features::kFeatureVersion) << dir;
   }
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::study

@@ -11,7 +11,7 @@
 #include "gpu/gpu_calibration.h"
 #include "rotation.h"
 
-namespace dnncast::apps {
+namespace dnncast::gpu {
 namespace {
 
 TEST(GpuHoldout, HeldOutGpusAreForecastBetterThanTheRoofline) {
@@ -50,4 +50,4 @@ TEST(GpuHoldout, HeldOutGpusAreForecastBetterThanTheRoofline) {
 }
 
 }  // namespace
-}  // namespace dnncast::apps
+}  // namespace dnncast::gpu

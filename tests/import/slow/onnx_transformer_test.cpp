@@ -10,7 +10,7 @@
 #include "import/onnx_export.h"
 #include "rotation.h"
 
-namespace dnncast {
+namespace dnncast::import {
 namespace {
 
 // Python: the two models; argv: name, sequence length, output path. Prints torch's parameter count.
@@ -91,7 +91,7 @@ void expect_matches_zoo(const std::string& model, int64_t seq) {
   std::remove(script_path.c_str());
   ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
   int64_t torch_params = std::stoll(output.substr(output.rfind("\"params\": ") + 10));
-  ModelSpec spec;
+  models::ModelSpec spec;
   spec.batch = 4;
   onnx_test::Totals imported = onnx_test::totals(load_model(path, spec));
   std::remove(path.c_str());
@@ -124,4 +124,4 @@ TEST(OnnxTransformersSlow, BertBaseAndGpt2SmallMatchTheZoo) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::import

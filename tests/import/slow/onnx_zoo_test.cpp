@@ -11,7 +11,7 @@
 #include "import/onnx_export.h"
 #include "rotation.h"
 
-namespace dnncast {
+namespace dnncast::import {
 namespace {
 
 // Every CNN of `dnncast inspect --list` (vit_b_16 among them). Case i runs in slice i % ceil(size / 2): the first half holds the big
@@ -51,4 +51,4 @@ TEST(OnnxZooSlow, EveryZooCnnMatchesItsBuilder) {
 }
 
 }  // namespace
-}  // namespace dnncast
+}  // namespace dnncast::import

@@ -11,7 +11,7 @@
 #include "measure/plan.h"
 #include "store/store.h"
 
-namespace dnncast::data {
+namespace dnncast::measure {
 namespace {
 
 const std::string kDnncast = DNNCAST_BINARY_DIR "/dnncast";
@@ -33,9 +33,9 @@ int run(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::set<std::string> identities(Store& store) {
+std::set<std::string> identities(store::Store& store) {
   std::set<std::string> keys;
-  for (const RunRecord& run : store.runs())
+  for (const records::RunRecord& run : store.runs())
     keys.insert(run.network_hash + "|" + std::to_string(run.config.batch) + "|" + name(run.config.optimizer) + "|" +
                 std::to_string(run.repeat_index));
   return keys;
@@ -45,7 +45,7 @@ TEST(CampaignSlow, ShardsMergeIntoTheWholePlan) {
 #ifndef DNNCAST_HAVE_TORCH
   GTEST_SKIP() << "built without libtorch";
 #endif
-  testing::ScratchDir dir;
+  store::testing::ScratchDir dir;
   std::string plan_path = dir.file("plan.json");
   std::ofstream(plan_path) << R"({"name": "shards", "models": [{"synthetic": [10, 12]}], "inputs": [8],
     "batches": [1, 2], "optimizers": ["sgd", "adam"], "threads": [1],
@@ -67,20 +67,20 @@ TEST(CampaignSlow, ShardsMergeIntoTheWholePlan) {
     ASSERT_EQ(run({"campaign", plan_path, "--db", files.back(), "--shard",
                    std::to_string(shard) + "/" + std::to_string(shards), "--progress", "lines"}),
               0);
-    Store store = Store::open(files.back(), Database::Mode::ReadOnly);
+    store::Store store = store::Store::open(files.back(), store::Database::Mode::ReadOnly);
     std::set<std::string> mine = identities(store);
     total += mine.size();
     for (const std::string& key : mine) EXPECT_TRUE(seen.insert(key).second) << "measured by two shards: " << key;
   }
   EXPECT_EQ(total, plan.entries.size());
   ASSERT_EQ(run({"dataset", "merge", files[0], files[1], files[2], "-o", dir.file("all.db")}), 0);
-  Store all = Store::open(dir.file("all.db"), Database::Mode::ReadOnly);
+  store::Store all = store::Store::open(dir.file("all.db"), store::Database::Mode::ReadOnly);
   EXPECT_EQ(identities(all), planned);
   EXPECT_EQ(all.run_count(), 7);
   // Resuming the whole plan against the merged file finds nothing to do.
   ASSERT_EQ(run({"campaign", plan_path, "--db", dir.file("all.db")}), 0);
-  EXPECT_EQ(Store::open(dir.file("all.db"), Database::Mode::ReadOnly).run_count(), 7);
+  EXPECT_EQ(store::Store::open(dir.file("all.db"), store::Database::Mode::ReadOnly).run_count(), 7);
 }
 
 }  // namespace
-}  // namespace dnncast::data
+}  // namespace dnncast::measure

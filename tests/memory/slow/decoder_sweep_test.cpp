@@ -32,13 +32,13 @@ namespace {
 constexpr size_t kSlices = 10;
 
 struct Row {
-  dnncast::DecoderCase decoder;
+  dnncast::models::DecoderCase decoder;
   std::string status, message;
   int64_t measured = 0, simulated = 0;
   double error_pct = 0;
 };
 
-Row measure(const dnncast::DecoderCase& decoder) {
+Row measure(const dnncast::models::DecoderCase& decoder) {
   Row row;
   row.decoder = decoder;
   const dnncast::Graph graph = decoder.graph();
@@ -74,11 +74,11 @@ bool amx_bf16_crash(const Row& row) {
 
 // Measures the rotation's slice of `cases` (all of them with DNNCAST_ROTATION_SEED=all, tests/rotation.h), writes
 // the rows to build/CSV_NAME, prints the summary, and checks the goal: >= 95% byte-exact, every one within 1%.
-void check_sweep(const std::vector<dnncast::DecoderCase>& cases, const std::string& slice_name, const std::string& csv_name) {
+void check_sweep(const std::vector<dnncast::models::DecoderCase>& cases, const std::string& slice_name, const std::string& csv_name) {
   ASSERT_GE(cases.size(), 200u);
   const dnncast::rotation::Slice slice = dnncast::rotation::slice_of(slice_name, kSlices);
   std::vector<Row> rows;
-  for (const dnncast::DecoderCase& decoder : dnncast::rotation::pick(slice, cases)) rows.push_back(measure(decoder));
+  for (const dnncast::models::DecoderCase& decoder : dnncast::rotation::pick(slice, cases)) rows.push_back(measure(decoder));
   ASSERT_EQ(rows.size(), slice.size_of(cases.size()));
 
   std::ofstream csv(std::string(DNNCAST_BINARY_DIR) + "/" + csv_name);
@@ -112,13 +112,13 @@ void check_sweep(const std::vector<dnncast::DecoderCase>& cases, const std::stri
 }
 
 TEST(DecoderMemorySweep, TwoHundredDecodersAgainstTheProfiler) {
-  check_sweep(dnncast::decoder_sweep(), "DecoderMemorySweep", "decoder_sweep.csv");
+  check_sweep(dnncast::models::decoder_sweep(), "DecoderMemorySweep", "decoder_sweep.csv");
 }
 
 // Every training mode (models/decoder_sweep.h, decoder_mode_sweep): fp32, bf16 autocast and bf16-pure, activation
 // checkpointing and gradient accumulation, over 200 more decoders.
 TEST(DecoderMemorySweep, EveryTrainingModeAgainstTheProfiler) {
-  check_sweep(dnncast::decoder_mode_sweep(), "DecoderModeSweep", "decoder_mode_sweep.csv");
+  check_sweep(dnncast::models::decoder_mode_sweep(), "DecoderModeSweep", "decoder_mode_sweep.csv");
 }
 
 #else

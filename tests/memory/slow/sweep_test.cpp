@@ -83,7 +83,7 @@ constexpr size_t kZooSlices = 15, kSyntheticSlices = 20;
 
 TEST(MemorySweep, ZooCnnsAtTwoBatches) {
   size_t cnns = 0;
-  for (const dnncast::ZooEntry& entry : dnncast::zoo()) cnns += entry.kind == "cnn";
+  for (const dnncast::models::ZooEntry& entry : dnncast::models::zoo()) cnns += entry.kind == "cnn";
   const dnncast::rotation::Slice slice = dnncast::rotation::slice_of("MemorySweep.zoo", kZooSlices);
   check(run_sweep("zoo", slice), slice.whole ? 2 * cnns : slice.size_of(2 * (cnns - 1)));  // less vit_b_16
 }

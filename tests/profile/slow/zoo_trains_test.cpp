@@ -20,10 +20,10 @@ TEST(ZooTrains, EveryModelRunsATrainingStep) {
   limits.min_iterations = 1;
   limits.timeout_s = 300;
   // kZooSlices: 5-6 of the zoo's 47 models per slice (about 3 minutes on a loaded core here).
-  const std::vector<ZooEntry> models = rotation::pick(rotation::slice_of("ZooTrains", kZooSlices), zoo());
+  const std::vector<models::ZooEntry> models = rotation::pick(rotation::slice_of("ZooTrains", kZooSlices), models::zoo());
   ASSERT_FALSE(models.empty());
-  for (const ZooEntry& entry : models) {
-    ModelSpec spec;
+  for (const models::ZooEntry& entry : models) {
+    models::ModelSpec spec;
     spec.batch = 2;
     if (entry.kind == "cnn") {
       spec.input = {3, 64, 64};
@@ -33,10 +33,10 @@ TEST(ZooTrains, EveryModelRunsATrainingStep) {
     }
     Graph graph;
     try {
-      graph = build_zoo_model(entry.name, spec);
+      graph = models::build_zoo_model(entry.name, spec);
     } catch (const InputError&) {
       spec.input.clear();  // the model needs its default size
-      graph = build_zoo_model(entry.name, spec);
+      graph = models::build_zoo_model(entry.name, spec);
     }
     Measurement m = measure_isolated(graph, TrainConfig{}, limits);
     EXPECT_EQ(m.status, "ok") << entry.name << ": " << m.message;
