@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/parse_args.h"
+#include "cli/print_gpu_calibration.h"
 #include "core/csv.h"
 #include "core/error.h"
 #include "gpu/gpu_memory_calibration.h"
@@ -19,26 +20,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::string percent(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f%%", 100 * value);
-  return text;
-}
-
-// One row of the before/after table: name, rows, mean error, share under by more than 5%, max under, max over.
-std::vector<std::string> table_row(const std::string& name, const gpu::GpuMemoryScore& s) {
-  return {name, std::to_string(s.rows), percent(s.mean_relative_error), percent(s.under_5pct_share),
-          percent(s.max_under), percent(s.max_over)};
-}
-
-ordered_json score_json(const gpu::GpuMemoryScore& s) {
-  return {{"rows", s.rows},           {"mean_relative_error", s.mean_relative_error}, {"under_5pct_share", s.under_5pct_share},
-          {"max_under", s.max_under}, {"max_over", s.max_over}};
-}
-
 std::vector<gpu::GpuMemorySample> of_arch(const std::vector<gpu::GpuMemorySample>& samples,
-                                           const std::vector<int64_t>& forecast, const std::string& arch,
-                                           std::vector<int64_t>& forecast_out) {
+                                          const std::vector<int64_t>& forecast, const std::string& arch,
+                                          std::vector<int64_t>& forecast_out) {
   std::vector<gpu::GpuMemorySample> out;
   for (size_t index = 0; index < samples.size(); ++index)
     if (samples[index].arch == arch) out.push_back(samples[index]), forecast_out.push_back(forecast[index]);
@@ -75,26 +59,28 @@ int run_calibrate_gpu_memory(const Args& args) {
 
   std::vector<std::vector<std::string>> table = {
       {"model", "rows", "mean error", "under by >5%", "max under", "max over"},
-      table_row("before: libtorch 1.13 step, peak reserved + 512 MiB context", gpu::score(samples, evaluation.before_forecast)),
-      table_row("after, fitted on all rows (in sample)", gpu::score(samples, in_sample)),
-      table_row("after, leave one architecture out", gpu::score(samples, evaluation.held_out_forecast))};
+      memory_score_row("before: libtorch 1.13 step, peak reserved + 512 MiB context",
+                       gpu::score(samples, evaluation.before_forecast)),
+      memory_score_row("after, fitted on all rows (in sample)", gpu::score(samples, in_sample)),
+      memory_score_row("after, leave one architecture out", gpu::score(samples, evaluation.held_out_forecast))};
   ordered_json doc = {{"data", data},
                       {"rows", samples.size()},
-                      {"fitted", {{"context_bytes", fitted.context_bytes},
-                                  {"workspace_bytes", fitted.workspace_bytes},
-                                  {"reserve_fraction", fitted.reserve_fraction}}},
-                      {"before", score_json(gpu::score(samples, evaluation.before_forecast))},
-                      {"in_sample", score_json(gpu::score(samples, in_sample))},
-                      {"leave_one_arch_out", score_json(gpu::score(samples, evaluation.held_out_forecast))}};
+                      {"fitted",
+                       {{"context_bytes", fitted.context_bytes},
+                        {"workspace_bytes", fitted.workspace_bytes},
+                        {"reserve_fraction", fitted.reserve_fraction}}},
+                      {"before", memory_score_json(gpu::score(samples, evaluation.before_forecast))},
+                      {"in_sample", memory_score_json(gpu::score(samples, in_sample))},
+                      {"leave_one_arch_out", memory_score_json(gpu::score(samples, evaluation.held_out_forecast))}};
   for (size_t at = 0; at < evaluation.archs.size(); ++at) {
     const std::string& arch = evaluation.archs[at];
     std::vector<int64_t> forecast;
     const auto held = of_arch(samples, evaluation.held_out_forecast, arch, forecast);
-    table.push_back(table_row("after, " + arch + " held out (context " +
-                                  std::to_string(evaluation.fitted[at].context_bytes >> 20) + " MiB, fraction " +
-                                  percent(evaluation.fitted[at].reserve_fraction) + ")",
-                              gpu::score(held, forecast)));
-    doc["held_out"][arch] = score_json(gpu::score(held, forecast));
+    table.push_back(memory_score_row("after, " + arch + " held out (context " +
+                                         std::to_string(evaluation.fitted[at].context_bytes >> 20) + " MiB, fraction " +
+                                         percent_text(evaluation.fitted[at].reserve_fraction) + ")",
+                                     gpu::score(held, forecast)));
+    doc["held_out"][arch] = memory_score_json(gpu::score(held, forecast));
     doc["held_out"][arch]["context_bytes"] = evaluation.fitted[at].context_bytes;
     doc["held_out"][arch]["reserve_fraction"] = evaluation.fitted[at].reserve_fraction;
   }
@@ -103,14 +89,14 @@ int run_calibrate_gpu_memory(const Args& args) {
     std::ofstream file(rows_file);
     if (!file) throw InputError("cannot write " + quote(rows_file));
     write_csv_record(file, {"line", "arch", "batch", "parameters", "measured_bytes", "peak_allocated_bytes",
-                                  "peak_reserved_bytes", "before_bytes", "held_out_bytes"});
+                            "peak_reserved_bytes", "before_bytes", "held_out_bytes"});
     for (size_t index = 0; index < samples.size(); ++index) {
       const gpu::GpuMemorySample& s = samples[index];
-      write_csv_record(file, {std::to_string(s.line), s.arch, std::to_string(s.batch), std::to_string(s.parameters),
-                                    std::to_string(static_cast<int64_t>(s.measured_bytes)),
-                                    std::to_string(s.peak_allocated_bytes), std::to_string(s.peak_reserved_bytes),
-                                    std::to_string(evaluation.before_forecast[index]),
-                                    std::to_string(evaluation.held_out_forecast[index])});
+      write_csv_record(file,
+                       {std::to_string(s.line), s.arch, std::to_string(s.batch), std::to_string(s.parameters),
+                        std::to_string(static_cast<int64_t>(s.measured_bytes)), std::to_string(s.peak_allocated_bytes),
+                        std::to_string(s.peak_reserved_bytes), std::to_string(evaluation.before_forecast[index]),
+                        std::to_string(evaluation.held_out_forecast[index])});
     }
   }
   if (!table_file.empty()) {
@@ -125,16 +111,18 @@ int run_calibrate_gpu_memory(const Args& args) {
   }
   if (!out.empty())
     gpu::write_gpu_memory_calibration(fitted, out,
-                                       "dnncast GPU memory calibration (docs/GPU.md, \"Memory\"): written by "
-                                       "`dnncast calibrate-gpu-memory --data " + data + " --out " + out +
-                                           "` (scripts/gpu-memory-eval.sh runs it)");
+                                      "dnncast GPU memory calibration (docs/GPU.md, \"Memory\"): written by "
+                                      "`dnncast calibrate-gpu-memory --data " +
+                                          data + " --out " + out + "` (scripts/gpu-memory-eval.sh runs it)");
   if (as_json) {
     std::cout << doc.dump(2) << "\n";
     return 0;
   }
-  std::printf("%zu GPUMemNet rows from %s; fitted on all: context %.1f MiB, reserve fraction %.2f%%, workspace %.3f MiB (derived)\n",
-              samples.size(), data.c_str(), double(fitted.context_bytes) / (1 << 20), 100 * fitted.reserve_fraction,
-              double(fitted.workspace_bytes) / (1 << 20));
+  std::printf(
+      "%zu GPUMemNet rows from %s; fitted on all: context %.1f MiB, reserve fraction %.2f%%, workspace %.3f MiB "
+      "(derived)\n",
+      samples.size(), data.c_str(), double(fitted.context_bytes) / (1 << 20), 100 * fitted.reserve_fraction,
+      double(fitted.workspace_bytes) / (1 << 20));
   for (const auto& row : table)
     std::printf("  %-62s %5s %10s %13s %10s %9s\n", row[0].c_str(), row[1].c_str(), row[2].c_str(), row[3].c_str(),
                 row[4].c_str(), row[5].c_str());

@@ -2,72 +2,18 @@
 // peak memory, from a shipped (data/predictors/) or given predictor set. No profiling, no DL
 // framework: the graph is featurized and the learned model evaluated.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 
-#include "core/units.h"
-#include "forecast/predict.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
+#include "cli/print_predict.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "forecast/predict.h"
 
 namespace dnncast::cli {
-
-namespace {
-
-void print_forecast(const forecast::Forecast& result) {
-  for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-  std::printf("%s  batch %lld  input %s  %s %s  %lld thread%s  on %s\n", result.model.c_str(),
-              static_cast<long long>(result.batch), result.input.c_str(), name(result.optimizer).c_str(),
-              name(result.precision).c_str(), static_cast<long long>(result.threads), result.threads == 1 ? "" : "s",
-              result.env.c_str());
-  std::printf("  time per iteration  %.1f ms   (90%% interval %.1f - %.1f ms)\n", result.time_ms, result.time_ms_low,
-              result.time_ms_high);
-  if (result.epoch_s)
-    std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", *result.epoch_s,
-                static_cast<long long>(result.epoch_samples), static_cast<long long>(result.epoch_iterations));
-  if (result.simulated()) {
-    const double total = static_cast<double>(*result.peak_total_bytes), peak = static_cast<double>(*result.peak_bytes);
-    std::printf("  peak memory         %s in total: %s held before the first iteration + %s while training (simulated)\n",
-                format_bytes(total, ByteStyle::TwoDecimals).c_str(), format_bytes(total - peak, ByteStyle::TwoDecimals).c_str(), format_bytes(peak, ByteStyle::TwoDecimals).c_str());
-  } else if (result.peak_bytes) {
-    std::printf("  peak memory         %s   (90%% interval %s - %s, learned)\n",
-                format_bytes(static_cast<double>(*result.peak_bytes), ByteStyle::TwoDecimals).c_str(),
-                format_bytes(static_cast<double>(*result.peak_bytes_low), ByteStyle::TwoDecimals).c_str(),
-                format_bytes(static_cast<double>(*result.peak_bytes_high), ByteStyle::TwoDecimals).c_str());
-  }
-  std::printf("  predictor           %s (%s, CV MRE %.1f%%)\n", result.predictor.c_str(), result.learner.c_str(),
-              100 * result.cv_mre);
-}
-
-void print_gpu_forecast(const gpu::GpuForecast& result) {
-  for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-  std::printf("%s  batch %lld  input %s  %s %s  %s  on %s (%s)\n", result.model.c_str(),
-              static_cast<long long>(result.batch), result.input.c_str(), name(result.optimizer).c_str(),
-              gpu::name(result.precision).c_str(), gpu::name(result.framework).c_str(), result.device.c_str(),
-              result.device_name.c_str());
-  std::printf("  time per iteration  %.1f ms   (%s; 90%% interval %.1f - %.1f ms; plain roofline %.1f ms; %s)\n",
-              result.time_ms, gpu::name(result.phase).c_str(), result.time_ms_low, result.time_ms_high,
-              result.roofline_ms, result.time_model.c_str());
-  if (result.epoch_s)
-    std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", *result.epoch_s,
-                static_cast<long long>(result.epoch_samples), static_cast<long long>(result.epoch_iterations));
-  if (result.required_bytes) {
-    std::printf("  memory              %s needed (simulated, CUDA caching allocator + context)",
-                format_bytes(static_cast<double>(*result.required_bytes), ByteStyle::TwoDecimals).c_str());
-    if (result.fits)
-      std::printf(" of %s: %s", format_bytes(static_cast<double>(*result.device_memory_bytes), ByteStyle::TwoDecimals).c_str(),
-                  *result.fits ? "fits" : "does NOT fit");
-    std::printf("\n");
-  }
-  if (result.max_batch) std::printf("  largest batch       %lld\n", static_cast<long long>(*result.max_batch));
-  std::printf("  basis               %s: %s\n", result.basis.c_str(), result.basis_detail.c_str());
-}
-
-}  // namespace
 
 int run_predict(const Args& args) {
   CLI::App app(
@@ -96,7 +42,8 @@ int run_predict(const Args& args) {
                  "GPU model: what one iteration is: train (a full step with the optimizer; default), forward-backward "
                  "(no optimizer step, what NeuSight times) or inference (forward under no_grad)");
   app.add_option("--catalogue", catalogue_files, "GPU model: an extra catalogue file (docs/DEVICES.md)");
-  app.add_option("--calibration", calibration_file, "GPU model: a calibration file (default: data/hardware/gpu_calibration.csv)");
+  app.add_option("--calibration", calibration_file,
+                 "GPU model: a calibration file (default: data/hardware/gpu_calibration.csv)");
   app.add_flag("--max-batch", max_batch, "GPU model: also the largest batch that fits in the GPU's memory");
   app.add_option("--epoch-samples", epoch_samples, "samples per epoch: also forecast time per epoch")
       ->check(positive_at_most(kMaxTensorElements));
@@ -110,9 +57,10 @@ int run_predict(const Args& args) {
                  "gradient accumulation: K forward-backward passes of the batch per optimizer step (default 1)");
   app.add_flag("--json", as_json, "print JSON");
   std::string host_isa_text;
-  app.add_option("--host-isa", host_isa_text,
-                 "forecast as if this host's oneDNN dispatched to this ISA (" + isa_list() +
-                     "; default: detected, after ONEDNN_MAX_CPU_ISA): the host match and the simulated memory follow it");
+  app.add_option(
+      "--host-isa", host_isa_text,
+      "forecast as if this host's oneDNN dispatched to this ISA (" + isa_list() +
+          "; default: detected, after ONEDNN_MAX_CPU_ISA): the host match and the simulated memory follow it");
   if (!parse_args(app, args, "predict")) return 0;
   check_name_option(app, "--device", device);
   const hardware::CpuIsa host_isa =

@@ -1,5 +1,6 @@
 #include "cli/print_gpu_calibration.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -76,18 +77,126 @@ ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& 
           {"below_roofline", below}};
 }
 
-
 void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration) {
-    std::printf("  %-15s %5s %-16s %-13s %5s %-5s %-10s %10s %10s %10s\n", "table", "line", "gpu", "model", "batch",
-                "prec", "framework", "measured", "forecast", "roofline");
-    for (size_t index = 0; index < set.size(); ++index) {
-      const gpu::PublicMeasurement& row = set.row(index);
-      const gpu::GpuTiming timing = set.time(index, calibration);
-      std::printf("  %-15s %5lld %-16s %-13s %5lld %-5s %-10s %10.2f %10.2f %10.2f\n", row.table.c_str(),
-                  static_cast<long long>(row.line), row.gpu.c_str(), row.model.c_str(),
-                  static_cast<long long>(row.spec.batch), gpu::name(row.precision).c_str(),
-                  gpu::name(row.framework).c_str(), row.measured_ms, timing.time_ms, timing.roofline_ms);
-    }
+  std::printf("  %-15s %5s %-16s %-13s %5s %-5s %-10s %10s %10s %10s\n", "table", "line", "gpu", "model", "batch",
+              "prec", "framework", "measured", "forecast", "roofline");
+  for (size_t index = 0; index < set.size(); ++index) {
+    const gpu::PublicMeasurement& row = set.row(index);
+    const gpu::GpuTiming timing = set.time(index, calibration);
+    std::printf("  %-15s %5lld %-16s %-13s %5lld %-5s %-10s %10.2f %10.2f %10.2f\n", row.table.c_str(),
+                static_cast<long long>(row.line), row.gpu.c_str(), row.model.c_str(),
+                static_cast<long long>(row.spec.batch), gpu::name(row.precision).c_str(),
+                gpu::name(row.framework).c_str(), row.measured_ms, timing.time_ms, timing.roofline_ms);
   }
+}
+
+ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print) {
+  ordered_json rows = ordered_json::array();
+  if (print) std::printf("\nper kernel, each GPU held out of the fit (mean relative error: model | roofline)\n");
+  std::map<gpu::KernelFamily, std::array<double, 3>> sums;  // model, roofline, GPUs
+  for (const gpu::KernelFamilyError& error : held.errors) {
+    if (print)
+      std::printf("  %-16s %-12s %6lld rows  %6.1f%% | %6.1f%%\n", error.gpu.c_str(), gpu::name(error.family).c_str(),
+                  static_cast<long long>(error.rows), 100 * error.model_mre, 100 * error.roofline_mre);
+    rows.push_back({{"gpu", error.gpu},
+                    {"family", gpu::name(error.family)},
+                    {"rows", error.rows},
+                    {"model_mre", error.model_mre},
+                    {"roofline_mre", error.roofline_mre}});
+    sums[error.family] = {sums[error.family][0] + error.model_mre, sums[error.family][1] + error.roofline_mre,
+                          sums[error.family][2] + 1};
+  }
+  if (print)
+    for (const auto& [family, sum] : sums)
+      std::printf("  mean over GPUs   %-12s              %6.1f%% | %6.1f%%\n", gpu::name(family).c_str(),
+                  100 * sum[0] / sum[2], 100 * sum[1] / sum[2]);
+  return rows;
+}
+
+ordered_json print_transformer_labels(const std::string& labels, const std::string& configs,
+                                      const hardware::Catalogue& catalogue, const gpu::GpuKernelModel& full,
+                                      const gpu::KernelLeaveOneOut& held, bool print, bool show_rows) {
+  ordered_json result = ordered_json::object();
+  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
+  std::map<std::string, std::array<double, 4>> by_gpu;       // train sum, train n, inf sum, inf n
+  std::map<std::string, std::array<double, 2>> roof_by_gpu;  // sum, n
+  std::array<double, 3> test_train{};  // error sum, roofline error sum, rows: the test GPUs' training rows
+  ordered_json rows = ordered_json::array();
+  if (print && show_rows) std::printf("\nend to end (ms): gpu model phase seq batch measured forecast roofline\n");
+  for (const gpu::TransformerLabel& label : gpu::load_transformer_labels(catalogue, labels)) {
+    const gpu::GpuKernelModel* model = &full;
+    if (!label.test_gpu) {
+      const auto at = held.models.find(label.gpu);
+      if (at == held.models.end()) continue;  // a training GPU: judged only with --leave-one-out
+      model = &at->second;
+    }
+    const gpu::LabelForecast forecast = gpu::forecast_label(label, configs, catalogue, calibration, *model);
+    const double error = std::abs(forecast.forecast_ms / label.measured_ms - 1);
+    const double roof_error = std::abs(forecast.roofline_ms / label.measured_ms - 1);
+    const bool train = label.phase != gpu::GpuPhase::Inference;
+    auto& sums = by_gpu[label.gpu];
+    sums[train ? 0 : 2] += error;
+    sums[train ? 1 : 3] += 1;
+    if (label.test_gpu && train) test_train = {test_train[0] + error, test_train[1] + roof_error, test_train[2] + 1};
+    roof_by_gpu[label.gpu][0] += roof_error;
+    roof_by_gpu[label.gpu][1] += 1;
+    rows.push_back({{"gpu", label.gpu},
+                    {"test_gpu", label.test_gpu},
+                    {"model", label.model},
+                    {"phase", gpu::name(label.phase)},
+                    {"seq", label.seq},
+                    {"batch", label.batch},
+                    {"measured_ms", label.measured_ms},
+                    {"forecast_ms", forecast.forecast_ms},
+                    {"roofline_ms", forecast.roofline_ms}});
+    if (print && show_rows)  // gpu model phase seq batch measured forecast roofline
+      std::printf("  %-16s %-11s %-16s %5lld %3lld %9.1f %9.1f %9.1f\n", label.gpu.c_str(), label.model.c_str(),
+                  gpu::name(label.phase).c_str(), static_cast<long long>(label.seq),
+                  static_cast<long long>(label.batch), label.measured_ms, forecast.forecast_ms, forecast.roofline_ms);
+  }
+  result["labels"] = rows;
+  if (print) {
+    std::printf(
+        "\nend to end, NeuSight's transformer labels (mean relative error; training GPUs held out in turn,\n"
+        "test GPUs with the fit that never saw them)\n");
+    std::printf("  %-16s %5s %10s %5s %10s %10s\n", "gpu", "train", "error", "inf", "error", "roofline");
+    for (const auto& [gpu, sums] : by_gpu)
+      std::printf("  %-16s %5.0f %9.1f%% %5.0f %9.1f%% %9.1f%%%s\n", gpu.c_str(), sums[1],
+                  sums[1] > 0 ? 100 * sums[0] / sums[1] : 0.0, sums[3], sums[3] > 0 ? 100 * sums[2] / sums[3] : 0.0,
+                  100 * roof_by_gpu[gpu][0] / roof_by_gpu[gpu][1],
+                  gpu::is_held_out_test_gpu(gpu) ? "  (test GPU)" : "");
+    if (test_train[2] > 0)
+      std::printf("  the test GPUs' %.0f training rows: %.1f%% (roofline %.1f%%; NeuSight 7.1%% on its 19)\n",
+                  test_train[2], 100 * test_train[0] / test_train[2], 100 * test_train[1] / test_train[2]);
+  }
+  if (test_train[2] > 0)
+    result["test_gpus_training_rows"] = {{"rows", test_train[2]},
+                                         {"mre", test_train[0] / test_train[2]},
+                                         {"roofline_mre", test_train[1] / test_train[2]}};
+  return result;
+}
+
+std::vector<std::string> memory_score_row(const std::string& name, const gpu::GpuMemoryScore& s) {
+  return {name,
+          std::to_string(s.rows),
+          percent_text(s.mean_relative_error),
+          percent_text(s.under_5pct_share),
+          percent_text(s.max_under),
+          percent_text(s.max_over)};
+}
+
+ordered_json memory_score_json(const gpu::GpuMemoryScore& s) {
+  return {{"rows", s.rows},
+          {"mean_relative_error", s.mean_relative_error},
+          {"under_5pct_share", s.under_5pct_share},
+          {"max_under", s.max_under},
+          {"max_over", s.max_over}};
+}
+
+std::string percent_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * value);
+  return text;
+}
 
 }  // namespace dnncast::cli

@@ -2,8 +2,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "gpu/gpu_calibration.h"
+#include "gpu/gpu_memory_calibration.h"
+#include "gpu/kernel_evaluation.h"
 
 namespace dnncast::cli {
 
@@ -12,5 +16,18 @@ namespace dnncast::cli {
 nlohmann::ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print);
 // Every row: measured, the fit on all rows, the plain roofline.
 void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration);
+// calibrate-gpu-kernels: the per-kernel errors with each GPU held out, by GPU and family (printed when `print`).
+nlohmann::ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print);
+// calibrate-gpu-kernels --labels: NeuSight's end-to-end transformer labels forecast by the kernel model (training
+// GPUs with their own GPU held out, test GPUs with `full`); {"labels", "test_gpus_training_rows"} for --json.
+nlohmann::ordered_json print_transformer_labels(const std::string& labels, const std::string& configs,
+                                                const hardware::Catalogue& catalogue, const gpu::GpuKernelModel& full,
+                                                const gpu::KernelLeaveOneOut& held, bool print, bool show_rows);
+// calibrate-gpu-memory's before/after table: one row (name, rows, mean error, share under by more than 5%,
+// max under, max over) and the same score as --json has it.
+std::vector<std::string> memory_score_row(const std::string& name, const gpu::GpuMemoryScore& score);
+nlohmann::ordered_json memory_score_json(const gpu::GpuMemoryScore& score);
+// 0.123 -> "12.3%".
+std::string percent_text(double fraction);
 
 }  // namespace dnncast::cli

@@ -6,9 +6,9 @@ namespace dnncast::memory {
 
 namespace {
 constexpr int64_t kMinBlockSize = 512;
-constexpr int64_t kSmallSize = 1 << 20;          // largest request served by the small pool
-constexpr int64_t kSmallBuffer = 2 << 20;        // small pool segment
-constexpr int64_t kLargeBuffer = 20 << 20;       // large pool segment for requests under kMinLargeAlloc
+constexpr int64_t kSmallSize = 1 << 20;     // largest request served by the small pool
+constexpr int64_t kSmallBuffer = 2 << 20;   // small pool segment
+constexpr int64_t kLargeBuffer = 20 << 20;  // large pool segment for requests under kMinLargeAlloc
 constexpr int64_t kMinLargeAlloc = 10 << 20;
 constexpr int64_t kRoundLarge = 2 << 20;
 }  // namespace
@@ -78,7 +78,8 @@ void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
   Block& owner = blocks_[static_cast<size_t>(id)];
   owner.allocated = true;
   allocated_ += owner.size;
-  if (static_cast<size_t>(buffer) >= block_of_buffer_.size()) block_of_buffer_.resize(static_cast<size_t>(buffer) + 1, -1);
+  if (static_cast<size_t>(buffer) >= block_of_buffer_.size())
+    block_of_buffer_.resize(static_cast<size_t>(buffer) + 1, -1);
   block_of_buffer_[static_cast<size_t>(buffer)] = id;
 }
 

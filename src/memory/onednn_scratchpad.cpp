@@ -64,7 +64,8 @@ Dnnl open_dnnl() {
             find(d.handle, "dnnl_memory_desc_get_size", d.md_size) && find(d.handle, "dnnl_version", d.version);
   // oneDNN's OpenMP runtime sizes its per-thread buffers by omp_get_max_threads() of the calling thread.
   if (void* gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL)) {
-    if (!find(gomp, "omp_set_num_threads", d.omp_set_num_threads) || !find(gomp, "omp_get_max_threads", d.omp_get_max_threads))
+    if (!find(gomp, "omp_set_num_threads", d.omp_set_num_threads) ||
+        !find(gomp, "omp_get_max_threads", d.omp_get_max_threads))
       d.omp_set_num_threads = nullptr;
   }
   if (!ok || d.engine_create(&d.engine, dnnl_cpu, 0) != dnnl_success) {
@@ -86,7 +87,8 @@ Dnnl& dnnl() {
 std::optional<int64_t> query(const Bf16Matmul& p) {
   Dnnl& d = dnnl();
   if (d.engine == nullptr) return std::nullopt;
-  // The calling thread's OpenMP thread count, set for the query and restored (a process that also trains keeps its own).
+  // The calling thread's OpenMP thread count, set for the query and restored (a process that also trains keeps its
+  // own).
   struct Threads {
     Dnnl& d;
     int before = 0;
@@ -150,7 +152,8 @@ std::optional<int64_t> onednn_bf16_scratchpad(const Bf16Matmul& product) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, int64_t>;
   static std::mutex mutex;
   static std::map<Key, std::optional<int64_t>> cache;
-  const Key key{product.batch, product.m, product.n, product.k, product.a_transposed, product.b_transposed, product.threads};
+  const Key key{product.batch,        product.m,      product.n, product.k, product.a_transposed,
+                product.b_transposed, product.threads};
   std::lock_guard<std::mutex> lock(mutex);
   auto found = cache.find(key);
   if (found == cache.end()) {

@@ -6,23 +6,34 @@ namespace dnncast::memory {
 
 const char* category_name(Category category) {
   switch (category) {
-    case Category::Parameter: return "parameters";
-    case Category::State: return "buffers+inputs";
-    case Category::Gradient: return "gradients";
-    case Category::OptimizerState: return "optimizer_state";
-    case Category::Activation: return "activations";
-    case Category::Transient: return "transient";
+    case Category::Parameter:
+      return "parameters";
+    case Category::State:
+      return "buffers+inputs";
+    case Category::Gradient:
+      return "gradients";
+    case Category::OptimizerState:
+      return "optimizer_state";
+    case Category::Activation:
+      return "activations";
+    case Category::Transient:
+      return "transient";
   }
   return "?";
 }
 
 const char* phase_name(Phase phase) {
   switch (phase) {
-    case Phase::Setup: return "setup";
-    case Phase::Forward: return "forward";
-    case Phase::Loss: return "loss";
-    case Phase::Backward: return "backward";
-    case Phase::Optimizer: return "optimizer";
+    case Phase::Setup:
+      return "setup";
+    case Phase::Forward:
+      return "forward";
+    case Phase::Loss:
+      return "loss";
+    case Phase::Backward:
+      return "backward";
+    case Phase::Optimizer:
+      return "optimizer";
   }
   return "?";
 }

@@ -32,8 +32,8 @@ struct Event {
   uint8_t iteration;  // 0 = setup, 1.. = training iterations
   int32_t node;       // IR node index, -1 when none (loss, optimizer, engine)
   int32_t buffer;
-  int64_t bytes;      // requested bytes (what libtorch asks the allocator for)
-  const char* what;   // static label ("output", "reorder", "scratchpad", ...)
+  int64_t bytes;     // requested bytes (what libtorch asks the allocator for)
+  const char* what;  // static label ("output", "reorder", "scratchpad", ...)
 };
 
 // Buffers with reference counts: an allocation happens at alloc(), the release when the last

@@ -162,13 +162,15 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
     const MemoryBreakdown& b = single.phase_peaks[phase];
     const bool step = phase == static_cast<size_t>(Phase::Optimizer);
     const int64_t k = shard_degree(plan);
-    const int64_t divided = (plan.strategy == Sharding::Zero3 || plan.strategy == Sharding::Fsdp || plan.strategy == Sharding::Hsdp
-                                 ? divide_up(b.parameter_bytes, k) : b.parameter_bytes) +
-                            (plan.strategy == Sharding::Ddp || plan.strategy == Sharding::Zero1 ? b.gradient_bytes
-                                                                                               : divide_up(b.gradient_bytes, k)) +
-                            divide_up(b.optimizer_state_bytes, plan.strategy == Sharding::Ddp ? 1 : k) +
-                            b.state_bytes + b.activation_bytes +
-                            (step && plan.strategy != Sharding::Ddp ? divide_up(b.transient_bytes, k) : b.transient_bytes);
+    const int64_t divided =
+        (plan.strategy == Sharding::Zero3 || plan.strategy == Sharding::Fsdp || plan.strategy == Sharding::Hsdp
+             ? divide_up(b.parameter_bytes, k)
+             : b.parameter_bytes) +
+        (plan.strategy == Sharding::Ddp || plan.strategy == Sharding::Zero1 ? b.gradient_bytes
+                                                                            : divide_up(b.gradient_bytes, k)) +
+        divide_up(b.optimizer_state_bytes, plan.strategy == Sharding::Ddp ? 1 : k) + b.state_bytes +
+        b.activation_bytes +
+        (step && plan.strategy != Sharding::Ddp ? divide_up(b.transient_bytes, k) : b.transient_bytes);
     if (divided > best) {
       best = divided;
       peak = b;
@@ -191,8 +193,9 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
   const int64_t bucket = std::min(kZeroReduceBucketElements * 4, sizes.trainable_bytes);
   const bool needs_blocks = s == Sharding::Zero3 || s == Sharding::Fsdp || s == Sharding::Hsdp;
   if (needs_blocks && sizes.blocks == 0)
-    out.notes.push_back("no transformer blocks found (node attribute `block` or names like layers.N.): the "
-                        "model is taken as one unit, all of it gathered at once");
+    out.notes.push_back(
+        "no transformer blocks found (node attribute `block` or names like layers.N.): the "
+        "model is taken as one unit, all of it gathered at once");
   const int64_t unit_bytes = sizes.blocks > 0 ? sizes.largest_block_bytes : sizes.parameter_bytes;
   const int64_t unit_trainable = sizes.blocks > 0 ? sizes.largest_block_trainable_bytes : sizes.trainable_bytes;
 
@@ -202,9 +205,9 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
     case Sharding::Ddp:
       out.bucket_bytes = sizes.trainable_bytes;
       out.notes.push_back("ddp: the reducer's buckets hold a second copy of the gradients (" +
-                          format_bytes(sizes.trainable_bytes) +
-                          "; gradient_as_bucket_view=True would save it)");
-      out.collectives.push_back({"all-reduce of the gradients", ring_bytes(sizes.trainable_bytes, n, true), multi_node});
+                          format_bytes(sizes.trainable_bytes) + "; gradient_as_bucket_view=True would save it)");
+      out.collectives.push_back(
+          {"all-reduce of the gradients", ring_bytes(sizes.trainable_bytes, n, true), multi_node});
       break;
     case Sharding::Zero1:
     case Sharding::Zero2:
@@ -215,8 +218,10 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
                           (s == Sharding::Zero2 ? " and gradients" : "") + " divided by " + std::to_string(k) +
                           "; a reduction bucket of " + format_bytes(bucket) +
                           " (DeepSpeed's reduce_bucket_size, 5e8 elements, at most the trainable parameters)");
-      out.collectives.push_back({"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
-      out.collectives.push_back({"all-gather of the updated parameters", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
+      out.collectives.push_back(
+          {"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
+      out.collectives.push_back(
+          {"all-gather of the updated parameters", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
       break;
     case Sharding::Zero3:
       out.parameter_bytes = divide_up(peak.parameter_bytes, k);
@@ -227,9 +232,12 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
       out.notes.push_back("zero3: parameters, gradients and optimizer states divided by " + std::to_string(k) +
                           "; two blocks' parameters gathered (" + format_bytes(out.gathered_bytes) +
                           "); DeepSpeed may keep more gathered (stage3_max_live_parameters, 1e9 by default)");
-      out.collectives.push_back({"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
-      out.collectives.push_back({"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
-      out.collectives.push_back({"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
+      out.collectives.push_back(
+          {"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
+      out.collectives.push_back(
+          {"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
+      out.collectives.push_back(
+          {"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
       break;
     case Sharding::Fsdp:
     case Sharding::Hsdp: {
@@ -237,15 +245,19 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
       out.gradient_bytes = divide_up(peak.gradient_bytes, k);
       out.optimizer_state_bytes = divide_up(peak.optimizer_state_bytes, k);
       const int64_t root = sizes.blocks > 0 ? sizes.root_bytes : 0;
-      out.gathered_bytes = std::min(sizes.parameter_bytes, 2 * unit_bytes) + unit_trainable + (root - divide_up(root, k));
+      out.gathered_bytes =
+          std::min(sizes.parameter_bytes, 2 * unit_bytes) + unit_trainable + (root - divide_up(root, k));
       out.notes.push_back(std::string(sharding_name(s)) + ": parameters, gradients and optimizer states divided by " +
                           std::to_string(k) + (s == Sharding::Hsdp ? " (the GPUs of a node)" : "") +
                           "; gathered: two blocks' parameters, one block's gradients and the root unit (" +
                           format_bytes(out.gathered_bytes) + ")");
       const bool intra_crosses = s == Sharding::Fsdp && multi_node;
-      out.collectives.push_back({"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});
-      out.collectives.push_back({"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});
-      out.collectives.push_back({"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, k, false), intra_crosses});
+      out.collectives.push_back(
+          {"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});
+      out.collectives.push_back(
+          {"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});
+      out.collectives.push_back(
+          {"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, k, false), intra_crosses});
       if (s == Sharding::Hsdp && n > k)
         out.collectives.push_back({"all-reduce of the gradient shards across nodes",
                                    ring_bytes(divide_up(sizes.trainable_bytes, k), n / k, true), true});

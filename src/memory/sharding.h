@@ -43,8 +43,8 @@ std::string sharding_names();  // "ddp, zero1, zero2, zero3, fsdp, hsdp"
 
 struct ShardingPlan {
   Sharding strategy = Sharding::None;
-  int64_t gpus = 1;            // data-parallel GPUs in all
-  int64_t gpus_per_node = 8;   // hsdp shards within a node of this many; collectives beyond it cross nodes
+  int64_t gpus = 1;           // data-parallel GPUs in all
+  int64_t gpus_per_node = 8;  // hsdp shards within a node of this many; collectives beyond it cross nodes
 };
 
 // How a front end names the plan's options in messages (the CLI's flags, or serve's and Python's keywords).
@@ -57,10 +57,10 @@ void check_sharding_plan(const ShardingPlan& plan, const PlanNames& names = {});
 
 // The whole model's parameter bytes as the sharding rules divide them.
 struct ParameterSizes {
-  int64_t parameter_bytes = 0;   // every parameter (frozen ones included), at the parameter element size
-  int64_t trainable_bytes = 0;   // parameters that train (gradients have this size)
+  int64_t parameter_bytes = 0;  // every parameter (frozen ones included), at the parameter element size
+  int64_t trainable_bytes = 0;  // parameters that train (gradients have this size)
   int64_t largest_block_bytes = 0, largest_block_trainable_bytes = 0;  // one transformer block's
-  int64_t root_bytes = 0;        // parameters outside every block
+  int64_t root_bytes = 0;                                              // parameters outside every block
   int64_t blocks = 0;
 };
 // A node's block: its attribute `block`, else the layer index in its name ("model.layers.3.", "h.3.",
@@ -69,8 +69,8 @@ int64_t block_of(const Node& node);
 ParameterSizes parameter_sizes(const Graph& graph, int64_t element_bytes);
 
 struct Collective {
-  std::string what;       // "all-reduce of the gradients"
-  int64_t bytes = 0;      // sent by each GPU per step
+  std::string what;   // "all-reduce of the gradients"
+  int64_t bytes = 0;  // sent by each GPU per step
   bool crosses_nodes = false;
 };
 
@@ -79,14 +79,14 @@ struct ShardedMemory {
   int64_t shard_degree = 1;  // what parameters / states are divided by
   // The one-device peak's parts, per GPU after sharding (requested bytes, baseline included).
   int64_t parameter_bytes = 0, gradient_bytes = 0, optimizer_state_bytes = 0;
-  int64_t other_bytes = 0;           // activations, inputs, temporaries: unchanged
-  int64_t gathered_bytes = 0;        // parameters (and their gradients) gathered from the other GPUs
-  int64_t bucket_bytes = 0;          // communication buckets
-  int64_t tensor_bytes = 0;          // the sum of the above
-  int64_t required_bytes = 0;        // what must fit on one GPU (cuda: with reserve, workspaces, context)
-  std::string peak_phase;            // where one GPU's peak is: "optimizer step" or "forward or backward"
+  int64_t other_bytes = 0;     // activations, inputs, temporaries: unchanged
+  int64_t gathered_bytes = 0;  // parameters (and their gradients) gathered from the other GPUs
+  int64_t bucket_bytes = 0;    // communication buckets
+  int64_t tensor_bytes = 0;    // the sum of the above
+  int64_t required_bytes = 0;  // what must fit on one GPU (cuda: with reserve, workspaces, context)
+  std::string peak_phase;      // where one GPU's peak is: "optimizer step" or "forward or backward"
   std::vector<Collective> collectives;
-  std::vector<std::string> notes;    // what each number rests on
+  std::vector<std::string> notes;  // what each number rests on
 };
 
 // `single`: the simulation of one GPU's step at its batch. `precision` fixes the parameter element size.

@@ -14,12 +14,18 @@ namespace {
 
 int64_t& category_slot(MemoryBreakdown& breakdown, Category category) {
   switch (category) {
-    case Category::Parameter: return breakdown.parameter_bytes;
-    case Category::State: return breakdown.state_bytes;
-    case Category::Gradient: return breakdown.gradient_bytes;
-    case Category::OptimizerState: return breakdown.optimizer_state_bytes;
-    case Category::Activation: return breakdown.activation_bytes;
-    case Category::Transient: return breakdown.transient_bytes;
+    case Category::Parameter:
+      return breakdown.parameter_bytes;
+    case Category::State:
+      return breakdown.state_bytes;
+    case Category::Gradient:
+      return breakdown.gradient_bytes;
+    case Category::OptimizerState:
+      return breakdown.optimizer_state_bytes;
+    case Category::Activation:
+      return breakdown.activation_bytes;
+    case Category::Transient:
+      return breakdown.transient_bytes;
   }
   return breakdown.transient_bytes;
 }
@@ -33,15 +39,18 @@ hardware::CpuIsa resolve_isa(hardware::CpuIsa isa) {
   return host != hardware::CpuIsa::Unknown ? host : hardware::CpuIsa::Avx512Core;
 }
 
-CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes, const MemoryConfig& config) {
+CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes,
+                                  const MemoryConfig& config) {
   if (config.cuda_context_bytes < 0) throw InputError("the CUDA context size must not be negative");
   if (config.cuda_workspace_bytes < 0) throw InputError("the CUDA workspace size must not be negative");
   if (!(config.cuda_reserve_fraction >= 0 && config.cuda_reserve_fraction < 10))
-    throw InputError("the allocator's reserve fraction must be in [0, 10), got " + std::to_string(config.cuda_reserve_fraction));
+    throw InputError("the allocator's reserve fraction must be in [0, 10), got " +
+                     std::to_string(config.cuda_reserve_fraction));
   DNNCAST_ASSERT(peak_reserved_bytes >= peak_allocated_bytes && peak_allocated_bytes >= 0);
   CudaMemoryParts parts;
   parts.tensor_bytes = peak_allocated_bytes;
-  const auto extra = static_cast<int64_t>(std::llround(config.cuda_reserve_fraction * static_cast<double>(peak_allocated_bytes)));
+  const auto extra =
+      static_cast<int64_t>(std::llround(config.cuda_reserve_fraction * static_cast<double>(peak_allocated_bytes)));
   parts.reserve_bytes = peak_reserved_bytes - peak_allocated_bytes + extra;
   parts.workspace_bytes = config.cuda_workspace_bytes;
   parts.context_bytes = config.cuda_context_bytes;
@@ -162,7 +171,7 @@ MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, 
     ++result.simulations;
     return required(value);
   };
-  int64_t fits = 0, fits_bytes = 0;  // largest value known to fit
+  int64_t fits = 0, fits_bytes = 0;    // largest value known to fit
   int64_t fails = 0, fails_bytes = 0;  // smallest value known not to fit (0 = none yet)
   for (int64_t value = 1;; value = std::min(value * 2, cap)) {
     int64_t bytes = bytes_at(value);

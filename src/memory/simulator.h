@@ -27,7 +27,7 @@ namespace dnncast::memory {
 // Optimizer (sgd has momentum 0.9), precision (fp32; bf16 and fp16 autocast, bf16-pure: docs/MEMORY.md "Mixed
 // precision"; fp16 on cuda only) and device: TrainingSetup.
 struct MemoryConfig : TrainingSetup {
-  int64_t threads = 1;             // intra-op threads of the run (the profiler's default is 1)
+  int64_t threads = 1;  // intra-op threads of the run (the profiler's default is 1)
   // The ISA oneDNN dispatches to (cpu): Unknown = this host's (hardware::host_dispatch(), which
   // honours ONEDNN_MAX_CPU_ISA as oneDNN does).
   hardware::CpuIsa isa = hardware::CpuIsa::Unknown;
@@ -37,9 +37,9 @@ struct MemoryConfig : TrainingSetup {
   int64_t cuda_workspace_bytes = 0;
   double cuda_reserve_fraction = 0;
   bool python_defaults = false;  // the step as PyTorch 2's Python API runs it on CUDA (training_trace.h)
-  int64_t grad_accum = 1;          // micro-batches of forward + backward per optimizer step (training_trace.h)
-  bool keep_timeline = false;      // fill MemoryReport::timeline
-  bool keep_events = false;        // fill MemoryReport::event_log
+  int64_t grad_accum = 1;        // micro-batches of forward + backward per optimizer step (training_trace.h)
+  bool keep_timeline = false;    // fill MemoryReport::timeline
+  bool keep_events = false;      // fill MemoryReport::event_log
 };
 
 // Live bytes by category (requested sizes) at the peak.
@@ -56,9 +56,9 @@ struct MemoryBreakdown {
 struct TimelineEntry {
   int iteration = 0;
   Phase phase = Phase::Setup;
-  int node = -1;                // IR node index, -1 for loss / optimizer / engine work
-  int64_t start_bytes = 0;      // live bytes when it started
-  int64_t max_bytes = 0;        // highest live bytes while it ran
+  int node = -1;            // IR node index, -1 for loss / optimizer / engine work
+  int64_t start_bytes = 0;  // live bytes when it started
+  int64_t max_bytes = 0;    // highest live bytes while it ran
   int64_t end_bytes = 0;
 };
 
@@ -68,9 +68,9 @@ struct LoggedEvent {
   int iteration = 0;
   Phase phase = Phase::Setup;
   int node = -1;
-  bool alloc = true;        // false: a release
+  bool alloc = true;  // false: a release
   int64_t bytes = 0;
-  int64_t live_bytes = 0;   // after the event, baseline included
+  int64_t live_bytes = 0;  // after the event, baseline included
   const char* what = "";
 };
 
@@ -83,13 +83,14 @@ struct CudaMemoryParts {
   int64_t total_bytes() const { return tensor_bytes + reserve_bytes + workspace_bytes + context_bytes; }
 };
 // The one rule for a cuda total (required_bytes): throws InputError for a negative part or fraction.
-CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes, const MemoryConfig& config);
+CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes,
+                                  const MemoryConfig& config);
 
 struct MemoryReport {
   Device device = Device::Cpu;
-  int64_t baseline_bytes = 0;        // live before the first iteration
-  int64_t peak_bytes = 0;            // highest live during the iterations minus baseline_bytes
-  int64_t peak_total_bytes = 0;      // baseline_bytes + peak_bytes
+  int64_t baseline_bytes = 0;    // live before the first iteration
+  int64_t peak_bytes = 0;        // highest live during the iterations minus baseline_bytes
+  int64_t peak_total_bytes = 0;  // baseline_bytes + peak_bytes
   // cuda only: the caching allocator model (rounded blocks; segments), totals incl. the baseline
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
@@ -106,12 +107,12 @@ struct MemoryReport {
   std::array<int64_t, 5> phase_peak_bytes{};
   int peak_iteration = 0;
   Phase peak_phase = Phase::Setup;
-  int peak_node = -1;               // IR node running at the peak, -1 for none
-  std::string peak_node_name;       // "" when none
-  std::string peak_what;            // label of the allocation that reached the peak
+  int peak_node = -1;                   // IR node running at the peak, -1 for none
+  std::string peak_node_name;           // "" when none
+  std::string peak_what;                // label of the allocation that reached the peak
   std::vector<TimelineEntry> timeline;  // keep_timeline only
   std::vector<LoggedEvent> event_log;   // keep_events only (relabels left out)
-  int64_t events = 0;               // allocations + releases simulated
+  int64_t events = 0;                   // allocations + releases simulated
 };
 
 // Throws InputError for an unsupported optimizer/precision/device or an op the executor lacks.

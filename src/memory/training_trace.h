@@ -24,9 +24,9 @@ namespace dnncast::memory {
 // Optimizer as the executor builds it; precision fp32, bf16 / fp16 autocast or bf16-pure; device cpu: libtorch's
 // CPU kernels, cuda: the same autograd program without oneDNN's reorders and scratch (unverified).
 struct TraceOptions : TrainingSetup {
-  int64_t threads = 1;            // intra-op threads (backend choice, per-thread scratch)
+  int64_t threads = 1;                                  // intra-op threads (backend choice, per-thread scratch)
   hardware::CpuIsa isa = hardware::CpuIsa::Avx512Core;  // what oneDNN dispatches to (cpu)
-  int iterations = 2;             // iteration 2 and later repeat each other
+  int iterations = 2;                                   // iteration 2 and later repeat each other
   // The step as PyTorch 2's Python API runs it on CUDA by default, instead of libtorch 1.13's C++ API:
   // zero_grad() frees the gradients (set_to_none=True), and the optimizer is the foreach one (one
   // multi-tensor kernel per operation over all parameters): Adam's square roots of the second moments are

@@ -1,15 +1,15 @@
 // The tracking CPU allocator (see internal.h). Each block carries a 64-byte header holding its
 // size, so the data pointer stays 64-byte aligned, data == context (raw_allocate works) and the
 // deleter needs no lookup table.
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <string>
-
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "profile/internal.h"
 
@@ -34,7 +34,8 @@ void tracked_delete(void* data) {
   char* base = static_cast<char*>(data) - kHeaderBytes;
   int64_t size = *reinterpret_cast<int64_t*>(base);
   int64_t live = g_live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
-  if (g_trace != nullptr) std::fprintf(g_trace, "- %lld %lld\n", static_cast<long long>(size), static_cast<long long>(live));
+  if (g_trace != nullptr)
+    std::fprintf(g_trace, "- %lld %lld\n", static_cast<long long>(size), static_cast<long long>(live));
   c10::free_cpu(base);
 }
 
@@ -54,7 +55,8 @@ class TrackingAllocator final : public c10::Allocator {
     int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
     while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
-    if (g_trace != nullptr) std::fprintf(g_trace, "+ %lld %lld\n", static_cast<long long>(size), static_cast<long long>(live));
+    if (g_trace != nullptr)
+      std::fprintf(g_trace, "+ %lld %lld\n", static_cast<long long>(size), static_cast<long long>(live));
     char* base = static_cast<char*>(c10::alloc_cpu(nbytes + kHeaderBytes));
     *reinterpret_cast<int64_t*>(base) = size;
     void* data = base + kHeaderBytes;

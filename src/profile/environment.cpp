@@ -1,6 +1,7 @@
 // The machine around a measurement: affinity, memory, CPU load, energy counters, fingerprint.
 #include <dlfcn.h>
 #include <sched.h>
+#include <torch/version.h>  // macros only: TORCH_VERSION
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
-
-#include <torch/version.h>  // macros only: TORCH_VERSION
 
 #include "hardware/fingerprint.h"
 #include "profile/internal.h"
@@ -142,12 +141,14 @@ Nvml& nvml() {
       return loaded;
     }
     loaded.init = reinterpret_cast<int (*)()>(dlsym(handle, "nvmlInit_v2"));
-    loaded.handle_by_index = reinterpret_cast<int (*)(unsigned, Nvml::Device*)>(dlsym(handle, "nvmlDeviceGetHandleByIndex_v2"));
-    loaded.total_energy =
-        reinterpret_cast<int (*)(Nvml::Device, unsigned long long*)>(dlsym(handle, "nvmlDeviceGetTotalEnergyConsumption"));
+    loaded.handle_by_index =
+        reinterpret_cast<int (*)(unsigned, Nvml::Device*)>(dlsym(handle, "nvmlDeviceGetHandleByIndex_v2"));
+    loaded.total_energy = reinterpret_cast<int (*)(Nvml::Device, unsigned long long*)>(
+        dlsym(handle, "nvmlDeviceGetTotalEnergyConsumption"));
     loaded.name = reinterpret_cast<int (*)(Nvml::Device, char*, unsigned)>(dlsym(handle, "nvmlDeviceGetName"));
     loaded.driver = reinterpret_cast<int (*)(char*, unsigned)>(dlsym(handle, "nvmlSystemGetDriverVersion"));
-    if (!loaded.init || !loaded.handle_by_index || loaded.init() != 0 || loaded.handle_by_index(0, &loaded.device) != 0) {
+    if (!loaded.init || !loaded.handle_by_index || loaded.init() != 0 ||
+        loaded.handle_by_index(0, &loaded.device) != 0) {
       loaded.error = "NVML did not initialise";
       return loaded;
     }

@@ -9,6 +9,16 @@
 //   (graph/inplace.h, the rule the memory simulator replays);
 // - an intermediate tensor is released as soon as its last consumer ran (as Python drops it);
 // - zero_grad() of libtorch 1.13 zeroes the gradients in place, like torch 1.13's Python default.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
+#include <torch/cuda.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+#include <torch/version.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,15 +32,7 @@
 #include <set>
 #include <thread>
 
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
-#include <torch/autograd.h>
-#include <torch/cuda.h>
-#include <torch/optim/adam.h>
-#include <torch/optim/adamw.h>
-#include <torch/optim/sgd.h>
-#include <torch/version.h>
+#include "profile/executor_internal.h"
 
 #ifdef DNNCAST_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -46,653 +48,7 @@
 
 namespace dnncast::profile {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::vector<int64_t> pair_of(const Node& node, const std::string& key, int64_t fallback) {
-  std::vector<int64_t> values = node.attr_ints(key, {fallback, fallback});
-  if (values.size() == 1) values.push_back(values[0]);
-  return values;
-}
-
-int64_t wrap_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
-
-// --- Fault injection for the tests of the isolation (DNNCAST_PROFILE_FAULT=kind:node) ----------
-// kind = throw (a C++ exception), abort (SIGABRT), hang (sleeps past any timeout). Read once.
-struct Fault {
-  std::string kind, node;
-};
-const Fault& fault() {
-  static const Fault value = [] {
-    Fault parsed;
-    const char* text = std::getenv("DNNCAST_PROFILE_FAULT");
-    if (text == nullptr) return parsed;
-    std::string spec = text;
-    size_t colon = spec.find(':');
-    if (colon == std::string::npos) return parsed;
-    parsed.kind = spec.substr(0, colon);
-    parsed.node = spec.substr(colon + 1);
-    return parsed;
-  }();
-  return value;
-}
-void maybe_fault(const Node& node) {
-  const Fault& f = fault();
-  if (f.kind.empty() || f.node != node.name) return;
-  if (f.kind == "throw") throw std::runtime_error("injected fault in node '" + node.name + "'");
-  if (f.kind == "abort") std::abort();
-  if (f.kind == "hang")
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-}
-
-// --- The module --------------------------------------------------------------------------------
-
-struct NodeState {
-  std::vector<at::Tensor> params;   // trainable, torch order (weight, bias)
-  std::vector<at::Tensor> buffers;  // running stats, implied loss targets, masks
-};
-
-class GraphModule;
-
-struct OpImpl {
-  // Creates the node's parameters and buffers.
-  std::function<void(GraphModule& module, int index, NodeState& state)> make;
-  // Runs the node. `inplace` allows an in-place activation (the caller checked it is safe).
-  std::function<at::Tensor(const Node& node, const std::vector<at::Tensor>& in, NodeState& state, bool inplace)> forward;
-};
-
-const std::map<std::string, OpImpl>& op_impls();
-
-// In-iteration timing of each node (per-layer mode): its forward call timed inside the forward
-// pass, and when the gradient of its output was complete in the backward pass (a tensor hook, run
-// just before the engine runs the node's backward functions).
-struct NodeClock {
-  std::vector<double> forward_ms;
-  std::vector<Clock::time_point> grad_ready;
-  std::vector<char> grad_seen;
-  explicit NodeClock(size_t nodes) : forward_ms(nodes, 0.0), grad_ready(nodes), grad_seen(nodes, 0) {}
-};
-
-// A checkpointed block (graph/checkpoint.h) run through the autograd function that recomputes it in the
-// backward pass (BlockCheckpoint, below).
-std::vector<at::Tensor> run_checkpointed(GraphModule& module, size_t segment, const std::vector<at::Tensor>& inputs);
-
-class GraphModule {
- public:
-  GraphModule(const Graph& graph, at::Device device, bool init_values) : graph_(graph), device_(device), init_(init_values) {
-    states_.resize(static_cast<size_t>(graph.size()));
-    consumers_ = graph.consumers();
-    std::vector<int> outputs = graph.outputs();
-    is_output_.assign(static_cast<size_t>(graph.size()), false);
-    for (int output : outputs) is_output_[static_cast<size_t>(output)] = true;
-    for (int index = 0; index < graph.size(); ++index) {
-      const Node& node = graph.node(index);
-      auto found = op_impls().find(node.op);
-      DNNCAST_ASSERT(found != op_impls().end());  // check_supported ran before
-      impls_.push_back(&found->second);
-      found->second.make(*this, index, states_[static_cast<size_t>(index)]);
-    }
-    // Parameters in graph order, each tensor once (a tied Linear shares its Embedding's weight). A frozen
-    // node's (Node::frozen) do not require grad: a shared tensor is frozen or not with the node that made it.
-    std::set<const void*> seen;
-    for (int index = 0; index < graph.size(); ++index)
-      for (at::Tensor& param : states_[static_cast<size_t>(index)].params) {
-        if (!seen.insert(param.unsafeGetTensorImpl()).second) continue;
-        parameters_.push_back(param);
-        const bool frozen = graph.node(index).frozen();
-        param.set_requires_grad(!frozen);
-        if (!frozen) trainable_.push_back(param);
-      }
-    inplace_safe_ = inplace_safe_nodes(graph);
-    segments_ = checkpoint_segments(graph);
-    segment_at_.assign(static_cast<size_t>(graph.size()), -1);
-    for (size_t segment = 0; segment < segments_.size(); ++segment)
-      segment_at_[static_cast<size_t>(segments_[segment].first)] = static_cast<int>(segment);
-    // A block none of whose inputs requires grad (the hidden states as the graph's input, a frozen embedding
-    // under LoRA) takes this zero-size tensor as one more input, so that its output requires grad and its
-    // backward runs: torch.utils.checkpoint(use_reentrant=True) would leave its weights without gradients.
-    if (!segments_.empty()) grad_anchor_ = at::empty({0}, float_options()).set_requires_grad(true);
-  }
-
-  const Graph& graph() const { return graph_; }
-  at::Device device() const { return device_; }
-  void synchronize_device() const {
-    if (device_.is_cuda()) torch::cuda::synchronize();
-  }
-  bool init_values() const { return init_; }
-  NodeState& state(int index) { return states_.at(static_cast<size_t>(index)); }
-  const std::vector<at::Tensor>& parameters() const { return parameters_; }
-  const std::vector<at::Tensor>& trainable_parameters() const { return trainable_; }  // what the optimizer updates
-  int64_t parameter_count() const {
-    int64_t total = 0;
-    for (const at::Tensor& param : parameters_) total += param.numel();
-    return total;
-  }
-  at::TensorOptions float_options() const { return at::TensorOptions().device(device_).dtype(at::kFloat); }
-
-  // A new parameter of `shape`: uniform(-bound, bound) (bound 0 = constant `fill`).
-  at::Tensor new_param(at::IntArrayRef shape, double bound, double fill = 0) const {
-    if (!init_) return at::empty(shape, float_options());
-    if (bound > 0) return at::empty(shape, float_options()).uniform_(-bound, bound);
-    return at::full(shape, fill, float_options());
-  }
-  at::Tensor new_normal(at::IntArrayRef shape, double std) const {
-    if (!init_) return at::empty(shape, float_options());
-    return at::randn(shape, float_options()) * std;
-  }
-
-  at::Tensor run_node(int index, const std::vector<at::Tensor>& inputs, bool allow_inplace) {
-    const Node& node = graph_.node(index);
-    maybe_fault(node);
-    return impls_[static_cast<size_t>(index)]->forward(node, inputs, states_[static_cast<size_t>(index)],
-                                                       allow_inplace && inplace_safe_[static_cast<size_t>(index)]);
-  }
-
-  // Forward over the whole graph. `graph_inputs[i]` feeds the i-th Input node (graph order).
-  // Returns the outputs' tensors (graph order); `dtypes`, when given, receives every node's output type.
-  std::vector<at::Tensor> forward(const std::vector<at::Tensor>& graph_inputs, bool allow_inplace,
-                                  std::vector<at::ScalarType>* dtypes = nullptr, NodeClock* clock = nullptr) {
-    size_t count = static_cast<size_t>(graph_.size());
-    std::vector<at::Tensor> values(count);
-    std::vector<size_t> pending(count);
-    for (size_t index = 0; index < count; ++index) pending[index] = consumers_[index].size();
-    if (dtypes) dtypes->assign(count, at::kFloat);
-    size_t next_input = 0;
-    std::vector<at::Tensor> inputs;
-    for (int index = 0; index < graph_.size(); ++index) {
-      const Node& node = graph_.node(index);
-      inputs.clear();
-      if (node.op == "Input") {
-        inputs.push_back(graph_inputs.at(next_input++));
-      } else if (segment_at_[static_cast<size_t>(index)] >= 0) {
-        index = forward_checkpointed(static_cast<size_t>(segment_at_[static_cast<size_t>(index)]), values, pending,
-                                     allow_inplace, dtypes);
-        continue;
-      } else {
-        for (int producer : node.inputs) inputs.push_back(values[static_cast<size_t>(producer)]);
-      }
-      if (clock != nullptr && node.op != "Input") {
-        synchronize_device();
-        Clock::time_point start = Clock::now();
-        values[static_cast<size_t>(index)] = run_node(index, inputs, allow_inplace);
-        synchronize_device();
-        clock->forward_ms[static_cast<size_t>(index)] =
-            std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        at::Tensor& value = values[static_cast<size_t>(index)];
-        if (value.requires_grad()) {
-          auto slot = static_cast<size_t>(index);
-          value.register_hook([clock, slot](const at::Tensor&) {
-            clock->grad_ready[slot] = Clock::now();
-            clock->grad_seen[slot] = 1;
-          });
-        }
-      } else {
-        values[static_cast<size_t>(index)] = run_node(index, inputs, allow_inplace);
-      }
-      if (dtypes) (*dtypes)[static_cast<size_t>(index)] = values[static_cast<size_t>(index)].scalar_type();
-      inputs.clear();
-      for (int producer : node.inputs) {
-        auto slot = static_cast<size_t>(producer);
-        if (--pending[slot] == 0 && !is_output_[slot]) values[slot].reset();
-      }
-    }
-    std::vector<at::Tensor> outputs;
-    for (int output : graph_.outputs()) outputs.push_back(values[static_cast<size_t>(output)]);
-    return outputs;
-  }
-
-  // The nodes of a checkpointed block on `inputs` (CheckpointSegment::inputs' values), each intermediate tensor
-  // released after its last consumer in the block; returns the values of CheckpointSegment::outputs.
-  std::vector<at::Tensor> run_segment(size_t segment_index, const std::vector<at::Tensor>& inputs) {
-    const CheckpointSegment& segment = segments_.at(segment_index);
-    const auto first = static_cast<size_t>(segment.first);
-    std::vector<at::Tensor> local(static_cast<size_t>(segment.last - segment.first + 1));
-    std::vector<size_t> pending(local.size(), 0);
-    std::vector<bool> kept(local.size(), false);
-    for (int output : segment.outputs) kept[static_cast<size_t>(output) - first] = true;
-    for (int index = segment.first; index <= segment.last; ++index)
-      for (int producer : graph_.node(index).inputs)
-        if (producer >= segment.first) ++pending[static_cast<size_t>(producer) - first];
-    std::vector<at::Tensor> in;
-    for (int index = segment.first; index <= segment.last; ++index) {
-      const Node& node = graph_.node(index);
-      in.clear();
-      for (int producer : node.inputs) {
-        if (producer >= segment.first) {
-          in.push_back(local[static_cast<size_t>(producer) - first]);
-        } else {
-          auto found = std::find(segment.inputs.begin(), segment.inputs.end(), producer);
-          in.push_back(inputs.at(static_cast<size_t>(found - segment.inputs.begin())));
-        }
-      }
-      local[static_cast<size_t>(index) - first] = run_node(index, in, segment_inplace_);
-      in.clear();
-      for (int producer : node.inputs) {
-        if (producer < segment.first) continue;
-        const size_t slot = static_cast<size_t>(producer) - first;
-        if (--pending[slot] == 0 && !kept[slot]) local[slot].reset();
-      }
-    }
-    std::vector<at::Tensor> outputs;
-    for (int output : segment.outputs) outputs.push_back(local[static_cast<size_t>(output) - first]);
-    return outputs;
-  }
-  const CheckpointSegment& segment(size_t index) const { return segments_.at(index); }
-  const at::Tensor& grad_anchor() const { return grad_anchor_; }
-  // The autocast the recomputation re-enters (the Trainer's precision; torch.utils.checkpoint keeps the forward's).
-  Precision precision = Precision::Fp32;
-
- private:
-  // Runs checkpointed block `segment_index` inside forward(): its inputs' pending counts go down as its nodes'
-  // would, its outputs take the values. Returns the block's last node index.
-  int forward_checkpointed(size_t segment_index, std::vector<at::Tensor>& values, std::vector<size_t>& pending,
-                           bool allow_inplace, std::vector<at::ScalarType>* dtypes) {
-    const CheckpointSegment& segment = segments_.at(segment_index);
-    std::vector<at::Tensor> inputs;
-    for (int producer : segment.inputs) inputs.push_back(values[static_cast<size_t>(producer)]);
-    segment_inplace_ = allow_inplace;
-    std::vector<at::Tensor> outputs = run_checkpointed(*this, segment_index, inputs);
-    inputs.clear();
-    for (size_t position = 0; position < segment.outputs.size(); ++position) {
-      const auto slot = static_cast<size_t>(segment.outputs[position]);
-      values[slot] = outputs[position];
-      if (dtypes) (*dtypes)[slot] = outputs[position].scalar_type();
-      pending[slot] = 0;
-      for (int consumer : consumers_[slot]) pending[slot] += consumer > segment.last ? 1 : 0;
-    }
-    outputs.clear();
-    for (int index = segment.first; index <= segment.last; ++index)
-      for (int producer : graph_.node(index).inputs) {
-        auto slot = static_cast<size_t>(producer);
-        if (producer < segment.first && --pending[slot] == 0 && !is_output_[slot]) values[slot].reset();
-      }
-    return segment.last;
-  }
-
-  std::vector<CheckpointSegment> segments_;
-  std::vector<int> segment_at_;  // per node: the segment it starts, -1
-  bool segment_inplace_ = true;
-  at::Tensor grad_anchor_;
-  const Graph& graph_;
-  at::Device device_;
-  bool init_;
-  std::vector<NodeState> states_;
-  std::vector<const OpImpl*> impls_;
-  std::vector<std::vector<int>> consumers_;
-  std::vector<bool> is_output_;
-  std::vector<bool> inplace_safe_;
-  std::vector<at::Tensor> parameters_;
-  std::vector<at::Tensor> trainable_;
-};
-
-// --- Op implementations ------------------------------------------------------------------------
-
-void no_params(GraphModule&, int, NodeState&) {}
-
-OpImpl unary(std::function<at::Tensor(const at::Tensor&)> out_of_place,
-             std::function<at::Tensor(at::Tensor&)> in_place = nullptr) {
-  OpImpl impl;
-  impl.make = no_params;
-  impl.forward = [out_of_place, in_place](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool inplace) {
-    if (inplace && in_place) {
-      at::Tensor target = in[0];
-      return in_place(target);
-    }
-    return out_of_place(in[0]);
-  };
-  return impl;
-}
-
-// Fan-in bound of PyTorch's default init of conv/linear (kaiming_uniform with a = sqrt(5)).
-double fan_in_bound(int64_t fan_in) { return fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0; }
-
-// Convolutions and the fully connected layer: weights and biases with PyTorch's default init.
-void add_conv_linear_impls(std::map<std::string, OpImpl>& impls) {
-  impls["Conv2d"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        int64_t in_channels = g.node(node.inputs[0]).shape[1];
-        int64_t groups = node.attr_int("groups", 1);
-        std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
-        int64_t fan_in = in_channels / groups * kernel[0] * kernel[1];
-        s.params.push_back(m.new_param({node.attr_int("out_channels"), in_channels / groups, kernel[0], kernel[1]},
-                                       fan_in_bound(fan_in)));
-        if (node.attr_int("bias", 1) != 0) s.params.push_back(m.new_param({node.attr_int("out_channels")}, fan_in_bound(fan_in)));
-      },
-      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        c10::optional<at::Tensor> bias;
-        if (s.params.size() > 1) bias = s.params[1];
-        return at::conv2d(in[0], s.params[0], bias, pair_of(node, "stride", 1), pair_of(node, "padding", 0),
-                          pair_of(node, "dilation", 1), node.attr_int("groups", 1));
-      }};
-  impls["ConvTranspose2d"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        int64_t in_channels = g.node(node.inputs[0]).shape[1];
-        int64_t out_channels = node.attr_int("out_channels");
-        int64_t groups = node.attr_int("groups", 1);
-        std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
-        // PyTorch's fan-in of a transposed conv weight (C_in x C_out/g x kh x kw) is its dim 1 * kh * kw.
-        int64_t fan_in = out_channels / groups * kernel[0] * kernel[1];
-        s.params.push_back(m.new_param({in_channels, out_channels / groups, kernel[0], kernel[1]}, fan_in_bound(fan_in)));
-        if (node.attr_int("bias", 1) != 0) s.params.push_back(m.new_param({out_channels}, fan_in_bound(fan_in)));
-      },
-      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        c10::optional<at::Tensor> bias;
-        if (s.params.size() > 1) bias = s.params[1];
-        return at::conv_transpose2d(in[0], s.params[0], bias, pair_of(node, "stride", 1), pair_of(node, "padding", 0),
-                                    pair_of(node, "output_padding", 0), node.attr_int("groups", 1),
-                                    pair_of(node, "dilation", 1));
-      }};
-  impls["Linear"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        int64_t in_features = g.node(node.inputs[0]).shape.dims.back();
-        int64_t out_features = node.attr_int("out_features");
-        std::string tied = node.attr_str("tied_to", "");
-        if (!tied.empty()) {
-          int target = g.find(tied);
-          if (target < 0 || target >= index || g.node(target).op != "Embedding")
-            throw InputError("node '" + node.name + "': tied_to '" + tied + "' must name an Embedding node before it");
-          s.params.push_back(m.state(target).params.at(0));  // the same tensor: one parameter
-        } else {
-          s.params.push_back(m.new_param({out_features, in_features}, fan_in_bound(in_features)));
-        }
-        if (node.attr_int("bias", 1) != 0) s.params.push_back(m.new_param({out_features}, fan_in_bound(in_features)));
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        c10::optional<at::Tensor> bias;
-        if (s.params.size() > 1) bias = s.params[1];
-        return at::linear(in[0], s.params[0], bias);
-      }};
-}
-
-// Normalizations (BatchNorm in training mode) and ConvNeXt's layer scale.
-void add_norm_impls(std::map<std::string, OpImpl>& impls) {
-  impls["BatchNorm2d"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        int64_t channels = m.graph().node(m.graph().node(index).inputs[0]).shape[1];
-        s.params.push_back(m.new_param({channels}, 0, 1.0));
-        s.params.push_back(m.new_param({channels}, 0, 0.0));
-        s.buffers.push_back(at::zeros({channels}, m.float_options()));
-        s.buffers.push_back(at::ones({channels}, m.float_options()));
-        s.buffers.push_back(at::zeros({}, m.float_options().dtype(at::kLong)));  // num_batches_tracked
-      },
-      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        {
-          at::NoGradGuard no_grad;
-          s.buffers[2].add_(1);
-        }
-        return at::batch_norm(in[0], s.params[0], s.params[1], s.buffers[0], s.buffers[1], /*training=*/true,
-                              node.attr_float("momentum", 0.1), node.attr_float("eps", 1e-5), /*cudnn_enabled=*/true);
-      }};
-  impls["LayerNorm"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Node& node = m.graph().node(index);
-        if (node.attr_int("elementwise_affine", 1) == 0) return;
-        std::vector<int64_t> shape = node.attr_ints("normalized_shape");
-        s.params.push_back(m.new_param(shape, 0, 1.0));
-        s.params.push_back(m.new_param(shape, 0, 0.0));
-      },
-      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        c10::optional<at::Tensor> weight, bias;
-        if (!s.params.empty()) {
-          weight = s.params[0];
-          bias = s.params[1];
-        }
-        return at::layer_norm(in[0], node.attr_ints("normalized_shape"), weight, bias, node.attr_float("eps", 1e-5));
-      }};
-  impls["GroupNorm"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Node& node = m.graph().node(index);
-        if (node.attr_int("affine", 1) == 0) return;
-        int64_t channels = m.graph().node(node.inputs[0]).shape[1];
-        s.params.push_back(m.new_param({channels}, 0, 1.0));
-        s.params.push_back(m.new_param({channels}, 0, 0.0));
-      },
-      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        c10::optional<at::Tensor> weight, bias;
-        if (!s.params.empty()) {
-          weight = s.params[0];
-          bias = s.params[1];
-        }
-        return at::group_norm(in[0], node.attr_int("groups"), weight, bias, node.attr_float("eps", 1e-5));
-      }};
-  impls["RMSNorm"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        s.params.push_back(m.new_param({g.node(g.node(index).inputs[0]).shape.dims.back()}, 0, 1.0));
-      },
-      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        // Hugging Face's LlamaRMSNorm, composite: weight * (x * rsqrt(mean(x^2) + eps)).
-        const at::Tensor& x = in[0];
-        at::Tensor rstd = at::rsqrt(x.pow(2).mean({-1}, /*keepdim=*/true) + node.attr_float("eps", 1e-6));
-        return s.params[0] * (x * rstd);
-      }};
-  impls["LayerScale"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        const TensorShape& in = g.node(node.inputs[0]).shape;
-        int64_t axis = wrap_axis(node.attr_int("axis", 1), in.rank());
-        std::vector<int64_t> shape{in[static_cast<int>(axis)]};
-        for (int64_t rest = axis + 1; rest < in.rank(); ++rest) shape.push_back(1);
-        s.params.push_back(m.new_param(shape, 0, 1e-6));  // torchvision ConvNeXt's layer_scale init
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) { return s.params[0] * in[0]; }};
-}
-
-// Activations; those with an in-place variant run it when the in-place rule allows (graph/inplace.h).
-void add_activation_impls(std::map<std::string, OpImpl>& impls) {
-  impls["ReLU"] = unary([](const at::Tensor& x) { return at::relu(x); }, [](at::Tensor& x) { return at::relu_(x); });
-  impls["ReLU6"] = unary([](const at::Tensor& x) { return at::hardtanh(x, 0, 6); },
-                         [](at::Tensor& x) { return at::hardtanh_(x, 0, 6); });
-  impls["GELU"] = unary([](const at::Tensor& x) { return at::gelu(x); });
-  impls["SiLU"] = unary([](const at::Tensor& x) { return at::silu(x); }, [](at::Tensor& x) { return at::silu_(x); });
-  impls["Sigmoid"] = unary([](const at::Tensor& x) { return at::sigmoid(x); });
-  impls["Tanh"] = unary([](const at::Tensor& x) { return at::tanh(x); });
-  impls["Hardswish"] = unary([](const at::Tensor& x) { return at::hardswish(x); },
-                             [](at::Tensor& x) { return at::hardswish_(x); });
-  impls["Hardsigmoid"] = unary([](const at::Tensor& x) { return at::hardsigmoid(x); });
-}
-
-// Element-wise ops, dropout and pooling.
-void add_elementwise_pool_impls(std::map<std::string, OpImpl>& impls) {
-  impls["Softmax"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                        return at::softmax(in[0], node.attr_int("axis", -1));
-                      }};
-  impls["Add"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0] + in[1]; }};
-  impls["Mul"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                    if (in.size() == 1) return in[0] * node.attr_float("scalar", 1.0);  // LoRA's scaling
-                    return in[0] * in[1];
-                  }};
-  impls["Dropout"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                        double p = node.attr_float("p", 0.5);
-                        if (p == 0.0) return in[0];
-                        return at::dropout(in[0], p, /*train=*/true);
-                      }};
-  impls["MaxPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                          std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
-                          return at::max_pool2d(in[0], kernel, node.attr_ints("stride", kernel), pair_of(node, "padding", 0),
-                                                pair_of(node, "dilation", 1), node.attr_int("ceil_mode", 0) != 0);
-                        }};
-  impls["AvgPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                          std::vector<int64_t> kernel = pair_of(node, "kernel", 1);
-                          return at::avg_pool2d(in[0], kernel, node.attr_ints("stride", kernel), pair_of(node, "padding", 0),
-                                                node.attr_int("ceil_mode", 0) != 0,
-                                                node.attr_int("count_include_pad", 1) != 0);
-                        }};
-  impls["AdaptiveAvgPool2d"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                                  return at::adaptive_avg_pool2d(in[0], pair_of(node, "output_size", 1));
-                                }};
-}
-
-// Shape ops: views where PyTorch makes views, copies where it copies.
-void add_shape_impls(std::map<std::string, OpImpl>& impls) {
-  impls["Flatten"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                        return at::flatten(in[0], node.attr_int("start_dim", 1), node.attr_int("end_dim", -1));
-                      }};
-  impls["Concat"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                       return at::cat(in, node.attr_int("axis", 1));
-                     }};
-  impls["Reshape"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                        std::vector<int64_t> dims = node.attr_ints("shape");
-                        for (size_t axis = 0; axis < dims.size(); ++axis)
-                          if (dims[axis] == 0) dims[axis] = in[0].size(static_cast<int64_t>(axis));
-                        return at::reshape(in[0], dims);
-                      }};
-  impls["Permute"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                        at::Tensor out = in[0].permute(node.attr_ints("dims"));
-                        return node.attr_int("contiguous", 0) != 0 ? out.contiguous() : out;
-                      }};
-  impls["Transpose"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                          at::Tensor out = in[0].transpose(node.attr_int("dim0"), node.attr_int("dim1"));
-                          return node.attr_int("contiguous", 0) != 0 ? out.contiguous() : out;
-                        }};
-  impls["Slice"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                      int64_t axis = wrap_axis(node.attr_int("axis"), in[0].dim());
-                      int64_t size = in[0].size(axis);
-                      int64_t start = node.attr_int("start");
-                      int64_t end = node.attr_int("end");
-                      if (start < 0) start += size;
-                      if (end < 0) end += size;
-                      return in[0].slice(axis, start, std::min(end, size));
-                    }};
-  impls["RepeatInterleave"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                                  // Hugging Face's repeat_kv: expand a new axis after `axis`, then one copy.
-                                  const at::Tensor& x = in[0];
-                                  int64_t axis = wrap_axis(node.attr_int("axis"), x.dim());
-                                  int64_t repeats = node.attr_int("repeats");
-                                  std::vector<int64_t> expanded = x.sizes().vec(), merged = x.sizes().vec();
-                                  expanded.insert(expanded.begin() + axis + 1, repeats);
-                                  merged[static_cast<size_t>(axis)] *= repeats;
-                                  return x.unsqueeze(axis + 1).expand(expanded).reshape(merged);
-                                }};
-  impls["ChannelShuffle"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                               // torchvision shufflenetv2.channel_shuffle: view, transpose, contiguous, view.
-                               const at::Tensor& x = in[0];
-                               int64_t groups = node.attr_int("groups");
-                               int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
-                               return x.view({n, groups, c / groups, h, w}).transpose(1, 2).contiguous().view({n, c, h, w});
-                             }};
-}
-
-// Transformer ops: matmul, embeddings, libtorch 1.13's math attention, ViT's position embedding and class token.
-void add_attention_impls(std::map<std::string, OpImpl>& impls) {
-  impls["MatMul"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) {
-                       return at::matmul(in[0], in[1]);
-                     }};
-  impls["Embedding"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Node& node = m.graph().node(index);
-        s.params.push_back(m.new_normal({node.attr_int("num_embeddings"), node.attr_int("embedding_dim")}, 1.0));
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) { return at::embedding(s.params[0], in[0]); }};
-  impls["ScaledDotProductAttention"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        if (node.attr_int("causal", 0) == 0) return;
-        int64_t query_len = g.node(node.inputs[0]).shape[2];
-        int64_t key_len = g.node(node.inputs[1]).shape[2];
-        // Positions a query may not see: key index > query index (upper triangle).
-        s.buffers.push_back(at::ones({query_len, key_len}, m.float_options().dtype(at::kBool)).triu(1));
-      },
-      [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        // libtorch 1.13's math attention: scale q, q k^T, [mask], softmax, [dropout], times v.
-        double scale = 1.0 / std::sqrt(static_cast<double>(in[0].size(-1)));
-        at::Tensor scores = at::matmul(in[0] * scale, in[1].transpose(-2, -1));
-        if (!s.buffers.empty()) scores = scores.masked_fill(s.buffers[0], -std::numeric_limits<double>::infinity());
-        at::Tensor probabilities = at::softmax(scores, -1);
-        double p = node.attr_float("dropout_p", 0.0);
-        if (p > 0) probabilities = at::dropout(probabilities, p, true);
-        return at::matmul(probabilities, in[2]);
-      }};
-  impls["PositionEmbedding"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        int64_t dim = g.node(node.inputs[0]).shape[2];
-        s.params.push_back(m.new_normal({1, node.attr_int("length"), dim}, 0.02));
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        int64_t length = in[0].size(1);
-        if (length == s.params[0].size(1)) return in[0] + s.params[0];
-        return in[0] + s.params[0].slice(1, 0, length);
-      }};
-  impls["RotaryEmbedding"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        // cos and sin of position l and frequency theta^(-2i/r), each L x r (the half frequencies twice).
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        const TensorShape& in = g.node(node.inputs[0]).shape;
-        int64_t rotary_dim = node.attr_int("rotary_dim", in[3]);
-        at::TensorOptions options = m.float_options();
-        at::Tensor exponents = at::arange(0, rotary_dim, 2, options) / static_cast<double>(rotary_dim);
-        at::Tensor inverse = at::pow(node.attr_float("theta", 10000.0), exponents).reciprocal();
-        at::Tensor angles = at::outer(at::arange(in[2], options), inverse);
-        angles = at::cat({angles, angles}, -1);
-        s.buffers.push_back(angles.cos());
-        s.buffers.push_back(angles.sin());
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        const at::Tensor& x = in[0];
-        int64_t head_dim = x.size(-1), rotary_dim = s.buffers[0].size(-1), half = rotary_dim / 2;
-        at::Tensor part = rotary_dim == head_dim ? x : x.narrow(-1, 0, rotary_dim);
-        at::Tensor turned = at::cat({-part.narrow(-1, half, half), part.narrow(-1, 0, half)}, -1);
-        at::Tensor rotated = part * s.buffers[0] + turned * s.buffers[1];
-        if (rotary_dim == head_dim) return rotated;
-        return at::cat({rotated, x.narrow(-1, rotary_dim, head_dim - rotary_dim)}, -1);
-      }};
-  impls["ClassToken"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        int64_t dim = g.node(g.node(index).inputs[0]).shape[2];
-        s.params.push_back(m.new_param({1, 1, dim}, 0, 0.0));  // torchvision ViT: zeros
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        const at::Tensor& x = in[0];
-        return at::cat({s.params[0].expand({x.size(0), -1, -1}), x}, 1);
-      }};
-}
-
-// Graph inputs and losses (their implied targets are buffers).
-void add_input_loss_impls(std::map<std::string, OpImpl>& impls) {
-  impls["Input"] = {no_params, [](const Node&, const std::vector<at::Tensor>& in, NodeState&, bool) { return in[0]; }};
-  impls["CrossEntropyLoss"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const TensorShape& logits = g.node(g.node(index).inputs[0]).shape;
-        std::vector<int64_t> target_shape;
-        for (int axis = 0; axis < logits.rank(); ++axis)
-          if (axis != 1) target_shape.push_back(logits[axis]);
-        at::TensorOptions options = m.float_options().dtype(at::kLong);
-        s.buffers.push_back(m.init_values() ? at::randint(logits[1], target_shape, options) : at::empty(target_shape, options));
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        return at::cross_entropy_loss(in[0], s.buffers[0]);
-      }};
-  impls["MSELoss"] = {
-      [](GraphModule& m, int index, NodeState& s) {
-        const Graph& g = m.graph();
-        const Node& node = g.node(index);
-        if (node.inputs.size() == 2) return;
-        std::vector<int64_t> shape = g.node(node.inputs[0]).shape.dims;
-        s.buffers.push_back(m.init_values() ? at::randn(shape, m.float_options()) : at::empty(shape, m.float_options()));
-      },
-      [](const Node&, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        const at::Tensor& target = in.size() == 2 ? in[1] : s.buffers[0];
-        return at::mse_loss(in[0], target);
-      }};
-}
+namespace detail {
 
 // Every op's implementation, keyed by op name (op_completeness_test checks every registered op has one).
 std::map<std::string, OpImpl> make_impls() {
@@ -711,6 +67,12 @@ const std::map<std::string, OpImpl>& op_impls() {
   static const std::map<std::string, OpImpl> impls = make_impls();
   return impls;
 }
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 // --- Training ----------------------------------------------------------------------------------
 
@@ -833,20 +195,25 @@ struct BlockCheckpoint : public torch::autograd::Function<BlockCheckpoint> {
     torch::autograd::variable_list result;
     for (const at::Tensor& input : detached) result.push_back(input.grad());
     if (ctx->saved_data["anchored"].toBool()) result.emplace_back();  // the grad anchor's
-    result.resize(result.size() + 3);  // segment, module_address, anchored: not tensors
+    result.resize(result.size() + 3);                                 // segment, module_address, anchored: not tensors
     return result;
   }
 };
 
-std::vector<at::Tensor> run_checkpointed(GraphModule& module, size_t segment, const std::vector<at::Tensor>& inputs) {
+}  // namespace
+
+std::vector<at::Tensor> detail::run_checkpointed(GraphModule& module, size_t segment,
+                                                 const std::vector<at::Tensor>& inputs) {
   std::vector<at::Tensor> all = inputs;
   bool any_requires_grad = false;
   for (const at::Tensor& input : inputs) any_requires_grad = any_requires_grad || input.requires_grad();
   const bool anchored = !any_requires_grad && at::GradMode::is_enabled();
   if (anchored) all.push_back(module.grad_anchor());
-  return BlockCheckpoint::apply(at::TensorList(all), static_cast<int64_t>(segment),
-                                reinterpret_cast<int64_t>(&module), anchored);
+  return BlockCheckpoint::apply(at::TensorList(all), static_cast<int64_t>(segment), reinterpret_cast<int64_t>(&module),
+                                anchored);
 }
+
+namespace {
 
 // Graph inputs: random floats; i64 indices below the smallest table that reads them (2 otherwise).
 std::vector<at::Tensor> make_inputs(const Graph& graph, const at::Device& device) {
@@ -866,7 +233,9 @@ std::vector<at::Tensor> make_inputs(const Graph& graph, const at::Device& device
       }
       inputs.push_back(at::randint(bound > 0 ? bound : 2, node.shape.dims, options.dtype(at::kLong)));
     } else {
-      at::ScalarType type = node.dtype == DType::F16 ? at::kHalf : node.dtype == DType::BF16 ? at::kBFloat16 : at::kFloat;
+      at::ScalarType type = node.dtype == DType::F16    ? at::kHalf
+                            : node.dtype == DType::BF16 ? at::kBFloat16
+                                                        : at::kFloat;
       inputs.push_back(at::randn(node.shape.dims, options.dtype(type)));
     }
   }
@@ -891,10 +260,12 @@ class LossFunction {
       } else if (node.shape.rank() >= 3 && vocabularies.count(node.shape.dims.back()) && node.dtype != DType::I64) {
         target.kind = Target::Kind::Tokens;
         std::vector<int64_t> label_shape(node.shape.dims.begin(), node.shape.dims.end() - 1);
-        target.tensor = at::randint(node.shape.dims.back(), label_shape, at::TensorOptions().device(device).dtype(at::kLong));
+        target.tensor =
+            at::randint(node.shape.dims.back(), label_shape, at::TensorOptions().device(device).dtype(at::kLong));
       } else if (node.shape.rank() == 2 && node.dtype != DType::I64) {
         target.kind = Target::Kind::Classes;
-        target.tensor = at::randint(node.shape[1], {node.shape[0]}, at::TensorOptions().device(device).dtype(at::kLong));
+        target.tensor =
+            at::randint(node.shape[1], {node.shape[0]}, at::TensorOptions().device(device).dtype(at::kLong));
       } else {
         target.kind = Target::Kind::Values;
         target.tensor = at::randn(node.shape.dims, at::TensorOptions().device(device));
@@ -943,8 +314,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(Optimizer optimizer, con
   switch (optimizer) {
     case Optimizer::Sgd:
       return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.01).momentum(0.9));
-    case Optimizer::Adam: return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
-    case Optimizer::AdamW: return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
+    case Optimizer::Adam:
+      return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
+    case Optimizer::AdamW:
+      return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
   }
   DNNCAST_ASSERT(false);
 }
@@ -1128,8 +501,8 @@ void time_optimizer(Trainer& trainer, double& step_ms, double& zero_grad_ms) {
 // functions and the accumulation of its parameters' gradients; the last one runs to the end of
 // backward(). Medians over `iterations`. Fills LayerTime::iteration_*, and the step, zero_grad and
 // loss times of those iterations.
-void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, double& step_ms,
-                              double& zero_grad_ms, double& loss_ms, int iterations = 5) {
+void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, double& step_ms, double& zero_grad_ms,
+                              double& loss_ms, int iterations = 5) {
   const Graph& graph = trainer.module.graph();
   const auto nodes = static_cast<size_t>(graph.size());
   std::vector<std::vector<double>> forward(nodes), backward(nodes);
@@ -1169,12 +542,14 @@ void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, 
       if (clock.grad_seen[index]) ready.emplace_back(clock.grad_ready[index], index);
     std::sort(ready.begin(), ready.end());
     // The loss's own backward runs before the first hook.
-    if (!ready.empty()) losses.back() += std::chrono::duration<double, std::milli>(ready.front().first - backward_start).count();
+    if (!ready.empty())
+      losses.back() += std::chrono::duration<double, std::milli>(ready.front().first - backward_start).count();
     for (size_t index = 0; index < nodes; ++index) forward[index].push_back(clock.forward_ms[index]);
     std::vector<double> node_backward(nodes, 0.0);
     for (size_t position = 0; position < ready.size(); ++position) {
       Clock::time_point end = position + 1 < ready.size() ? ready[position + 1].first : backward_end;
-      node_backward[ready[position].second] = std::chrono::duration<double, std::milli>(end - ready[position].first).count();
+      node_backward[ready[position].second] =
+          std::chrono::duration<double, std::milli>(end - ready[position].first).count();
     }
     for (size_t index = 0; index < nodes; ++index) backward[index].push_back(node_backward[index]);
   }
@@ -1197,13 +572,17 @@ void time_layers_in_iteration(Trainer& trainer, std::vector<LayerTime>& layers, 
 // name, in NodeState order; "" = the node name itself, torchvision's bare nn.Parameter attributes
 // such as ConvNeXt's layer_scale or ViT's class_token).
 std::vector<std::string> parameter_suffixes(const std::string& op) {
-  static const std::map<std::string, std::vector<std::string>> names{
-      {"Conv2d", {"weight", "bias"}},    {"ConvTranspose2d", {"weight", "bias"}},
-      {"Linear", {"weight", "bias"}},    {"BatchNorm2d", {"weight", "bias"}},
-      {"LayerNorm", {"weight", "bias"}}, {"GroupNorm", {"weight", "bias"}},
-      {"RMSNorm", {"weight"}},
-      {"Embedding", {"weight"}},         {"LayerScale", {""}},
-      {"PositionEmbedding", {""}},       {"ClassToken", {""}}};
+  static const std::map<std::string, std::vector<std::string>> names{{"Conv2d", {"weight", "bias"}},
+                                                                     {"ConvTranspose2d", {"weight", "bias"}},
+                                                                     {"Linear", {"weight", "bias"}},
+                                                                     {"BatchNorm2d", {"weight", "bias"}},
+                                                                     {"LayerNorm", {"weight", "bias"}},
+                                                                     {"GroupNorm", {"weight", "bias"}},
+                                                                     {"RMSNorm", {"weight"}},
+                                                                     {"Embedding", {"weight"}},
+                                                                     {"LayerScale", {""}},
+                                                                     {"PositionEmbedding", {""}},
+                                                                     {"ClassToken", {""}}};
   auto found = names.find(op);
   return found == names.end() ? std::vector<std::string>{} : found->second;
 }
@@ -1331,7 +710,8 @@ void check_supported(const Graph& graph) {
   const auto& impls = op_impls();
   for (const Node& node : graph.nodes()) {
     if (node.op == "ScaledDotProductAttention" && node.attr_int("fused", 0) != 0)
-      throw InputError("attention sdpa (node '" + node.name + "'): libtorch 1.13 has no fused attention kernel to run; "
+      throw InputError("attention sdpa (node '" + node.name +
+                       "'): libtorch 1.13 has no fused attention kernel to run; "
                        "measure with --attention eager (the math path)");
     if (impls.count(node.op)) continue;
     std::string known;
@@ -1347,7 +727,8 @@ int64_t module_param_count(const Graph& graph) {
   return module.parameter_count();
 }
 
-StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint64_t seed, bool load, bool keep_dropout) {
+StepDump dump_training_step(const Graph& graph_in, const std::string& dir, uint64_t seed, bool load,
+                            bool keep_dropout) {
   check_supported(graph_in);
   Graph graph = keep_dropout ? graph_in : without_dropout(graph_in);
   {
@@ -1551,8 +932,7 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in,
     detail::CpuSample cpu_after = detail::sample_cpu();
     m.loadavg_after = detail::loadavg_1min();
     m.load_other_cpus = detail::other_busy_cpus(cpu_before, cpu_after);
-    if (energy.available())
-      m.energy_j = (energy_after - energy_before) / static_cast<double>(m.iteration_ms.size());
+    if (energy.available()) m.energy_j = (energy_after - energy_before) / static_cast<double>(m.iteration_ms.size());
 
     m.peak_bytes = detail::tracked_peak_bytes() - m.baseline_bytes;
 #ifdef DNNCAST_TORCH_CUDA
@@ -1682,7 +1062,8 @@ void check_layer_case(const Graph& graph) {
     bool input = graph.node(index).op == "Input";
     if (!input) ++timed;
     if (input && timed > 0)
-      throw InputError("layer case '" + graph.name + "': Input node '" + graph.node(index).name + "' after the timed node");
+      throw InputError("layer case '" + graph.name + "': Input node '" + graph.node(index).name +
+                       "' after the timed node");
   }
   if (timed != 1)
     throw InputError("layer case '" + graph.name + "': " + std::to_string(timed) +
@@ -1711,7 +1092,8 @@ LayerBench bench_layer_in_process(const Graph& graph, const TrainConfig& config_
     GraphModule module(graph, device, true);
     std::vector<at::Tensor> inputs = make_inputs(graph, device);
     const int index = graph.size() - 1;
-    bool has_data = std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); });
+    bool has_data = std::any_of(inputs.begin(), inputs.end(),
+                                [](const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); });
     bool has_weight = !module.parameters().empty();
     int64_t baseline = detail::tracked_live_bytes();
     detail::reset_tracked_peak();

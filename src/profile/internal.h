@@ -15,12 +15,12 @@ namespace dnncast::profile::detail {
 // It counts live bytes (as requested by libtorch) and their peak, and refuses an allocation that
 // would take live bytes above the limit (c10::OutOfMemoryError). Buffers that oneDNN/MKL/OpenMP
 // take from malloc directly (GEMM packing, convolution scratch) are not tensors and not counted.
-void install_tracking_allocator();   // idempotent
+void install_tracking_allocator();  // idempotent
 int64_t tracked_live_bytes();
 int64_t tracked_peak_bytes();
-void reset_tracked_peak();           // peak := live
+void reset_tracked_peak();              // peak := live
 void set_tracked_limit(int64_t bytes);  // 0 = no limit
-bool tracked_refused();              // an allocation was refused since the limit was set
+bool tracked_refused();                 // an allocation was refused since the limit was set
 int64_t tracked_refused_request_bytes();
 
 // --- Statistics (measure.cpp) -----------------------------------------------------------------
@@ -30,9 +30,9 @@ double median_rel_ci(const std::vector<double>& values);
 TimeStats summarize(const std::vector<double>& times_ms);
 
 // --- The machine (environment.cpp) -------------------------------------------------------------
-std::vector<int> allowed_cpus();                 // this process's affinity mask
+std::vector<int> allowed_cpus();                          // this process's affinity mask
 std::string cpu_list_text(const std::vector<int>& cpus);  // {0,1,2,5} -> "0-2,5"
-int64_t mem_available_bytes();                   // /proc/meminfo MemAvailable, 0 if unreadable
+int64_t mem_available_bytes();                            // /proc/meminfo MemAvailable, 0 if unreadable
 int64_t mem_total_bytes();
 
 // CPU time of the whole machine (/proc/stat) and of this process, to tell how many CPUs other

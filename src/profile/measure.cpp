@@ -8,11 +8,11 @@
 // Measurement as JSON back and exits before main() runs.
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +41,8 @@ using nlohmann::json;
 // --- Configuration -------------------------------------------------------------------------------
 
 void validate_config(const TrainConfig& config) {
-  if (config.threads < 0) throw InputError("threads must be >= 0 (0 = all allowed CPUs), got " + std::to_string(config.threads));
+  if (config.threads < 0)
+    throw InputError("threads must be >= 0 (0 = all allowed CPUs), got " + std::to_string(config.threads));
   auto allowed = static_cast<int64_t>(detail::allowed_cpus().size());
   if (config.threads > allowed)
     throw InputError("threads " + std::to_string(config.threads) + " is more than the " + std::to_string(allowed) +
@@ -131,8 +132,9 @@ json to_json(const Measurement& m) {
   doc["status"] = m.status;
   doc["message"] = m.message;
   if (ok) {
-    doc["time_ms"] = {{"median", m.time_ms.median}, {"p10", m.time_ms.p10},   {"p90", m.time_ms.p90},
-                      {"mean", m.time_ms.mean},     {"n", m.time_ms.n},       {"rel_ci", finite_or_null(m.time_ms.rel_ci)}};
+    doc["time_ms"] = {{"median", m.time_ms.median}, {"p10", m.time_ms.p10},
+                      {"p90", m.time_ms.p90},       {"mean", m.time_ms.mean},
+                      {"n", m.time_ms.n},           {"rel_ci", finite_or_null(m.time_ms.rel_ci)}};
     doc["time_ms_normalised"] = m.time_ms_normalised;
     doc["peak_bytes"] = m.peak_bytes;
   } else {
@@ -169,7 +171,8 @@ json to_json(const Measurement& m) {
     doc["iteration_loss_ms"] = m.iteration_loss_ms;
     doc["layer_gap_ms"] = m.layer_gap_ms;
   }
-  doc["load"] = {{"other_cpus", m.load_other_cpus}, {"loadavg_before", m.loadavg_before}, {"loadavg_after", m.loadavg_after}};
+  doc["load"] = {
+      {"other_cpus", m.load_other_cpus}, {"loadavg_before", m.loadavg_before}, {"loadavg_after", m.loadavg_after}};
   doc["wall_s"] = m.wall_s;
   doc["env"] = to_json(m.env);
   return doc;
@@ -188,7 +191,8 @@ Measurement measurement_from_json(const json& doc) {
     m.time_ms.n = int_or(time, "n", 0);
     m.time_ms.rel_ci = number_or(time, "rel_ci", std::numeric_limits<double>::infinity());
   }
-  if (doc.contains("iteration_ms") && doc["iteration_ms"].is_array()) m.iteration_ms = doc["iteration_ms"].get<std::vector<double>>();
+  if (doc.contains("iteration_ms") && doc["iteration_ms"].is_array())
+    m.iteration_ms = doc["iteration_ms"].get<std::vector<double>>();
   m.warmup_iterations = int_or(doc, "warmup_iterations", 0);
   if (doc.contains("probe_ms") && doc["probe_ms"].is_object()) {
     m.probe_before_ms = number_or(doc["probe_ms"], "before", 0);
@@ -230,12 +234,8 @@ Measurement measurement_from_json(const json& doc) {
 namespace {
 
 json config_to_json(const TrainConfig& config) {
-  return json{{"optimizer", name(config.optimizer)},
-              {"precision", name(config.precision)},
-              {"threads", config.threads},
-              {"device", name(config.device)},
-              {"per_layer", config.per_layer},
-              {"seed", config.seed},
+  return json{{"optimizer", name(config.optimizer)}, {"precision", name(config.precision)}, {"threads", config.threads},
+              {"device", name(config.device)},       {"per_layer", config.per_layer},       {"seed", config.seed},
               {"grad_accum", config.grad_accum}};
 }
 
@@ -252,9 +252,9 @@ TrainConfig config_from_json(const json& doc) {
 }
 
 json limits_to_json(const Limits& limits) {
-  return json{{"memory_bytes", limits.memory_bytes},     {"timeout_s", limits.timeout_s},
-              {"time_budget_s", limits.time_budget_s},   {"warmup_budget_s", limits.warmup_budget_s},
-              {"ci_target", limits.ci_target},           {"min_iterations", limits.min_iterations},
+  return json{{"memory_bytes", limits.memory_bytes},    {"timeout_s", limits.timeout_s},
+              {"time_budget_s", limits.time_budget_s},  {"warmup_budget_s", limits.warmup_budget_s},
+              {"ci_target", limits.ci_target},          {"min_iterations", limits.min_iterations},
               {"max_iterations", limits.max_iterations}};
 }
 
@@ -325,7 +325,8 @@ int64_t vm_size_bytes() {
     Limits limits = limits_from_json(doc.at("limits"));
     // Pin first, before libtorch starts any thread: the first `threads` CPUs we may use.
     std::vector<int> cpus = detail::allowed_cpus();
-    if (config.threads > 0 && static_cast<int64_t>(cpus.size()) > config.threads) cpus.resize(static_cast<size_t>(config.threads));
+    if (config.threads > 0 && static_cast<int64_t>(cpus.size()) > config.threads)
+      cpus.resize(static_cast<size_t>(config.threads));
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int cpu : cpus) CPU_SET(cpu, &set);
@@ -402,9 +403,7 @@ std::string tail(const std::string& text, size_t count) {
   return trimmed;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // What a child process left: its reply, its stderr, and how it ended.
 struct ChildRun {
@@ -417,7 +416,8 @@ struct ChildRun {
 // Starts this executable as a measurement child, sends it `request`, collects its reply. The child
 // is killed when `timeout_s` pass without the reply ending; with `on_line`, each complete line of the
 // reply is handed over as it arrives (and removed from ChildRun::reply), and restarts the clock.
-ChildRun run_child(const std::string& request, double timeout_s, const std::function<void(const std::string&)>& on_line) {
+ChildRun run_child(const std::string& request, double timeout_s,
+                   const std::function<void(const std::string&)>& on_line) {
   int sockets[2];
   int err_pipe[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
@@ -540,8 +540,10 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
   if (limits.timeout_s <= 0) throw InputError("timeout must be positive");
   if (limits.memory_bytes < 0) throw InputError("memory limit must be >= 0 bytes");
 
-  std::string request = json{{"graph", import::graph_to_json(graph)}, {"config", config_to_json(config)},
-                             {"limits", limits_to_json(limits)}}.dump();
+  std::string request = json{{"graph", import::graph_to_json(graph)},
+                             {"config", config_to_json(config)},
+                             {"limits", limits_to_json(limits)}}
+                            .dump();
 
   ChildRun run = run_child(request, limits.timeout_s, {});
   const std::string& reply = run.reply;
@@ -574,8 +576,8 @@ Measurement measure_isolated(const Graph& graph, const TrainConfig& config_in, c
         result.message = "child died with " + signal_text(WTERMSIG(wait_status));
       } else {
         result.status = "error";
-        result.message = "child exited with code " + std::to_string(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1) +
-                         " without a result";
+        result.message = "child exited with code " +
+                         std::to_string(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1) + " without a result";
       }
       if (!child_stderr.empty()) result.message += "; stderr: " + tail(child_stderr, 600);
     }
@@ -595,7 +597,8 @@ json to_json(const LayerBench& b) {
            {"reps", b.reps},
            {"peak_bytes", b.peak_bytes},
            {"wall_s", b.wall_s}};
-  for (auto [key, value] : {std::pair{"backward_data_ms", &b.backward_data_ms}, std::pair{"backward_weight_ms", &b.backward_weight_ms}})
+  for (auto [key, value] :
+       {std::pair{"backward_data_ms", &b.backward_data_ms}, std::pair{"backward_weight_ms", &b.backward_weight_ms}})
     doc[key] = *value ? json(**value) : json(nullptr);
   return doc;
 }
@@ -629,8 +632,10 @@ void bench_layers_isolated(const std::vector<Graph>& cases, const TrainConfig& c
     size_t end = std::min(cases.size(), next + kCasesPerChild);
     json list = json::array();
     for (size_t index = next; index < end; ++index) list.push_back(import::graph_to_json(cases[index]));
-    std::string request = json{{"kind", "layers"}, {"cases", list}, {"config", config_to_json(config)},
-                               {"limits", limits_to_json(limits)}}.dump();
+    std::string request =
+        json{
+            {"kind", "layers"}, {"cases", list}, {"config", config_to_json(config)}, {"limits", limits_to_json(limits)}}
+            .dump();
     size_t done = next;
     ChildRun run = run_child(request, limits.timeout_s, [&](const std::string& line) {
       if (done >= end) return;

@@ -9,15 +9,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/training_setup.h"
-#include "records/records.h"
 #include "graph/graph.h"
+#include "records/records.h"
 
 namespace dnncast::profile {
 
@@ -25,9 +24,9 @@ namespace dnncast::profile {
 // input you want measured: build_zoo_model(name, {batch, input, ...})).
 // Optimizer (sgd has momentum 0.9), precision and device: TrainingSetup.
 struct TrainConfig : TrainingSetup {
-  int64_t threads = 1;             // intra-op threads; the child is pinned to this many CPUs; 0 = all allowed
-  bool per_layer = false;          // also time forward and backward of each node (LayerTime)
-  uint64_t seed = 0;               // parameters, inputs and labels are drawn from this seed
+  int64_t threads = 1;     // intra-op threads; the child is pinned to this many CPUs; 0 = all allowed
+  bool per_layer = false;  // also time forward and backward of each node (LayerTime)
+  uint64_t seed = 0;       // parameters, inputs and labels are drawn from this seed
   // Gradient accumulation: an iteration is zero_grad, grad_accum micro-batches of forward + loss + backward (the
   // same batch each time; the loss is not divided by grad_accum), and one optimizer step.
   int64_t grad_accum = 1;
@@ -39,21 +38,21 @@ struct TrainConfig : TrainingSetup {
 void validate_config(const TrainConfig& config);
 
 struct Limits {
-  int64_t memory_bytes = 0;      // CPU: live bytes the tracking allocator grants (above it: status
-                                 // oom); also caps the child's address space. 0 = 90% of MemAvailable
-  double timeout_s = 300;        // the child is killed after this: status timeout
-  double time_budget_s = 5;      // timing stops when the CI target is reached or this runs out
-  double warmup_budget_s = 0;    // warm-up stops when times stop falling or this runs out; 0 = time_budget_s
-  double ci_target = 0.02;       // relative half-width of the 95% confidence interval of the median
-  int64_t min_iterations = 5;    // timed iterations at least (even past the budget; the timeout still holds)
+  int64_t memory_bytes = 0;    // CPU: live bytes the tracking allocator grants (above it: status
+                               // oom); also caps the child's address space. 0 = 90% of MemAvailable
+  double timeout_s = 300;      // the child is killed after this: status timeout
+  double time_budget_s = 5;    // timing stops when the CI target is reached or this runs out
+  double warmup_budget_s = 0;  // warm-up stops when times stop falling or this runs out; 0 = time_budget_s
+  double ci_target = 0.02;     // relative half-width of the 95% confidence interval of the median
+  int64_t min_iterations = 5;  // timed iterations at least (even past the budget; the timeout still holds)
   int64_t max_iterations = 100000;
 };
 
 // Statistics of timed training iterations, milliseconds per iteration.
 struct TimeStats {
   double median = 0, p10 = 0, p90 = 0, mean = 0;
-  int64_t n = 0;           // timed iterations
-  double rel_ci = 0;       // achieved relative half-width of the median's 95% CI
+  int64_t n = 0;      // timed iterations
+  double rel_ci = 0;  // achieved relative half-width of the median's 95% CI
 };
 
 // Per-layer mode: each node benchmarked alone (fresh inputs of its producers' shapes, its own
@@ -82,7 +81,7 @@ struct Measurement {
   std::string status = "ok";  // ok | oom | error | timeout
   std::string message;        // why it was not ok ("" when ok)
 
-  TimeStats time_ms;          // iteration = zero_grad + forward + loss + backward + optimizer step
+  TimeStats time_ms;                 // iteration = zero_grad + forward + loss + backward + optimizer step
   std::vector<double> iteration_ms;  // every timed iteration, in order
   int64_t warmup_iterations = 0;
   double probe_before_ms = 0, probe_after_ms = 0;  // reference probe (run_probe_ms) around the timing
@@ -102,15 +101,15 @@ struct Measurement {
   std::optional<double> energy_j;  // joules per iteration, where the hardware measures it
   std::string energy_note;         // where it came from, or why it is null
 
-  std::vector<LayerTime> layers;   // per_layer only, graph order
-  double layer_sum_ms = 0;         // sum of forward + backward over layers
-  double optimizer_step_ms = 0;    // per_layer only: optimizer.step() alone, median
-  double zero_grad_ms = 0;         // per_layer only: optimizer.zero_grad() alone, median
+  std::vector<LayerTime> layers;      // per_layer only, graph order
+  double layer_sum_ms = 0;            // sum of forward + backward over layers
+  double optimizer_step_ms = 0;       // per_layer only: optimizer.step() alone, median
+  double zero_grad_ms = 0;            // per_layer only: optimizer.zero_grad() alone, median
   double iteration_step_ms = 0;       // per_layer only: optimizer.step() inside the timed-by-node iterations
   double iteration_zero_grad_ms = 0;  // per_layer only: zero_grad() there
   double iteration_loss_ms = 0;       // per_layer only: the loss, forward and backward, there
-  double layer_gap_ms = 0;         // time_ms.median - layer_sum_ms - optimizer_step_ms - zero_grad_ms
-                                   // (loss, gradient accumulation, dispatch between layers)
+  double layer_gap_ms = 0;            // time_ms.median - layer_sum_ms - optimizer_step_ms - zero_grad_ms
+                                      // (loss, gradient accumulation, dispatch between layers)
 
   // Load: CPUs kept busy by other processes while timing (from /proc/stat, ours subtracted),
   // and /proc/loadavg's 1-minute value before and after.
@@ -148,10 +147,10 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config, co
 struct LayerBench {
   std::string status = "ok";  // ok | oom | error | timeout
   std::string message;
-  double forward_ms = 0, backward_ms = 0;  // warm medians
+  double forward_ms = 0, backward_ms = 0;                      // warm medians
   std::optional<double> backward_data_ms, backward_weight_ms;  // only where both parts exist
   double cold_forward_ms = 0, cold_backward_ms = 0;            // medians, caches flushed before each pass
-  int64_t reps = 0;        // warm passes timed
+  int64_t reps = 0;                                            // warm passes timed
   int64_t peak_bytes = 0;  // tracked live bytes above the baseline (inputs, parameters) in a pass
   double wall_s = 0;
 };
