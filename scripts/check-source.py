@@ -16,7 +16,7 @@ and the modules it may use. This script fails (one line per problem, exit 1) whe
     IR); a block that only forward-declares another module's types is allowed;
   - a comment of src/ names a path that does not exist: a module's file (`forecast/forecast.h`, `src/...`,
     with or without its extension), or a file of the checkout (docs/, scripts/, data/, tests/, bench/, fuzz/,
-    python/), or DESIGN.md, which is not in the checkout.
+    python/), or DESIGN.md or STYLE.md, which are not in the checkout.
 Exit 2 on bad usage.
 """
 import glob
@@ -239,8 +239,9 @@ def main(argv):
             comment = comment_text(line)
             if not comment:
                 continue
-            if re.search(r"(?<![\w/.])DESIGN\.md", comment):
-                problems.append(f"{relative}:{number}: names DESIGN.md, which is not in the checkout")
+            cited = re.search(r"(?<![\w/.])(DESIGN|STYLE)\.md", comment)
+            if cited:
+                problems.append(f"{relative}:{number}: names {cited.group(0)}, which is not in the checkout")
             for match in PATH_IN_COMMENT.finditer(comment):
                 token = match.group(1)
                 if re.search(r"[<>*{}]|[A-Z]{3,}", token) or FOREIGN.search(comment[:match.start()]):

@@ -1,4 +1,4 @@
-// Two kinds of checks, never mixed (STYLE.md):
+// Two kinds of checks, never mixed:
 //   InputError  - the user gave us something wrong; message names what and where.
 //   DNNCAST_ASSERT - a bug in dnncast; never reachable from user input. It throws InternalError (as c10's
 //     TORCH_INTERNAL_ASSERT throws c10::Error): the CLI, the Python module and the server each report it at
@@ -15,9 +15,7 @@ class InputError : public std::runtime_error {
  public:
   explicit InputError(const std::string& message) : std::runtime_error(message) {}
   // Adds outer context on the way up: "while importing graph.json: node 'c1': ..."
-  InputError with_context(const std::string& context) const {
-    return InputError(context + ": " + what());
-  }
+  InputError with_context(const std::string& context) const { return InputError(context + ": " + what()); }
 };
 
 // A failed DNNCAST_ASSERT: "DNNCAST_ASSERT(expr) failed at file:line". Deliberately not an InputError, so
@@ -56,5 +54,7 @@ std::string quote(const std::string& text);
 
 }  // namespace dnncast
 
-#define DNNCAST_ASSERT(cond) \
-  do { if (!(cond)) ::dnncast::internal_assert_fail(#cond, __FILE__, __LINE__); } while (0)
+#define DNNCAST_ASSERT(cond)                                                 \
+  do {                                                                       \
+    if (!(cond)) ::dnncast::internal_assert_fail(#cond, __FILE__, __LINE__); \
+  } while (0)

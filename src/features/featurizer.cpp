@@ -21,12 +21,40 @@ namespace {
 const std::vector<const char*>& kind_specs() {
   static const std::vector<const char*> kinds{
       "Input",
-      "Conv2d", "DepthwiseConv2d", "GroupedConv2d", "ConvTranspose2d", "Linear", "MatMul",
-      "BatchNorm2d", "LayerNorm", "GroupNorm",
-      "ReLU", "ReLU6", "GELU", "SiLU", "Sigmoid", "Tanh", "Hardswish", "Hardsigmoid",
-      "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
-      "Add", "Mul", "Concat", "Flatten", "Reshape", "Permute", "Slice", "Dropout", "Softmax",
-      "Embedding", "Attention", "ChannelShuffle", "Loss", "Other",
+      "Conv2d",
+      "DepthwiseConv2d",
+      "GroupedConv2d",
+      "ConvTranspose2d",
+      "Linear",
+      "MatMul",
+      "BatchNorm2d",
+      "LayerNorm",
+      "GroupNorm",
+      "ReLU",
+      "ReLU6",
+      "GELU",
+      "SiLU",
+      "Sigmoid",
+      "Tanh",
+      "Hardswish",
+      "Hardsigmoid",
+      "MaxPool2d",
+      "AvgPool2d",
+      "AdaptiveAvgPool2d",
+      "Add",
+      "Mul",
+      "Concat",
+      "Flatten",
+      "Reshape",
+      "Permute",
+      "Slice",
+      "Dropout",
+      "Softmax",
+      "Embedding",
+      "Attention",
+      "ChannelShuffle",
+      "Loss",
+      "Other",
   };
   return kinds;
 }
@@ -72,10 +100,20 @@ struct Layout {
   }
 };
 
-// Optimizer columns config.opt.<name>, a fixed layout that predictor bundles name: an optimizer of
-// core/training_setup.h without a column here sets config.opt.other. rmsprop and adagrad are not
-// optimizers dnncast parses, so their columns are 0.
-const std::vector<std::string> kOptimizers{"sgd", "adam", "adamw", "rmsprop", "adagrad"};
+// Optimizer columns config.opt.<name>, a layout that predictor bundles name: the optimizers of the table
+// (core/training_setup.h) in its order, then two columns kept for optimizers dnncast does not parse
+// (rmsprop, adagrad: always 0). A new optimizer appended to the table takes the reserved column of its name
+// where there is one; any other changes the layout, which is a new feature version (kFeatureVersion).
+const std::vector<std::string>& optimizer_columns() {
+  static const std::vector<std::string> columns = [] {
+    std::vector<std::string> names;
+    for (Optimizer optimizer : all_optimizers()) names.push_back(name(optimizer));
+    for (const char* reserved : {"rmsprop", "adagrad"})
+      if (std::find(names.begin(), names.end(), reserved) == names.end()) names.push_back(reserved);
+    return names;
+  }();
+  return columns;
+}
 
 const std::vector<const char*> kTotals{
     "total.nodes", "total.edges", "total.macs", "total.flops_fwd", "total.flops_bwd", "total.flops_train",
@@ -112,7 +150,7 @@ const Layout& layout() {
       for (const std::string& to : kinds) result.add("conn." + from + "->" + to);
     for (const char* name : kTotals) result.add(name);
     for (const char* name : kConfig) result.add(name);
-    for (const std::string& optimizer : kOptimizers) result.add("config.opt." + optimizer);
+    for (const std::string& optimizer : optimizer_columns()) result.add("config.opt." + optimizer);
     result.add("config.opt.other");
     for (const char* name : kHardware) result.add(name);
     for (const char* name : kDerived) result.add(name);
@@ -226,9 +264,9 @@ MkldnnImpls mkldnn_impls(const hardware::ConvShape& shape) {
   };
   static std::mutex mutex;
   static std::unordered_map<Key, MkldnnImpls, KeyHash> known;
-  const Key key{shape.in_channels, shape.in_h,     shape.in_w,     shape.out_channels, shape.kernel_h,
-                shape.kernel_w,    shape.stride_h, shape.stride_w, shape.pad_h,        shape.pad_w,
-                shape.dilation_h,  shape.dilation_w, shape.groups, shape.bias ? 1 : 0};
+  const Key key{shape.in_channels, shape.in_h,       shape.in_w,     shape.out_channels, shape.kernel_h,
+                shape.kernel_w,    shape.stride_h,   shape.stride_w, shape.pad_h,        shape.pad_w,
+                shape.dilation_h,  shape.dilation_w, shape.groups,   shape.bias ? 1 : 0};
   std::lock_guard<std::mutex> lock(mutex);
   auto found = known.find(key);
   if (found != known.end()) return found->second;
@@ -347,7 +385,8 @@ std::vector<double> accumulate(const Graph& graph, const TensorShape& input_shap
   set("graph.max_act_bytes", max_act_bytes);
   set("graph.max_layer_params", max_layer_params);
   set("graph.max_fanout", nodes > 0 ? *std::max_element(fanout.begin(), fanout.end()) : 0);
-  set("graph.branch_nodes", static_cast<double>(std::count_if(fanout.begin(), fanout.end(), [](int f) { return f > 1; })));
+  set("graph.branch_nodes",
+      static_cast<double>(std::count_if(fanout.begin(), fanout.end(), [](int f) { return f > 1; })));
   set("graph.merge_nodes", merge_nodes);
   if (input_shape.rank() == 4) {
     set("input.channels", static_cast<double>(input_shape[1]));
@@ -386,12 +425,13 @@ static const TensorShape& checked_input_shape(const Graph& graph) {
   if (input_nodes.empty()) throw InputError("graph " + quote(graph.name) + " has no Input node to featurize");
   const TensorShape& input_shape = graph.node(input_nodes.front()).shape;
   if (input_shape.rank() < 1 || input_shape[0] < 1)
-    throw InputError("graph " + quote(graph.name) + ": input shape " + input_shape.to_string() + " has no batch dimension");
+    throw InputError("graph " + quote(graph.name) + ": input shape " + input_shape.to_string() +
+                     " has no batch dimension");
   return input_shape;
 }
 
 std::array<hardware::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
-                                           const HardwareFeatures& hardware) {
+                                             const HardwareFeatures& hardware) {
   if (hardware.gpu) return {hardware::ConvImpl::Jit, hardware::ConvImpl::Jit, hardware::ConvImpl::Jit};
   hardware::ConvShape shape = site.shape;
   shape.batch = config.batch;
@@ -460,8 +500,8 @@ GraphFeatures graph_features(const Graph& graph) {
     }
   }
   // Counts and structure never depend on the batch; clear rounding noise in them.
-  for (size_t column = static_cast<size_t>(l.conn_block); column < static_cast<size_t>(l.conn_block + l.kinds * l.kinds);
-       ++column)
+  for (size_t column = static_cast<size_t>(l.conn_block);
+       column < static_cast<size_t>(l.conn_block + l.kinds * l.kinds); ++column)
     result.per_sample[column] = 0;
 
   auto fixed_of = [&](const char* name) { return result.fixed[static_cast<size_t>(l.at(name))]; };
@@ -521,8 +561,8 @@ void fill_config(const TrainingConfig& config, const HardwareFeatures& hardware,
   row[c.precision_bytes] = precision_bytes(config.precision);
   row[c.opt_state_bytes] = param_bytes * state;
   bool known_optimizer = false;
-  for (size_t optimizer = 0; optimizer < kOptimizers.size(); ++optimizer) {
-    bool match = name(config.optimizer) == kOptimizers[optimizer];
+  for (size_t optimizer = 0; optimizer < optimizer_columns().size(); ++optimizer) {
+    bool match = name(config.optimizer) == optimizer_columns()[optimizer];
     row[c.opt_first + static_cast<int>(optimizer)] = match ? 1.0 : 0.0;
     known_optimizer = known_optimizer || match;
   }
@@ -566,7 +606,8 @@ void featurize(const GraphFeatures& graph, const TrainingConfig& config, const H
   fill_config(config, hardware, row);
 }
 
-std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& config, const HardwareFeatures& hardware) {
+std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& config,
+                                    const HardwareFeatures& hardware) {
   check_config(config);
   const TensorShape& input_shape = checked_input_shape(graph);
   if (input_shape[0] != config.batch)

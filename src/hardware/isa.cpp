@@ -18,7 +18,7 @@ struct IsaRow {
   const char* name;  // ours, lower case; oneDNN's variable value is the same in upper case
 };
 
-// One name table (STYLE.md "Registries with one source of truth"), in dispatch order.
+// One name table (a registry with one source of truth), in dispatch order.
 constexpr IsaRow kIsaRows[] = {
     {CpuIsa::Sse41, "sse41"},
     {CpuIsa::Avx, "avx"},
@@ -107,13 +107,13 @@ CpuFeatures detect_cpu_features() {
   const int base_model = static_cast<int>((eax >> 4) & 0xf);
   f.stepping = static_cast<int>(eax & 0xf);
   f.family = base_family == 0xf ? base_family + static_cast<int>((eax >> 20) & 0xff) : base_family;
-  f.model = (base_family == 0x6 || base_family == 0xf) ? base_model + (static_cast<int>((eax >> 16) & 0xf) << 4)
-                                                       : base_model;
+  f.model =
+      (base_family == 0x6 || base_family == 0xf) ? base_model + (static_cast<int>((eax >> 16) & 0xf) << 4) : base_model;
   const bool osxsave = (ecx >> 27) & 1;
   const uint64_t saved = osxsave ? xcr0() : 0;
-  const bool ymm_state = (saved & 0x6) == 0x6;             // SSE and AVX state
+  const bool ymm_state = (saved & 0x6) == 0x6;                 // SSE and AVX state
   const bool zmm_state = ymm_state && (saved & 0xe0) == 0xe0;  // opmask, ZMM0-15 upper, ZMM16-31
-  const bool tile_state = (saved & 0x60000) == 0x60000;     // XTILECFG, XTILEDATA
+  const bool tile_state = (saved & 0x60000) == 0x60000;        // XTILECFG, XTILEDATA
   f.sse41 = (ecx >> 19) & 1;
   f.avx = ((ecx >> 28) & 1) && ymm_state;
   f.fma = ((ecx >> 12) & 1) && ymm_state;

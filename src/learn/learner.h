@@ -1,16 +1,16 @@
-// Regressors behind one interface, and a registry of them by name (STYLE.md "Registries").
+// Regressors behind one interface, and a registry of them by name.
 // x: one row per sample, one column per feature; y: one target per row. Learners see plain
-// numbers: target transforms (log space) and column selection belong to the caller (forecast/predictor.h, study/training.h).
+// numbers: target transforms (log space) and column selection belong to the caller (forecast/predictor.h,
+// study/training.h).
 #pragma once
 
+#include <Eigen/Dense>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <Eigen/Dense>
-#include <nlohmann/json.hpp>
 
 #include "core/rng.h"
 

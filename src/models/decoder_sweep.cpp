@@ -29,8 +29,10 @@ std::vector<int64_t> grouped_kv_heads(int64_t heads) {
 
 // PEFT's target module names for the family (graph/lora.h).
 std::string lora_targets(SplitMix64& rng, const std::string& family) {
-  static const std::vector<std::string> llama = {"q,v", "q,k,v,o", "q,k,v,o,gate,up,down", "gate,up,down", "v", "o,down"};
-  static const std::vector<std::string> neox = {"query_key_value", "query_key_value,dense", "dense_h_to_4h,dense_4h_to_h",
+  static const std::vector<std::string> llama = {"q,v",          "q,k,v,o", "q,k,v,o,gate,up,down",
+                                                 "gate,up,down", "v",       "o,down"};
+  static const std::vector<std::string> neox = {"query_key_value", "query_key_value,dense",
+                                                "dense_h_to_4h,dense_4h_to_h",
                                                 "query_key_value,dense,dense_h_to_4h,dense_4h_to_h"};
   return pick(rng, family == "gpt_neox" ? neox : llama);
 }
@@ -74,14 +76,10 @@ void draw_neox(SplitMix64& rng, DecoderCase& c) {
 }  // namespace
 
 nlohmann::json DecoderCase::config() const {
-  nlohmann::json config{{"_name_or_path", id},
-                        {"model_type", family},
-                        {"hidden_size", hidden},
-                        {"intermediate_size", mlp},
-                        {"num_attention_heads", heads},
-                        {"num_hidden_layers", layers},
-                        {"vocab_size", vocab},
-                        {"max_position_embeddings", 2048},
+  nlohmann::json config{{"_name_or_path", id},          {"model_type", family},
+                        {"hidden_size", hidden},        {"intermediate_size", mlp},
+                        {"num_attention_heads", heads}, {"num_hidden_layers", layers},
+                        {"vocab_size", vocab},          {"max_position_embeddings", 2048},
                         {"tie_word_embeddings", tied}};
   if (family == "gpt_neox") {
     config["architectures"] = {"GPTNeoXForCausalLM"};
@@ -115,15 +113,17 @@ Graph DecoderCase::graph() const {
 
 std::string DecoderCase::describe() const {
   char sizes[160];
-  std::snprintf(sizes, sizeof(sizes), "%s L%lld h%lld heads %lld/%lld mlp %lld V%lld%s batch %lld seq %lld", family.c_str(),
-                static_cast<long long>(layers), static_cast<long long>(hidden), static_cast<long long>(heads),
-                static_cast<long long>(kv_heads), static_cast<long long>(mlp), static_cast<long long>(vocab),
-                tied ? " tied" : "", static_cast<long long>(batch), static_cast<long long>(seq));
+  std::snprintf(sizes, sizeof(sizes), "%s L%lld h%lld heads %lld/%lld mlp %lld V%lld%s batch %lld seq %lld",
+                family.c_str(), static_cast<long long>(layers), static_cast<long long>(hidden),
+                static_cast<long long>(heads), static_cast<long long>(kv_heads), static_cast<long long>(mlp),
+                static_cast<long long>(vocab), tied ? " tied" : "", static_cast<long long>(batch),
+                static_cast<long long>(seq));
   std::string text = sizes;
   if (family == "gpt_neox")
     text += " rotary " + std::to_string(rotary_pct).substr(0, 4) + (parallel_residual ? " parallel" : " sequential");
   if (head_dim > 0) text += " head_dim " + std::to_string(head_dim);
-  if (attention_bias || mlp_bias) text += std::string(" bias") + (attention_bias ? " attn" : "") + (mlp_bias ? " mlp" : "");
+  if (attention_bias || mlp_bias)
+    text += std::string(" bias") + (attention_bias ? " attn" : "") + (mlp_bias ? " mlp" : "");
   if (!activation.empty() && activation != "gelu") text += " " + activation;
   if (dropout > 0) text += " dropout";
   text += " " + name(optimizer);
@@ -153,11 +153,12 @@ std::vector<DecoderCase> decoder_sweep(uint64_t seed, size_t count) {
     c.tied = chance(rng, 0.3);
     c.batch = rng.int_between(1, 4);
     c.seq = rng.int_between(2, 48);
-    c.optimizer = pick<Optimizer>(rng, {Optimizer::Sgd, Optimizer::Adam, Optimizer::AdamW});
+    c.optimizer = pick(rng, all_optimizers());  // every optimizer of the table (sgd, adam, adamw: the sweep's draws)
     if (chance(rng, 0.5)) {
       const int64_t rank = pick<int64_t>(rng, {1, 2, 4, 8, 16});
       const int64_t alpha = pick<int64_t>(rng, {rank, 2 * rank, 16});
-      c.lora = "r=" + std::to_string(rank) + ",alpha=" + std::to_string(alpha) + ",targets=" + lora_targets(rng, c.family);
+      c.lora =
+          "r=" + std::to_string(rank) + ",alpha=" + std::to_string(alpha) + ",targets=" + lora_targets(rng, c.family);
       if (chance(rng, 0.2)) c.lora += ",norms=train";
     }
     cases.push_back(c);

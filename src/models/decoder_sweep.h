@@ -1,14 +1,13 @@
 // A deterministic sweep of small Hugging Face decoders (issue 35): llama, mistral and gpt_neox configs of one to
 // three layers, each with a batch, a sequence length, a training setup and LoRA or not, written as the config.json
 // a user would pass (`dnncast memory CONFIG.json --seq L --batch N`). The memory simulator is checked on it against
-// the profiler (tests/memory/slow/decoder_sweep_test.cpp; docs/MEMORY.md, "Decoders from config.json").
+// the profiler (tests/memory/slow/decoder_memory_sweep_test.cpp; docs/MEMORY.md, "Decoders from config.json").
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/training_setup.h"
 #include "graph/graph.h"
@@ -18,8 +17,8 @@ namespace dnncast::models {
 // One configuration of the sweep. The training setup (optimizer, precision, device) is TrainingSetup's;
 // decoder_sweep() draws fp32 without checkpointing or accumulation, decoder_mode_sweep() every mode.
 struct DecoderCase : TrainingSetup {
-  std::string id;                 // "d017": the config's _name_or_path and the graph's name
-  std::string family = "llama";   // llama | mistral | gpt_neox (its model_type)
+  std::string id;                // "d017": the config's _name_or_path and the graph's name
+  std::string family = "llama";  // llama | mistral | gpt_neox (its model_type)
   int64_t layers = 1;
   int64_t hidden = 32;            // hidden_size
   int64_t heads = 4;              // num_attention_heads
@@ -36,7 +35,7 @@ struct DecoderCase : TrainingSetup {
   double dropout = 0.0;           // attention_dropout (llama, mistral) or hidden_dropout (gpt_neox)
   int64_t seq = 8;                // tokens per sequence
   int64_t batch = 1;
-  std::string lora;               // "" (full fine-tune) or graph/lora.h's text: "r=8,alpha=16,targets=q,v"
+  std::string lora;                       // "" (full fine-tune) or graph/lora.h's text: "r=8,alpha=16,targets=q,v"
   bool activation_checkpointing = false;  // every transformer block checkpointed (graph/checkpoint.h)
   int64_t grad_accum = 1;                 // micro-batches per optimizer step
 

@@ -1,6 +1,8 @@
 // The synthetic generator: every seed gives a valid graph; the seed alone fixes the architecture;
-// the kinds of blocks DESIGN.md asks for all occur. (The graph JSON round trip of the same 1,000
+// the kinds of blocks the generator promises all occur. (The graph JSON round trip of the same 1,000
 // seeds is in tests/import/synthetic_roundtrip_test.cpp, where the JSON module is linked.)
+#include "models/synthetic.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -8,7 +10,6 @@
 
 #include "core/error.h"
 #include "graph/op_registry.h"
-#include "models/synthetic.h"
 
 namespace dnncast::models {
 namespace {
@@ -76,9 +77,9 @@ TEST(Synthetic, ThousandSeedsValidate) {
   EXPECT_LE(max_params, kSyntheticMaxParams);
   EXPECT_EQ(min_blocks, 3);
   EXPECT_EQ(max_blocks, 40);
-  for (const char* kind : {"Conv2d", "DepthwiseConv2d", "GroupedConv2d", "BatchNorm2d", "ReLU", "ReLU6", "SiLU", "GELU",
-                           "Hardswish", "Sigmoid", "Hardsigmoid", "MaxPool2d", "AvgPool2d", "Add", "Mul", "Concat",
-                           "Dropout"}) {
+  for (const char* kind :
+       {"Conv2d", "DepthwiseConv2d", "GroupedConv2d", "BatchNorm2d", "ReLU", "ReLU6", "SiLU", "GELU", "Hardswish",
+        "Sigmoid", "Hardsigmoid", "MaxPool2d", "AvgPool2d", "Add", "Mul", "Concat", "Dropout"}) {
     EXPECT_GE(kind_count[kind], 20) << kind << " occurs in too few networks";
   }
   EXPECT_GE(with_concat_and_add, 20);

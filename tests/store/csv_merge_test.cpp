@@ -1,17 +1,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <sstream>
 
-#include "store/dataset_csv.h"
-#include "store/merge.h"
-#include "records/network_source.h"
-#include "store/dataset_stats.h"
-#include "store/store.h"
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "import/graph_json.h"
+#include "records/network_source.h"
+#include "store/dataset_csv.h"
+#include "store/dataset_stats.h"
+#include "store/merge.h"
+#include "store/store.h"
 #include "store/test_util.h"
 
 namespace dnncast::store {
@@ -69,7 +68,8 @@ std::multiset<std::string> run_texts(Store& store) {
 }
 
 // A dataset with runs of two synthetic networks in one environment.
-void fill(Store& store, const records::EnvironmentRecord& environment, std::vector<int64_t> batches, double time_scale) {
+void fill(Store& store, const records::EnvironmentRecord& environment, std::vector<int64_t> batches,
+          double time_scale) {
   int64_t environment_id = store.ensure_environment(environment);
   for (int64_t seed : {1, 2}) {
     records::NetworkRecord network = records::network_record(synthetic(seed), image_config(1, 32));
@@ -228,7 +228,8 @@ TEST(Stats, CountsAndRanges) {
   fill(store, test_environment(), {1, 2, 64}, 1.0);
   int64_t environment_id = store.ensure_environment(test_environment());
   records::NetworkRecord network = records::network_record(synthetic(1), image_config(1, 32));
-  records::RunRecord second = make_run(environment_id, image_config(2, 32), 1, 2.0 * 1.1 / 7.0);  // repeat 1 of (seed 1, b2)
+  records::RunRecord second =
+      make_run(environment_id, image_config(2, 32), 1, 2.0 * 1.1 / 7.0);  // repeat 1 of (seed 1, b2)
   store.insert_run(network, second);
   records::RunRecord oom = make_run(environment_id, image_config(128, 32), 0, 0);
   oom.result = records::RunResult{};

@@ -4,12 +4,12 @@
 
 #include <sstream>
 
-#include "store/dataset_csv.h"
-#include "store/merge.h"
-#include "records/network_source.h"
-#include "store/dataset_stats.h"
-#include "store/store.h"
 #include "core/error.h"
+#include "records/network_source.h"
+#include "store/dataset_csv.h"
+#include "store/dataset_stats.h"
+#include "store/merge.h"
+#include "store/store.h"
 #include "store/test_util.h"
 
 namespace dnncast::store {
@@ -75,7 +75,8 @@ TEST(Fingerprint, UnrecordedEnvironmentKeepsItsOldHash) {
   // The formula of schema 1 and 2, written out here: an environment without the fingerprint
   // (every dataset and predictor manifest so far) must keep exactly this hash.
   records::EnvironmentRecord old = test_environment();
-  std::string old_text = "cpu=Test CPU 9000\ncores=8\nthreads=8\nmemory_gib=16\ngpu=\ndriver=\ntorch=1.13.0\nbuild=release\n";
+  std::string old_text =
+      "cpu=Test CPU 9000\ncores=8\nthreads=8\nmemory_gib=16\ngpu=\ndriver=\ntorch=1.13.0\nbuild=release\n";
   EXPECT_EQ(old.hash(), records::fnv1a_hex(old_text));
   // The shipped dataset's first environment (data/predictors/amd-epyc-2cpu manifests record it).
   records::EnvironmentRecord shipped;
@@ -85,8 +86,9 @@ TEST(Fingerprint, UnrecordedEnvironmentKeepsItsOldHash) {
   shipped.memory_bytes = 25276026880;
   shipped.torch_version = "1.13.0";
   shipped.build_type = "Release";
-  EXPECT_EQ(shipped.hash(), records::fnv1a_hex("cpu=AMD EPYC\ncores=2\nthreads=1\nmemory_gib=24\ngpu=\ndriver=\ntorch=1.13.0\n"
-                                      "build=Release\n"));
+  EXPECT_EQ(shipped.hash(),
+            records::fnv1a_hex("cpu=AMD EPYC\ncores=2\nthreads=1\nmemory_gib=24\ngpu=\ndriver=\ntorch=1.13.0\n"
+                               "build=Release\n"));
   EXPECT_EQ(shipped.hash(), "0e36ffec1c422972");
   // Any recorded field makes another environment.
   records::EnvironmentRecord recorded = old;
@@ -131,7 +133,7 @@ TEST(Fingerprint, MigratesSchemaTwoToThreeAsNotRecorded) {
   EXPECT_EQ(store.run_count(), 1);
   std::vector<records::EnvironmentRecord> environments = store.environments();
   ASSERT_EQ(environments.size(), 1u);
-  expect_same_fingerprint(environments[0], old);  // all "" and 0: not recorded
+  expect_same_fingerprint(environments[0], old);            // all "" and 0: not recorded
   EXPECT_EQ(store.runs()[0].environment_hash, old.hash());  // the stored hash is still the computed one
   // The same machine measured again with the fingerprint is a new environment beside the old one.
   records::EnvironmentRecord now = old;

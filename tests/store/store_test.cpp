@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <map>
 
-#include "store/merge.h"
-#include "records/network_source.h"
 #include "core/error.h"
 #include "import/graph_json.h"
+#include "records/network_source.h"
+#include "store/merge.h"
 #include "store/test_util.h"
 
 namespace dnncast::store {

@@ -74,11 +74,13 @@ bool amx_bf16_crash(const Row& row) {
 
 // Measures the rotation's slice of `cases` (all of them with DNNCAST_ROTATION_SEED=all, tests/rotation.h), writes
 // the rows to build/CSV_NAME, prints the summary, and checks the goal: >= 95% byte-exact, every one within 1%.
-void check_sweep(const std::vector<dnncast::models::DecoderCase>& cases, const std::string& slice_name, const std::string& csv_name) {
+void check_sweep(const std::vector<dnncast::models::DecoderCase>& cases, const std::string& slice_name,
+                 const std::string& csv_name) {
   ASSERT_GE(cases.size(), 200u);
   const dnncast::rotation::Slice slice = dnncast::rotation::slice_of(slice_name, kSlices);
   std::vector<Row> rows;
-  for (const dnncast::models::DecoderCase& decoder : dnncast::rotation::pick(slice, cases)) rows.push_back(measure(decoder));
+  for (const dnncast::models::DecoderCase& decoder : dnncast::rotation::pick(slice, cases))
+    rows.push_back(measure(decoder));
   ASSERT_EQ(rows.size(), slice.size_of(cases.size()));
 
   std::ofstream csv(std::string(DNNCAST_BINARY_DIR) + "/" + csv_name);
@@ -90,7 +92,8 @@ void check_sweep(const std::vector<dnncast::models::DecoderCase>& cases, const s
         << ",\"" << row.decoder.describe() << "\"\n";
     if (amx_bf16_crash(row)) {  // libtorch's own defect on this host, not the simulator's: counted, left out
       ++crashed;
-      std::printf("%s: libtorch died with SIGILL in a bf16 product on AMX (oneDNN 2.6.3; docs/MEMORY.md)\n", row.decoder.id.c_str());
+      std::printf("%s: libtorch died with SIGILL in a bf16 product on AMX (oneDNN 2.6.3; docs/MEMORY.md)\n",
+                  row.decoder.id.c_str());
       continue;
     }
     exact += row.status == "ok" && row.simulated == row.measured;
@@ -102,11 +105,12 @@ void check_sweep(const std::vector<dnncast::models::DecoderCase>& cases, const s
   }
   const size_t compared = rows.size() - crashed;
   ASSERT_GT(compared, 0u);
-  std::printf("%s: %zu configurations, %zu compared (%zu crashed in libtorch), %zu byte-exact (%.1f%%), %zu within 1%%, "
-              "largest error %+.4f%% (%s)\n",
-              slice_name.c_str(), rows.size(), compared, crashed, exact,
-              100.0 * static_cast<double>(exact) / static_cast<double>(compared), within, worst->error_pct,
-              worst->decoder.id.c_str());
+  std::printf(
+      "%s: %zu configurations, %zu compared (%zu crashed in libtorch), %zu byte-exact (%.1f%%), %zu within 1%%, "
+      "largest error %+.4f%% (%s)\n",
+      slice_name.c_str(), rows.size(), compared, crashed, exact,
+      100.0 * static_cast<double>(exact) / static_cast<double>(compared), within, worst->error_pct,
+      worst->decoder.id.c_str());
   EXPECT_GE(static_cast<double>(exact), 0.95 * static_cast<double>(compared));
   EXPECT_LE(crashed * 10, rows.size()) << "more than 10% of the sweep crashed in libtorch";
 }
