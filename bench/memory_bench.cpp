@@ -39,8 +39,8 @@ void BM_MaxBatchResnet50(benchmark::State& state) {
   dnncast::memory::MemoryConfig config;
   int64_t best = 0;
   for (auto _ : state) {
-    dnncast::memory::MaxBatchResult result =
-        dnncast::memory::max_batch([](int64_t batch) { return zoo_graph("resnet50", batch); }, config, int64_t{24} << 30);
+    dnncast::memory::MaxBatchResult result = dnncast::memory::max_batch(
+        [](int64_t batch) { return zoo_graph("resnet50", batch); }, config, int64_t{24} << 30);
     best = result.batch;
     benchmark::DoNotOptimize(best);
   }

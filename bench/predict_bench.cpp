@@ -10,17 +10,17 @@
 #include <memory>
 #include <optional>
 
-#include "import/model_source.h"
-#include "forecast/layer_model.h"
-#include "study/training.h"
-#include "forecast/forecast.h"
-#include "gpu/gpu_calibration.h"
-#include "gpu/gpu_forecast.h"
-#include "serve/serve_api.h"
+#include "core/error.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
-#include "core/error.h"
+#include "forecast/forecast.h"
+#include "forecast/layer_model.h"
+#include "gpu/gpu_calibration.h"
+#include "gpu/gpu_forecast.h"
+#include "import/model_source.h"
 #include "models/zoo.h"
+#include "serve/serve_api.h"
+#include "study/training.h"
 
 namespace {
 
@@ -51,12 +51,14 @@ std::unique_ptr<forecast::Predictor> make_predictor() {
         config.batch = batch;
         config.threads = threads;
         rows.push_back(features::featurize(graph, config, bench_hardware()));
-        targets.push_back(1e-7 * graph.flops_train_per_sample * static_cast<double>(batch) / static_cast<double>(threads) + 2);
+        targets.push_back(
+            1e-7 * graph.flops_train_per_sample * static_cast<double>(batch) / static_cast<double>(threads) + 2);
       }
   }
   learn::Matrix x(static_cast<int64_t>(rows.size()), static_cast<int64_t>(features::feature_count()));
   for (size_t row = 0; row < rows.size(); ++row)
-    for (size_t col = 0; col < rows[row].size(); ++col) x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
+    for (size_t col = 0; col < rows[row].size(); ++col)
+      x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
   forecast::Manifest manifest;
   manifest.target = "time";
   manifest.unit = "ms";

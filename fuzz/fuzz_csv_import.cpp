@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <sstream>
 
+#include "fuzz_common.h"
 #include "store/dataset_csv.h"
 #include "store/store.h"
-#include "fuzz_common.h"
 
 namespace {
 

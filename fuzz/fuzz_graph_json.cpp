@@ -2,9 +2,9 @@
 // (inspect), the featurizer (predict) and the memory simulator (memory), under each optimizer.
 #include <cstdint>
 
+#include "features/featurizer.h"
 #include "forecast/forecast.h"
 #include "forecast/forecast_json.h"
-#include "features/featurizer.h"
 #include "fuzz_common.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"

@@ -3,9 +3,9 @@
 // `memory` print.
 #include <cstdint>
 
+#include "features/featurizer.h"
 #include "forecast/forecast.h"
 #include "forecast/forecast_json.h"
-#include "features/featurizer.h"
 #include "fuzz_common.h"
 #include "graph/op_registry.h"
 #include "import/onnx.h"

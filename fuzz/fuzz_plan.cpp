@@ -1,11 +1,10 @@
 // Campaign plan reader (src/data/plan): parse, validate and expand, with small bounds so that one
 // input stays fast (the CLI's bounds are PlanLimits' defaults), then shard the entries.
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
-#include "measure/plan.h"
 #include "fuzz_common.h"
+#include "measure/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return dnncast::fuzz::run_one([&] {
@@ -19,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     limits.max_networks = 64;
     limits.max_configurations = 20000;
     // Graph files are resolved against a folder that does not exist: only the error paths run.
-    dnncast::measure::Plan plan = dnncast::measure::parse_plan(document, "fuzz-plan.json", "/nonexistent-fuzz-dir", limits);
+    dnncast::measure::Plan plan =
+        dnncast::measure::parse_plan(document, "fuzz-plan.json", "/nonexistent-fuzz-dir", limits);
     dnncast::measure::shard_entries(plan, dnncast::measure::parse_shard("1/3"));
     plan.run_count();
   });

@@ -22,7 +22,7 @@
 
 namespace {
 
-constexpr size_t kMaxJobs = 12;         // --exact takes up to 10
+constexpr size_t kMaxJobs = 12;  // --exact takes up to 10
 constexpr int64_t kMaxGpus = 16;
 constexpr int64_t kGenerations = 3, kPopulation = 8;
 constexpr int64_t kCachedForecasts = 1024;

@@ -15,17 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "core/checked.h"
+#include "core/error.h"
+#include "core/training_setup.h"
+#include "core/units.h"
 #include "decide/catalogue_json.h"
 #include "decide/compare.h"
 #include "forecast/forecast.h"
 #include "forecast/forecast_json.h"
 #include "forecast/predict.h"
-#include "import/model_source.h"
-#include "core/checked.h"
-#include "core/error.h"
-#include "core/training_setup.h"
-#include "core/units.h"
 #include "hardware/isa.h"
+#include "import/model_source.h"
 
 namespace py = pybind11;
 
@@ -112,11 +112,13 @@ struct JsonAndNote {
 JsonAndNote predict_json(const ModelArgs& args, forecast::PredictOptions options, const std::string& host_isa) {
   options.forecast.host_isa = isa_option(host_isa, "host_isa");
   if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  if (options.forecast.epoch_samples != 0) check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
+  if (options.forecast.epoch_samples != 0)
+    check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
   if (options.forecast.threads != 0) check_range("threads", options.forecast.threads, 1, kMaxThreads);
   if (options.epoch_tokens != 0) check_range("epoch_tokens", options.epoch_tokens, 1, int64_t{1} << 50);
   // The CLI's answer and its stderr line (forecast/predict.h).
-  const forecast::Prediction result = forecast::predict(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
+  const forecast::Prediction result =
+      forecast::predict(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
   return {forecast::prediction_json(result), forecast::prediction_note(result)};
 }
 
@@ -134,16 +136,19 @@ JsonAndNote memory_json(const ModelArgs& args, forecast::MemoryOptions options, 
   // The line the CLI prints on stderr: the ISA simulated is not this host's, or its rules were not
   // checked against measured runs.
   std::string note;
-  if (result.isa_match && !result.isa_match->exact) note = forecast::simulator_isa_note(*result.isa_match, result.isa_source);
+  if (result.isa_match && !result.isa_match->exact)
+    note = forecast::simulator_isa_note(*result.isa_match, result.isa_source);
   return {forecast::to_json(result).dump(2), note};
 }
 
 // `dnncast compare MODEL --batch N ...` (decide/compare.h): the request's filters and run as given, the GPU
 // forecast's options as predict takes them.
-std::string compare_json(const ModelArgs& args, const forecast::PredictOptions& options, decide::CompareRequest request) {
+std::string compare_json(const ModelArgs& args, const forecast::PredictOptions& options,
+                         decide::CompareRequest request) {
   constexpr int64_t kMaxEpochs = 1000000;  // the CLI's and serve's
   if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  if (options.forecast.epoch_samples != 0) check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
+  if (options.forecast.epoch_samples != 0)
+    check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
   check_range("epochs", request.epochs, 1, kMaxEpochs);
   request.forecast = forecast::make_gpu_request(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
   return decide::to_json(decide::compare(request)).dump(2);
@@ -197,48 +202,52 @@ PYBIND11_MODULE(_dnncast, module) {
       "the optimizer table: (name, torch.optim class) per optimizer");
   module.def(
       "inspect",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora, bool checkpointing, const std::string& device, const std::string& attention) {
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
+         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& device,
+         const std::string& attention) {
         return guarded([&] {
-          return inspect_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention},
-                              device);
+          return inspect_json(
+              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, device);
         });
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"),
-      py::arg("device"), py::arg("attention"));
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
+      py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("device"), py::arg("attention"));
   module.def(
       "predict",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, int64_t threads, const std::string& device,
-         int64_t epoch_samples, const std::string& predictor_dir, const std::string& host_isa, const std::string& framework,
-         bool max_batch, const std::string& phase, int64_t grad_accum, int64_t epoch_tokens, const std::string& attention) {
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
+         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& optimizer,
+         const std::string& precision, int64_t threads, const std::string& device, int64_t epoch_samples,
+         const std::string& predictor_dir, const std::string& host_isa, const std::string& framework, bool max_batch,
+         const std::string& phase, int64_t grad_accum, int64_t epoch_tokens, const std::string& attention) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::forecast::PredictOptions options;
-        options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir,
-                            dnncast::hardware::CpuIsa::Unknown};
+        options.forecast = {
+            optimizer, precision, threads, device, epoch_samples, predictor_dir, dnncast::hardware::CpuIsa::Unknown};
         options.framework = framework;
         options.phase = phase;
         options.max_batch = max_batch;
         options.forecast.grad_accum = grad_accum;
         options.epoch_tokens = epoch_tokens;
         JsonAndNote result = guarded([&] {
-          return predict_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention},
-                              options, host_isa);
+          return predict_json(
+              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options,
+              host_isa);
         });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
-      py::arg("precision"), py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"),
-      py::arg("host_isa"), py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("grad_accum"),
-      py::arg("epoch_tokens"), py::arg("attention"));
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
+      py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"), py::arg("precision"),
+      py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"), py::arg("host_isa"),
+      py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("grad_accum"), py::arg("epoch_tokens"),
+      py::arg("attention"));
   module.def(
       "memory",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes, bool allow_unknown,
-         const std::string& lora, bool checkpointing, const std::string& optimizer, const std::string& precision, const std::string& device, int64_t threads,
-         const std::string& fits, const std::string& max_batch_bytes, int64_t batch_cap,
-         const std::string& cuda_context, const std::string& isa, bool timeline, const std::string& measure_command,
-         const std::string& sharding, int64_t gpus, int64_t gpus_per_node, const std::string& max_seq_bytes,
-         const std::string& attention, int64_t grad_accum) {
+      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
+         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& optimizer,
+         const std::string& precision, const std::string& device, int64_t threads, const std::string& fits,
+         const std::string& max_batch_bytes, int64_t batch_cap, const std::string& cuda_context, const std::string& isa,
+         bool timeline, const std::string& measure_command, const std::string& sharding, int64_t gpus,
+         int64_t gpus_per_node, const std::string& max_seq_bytes, const std::string& attention, int64_t grad_accum) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
         dnncast::forecast::MemoryOptions options;
         options.optimizer = optimizer;
@@ -256,15 +265,18 @@ PYBIND11_MODULE(_dnncast, module) {
         options.gpus_per_node = gpus_per_node;
         options.max_seq = max_seq_bytes;
         options.grad_accum = grad_accum;
-        JsonAndNote result =
-            guarded([&] { return memory_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options, isa); });
+        JsonAndNote result = guarded([&] {
+          return memory_json(
+              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options,
+              isa);
+        });
         return py::make_tuple(result.json, result.note);
       },
-      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"), py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"),
-      py::arg("precision"), py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"),
-      py::arg("batch_cap"), py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"),
-      py::arg("measure_command"), py::arg("sharding"), py::arg("gpus"), py::arg("gpus_per_node"),
-      py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"));
+      py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
+      py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"), py::arg("precision"),
+      py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"), py::arg("batch_cap"),
+      py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"), py::arg("measure_command"), py::arg("sharding"),
+      py::arg("gpus"), py::arg("gpus_per_node"), py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"));
   module.def(
       "compare",
       [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
@@ -286,8 +298,9 @@ PYBIND11_MODULE(_dnncast, module) {
         request.multi_gpu = multi_gpu;
         request.sharding = sharding;
         return guarded([&] {
-          return compare_json(ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention},
-                              options, request);
+          return compare_json(
+              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options,
+              request);
         });
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),

@@ -20,6 +20,7 @@ PACKAGES=(
   pybind11-dev python3-dev          # the Python package (python/), built for /usr/bin/python3
   python3-venv python3-wheel        # tests/python/install_test.cpp: pip installs the package into a venv (bdist_wheel)
   clang-14 libclang-rt-14-dev       # make fuzz: libFuzzer, ASan and UBSan runtimes (fuzz/)
+  clang-format-14                   # make test: the sources as .clang-format lays them out (make format-check)
   chromium python3-pil              # tests/cli: the compare --html report rendered headless, its screenshot decoded
   libcpp-httplib-dev wrk            # dnncast serve (src/cli/serve_http.cpp); scripts/serve-load.sh
   jq sqlite3 xz-utils               # scripts: memory-check.sh and results.sh (jq, sqlite3), the shipped data/*.xz

@@ -6,16 +6,16 @@
 #include <map>
 #include <set>
 
-#include "study/evaluate.h"
-#include "study/training.h"
-#include "measure/campaign.h"
-#include "records/network_source.h"
-#include "measure/plan.h"
-#include "features/featurizer.h"
 #include "core/error.h"
+#include "features/featurizer.h"
 #include "hardware/hardware.h"
 #include "learn/automl.h"
 #include "learn/metrics.h"
+#include "measure/campaign.h"
+#include "measure/plan.h"
+#include "records/network_source.h"
+#include "study/evaluate.h"
+#include "study/training.h"
 #include "transfer/transfer.h"
 
 namespace dnncast::calibrate {
@@ -46,9 +46,9 @@ double mape_of(const learn::Vector& predicted, const std::vector<int64_t>& rows,
 // columns GS reasons about: a plan's (calibrate_host, entries filled) or a dataset's (offline).
 struct Candidates {
   std::vector<measure::PlanEntry> entries;  // calibrate_host only
-  learn::Matrix rows;      // candidates x features::feature_count()
-  learn::Vector forecast;  // the source's time forecast, ms
-  learn::Matrix options;   // candidates x kCalibrateOptions
+  learn::Matrix rows;                       // candidates x features::feature_count()
+  learn::Vector forecast;                   // the source's time forecast, ms
+  learn::Matrix options;                    // candidates x kCalibrateOptions
   int64_t size() const { return rows.rows(); }
 };
 
@@ -57,8 +57,7 @@ void forecast_candidates(Candidates& candidates, const forecast::Predictor& sour
   const int64_t count = candidates.size();
   candidates.forecast.resize(count);
   std::vector<forecast::Estimate> forecasts = source.predict(candidates.rows);
-  for (int64_t k = 0; k < count; ++k)
-    candidates.forecast(k) = std::max(forecasts[static_cast<size_t>(k)].value, 1e-9);
+  for (int64_t k = 0; k < count; ++k) candidates.forecast(k) = std::max(forecasts[static_cast<size_t>(k)].value, 1e-9);
   candidates.options.resize(count, static_cast<int64_t>(kCalibrateOptions.size()));
   for (size_t c = 0; c < kCalibrateOptions.size(); ++c)
     candidates.options.col(static_cast<int64_t>(c)) =
@@ -88,8 +87,8 @@ Candidates candidates_of(const measure::Plan& plan, int64_t threads, const forec
     std::string graph_key = network.hash + "|" + entry.config.input_text() + "|" + std::to_string(entry.config.seq_len);
     auto cached = graphs.find(graph_key);
     if (cached == graphs.end())
-      cached =
-          graphs.emplace(graph_key, features::graph_features(records::build_network(network.model, entry.config))).first;
+      cached = graphs.emplace(graph_key, features::graph_features(records::build_network(network.model, entry.config)))
+                   .first;
     features::TrainingConfig config = study::training_config_of(entry.config);
     std::vector<double> row = features::featurize(cached->second, config, hardware);
     for (size_t col = 0; col < row.size(); ++col) result.rows(k, static_cast<int64_t>(col)) = row[col];
@@ -158,7 +157,7 @@ Measured measured_of(const std::vector<int64_t>& picks, const Candidates& candid
 // MAPE on `test`, which chooses nothing.
 struct MapScores {
   transfer::ShiftChoice choice;
-  learn::Vector shifted;  // the chosen map's forecast of every candidate, ms
+  learn::Vector shifted;                    // the chosen map's forecast of every candidate, ms
   json loo_log_error_pct = json::object();  // {map: leave-one-out mean |log error| x 100 on fit}
   json mape_pct = json::object();           // {chosen, source, ratio, lms, gs: MAPE on test}; a map
                                             // is absent when fit has too few rows for it
@@ -190,9 +189,10 @@ MapScores score_maps(const transfer::StepwiseResult& source_fit, const Candidate
 }
 
 // Writes the adapted bundle and returns its MAPE on the holdout, reloaded from disk.
-double write_adapted_bundle(forecast::PredictorSet& set, const CalibrateOptions& options, const study::TrainingTable& table,
-                            const Candidates& candidates, const transfer::ShiftChoice& choice,
-                            const learn::Vector& shifted, const Measured& fit, const Measured& test, json calibration) {
+double write_adapted_bundle(forecast::PredictorSet& set, const CalibrateOptions& options,
+                            const study::TrainingTable& table, const Candidates& candidates,
+                            const transfer::ShiftChoice& choice, const learn::Vector& shifted, const Measured& fit,
+                            const Measured& test, json calibration) {
   const forecast::Manifest& manifest = set.time->manifest();
   forecast::Manifest adapted = manifest;
   adapted.environments.clear();
@@ -286,7 +286,8 @@ json calibrate_host(const CalibrateOptions& options) {
   // Measured times of the chosen configurations (this host's runs only).
   study::TrainingTable table = study::load_training_table(options.db_path);
   std::map<std::string, double> times;
-  for (const study::Sample& sample : table.samples) times[config_key(sample.network_hash, sample.config)] = sample.time_ms();
+  for (const study::Sample& sample : table.samples)
+    times[config_key(sample.network_hash, sample.config)] = sample.time_ms();
   Measured fit = measured_of(draw.sample, candidates, plan, times);
   Measured test = measured_of(draw.held, candidates, plan, times);
   if (fit.rows.size() < 2)

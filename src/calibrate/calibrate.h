@@ -48,14 +48,14 @@ nlohmann::json calibrate_host(const CalibrateOptions& options);
 // every map is scored on ALL the candidates not sampled. Repeated over `draws` samples, both the
 // guided sample of calibrate and a uniformly random one of the same size.
 struct OfflineCalibrateOptions {
-  std::string predictor_dir;  // source predictor set (DIR with time/) or a time bundle
-  std::string db_path;        // the dataset whose configurations are the candidates
-  std::string environment;    // keep only this environment of the dataset; "" = all
+  std::string predictor_dir;                         // source predictor set (DIR with time/) or a time bundle
+  std::string db_path;                               // the dataset whose configurations are the candidates
+  std::string environment;                           // keep only this environment of the dataset; "" = all
   hardware::CpuIsa isa = hardware::CpuIsa::Unknown;  // features under this ISA's rules; Unknown = as recorded
-  double budget = 0.1;        // a fraction of the candidates in (0, 1), or a count
-  int64_t draws = 20;         // samples drawn per sampler
+  double budget = 0.1;                               // a fraction of the candidates in (0, 1), or a count
+  int64_t draws = 20;                                // samples drawn per sampler
   int64_t seed = 1;
-  bool list_draws = false;    // the report lists each draw's sample and errors
+  bool list_draws = false;  // the report lists each draw's sample and errors
 };
 
 // Report: dataset, predictor, candidates, budget, evaluated (candidates not sampled), draws, seed,

@@ -6,28 +6,28 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 
-#include "study/evaluate.h"
+#include "core/error.h"
+#include "features/featurizer.h"
 #include "forecast/forecast.h"
 #include "forecast/host_calibration.h"
-#include "study/training.h"
-#include "core/error.h"
+#include "hardware/hardware.h"
+#include "import/graph_json.h"
 #include "measure/campaign.h"
 #include "measure/layer_bench.h"
 #include "measure/plan.h"
-#include "store/store.h"
-#include "features/featurizer.h"
-#include "hardware/hardware.h"
-#include "import/graph_json.h"
 #include "models/layer_cases.h"
 #include "models/zoo.h"
+#include "store/store.h"
+#include "study/evaluate.h"
+#include "study/training.h"
 
 namespace dnncast::calibrate {
 
@@ -37,9 +37,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // The probe sample every host shares: the shapes of the shipped layer benchmarks (docs/DATASET.md), in order.
 models::SampleOptions probe_sample_options() {
@@ -94,7 +92,8 @@ SourceForecast source_forecast(const forecast::PredictorSet& set, const features
 }
 
 // Each ok layer benchmark of `records` beside the source layer model's forecast of it.
-std::vector<forecast::LayerRatio> layer_ratios(const std::vector<records::LayerBenchRecord>& records, const forecast::LayerModel& layers) {
+std::vector<forecast::LayerRatio> layer_ratios(const std::vector<records::LayerBenchRecord>& records,
+                                               const forecast::LayerModel& layers) {
   std::vector<features::LayerSites> sites;
   std::vector<forecast::LayerExample> examples = forecast::bench_examples(records, "warm", sites);
   std::vector<forecast::LayerRatio> ratios;
@@ -120,24 +119,29 @@ void pin_to(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus) CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) throw InputError("--cpus: cannot pin to " + measure::format_cpu_list(cpus));
+  if (sched_setaffinity(0, sizeof set, &set) != 0)
+    throw InputError("--cpus: cannot pin to " + measure::format_cpu_list(cpus));
 }
 
 // Measures `batch` of the model (its graph JSON at `graph_path`) with the campaign runner into `db_path` (the fit
 // reads every run there back).
 void measure_whole(const std::string& graph_path, int64_t batch, const ModelCalibrateOptions& options,
-                     const std::string& db_path, double timeout_s) {
+                   const std::string& db_path, double timeout_s) {
   json plan_document = {
       {"format", "dnncast-plan/1"},
       {"name", "calibrate-whole"},
       {"repeats", 1},
       {"measure",
-       {{"time_budget_s", 1}, {"warmup_budget_s", 1}, {"target_rel_ci", 0.05}, {"min_iterations", 3},
+       {{"time_budget_s", 1},
+        {"warmup_budget_s", 1},
+        {"target_rel_ci", 0.05},
+        {"min_iterations", 3},
         {"timeout_s", std::max(30.0, timeout_s)}}},
       {"optimizers", {name(options.optimizer)}},
       {"precisions", {"fp32"}},
       {"threads", {options.threads}},
-      {"groups", {{{"name", "the model calibrated"}, {"models", {graph_path}}, {"batches", {batch}}, {"sampling", "grid"}}}}};
+      {"groups",
+       {{{"name", "the model calibrated"}, {"models", {graph_path}}, {"batches", {batch}}, {"sampling", "grid"}}}}};
   measure::Plan plan = measure::parse_plan(plan_document, "calibrate", "");
   measure::CampaignOptions campaign;
   campaign.db_path = db_path;
@@ -164,7 +168,8 @@ std::string calibration_dir(const std::string& out, const records::EnvironmentRe
 // The kind scales of `calibration` from the layers timed in DB_PATH: the model's own layers first; the probe
 // layers only for kinds it has too few of (the cross-host evaluation: probes of other shapes carry a host's
 // layer speed less well than the model's own).
-void fit_layer_scales(const std::string& db_path, const forecast::PredictorSet& set, forecast::HostCalibration& calibration) {
+void fit_layer_scales(const std::string& db_path, const forecast::PredictorSet& set,
+                      forecast::HostCalibration& calibration) {
   store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
   std::vector<records::LayerBenchRecord> own, probe;
   for (records::LayerBenchRecord& record : store.layer_benchmarks())
@@ -188,8 +193,8 @@ void fit_layer_scales(const std::string& db_path, const forecast::PredictorSet& 
 
 // Every real iteration timed in DB_PATH beside the source forecast scaled by the layer factor, for the
 // whole-iteration shift; each also as a row of `report`. Fills calibration.layer_ms with every timed layer.
-std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const forecast::PredictorSet& set, forecast::HostCalibration& calibration,
-                                     json& report) {
+std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const forecast::PredictorSet& set,
+                                               forecast::HostCalibration& calibration, json& report) {
   std::vector<forecast::WholeRatio> whole;
   store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
   for (const records::LayerBenchRecord& record : store.layer_benchmarks(false))
@@ -205,14 +210,18 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
     spec.batch = run.config.batch;
     const Graph at = import::load_model(source.substr(5), spec);
     features::TrainingConfig at_config = study::training_config_of(run.config);
-    const SourceForecast forecast =
-        source_forecast(set, features::layer_sites(at), features::graph_features(at), at_config, run.config.input_text());
+    const SourceForecast forecast = source_forecast(set, features::layer_sites(at), features::graph_features(at),
+                                                    at_config, run.config.input_text());
     double covered = 0;
     const double factor = calibration.layer_factor(at, forecast.sites, forecast.row_ms, &covered);
     whole.push_back({*run.result.time_ms_median, forecast.time_ms * factor});
-    report.push_back({{"model", at.name}, {"batch", run.config.batch}, {"input", run.config.input_text()},
-                      {"measured_ms", *run.result.time_ms_median}, {"source_ms", forecast.time_ms},
-                      {"layer_factor", factor}, {"layers_timed_share", covered}});
+    report.push_back({{"model", at.name},
+                      {"batch", run.config.batch},
+                      {"input", run.config.input_text()},
+                      {"measured_ms", *run.result.time_ms_median},
+                      {"source_ms", forecast.time_ms},
+                      {"layer_factor", factor},
+                      {"layers_timed_share", covered}});
   }
   return whole;
 }
@@ -242,7 +251,8 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   // 1. The model's own layers.
   std::vector<models::LayerCase> cases;
   for (int node = 0; node < graph.size(); ++node)
-    if (!models::layer_kind(graph, node).empty()) cases.push_back(models::case_of_node(graph, node, "calibrate:" + graph.name));
+    if (!models::layer_kind(graph, node).empty())
+      cases.push_back(models::case_of_node(graph, node, "calibrate:" + graph.name));
   cases = models::unique_cases(std::move(cases));
   measure::LayerBenchOptions bench;
   bench.db_path = db_path;
@@ -275,7 +285,8 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   int64_t batch = options.spec.batch;
   auto cost_s = [&](int64_t at) {
     return 6 * 1.5 * requested.time_ms * calibration.layer_factor(requested.sites, requested.row_ms) *
-               static_cast<double>(at) / static_cast<double>(options.spec.batch) / 1000 + 3;
+               static_cast<double>(at) / static_cast<double>(options.spec.batch) / 1000 +
+           3;
   };
   while (batch > 1 && cost_s(batch) > 0.8 * left_s) batch = std::max<int64_t>(1, batch / 2);
   if (cost_s(batch) <= 0.8 * left_s) measure_whole(graph_path, batch, options, db_path, 0.9 * left_s);
@@ -297,30 +308,34 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   forecast::fit_whole_shift(whole, calibration);
   double covered = 0;
   const double factor = calibration.layer_factor(graph, requested.sites, requested.row_ms, &covered);
-  json report = {{"created", records::utc_now()},
-                 {"model", options.model},
-                 {"batch", options.spec.batch},
-                 {"input", input},
-                 {"threads", options.threads},
-                 {"minutes", options.minutes},
-                 {"wall_s", seconds_since(start)},
-                 {"source", set.dir},
-                 {"model_layers", {{"cases", cases.size()}, {"measured", model_layers.measured + model_layers.done_before}}},
-                 {"probe_layers", probes.measured + probes.done_before},
-                 {"whole_runs", whole_report},
-                 {"requested", {{"source_ms", requested.time_ms},
-                                {"layer_factor", factor},
-                                {"layers_timed_share", covered},
-                                {"calibrated_ms", calibration.shifted(requested.time_ms * factor)}}},
-                 {"db", db_path}};
+  json report = {
+      {"created", records::utc_now()},
+      {"model", options.model},
+      {"batch", options.spec.batch},
+      {"input", input},
+      {"threads", options.threads},
+      {"minutes", options.minutes},
+      {"wall_s", seconds_since(start)},
+      {"source", set.dir},
+      {"model_layers", {{"cases", cases.size()}, {"measured", model_layers.measured + model_layers.done_before}}},
+      {"probe_layers", probes.measured + probes.done_before},
+      {"whole_runs", whole_report},
+      {"requested",
+       {{"source_ms", requested.time_ms},
+        {"layer_factor", factor},
+        {"layers_timed_share", covered},
+        {"calibrated_ms", calibration.shifted(requested.time_ms * factor)}}},
+      {"db", db_path}};
   if (whole.empty())
-    report["note"] = "no real iteration fitted the budget: the forecast carries the layers' scale alone (give more --minutes)";
+    report["note"] =
+        "no real iteration fitted the budget: the forecast carries the layers' scale alone (give more --minutes)";
   calibration.report = report;
   calibration.save(out_dir);
   report["dir"] = out_dir;
   report["kind_scale"] = calibration.kind_scale;
   report["kind_layers"] = calibration.kind_layers;
-  report["shift"] = {{"map", calibration.shift}, {"log_intercept", calibration.log_intercept}, {"log_slope", calibration.log_slope}};
+  report["shift"] = {
+      {"map", calibration.shift}, {"log_intercept", calibration.log_intercept}, {"log_slope", calibration.log_slope}};
   return report;
 }
 
@@ -328,13 +343,14 @@ namespace {
 
 // What one cross-host calibration took of the target's recorded measurements.
 struct CrossHostDraw {
-  std::vector<size_t> whole;   // samples measured as whole runs
+  std::vector<size_t> whole;  // samples measured as whole runs
   int64_t probe_layers = 0;
   double layers_s = 0, whole_s = 0;
 };
 
 // Mean |predicted - measured| / measured over the samples not taken, percent.
-double mre_pct(const std::vector<double>& predicted, const std::vector<double>& measured, const std::vector<char>& taken) {
+double mre_pct(const std::vector<double>& predicted, const std::vector<double>& measured,
+               const std::vector<char>& taken) {
   double sum = 0;
   int64_t count = 0;
   for (size_t k = 0; k < measured.size(); ++k) {
@@ -450,7 +466,9 @@ json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows,
     own.layer_ms = rows.target_bench;
     std::vector<double> own_factor(count, 0), covered(count, 0);
     for (size_t k = 0; k < count; ++k)
-      if (rows.graphs[k]) own_factor[k] = own.layer_factor(*rows.graphs[k], rows.forecasts[k].sites, rows.forecasts[k].row_ms, &covered[k]);
+      if (rows.graphs[k])
+        own_factor[k] =
+            own.layer_factor(*rows.graphs[k], rows.forecasts[k].sites, rows.forecasts[k].row_ms, &covered[k]);
     std::vector<forecast::WholeRatio> runs;
     for (size_t k : whole)
       if (covered[k] >= kOwnCovered) runs.push_back({rows.measured[k], rows.source[k] * own_factor[k]});
@@ -485,20 +503,24 @@ json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows,
     inside += rows.measured[k] >= both[k] / spread && rows.measured[k] <= both[k] * spread;
   }
   return {{"minutes", minutes},
-       {"probe_layers", taken_layers.size()},
-       {"layers_s", layers_s},
-       {"whole_runs", whole.size()},
-       {"whole_s", whole_s},
-       {"kind_scale", calibration.kind_scale},
-       {"shift", {{"map", calibration.shift}, {"log_intercept", calibration.log_intercept}, {"log_slope", calibration.log_slope}}},
-       {"evaluated", evaluated},
-       {"mre_pct",
-        {{"none", mre_pct(rows.source, rows.measured, taken)},
-         {"shift_only", whole.empty() ? json(nullptr) : json(mre_pct(shifted, rows.measured, taken))},
-         {"layers_only", mre_pct(layered, rows.measured, taken)},
-         {"both", mre_pct(both, rows.measured, taken)}}},
-       {"own_layers", own_report},
-       {"within_interval_pct", evaluated > 0 ? 100.0 * static_cast<double>(inside) / static_cast<double>(evaluated) : 0.0}};
+          {"probe_layers", taken_layers.size()},
+          {"layers_s", layers_s},
+          {"whole_runs", whole.size()},
+          {"whole_s", whole_s},
+          {"kind_scale", calibration.kind_scale},
+          {"shift",
+           {{"map", calibration.shift},
+            {"log_intercept", calibration.log_intercept},
+            {"log_slope", calibration.log_slope}}},
+          {"evaluated", evaluated},
+          {"mre_pct",
+           {{"none", mre_pct(rows.source, rows.measured, taken)},
+            {"shift_only", whole.empty() ? json(nullptr) : json(mre_pct(shifted, rows.measured, taken))},
+            {"layers_only", mre_pct(layered, rows.measured, taken)},
+            {"both", mre_pct(both, rows.measured, taken)}}},
+          {"own_layers", own_report},
+          {"within_interval_pct",
+           evaluated > 0 ? 100.0 * static_cast<double>(inside) / static_cast<double>(evaluated) : 0.0}};
 }
 
 }  // namespace
@@ -530,7 +552,8 @@ json calibrate_cross_host(const CrossHostOptions& options) {
     for (auto& [key, total] : wall_s) total /= static_cast<double>(counts[key]);
     store::Store layers = store::Store::open(options.layers_path, store::Database::Mode::ReadOnly);
     for (records::LayerBenchRecord& record : layers.layer_benchmarks())
-      if (record.origin == "sample" && record.status == "ok" && record.wall_s) probe_records.push_back(std::move(record));
+      if (record.origin == "sample" && record.status == "ok" && record.wall_s)
+        probe_records.push_back(std::move(record));
   }
   if (probe_records.empty()) throw InputError(options.layers_path + ": no sampled layer benchmark measured ok");
   study::TrainingTable table = study::load_training_table(options.db_path, table_options);
@@ -557,7 +580,8 @@ json calibrate_cross_host(const CrossHostOptions& options) {
   std::vector<std::vector<double>> repeats;
   int64_t noise_count = 0;
   for (const study::Sample& sample : table.samples)
-    if (sample.times_ms.size() >= 2) repeats.push_back(sample.times_ms), noise_count += static_cast<int64_t>(sample.times_ms.size());
+    if (sample.times_ms.size() >= 2)
+      repeats.push_back(sample.times_ms), noise_count += static_cast<int64_t>(sample.times_ms.size());
   // Each zoo configuration's graph, to look its layers up among the target's benchmarks.
   rows.target_bench = bench_ms_by_key(options.layers_path);
   std::vector<std::optional<Graph>>& graphs = rows.graphs;
@@ -576,7 +600,8 @@ json calibrate_cross_host(const CrossHostOptions& options) {
   }
   int64_t inside_uncalibrated = 0;
   for (size_t k = 0; k < count; ++k) inside_uncalibrated += measured[k] >= low[k] && measured[k] <= high[k];
-  // The share inside the source's own 90% interval widened by each factor (forecast::kUnmatchedHostWiden is chosen here).
+  // The share inside the source's own 90% interval widened by each factor (forecast::kUnmatchedHostWiden is chosen
+  // here).
   json by_widen = json::object();
   for (double widen : {1.0, 1.5, 2.0, 2.2, 2.5, 3.0, 4.0}) {
     int64_t inside = 0;
@@ -586,23 +611,28 @@ json calibrate_cross_host(const CrossHostOptions& options) {
     std::snprintf(key, sizeof key, "%.1f", widen);
     by_widen[key] = 100.0 * static_cast<double>(inside) / static_cast<double>(count);
   }
-  json report = {{"source", set.dir},
-                 {"db", options.db_path},
-                 {"layers", options.layers_path},
-                 {"samples", count},
-                 {"noise_floor_pct", noise_count > 0 ? 100 * study::noise_floor(repeats).mre : 0.0},
-                 {"noise_floor_repeats", noise_count},
-                 {"uncalibrated", {{"mre_pct", mre_pct(source, measured, std::vector<char>(count, 0))},
-                                   {"within_interval_pct", 100.0 * static_cast<double>(inside_uncalibrated) /
-                                                               static_cast<double>(count)},
-                                   {"within_interval_pct_by_widen", by_widen}}},
-                 {"budgets", json::array()},
-                 {"configurations", json::array()}};
+  json report = {
+      {"source", set.dir},
+      {"db", options.db_path},
+      {"layers", options.layers_path},
+      {"samples", count},
+      {"noise_floor_pct", noise_count > 0 ? 100 * study::noise_floor(repeats).mre : 0.0},
+      {"noise_floor_repeats", noise_count},
+      {"uncalibrated",
+       {{"mre_pct", mre_pct(source, measured, std::vector<char>(count, 0))},
+        {"within_interval_pct", 100.0 * static_cast<double>(inside_uncalibrated) / static_cast<double>(count)},
+        {"within_interval_pct_by_widen", by_widen}}},
+      {"budgets", json::array()},
+      {"configurations", json::array()}};
   for (size_t k = 0; k < count; ++k) {
     const study::Sample& sample = table.samples[k];
-    report["configurations"].push_back({{"network", sample.network_name}, {"batch", sample.config.batch},
-                                        {"input", sample.config.input_text()}, {"optimizer", name(sample.config.optimizer)},
-                                        {"measured_ms", measured[k]}, {"source_ms", source[k]}, {"cost_s", cost[k]}});
+    report["configurations"].push_back({{"network", sample.network_name},
+                                        {"batch", sample.config.batch},
+                                        {"input", sample.config.input_text()},
+                                        {"optimizer", name(sample.config.optimizer)},
+                                        {"measured_ms", measured[k]},
+                                        {"source_ms", source[k]},
+                                        {"cost_s", cost[k]}});
   }
   for (double minutes : options.minutes) report["budgets"].push_back(budget_result(set, rows, minutes));
   return report;

@@ -14,26 +14,25 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "import/model_source.h"
 #include "core/training_setup.h"
+#include "import/model_source.h"
 
 namespace dnncast::calibrate {
 
 struct ModelCalibrateOptions {
-  std::string model;  // zoo name, graph JSON, ONNX, synthetic:SEED
-  models::ModelSpec spec;     // batch, input or sequence length
+  std::string model;       // zoo name, graph JSON, ONNX, synthetic:SEED
+  models::ModelSpec spec;  // batch, input or sequence length
   Optimizer optimizer = Optimizer::Sgd;
   int64_t threads = 1;
-  double minutes = 5;          // this host's time for every measurement together, (0, 240]
-  std::string predictor_dir;   // the source set; "": the shipped set `predict` uses on this host
-  std::string out_dir;         // "": default_calibration_root()/<this host's environment hash>
-  std::vector<int> cpus;       // pin the measurements; empty = those allowed now
-  std::FILE* out = stderr;     // progress
+  double minutes = 5;         // this host's time for every measurement together, (0, 240]
+  std::string predictor_dir;  // the source set; "": the shipped set `predict` uses on this host
+  std::string out_dir;        // "": default_calibration_root()/<this host's environment hash>
+  std::vector<int> cpus;      // pin the measurements; empty = those allowed now
+  std::FILE* out = stderr;    // progress
 };
 
 // Runs the calibration and returns its report (HostCalibration::report, with "dir"). InputError on bad
@@ -41,10 +40,10 @@ struct ModelCalibrateOptions {
 nlohmann::json calibrate_model(const ModelCalibrateOptions& options);
 
 struct CrossHostOptions {
-  std::string predictor_dir;      // the source set
-  std::string db_path;            // the target host's whole-network runs
-  std::string layers_path;        // the target host's single-layer benchmarks (layer_benchmarks)
-  std::string environment;        // keep only this environment of db_path; "" = all
+  std::string predictor_dir;  // the source set
+  std::string db_path;        // the target host's whole-network runs
+  std::string layers_path;    // the target host's single-layer benchmarks (layer_benchmarks)
+  std::string environment;    // keep only this environment of db_path; "" = all
   std::vector<double> minutes{2, 5, 10};
 };
 

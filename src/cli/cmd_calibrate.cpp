@@ -12,8 +12,8 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
-#include "measure/campaign.h"
 #include "core/error.h"
+#include "measure/campaign.h"
 
 namespace dnncast::cli {
 
@@ -24,8 +24,8 @@ void print_spread(const nlohmann::json& spread) {
               spread["min"].get<double>(), spread["max"].get<double>());
 }
 
-int run_offline(const CLI::App& app, const calibrate::CalibrateOptions& options, calibrate::OfflineCalibrateOptions offline,
-                const std::string& isa_text, bool json) {
+int run_offline(const CLI::App& app, const calibrate::CalibrateOptions& options,
+                calibrate::OfflineCalibrateOptions offline, const std::string& isa_text, bool json) {
   for (const char* name : {"--plan", "--db", "--out", "--holdout", "--threads", "--cpus", "--time-budget-s"})
     if (app.count(name) > 0) throw InputError(std::string(name) + " does not go with --from-db (nothing is profiled)");
   offline.predictor_dir = options.predictor_dir;
@@ -57,8 +57,10 @@ int run_offline(const CLI::App& app, const calibrate::CalibrateOptions& options,
     const nlohmann::json& errors = report[sampler]["mape_pct"];
     std::printf("%-7s", sampler);
     for (const char* name : {"dm", "chosen", "ratio", "lms", "gs"}) {
-      if (errors.contains(name)) print_spread(errors[name]);
-      else std::printf(" %22s", "-");
+      if (errors.contains(name))
+        print_spread(errors[name]);
+      else
+        std::printf(" %22s", "-");
     }
     std::printf(" ");
     for (const auto& [map, count] : report[sampler]["chosen_count"].items())
@@ -105,8 +107,9 @@ int run_calibrate(const Args& args) {
                  "are scored on all those not sampled (instead of --plan and --db)");
   app.add_option("--draws", offline.draws, "offline: samples drawn per sampler, guided and random (default 20)");
   app.add_option("--env", offline.environment, "offline: keep only this environment of the dataset");
-  app.add_option("--isa", isa_text, "offline: compute the features under this ISA's rules (" + isa_list() +
-                                        "; default: as the dataset records)");
+  app.add_option(
+      "--isa", isa_text,
+      "offline: compute the features under this ISA's rules (" + isa_list() + "; default: as the dataset records)");
   app.add_flag("--list-draws", offline.list_draws, "offline, with --json: list every draw's sample and errors");
   app.add_flag("--json", json, "print the report as JSON");
   if (!parse_args(app, args, "calibrate")) return 0;

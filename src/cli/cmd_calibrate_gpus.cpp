@@ -7,12 +7,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "gpu/gpu_calibration.h"
-#include "cli/print_gpu_calibration.h"
-#include "core/stats.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
+#include "cli/print_gpu_calibration.h"
 #include "core/error.h"
+#include "core/stats.h"
+#include "gpu/gpu_calibration.h"
 
 namespace dnncast::cli {
 
@@ -86,10 +86,10 @@ int run_calibrate_gpus(const Args& args) {
   }
   if (!out.empty()) {
     gpu::write_gpu_calibration(calibration, out,
-                                "dnncast GPU calibration (docs/GPU.md): written by `dnncast calibrate-gpus --out " +
-                                    out + "` from " + std::to_string(set.size()) +
-                                    " rows of ../shared/data/public/gpu_benchmarks; interval = 5th/95th percentile of "
-                                    "measured/forecast when each GPU was held out");
+                               "dnncast GPU calibration (docs/GPU.md): written by `dnncast calibrate-gpus --out " +
+                                   out + "` from " + std::to_string(set.size()) +
+                                   " rows of ../shared/data/public/gpu_benchmarks; interval = 5th/95th percentile of "
+                                   "measured/forecast when each GPU was held out");
     if (print) std::printf("wrote %s\n", out.c_str());
   }
   if (as_json) std::cout << result.dump(2) << "\n";

@@ -33,9 +33,11 @@ int run_calibrate_model(const Args& args) {
   app.add_option("--minutes", options.minutes, "this host's time for every measurement together (default 5)");
   app.add_option("--threads", options.threads, "intra-op threads (default 1)")->check(thread_count());
   app.add_option("--optimizer", optimizer, "optimizer of the real iterations: " + optimizer_help());
-  app.add_option("--predictor", options.predictor_dir, "source predictor set (default: the shipped one predict uses here)");
-  app.add_option("--out", options.out_dir, "folder of the calibration (default: this host's under $DNNCAST_CALIBRATIONS, "
-                                           "else ~/.local/share/dnncast/calibrations)");
+  app.add_option("--predictor", options.predictor_dir,
+                 "source predictor set (default: the shipped one predict uses here)");
+  app.add_option("--out", options.out_dir,
+                 "folder of the calibration (default: this host's under $DNNCAST_CALIBRATIONS, "
+                 "else ~/.local/share/dnncast/calibrations)");
   app.add_option("--cpus", cpus_text, "pin the measurements to these CPUs (\"1\")");
   app.add_flag("--json", json, "print the report as JSON");
   if (!parse_args(app, args, "calibrate")) return 0;
@@ -50,23 +52,27 @@ int run_calibrate_model(const Args& args) {
     return 0;
   }
   const nlohmann::json& requested = report["requested"];
-  std::printf("calibrated %s at batch %lld, %s, on this host in %.1f min: %lld of its %lld layers and %lld probe layers timed\n",
-              options.model.c_str(), static_cast<long long>(options.spec.batch), report["input"].get<std::string>().c_str(),
-              report["wall_s"].get<double>() / 60, report["model_layers"]["measured"].get<long long>(),
-              report["model_layers"]["cases"].get<long long>(), report["probe_layers"].get<long long>());
+  std::printf(
+      "calibrated %s at batch %lld, %s, on this host in %.1f min: %lld of its %lld layers and %lld probe layers "
+      "timed\n",
+      options.model.c_str(), static_cast<long long>(options.spec.batch), report["input"].get<std::string>().c_str(),
+      report["wall_s"].get<double>() / 60, report["model_layers"]["measured"].get<long long>(),
+      report["model_layers"]["cases"].get<long long>(), report["probe_layers"].get<long long>());
   std::printf("layer scales here over the source's layer model (per kind, time-weighted):");
   for (const auto& [kind, scale] : report["kind_scale"].items())
     std::printf(" %s %.3g (%lld)", kind.c_str(), scale.get<double>(), report["kind_layers"][kind].get<long long>());
   std::printf("\n");
   for (const nlohmann::json& run : report["whole_runs"])
-    std::printf("real iterations of %s at batch %lld: %.4g ms measured; the source forecast %.4g ms x layer scale %.3g\n",
-                run["model"].get<std::string>().c_str(), run["batch"].get<long long>(), run["measured_ms"].get<double>(),
-                run["source_ms"].get<double>(), run["layer_factor"].get<double>());
+    std::printf(
+        "real iterations of %s at batch %lld: %.4g ms measured; the source forecast %.4g ms x layer scale %.3g\n",
+        run["model"].get<std::string>().c_str(), run["batch"].get<long long>(), run["measured_ms"].get<double>(),
+        run["source_ms"].get<double>(), run["layer_factor"].get<double>());
   if (report.contains("note")) std::printf("note: %s\n", report["note"].get<std::string>().c_str());
   std::printf("whole-iteration shift: %s; forecast here %.4g ms (the source's %.4g ms)\n",
               report["shift"]["map"].get<std::string>().c_str(), requested["calibrated_ms"].get<double>(),
               requested["source_ms"].get<double>());
-  std::printf("wrote %s: `dnncast predict` on this host uses it from now on\n", report["dir"].get<std::string>().c_str());
+  std::printf("wrote %s: `dnncast predict` on this host uses it from now on\n",
+              report["dir"].get<std::string>().c_str());
   return 0;
 }
 
@@ -94,8 +100,10 @@ int run_calibrate_cross_host(const Args& args) {
               report["source"].get<std::string>().c_str(), options.db_path.c_str(), report["samples"].get<long long>(),
               report["noise_floor_pct"].get<double>(), report["noise_floor_repeats"].get<long long>());
   std::printf("uncalibrated: MRE %.1f%%, %.0f%% inside the widened 90%% interval\n",
-              report["uncalibrated"]["mre_pct"].get<double>(), report["uncalibrated"]["within_interval_pct"].get<double>());
-  std::printf("| minutes | probe layers | whole runs | scored | none | shift only | layers only | both | both in interval |\n");
+              report["uncalibrated"]["mre_pct"].get<double>(),
+              report["uncalibrated"]["within_interval_pct"].get<double>());
+  std::printf(
+      "| minutes | probe layers | whole runs | scored | none | shift only | layers only | both | both in interval |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const nlohmann::json& budget : report["budgets"]) {
     const nlohmann::json& mre = budget["mre_pct"];

@@ -4,9 +4,9 @@
 
 #include "cli/commands.h"
 #include "cli/parse_args.h"
+#include "core/error.h"
 #include "measure/campaign.h"
 #include "measure/plan.h"
-#include "core/error.h"
 
 namespace dnncast::cli {
 
@@ -22,7 +22,8 @@ int run_campaign(const Args& args) {
   app.add_option("--db", db_path, "dataset file, created when missing")->required();
   app.add_option("--shard", shard_text, "measure only configurations whose index mod N == i (Slurm job arrays)");
   std::vector<int64_t> threads;
-  app.add_option("--threads", threads, "measure only configurations with these thread counts (e.g. 1 while the other core is busy)")
+  app.add_option("--threads", threads,
+                 "measure only configurations with these thread counts (e.g. 1 while the other core is busy)")
       ->delimiter(',')
       ->check(thread_count());
   app.add_flag("--dry-run", options.dry_run, "validate the plan and list what would run; measure nothing");

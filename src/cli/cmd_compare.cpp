@@ -7,15 +7,15 @@
 #include <iostream>
 #include <string>
 
-#include "decide/compare.h"
-#include "forecast/predict.h"
-#include "report/html_report.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "cli/print_compare.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "decide/compare.h"
+#include "forecast/predict.h"
+#include "report/html_report.h"
 
 namespace dnncast::cli {
 
@@ -57,8 +57,9 @@ int run_compare(const Args& args) {
   app.add_flag("--multi-gpu", multi_gpu, "also instances with several GPUs (--batch per GPU; see --sharding)");
   std::string sharding;
   app.add_option("--sharding", sharding,
-                 memory::sharding_names() + " (default ddp): how a multi-GPU instance's GPUs share the model; "
-                 "per-GPU memory and collectives as `memory --sharding` (a model, not a measurement)");
+                 memory::sharding_names() +
+                     " (default ddp): how a multi-GPU instance's GPUs share the model; "
+                     "per-GPU memory and collectives as `memory --sharding` (a model, not a measurement)");
   app.add_option("--catalogue", catalogue_files, "a CSV in gpus.csv's or instances.csv's format; may repeat");
   app.add_flag("--json", as_json, "print JSON instead of a table");
   app.add_option("--html", html, "also write the self-contained HTML report to this file");
@@ -76,7 +77,8 @@ int run_compare(const Args& args) {
   options.framework = framework;
   options.phase = phase;
   options.catalogue_files = catalogue_files;
-  request.forecast = forecast::make_gpu_request(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
+  request.forecast =
+      forecast::make_gpu_request(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
   request.epochs = epochs;
   request.providers = split_list(providers);
   request.gpus = split_list(gpus);

@@ -5,14 +5,14 @@
 #include <functional>
 #include <iostream>
 
-#include "study/training.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
-#include "store/dataset_csv.h"
-#include "store/merge.h"
-#include "store/dataset_stats.h"
-#include "store/store.h"
 #include "core/error.h"
+#include "store/dataset_csv.h"
+#include "store/dataset_stats.h"
+#include "store/merge.h"
+#include "store/store.h"
+#include "study/training.h"
 
 namespace dnncast::cli {
 

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "decide/catalogue_json.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "decide/catalogue_json.h"
 #include "hardware/catalogue.h"
 
 namespace dnncast::cli {

@@ -1,20 +1,19 @@
 // `dnncast evaluate --db DATA --split random|family|batch|input|env`: held-out error of the learned
 // predictor beside the analytic baseline and the noise floor (study/evaluate.h).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
-#include "study/evaluate.h"
-#include "study/holdout.h"
 #include "cli/commands.h"
-#include "store/store.h"
 #include "cli/parse_args.h"
 #include "cli/print_report.h"
 #include "core/error.h"
 #include "learn/learner.h"
+#include "store/store.h"
+#include "study/evaluate.h"
+#include "study/holdout.h"
 
 namespace dnncast::cli {
 
@@ -46,7 +45,8 @@ int run_evaluate(const Args& args) {
   int64_t seed = 1;
   bool as_json = false, markdown = false, quiet = false, all_runs = false;
   app.add_option("--db", db, "dataset (SQLite file of dnncast campaign)")->required();
-  app.add_option("--split", options.split, "random | family | batch | input (the largest image size held out) | env (default random)");
+  app.add_option("--split", options.split,
+                 "random | family | batch | input (the largest image size held out) | env (default random)");
   app.add_option("--learner", options.learner, "auto (AutoML on the training part) or a learner name");
   app.add_option("--learners", learners_text, "with --learner auto: comma-separated learners to search (default all)");
   app.add_option("--hyperparameters", hyperparameters_text,
@@ -73,11 +73,12 @@ int run_evaluate(const Args& args) {
                "where the data has per-layer timings, also give the time predictor the layer-wise model's "
                "forecast as a feature (est.layers_ms)");
   std::vector<std::string> models{"whole", "layerwise"};
-  app.add_option("--model", models,
-                 "time predictors scored side by side: whole (the whole-network learner), layerwise (the sum of "
-                 "per-layer forecasts), hybrid (the whole-network learner with that sum as a feature), scaled (the "
-                 "whole-network learner, past the trained batches carried by the layer-wise sum's batch scaling), "
-                 "corrected (the layer-wise sum times a learned correction: log_ratio over it); default whole,layerwise")
+  app.add_option(
+         "--model", models,
+         "time predictors scored side by side: whole (the whole-network learner), layerwise (the sum of "
+         "per-layer forecasts), hybrid (the whole-network learner with that sum as a feature), scaled (the "
+         "whole-network learner, past the trained batches carried by the layer-wise sum's batch scaling), "
+         "corrected (the layer-wise sum times a learned correction: log_ratio over it); default whole,layerwise")
       ->delimiter(',');
   app.add_option("--layer-bench", bench_path,
                  "also fit the layer-wise model on this dataset's single-layer benchmarks (dnncast bench-layers)");
@@ -92,7 +93,8 @@ int run_evaluate(const Args& args) {
     for (const char* option : {"--split", "--learner", "--learners", "--hyperparameters", "--transform", "--budget-s",
                                "--folds", "--target", "--time-column", "--seed", "--threads", "--predictions",
                                "--cv-groups", "--layer-feature", "--model", "--layer-bench", "--bench-target"})
-      if (app.count(option) > 0) throw InputError(std::string(option) + " does not go with --predictor (nothing is fitted)");
+      if (app.count(option) > 0)
+        throw InputError(std::string(option) + " does not go with --predictor (nothing is fitted)");
     return score_holdout(predictor_dir, db, table.environment, all_runs, as_json, markdown, json_out);
   }
   if (options.learner != "auto") learn::learner_info(options.learner);

@@ -2,20 +2,19 @@
 // kept for backward, with totals (torchinfo's summary plus the backward pass). `--json` for tools,
 // `--list` for the zoo.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "forecast/forecast.h"
-#include "forecast/forecast_json.h"
-#include "import/model_source.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "cli/print_inspect.h"
 #include "core/error.h"
+#include "forecast/forecast.h"
+#include "forecast/forecast_json.h"
+#include "import/model_source.h"
 #include "models/zoo.h"
 
 namespace dnncast::cli {
@@ -44,8 +43,8 @@ void print_list(bool as_json) {
     name_width = std::max(name_width, entry.name.size());
     family_width = std::max(family_width, entry.family.size());
   }
-  std::printf("%-*s  %-*s  %-11s  %s\n", static_cast<int>(name_width), "Model", static_cast<int>(family_width), "Family",
-              "Kind", "Default input");
+  std::printf("%-*s  %-*s  %-11s  %s\n", static_cast<int>(name_width), "Model", static_cast<int>(family_width),
+              "Family", "Kind", "Default input");
   for (const models::ZooEntry& entry : models::zoo())
     std::printf("%-*s  %-*s  %-11s  %s\n", static_cast<int>(name_width), entry.name.c_str(),
                 static_cast<int>(family_width), entry.family.c_str(), entry.kind.c_str(), input_text(entry).c_str());

@@ -2,19 +2,18 @@
 // its breakdown at the peak, whether it fits in a given size (--fits) and the largest batch that
 // does (--max-batch). Loads no DL framework; resnet50 simulates in well under a millisecond.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "core/units.h"
-#include "forecast/forecast.h"
-#include "forecast/forecast_json.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "cli/print_memory.h"
 #include "core/error.h"
+#include "core/units.h"
+#include "forecast/forecast.h"
+#include "forecast/forecast_json.h"
 
 namespace dnncast::cli {
 
@@ -32,20 +31,24 @@ int run_memory(const Args& args) {
   double measure_timeout_s = 600;
   std::string check_db;
   int64_t show = 10;
-  app.add_option("MODEL", model, "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED (not with --check-db)");
+  app.add_option("MODEL", model,
+                 "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED (not with --check-db)");
   app.add_option("--batch", batch, "batch size (default 1)");
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_option("--optimizer", options.optimizer, optimizer_help());
-  app.add_option("--precision", options.precision,
-                 "fp32 (default) | bf16: autocast mixed precision | bf16-pure (alias pure-bf16): parameters, activations,\n"
-                 "gradients and optimizer states in bf16 | fp16: autocast, cuda only (unverified). bf16 and bf16-pure are\n"
-                 "byte-exact on cpu for Linear and attention models (MLPs, transformer encoders and decoders) while their\n"
-                 "matmuls stay in ATen; oneDNN's bf16 matmul scratchpads are not modelled; convolutions are refused");
-  app.add_option("--device", options.device,
-                 "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
-                 "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");
-  app.add_option("--threads", options.threads, "intra-op threads of the run (default 1, as dnncast profile)")->check(thread_count());
+  app.add_option(
+      "--precision", options.precision,
+      "fp32 (default) | bf16: autocast mixed precision | bf16-pure (alias pure-bf16): parameters, activations,\n"
+      "gradients and optimizer states in bf16 | fp16: autocast, cuda only (unverified). bf16 and bf16-pure are\n"
+      "byte-exact on cpu for Linear and attention models (MLPs, transformer encoders and decoders) while their\n"
+      "matmuls stay in ATen; oneDNN's bf16 matmul scratchpads are not modelled; convolutions are refused");
+  app.add_option(
+      "--device", options.device,
+      "cpu | cuda | a GPU of `dnncast devices` (memory as nvidia-smi shows it: the fitted context, workspace and "
+      "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");
+  app.add_option("--threads", options.threads, "intra-op threads of the run (default 1, as dnncast profile)")
+      ->check(thread_count());
   app.add_option("--grad-accum", options.grad_accum,
                  "gradient accumulation: K micro-batches of forward + backward per optimizer step (default 1)");
   app.add_option("--fits", options.fits, "answer whether training fits in this many bytes (e.g. 24GiB), or `gpu`")
@@ -56,13 +59,19 @@ int run_memory(const Args& args) {
   app.add_option("--max-seq", options.max_seq,
                  "longest sequence (at --batch) whose training fits in this many bytes, or `gpu` (sequence models)")
       ->check(byte_size_or_gpu());
-  app.add_option("--gpus", options.gpus, "data-parallel GPUs (with --sharding; default 1): memory and collectives per GPU");
-  app.add_option("--sharding", options.sharding,
-                 memory::sharding_names() + ": how --gpus share the model (memory/sharding.h; a model, not a measurement)");
+  app.add_option("--gpus", options.gpus,
+                 "data-parallel GPUs (with --sharding; default 1): memory and collectives per GPU");
+  app.add_option(
+      "--sharding", options.sharding,
+      memory::sharding_names() + ": how --gpus share the model (memory/sharding.h; a model, not a measurement)");
   app.add_option("--gpus-per-node", options.gpus_per_node, "GPUs per machine: hsdp shards within one (default 8)");
   app.add_option("--batch-cap", options.batch_cap, "largest batch --max-batch tries (default 1048576)");
-  app.add_option("--cuda-context", options.cuda_context, "bytes the CUDA context takes on the device (cuda: default 0; a catalogued GPU: default the fitted one)")->check(byte_size());
-  app.add_flag("--timeline", options.timeline, "also print the highest live bytes of every node's forward and backward");
+  app.add_option(
+         "--cuda-context", options.cuda_context,
+         "bytes the CUDA context takes on the device (cuda: default 0; a catalogued GPU: default the fitted one)")
+      ->check(byte_size());
+  app.add_flag("--timeline", options.timeline,
+               "also print the highest live bytes of every node's forward and backward");
   app.add_flag("--events", options.events,
                "print every simulated allocation and release (\"+|- BYTES LIVE iter phase node what\"), to diff "
                "against a profiled run's DNNCAST_ALLOC_TRACE file");
@@ -76,9 +85,10 @@ int run_memory(const Args& args) {
                  "(exit code 1 when any is more than 1% off)");
   app.add_option("--show", show, "--check-db: the worst configurations listed (default 10)");
   std::string isa_text;
-  app.add_option("--isa", isa_text,
-                 "the CPU ISA oneDNN dispatches to, whose kernels and allocations to simulate: " + isa_list() +
-                     " (default: this host's, after ONEDNN_MAX_CPU_ISA; with --check-db, each environment's recorded one)");
+  app.add_option(
+      "--isa", isa_text,
+      "the CPU ISA oneDNN dispatches to, whose kernels and allocations to simulate: " + isa_list() +
+          " (default: this host's, after ONEDNN_MAX_CPU_ISA; with --check-db, each environment's recorded one)");
 
   if (!parse_args(app, args, "memory")) return 0;
   check_name_option(app, "--device", options.device);
@@ -89,12 +99,15 @@ int run_memory(const Args& args) {
     if (show < 0) throw InputError("--show must be 0 or more, got " + std::to_string(show));
     return check_dataset(check_db, show, as_json, isa);
   }
-  if (model.empty()) throw InputError("MODEL is required (a zoo name, graph JSON file or synthetic:SEED), or --check-db DB");
+  if (model.empty())
+    throw InputError("MODEL is required (a zoo name, graph JSON file or synthetic:SEED), or --check-db DB");
 
   if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
-  if (options.threads <= 0) throw InputError("--threads must be a positive integer, got " + std::to_string(options.threads));
+  if (options.threads <= 0)
+    throw InputError("--threads must be a positive integer, got " + std::to_string(options.threads));
   if (!(measure_timeout_s > 0))
-    throw InputError("--measure-timeout must be a positive number of seconds, got " + std::to_string(measure_timeout_s));
+    throw InputError("--measure-timeout must be a positive number of seconds, got " +
+                     std::to_string(measure_timeout_s));
   if (options.batch_cap <= 0)
     throw InputError("--batch-cap must be a positive integer, got " + std::to_string(options.batch_cap));
   const forecast::MemoryRequest request =
@@ -116,14 +129,14 @@ int run_memory(const Args& args) {
   if (measured.ran) {
     const memory::MemoryReport& report = result.report;
     const int64_t simulated_peak = simulated_profiler_peak(report);
-    doc["measured"] = {{"status", measured.status},
-                       {"message", measured.message},
-                       {"baseline_bytes", measured.baseline_bytes},
-                       {"peak_bytes", measured.peak_bytes},
-                       {"simulated_peak_bytes", simulated_peak},
-                       {"relative_error", measured.status == "ok"
-                                              ? nlohmann::json(relative_error(simulated_peak, measured.peak_bytes))
-                                              : nlohmann::json(nullptr)}};
+    doc["measured"] = {
+        {"status", measured.status},
+        {"message", measured.message},
+        {"baseline_bytes", measured.baseline_bytes},
+        {"peak_bytes", measured.peak_bytes},
+        {"simulated_peak_bytes", simulated_peak},
+        {"relative_error", measured.status == "ok" ? nlohmann::json(relative_error(simulated_peak, measured.peak_bytes))
+                                                   : nlohmann::json(nullptr)}};
     if (report.device == Device::Cuda) {  // peak reserved: totals, as the caching allocator counts them
       doc["measured"]["peak_reserved_bytes"] = measured.peak_reserved_bytes;
       doc["measured"]["simulated_peak_reserved_bytes"] = report.peak_reserved_bytes;

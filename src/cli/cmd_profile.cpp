@@ -3,19 +3,18 @@
 // Exit code: 0 when a result was measured (status ok or oom), 1 when the measurement failed or
 // timed out (status error / timeout, still printed), 2 on bad input.
 #include <CLI/CLI.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "core/units.h"
-#include "import/model_source.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "cli/print_profile.h"
 #include "core/error.h"
+#include "core/units.h"
+#include "import/model_source.h"
 #include "models/zoo.h"
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"
@@ -54,14 +53,17 @@ int run_profile(const Args& args) {
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_option("--optimizer", optimizer, optimizer_help());
-  app.add_option("--precision", precision, "fp32 | bf16 | fp16 (autocast; fp16 on cuda only) | bf16-pure (model, inputs and optimizer in bf16, no autocast;\n"
+  app.add_option("--precision", precision,
+                 "fp32 | bf16 | fp16 (autocast; fp16 on cuda only) | bf16-pure (model, inputs and optimizer in bf16, "
+                 "no autocast;\n"
                  "alias pure-bf16) (default fp32)");
   app.add_option("--threads", threads, "intra-op threads, the child pinned to as many CPUs; 0 = all (default 1)")
       ->check(thread_count(true));
   app.add_option("--device", device, "cpu | cuda (default cpu)");
   app.add_option("--repeat", repeat, "measurements, each in a fresh process (default 1)");
   app.add_flag("--per-layer", per_layer, "also time forward and backward of every node alone");
-  app.add_option("--memory-limit", memory_text, "tensor memory the child may hold, bytes or 512M/2G/24GiB/1.5GB (default 90% of available)");
+  app.add_option("--memory-limit", memory_text,
+                 "tensor memory the child may hold, bytes or 512M/2G/24GiB/1.5GB (default 90% of available)");
   app.add_option("--timeout", timeout_s, "seconds before a child is killed (default 300)");
   app.add_option("--budget", budget_s, "seconds of timed iterations at most, per repeat (default 5)");
   app.add_option("--ci", ci_target, "stop timing when the median's 95% CI is within +- this fraction (default 0.02)");
@@ -106,8 +108,11 @@ int run_profile(const Args& args) {
     const Node& input = graph.node(graph.inputs().front());
     doc["model"] = model;
     doc["graph_hash"] = graph.architecture_hash();
-    doc["config"] = {{"batch", batch},         {"input", input.shape.to_string()}, {"optimizer", name(config.optimizer)},
-                     {"precision", name(config.precision)}, {"threads", combined.env.threads},
+    doc["config"] = {{"batch", batch},
+                     {"input", input.shape.to_string()},
+                     {"optimizer", name(config.optimizer)},
+                     {"precision", name(config.precision)},
+                     {"threads", combined.env.threads},
                      {"device", name(config.device)}};
     json list = json::array();
     std::vector<double> medians, normalised;

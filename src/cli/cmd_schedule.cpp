@@ -9,12 +9,12 @@
 #include <iostream>
 #include <string>
 
-#include "decide/schedule_jobs.h"
-#include "decide/schedule_study.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "cli/print_schedule.h"
 #include "core/error.h"
+#include "decide/schedule_jobs.h"
+#include "decide/schedule_study.h"
 
 namespace dnncast::cli {
 

@@ -1,17 +1,16 @@
 // `dnncast train --db DATA --target time|memory|all --out DIR`: AutoML over the learners on a
 // dataset, refit of the best, written as a predictor bundle (forecast/predictor.h).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
-#include "study/training.h"
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "learn/learner.h"
+#include "study/training.h"
 
 namespace dnncast::cli {
 
@@ -36,19 +35,23 @@ int run_train(const Args& args) {
                  "stop each target's search after N candidates (default: when the time budget is spent); with\n"
                  "--budget-s 0 the search is the same on every machine");
   app.add_option("--folds", search.folds, "cross-validation folds (default 5)");
-  app.add_option("--learners", learners_text, "comma-separated learners to search (default all: " + [] {
-    std::string names;
-    for (const std::string& name : learn::learner_names()) names += (names.empty() ? "" : ",") + name;
-    return names;
-  }() + ")");
+  app.add_option(
+      "--learners", learners_text, "comma-separated learners to search (default all: " + [] {
+        std::string names;
+        for (const std::string& name : learn::learner_names()) names += (names.empty() ? "" : ",") + name;
+        return names;
+      }() + ")");
   app.add_option("--env", table_options.environment, "train on one environment of the dataset (hash, label or slug)");
-  app.add_option("--time-column", table_options.time_column, "median (default) or normalised (probe-scaled) iteration time");
+  app.add_option("--time-column", table_options.time_column,
+                 "median (default) or normalised (probe-scaled) iteration time");
   app.add_option("--seed", seed, "seed of folds and random search (default 1)");
   app.add_option("--threads", threads, "threads for fitting XGBoost (default 1)")->check(thread_count());
   std::string transform;
-  app.add_option("--transform", transform,
-                 "search only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
-  app.add_option("--cv-groups", search.cv_groups, "AutoML folds keep each network whole (network, default), each family (family), or none");
+  app.add_option(
+      "--transform", transform,
+      "search only this target transform: log, log_ratio, log_residual or identity (default: all that apply)");
+  app.add_option("--cv-groups", search.cv_groups,
+                 "AutoML folds keep each network whole (network, default), each family (family), or none");
   app.add_flag("--quiet", quiet, "no AutoML progress on stderr");
   std::string bench_path, bench_target = "warm";
   bool layers_only = false;
@@ -58,9 +61,10 @@ int run_train(const Args& args) {
                  "(OUT/time/corrected: that sum times a learned correction): `predict` carries forecasts past the\n"
                  "trained batches with the first and forecasts the largest inputs with the second");
   app.add_option("--bench-target", bench_target, "warm (default) or cold: which timing of a benchmark to fit");
-  app.add_flag("--layers-only", layers_only,
-               "with --layer-bench: write only OUT/time/layers and OUT/time/corrected, leaving the set's time and memory\n"
-               "predictors as they are");
+  app.add_flag(
+      "--layers-only", layers_only,
+      "with --layer-bench: write only OUT/time/layers and OUT/time/corrected, leaving the set's time and memory\n"
+      "predictors as they are");
   if (!parse_args(app, args, "train")) return 0;
   study::check_bench_target(bench_target, "--bench-target");
   if (layers_only && bench_path.empty()) throw InputError("--layers-only goes with --layer-bench FILE");
@@ -97,8 +101,10 @@ int run_train(const Args& args) {
     // nothing but the layer-wise model below
   } else if (target == "all") {
     jobs.emplace_back("time", out + "/time");
-    if (table.has_memory()) jobs.emplace_back("memory", out + "/memory");
-    else std::fprintf(stderr, "note: no memory predictor: some configurations have no peak bytes\n");
+    if (table.has_memory())
+      jobs.emplace_back("memory", out + "/memory");
+    else
+      std::fprintf(stderr, "note: no memory predictor: some configurations have no peak bytes\n");
   } else {
     jobs.emplace_back(target, out);
   }

@@ -4,7 +4,6 @@
 // every target row not sampled. DATA is a plain CSV file or a dnncast dataset (SQLite), optionally
 // narrowed by --source-where / --target-where (threads=1,input=3x64x64,...).
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -38,13 +37,15 @@ int run_transfer(const Args& args) {
   app.add_option("--metric", metric, "metric column (CSV), or time_ms | peak_bytes (dataset)")->required();
   app.add_option("--budget", budget, "target rows to sample: a fraction in (0, 1) or a count (default 0.0244)");
   app.add_option("--strategy", strategies_text, "comma-separated: dm,lms,nmls,gs,random,scratch_all (default all)");
-  app.add_option("--learner", learners_text, "comma-separated learners: rt (cart), nn (mlp), xgb (xgboost), or any "
-                                             "registry name (default rt,nn,xgb)");
+  app.add_option("--learner", learners_text,
+                 "comma-separated learners: rt (cart), nn (mlp), xgb (xgboost), or any "
+                 "registry name (default rt,nn,xgb)");
   app.add_option("--draws", draws, "random draws of the target sample (default 20)");
   app.add_option("--folds", folds, "folds of scratch_all's cross-validation (default 10)");
   app.add_option("--seed", seed, "seed of the draws and folds (default 1)");
-  app.add_option("--source-where", source_where, "dataset only: keep configurations with key=value[,key=value] "
-                                                 "(threads, batch, input, optimizer, precision, device, network, family, env)");
+  app.add_option("--source-where", source_where,
+                 "dataset only: keep configurations with key=value[,key=value] "
+                 "(threads, batch, input, optimizer, precision, device, network, family, env)");
   app.add_option("--target-where", target_where, "dataset only: same for the target");
   app.add_flag("--json", json, "print the result as JSON");
   if (!parse_args(app, args, "transfer")) return 0;
@@ -74,12 +75,13 @@ int run_transfer(const Args& args) {
   std::printf("source %s (%lld rows) -> target %s (%lld rows), metric %s\n", result.source.c_str(),
               static_cast<long long>(result.source_rows), result.target.c_str(),
               static_cast<long long>(result.target_rows), metric.c_str());
-  std::printf("budget %lld target rows (%.2f%%); MAPE %% on the %lld rows not sampled, mean (sd) over %d draws; "
-              "scratch_all: %d-fold CV on all %lld rows\n",
-              static_cast<long long>(result.budget_rows), 100.0 * static_cast<double>(result.budget_rows) /
-                                                                static_cast<double>(result.target_rows),
-              static_cast<long long>(result.target_rows - result.budget_rows), draws, folds,
-              static_cast<long long>(result.target_rows));
+  std::printf(
+      "budget %lld target rows (%.2f%%); MAPE %% on the %lld rows not sampled, mean (sd) over %d draws; "
+      "scratch_all: %d-fold CV on all %lld rows\n",
+      static_cast<long long>(result.budget_rows),
+      100.0 * static_cast<double>(result.budget_rows) / static_cast<double>(result.target_rows),
+      static_cast<long long>(result.target_rows - result.budget_rows), draws, folds,
+      static_cast<long long>(result.target_rows));
   std::printf("GS influential terms on the source:");
   for (size_t k = 0; k < result.source_terms.size(); ++k)
     std::printf(" %s (%.1f%%)", result.source_terms[k].name(result.options).c_str(), 100 * result.source_gains[k]);
@@ -93,8 +95,10 @@ int run_transfer(const Args& args) {
     for (size_t l = 0; l < options.learners.size(); ++l) {
       const transfer::Cell& cell = result.cells[s * options.learners.size() + l];
       char text[64];
-      if (cell.draws > 1) std::snprintf(text, sizeof text, "%.2f (%.2f)", cell.mape_pct, cell.mape_sd_pct);
-      else std::snprintf(text, sizeof text, "%.2f", cell.mape_pct);
+      if (cell.draws > 1)
+        std::snprintf(text, sizeof text, "%.2f (%.2f)", cell.mape_pct, cell.mape_sd_pct);
+      else
+        std::snprintf(text, sizeof text, "%.2f", cell.mape_pct);
       std::printf(" %16s", text);
     }
     std::printf("\n");

@@ -11,7 +11,7 @@ using Args = std::vector<std::string>;
 
 int run_inspect(const Args& args);
 int run_profile(const Args& args);
-int run_dataset(const Args& args);   // dataset stats | export | import | merge
+int run_dataset(const Args& args);  // dataset stats | export | import | merge
 int run_bench_layers(const Args& args);
 int run_campaign(const Args& args);
 int run_train(const Args& args);
@@ -26,13 +26,13 @@ int run_calibrate_model(const Args& args);
 int run_calibrate_cross_host(const Args& args);
 // True when ARGS are one of those two forms (exit_code: its), after printing their help before the plan form's.
 bool calibrate_other_form(const Args& args, int& exit_code);
-int run_devices(const Args& args);  // devices [--instances]: the GPU catalogue and cloud instances
+int run_devices(const Args& args);                // devices [--instances]: the GPU catalogue and cloud instances
 int run_calibrate_gpu_kernels(const Args& args);  // fit and judge the per-kernel GPU model
-int run_calibrate_gpus(const Args& args);  // fit and judge the GPU time model on the public tables
-int run_calibrate_gpu_memory(const Args& args);  // fit and judge the GPU memory model on GPUMemNet's measurements
-int run_compare(const Args& args);  // compare MODEL --batch N: time and cost per cloud instance
-int run_schedule(const Args& args);        // schedule JOBS --cluster C: place jobs on GPUs (genetic algorithm)
-int run_schedule_study(const Args& args);  // the scheduler against the exact optimum, baselines, a replay
-int run_serve(const Args& args);    // serve [--listen HOST:PORT]: the forecast API over HTTP
+int run_calibrate_gpus(const Args& args);         // fit and judge the GPU time model on the public tables
+int run_calibrate_gpu_memory(const Args& args);   // fit and judge the GPU memory model on GPUMemNet's measurements
+int run_compare(const Args& args);                // compare MODEL --batch N: time and cost per cloud instance
+int run_schedule(const Args& args);               // schedule JOBS --cluster C: place jobs on GPUs (genetic algorithm)
+int run_schedule_study(const Args& args);         // the scheduler against the exact optimum, baselines, a replay
+int run_serve(const Args& args);                  // serve [--listen HOST:PORT]: the forecast API over HTTP
 
 }  // namespace dnncast::cli

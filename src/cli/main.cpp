@@ -61,22 +61,36 @@ const std::map<std::string, Command>& commands() {
       {"inspect", {dnncast::cli::run_inspect, "per-layer shapes, parameters, MACs and memory of a model"}},
       {"profile", {DNNCAST_MEASURING(dnncast::cli::run_profile), "measure real training iterations with libtorch"}},
       {"dataset", {dnncast::cli::run_dataset, "stats, export, import and merge of measurement databases"}},
-      {"bench-layers", {DNNCAST_MEASURING(dnncast::cli::run_bench_layers), "time single layers alone into a database (proxy benchmarks), resumably"}},
+      {"bench-layers",
+       {DNNCAST_MEASURING(dnncast::cli::run_bench_layers),
+        "time single layers alone into a database (proxy benchmarks), resumably"}},
       {"campaign", {DNNCAST_MEASURING(dnncast::cli::run_campaign), "run a profiling plan into a database, resumably"}},
       {"train", {dnncast::cli::run_train, "fit a predictor bundle from a database"}},
       {"evaluate", {dnncast::cli::run_evaluate, "error of learned predictors beside the noise floor"}},
       {"predict", {dnncast::cli::run_predict, "forecast time per iteration/epoch and peak memory"}},
       {"memory", {dnncast::cli::run_memory, "simulated peak memory of training: breakdown, fits, largest batch"}},
       {"transfer", {dnncast::cli::run_transfer, "carry a performance model to another environment: DM, LMS, NMLS, GS"}},
-      {"calibrate", {DNNCAST_MEASURING(dnncast::cli::run_calibrate), "adapt a time predictor to this host with a few guided measurements"}},
-      {"devices", {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
-      {"calibrate-gpu-kernels", {dnncast::cli::run_calibrate_gpu_kernels, "fit the per-kernel GPU model to public kernel measurements; held-out GPUs"}},
-      {"calibrate-gpus", {dnncast::cli::run_calibrate_gpus, "fit the GPU time model to public measurements; leave-one-GPU-out"}},
-      {"calibrate-gpu-memory", {dnncast::cli::run_calibrate_gpu_memory, "fit the GPU memory model (as nvidia-smi sees it) to public measurements"}},
-      {"compare", {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
-      {"schedule", {dnncast::cli::run_schedule, "place training jobs on a GPU cluster: genetic algorithm over the forecasts"}},
-      {"schedule-study", {dnncast::cli::run_schedule_study, "the scheduler against the exact optimum, baselines and a replay"}},
-      {"serve", {dnncast::cli::run_serve, "the forecast API over HTTP: predict, memory, compare, inspect, schedule, devices"}},
+      {"calibrate",
+       {DNNCAST_MEASURING(dnncast::cli::run_calibrate),
+        "adapt a time predictor to this host with a few guided measurements"}},
+      {"devices",
+       {dnncast::cli::run_devices, "the GPU catalogue with sources; --instances: cloud instances and prices"}},
+      {"calibrate-gpu-kernels",
+       {dnncast::cli::run_calibrate_gpu_kernels,
+        "fit the per-kernel GPU model to public kernel measurements; held-out GPUs"}},
+      {"calibrate-gpus",
+       {dnncast::cli::run_calibrate_gpus, "fit the GPU time model to public measurements; leave-one-GPU-out"}},
+      {"calibrate-gpu-memory",
+       {dnncast::cli::run_calibrate_gpu_memory,
+        "fit the GPU memory model (as nvidia-smi sees it) to public measurements"}},
+      {"compare",
+       {dnncast::cli::run_compare, "time and cost of training per cloud instance; Pareto front; --html report"}},
+      {"schedule",
+       {dnncast::cli::run_schedule, "place training jobs on a GPU cluster: genetic algorithm over the forecasts"}},
+      {"schedule-study",
+       {dnncast::cli::run_schedule_study, "the scheduler against the exact optimum, baselines and a replay"}},
+      {"serve",
+       {dnncast::cli::run_serve, "the forecast API over HTTP: predict, memory, compare, inspect, schedule, devices"}},
   };
   return table;
 }
@@ -117,7 +131,8 @@ int main(int argc, char** argv) {
     // One line whatever the message holds (a user's string is quoted with escapes where it is
     // built; this is the last guard); the exit code of its kind (core/error.h).
     const dnncast::ErrorAnswer& answer = dnncast::error_answer(&error);
-    std::fprintf(stderr, "dnncast %s: %s: %s\n", name.c_str(), answer.label, dnncast::escape_control(error.what()).c_str());
+    std::fprintf(stderr, "dnncast %s: %s: %s\n", name.c_str(), answer.label,
+                 dnncast::escape_control(error.what()).c_str());
     return answer.exit_code;
   }
 }

@@ -1,26 +1,29 @@
 #include "cli/model_options.h"
 
-#include "import/model_source.h"
 #include "cli/parse_args.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "graph/tensor.h"
+#include "import/model_source.h"
 
 namespace dnncast::cli {
 
 void ModelOptions::add_to(CLI::App& app) {
   input_ = app.add_option("--input", input_text_, "image input CxHxW (default: the model's)");
-  seq_ = app.add_option("--seq", seq_len_, "sequence length of a sequence model")->check(positive_at_most(kMaxIntegerAttr));
+  seq_ = app.add_option("--seq", seq_len_, "sequence length of a sequence model")
+             ->check(positive_at_most(kMaxIntegerAttr));
   input_->excludes(seq_);
-  classes_option_ =
-      app.add_option("--classes", classes_, "classifier outputs (default 1000)")->check(positive_at_most(kMaxIntegerAttr));
-  app.add_flag("--allow-unknown", allow_unknown_, "ONNX: treat unsupported ops as elementwise (warns once per op type)");
+  classes_option_ = app.add_option("--classes", classes_, "classifier outputs (default 1000)")
+                        ->check(positive_at_most(kMaxIntegerAttr));
+  app.add_flag("--allow-unknown", allow_unknown_,
+               "ONNX: treat unsupported ops as elementwise (warns once per op type)");
   app.add_option("--lora", lora_,
                  "LoRA fine-tuning, base weights frozen: r=RANK[,alpha=A][,targets=q,v,...][,norms=train] (default "
                  "alpha 8, targets q,v)");
-  app.add_option("--attention", attention_,
-                 "eager (default: the math path, S x S scores kept) | sdpa (PyTorch 2's fused attention on CUDA: no S x S "
-                 "matrix kept; memory and GPU time only, unverified)");
+  app.add_option(
+      "--attention", attention_,
+      "eager (default: the math path, S x S scores kept) | sdpa (PyTorch 2's fused attention on CUDA: no S x S "
+      "matrix kept; memory and GPU time only, unverified)");
   app.add_flag("--checkpointing", checkpointing_,
                "activation checkpointing: each transformer block keeps only its input and is recomputed in the "
                "backward pass (torch.utils.checkpoint)");
@@ -42,7 +45,8 @@ models::ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) co
     if (classes_ <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes_));
     import::ModelSourceKind kind = import::model_source_kind(model);
     if (kind == import::ModelSourceKind::File || kind == import::ModelSourceKind::Onnx)
-      throw InputError(std::string("--classes does not apply to ") + (kind == import::ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
+      throw InputError(std::string("--classes does not apply to ") +
+                       (kind == import::ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
                        " (its classifier is part of the file)");
     spec.num_classes = classes_;
   }
@@ -57,7 +61,8 @@ std::vector<int64_t> parse_image_input(const std::string& text) {
     throw error.with_context("--input");
   }
   if (shape.rank() != 3)
-    throw InputError("--input " + quote(text) + ": expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
+    throw InputError("--input " + quote(text) +
+                     ": expected CxHxW, three positive integers joined by 'x' (e.g. 3x224x224)");
   return shape.dims;
 }
 

@@ -3,11 +3,10 @@
 // values with the same line.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "hardware/isa.h"
 #include "models/zoo.h"
@@ -34,7 +33,6 @@ class ModelOptions {
   CLI::Option* seq_ = nullptr;
   CLI::Option* classes_option_ = nullptr;
 };
-
 
 // "3x224x224" -> {3, 224, 224}; throws InputError naming --input otherwise.
 std::vector<int64_t> parse_image_input(const std::string& text);

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "decide/catalogue_json.h"
 #include "core/units.h"
+#include "decide/catalogue_json.h"
 
 namespace dnncast::cli {
 

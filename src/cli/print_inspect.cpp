@@ -1,9 +1,10 @@
-#include "core/units.h"
 #include "cli/print_inspect.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+
+#include "core/units.h"
 
 namespace dnncast::cli {
 
@@ -31,8 +32,11 @@ std::string human_count(int64_t value) {
     ++unit;
   }
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, scaled >= 99.95 ? "%.0f%s" : scaled >= 9.995 ? "%.1f%s" : "%.2f%s", scaled,
-                kUnits[unit]);
+  std::snprintf(buffer, sizeof buffer,
+                scaled >= 99.95   ? "%.0f%s"
+                : scaled >= 9.995 ? "%.1f%s"
+                                  : "%.2f%s",
+                scaled, kUnits[unit]);
   return buffer;
 }
 
@@ -52,12 +56,14 @@ void print_table(const forecast::Inspection& summary) {
     cells.push_back({row.name, row.kind, row.shape.to_string(), row.params ? grouped(row.params) : "-",
                      row.macs ? human_count(row.macs) : "-", format_bytes(row.activation_bytes, ByteStyle::Significant),
                      row.saved_bytes ? format_bytes(row.saved_bytes, ByteStyle::Significant) : "-"});
-    if (gpu) cells.back().insert(cells.back().end(), {milliseconds(row.gpu_forward_ms), milliseconds(row.gpu_backward_ms)});
+    if (gpu)
+      cells.back().insert(cells.back().end(), {milliseconds(row.gpu_forward_ms), milliseconds(row.gpu_backward_ms)});
   }
   std::vector<size_t> widths;
   for (const std::string& header : headers) widths.push_back(header.size());
   for (const auto& line : cells)
-    for (size_t column = 0; column < line.size(); ++column) widths[column] = std::max(widths[column], line[column].size());
+    for (size_t column = 0; column < line.size(); ++column)
+      widths[column] = std::max(widths[column], line[column].size());
   size_t rule_width = headers.size() - 1;
   for (size_t width : widths) rule_width += width + 1;
   const std::string rule(rule_width, '-');
@@ -75,8 +81,9 @@ void print_table(const forecast::Inspection& summary) {
   };
 
   const forecast::LayerRow& total = summary.total;
-  std::cout << summary.model << " (family " << summary.family << ", hash " << summary.hash << "): batch " << summary.batch
-            << ", input " << TensorShape(summary.input).to_string() << ", " << summary.layer_count << " layers\n";
+  std::cout << summary.model << " (family " << summary.family << ", hash " << summary.hash << "): batch "
+            << summary.batch << ", input " << TensorShape(summary.input).to_string() << ", " << summary.layer_count
+            << " layers\n";
   std::cout << rule << "\n";
   print_line(headers);
   std::cout << rule << "\n";
@@ -91,16 +98,18 @@ void print_table(const forecast::Inspection& summary) {
   total_line("MACs (forward):", human_count(total.macs));
   total_line("FLOPs forward:", human_count(total.flops_fwd));
   total_line("FLOPs backward:", human_count(total.flops_bwd));
-  total_line("Activation bytes:", format_bytes(total.activation_bytes, ByteStyle::Significant) + " (every layer's output)");
-  total_line("Saved for backward:", format_bytes(total.saved_bytes, ByteStyle::Significant) + " (" + format_bytes(summary.saved_bytes_distinct, ByteStyle::Significant) +
-                                         " distinct: a tensor kept by several layers counted once)");
+  total_line("Activation bytes:",
+             format_bytes(total.activation_bytes, ByteStyle::Significant) + " (every layer's output)");
+  total_line("Saved for backward:", format_bytes(total.saved_bytes, ByteStyle::Significant) + " (" +
+                                        format_bytes(summary.saved_bytes_distinct, ByteStyle::Significant) +
+                                        " distinct: a tensor kept by several layers counted once)");
   if (gpu)
     total_line("On " + summary.gpu + ":",
                milliseconds(total.gpu_forward_ms) + " ms forward, " + milliseconds(total.gpu_backward_ms) +
                    " ms backward" +
-                   (total.gpu_recompute_ms > 0 ? " (" + milliseconds(total.gpu_recompute_ms) +
-                                                     " ms of it the checkpointed forward, run again)"
-                                               : std::string()) +
+                   (total.gpu_recompute_ms > 0
+                        ? " (" + milliseconds(total.gpu_recompute_ms) + " ms of it the checkpointed forward, run again)"
+                        : std::string()) +
                    " (fp32 kernels, the per-kernel model; predict --device adds the optimizer step and "
                    "the per-iteration overhead)");
 }

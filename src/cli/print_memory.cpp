@@ -1,7 +1,4 @@
-#include "core/units.h"
 #include "cli/print_memory.h"
-
-#include "graph/checkpoint.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,8 +6,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "study/memory_check.h"
 #include "core/error.h"
+#include "core/units.h"
+#include "graph/checkpoint.h"
+#include "study/memory_check.h"
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"
 #endif
@@ -23,7 +22,8 @@ using nlohmann::json;
 
 void print_row(const char* label, int64_t bytes, int64_t total) {
   double share = total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total) : 0;
-  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), format_bytes(bytes).c_str(), share);
+  std::printf("  %-30s %14lld B  %11s  %5.1f%%\n", label, static_cast<long long>(bytes), format_bytes(bytes).c_str(),
+              share);
 }
 
 std::string config_text(const study::MemoryCheckRow& row) {
@@ -67,7 +67,8 @@ double relative_error(int64_t simulated, int64_t measured) {
 }
 
 int64_t simulated_profiler_peak(const memory::MemoryReport& report) {
-  return report.device == Device::Cuda ? report.peak_allocated_bytes - report.baseline_allocated_bytes : report.peak_bytes;
+  return report.device == Device::Cuda ? report.peak_allocated_bytes - report.baseline_allocated_bytes
+                                       : report.peak_bytes;
 }
 
 // What nvidia-smi would show, part by part (gpu/gpu_memory.h), and where each part not simulated comes from.
@@ -121,12 +122,14 @@ void print_memory(const forecast::MemoryForecast& forecast, const Measured& meas
               static_cast<long long>(forecast.config.threads));
   const size_t checkpointed = checkpoint_segments(forecast.graph).size();
   if (checkpointed > 0 || forecast.config.grad_accum > 1)
-    std::printf("training       %s%s%s\n",
-                checkpointed > 0 ? (std::to_string(checkpointed) + " checkpointed blocks (recomputed in backward)").c_str() : "",
-                checkpointed > 0 && forecast.config.grad_accum > 1 ? ", " : "",
-                forecast.config.grad_accum > 1
-                    ? ("gradient accumulation over " + std::to_string(forecast.config.grad_accum) + " micro-batches").c_str()
-                    : "");
+    std::printf(
+        "training       %s%s%s\n",
+        checkpointed > 0 ? (std::to_string(checkpointed) + " checkpointed blocks (recomputed in backward)").c_str()
+                         : "",
+        checkpointed > 0 && forecast.config.grad_accum > 1 ? ", " : "",
+        forecast.config.grad_accum > 1
+            ? ("gradient accumulation over " + std::to_string(forecast.config.grad_accum) + " micro-batches").c_str()
+            : "");
   if (!forecast.gpu.empty())
     std::printf("gpu            %s (%s): memory as nvidia-smi would show it; fits is judged against its memory\n",
                 forecast.gpu.c_str(), forecast.gpu_name.c_str());
@@ -137,7 +140,8 @@ void print_memory(const forecast::MemoryForecast& forecast, const Measured& meas
               format_bytes(report.peak_total_bytes).c_str());
   if (report.device == Device::Cuda) print_cuda_parts(forecast);
   if (report.device == Device::Cpu)
-    std::printf("kernels        isa %s (%s)\n", hardware::isa_name(forecast.simulated_isa), forecast.isa_source.c_str());
+    std::printf("kernels        isa %s (%s)\n", hardware::isa_name(forecast.simulated_isa),
+                forecast.isa_source.c_str());
   std::printf("at the peak    iteration %d, %s%s%s\n", report.peak_iteration, memory::phase_name(report.peak_phase),
               report.peak_node_name.empty() ? "" : " of ", report.peak_node_name.c_str());
   const memory::MemoryBreakdown& b = report.at_peak;
@@ -158,14 +162,17 @@ void print_memory(const forecast::MemoryForecast& forecast, const Measured& meas
       std::printf("largest batch in %s: none (batch 1 needs %s)\n", format_bytes(forecast.batch_limit).c_str(),
                   format_bytes(forecast.max_batch.next_required_bytes).c_str());
     else
-      std::printf("largest batch in %s: %lld (needs %s%s%s)\n", format_bytes(forecast.batch_limit).c_str(),
-                  static_cast<long long>(forecast.max_batch.batch), format_bytes(forecast.max_batch.required_bytes).c_str(),
-                  forecast.max_batch.next_required_bytes > 0 ? "; one more needs " : "",
-                  forecast.max_batch.next_required_bytes > 0 ? format_bytes(forecast.max_batch.next_required_bytes).c_str() : "");
+      std::printf(
+          "largest batch in %s: %lld (needs %s%s%s)\n", format_bytes(forecast.batch_limit).c_str(),
+          static_cast<long long>(forecast.max_batch.batch), format_bytes(forecast.max_batch.required_bytes).c_str(),
+          forecast.max_batch.next_required_bytes > 0 ? "; one more needs " : "",
+          forecast.max_batch.next_required_bytes > 0 ? format_bytes(forecast.max_batch.next_required_bytes).c_str()
+                                                     : "");
   }
   if (forecast.seq_limit > 0) {
     const memory::MaxBatchResult& seq = forecast.max_seq;
-    const bool refused = !forecast.max_seq_refused.empty() && seq.next_required_bytes == std::numeric_limits<int64_t>::max();
+    const bool refused =
+        !forecast.max_seq_refused.empty() && seq.next_required_bytes == std::numeric_limits<int64_t>::max();
     if (seq.batch == 0)
       std::printf("longest sequence in %s%s: none (sequence 1 needs %s)\n", format_bytes(forecast.seq_limit).c_str(),
                   per, format_bytes(seq.next_required_bytes).c_str());
@@ -236,15 +243,12 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
         entry["exact_by_rules"] = {{"avx512_core", environment.exact_avx512}, {"avx2", environment.exact_avx2}};
       environments.push_back(entry);
     }
-    std::cout << json{{"dataset", db},
-                      {"environments", environments},
-                      {"configurations", check.configurations},
-                      {"exact", check.exact},
-                      {"within_1pct", check.within_1pct},
-                      {"not_modelled", check.not_modelled},
-                      {"worst", worst}}
-                     .dump(2)
-              << "\n";
+    std::cout
+        << json{{"dataset", db},        {"environments", environments},     {"configurations", check.configurations},
+                {"exact", check.exact}, {"within_1pct", check.within_1pct}, {"not_modelled", check.not_modelled},
+                {"worst", worst}}
+               .dump(2)
+        << "\n";
   } else {
     std::printf("memory simulator vs profiler on %s: %lld configurations with a measured peak\n", db.c_str(),
                 static_cast<long long>(check.configurations));
@@ -253,11 +257,12 @@ int check_dataset(const std::string& db, int64_t show, bool as_json, hardware::C
                 static_cast<long long>(off), static_cast<long long>(check.not_modelled));
     for (const study::CheckedEnvironment& environment : check.environments) {
       if (environment.inferred)
-        std::printf("  environment %s: isa not recorded; its peaks follow the %s rules (%lld byte-exact under avx2, "
-                    "%lld under avx512_core): simulated as %s\n",
-                    environment.hash.c_str(), environment.exact_avx2 > environment.exact_avx512 ? "AVX2" : "AVX-512",
-                    static_cast<long long>(environment.exact_avx2), static_cast<long long>(environment.exact_avx512),
-                    hardware::isa_name(environment.simulated));
+        std::printf(
+            "  environment %s: isa not recorded; its peaks follow the %s rules (%lld byte-exact under avx2, "
+            "%lld under avx512_core): simulated as %s\n",
+            environment.hash.c_str(), environment.exact_avx2 > environment.exact_avx512 ? "AVX2" : "AVX-512",
+            static_cast<long long>(environment.exact_avx2), static_cast<long long>(environment.exact_avx512),
+            hardware::isa_name(environment.simulated));
       else
         std::printf("  environment %s: simulated as %s (%s)\n", environment.hash.c_str(),
                     hardware::isa_name(environment.simulated), isa == hardware::CpuIsa::Unknown ? "recorded" : "--isa");

@@ -12,8 +12,8 @@ double spread(const std::vector<double>& values) {
   if (values.size() < 2) return 0;
   std::vector<double> sorted = values;
   std::sort(sorted.begin(), sorted.end());
-  double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                    : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  double median =
+      sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   return median > 0 ? (sorted.back() - sorted.front()) / median : 0;
 }
 
@@ -25,7 +25,7 @@ void print_summary(const std::string& model, const Graph& graph, const profile::
   std::printf("status       %s%s%s\n", m.status.c_str(), m.message.empty() ? "" : ": ", m.message.c_str());
   if (m.status != "ok") return;
   std::string ci = std::isfinite(m.time_ms.rel_ci) ? "CI +-" + std::to_string(100 * m.time_ms.rel_ci).substr(0, 4) + "%"
-                                                    : "too few for a CI";
+                                                   : "too few for a CI";
   std::printf("time/iter    median %.2f ms  (p10 %.2f, p90 %.2f, mean %.2f; %lld iterations, %s)\n", m.time_ms.median,
               m.time_ms.p10, m.time_ms.p90, m.time_ms.mean, static_cast<long long>(m.time_ms.n), ci.c_str());
   std::printf("normalised   %.2f ms  (probe %.1f / %.1f ms, reference %.1f ms)\n", m.time_ms_normalised,
@@ -45,7 +45,8 @@ void print_summary(const std::string& model, const Graph& graph, const profile::
     std::vector<double> medians;
     for (const profile::Measurement& r : repeats) {
       if (r.status == "ok") medians.push_back(r.time_ms.median);
-      std::printf(" %s", r.status == "ok" ? (std::to_string(r.time_ms.median).substr(0, 7) + " ms").c_str() : r.status.c_str());
+      std::printf(
+          " %s", r.status == "ok" ? (std::to_string(r.time_ms.median).substr(0, 7) + " ms").c_str() : r.status.c_str());
     }
     std::printf("  (spread %.1f%%)\n", 100 * spread(medians));
   }
@@ -58,9 +59,10 @@ void print_summary(const std::string& model, const Graph& graph, const profile::
                   layer.backward_ms, layer.iteration_forward_ms, layer.iteration_backward_ms);
       in_iteration += layer.iteration_forward_ms + layer.iteration_backward_ms;
     }
-    std::printf("iteration %.2f ms = layers %.2f + optimizer step %.2f + zero_grad %.2f + gap %.2f ms (loss, gradient\n"
-                "accumulation, dispatch between layers)\n",
-                m.time_ms.median, m.layer_sum_ms, m.optimizer_step_ms, m.zero_grad_ms, m.layer_gap_ms);
+    std::printf(
+        "iteration %.2f ms = layers %.2f + optimizer step %.2f + zero_grad %.2f + gap %.2f ms (loss, gradient\n"
+        "accumulation, dispatch between layers)\n",
+        m.time_ms.median, m.layer_sum_ms, m.optimizer_step_ms, m.zero_grad_ms, m.layer_gap_ms);
     std::printf("inside iterations: layers %.2f + loss %.2f + optimizer step %.2f + zero_grad %.2f = %.2f ms\n",
                 in_iteration, m.iteration_loss_ms, m.iteration_step_ms, m.iteration_zero_grad_ms,
                 in_iteration + m.iteration_loss_ms + m.iteration_step_ms + m.iteration_zero_grad_ms);

@@ -4,9 +4,8 @@
 
 #include <fstream>
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 
@@ -22,9 +21,12 @@ void print_report(const Report& report, bool as_json, bool markdown, std::ofstre
     json_file.close();
     if (!json_file) throw InputError("cannot write " + json_out);
   }
-  if (as_json) std::cout << report.to_json().dump(2) << "\n";
-  else if (markdown) std::cout << report.markdown();
-  else std::cout << report.text();
+  if (as_json)
+    std::cout << report.to_json().dump(2) << "\n";
+  else if (markdown)
+    std::cout << report.markdown();
+  else
+    std::cout << report.text();
 }
 
 }  // namespace dnncast::cli

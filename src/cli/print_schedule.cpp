@@ -54,10 +54,10 @@ std::string format_schedule(const decide::Schedule& schedule) {
   appendf(out, "%zu jobs on %zu GPUs (", schedule.placed_jobs.size(), schedule.gpus.size());
   for (size_t type = 0; type < schedule.types.size(); ++type)
     appendf(out, "%s%s x%lld", type ? ", " : "", schedule.types[type].gpu.c_str(),
-                static_cast<long long>(schedule.types[type].count));
+            static_cast<long long>(schedule.types[type].count));
   appendf(out, "), objective %s: makespan %s, mean JCT %s, cost $%.2f\n\n",
-              decide::sched::name(schedule.objective).c_str(), hours(timeline.makespan_s).c_str(),
-              hours(timeline.mean_jct_s).c_str(), timeline.cost_usd);
+          decide::sched::name(schedule.objective).c_str(), hours(timeline.makespan_s).c_str(),
+          hours(timeline.mean_jct_s).c_str(), timeline.cost_usd);
 
   // Assignments by GPU, then start.
   std::vector<size_t> order(schedule.placed_jobs.size());
@@ -67,7 +67,7 @@ std::string format_schedule(const decide::Schedule& schedule) {
     return gpu_a != gpu_b ? gpu_a < gpu_b : timeline.start_s[a] < timeline.start_s[b];
   });
   appendf(out, "  %-4s %-16s %-14s %6s %-20s %10s %10s %10s %9s\n", "mark", "job", "model", "batch", "gpu", "start",
-              "end", "duration", "peak GiB");
+          "end", "duration", "peak GiB");
   for (size_t index : order) {
     const int64_t job = schedule.placed_jobs[index];
     const decide::JobSpec& spec = schedule.jobs[job];
@@ -75,17 +75,17 @@ std::string format_schedule(const decide::Schedule& schedule) {
     const decide::JobOnType& on = schedule.forecasts[job][gpu.type];
     const std::string gpu_text = gpu.label() + " " + schedule.types[gpu.type].gpu;
     appendf(out, "  %-4c %-16s %-14s %6lld %-20s %10s %10s %10s %9.1f\n", job_mark(index), spec.name.c_str(),
-                spec.model.c_str(), static_cast<long long>(spec.spec.batch), gpu_text.c_str(),
-                hours(timeline.start_s[index]).c_str(), hours(timeline.end_s[index]).c_str(),
-                hours(timeline.end_s[index] - timeline.start_s[index]).c_str(),
-                on.required_bytes ? static_cast<double>(*on.required_bytes) / (1 << 30) : 0.0);
+            spec.model.c_str(), static_cast<long long>(spec.spec.batch), gpu_text.c_str(),
+            hours(timeline.start_s[index]).c_str(), hours(timeline.end_s[index]).c_str(),
+            hours(timeline.end_s[index] - timeline.start_s[index]).c_str(),
+            on.required_bytes ? static_cast<double>(*on.required_bytes) / (1 << 30) : 0.0);
   }
 
   // Gantt: one row per GPU, kGanttColumns columns over the makespan; each column shows the job running
   // at its middle ('.' idle).
   const double span = std::max(timeline.makespan_s, 1e-9);
   appendf(out, "\n  Gantt, 0 to %s (one column %s):\n", hours(timeline.makespan_s).c_str(),
-              hours(span / kGanttColumns).c_str());
+          hours(span / kGanttColumns).c_str());
   for (size_t gpu = 0; gpu < schedule.gpus.size(); ++gpu) {
     std::string row(kGanttColumns, '.');
     for (size_t index = 0; index < schedule.placed_jobs.size(); ++index) {
@@ -102,13 +102,13 @@ std::string format_schedule(const decide::Schedule& schedule) {
   appendf(out, "\n  %-10s %12s %12s %12s\n", "solver", "makespan", "mean JCT", "cost");
   for (const decide::SolverRow& row : schedule.solvers)
     appendf(out, "  %-10s %12s %12s %11.2f$\n", row.solver.c_str(), hours(row.makespan_s).c_str(),
-                hours(row.mean_jct_s).c_str(), row.cost_usd);
-  appendf(out, 
-      "\n  forecasts: %lld computed, %lld reused, %.2f s; genetic algorithm: %zu generations, %lld plans, "
-      "%.2f s\n",
-      static_cast<long long>(schedule.cache_misses), static_cast<long long>(schedule.cache_hits), schedule.forecast_s,
-      schedule.genetic.best_by_generation.size(), static_cast<long long>(schedule.genetic.evaluations),
-      schedule.solve_s);
+            hours(row.mean_jct_s).c_str(), row.cost_usd);
+  appendf(out,
+          "\n  forecasts: %lld computed, %lld reused, %.2f s; genetic algorithm: %zu generations, %lld plans, "
+          "%.2f s\n",
+          static_cast<long long>(schedule.cache_misses), static_cast<long long>(schedule.cache_hits),
+          schedule.forecast_s, schedule.genetic.best_by_generation.size(),
+          static_cast<long long>(schedule.genetic.evaluations), schedule.solve_s);
   return out;
 }
 

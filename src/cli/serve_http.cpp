@@ -3,8 +3,8 @@
 
 #include <httplib.h>
 #include <pthread.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "serve/serve_api.h"
 #include "core/error.h"
+#include "serve/serve_api.h"
 
 namespace dnncast::cli {
 
@@ -217,8 +217,7 @@ int serve(const ServeOptions& options) {
                                                                httplib::Response& response) {
     if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string message = "bad request";
-    if (response.status == 413)
-      message = "body over the cap of " + std::to_string(serve::kMaxOnnxBodyBytes) + " bytes";
+    if (response.status == 413) message = "body over the cap of " + std::to_string(serve::kMaxOnnxBodyBytes) + " bytes";
     const HttpResponse out = serve::error_response(response.status, message);
     response.set_content(out.body, out.content_type.c_str());
     const serve::Route* route = Api::route_of(request.path);

@@ -15,9 +15,9 @@ class SplitMix64 {
   // rejected and drawn again, so the result is next() % bound whenever no draw is rejected.
   uint64_t below(uint64_t bound);
   int64_t int_between(int64_t low, int64_t high);  // uniform in [low, high], inclusive
-  double unit();                                 // uniform in [0, 1), 53 bits
-  double normal();                               // standard normal (Box-Muller)
-  double log_uniform(double low, double high);   // low, high > 0
+  double unit();                                   // uniform in [0, 1), 53 bits
+  double normal();                                 // standard normal (Box-Muller)
+  double log_uniform(double low, double high);     // low, high > 0
   uint64_t seed_for_child() { return next(); }
 
  private:

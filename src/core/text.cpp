@@ -1,12 +1,12 @@
 #include "core/text.h"
 
-#include "core/error.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <utility>
 #include <vector>
+
+#include "core/error.h"
 
 namespace dnncast {
 
@@ -19,16 +19,21 @@ size_t sequence_length(const std::string& text, size_t at) {
   if (lead < 0x80) return 1;
   size_t length = 0;
   unsigned int code = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) length = 2, code = lead & 0x1F;
-  else if (lead >= 0xE0 && lead <= 0xEF) length = 3, code = lead & 0x0F;
-  else if (lead >= 0xF0 && lead <= 0xF4) length = 4, code = lead & 0x07;
-  else return 0;
+  if (lead >= 0xC2 && lead <= 0xDF)
+    length = 2, code = lead & 0x1F;
+  else if (lead >= 0xE0 && lead <= 0xEF)
+    length = 3, code = lead & 0x0F;
+  else if (lead >= 0xF0 && lead <= 0xF4)
+    length = 4, code = lead & 0x07;
+  else
+    return 0;
   if (at + length > text.size()) return 0;
   for (size_t k = 1; k < length; ++k) {
     if ((byte(at + k) & 0xC0) != 0x80) return 0;
     code = (code << 6) | (byte(at + k) & 0x3F);
   }
-  if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF))) return 0;  // overlong, too large
+  if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF)))
+    return 0;                                      // overlong, too large
   if (code >= 0xD800 && code <= 0xDFFF) return 0;  // surrogates
   return length;
 }

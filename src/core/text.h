@@ -27,6 +27,7 @@ std::string shell_word(const std::string& word);
 void check_printable_name(const std::string& option, const std::string& value);
 
 // Up to `count` known names closest to `name` (edit distance; a prefix counts as one edit), for error messages.
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known, size_t count = 3);
+std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known,
+                                       size_t count = 3);
 
 }  // namespace dnncast

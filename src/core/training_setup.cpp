@@ -119,8 +119,12 @@ const std::string& name(Optimizer optimizer) { return name_in(kOptimizerTable, s
 const std::string& name(Precision precision) { return name_in(kPrecisionTable, static_cast<size_t>(precision)); }
 const std::string& name(Device device) { return name_in(kDeviceTable, static_cast<size_t>(device)); }
 
-Optimizer parse_optimizer(const std::string& text, const std::string& what) { return parse(kOptimizerTable, text, what); }
-Precision parse_precision(const std::string& text, const std::string& what) { return parse(kPrecisionTable, text, what); }
+Optimizer parse_optimizer(const std::string& text, const std::string& what) {
+  return parse(kOptimizerTable, text, what);
+}
+Precision parse_precision(const std::string& text, const std::string& what) {
+  return parse(kPrecisionTable, text, what);
+}
 Device parse_device(const std::string& text, const std::string& what) { return parse(kDeviceTable, text, what); }
 
 const std::vector<Optimizer>& all_optimizers() {

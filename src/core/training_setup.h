@@ -61,7 +61,7 @@ std::string device_names();
 std::string optimizer_help();
 
 // Facts of the table.
-bool is_autocast(Precision precision);  // bf16, fp16: torch.autocast over the forward and the loss
+bool is_autocast(Precision precision);               // bf16, fp16: torch.autocast over the forward and the loss
 std::string torch_class(Optimizer optimizer);        // torch.optim's class: "SGD", "Adam", "AdamW"
 int optimizer_state_per_param(Optimizer optimizer);  // persistent state tensors per parameter: sgd 1 (momentum), adam 2
 int precision_bytes(Precision precision);            // bytes per element of the compute type: fp32 4, bf16 / fp16 2

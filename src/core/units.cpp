@@ -21,12 +21,12 @@ constexpr Unit kUnits[] = {{"", 1},
                            {"b", 1},
                            {"k", kKiB},
                            {"kib", kKiB},
-                           {"m", kKiB * kKiB},
-                           {"mib", kKiB * kKiB},
-                           {"g", kKiB * kKiB * kKiB},
-                           {"gib", kKiB * kKiB * kKiB},
-                           {"t", kKiB * kKiB * kKiB * kKiB},
-                           {"tib", kKiB * kKiB * kKiB * kKiB},
+                           {"m", kKiB* kKiB},
+                           {"mib", kKiB* kKiB},
+                           {"g", kKiB* kKiB* kKiB},
+                           {"gib", kKiB* kKiB* kKiB},
+                           {"t", kKiB* kKiB* kKiB* kKiB},
+                           {"tib", kKiB* kKiB* kKiB* kKiB},
                            {"kb", 1e3},
                            {"mb", 1e6},
                            {"gb", 1e9},
@@ -53,7 +53,8 @@ std::string printed(const char* format, double value, const char* unit) {
 
 int64_t parse_bytes(const std::string& text, const std::string& what) {
   auto fail = [&]() -> int64_t {
-    throw InputError(what + " " + quote(text) + ": expected a size in bytes, optionally with a unit (4096, 512MiB, 24GiB, 1.5GB)");
+    throw InputError(what + " " + quote(text) +
+                     ": expected a size in bytes, optionally with a unit (4096, 512MiB, 24GiB, 1.5GB)");
   };
   if (text.empty()) return fail();
   size_t used = 0;
@@ -70,7 +71,8 @@ int64_t parse_bytes(const std::string& text, const std::string& what) {
   for (const Unit& candidate : kUnits)
     if (unit == candidate.name) found = &candidate;
   if (!found)
-    throw InputError(what + " " + quote(text) + ": unknown unit '" + text.substr(used) + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+    throw InputError(what + " " + quote(text) + ": unknown unit '" + text.substr(used) +
+                     "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
   double bytes = value * found->scale;
   if (!std::isfinite(bytes) || bytes < 1) throw InputError(what + " must be at least 1 byte, got " + quote(text));
   if (bytes > 9.0e18) throw InputError(what + " " + quote(text) + " is too large");

@@ -134,8 +134,8 @@ void mark_pareto_front(std::vector<CompareRow>& rows) {
 
 namespace {
 
-CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance, const gpu::GpuForecast& forecast,
-                    const MultiGpuStep* step) {
+CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance& instance,
+                    const gpu::GpuForecast& forecast, const MultiGpuStep* step) {
   CompareRow row;
   row.provider = instance.provider;
   row.instance_type = instance.instance_type;

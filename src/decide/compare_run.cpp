@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include "decide/compare.h"
 #include "core/error.h"
+#include "decide/compare.h"
 #include "import/model_source.h"
 
 namespace dnncast::decide {

@@ -98,7 +98,8 @@ const json& list_of(const json& document, const std::string& key, const std::str
 
 json read_json(const std::string& path, const std::string& what) {
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) throw InputError(what + " " + quote(path) + ": is a folder, not a file");
+  if (std::filesystem::is_directory(path, error))
+    throw InputError(what + " " + quote(path) + ": is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw InputError(what + " " + quote(path) + ": cannot read the file");
   try {
@@ -175,7 +176,8 @@ std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) 
         job.precision = gpu::parse_gpu_precision(fields.text("precision", true), "field 'precision'");
         job.memory_precision = gpu::memory_precision_of(fields.text("precision", true), "field 'precision'");
       }
-      if (fields.has("framework")) job.framework = gpu::parse_framework(fields.text("framework", true), "field 'framework'");
+      if (fields.has("framework"))
+        job.framework = gpu::parse_framework(fields.text("framework", true), "field 'framework'");
     } catch (const InputError& error) {
       throw error.with_context(label);
     }

@@ -20,18 +20,18 @@
 #include <string>
 #include <vector>
 
-#include "gpu/gpu_forecast.h"
-#include "decide/schedule.h"
 #include "core/training_setup.h"
+#include "decide/schedule.h"
+#include "gpu/gpu_forecast.h"
 #include "hardware/catalogue.h"
 #include "models/zoo.h"
 
 namespace dnncast::decide {
 
 struct JobSpec {
-  std::string name;   // unique; default "job<N>" (1-based)
-  std::string model;  // as model_source.h reads it
-  models::ModelSpec spec;     // batch, input or seq
+  std::string name;        // unique; default "job<N>" (1-based)
+  std::string model;       // as model_source.h reads it
+  models::ModelSpec spec;  // batch, input or seq
   Optimizer optimizer = Optimizer::Sgd;
   gpu::GpuPrecision precision = gpu::GpuPrecision::Fp32;
   Precision memory_precision = Precision::Fp32;  // what its memory is simulated in (memory_precision_of)

@@ -89,8 +89,7 @@ double makespan_bound(const sched::Problem& problem) {
 }
 
 // The measured replay (StudyReport): jobs of the classes lambda_tf measured on every GPU of a cluster.
-void measured_replay(const ForecastErrors& errors, const StudyOptions& options, SplitMix64& rng,
-                     StudyReport& report) {
+void measured_replay(const ForecastErrors& errors, const StudyOptions& options, SplitMix64& rng, StudyReport& report) {
   // Per (model, precision class) and GPU: ms per sample measured, held out by GPU, by model, roofline
   // (the mean of the table's rows for it). A class with a broken run on some GPU is left out whole.
   using PerSample = std::array<double, 4>;

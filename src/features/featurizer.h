@@ -17,8 +17,8 @@
 #include "core/training_setup.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
-#include "hardware/isa.h"
 #include "hardware/cpu_conv.h"
+#include "hardware/isa.h"
 
 namespace dnncast::features {
 
@@ -41,12 +41,12 @@ bool has_kind_entry(const std::string& op);
 // Optimizer and precision: TrainingSetup (the device is the hardware's: HardwareFeatures).
 struct TrainingConfig : TrainingSetup {
   int64_t batch = 1;
-  int64_t threads = 1;            // CPU threads of the training process
+  int64_t threads = 1;  // CPU threads of the training process
 };
 
 // The machine it runs on; 0 = unknown.
 struct HardwareFeatures {
-  int64_t cores = 0;                    // logical CPUs
+  int64_t cores = 0;  // logical CPUs
   bool gpu = false;
   double peak_flops_f32 = 0;            // FLOP/s of the whole device
   double memory_bandwidth_bytes_s = 0;  // bytes/s
@@ -68,10 +68,10 @@ inline hardware::CpuIsa effective_isa(hardware::CpuIsa isa) {
 // single-thread 1x1 convolution takes the slow im2col path below batch 16, oneDNN's jit kernels
 // from 16), so these columns are computed per configuration, not fixed + batch x per-sample.
 struct ConvSite {
-  hardware::ConvShape shape;      // at batch 1
+  hardware::ConvShape shape;    // at batch 1
   double flops_per_sample = 0;  // one pass (forward; each backward pass does as many)
   double weight_bytes = 0;
-  bool input_grad = true;                    // false: no backward-data pass (the input needs no gradient)
+  bool input_grad = true;                           // false: no backward-data pass (the input needs no gradient)
   std::array<hardware::ConvImpl, 3> mkldnn{};       // the passes' implementations when oneDNN runs it (AVX-512)
   std::array<hardware::ConvImpl, 3> mkldnn_avx2{};  // the same under AVX2 dispatch
 };
@@ -83,11 +83,11 @@ struct GraphFeatures {
   std::vector<double> per_sample;  // feature_count() values
   int64_t graph_batch = 1;         // the batch the graph was built with
   // Totals used by baselines and derived columns (per sample unless said otherwise).
-  double flops_train_per_sample = 0;   // forward + backward
-  double bytes_per_sample = 0;         // activation bytes read + written, forward
-  double saved_bytes_per_sample = 0;   // kept for backward
-  double saved_bytes_fixed = 0;        // kept for backward whatever the batch (BatchNorm statistics)
-  double param_bytes = 0;              // batch-independent
+  double flops_train_per_sample = 0;  // forward + backward
+  double bytes_per_sample = 0;        // activation bytes read + written, forward
+  double saved_bytes_per_sample = 0;  // kept for backward
+  double saved_bytes_fixed = 0;       // kept for backward whatever the batch (BatchNorm statistics)
+  double param_bytes = 0;             // batch-independent
   int64_t params = 0;
   std::vector<ConvSite> convs;  // in graph order
 };
@@ -114,17 +114,15 @@ ConvSite conv_site_of(const Graph& graph, int node_index, const OpCost& cost, bo
 // The implementation of each pass (forward, backward data, backward weights) of one convolution in
 // one configuration; on a GPU every pass counts as Jit (its vendor library's kernels).
 std::array<hardware::ConvImpl, 3> conv_impls(const ConvSite& site, const TrainingConfig& config,
-                                           const HardwareFeatures& hardware);
+                                             const HardwareFeatures& hardware);
 
 // Writes feature_count() values to `row`. Throws InputError on a batch or thread count < 1.
-void featurize(const GraphFeatures& graph, const TrainingConfig& config, const HardwareFeatures& hardware,
-               double* row);
+void featurize(const GraphFeatures& graph, const TrainingConfig& config, const HardwareFeatures& hardware, double* row);
 std::vector<double> featurize(const GraphFeatures& graph, const TrainingConfig& config,
                               const HardwareFeatures& hardware);
 // One configuration of a graph built at its batch: a single pass over the nodes (the fastest way to
 // one forecast). Equals featurize(graph_features(graph), config, hardware). Throws InputError when
 // config.batch differs from the graph's batch.
 std::vector<double> featurize_graph(const Graph& graph, const TrainingConfig& config, const HardwareFeatures& hardware);
-
 
 }  // namespace dnncast::features

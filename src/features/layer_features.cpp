@@ -14,16 +14,16 @@ namespace {
 
 // Column order of a layer row. Append-only within one kFeatureVersion.
 enum LayerColumn {
-  kKind,            // kind_index(); op_kinds().size() for the optimizer row
+  kKind,  // kind_index(); op_kinds().size() for the optimizer row
   kBatch,
   kThreads,
-  kFlopsFwd,        // at the batch
+  kFlopsFwd,  // at the batch
   kFlopsBwd,
   kBytesIn,
   kBytesOut,
   kParams,
-  kWeightTraffic,   // weight bytes x batch: what a per-sample GEMM loop reads
-  kImplFwd,         // convolution implementation per pass: 0 none, 1 slow, 2 gemm, 3 jit
+  kWeightTraffic,  // weight bytes x batch: what a per-sample GEMM loop reads
+  kImplFwd,        // convolution implementation per pass: 0 none, 1 slow, 2 gemm, 3 jit
   kImplBwdData,
   kImplBwdWeight,
   kInChannels,
@@ -31,19 +31,19 @@ enum LayerColumn {
   kKernel,
   kStride,
   kGroups,
-  kOutPositions,    // per sample
+  kOutPositions,  // per sample
   kInPositions,
-  kGemmRows,        // batch x output positions: the M of the forward GEMM
+  kGemmRows,  // batch x output positions: the M of the forward GEMM
   kInputs,
   kOptimizerState,  // values of optimizer state per parameter (sgd 1, adam 2)
   kColumns
 };
 
 const char* const kColumnNames[kColumns] = {
-    "kind",        "batch",      "threads",         "flops_fwd",      "flops_bwd",   "bytes_in",
-    "bytes_out",   "params",     "weight_traffic",  "impl_fwd",       "impl_bwd_data", "impl_bwd_weight",
-    "in_channels", "out_channels", "kernel",        "stride",         "groups",      "out_positions",
-    "in_positions", "gemm_rows", "inputs",          "optimizer_state"};
+    "kind",         "batch",        "threads",        "flops_fwd",      "flops_bwd",     "bytes_in",
+    "bytes_out",    "params",       "weight_traffic", "impl_fwd",       "impl_bwd_data", "impl_bwd_weight",
+    "in_channels",  "out_channels", "kernel",         "stride",         "groups",        "out_positions",
+    "in_positions", "gemm_rows",    "inputs",         "optimizer_state"};
 
 double per_sample(int64_t value, double batch) { return static_cast<double>(value) / batch; }
 
@@ -61,7 +61,8 @@ LayerSites layer_sites(const Graph& graph) {
   if (input_nodes.empty()) throw InputError("graph " + quote(graph.name) + " has no Input node to featurize");
   const TensorShape& input_shape = graph.node(input_nodes.front()).shape;
   if (input_shape.rank() < 1 || input_shape[0] < 1)
-    throw InputError("graph " + quote(graph.name) + ": input shape " + input_shape.to_string() + " has no batch dimension");
+    throw InputError("graph " + quote(graph.name) + ": input shape " + input_shape.to_string() +
+                     " has no batch dimension");
   const double batch = static_cast<double>(input_shape[0]);
   const OpRegistry& registry = OpRegistry::instance();
 
@@ -114,9 +115,9 @@ LayerSites layer_sites(const Graph& graph) {
       site.out_positions = per_sample(node.shape.numel(), batch) / std::max(1.0, site.out_channels);
       site.in_positions = per_sample(in.numel(), batch) / std::max(1.0, site.in_channels);
     } else if (node.shape.rank() == 4) {
-      site.in_channels = static_cast<double>(view.inputs.empty() ? 0 : view.inputs[0]->shape.rank() == 4
-                                                                           ? view.inputs[0]->shape[1]
-                                                                           : 0);
+      site.in_channels = static_cast<double>(view.inputs.empty()                 ? 0
+                                             : view.inputs[0]->shape.rank() == 4 ? view.inputs[0]->shape[1]
+                                                                                 : 0);
       site.out_channels = static_cast<double>(node.shape[1]);
       site.out_positions = static_cast<double>(node.shape[2] * node.shape[3]);
       if (!view.inputs.empty() && view.inputs[0]->shape.rank() == 4)

@@ -20,9 +20,9 @@ namespace dnncast::features {
 
 // One node of a graph at one sample.
 struct LayerSite {
-  std::string node;  // node name (matches layer_times.node)
-  std::string op;    // op name
-  int kind = 0;      // kind_index() of the node
+  std::string node;                     // node name (matches layer_times.node)
+  std::string op;                       // op name
+  int kind = 0;                         // kind_index() of the node
   double flops_fwd = 0, flops_bwd = 0;  // per sample
   double bytes_in = 0, bytes_out = 0;   // activations read and written, per sample
   double params = 0;
@@ -30,8 +30,7 @@ struct LayerSite {
   int inputs = 0;
   // Matrix-like ops (Conv2d, Linear): channels in/out (features for Linear), kernel area, stride,
   // groups, output and input positions per sample (H x W; tokens for Linear).
-  double in_channels = 0, out_channels = 0, kernel = 0, stride = 0, groups = 0, out_positions = 0,
-         in_positions = 0;
+  double in_channels = 0, out_channels = 0, kernel = 0, stride = 0, groups = 0, out_positions = 0, in_positions = 0;
   bool conv = false;  // a Conv2d with a ConvSite (implementation depends on the configuration)
   ConvSite conv_site;
 };

@@ -1,11 +1,10 @@
 // Predictor bundles: manifest.json and the learner's file, read, written and evaluated (predictor.h).
-#include "forecast/predictor.h"
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
+#include "forecast/predictor.h"
 #include "learn/json_int.h"
 
 namespace dnncast::forecast {
@@ -15,21 +14,23 @@ using nlohmann::json;
 
 json Manifest::to_json() const {
   json environments_json = json::array();
-  for (const records::EnvironmentRecord& environment : environments) environments_json.push_back(environment_to_json(environment));
-  json document{{"format", kPredictorFormat},
-          {"target", target},
-          {"unit", unit},
-          {"feature_version", feature_version},
-          {"features", features},
-          {"columns", columns},
-          {"learner", learner},
-          {"hyperparameters", hyperparameters},
-          {"transform", transform.to_json()},
-          {"interval", {{"quantiles", {0.05, 0.95}}, {"log_ratio_low", interval_low}, {"log_ratio_high", interval_high}}},
-          {"environments", environments_json},
-          {"training", training},
-          {"cv", cv},
-          {"leaderboard", leaderboard}};
+  for (const records::EnvironmentRecord& environment : environments)
+    environments_json.push_back(environment_to_json(environment));
+  json document{
+      {"format", kPredictorFormat},
+      {"target", target},
+      {"unit", unit},
+      {"feature_version", feature_version},
+      {"features", features},
+      {"columns", columns},
+      {"learner", learner},
+      {"hyperparameters", hyperparameters},
+      {"transform", transform.to_json()},
+      {"interval", {{"quantiles", {0.05, 0.95}}, {"log_ratio_low", interval_low}, {"log_ratio_high", interval_high}}},
+      {"environments", environments_json},
+      {"training", training},
+      {"cv", cv},
+      {"leaderboard", leaderboard}};
   if (shift_log_intercept != 0 || shift_log_slope != 1)
     document["shift"] = {{"log_intercept", shift_log_intercept}, {"log_slope", shift_log_slope}};
   return document;
@@ -78,7 +79,8 @@ Predictor Predictor::load(const std::string& dir) {
                              manifest.transform.pair_columns.end());
     transform_columns.push_back(manifest.transform.thread_column);
     for (int column : transform_columns)
-      if (column >= static_cast<int>(manifest.columns.size())) throw InputError(path + ": transform reference column out of range");
+      if (column >= static_cast<int>(manifest.columns.size()))
+        throw InputError(path + ": transform reference column out of range");
     manifest.interval_low = document.at("interval").at("log_ratio_low").get<double>();
     manifest.interval_high = document.at("interval").at("log_ratio_high").get<double>();
     if (document.contains("shift")) {
@@ -87,7 +89,8 @@ Predictor Predictor::load(const std::string& dir) {
       if (!std::isfinite(manifest.shift_log_intercept) || !(manifest.shift_log_slope > 0))
         throw InputError(path + ": shift must have a finite log_intercept and a positive log_slope");
     }
-    for (const json& environment : document.at("environments")) manifest.environments.push_back(records::environment_from_json(environment));
+    for (const json& environment : document.at("environments"))
+      manifest.environments.push_back(records::environment_from_json(environment));
     if (manifest.environments.empty()) throw InputError(path + ": no training environment");
     manifest.training = document.value("training", json::object());
     manifest.cv = document.value("cv", json::object());
@@ -116,7 +119,8 @@ void Predictor::predict_rows(const double* rows, int64_t count, Estimate* out) c
   for (int64_t row = 0; row < count; ++row) {
     const double* source = rows + row * stride;
     float* target = selected.data() + row * width;
-    for (int64_t col = 0; col < width; ++col) target[col] = static_cast<float>(source[manifest_.columns[static_cast<size_t>(col)]]);
+    for (int64_t col = 0; col < width; ++col)
+      target[col] = static_cast<float>(source[manifest_.columns[static_cast<size_t>(col)]]);
   }
   std::vector<double> raw(static_cast<size_t>(count));
   learner_->predict_rows(selected.data(), count, width, raw.data());

@@ -31,7 +31,8 @@ ForecastDevice resolve_memory_device(const std::string& typed, const std::string
   }
   device.kind = ForecastDevice::Kind::CatalogueGpu;
   try {
-    device.gpu = hardware::shipped_catalogue().gpu(typed);  // an unknown name throws, naming the closest catalogued GPUs
+    device.gpu =
+        hardware::shipped_catalogue().gpu(typed);  // an unknown name throws, naming the closest catalogued GPUs
   } catch (const InputError& error) {
     throw InputError(option + " " + quote(typed) + ": expected cpu, cuda or a GPU of `dnncast devices`; " +
                      error.what());

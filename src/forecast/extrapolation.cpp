@@ -21,8 +21,8 @@ bool layer_ratio_plausible(double layer_ratio, int64_t high, int64_t batch) {
 }
 
 double carried_past_range(int64_t high, double at_high, double own, double layer_ratio, int64_t batch) {
-  return bounded_past_range(high, at_high, layer_ratio_plausible(layer_ratio, high, batch) ? at_high * layer_ratio : own,
-                            batch);
+  return bounded_past_range(high, at_high,
+                            layer_ratio_plausible(layer_ratio, high, batch) ? at_high * layer_ratio : own, batch);
 }
 
 Estimate time_forecast(const Predictor& time, const Estimate& own, const features::GraphFeatures& graph,

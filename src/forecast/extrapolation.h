@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "forecast/predictor.h"
 #include "features/featurizer.h"
+#include "forecast/predictor.h"
 
 namespace dnncast::forecast {
 
@@ -45,8 +45,8 @@ struct LayerScaling {
   const LayerModel* model = nullptr;
   const features::LayerSites* sites = nullptr;
   bool gpu = false;
-  double ratio = 0;    // out: L(b) / L(B) past the trained batches, else 0
-  bool used = false;   // out: that ratio carried the forecast (carried_past_range)
+  double ratio = 0;   // out: L(b) / L(B) past the trained batches, else 0
+  bool used = false;  // out: that ratio carried the forecast (carried_past_range)
 };
 
 // A time predictor's forecast of one configuration as `predict` makes it, from its own forecast

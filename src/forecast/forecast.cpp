@@ -6,19 +6,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
-#include "forecast/extrapolation.h"
-#include "forecast/host_calibration.h"
-#include "import/model_source.h"
-#include "forecast/predictor.h"
 #include "core/error.h"
-#include "records/records.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
+#include "forecast/extrapolation.h"
+#include "forecast/host_calibration.h"
+#include "forecast/predictor.h"
 #include "graph/checkpoint.h"
 #include "graph/op_registry.h"
+#include "import/model_source.h"
+#include "records/records.h"
 
 namespace dnncast::forecast {
 
@@ -66,8 +65,8 @@ std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::s
 
 // Optimizer and precision must be among the trained ones; threads default to the environment's
 // (or the largest trained count below it); notes where threads or batch lie outside the training.
-void check_trained_range(const ForecastRequest& request, const json& training, const records::EnvironmentRecord& environment,
-                         Forecast& result) {
+void check_trained_range(const ForecastRequest& request, const json& training,
+                         const records::EnvironmentRecord& environment, Forecast& result) {
   const std::string& set_dir = result.predictor;
   if (training.contains("optimizers") && !contains(training["optimizers"], name(result.optimizer)))
     throw InputError("predictor " + set_dir + " was trained on optimizers " + training["optimizers"].dump() + ", not " +
@@ -90,7 +89,8 @@ void check_trained_range(const ForecastRequest& request, const json& training, c
   }
   result.threads = threads;
   if (training.contains("threads") && !contains(training["threads"], threads))
-    result.notes.push_back("threads " + std::to_string(threads) + " not among the trained " + training["threads"].dump());
+    result.notes.push_back("threads " + std::to_string(threads) + " not among the trained " +
+                           training["threads"].dump());
   const int64_t batch = result.batch;
   if (training.contains("batch_max") && batch < training["batch_min"].get<int64_t>())
     result.notes.push_back("batch " + std::to_string(batch) + " is below the trained range " +
@@ -165,9 +165,8 @@ Estimate corrected_forecast(const PredictorSet& set, std::vector<double> row, co
   result.time_model = "corrected layer-wise";
   char text[64];
   std::snprintf(text, sizeof text, "%.4g ms", sum);
-  const std::string why = largest_input
-                              ? "input " + result.input + " is as large as the largest trained input"
-                              : "batch " + std::to_string(config.batch) + " is past the trained batches";
+  const std::string why = largest_input ? "input " + result.input + " is as large as the largest trained input"
+                                        : "batch " + std::to_string(config.batch) + " is past the trained batches";
   result.notes.push_back(why + ": the layer-wise sum (" + text +
                          ") times the learned correction (time_model \"corrected layer-wise\")");
   if (high)
@@ -269,7 +268,8 @@ void forecast_peak(const ForecastRequest& request, const Graph& graph, const Pre
     result.memory_source = "simulator";
     return;
   } catch (const InputError& error) {
-    result.notes.push_back(std::string("memory simulator: ") + error.what() + "; peak memory from the learned predictor");
+    result.notes.push_back(std::string("memory simulator: ") + error.what() +
+                           "; peak memory from the learned predictor");
   }
   if (!set.memory) {
     result.notes.push_back("no memory predictor in " + set.dir);
@@ -288,10 +288,11 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
                          const features::LayerSites& sites, const features::TrainingConfig& config, Estimate time,
                          Forecast& result) {
   if (!set.layers)
-    throw InputError("the calibration at " + calibration.report.value("dir", std::string("?")) + " adapts " +
-                     set.dir + ", which has no layer-wise model (time/layers): calibrate again");
+    throw InputError("the calibration at " + calibration.report.value("dir", std::string("?")) + " adapts " + set.dir +
+                     ", which has no layer-wise model (time/layers): calibrate again");
   double covered = 0;
-  const double layer_factor = calibration.layer_factor(graph, sites, set.layers->row_ms(sites, config, false), &covered);
+  const double layer_factor =
+      calibration.layer_factor(graph, sites, set.layers->row_ms(sites, config, false), &covered);
   const double value = calibration.shifted(time.value * layer_factor);
   const double scale = time.value > 0 ? value / time.value : 1.0;
   const double spread = std::exp(calibration.log_spread);
@@ -299,8 +300,9 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   result.time_model += ", calibrated on this host";
   result.calibration = calibration.report.value("dir", std::string());
   char text[160];
-  std::snprintf(text, sizeof text, "layers x%.3g (%.0f%% of their time timed here), whole-iteration shift %s: x%.3g in all",
-                layer_factor, 100 * covered, calibration.shift.c_str(), scale);
+  std::snprintf(text, sizeof text,
+                "layers x%.3g (%.0f%% of their time timed here), whole-iteration shift %s: x%.3g in all", layer_factor,
+                100 * covered, calibration.shift.c_str(), scale);
   result.notes.push_back("calibrated on this host (" + result.calibration + ", " +
                          calibration.report.value("created", std::string("undated")) + "): " + text);
   return time;
@@ -359,8 +361,8 @@ Forecast forecast(const ForecastRequest& request) {
 
   // The layer sites, only where a layer-wise model reads them (the forecast past the trained batches, the corrected
   // model, a host calibration): a forecast inside the trained range skips them.
-  const bool needs_sites = set.layers && (calibration || use_corrected(set, result.input) ||
-                                          past_trained_batches(set, config.batch));
+  const bool needs_sites =
+      set.layers && (calibration || use_corrected(set, result.input) || past_trained_batches(set, config.batch));
   const features::LayerSites sites = needs_sites ? features::layer_sites(graph) : features::LayerSites{};
   Estimate time = set_time_forecast(set, row, sites, graph_part, config, hardware, result);
   if (calibration) time = calibrated_time(*calibration, set, graph, sites, config, time, result);

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "core/training_setup.h"
+#include "features/layer_features.h"
 #include "forecast/host_match.h"
 #include "forecast/predictor.h"
-#include "features/layer_features.h"
-#include "import/model_source.h"
-#include "graph/graph.h"
 #include "gpu/gpu_memory.h"
+#include "graph/graph.h"
 #include "hardware/isa.h"
+#include "import/model_source.h"
 #include "memory/sharding.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
@@ -27,7 +27,7 @@ namespace dnncast::forecast {
 
 struct ForecastRequest {
   std::string model;       // zoo name, graph JSON file, or synthetic:SEED (model_source.h)
-  models::ModelSpec spec;          // batch (>= 1), input or sequence length, classes
+  models::ModelSpec spec;  // batch (>= 1), input or sequence length, classes
   Optimizer optimizer = Optimizer::Sgd;
   Precision precision = Precision::Fp32;
   int64_t threads = 0;        // 0: the environment's, or the largest trained count below it
@@ -35,7 +35,7 @@ struct ForecastRequest {
   int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
   std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
-  import::ModelBuilder builder;                                   // empty: load_model(model, spec) (model_source.h)
+  import::ModelBuilder builder;                           // empty: load_model(model, spec) (model_source.h)
   // Gradient accumulation: an iteration is grad_accum micro-batches of `batch` and one optimizer step; the
   // predictors were trained without it, so the forecast iteration is counted grad_accum times (said in a note).
   int64_t grad_accum = 1;
@@ -55,7 +55,7 @@ struct Forecast {
   // layer-wise model" (forecast/extrapolation.h), or at image inputs as large as the largest trained one
   // with a corrected layer-wise model in the set, "corrected layer-wise" (forecast/forecast.cpp).
   std::string time_model;
-  std::optional<double> epoch_s;                          // with epoch_samples
+  std::optional<double> epoch_s;  // with epoch_samples
   int64_t epoch_samples = 0, epoch_iterations = 0;
   // Peak memory above what is held before training (as `dnncast profile` reports it), with its
   // interval (a point for the simulator); total includes parameters, buffers and inputs (simulator).
@@ -92,27 +92,27 @@ Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& r
 struct MemoryRequest {
   std::string model;
   models::ModelSpec spec;
-  memory::MemoryConfig config;  // optimizer, precision, device, threads, isa, timeline, events
-  int64_t fits_limit = 0;       // > 0: does training fit in this many bytes
-  int64_t batch_limit = 0;      // > 0: the largest batch that fits in this many bytes
+  memory::MemoryConfig config;           // optimizer, precision, device, threads, isa, timeline, events
+  int64_t fits_limit = 0;                // > 0: does training fit in this many bytes
+  int64_t batch_limit = 0;               // > 0: the largest batch that fits in this many bytes
   int64_t batch_cap = int64_t{1} << 20;  // the largest batch that search tries
-  std::string measure_command;  // the command that would measure this run (the ISA match's remedy)
-  import::ModelBuilder builder;         // empty: load_model(model, spec) (model_source.h)
-  std::string gpu, gpu_name;    // a catalogued GPU as the device: its catalogue name and full name
+  std::string measure_command;           // the command that would measure this run (the ISA match's remedy)
+  import::ModelBuilder builder;          // empty: load_model(model, spec) (model_source.h)
+  std::string gpu, gpu_name;             // a catalogued GPU as the device: its catalogue name and full name
   std::optional<gpu::GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
-  bool context_measured = false;                   // the context was given (--cuda-context), not fitted
-  memory::ShardingPlan sharding;                   // several GPUs: the memory of one (memory/sharding.h)
-  int64_t seq_limit = 0;                           // > 0: the longest sequence that fits in this many bytes
-  int64_t seq_cap = int64_t{1} << 20;              // the longest sequence that search tries
+  bool context_measured = false;                        // the context was given (--cuda-context), not fitted
+  memory::ShardingPlan sharding;                        // several GPUs: the memory of one (memory/sharding.h)
+  int64_t seq_limit = 0;                                // > 0: the longest sequence that fits in this many bytes
+  int64_t seq_cap = int64_t{1} << 20;                   // the longest sequence that search tries
 };
 
 struct MemoryForecast {
   std::string model;
   int64_t batch = 0;
-  memory::MemoryConfig config;  // as requested
-  Graph graph;                 // the model at the requested batch
-  std::string input;           // the input's shape without the batch
-  memory::MemoryReport report; // peak, breakdown at the peak, timeline and events when asked
+  memory::MemoryConfig config;                       // as requested
+  Graph graph;                                       // the model at the requested batch
+  std::string input;                                 // the input's shape without the batch
+  memory::MemoryReport report;                       // peak, breakdown at the peak, timeline and events when asked
   int64_t parameters = 0, trainable_parameters = 0;  // of the graph (tied weights once; LoRA: the adapters train)
   // CPU: the ISA whose kernels were simulated, why, and whether measured runs checked its rules.
   hardware::CpuIsa simulated_isa = hardware::CpuIsa::Unknown;
@@ -175,15 +175,16 @@ struct MemoryOptions {
   std::string cuda_context, fits, max_batch;  // bytes with units ("24GiB"), or "" (not given)
   int64_t batch_cap = int64_t{1} << 20;
   std::string measure_command;  // "": memory_measure_command()'s
-  std::string sharding;                      // "" none, "ddp", "zero1"... (memory/sharding.h)
+  std::string sharding;         // "" none, "ddp", "zero1"... (memory/sharding.h)
   int64_t gpus = 1, gpus_per_node = 8;
-  std::string max_seq;                       // bytes with units, or "": the longest sequence that fits
-  int64_t grad_accum = 1;       // gradient accumulation: micro-batches per optimizer step (checked here)
+  std::string max_seq;     // bytes with units, or "": the longest sequence that fits
+  int64_t grad_accum = 1;  // gradient accumulation: micro-batches per optimizer step (checked here)
 };
 
 // The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the
 // model as given and every option whose value is not the default, in one order whatever front end was used.
-std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options);
+std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec,
+                                   const MemoryOptions& options);
 
 // Throws InputError: an optimizer, precision or device that is not one, a byte size that is not one. The
 // measure command is memory_measure_command()'s unless `options` gives one.

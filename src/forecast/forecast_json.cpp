@@ -48,9 +48,9 @@ json to_json(const Forecast& forecast) {
 }
 
 json to_json(const memory::MemoryBreakdown& b) {
-  return {{"parameter_bytes", b.parameter_bytes},         {"buffer_and_input_bytes", b.state_bytes},
-          {"gradient_bytes", b.gradient_bytes},           {"optimizer_state_bytes", b.optimizer_state_bytes},
-          {"activation_bytes", b.activation_bytes},       {"transient_bytes", b.transient_bytes}};
+  return {{"parameter_bytes", b.parameter_bytes},   {"buffer_and_input_bytes", b.state_bytes},
+          {"gradient_bytes", b.gradient_bytes},     {"optimizer_state_bytes", b.optimizer_state_bytes},
+          {"activation_bytes", b.activation_bytes}, {"transient_bytes", b.transient_bytes}};
 }
 
 namespace {
@@ -211,20 +211,20 @@ json to_json(const Inspection& inspection) {
   for (const LayerRow& row : inspection.layers) layers.push_back(layer_json(row, gpu));
   const LayerRow& total = inspection.total;
   json doc = {{"model", inspection.model},
-          {"family", inspection.family},
-          {"hash", inspection.hash},
-          {"batch", inspection.batch},
-          {"input", inspection.input},
-          {"params", total.params},
-          {"param_bytes", total.param_bytes},
-          {"buffers", total.buffers},
-          {"macs", total.macs},
-          {"flops_fwd", total.flops_fwd},
-          {"flops_bwd", total.flops_bwd},
-          {"activation_bytes", total.activation_bytes},
-          {"saved_bytes", total.saved_bytes},
-          {"saved_bytes_distinct", inspection.saved_bytes_distinct},
-          {"layers", layers}};
+              {"family", inspection.family},
+              {"hash", inspection.hash},
+              {"batch", inspection.batch},
+              {"input", inspection.input},
+              {"params", total.params},
+              {"param_bytes", total.param_bytes},
+              {"buffers", total.buffers},
+              {"macs", total.macs},
+              {"flops_fwd", total.flops_fwd},
+              {"flops_bwd", total.flops_bwd},
+              {"activation_bytes", total.activation_bytes},
+              {"saved_bytes", total.saved_bytes},
+              {"saved_bytes_distinct", inspection.saved_bytes_distinct},
+              {"layers", layers}};
   if (gpu) {
     doc["gpu"] = inspection.gpu;
     doc["gpu_forward_ms"] = total.gpu_forward_ms;
@@ -242,34 +242,35 @@ json to_json(const Inspection& inspection) {
 nlohmann::ordered_json to_json(const gpu::GpuForecast& forecast) {
   using nlohmann::ordered_json;
   auto optional = [](const auto& value) { return value ? ordered_json(*value) : ordered_json(nullptr); };
-  return {{"model", forecast.model},
-          {"graph", forecast.graph},
-          {"device", forecast.device},
-          {"device_name", forecast.device_name},
-          {"batch", forecast.batch},
-          {"input", forecast.input},
-          {"optimizer", name(forecast.optimizer)},
-          {"precision", name(forecast.precision)},
-          {"framework", name(forecast.framework)},
-          {"phase", name(forecast.phase)},
-          {"time_model", forecast.time_model},
-          {"time_ms", forecast.time_ms},
-          {"time_ms_low", forecast.time_ms_low},
-          {"time_ms_high", forecast.time_ms_high},
-          {"roofline_ms", forecast.roofline_ms},
-          {"epoch_s", optional(forecast.epoch_s)},
-          {"epoch_samples", forecast.epoch_samples},
-          {"epoch_iterations", forecast.epoch_iterations},
-          {"required_bytes", optional(forecast.required_bytes)},
-          {"device_memory_bytes", optional(forecast.device_memory_bytes)},
-          {"fits", optional(forecast.fits)},
-          {"max_batch", optional(forecast.max_batch)},
-          {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator) + fitted context and reserve "
-                                                       "(as nvidia-smi shows it, data/hardware/gpu_memory_calibration.csv)"
-                                                     : ""},
-          {"basis", forecast.basis},
-          {"basis_detail", forecast.basis_detail},
-          {"notes", forecast.notes}};
+  return {
+      {"model", forecast.model},
+      {"graph", forecast.graph},
+      {"device", forecast.device},
+      {"device_name", forecast.device_name},
+      {"batch", forecast.batch},
+      {"input", forecast.input},
+      {"optimizer", name(forecast.optimizer)},
+      {"precision", name(forecast.precision)},
+      {"framework", name(forecast.framework)},
+      {"phase", name(forecast.phase)},
+      {"time_model", forecast.time_model},
+      {"time_ms", forecast.time_ms},
+      {"time_ms_low", forecast.time_ms_low},
+      {"time_ms_high", forecast.time_ms_high},
+      {"roofline_ms", forecast.roofline_ms},
+      {"epoch_s", optional(forecast.epoch_s)},
+      {"epoch_samples", forecast.epoch_samples},
+      {"epoch_iterations", forecast.epoch_iterations},
+      {"required_bytes", optional(forecast.required_bytes)},
+      {"device_memory_bytes", optional(forecast.device_memory_bytes)},
+      {"fits", optional(forecast.fits)},
+      {"max_batch", optional(forecast.max_batch)},
+      {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator) + fitted context and reserve "
+                                                  "(as nvidia-smi shows it, data/hardware/gpu_memory_calibration.csv)"
+                                                : ""},
+      {"basis", forecast.basis},
+      {"basis_detail", forecast.basis_detail},
+      {"notes", forecast.notes}};
 }
 
 }  // namespace dnncast::forecast

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/error.h"
 #include "forecast/host_match.h"
 #include "forecast/predictor.h"
-#include "core/error.h"
 #include "models/layer_cases.h"
 
 namespace dnncast::forecast {
@@ -95,7 +95,8 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
     calibration.kind_layers = document.value("kind_layers", std::map<std::string, int64_t>{});
     calibration.layer_ms = document.value("layer_ms", std::map<std::string, double>{});
     for (const auto& [key, ms] : calibration.layer_ms)
-      if (!(ms > 0) || !std::isfinite(ms)) throw InputError(where + ": layer_ms " + quote(key) + " is not a positive number");
+      if (!(ms > 0) || !std::isfinite(ms))
+        throw InputError(where + ": layer_ms " + quote(key) + " is not a positive number");
     const json& shift = document.at("shift");
     calibration.shift = shift.at("map").get<std::string>();
     calibration.log_intercept = shift.at("log_intercept").get<double>();
@@ -128,7 +129,8 @@ HostCalibration HostCalibration::load(const std::string& dir) {
   std::error_code error;
   if (!fs::is_directory(calibration.source_dir, error)) {
     const fs::path shipped = fs::path(default_predictor_root()) / fs::path(calibration.source_dir).filename();
-    if (!default_predictor_root().empty() && fs::is_directory(shipped, error)) calibration.source_dir = shipped.string();
+    if (!default_predictor_root().empty() && fs::is_directory(shipped, error))
+      calibration.source_dir = shipped.string();
   }
   return calibration;
 }

@@ -14,15 +14,14 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "features/layer_features.h"
 #include "forecast/layer_model.h"
 #include "records/records.h"
-#include "features/layer_features.h"
 
 namespace dnncast::forecast {
 
@@ -31,9 +30,9 @@ inline constexpr const char* kAnyKind = "*";  // the scale of rows no measured k
 
 // One single layer measured here beside the source layer model's forecast of it.
 struct LayerRatio {
-  std::string kind;          // models::layer_kinds()
-  double measured_ms = 0;    // forward + backward, warm
-  double source_ms = 0;      // the source set's layer-wise model
+  std::string kind;        // models::layer_kinds()
+  double measured_ms = 0;  // forward + backward, warm
+  double source_ms = 0;    // the source set's layer-wise model
 };
 
 // One whole iteration measured here beside the source forecast times its layer factor.
@@ -43,10 +42,10 @@ struct WholeRatio {
 };
 
 struct HostCalibration {
-  records::EnvironmentRecord environment;  // this host, as host_environment() records it
-  std::string source_dir;               // the source predictor set (absolute)
-  std::map<std::string, double> kind_scale;     // kind -> measured / source; kAnyKind always present
-  std::map<std::string, int64_t> kind_layers;   // layers measured per kind
+  records::EnvironmentRecord environment;      // this host, as host_environment() records it
+  std::string source_dir;                      // the source predictor set (absolute)
+  std::map<std::string, double> kind_scale;    // kind -> measured / source; kAnyKind always present
+  std::map<std::string, int64_t> kind_layers;  // layers measured per kind
   // Every layer timed here, by its case key (models::LayerCase::key: op, attributes and input shapes): a
   // configuration whose layers were timed (the model calibrated, at its batch and input) takes their own times
   // instead of its kinds' scales.

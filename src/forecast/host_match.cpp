@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "forecast/predictor.h"
-#include "records/records.h"
-#include "features/featurizer.h"
 #include "core/error.h"
+#include "features/featurizer.h"
+#include "forecast/predictor.h"
+#include "hardware/cpu_conv.h"
 #include "hardware/fingerprint.h"
 #include "hardware/hardware.h"
-#include "hardware/cpu_conv.h"
+#include "records/records.h"
 
 namespace dnncast::forecast {
 
@@ -86,7 +86,8 @@ HostMatch best_of(const std::vector<Comparison>& comparisons, const std::vector<
     const Comparison& candidate = comparisons[index];
     const Comparison& current = comparisons[best];
     if (candidate.disagree.size() < current.disagree.size() ||
-        (candidate.disagree.size() == current.disagree.size() && candidate.unrecorded.size() < current.unrecorded.size()))
+        (candidate.disagree.size() == current.disagree.size() &&
+         candidate.unrecorded.size() < current.unrecorded.size()))
       best = index;
   }
   HostMatch match;
@@ -105,7 +106,8 @@ json HostMatch::to_json() const {
   json fields = json::array();
   for (const FieldDifference& difference : differs)
     fields.push_back({{"field", difference.field}, {"host", difference.host}, {"predictor", difference.predictor}});
-  return {{"match", exact ? "exact" : "nearest"}, {"environment", environment}, {"differs", fields}, {"remedy", remedy}};
+  return {
+      {"match", exact ? "exact" : "nearest"}, {"environment", environment}, {"differs", fields}, {"remedy", remedy}};
 }
 
 records::EnvironmentRecord host_environment(hardware::CpuIsa isa) {
@@ -118,7 +120,7 @@ records::EnvironmentRecord host_environment(hardware::CpuIsa isa) {
   if (isa != hardware::CpuIsa::Unknown) {
     environment.isa = hardware::isa_name(isa);
     // ATen's own choice on a CPU that reaches this ISA (hardware::highest_aten_capability).
-    environment.aten_capability = hardware::is_avx512(isa)           ? "avx512"
+    environment.aten_capability = hardware::is_avx512(isa)        ? "avx512"
                                   : isa >= hardware::CpuIsa::Avx2 ? "avx2"
                                                                   : "default";
     environment.isa_cap.clear();
@@ -181,7 +183,8 @@ std::string host_match_note(const HostMatch& match) {
     if (difference.predictor == kNotRecorded) {
       unrecorded += (unrecorded.empty() ? "" : ", ") + difference.field + " " + difference.host;
     } else {
-      disagree += (disagree.empty() ? "" : ", ") + difference.field + " " + difference.host + " vs " + difference.predictor;
+      disagree +=
+          (disagree.empty() ? "" : ", ") + difference.field + " " + difference.host + " vs " + difference.predictor;
     }
   }
   std::string fields = disagree;
@@ -221,7 +224,8 @@ std::vector<records::EnvironmentRecord> manifest_environments(const std::string&
   if (document.is_discarded() || !document.contains("environments") || !document["environments"].is_array())
     return environments;
   try {
-    for (const json& environment : document["environments"]) environments.push_back(records::environment_from_json(environment));
+    for (const json& environment : document["environments"])
+      environments.push_back(records::environment_from_json(environment));
   } catch (const json::exception&) {
     environments.clear();
   }

@@ -4,13 +4,12 @@
 // print one note when there is no exact match (docs/DATASET.md "CPU fingerprint"). No libtorch.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "records/records.h"
 #include "hardware/isa.h"
+#include "records/records.h"
 
 namespace dnncast::forecast {
 

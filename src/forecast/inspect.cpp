@@ -1,13 +1,12 @@
 // Per-layer costs of a graph (forecast.h): output shapes, parameters, MACs, FLOPs, activation
 // bytes and bytes kept for backward, with totals.
-#include "forecast/forecast.h"
-
 #include <algorithm>
 #include <optional>
 #include <set>
 
 #include "core/error.h"
 #include "core/text.h"
+#include "forecast/forecast.h"
 #include "gpu/gpu_forecast.h"
 #include "gpu/kernel_model.h"
 #include "graph/checkpoint.h"

@@ -43,7 +43,8 @@ bool match_layer_timings(const features::LayerSites& sites, const std::vector<re
   bool optimizer = false;
   for (size_t position = nodes; position < timings.size(); ++position) {
     const records::LayerTiming& timing = timings[position];
-    if (timing.op != records::kOptimizerStepOp && timing.op != records::kZeroGradOp && timing.op != records::kLossOp) return false;
+    if (timing.op != records::kOptimizerStepOp && timing.op != records::kZeroGradOp && timing.op != records::kLossOp)
+      return false;
     ms[nodes] += in_iteration ? *timing.iteration_forward_ms + *timing.iteration_backward_ms
                               : timing.forward_ms + timing.backward_ms;
     optimizer = optimizer || timing.op == records::kOptimizerStepOp;
@@ -51,9 +52,10 @@ bool match_layer_timings(const features::LayerSites& sites, const std::vector<re
   return optimizer;
 }
 
-std::vector<LayerExample> bench_examples(const std::vector<records::LayerBenchRecord>& records, const std::string& target,
-                                         std::vector<features::LayerSites>& sites) {
-  if (target != "warm" && target != "cold") throw InputError("unknown benchmark target " + quote(target) + " (known: warm, cold)");
+std::vector<LayerExample> bench_examples(const std::vector<records::LayerBenchRecord>& records,
+                                         const std::string& target, std::vector<features::LayerSites>& sites) {
+  if (target != "warm" && target != "cold")
+    throw InputError("unknown benchmark target " + quote(target) + " (known: warm, cold)");
   sites.clear();
   sites.reserve(records.size());  // no reallocation: the examples point into it
   std::vector<LayerExample> examples;
@@ -223,13 +225,15 @@ LayerModel LayerModel::load(const std::string& dir) {
   try {
     json manifest = json::parse(in);
     if (manifest.at("format").get<std::string>() != kLayerModelFormat)
-      throw InputError(path + ": format " + manifest.at("format").dump() + ", this build reads " + quote(kLayerModelFormat));
+      throw InputError(path + ": format " + manifest.at("format").dump() + ", this build reads " +
+                       quote(kLayerModelFormat));
     if (manifest.at("feature_version").get<int>() != features::kFeatureVersion ||
         manifest.at("layer_features").get<std::vector<std::string>>() != features::layer_feature_names())
       throw InputError(path + ": trained with another layer feature list (feature version " +
                        manifest.at("feature_version").dump() + ", this build computes " +
                        std::to_string(features::kFeatureVersion) + "): retrain it with `dnncast train`");
-    model.learner_ = learn::load_learner(manifest.at("learner").get<std::string>(), manifest.at("hyperparameters"), dir);
+    model.learner_ =
+        learn::load_learner(manifest.at("learner").get<std::string>(), manifest.at("hyperparameters"), dir);
     model.set_row_cache_rows(kLayerRowCacheRows);
     model.training_runs_ = manifest.at("training").at("runs").get<int64_t>();
     model.training_rows_ = manifest.at("training").at("rows").get<int64_t>();

@@ -12,14 +12,13 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "records/records.h"
 #include "features/layer_features.h"
 #include "learn/learner.h"
+#include "records/records.h"
 
 namespace dnncast::forecast {
 
@@ -38,8 +37,8 @@ struct LayerExample {
 // The ok rows of single-layer benchmarks as examples of one node each (target "warm": forward +
 // backward with warm caches; "cold": with caches flushed before each). `sites` holds their layer
 // sites (resized here: the examples point into it). InputError for another target or a bad graph.
-std::vector<LayerExample> bench_examples(const std::vector<records::LayerBenchRecord>& records, const std::string& target,
-                                         std::vector<features::LayerSites>& sites);
+std::vector<LayerExample> bench_examples(const std::vector<records::LayerBenchRecord>& records,
+                                         const std::string& target, std::vector<features::LayerSites>& sites);
 
 // Matches a run's layer_times rows to the sites of its graph (by position, checked by node name;
 // the rows after the nodes, optimizer step, zero_grad and loss, summed into one). The times inside

@@ -1,15 +1,14 @@
 // Simulated memory of training one model (forecast.h): the simulation, the ISA it follows and
 // whether measured runs checked it, whether it fits, and the largest batch that does.
-#include "forecast/forecast.h"
-
 #include <limits>
 
+#include "core/error.h"
+#include "forecast/forecast.h"
 #include "graph/op_registry.h"
 #include "hardware/catalogue.h"
 #include "import/model_source.h"
 #include "memory/onednn_scratchpad.h"
 #include "memory/simulator.h"
-#include "core/error.h"
 
 namespace dnncast::forecast {
 
@@ -40,7 +39,8 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.gpu_name = request.gpu_name;
   result.gpu_memory = request.gpu_memory;
   result.context_measured = request.context_measured;
-  if (request.gpu_memory) result.memory_notes = gpu::gpu_memory_notes(*request.gpu_memory, request.gpu, request.context_measured);
+  if (request.gpu_memory)
+    result.memory_notes = gpu::gpu_memory_notes(*request.gpu_memory, request.gpu, request.context_measured);
   if (!request.gpu.empty()) {
     const hardware::GpuSpec& spec = hardware::shipped_catalogue().gpu(request.gpu);
     result.link = spec.link;
@@ -62,12 +62,13 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
         },
         request.batch_limit, request.batch_cap);
   }
-  const bool sequence_model = !result.graph.inputs().empty() &&
-                              result.graph.node(result.graph.inputs().front()).dtype == DType::I64;
+  const bool sequence_model =
+      !result.graph.inputs().empty() && result.graph.node(result.graph.inputs().front()).dtype == DType::I64;
   if (sequence_model) result.seq = result.graph.node(result.graph.inputs().front()).shape.dims.back();
   if (request.seq_limit > 0) {
     if (!sequence_model)
-      throw InputError("the longest sequence that fits: " + request.model + " is not a sequence model (its input is not token ids)");
+      throw InputError("the longest sequence that fits: " + request.model +
+                       " is not a sequence model (its input is not token ids)");
     result.seq_limit = request.seq_limit;
     result.max_seq = memory::largest_fitting(
         [&](int64_t candidate) {
@@ -88,7 +89,8 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.isa_source = request.config.isa != hardware::CpuIsa::Unknown
                           ? "as --isa asked"
                           : "this host's oneDNN dispatch, after ONEDNN_MAX_CPU_ISA";
-  if (result.report.device == Device::Cpu) result.isa_match = simulator_isa_match(result.simulated_isa, request.measure_command);
+  if (result.report.device == Device::Cpu)
+    result.isa_match = simulator_isa_match(result.simulated_isa, request.measure_command);
 
   // The input's shape without the batch dimension (C x H x W, or the sequence length).
   if (!result.graph.inputs().empty()) {

@@ -5,8 +5,9 @@
 
 namespace dnncast::forecast {
 
-gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options,
-                                    OptionStyle style, const import::ModelBuilder& builder) {
+gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec,
+                                         const PredictOptions& options, OptionStyle style,
+                                         const import::ModelBuilder& builder) {
   gpu::GpuForecastRequest request;
   request.model = model;
   request.spec = spec;
@@ -23,13 +24,15 @@ gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models:
   request.builder = builder;
   check_grad_accum(options.forecast.grad_accum, option_name("grad_accum", style));
   if (options.forecast.grad_accum > 1 && request.phase != gpu::GpuPhase::Train)
-    throw InputError(option_name("grad_accum", style) + " applies only to the train phase (a full step with the optimizer)");
+    throw InputError(option_name("grad_accum", style) +
+                     " applies only to the train phase (a full step with the optimizer)");
   request.grad_accum = options.forecast.grad_accum;
   return request;
 }
 
 // Tokens per epoch as sequences of --seq tokens (the last one partial counts whole): the epoch in samples.
-static PredictOptions with_epoch_in_samples(const PredictOptions& given, const models::ModelSpec& spec, OptionStyle style) {
+static PredictOptions with_epoch_in_samples(const PredictOptions& given, const models::ModelSpec& spec,
+                                            OptionStyle style) {
   PredictOptions options = given;
   if (given.epoch_tokens <= 0) return options;
   const std::string tokens = option_name("epoch_tokens", style);
@@ -42,8 +45,8 @@ static PredictOptions with_epoch_in_samples(const PredictOptions& given, const m
   return options;
 }
 
-Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& given, OptionStyle style,
-                   const import::ModelBuilder& builder) {
+Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& given,
+                   OptionStyle style, const import::ModelBuilder& builder) {
   const PredictOptions options = with_epoch_in_samples(given, spec, style);
   const std::string& typed = options.forecast.device;
   const std::string device_option = option_name("device", style);

@@ -26,20 +26,21 @@ struct PredictOptions {
 
 struct Prediction {
   ForecastDevice device;
-  std::optional<Forecast> cpu;     // from a predictor set
+  std::optional<Forecast> cpu;          // from a predictor set
   std::optional<gpu::GpuForecast> gpu;  // from the GPU time model
 };
 
 // Throws InputError: a bad model, option or device (an unknown one names the known predictor sets and the
 // closest catalogued GPUs), a GPU-only option without a catalogued GPU.
-Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options, OptionStyle style,
-                   const import::ModelBuilder& builder = {});
+Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options,
+                   OptionStyle style, const import::ModelBuilder& builder = {});
 
 // The GPU time model's request from the options as a user gives them (`predict --device GPU`, `compare`, serve,
 // Python): optimizer, precision, framework, epoch samples and catalogue files parsed and named as `style` spells
 // them; the device, max_batch and the calibration as given.
-gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options,
-                                    OptionStyle style, const import::ModelBuilder& builder = {});
+gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec,
+                                         const PredictOptions& options, OptionStyle style,
+                                         const import::ModelBuilder& builder = {});
 
 // The answer as `predict --json` prints it (two-space indent, a final newline; bytes that are not UTF-8 replaced).
 std::string prediction_json(const Prediction& prediction);

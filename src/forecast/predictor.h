@@ -11,21 +11,20 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
-#include "records/records.h"
-#include "forecast/layer_model.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
+#include "forecast/layer_model.h"
 #include "hardware/hardware.h"
 #include "learn/automl.h"
 #include "learn/learner.h"
+#include "records/records.h"
 
 namespace dnncast::forecast {
 
@@ -53,8 +52,8 @@ struct Manifest {
   // Identity unless `dnncast calibrate` wrote it ("shift" in manifest.json).
   double shift_log_intercept = 0, shift_log_slope = 1;
   std::vector<records::EnvironmentRecord> environments;
-  nlohmann::json training;    // rows, runs, networks, families, batches, dataset, trained_at
-  nlohmann::json cv;          // folds, mre, median_re, p90_re, within_10pct
+  nlohmann::json training;     // rows, runs, networks, families, batches, dataset, trained_at
+  nlohmann::json cv;           // folds, mre, median_re, p90_re, within_10pct
   nlohmann::json leaderboard;  // the AutoML table, best first
   nlohmann::json to_json() const;
 };

@@ -1,8 +1,7 @@
 // Stored environments as predictors see them: hardware features, labels, slugs, JSON.
-#include "forecast/predictor.h"
-
 #include <cctype>
 
+#include "forecast/predictor.h"
 #include "hardware/catalogue.h"
 #include "hardware/hardware.h"
 
@@ -36,10 +35,9 @@ std::string environment_label(const records::EnvironmentRecord& environment) {
 }
 
 std::string environment_slug(const records::EnvironmentRecord& environment) {
-  std::string base = environment.gpu_name.empty()
-                         ? (environment.cpu_model.empty() ? "cpu" : environment.cpu_model) + " " +
-                               std::to_string(environment.cores) + "cpu"
-                         : environment.gpu_name;
+  std::string base = environment.gpu_name.empty() ? (environment.cpu_model.empty() ? "cpu" : environment.cpu_model) +
+                                                        " " + std::to_string(environment.cores) + "cpu"
+                                                  : environment.gpu_name;
   std::string slug;
   for (char c : base) {
     if (std::isalnum(static_cast<unsigned char>(c))) {
@@ -53,9 +51,8 @@ std::string environment_slug(const records::EnvironmentRecord& environment) {
 }
 
 json environment_to_json(const records::EnvironmentRecord& environment) {
-  json document = {{"hash", environment.hash()},
-                   {"label", environment_label(environment)},
-                   {"slug", environment_slug(environment)}};
+  json document = {
+      {"hash", environment.hash()}, {"label", environment_label(environment)}, {"slug", environment_slug(environment)}};
   document.update(records::environment_json(environment, false));
   return document;
 }

@@ -1,6 +1,4 @@
 // Predictor sets: loading one, the shipped ones, and the one to use for a device (predictor.h).
-#include "forecast/predictor.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -11,6 +9,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "forecast/predictor.h"
 #include "hardware/catalogue.h"
 #include "hardware/hardware.h"
 
@@ -29,16 +28,21 @@ PredictorSet load_predictor_set(const std::string& dir) {
   set.dir = dir;
   if (fs::exists(dir + "/manifest.json")) {
     Predictor predictor = Predictor::load(dir);
-    if (predictor.manifest().target == "time") set.time.emplace(std::move(predictor));
-    else throw InputError("predictor " + dir + " forecasts " + predictor.manifest().target + ", not time; give its set's folder");
+    if (predictor.manifest().target == "time")
+      set.time.emplace(std::move(predictor));
+    else
+      throw InputError("predictor " + dir + " forecasts " + predictor.manifest().target +
+                       ", not time; give its set's folder");
     return set;
   }
   if (!fs::exists(dir + "/time/manifest.json"))
-    throw InputError("no predictor at " + dir + " (expected " + dir + "/manifest.json or " + dir + "/time/manifest.json)");
+    throw InputError("no predictor at " + dir + " (expected " + dir + "/manifest.json or " + dir +
+                     "/time/manifest.json)");
   set.time.emplace(Predictor::load(dir + "/time"));
   if (fs::exists(dir + "/time/layers/layers.json")) {
     set.layers.emplace(LayerModel::load(dir + "/time/layers"));
-    if (fs::exists(dir + "/time/corrected/manifest.json")) set.corrected.emplace(Predictor::load(dir + "/time/corrected"));
+    if (fs::exists(dir + "/time/corrected/manifest.json"))
+      set.corrected.emplace(Predictor::load(dir + "/time/corrected"));
   }
   if (fs::exists(dir + "/memory/manifest.json")) set.memory.emplace(Predictor::load(dir + "/memory"));
   return set;
@@ -88,7 +92,8 @@ std::vector<std::string> shipped_predictor_sets(const std::string& root) {
   std::error_code error;
   if (root.empty() || !fs::is_directory(root, error)) return sets;
   for (const fs::directory_entry& entry : fs::directory_iterator(root, error))
-    if (entry.is_directory() && (fs::exists(entry.path() / "time" / "manifest.json") || fs::exists(entry.path() / "manifest.json")))
+    if (entry.is_directory() &&
+        (fs::exists(entry.path() / "time" / "manifest.json") || fs::exists(entry.path() / "manifest.json")))
       sets.push_back(entry.path().string());
   std::sort(sets.begin(), sets.end());
   return sets;
@@ -170,14 +175,15 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
   for (size_t index = 0; index < sets.size(); ++index) {
     const records::EnvironmentRecord& environment = environments[index];
     std::vector<std::string> names{lower(fs::path(sets[index]).filename().string()), environment_slug(environment),
-                                   lower(environment_label(environment)), environment.hash(), lower(environment.gpu_name)};
+                                   lower(environment_label(environment)), environment.hash(),
+                                   lower(environment.gpu_name)};
     if (std::find(names.begin(), names.end(), wanted) != names.end()) return {sets[index], ""};
     if (catalogue_device != nullptr && !environment.gpu_name.empty() &&
         catalogue->match_driver_name(environment.gpu_name) == catalogue_device)
       return {sets[index], ""};
   }
   throw UnknownDevice("no predictor for device " + quote(device) + " (known predictors: " + known() +
-                   "; train one with `dnncast train --db DATA --out data/predictors/NAME`)");
+                      "; train one with `dnncast train --db DATA --out data/predictors/NAME`)");
 }
 
 std::string default_predictor_root() {

@@ -1,14 +1,14 @@
 // Requests filled from the options as the CLI and the Python module take them (forecast.h).
 #include <string>
 
+#include "core/error.h"
+#include "core/text.h"
+#include "core/training_setup.h"
+#include "core/units.h"
 #include "forecast/device.h"
 #include "forecast/forecast.h"
 #include "gpu/gpu_forecast.h"
 #include "gpu/gpu_memory.h"
-#include "core/error.h"
-#include "core/training_setup.h"
-#include "core/text.h"
-#include "core/units.h"
 
 namespace dnncast::forecast {
 
@@ -17,14 +17,22 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
     const char* keyword;
     const char* flag;
   };
-  static const Spelling kSpellings[] = {{"optimizer", "--optimizer"},   {"precision", "--precision"},
-                                        {"device", "--device"},         {"cuda_context", "--cuda-context"},
-                                        {"fits", "--fits"},             {"max_batch_bytes", "--max-batch"},
-                                        {"framework", "--framework"},   {"max_batch", "--max-batch"},
-                                        {"calibration", "--calibration"}, {"phase", "--phase"},
-                                        {"sharding", "--sharding"},     {"gpus", "--gpus"},
-                                        {"gpus_per_node", "--gpus-per-node"}, {"max_seq_bytes", "--max-seq"},
-                                        {"epoch_tokens", "--epoch-tokens"}, {"epoch_samples", "--epoch-samples"},
+  static const Spelling kSpellings[] = {{"optimizer", "--optimizer"},
+                                        {"precision", "--precision"},
+                                        {"device", "--device"},
+                                        {"cuda_context", "--cuda-context"},
+                                        {"fits", "--fits"},
+                                        {"max_batch_bytes", "--max-batch"},
+                                        {"framework", "--framework"},
+                                        {"max_batch", "--max-batch"},
+                                        {"calibration", "--calibration"},
+                                        {"phase", "--phase"},
+                                        {"sharding", "--sharding"},
+                                        {"gpus", "--gpus"},
+                                        {"gpus_per_node", "--gpus-per-node"},
+                                        {"max_seq_bytes", "--max-seq"},
+                                        {"epoch_tokens", "--epoch-tokens"},
+                                        {"epoch_samples", "--epoch-samples"},
                                         {"seq", "--seq"},
                                         {"grad_accum", "--grad-accum"}};
   for (const Spelling& spelling : kSpellings)
@@ -50,9 +58,12 @@ ForecastRequest make_forecast_request(const std::string& model, const models::Mo
   return request;
 }
 
-std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options) {
+std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec,
+                                   const MemoryOptions& options) {
   std::string command = "dnncast memory " + shell_word(model) + " --batch " + std::to_string(spec.batch);
-  auto add = [&](const char* flag, const std::string& value) { command += std::string(" ") + flag + " " + shell_word(value); };
+  auto add = [&](const char* flag, const std::string& value) {
+    command += std::string(" ") + flag + " " + shell_word(value);
+  };
   if (!spec.input.empty()) add("--input", TensorShape(spec.input).to_string());
   if (spec.seq_len > 0) add("--seq", std::to_string(spec.seq_len));
   if (spec.num_classes != models::ModelSpec{}.num_classes) add("--classes", std::to_string(spec.num_classes));
@@ -125,7 +136,7 @@ MemoryRequest make_memory_request(const std::string& model, const models::ModelS
   if (!options.sharding.empty())
     request.sharding.strategy = memory::parse_sharding(options.sharding, option_name("sharding", style));
   memory::check_sharding_plan(request.sharding, {option_name("sharding", style), option_name("gpus", style),
-                                                option_name("gpus_per_node", style)});
+                                                 option_name("gpus_per_node", style)});
   if (request.sharding.strategy != memory::Sharding::None && config.device != Device::Cuda)
     throw InputError(option_name("sharding", style) + " " + options.sharding + ": multi-GPU memory needs " +
                      option_name("device", style) + " cuda or a catalogued GPU");

@@ -13,9 +13,9 @@
 #include <set>
 #include <tuple>
 
-#include "import/model_source.h"
 #include "core/csv.h"
 #include "core/error.h"
+#include "import/model_source.h"
 
 namespace fs = std::filesystem;
 
@@ -493,8 +493,8 @@ void write_residuals(const CalibrationSet& set, const GpuCalibration& calibratio
       << "`; per public row (../shared/data/public/gpu_benchmarks) the measured time per iteration, the forecast "
          "fitted on all rows, the forecast with the row's GPU held out of the fit, with its model held out, and "
          "the plain roofline (ms)\n";
-  write_csv_record(out, {"table", "line", "gpu", "model", "batch", "precision", "framework", "measured_ms",
-                               "fit_ms", "held_gpu_ms", "held_model_ms", "roofline_ms"});
+  write_csv_record(out, {"table", "line", "gpu", "model", "batch", "precision", "framework", "measured_ms", "fit_ms",
+                         "held_gpu_ms", "held_model_ms", "roofline_ms"});
   char number[5][32];
   for (size_t index = 0; index < set.size(); ++index) {
     const PublicMeasurement& row = set.row(index);
@@ -503,9 +503,9 @@ void write_residuals(const CalibrationSet& set, const GpuCalibration& calibratio
                               held_model.forecast_ms[index], timing.roofline_ms};
     for (int column = 0; column < 5; ++column)
       std::snprintf(number[column], sizeof number[column], "%.6g", values[column]);
-    write_csv_record(out, {row.table, std::to_string(row.line), row.gpu, row.model,
-                                 std::to_string(row.spec.batch), name(row.precision), name(row.framework),
-                                 number[0], number[1], number[2], number[3], number[4]});
+    write_csv_record(out,
+                     {row.table, std::to_string(row.line), row.gpu, row.model, std::to_string(row.spec.batch),
+                      name(row.precision), name(row.framework), number[0], number[1], number[2], number[3], number[4]});
   }
   if (!out) throw InputError("--residuals " + quote(path) + ": writing failed");
 }

@@ -2,27 +2,26 @@
 // catalogued GPU, the calibrated efficiencies and overheads, and the forecast with memory.
 #include "gpu/gpu_forecast.h"
 
-#include <cctype>
-
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <array>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <tuple>
 
-#include "import/model_source.h"
 #include "core/checked.h"
 #include "core/csv.h"
 #include "core/error.h"
-#include "graph/op_helpers.h"
-#include "graph/checkpoint.h"
-#include "graph/op_registry.h"
 #include "gpu/gpu_memory.h"
+#include "graph/checkpoint.h"
+#include "graph/op_helpers.h"
+#include "graph/op_registry.h"
+#include "import/model_source.h"
 #include "memory/simulator.h"
 
 namespace dnncast::gpu {
@@ -34,7 +33,8 @@ const std::vector<std::pair<GpuPrecision, std::vector<std::string>>>& precision_
       {GpuPrecision::Fp32, {"fp32", "f32", "float32"}},
       {GpuPrecision::Tf32, {"tf32"}},
       {GpuPrecision::Fp16, {"fp16", "amp", "amp-fp16", "f16", "float16"}},
-      {GpuPrecision::Bf16, {"bf16", "amp-bf16", "bfloat16", "bf16-pure", "pure-bf16"}},  // pure bf16: the same bf16 curves
+      {GpuPrecision::Bf16,
+       {"bf16", "amp-bf16", "bfloat16", "bf16-pure", "pure-bf16"}},  // pure bf16: the same bf16 curves
   };
   return table;
 }
@@ -92,9 +92,12 @@ GpuPrecision parse_gpu_precision(const std::string& text, const std::string& wha
 Precision memory_precision_of(const std::string& text, const std::string& what) {
   switch (parse_gpu_precision(text, what)) {
     case GpuPrecision::Fp32:
-    case GpuPrecision::Tf32: return Precision::Fp32;
-    case GpuPrecision::Fp16: return Precision::Fp16;
-    case GpuPrecision::Bf16: break;
+    case GpuPrecision::Tf32:
+      return Precision::Fp32;
+    case GpuPrecision::Fp16:
+      return Precision::Fp16;
+    case GpuPrecision::Bf16:
+      break;
   }
   std::string lower;
   for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -148,9 +151,18 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
   };
   std::map<std::array<double, 12>, std::pair<KernelShape, int64_t>> shaped_kernels;
   auto add_shaped = [&](const KernelShape& kernel) {
-    const std::array<double, 12> key = {static_cast<double>(kernel.family), kernel.batch, kernel.m, kernel.n,
-                                        kernel.k, kernel.channels, kernel.kernel, kernel.size, kernel.stride,
-                                        kernel.padding, kernel.flops, kernel.bytes};
+    const std::array<double, 12> key = {static_cast<double>(kernel.family),
+                                        kernel.batch,
+                                        kernel.m,
+                                        kernel.n,
+                                        kernel.k,
+                                        kernel.channels,
+                                        kernel.kernel,
+                                        kernel.size,
+                                        kernel.stride,
+                                        kernel.padding,
+                                        kernel.flops,
+                                        kernel.bytes};
     auto& [shape, count] = shaped_kernels[key];
     shape = kernel;
     ++count;
@@ -256,7 +268,6 @@ double framework_seconds(double seconds, Framework framework, const GpuCalibrati
   if (framework == Framework::Torch7) seconds *= calibration.torch7_factor;
   return seconds;
 }
-
 
 }  // namespace
 
@@ -482,8 +493,10 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
     return;
   }
   if (gpu.name != kGpuMemoryFittedOn)
-    result.notes.push_back("memory: the CUDA context and allocator reserve were fitted on an A100 40GB (GPUMemNet) "
-                           "and are carried over to " + gpu.name);
+    result.notes.push_back(
+        "memory: the CUDA context and allocator reserve were fitted on an A100 40GB (GPUMemNet) "
+        "and are carried over to " +
+        gpu.name);
   if (!gpu.memory_gib) {
     result.notes.push_back("the catalogue has no memory size for " + gpu.name + ": fits not decided");
     return;
@@ -565,8 +578,9 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Cata
   result.roofline_ms = timing.roofline_ms;
   if (request.grad_accum > 1 && request.phase == GpuPhase::Train) {
     // Gradient accumulation: the micro-batches before the last are forward-backward passes without the step.
-    const GpuTiming micro = time_on_gpu(gpu_work(graph, request.precision, request.optimizer, GpuPhase::ForwardBackward),
-                                        gpu, request.precision, request.framework, calibration, kernels);
+    const GpuTiming micro =
+        time_on_gpu(gpu_work(graph, request.precision, request.optimizer, GpuPhase::ForwardBackward), gpu,
+                    request.precision, request.framework, calibration, kernels);
     result.time_ms += static_cast<double>(request.grad_accum - 1) * micro.time_ms;
     result.roofline_ms += static_cast<double>(request.grad_accum - 1) * micro.roofline_ms;
     result.notes.push_back("gradient accumulation: " + std::to_string(request.grad_accum) +

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "import/model_source.h"
 #include "core/training_setup.h"
-#include "graph/graph.h"
 #include "gpu/kernel_model.h"
+#include "graph/graph.h"
 #include "hardware/catalogue.h"
+#include "import/model_source.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
 
@@ -135,8 +135,8 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
 std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu);
 
 struct GpuForecastRequest {
-  std::string model;  // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)
-  models::ModelSpec spec;     // batch and input
+  std::string model;       // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)
+  models::ModelSpec spec;  // batch and input
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
   // The tensors' precision the memory simulation follows (autocast for fp16 / bf16, Bf16Pure for "bf16-pure", fp32
@@ -149,7 +149,7 @@ struct GpuForecastRequest {
   bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
-  import::ModelBuilder builder;                      // empty: load_model(model, spec) (model_source.h)
+  import::ModelBuilder builder;              // empty: load_model(model, spec) (model_source.h)
   int64_t grad_accum = 1;  // train phase: grad_accum forward-backward passes and one optimizer step per iteration
 };
 
@@ -162,7 +162,7 @@ struct GpuForecast {
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
   GpuPhase phase = GpuPhase::Train;
-  std::string time_model;  // "per-kernel" or "calibrated curves"
+  std::string time_model;                                 // "per-kernel" or "calibrated curves"
   double time_ms = 0, time_ms_low = 0, time_ms_high = 0;  // per iteration, with its 90% interval
   double roofline_ms = 0;                                 // the plain roofline, for comparison
   std::optional<double> epoch_s;

@@ -3,10 +3,10 @@
 #include "gpu/gpu_memory.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <cstdio>
 #include <sstream>
 
 #include "core/csv.h"
@@ -24,7 +24,8 @@ std::string default_gpu_memory_calibration_path() {
 GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
   const std::string path = given.empty() ? default_gpu_memory_calibration_path() : given;
   if (path.empty())
-    throw InputError("no GPU memory calibration: data/hardware/gpu_memory_calibration.csv not found (set DNNCAST_HARDWARE)");
+    throw InputError(
+        "no GPU memory calibration: data/hardware/gpu_memory_calibration.csv not found (set DNNCAST_HARDWARE)");
   std::ifstream in(path);
   if (!in) throw InputError("cannot read GPU memory calibration " + quote(path));
   GpuMemoryCalibration calibration;
@@ -45,7 +46,8 @@ GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
       throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
     }
     if (fields[0] != "context_bytes" && fields[0] != "workspace_bytes" && fields[0] != "reserve_fraction")
-      throw InputError(where + ": unknown key " + quote(fields[0]) + " (context_bytes, workspace_bytes, reserve_fraction)");
+      throw InputError(where + ": unknown key " + quote(fields[0]) +
+                       " (context_bytes, workspace_bytes, reserve_fraction)");
     if (values.count(fields[0])) throw InputError(where + ": key " + quote(fields[0]) + " given twice");
     values[fields[0]] = value;
     if (fields[0] == "context_bytes" && fields.size() > 2) calibration.fitted_on = fields[2];
@@ -70,7 +72,7 @@ void write_gpu_memory_calibration(const GpuMemoryCalibration& calibration, const
   fraction << calibration.reserve_fraction;
   write_csv_record(out, {"context_bytes", std::to_string(calibration.context_bytes), calibration.fitted_on});
   write_csv_record(out, {"workspace_bytes", std::to_string(calibration.workspace_bytes),
-                               "derived: PyTorch's default cuBLAS workspace (:4096:2:16:8), not fitted"});
+                         "derived: PyTorch's default cuBLAS workspace (:4096:2:16:8), not fitted"});
   write_csv_record(out, {"reserve_fraction", fraction.str(), "fitted: extra reserve per byte of simulated tensors"});
   if (!out) throw InputError("cannot write " + quote(path));
 }
@@ -98,15 +100,18 @@ std::vector<std::string> gpu_memory_notes(const GpuMemoryCalibration& calibratio
     std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(int64_t{1} << 20));
     return std::string(text);
   };
-  const std::string on = calibration.fitted_on.empty() ? "(no detail in " + calibration.source + ")" : calibration.fitted_on;
+  const std::string on =
+      calibration.fitted_on.empty() ? "(no detail in " + calibration.source + ")" : calibration.fitted_on;
   std::vector<std::string> notes;
-  notes.push_back(context_measured ? "context: " + mib(calibration.context_bytes) + " would be the fitted one; the measured one given is used"
+  notes.push_back(context_measured ? "context: " + mib(calibration.context_bytes) +
+                                         " would be the fitted one; the measured one given is used"
                                    : "context: " + mib(calibration.context_bytes) + ", " + on);
   char fraction[64];
   std::snprintf(fraction, sizeof fraction, "%.2f%%", 100 * calibration.reserve_fraction);
   notes.push_back("allocator reserve: the simulated caching allocator's segments beyond its blocks, plus " +
                   std::string(fraction) + " of the tensors (fitted alike)");
-  notes.push_back("workspaces: " + mib(calibration.workspace_bytes) + ", PyTorch's default cuBLAS workspace (derived, not fitted)");
+  notes.push_back("workspaces: " + mib(calibration.workspace_bytes) +
+                  ", PyTorch's default cuBLAS workspace (derived, not fitted)");
   if (gpu != kGpuMemoryFittedOn)
     notes.push_back("the context and reserve fraction were fitted on an A100 40GB and are carried over to " + gpu +
                     " (its driver, CUDA version and kernels may differ)");

@@ -27,11 +27,11 @@
 namespace dnncast::gpu {
 
 struct GpuMemoryCalibration {
-  int64_t context_bytes = 0;          // fitted
-  int64_t workspace_bytes = 0;        // derived: cuBLAS's default workspace
-  double reserve_fraction = 0;        // fitted: extra reserve per byte of simulated tensors
-  std::string fitted_on;              // "a100-40gb: 3000 GPUMemNet MLPs (Adam, fp32)"
-  std::string source;                 // the file read
+  int64_t context_bytes = 0;    // fitted
+  int64_t workspace_bytes = 0;  // derived: cuBLAS's default workspace
+  double reserve_fraction = 0;  // fitted: extra reserve per byte of simulated tensors
+  std::string fitted_on;        // "a100-40gb: 3000 GPUMemNet MLPs (Adam, fp32)"
+  std::string source;           // the file read
 };
 
 // The catalogue name of the GPU the shipped constants were fitted on.

@@ -53,11 +53,13 @@ GpuMemoryCalibration fit_gpu_memory(const std::vector<GpuMemorySample>& samples,
     if (!use.empty() && !use[index]) continue;
     const GpuMemorySample& s = samples[index];
     const double a = 1 / s.measured_bytes, b = double(s.peak_allocated_bytes) / s.measured_bytes;
-    const double y = (s.measured_bytes - double(calibration.workspace_bytes) - double(s.peak_reserved_bytes)) / s.measured_bytes;
+    const double y =
+        (s.measured_bytes - double(calibration.workspace_bytes) - double(s.peak_reserved_bytes)) / s.measured_bytes;
     aa += a * a, ab += a * b, bb += b * b, ay += a * y, by += b * y;
     ++count;
   }
-  if (count < 2) throw InputError("fitting the GPU memory model needs at least 2 measurements, got " + std::to_string(count));
+  if (count < 2)
+    throw InputError("fitting the GPU memory model needs at least 2 measurements, got " + std::to_string(count));
   const double det = aa * bb - ab * ab;
   double context = det != 0 ? (ay * bb - by * ab) / det : ay / aa;
   double fraction = det != 0 ? (aa * by - ab * ay) / det : 0;

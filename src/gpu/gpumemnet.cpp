@@ -50,8 +50,10 @@ std::vector<GpuMemNetLayer> parse_layers(const std::string& text) {
     if (first == std::string::npos || second == std::string::npos)
       throw InputError("Activations-Params: expected (name, width, params), got " + quote("(" + tuple + ")"));
     auto trimmed = [](std::string part) {
-      while (!part.empty() && (std::isspace(static_cast<unsigned char>(part.front())) || part.front() == '\'')) part.erase(0, 1);
-      while (!part.empty() && (std::isspace(static_cast<unsigned char>(part.back())) || part.back() == '\'')) part.pop_back();
+      while (!part.empty() && (std::isspace(static_cast<unsigned char>(part.front())) || part.front() == '\''))
+        part.erase(0, 1);
+      while (!part.empty() && (std::isspace(static_cast<unsigned char>(part.back())) || part.back() == '\''))
+        part.pop_back();
       return part;
     };
     GpuMemNetLayer layer;
@@ -68,9 +70,9 @@ std::vector<GpuMemNetLayer> parse_layers(const std::string& text) {
 // The IR op that has the memory behaviour of GPUMemNet's activation module (gpumemnet.h); "" for Identity.
 std::string activation_op(const std::string& kind) {
   static const std::map<std::string, std::string> ops = {
-      {"ReLU", "Sigmoid"},    {"Sigmoid", "Sigmoid"}, {"Tanh", "Tanh"},     {"GELU", "GELU"},
-      {"SiLU", "GELU"},       {"Softplus", "GELU"},   {"Mish", "GELU"},     {"ELU", "GELU"},
-      {"SELU", "GELU"},       {"LeakyReLU", "GELU"},  {"PReLU", "GELU"},    {"Identity", ""}};
+      {"ReLU", "Sigmoid"}, {"Sigmoid", "Sigmoid"}, {"Tanh", "Tanh"},  {"GELU", "GELU"},
+      {"SiLU", "GELU"},    {"Softplus", "GELU"},   {"Mish", "GELU"},  {"ELU", "GELU"},
+      {"SELU", "GELU"},    {"LeakyReLU", "GELU"},  {"PReLU", "GELU"}, {"Identity", ""}};
   auto found = ops.find(kind);
   if (found == ops.end()) throw InputError("layer " + quote(kind) + " is not one GPUMemNet's MLPs use");
   return found->second;
@@ -138,8 +140,9 @@ Graph gpumemnet_graph(const GpuMemNetRow& row) {
     if (layer.kind == "linear") {
       // Parameters = in * out + out: the widths must chain.
       if (layer.params != (width + 1) * layer.width)
-        throw InputError("line " + std::to_string(row.line) + ": linear " + name + " has " + std::to_string(layer.params) +
-                         " parameters, not (" + std::to_string(width) + " + 1) x " + std::to_string(layer.width));
+        throw InputError("line " + std::to_string(row.line) + ": linear " + name + " has " +
+                         std::to_string(layer.params) + " parameters, not (" + std::to_string(width) + " + 1) x " +
+                         std::to_string(layer.width));
       x = b.linear(name, x, layer.width);
       width = layer.width;
     } else if (layer.kind == "batch_normalization") {

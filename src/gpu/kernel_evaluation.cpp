@@ -93,11 +93,10 @@ LabelForecast forecast_label(const TransformerLabel& label, const std::string& c
   models::ModelSpec spec;
   spec.batch = label.batch;
   spec.seq_len = label.seq;
-  const Graph graph =
-      import::load_model((std::filesystem::path(configs_dir) / (label.model + ".json")).string(), spec);
-  const GpuTiming timing = time_on_gpu(gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, label.phase),
-                                       catalogue.gpu(label.gpu), GpuPrecision::Fp32, Framework::PyTorch, calibration,
-                                       &model);
+  const Graph graph = import::load_model((std::filesystem::path(configs_dir) / (label.model + ".json")).string(), spec);
+  const GpuTiming timing =
+      time_on_gpu(gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, label.phase), catalogue.gpu(label.gpu),
+                  GpuPrecision::Fp32, Framework::PyTorch, calibration, &model);
   return {timing.time_ms, timing.roofline_ms};
 }
 

@@ -7,9 +7,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/csv.h"
 #include "core/error.h"
@@ -175,7 +174,8 @@ namespace {
 // Below the roofline only where measurements are: cuDNN's Winograd 3x3 convolutions need fewer
 // multiplications than the direct count the roofline uses.
 double busy_from_ratio(const KernelShape& shape, double roof, double log_ratio) {
-  return roof * std::exp(std::max(shape.family == KernelFamily::Conv && shape.kernel == 3 ? std::log(0.25) : 0.0, log_ratio));
+  return roof *
+         std::exp(std::max(shape.family == KernelFamily::Conv && shape.kernel == 3 ? std::log(0.25) : 0.0, log_ratio));
 }
 
 }  // namespace
@@ -214,7 +214,8 @@ std::vector<double> GpuKernelModel::seconds_many(const std::vector<const KernelS
     learners_[family]->predict_rows(rows.data(), static_cast<int64_t>(mine.size()), static_cast<int64_t>(width),
                                     log_ratios.data());
     for (size_t row = 0; row < mine.size(); ++row)
-      out[mine[row]] = busy_from_ratio(*shapes[mine[row]], roofline_seconds(*shapes[mine[row]], device), log_ratios[row]);
+      out[mine[row]] =
+          busy_from_ratio(*shapes[mine[row]], roofline_seconds(*shapes[mine[row]], device), log_ratios[row]);
   }
   return out;
 }
@@ -272,8 +273,8 @@ GpuKernelModel GpuKernelModel::fit(const std::vector<KernelMeasurement>& rows, c
       const std::vector<float> features = kernel_features(row.shape, device);
       for (int column = 0; column < columns; ++column)
         x(static_cast<Eigen::Index>(index), column) = features[static_cast<size_t>(column)];
-      const size_t gpu = static_cast<size_t>(std::find(model.gpus_.begin(), model.gpus_.end(), row.gpu) -
-                                             model.gpus_.begin());
+      const size_t gpu =
+          static_cast<size_t>(std::find(model.gpus_.begin(), model.gpus_.end(), row.gpu) - model.gpus_.begin());
       const double busy = std::max(row.seconds - floors[gpu], 0.25 * row.seconds);
       y(static_cast<Eigen::Index>(index)) = std::log(busy / roofline_seconds(row.shape, device));
     }
@@ -354,8 +355,8 @@ GpuKernelModel GpuKernelModel::load(const std::string& given) {
     if (!meta) continue;
     try {
       const nlohmann::json info = nlohmann::json::parse(meta);
-      model.learners_[static_cast<size_t>(family)] = learn::load_learner(
-          info.at("learner").get<std::string>(), info.at("hyperparameters"), sub.string());
+      model.learners_[static_cast<size_t>(family)] =
+          learn::load_learner(info.at("learner").get<std::string>(), info.at("hyperparameters"), sub.string());
     } catch (const nlohmann::json::exception& error) {
       throw InputError((sub / "learner.json").string() + ": " + error.what());
     }

@@ -14,7 +14,8 @@
 // (what a kernel of no work took when timed alone), so that kernels queued back to back in a training step
 // add their work, not their floors. The forecast is the roofline time times the predicted ratio (never
 // below the roofline but for 3x3 convolutions, which cuDNN runs as Winograd). The public convolutions are
-// all 3x3: other kernel sizes get the family's utilisation of the same implicit GEMM, at least the roofline. Fitted by `dnncast calibrate-gpu-kernels`; shipped in data/hardware/gpu_kernels/.
+// all 3x3: other kernel sizes get the family's utilisation of the same implicit GEMM, at least the roofline. Fitted by
+// `dnncast calibrate-gpu-kernels`; shipped in data/hardware/gpu_kernels/.
 //
 // What rests on no per-kernel measurement, and is said where it is used: backward kernels (costed as the
 // GEMMs / convolutions of the same shapes they run), depthwise and grouped convolutions (PyTorch runs them
@@ -52,8 +53,8 @@ struct KernelShape {
 };
 
 KernelShape gemm_kernel(double batch, double m, double n, double k, bool shared_b = false);
-KernelShape conv_kernel(double batch, double channels, double out_channels, double kernel, double size,
-                        double stride, double padding);
+KernelShape conv_kernel(double batch, double channels, double out_channels, double kernel, double size, double stride,
+                        double padding);
 KernelShape row_kernel(KernelFamily family, double rows, double cols, double flops_per_element,
                        double bytes_per_element);
 KernelShape elementwise_kernel(double elements, double flops, double bytes);

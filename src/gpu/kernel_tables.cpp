@@ -44,9 +44,9 @@ struct ElementCost {
 };
 const std::map<std::string, ElementCost>& element_costs() {
   static const std::map<std::string, ElementCost> costs = {
-      {"add", {1, 12}},  {"mul", {1, 12}},  {"div", {1, 12}},  {"pow", {4, 12}},  {"addu", {1, 8}},
-      {"mulu", {1, 8}},  {"divu", {1, 8}},  {"powu", {4, 8}},  {"relu", {1, 8}},  {"tanh", {6, 8}},
-      {"gelu", {8, 8}},  {"ln", {8, 8}},    {"softmax", {5, 8}},
+      {"add", {1, 12}}, {"mul", {1, 12}}, {"div", {1, 12}},    {"pow", {4, 12}}, {"addu", {1, 8}},
+      {"mulu", {1, 8}}, {"divu", {1, 8}}, {"powu", {4, 8}},    {"relu", {1, 8}}, {"tanh", {6, 8}},
+      {"gelu", {8, 8}}, {"ln", {8, 8}},   {"softmax", {5, 8}},
   };
   return costs;
 }
@@ -57,7 +57,8 @@ double number(const std::vector<std::string>& header, const std::vector<std::str
     if (header[index] != column) continue;
     char* end = nullptr;
     const double value = std::strtod(fields[index].c_str(), &end);
-    if (end == fields[index].c_str() || *end != '\0' || !(value > 0 || (value == 0 && std::string(column) == "Padding")))
+    if (end == fields[index].c_str() || *end != '\0' ||
+        !(value > 0 || (value == 0 && std::string(column) == "Padding")))
       throw InputError(where + ": column " + column + " is " + quote(fields[index]) + ", not a positive number");
     return value;
   }
@@ -67,13 +68,12 @@ double number(const std::vector<std::string>& header, const std::vector<std::str
 KernelShape shape_of(const std::string& op, const std::vector<std::string>& header,
                      const std::vector<std::string>& fields, const std::string& where) {
   auto get = [&](const char* column) { return number(header, fields, column, where); };
-  if (op == "linear" || op == "bmm")
-    return gemm_kernel(get("B"), get("M"), get("N"), get("K"), op == "linear");
+  if (op == "linear" || op == "bmm") return gemm_kernel(get("B"), get("M"), get("N"), get("K"), op == "linear");
   if (op == "conv")
     return conv_kernel(get("B"), get("Input_Channel"), get("Output_Channel"), get("Kernel_Szie"), get("Input_Size"),
                        get("Stride"), get("Padding"));
   const ElementCost cost = element_costs().at(op);
-  const KernelFamily family = op == "ln" ? KernelFamily::Norm
+  const KernelFamily family = op == "ln"        ? KernelFamily::Norm
                               : op == "softmax" ? KernelFamily::Softmax
                                                 : KernelFamily::Elementwise;
   if (family != KernelFamily::Elementwise) return row_kernel(family, get("B"), get("H"), cost.flops, cost.bytes);
@@ -101,13 +101,14 @@ KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std:
   tables.dir = given.empty() ? default_kernel_tables_dir() : given;
   std::error_code error;
   if (tables.dir.empty() || !fs::is_directory(tables.dir, error))
-    throw InputError("no per-kernel tables found (../shared/data/public/neusight/ops/train): set "
-                     "DNNCAST_NEUSIGHT_DATA or pass --ops DIR");
+    throw InputError(
+        "no per-kernel tables found (../shared/data/public/neusight/ops/train): set "
+        "DNNCAST_NEUSIGHT_DATA or pass --ops DIR");
   std::vector<fs::path> files;
   for (const auto& op_dir : fs::directory_iterator(tables.dir)) {
-    if (!op_dir.is_directory() || !(element_costs().count(op_dir.path().filename().string()) ||
-                                    op_dir.path().filename() == "linear" || op_dir.path().filename() == "bmm" ||
-                                    op_dir.path().filename() == "conv"))
+    if (!op_dir.is_directory() ||
+        !(element_costs().count(op_dir.path().filename().string()) || op_dir.path().filename() == "linear" ||
+          op_dir.path().filename() == "bmm" || op_dir.path().filename() == "conv"))
       continue;
     for (const auto& file : fs::directory_iterator(op_dir.path())) files.push_back(file.path());
   }

@@ -3,9 +3,9 @@
 // else is memory-bound work in the family closest to it (norms, softmax, elementwise).
 #include <algorithm>
 
+#include "gpu/kernel_model.h"
 #include "graph/op_helpers.h"
 #include "graph/op_registry.h"
-#include "gpu/kernel_model.h"
 
 namespace dnncast::gpu {
 
@@ -22,7 +22,7 @@ double rows_before_last(const TensorShape& shape) {
 void linear_kernels(const OpView& view, NodeKernels& out) {
   const double k = dim(view.in(0), -1), m = rows_before_last(view.in(0)), n = dim(view.node.shape, -1);
   out.forward.push_back(gemm_kernel(1, m, n, k, true));
-  out.backward.push_back(gemm_kernel(1, m, k, n, true));  // input gradient: dY . W
+  out.backward.push_back(gemm_kernel(1, m, k, n, true));                           // input gradient: dY . W
   if (!view.node.frozen()) out.backward.push_back(gemm_kernel(1, n, k, m, true));  // weight gradient: dY^T . X
 }
 
@@ -60,11 +60,11 @@ void attention_kernels(const OpView& view, NodeKernels& out) {
   out.forward.push_back(gemm_kernel(heads, l, dv, s));  // P v
   if (view.node.attr_int("causal", 0) != 0) out.forward.push_back(elementwise_kernel(scores, scores, 8 * scores));
   if (view.node.attr_float("dropout_p", 0.0) > 0) out.forward.push_back(elementwise_kernel(scores, scores, 9 * scores));
-  out.backward.push_back(gemm_kernel(heads, s, dv, l));  // dV = P^T dO
-  out.backward.push_back(gemm_kernel(heads, l, s, dv));  // dP = dO V^T
+  out.backward.push_back(gemm_kernel(heads, s, dv, l));                         // dV = P^T dO
+  out.backward.push_back(gemm_kernel(heads, l, s, dv));                         // dP = dO V^T
   out.backward.push_back(elementwise_kernel(scores, 4 * scores, 12 * scores));  // softmax backward
-  out.backward.push_back(gemm_kernel(heads, l, d, s));  // dQ = dS K
-  out.backward.push_back(gemm_kernel(heads, s, d, l));  // dK = dS^T Q
+  out.backward.push_back(gemm_kernel(heads, l, d, s));                          // dQ = dS K
+  out.backward.push_back(gemm_kernel(heads, s, d, l));                          // dK = dS^T Q
   out.backward.push_back(elementwise_kernel(heads * l * d, heads * l * d, 8 * heads * l * d));
 }
 
@@ -73,8 +73,8 @@ bool conv_kernels(const OpView& view, const OpCost& cost, NodeKernels& out) {
   if (x.rank() != 4 || view.node.op != "Conv2d") return false;
   const auto kernel = ops::pair_attr(view, "kernel", 1), stride = ops::pair_attr(view, "stride", 1),
              padding = ops::pair_attr(view, "padding", 0);
-  if (view.node.attr_int("groups", 1) != 1 || kernel[0] != kernel[1] || stride[0] != stride[1] ||
-      x[2] != x[3] || padding[0] != padding[1])
+  if (view.node.attr_int("groups", 1) != 1 || kernel[0] != kernel[1] || stride[0] != stride[1] || x[2] != x[3] ||
+      padding[0] != padding[1])
     return false;
   const KernelShape shape = conv_kernel(dim(x, 0), dim(x, 1), dim(view.node.shape, 1), static_cast<double>(kernel[0]),
                                         dim(x, 2), static_cast<double>(stride[0]), static_cast<double>(padding[0]));
@@ -105,7 +105,8 @@ NodeKernels node_kernels(const Graph& graph, int index) {
     // Depthwise / grouped convolutions and every other op: memory-bound, traffic and work from the op's cost.
     const TensorShape& shape = node.shape;
     const double elements = static_cast<double>(shape.numel());
-    const bool norm = node.op == "LayerNorm" || node.op == "RMSNorm" || node.op == "GroupNorm" || node.op == "BatchNorm2d";
+    const bool norm =
+        node.op == "LayerNorm" || node.op == "RMSNorm" || node.op == "GroupNorm" || node.op == "BatchNorm2d";
     const KernelFamily family = norm                   ? KernelFamily::Norm
                                 : node.op == "Softmax" ? KernelFamily::Softmax
                                                        : KernelFamily::Elementwise;

@@ -40,7 +40,8 @@ std::vector<CheckpointSegment> checkpoint_segments(const Graph& graph) {
     const Node& node = graph.node(index);
     const int64_t block = checkpoint_block(node);
     if (block < 0) continue;
-    const std::string where = "node " + quote(node.name) + " (" + node.op + ") of checkpointed block " + std::to_string(block);
+    const std::string where =
+        "node " + quote(node.name) + " (" + node.op + ") of checkpointed block " + std::to_string(block);
     if (node.op == "Input" || OpRegistry::instance().get(node.op).category == "loss")
       throw InputError(where + ": an input or a loss cannot be recomputed");
     if (segments.empty() || segments.back().block != block || segments.back().last != index - 1) {

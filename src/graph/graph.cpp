@@ -158,7 +158,8 @@ void Graph::infer_node(int index) {
     try {
       node.shape = def->shape(view);
       for (int64_t dim : node.shape.dims)
-        if (dim <= 0) throw InputError(where(node) + ": output shape " + node.shape.to_string() + " has an empty dimension");
+        if (dim <= 0)
+          throw InputError(where(node) + ": output shape " + node.shape.to_string() + " has an empty dimension");
       if (node.shape.numel() > kMaxTensorElements)
         throw InputError(where(node) + ": output shape " + node.shape.to_string() + " has more than " +
                          std::to_string(kMaxTensorElements) + " elements");

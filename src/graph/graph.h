@@ -16,11 +16,11 @@ namespace dnncast {
 using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
 
 struct Node {
-  std::string name;   // unique in the graph, torchvision-style path ("layer1.0.conv1")
-  std::string op;     // op registry name ("Conv2d")
+  std::string name;  // unique in the graph, torchvision-style path ("layer1.0.conv1")
+  std::string op;    // op registry name ("Conv2d")
   std::map<std::string, AttrValue> attrs;
-  std::vector<int> inputs;  // producer node indices, all smaller than this node's index
-  TensorShape shape;        // output shape, filled by Graph::infer_shapes()
+  std::vector<int> inputs;   // producer node indices, all smaller than this node's index
+  TensorShape shape;         // output shape, filled by Graph::infer_shapes()
   DType dtype = DType::F32;  // output element type
 
   bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
@@ -38,7 +38,7 @@ struct Node {
 
 class Graph {
  public:
-  std::string name;  // model name ("resnet50", "synthetic:42")
+  std::string name;    // model name ("resnet50", "synthetic:42")
   std::string family;  // architecture family ("resnet", "synthetic")
   // What an importer could not carry into the IR, one line each (an ONNX file exported for inference: its
   // BatchNorm folded away); the commands print them on stderr and in --json ("import_notes"). Not hashed.

@@ -79,8 +79,8 @@ LoraConfig parse_lora(const std::string& text, const std::string& what) {
     const size_t equals = item.find('=');
     if (equals == std::string::npos) {
       if (!in_targets || item.empty())
-        throw InputError(what + ": expected key=value (r, alpha, targets, norms), got " + quote(item) +
-                         " in " + quote(text));
+        throw InputError(what + ": expected key=value (r, alpha, targets, norms), got " + quote(item) + " in " +
+                         quote(text));
       config.targets.push_back(item);
       continue;
     }
@@ -134,7 +134,8 @@ Graph apply_lora(const Graph& graph, const LoraConfig& config) {
     if (node_cost(graph, index).params > 0 && !(config.train_norms && def.category == "norm"))
       node.attrs["frozen"] = int64_t{1};
     bool adapted = false;
-    for (const std::string& target : config.targets) adapted = adapted || (node.op == "Linear" && matches(node.name, target));
+    for (const std::string& target : config.targets)
+      adapted = adapted || (node.op == "Linear" && matches(node.name, target));
     if (!adapted) {
       moved[static_cast<size_t>(index)] = append(std::move(node));
       continue;
@@ -143,7 +144,8 @@ Graph apply_lora(const Graph& graph, const LoraConfig& config) {
     const int64_t out_features = graph.node(index).shape.dims.back();
     if (config.rank > std::min(in_features, out_features))
       throw InputError("LoRA rank r=" + std::to_string(config.rank) + " is larger than the smaller width of " +
-                       quote(node.name) + " (" + std::to_string(in_features) + " -> " + std::to_string(out_features) + ")");
+                       quote(node.name) + " (" + std::to_string(in_features) + " -> " + std::to_string(out_features) +
+                       ")");
     const std::string name = node.name;
     const int x = node.inputs.at(0);
     // The adapter belongs to the Linear's transformer block (graph/checkpoint.h), if any.
@@ -155,13 +157,18 @@ Graph apply_lora(const Graph& graph, const LoraConfig& config) {
       return attrs;
     };
     const int base = append(std::move(node));
-    Node a{name + ".lora_A", "Linear", in_block({{"out_features", config.rank}, {"bias", int64_t{0}}}), {x}, {}, DType::F32};
-    const int down = append(a);
-    Node b{name + ".lora_B", "Linear", in_block({{"out_features", out_features}, {"bias", int64_t{0}}}), {down}, {},
+    Node a{name + ".lora_A", "Linear", in_block({{"out_features", config.rank}, {"bias", int64_t{0}}}), {x}, {},
            DType::F32};
+    const int down = append(a);
+    Node b{name + ".lora_B", "Linear", in_block({{"out_features", out_features}, {"bias", int64_t{0}}}),
+           {down},           {},       DType::F32};
     const int up = append(b);
-    Node scale{name + ".lora_scale", "Mul", in_block({{"scalar", config.alpha / static_cast<double>(config.rank)}}), {up},
-               {}, DType::F32};
+    Node scale{name + ".lora_scale",
+               "Mul",
+               in_block({{"scalar", config.alpha / static_cast<double>(config.rank)}}),
+               {up},
+               {},
+               DType::F32};
     const int scaled = append(scale);
     moved[static_cast<size_t>(index)] =
         append(Node{name + ".lora_add", "Add", in_block({}), {base, scaled}, {}, DType::F32});

@@ -21,10 +21,10 @@
 namespace dnncast {
 
 struct LoraConfig {
-  int64_t rank = 8;                              // r
-  double alpha = 8;                              // lora_alpha (PEFT's default 8); scaling = alpha / r
-  std::vector<std::string> targets{"q", "v"};    // PEFT's default for Llama: q_proj, v_proj
-  bool train_norms = false;                      // PEFT freezes the norms too
+  int64_t rank = 8;                            // r
+  double alpha = 8;                            // lora_alpha (PEFT's default 8); scaling = alpha / r
+  std::vector<std::string> targets{"q", "v"};  // PEFT's default for Llama: q_proj, v_proj
+  bool train_norms = false;                    // PEFT freezes the norms too
 };
 
 // "r=16[,alpha=32][,targets=q,v,o][,norms=train]": a target is a short projection name (q, k, v, o, gate, up, down:

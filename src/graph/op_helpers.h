@@ -12,12 +12,15 @@
 
 namespace dnncast::ops {
 
-inline int64_t bytes_of(const TensorShape& shape, DType dtype) { return checked_mul(shape.numel(), dtype_bytes(dtype)); }
+inline int64_t bytes_of(const TensorShape& shape, DType dtype) {
+  return checked_mul(shape.numel(), dtype_bytes(dtype));
+}
 inline int64_t out_bytes(const OpView& view) { return bytes_of(view.node.shape, view.node.dtype); }
 inline int64_t in_bytes(const OpView& view, int index) { return bytes_of(view.in(index), view.in_dtype(index)); }
 inline int64_t all_in_bytes(const OpView& view) {
   int64_t total = 0;
-  for (size_t index = 0; index < view.inputs.size(); ++index) total = checked_add(total, in_bytes(view, static_cast<int>(index)));
+  for (size_t index = 0; index < view.inputs.size(); ++index)
+    total = checked_add(total, in_bytes(view, static_cast<int>(index)));
   return total;
 }
 

@@ -31,20 +31,20 @@ struct OpView {
 struct SavedTensor {
   enum class Kind { Input, Output, Extra };
   Kind kind;
-  int index;        // input position for Kind::Input; 0 otherwise
-  int64_t bytes;    // size of the saved tensor
+  int index;         // input position for Kind::Input; 0 otherwise
+  int64_t bytes;     // size of the saved tensor
   std::string what;  // "input", "output", "mask", "indices", "mean+invstd", ...
 };
 
 struct OpCost {
-  int64_t macs = 0;         // multiply-accumulates of conv/linear/matmul, forward
-  int64_t flops_fwd = 0;    // floating point operations, forward (a MAC counts 2)
-  int64_t flops_bwd = 0;    // floating point operations, backward (input + weight grads)
-  int64_t params = 0;       // parameters the op owns (frozen ones included)
-  int64_t frozen_params = 0;  // of those, the ones that do not require grad (Node::frozen)
-  int64_t buffers = 0;      // non-trainable state (BatchNorm running stats), elements
-  int64_t bytes_read = 0;   // forward: inputs + parameters read
-  int64_t bytes_written = 0;  // forward: output written
+  int64_t macs = 0;                // multiply-accumulates of conv/linear/matmul, forward
+  int64_t flops_fwd = 0;           // floating point operations, forward (a MAC counts 2)
+  int64_t flops_bwd = 0;           // floating point operations, backward (input + weight grads)
+  int64_t params = 0;              // parameters the op owns (frozen ones included)
+  int64_t frozen_params = 0;       // of those, the ones that do not require grad (Node::frozen)
+  int64_t buffers = 0;             // non-trainable state (BatchNorm running stats), elements
+  int64_t bytes_read = 0;          // forward: inputs + parameters read
+  int64_t bytes_written = 0;       // forward: output written
   std::vector<SavedTensor> saved;  // kept for backward
 
   int64_t saved_bytes() const;
@@ -55,7 +55,7 @@ struct OpDef {
   std::string category;  // "conv", "linear", "norm", "activation", "pool", "elementwise",
                          // "shape", "attention", "embedding", "loss", "input", "regularization"
   int min_inputs = 1;
-  int max_inputs = 1;    // -1: any number
+  int max_inputs = 1;  // -1: any number
   std::vector<std::string> required_attrs;
   std::function<TensorShape(const OpView& view)> shape;
   std::function<OpCost(const OpView& view)> cost;  // node.shape already inferred
@@ -98,7 +98,7 @@ class OpRegistry {
 
  private:
   OpRegistry();
-  std::map<std::string, OpDef> defs_;  // in name order (names(), the error's list)
+  std::map<std::string, OpDef> defs_;                    // in name order (names(), the error's list)
   std::unordered_map<std::string, const OpDef*> index_;  // the lookup every node of every forecast makes, hashed
 };
 

@@ -18,9 +18,9 @@ struct ActivationSpec {
 };
 
 constexpr ActivationSpec kActivations[] = {
-    {"ReLU", 1, 1, true, true},          {"ReLU6", 2, 2, false, true},   {"GELU", 8, 12, false, false},
-    {"SiLU", 5, 8, false, true},         {"Sigmoid", 4, 3, true, false}, {"Tanh", 5, 3, true, false},
-    {"Hardswish", 4, 4, false, true},    {"Hardsigmoid", 3, 2, false, false},
+    {"ReLU", 1, 1, true, true},       {"ReLU6", 2, 2, false, true},        {"GELU", 8, 12, false, false},
+    {"SiLU", 5, 8, false, true},      {"Sigmoid", 4, 3, true, false},      {"Tanh", 5, 3, true, false},
+    {"Hardswish", 4, 4, false, true}, {"Hardsigmoid", 3, 2, false, false},
 };
 
 }  // namespace

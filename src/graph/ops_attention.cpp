@@ -108,7 +108,8 @@ OpDef matmul_op() {
       if (folds || operand.numel() / matrix == batch) {
         cost.saved.push_back(ops::saved_input(view, input));
       } else {
-        cost.saved.push_back(ops::saved_extra(checked_product({batch, matrix, dtype_bytes(view.in_dtype(input))}), "broadcast operand"));
+        cost.saved.push_back(
+            ops::saved_extra(checked_product({batch, matrix, dtype_bytes(view.in_dtype(input))}), "broadcast operand"));
       }
     }
     return cost;
@@ -200,14 +201,16 @@ OpDef attention_op() {
       cost.bytes_read = ops::all_in_bytes(view);
       cost.bytes_written = ops::out_bytes(view);
       cost.saved = {ops::saved_input(view, 0, "q"), ops::saved_input(view, 1, "k"), ops::saved_input(view, 2, "v"),
-                    ops::saved_extra(ops::out_bytes(view), "output"), ops::saved_extra(checked_mul(rows, 4), "logsumexp")};
+                    ops::saved_extra(ops::out_bytes(view), "output"),
+                    ops::saved_extra(checked_mul(rows, 4), "logsumexp")};
       return cost;
     }
     int64_t matrices = checked_product({dropout ? 3 : 2, scores, element});  // scores, probabilities[, dropped]
     cost.bytes_read = checked_add(ops::all_in_bytes(view), matrices);
     cost.bytes_written = checked_sum({ops::out_bytes(view), matrices, dropout ? scores : 0});
     cost.saved = {ops::saved_extra(checked_mul(scaled_q, element), "scaled q"), ops::saved_input(view, 1, "k"),
-                  ops::saved_input(view, 2, "v"), ops::saved_extra(checked_mul(scores, element), "attention probabilities")};
+                  ops::saved_input(view, 2, "v"),
+                  ops::saved_extra(checked_mul(scores, element), "attention probabilities")};
     if (dropout) {
       cost.saved.push_back(ops::saved_extra(scores, "dropout mask"));
       cost.saved.push_back(ops::saved_extra(checked_mul(scores, element), "dropped probabilities"));
@@ -239,7 +242,8 @@ OpDef position_op() {
     cost.params = checked_mul(view.node.attr_int("length"), dim);
     cost.flops_fwd = elements;
     cost.flops_bwd = elements;
-    cost.bytes_read = checked_add(ops::in_bytes(view, 0), checked_product({view.in(0)[1], dim, dtype_bytes(view.node.dtype)}));
+    cost.bytes_read =
+        checked_add(ops::in_bytes(view, 0), checked_product({view.in(0)[1], dim, dtype_bytes(view.node.dtype)}));
     cost.bytes_written = ops::out_bytes(view);
     return cost;
   };

@@ -30,9 +30,11 @@ ConvGeometry geometry(const OpView& view) {
   view.check(g.out_channels > 0, "out_channels must be positive");
   view.check(g.groups > 0, "groups must be positive");
   if (g.in_channels % g.groups != 0)  // messages built only on failure (every node of every forecast runs this)
-    view.fail("input channels " + std::to_string(g.in_channels) + " not divisible by groups " + std::to_string(g.groups));
+    view.fail("input channels " + std::to_string(g.in_channels) + " not divisible by groups " +
+              std::to_string(g.groups));
   if (g.out_channels % g.groups != 0)
-    view.fail("out_channels " + std::to_string(g.out_channels) + " not divisible by groups " + std::to_string(g.groups));
+    view.fail("out_channels " + std::to_string(g.out_channels) + " not divisible by groups " +
+              std::to_string(g.groups));
   for (int axis = 0; axis < 2; ++axis) {
     view.check(g.kernel[axis] > 0 && g.stride[axis] > 0 && g.dilation[axis] > 0 && g.padding[axis] >= 0,
                "kernel, stride and dilation must be positive and padding non-negative");
@@ -68,11 +70,11 @@ void register_conv_ops(OpRegistry& registry) {
     const TensorShape& in = view.in(0);
     int64_t height = ops::window_out(in[2], g.kernel[0], g.stride[0], g.padding[0], g.dilation[0], false);
     int64_t width = ops::window_out(in[3], g.kernel[1], g.stride[1], g.padding[1], g.dilation[1], false);
-    view.check(height > 0 && width > 0,
-               "kernel " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
-                   std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) + " larger than the padded input " +
-                   std::to_string(in[2] + 2 * g.padding[0]) + "x" + std::to_string(in[3] + 2 * g.padding[1]) +
-                   " of " + in.to_string());
+    view.check(height > 0 && width > 0, "kernel " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
+                                            std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) +
+                                            " larger than the padded input " +
+                                            std::to_string(in[2] + 2 * g.padding[0]) + "x" +
+                                            std::to_string(in[3] + 2 * g.padding[1]) + " of " + in.to_string());
     return TensorShape{in[0], g.out_channels, height, width};
   };
   conv.cost = [](const OpView& view) {

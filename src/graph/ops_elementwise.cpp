@@ -60,8 +60,7 @@ void register_elementwise_ops(OpRegistry& registry) {
   mul.max_inputs = 2;
   mul.shape = [](const OpView& view) {
     const bool scalar = view.node.has_attr("scalar");
-    view.check(scalar == (view.inputs.size() == 1),
-               "expected two inputs, or one input and attribute 'scalar'");
+    view.check(scalar == (view.inputs.size() == 1), "expected two inputs, or one input and attribute 'scalar'");
     if (scalar) view.node.attr_float("scalar", 1.0);  // type check
     return broadcast(view);
   };

@@ -26,7 +26,8 @@ PoolGeometry pool_geometry(const OpView& view) {
   g.dilation = ops::pair_attr(view, "dilation", 1);
   g.ceil_mode = view.node.attr_int("ceil_mode", 0) != 0;
   for (int axis = 0; axis < 2; ++axis) {
-    view.check(g.kernel[axis] > 0 && g.stride[axis] > 0 && g.dilation[axis] > 0, "kernel, stride, dilation must be positive");
+    view.check(g.kernel[axis] > 0 && g.stride[axis] > 0 && g.dilation[axis] > 0,
+               "kernel, stride, dilation must be positive");
     view.check(g.padding[axis] >= 0 && 2 * g.padding[axis] <= g.kernel[axis],
                "padding must be at most half the kernel size");
   }
@@ -38,11 +39,10 @@ TensorShape pool_shape(const OpView& view) {
   const TensorShape& in = view.in(0);
   int64_t height = ops::window_out(in[2], g.kernel[0], g.stride[0], g.padding[0], g.dilation[0], g.ceil_mode);
   int64_t width = ops::window_out(in[3], g.kernel[1], g.stride[1], g.padding[1], g.dilation[1], g.ceil_mode);
-  view.check(height > 0 && width > 0,
-             "pooling window " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
-                 std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) + " larger than the padded input " +
-                 std::to_string(in[2] + 2 * g.padding[0]) + "x" + std::to_string(in[3] + 2 * g.padding[1]) + " of " +
-                 in.to_string());
+  view.check(height > 0 && width > 0, "pooling window " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
+                                          std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) +
+                                          " larger than the padded input " + std::to_string(in[2] + 2 * g.padding[0]) +
+                                          "x" + std::to_string(in[3] + 2 * g.padding[1]) + " of " + in.to_string());
   return TensorShape{in[0], in[1], height, width};
 }
 

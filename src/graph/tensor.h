@@ -10,7 +10,7 @@ namespace dnncast {
 enum class DType : uint8_t { F32, F16, BF16, I64 };
 
 int64_t dtype_bytes(DType dtype);
-const char* dtype_name(DType dtype);      // "f32", "f16", "bf16", "i64"
+const char* dtype_name(DType dtype);         // "f32", "f16", "bf16", "i64"
 DType parse_dtype(const std::string& name);  // throws InputError
 
 // Static shape, outermost dimension first (NCHW for images, N x L x D for sequences).

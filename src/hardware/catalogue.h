@@ -63,8 +63,8 @@ class Catalogue {
   // The shipped files of `dir` (default: default_catalogue_dir()), then each of `extra_files` in order:
   // a file with gpus.csv's header adds GPUs (a row whose name is already catalogued replaces it), one
   // with instances.csv's header adds instances; instance_gpus.csv (when present) then resolves the
-  // instances whose listed GPU name is looser than the card (lambda gpu_1x_h100_pcie lists "H100"). Malformed rows throw InputError naming file, line and
-  // column; an instance whose GPU is not catalogued throws too.
+  // instances whose listed GPU name is looser than the card (lambda gpu_1x_h100_pcie lists "H100"). Malformed rows
+  // throw InputError naming file, line and column; an instance whose GPU is not catalogued throws too.
   static Catalogue load(const std::vector<std::string>& extra_files = {}, const std::string& dir = "");
 
   // Sorted by name.

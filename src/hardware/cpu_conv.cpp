@@ -62,8 +62,8 @@ int64_t bcast_blocks(int64_t blocks) {
 // jit_uni_dw and jit_*_1x1 kernels of each, tried in cpu_convolution_list.cpp's order before gemm.
 struct IsaConvRules {
   const char* family;
-  int64_t block;                   // channel block of the jit kernels' formats
-  int64_t first_conv_channels;     // fewer input channels: the forward reads the plain input
+  int64_t block;                // channel block of the jit kernels' formats
+  int64_t first_conv_channels;  // fewer input channels: the forward reads the plain input
   // Grouped (not depthwise): the blocks a group's channels may take, largest first; none -> gemm.
   std::array<int64_t, 3> group_blocks;
   // Backward weights of a grouped conv with 8-channel blocks, and of a dense conv whose input channels
@@ -92,8 +92,8 @@ void slow_recipe(const ConvShape& s, ConvRecipe& recipe) {
   const int64_t y = s.batch * s.out_channels * s.out_h * s.out_w * kF32;
   const int64_t w = s.out_channels * (s.in_channels / s.groups) * s.kernel_h * s.kernel_w * kF32;
   const int64_t b = s.out_channels * kF32;
-  const bool columns = s.kernel_h != 1 || s.kernel_w != 1 || s.stride_h != 1 || s.stride_w != 1 || s.pad_h != 0 ||
-                       s.pad_w != 0;
+  const bool columns =
+      s.kernel_h != 1 || s.kernel_w != 1 || s.stride_h != 1 || s.stride_w != 1 || s.pad_h != 0 || s.pad_w != 0;
   RecipeWriter fwd(recipe.forward), bwd(recipe.backward);
   // A channels-last input: ATen's _convolution makes the weight channels-last too (a copy unless
   // 1x1 or one input channel per group) before it picks the backend, forward and backward, and the
@@ -475,7 +475,8 @@ BlockedChoice dense_choice(const BlockedConv& k) {
     choice.bwd_weights = {k.act_in(blk), wsz, k.act_out(blk), scratchpad({k.bias_pad(blk)})};
     choice.names[2] = "jit";
   } else if (c % 8 == 0 && k.kernel_within_input) {
-    choice.bwd_weights = {k.act_in(8), round_up(o, 8) * round_up(c, 8) * ks * kF32, k.act_out(8), scratchpad({k.bias_pad(8)})};
+    choice.bwd_weights = {k.act_in(8), round_up(o, 8) * round_up(c, 8) * ks * kF32, k.act_out(8),
+                          scratchpad({k.bias_pad(8)})};
     choice.names[2] = "jit:avx2";
   } else {
     choice.bwd_weights = k.gemm(true);
@@ -558,10 +559,10 @@ ConvRecipe cpu_conv_recipe(const ConvShape& s, int64_t threads, hardware::CpuIsa
   }
   const BlockedConv k(s, rules, threads);
   const bool depthwise = k.g > 1 && k.g == k.c && k.g == k.o;
-  BlockedChoice choice = depthwise                        ? depthwise_choice(k)
-                         : k.g > 1                        ? grouped_choice(k)
+  BlockedChoice choice = depthwise                       ? depthwise_choice(k)
+                         : k.g > 1                       ? grouped_choice(k)
                          : k.one_by_one && !k.pad_reject ? one_by_one_choice(k)
-                                                          : dense_choice(k);
+                                                         : dense_choice(k);
   write_blocked_recipe(s, choice, recipe);
   return recipe;
 }

@@ -52,11 +52,11 @@ enum ConvSlot : int32_t { kSlotOutput = 0, kSlotGradInput = 1, kSlotGradWeight =
 enum class ConvImpl : uint8_t { Slow, Gemm, Jit };
 
 struct ConvRecipe {
-  std::string backend;          // "slow", "slow-grouped", "mkldnn:<fwd>/<bwd_data>/<bwd_weights>"
+  std::string backend;  // "slow", "slow-grouped", "mkldnn:<fwd>/<bwd_data>/<bwd_weights>"
   // The same, as classes: forward, backward data, backward weights.
   std::array<ConvImpl, 3> impls{ConvImpl::Slow, ConvImpl::Slow, ConvImpl::Slow};
-  std::vector<Step> forward;    // allocates kSlotOutput (kept)
-  std::vector<Step> backward;   // allocates the gradients asked for (kept), in libtorch's order
+  std::vector<Step> forward;           // allocates kSlotOutput (kept)
+  std::vector<Step> backward;          // allocates the gradients asked for (kept), in libtorch's order
   bool weight_grad_contiguous = true;  // false: the weight gradient has channels-last strides
 };
 

@@ -14,7 +14,8 @@ namespace dnncast::hardware {
 // Caches as the OS reports them for one CPU; 0 = unknown.
 struct CpuCaches {
   int64_t l2_bytes = 0;  // the level-2 data or unified cache of that CPU (per core on x86)
-  int64_t l3_bytes = 0;  // the level-3 cache that CPU sees (the slice its cores share: a CCX on AMD, the socket on Intel)
+  int64_t l3_bytes =
+      0;  // the level-3 cache that CPU sees (the slice its cores share: a CCX on AMD, the socket on Intel)
 };
 // From CACHE_DIR/index*/{level,type,size} (CACHE_DIR: /sys/devices/system/cpu/cpu0/cache);
 // instruction caches are skipped. Missing files give 0.

@@ -13,7 +13,17 @@ namespace dnncast::hardware {
 // oneDNN 2.6's x64 ISA levels (dnnl::cpu_isa, oneDNN doc "CPU Dispatcher Control"), in dispatch
 // order: each level includes the ones before it. Avx2Vnni sits between Avx2 and Avx512Core as in
 // oneDNN's own ordering. Unknown means "not recorded" (datasets written before the fingerprint had it).
-enum class CpuIsa : uint8_t { Unknown, Sse41, Avx, Avx2, Avx2Vnni, Avx512Core, Avx512CoreVnni, Avx512CoreBf16, Avx512CoreAmx };
+enum class CpuIsa : uint8_t {
+  Unknown,
+  Sse41,
+  Avx,
+  Avx2,
+  Avx2Vnni,
+  Avx512Core,
+  Avx512CoreVnni,
+  Avx512CoreBf16,
+  Avx512CoreAmx
+};
 
 // Lower-case name ("avx2", "avx512_core_vnni"); "" for Unknown.
 const char* isa_name(CpuIsa isa);
@@ -30,11 +40,10 @@ AtenCapability parse_aten_capability(const std::string& name);
 
 // CPU features from cpuid, with the register state the OS saves (XCR0) taken into account.
 struct CpuFeatures {
-  std::string vendor;  // "AuthenticAMD", "GenuineIntel" ("" off x86)
+  std::string vendor;                       // "AuthenticAMD", "GenuineIntel" ("" off x86)
   int family = 0, model = 0, stepping = 0;  // displayed family / model (extended fields folded in)
   bool sse41 = false, avx = false, avx2 = false, fma = false, avx_vnni = false;
-  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512_vnni = false,
-       avx512_bf16 = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512_vnni = false, avx512_bf16 = false;
   bool amx_tile = false, amx_int8 = false, amx_bf16 = false;
 };
 
@@ -47,13 +56,13 @@ AtenCapability highest_aten_capability(const CpuFeatures& features);
 
 // What the kernels dispatch to, and why.
 struct IsaDispatch {
-  CpuIsa cpu = CpuIsa::Unknown;       // what the CPU supports
-  CpuIsa onednn = CpuIsa::Unknown;    // what oneDNN dispatches to: min(cpu, cap)
-  std::string onednn_cap;             // the cap's text as given ("" when none)
+  CpuIsa cpu = CpuIsa::Unknown;                       // what the CPU supports
+  CpuIsa onednn = CpuIsa::Unknown;                    // what oneDNN dispatches to: min(cpu, cap)
+  std::string onednn_cap;                             // the cap's text as given ("" when none)
   AtenCapability aten_cpu = AtenCapability::Unknown;  // what ATen would pick unhindered
   AtenCapability aten = AtenCapability::Unknown;      // what ATen dispatches to
-  std::string aten_cap;               // ATEN_CPU_CAPABILITY as given ("" when none)
-  std::string note;                   // a cap that was not understood, and what was done with it
+  std::string aten_cap;                               // ATEN_CPU_CAPABILITY as given ("" when none)
+  std::string note;                                   // a cap that was not understood, and what was done with it
 };
 
 // onednn_cap: the value of ONEDNN_MAX_CPU_ISA, else of DNNL_MAX_CPU_ISA ("" when neither is set);

@@ -16,12 +16,12 @@ namespace {
 
 // Attributes are bounded here (kMaxIntegerAttr, core/checked.h); tensors and costs by shape inference.
 int64_t bounded_integer(const json& value, const std::string& where) {
-  bool in_range = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(kMaxIntegerAttr)
-                                             : value.get<int64_t>() >= -kMaxIntegerAttr &&
-                                                   value.get<int64_t>() <= kMaxIntegerAttr;
+  bool in_range = value.is_number_unsigned()
+                      ? value.get<uint64_t>() <= static_cast<uint64_t>(kMaxIntegerAttr)
+                      : value.get<int64_t>() >= -kMaxIntegerAttr && value.get<int64_t>() <= kMaxIntegerAttr;
   if (!in_range)
-    throw InputError(where + ": value " + value.dump() + " is out of range (at most " + std::to_string(kMaxIntegerAttr) +
-                     " in magnitude)");
+    throw InputError(where + ": value " + value.dump() + " is out of range (at most " +
+                     std::to_string(kMaxIntegerAttr) + " in magnitude)");
   return value.get<int64_t>();
 }
 

@@ -2,9 +2,8 @@
 // shapes. Writing then reading gives back the same graph, attribute types included.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "graph/graph.h"
 

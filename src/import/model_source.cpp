@@ -5,9 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 #include "graph/checkpoint.h"
@@ -53,14 +52,16 @@ void check_spec(const models::ModelSpec& spec) {
     throw InputError("attention " + quote(spec.attention) + ": expected eager or sdpa");
   if (spec.batch < 0) throw InputError("batch must be positive, got " + std::to_string(spec.batch));
   if (spec.seq_len < 0) throw InputError("sequence length must be positive, got " + std::to_string(spec.seq_len));
-  if (spec.num_classes <= 0) throw InputError("number of classes must be positive, got " + std::to_string(spec.num_classes));
+  if (spec.num_classes <= 0)
+    throw InputError("number of classes must be positive, got " + std::to_string(spec.num_classes));
   if (!spec.input.empty() && spec.seq_len > 0)
     throw InputError("give an image input (CxHxW) or a sequence length, not both");
   if (!spec.input.empty()) {
     if (spec.input.size() != 3)
       throw InputError("image input must be CxHxW (3 dimensions), got " + TensorShape(spec.input).to_string());
     for (int64_t dim : spec.input)
-      if (dim <= 0) throw InputError("image input " + TensorShape(spec.input).to_string() + " has a non-positive dimension");
+      if (dim <= 0)
+        throw InputError("image input " + TensorShape(spec.input).to_string() + " has a non-positive dimension");
   }
 }
 
@@ -84,10 +85,8 @@ uint64_t parse_seed(const std::string& source, const std::string& text) {
 Graph load_zoo(const std::string& name, models::ModelSpec spec) {
   const models::ZooEntry& entry = models::zoo_entry(name);
   bool image = entry.default_input.size() == 3;
-  if (image && spec.seq_len > 0)
-    throw InputError(name + " takes an image input (CxHxW), not a sequence length");
-  if (!image && !spec.input.empty())
-    throw InputError(name + " takes a sequence length, not an image input CxHxW");
+  if (image && spec.seq_len > 0) throw InputError(name + " takes an image input (CxHxW), not a sequence length");
+  if (!image && !spec.input.empty()) throw InputError(name + " takes a sequence length, not an image input CxHxW");
   if (spec.batch == 0) spec.batch = 1;
   if (image) {
     check_size(spec.batch, spec.input.empty() ? entry.default_input : spec.input, false);
@@ -181,7 +180,8 @@ Graph load_base_model(const std::string& source, const models::ModelSpec& spec) 
   switch (model_source_kind(source)) {
     case ModelSourceKind::Synthetic: {
       uint64_t seed = parse_seed(source, source.substr(std::string("synthetic:").size()));
-      if (spec.seq_len > 0) throw InputError(source + ": synthetic networks take an image input (CxHxW), not a sequence length");
+      if (spec.seq_len > 0)
+        throw InputError(source + ": synthetic networks take an image input (CxHxW), not a sequence length");
       models::ModelSpec image = spec;
       if (image.batch == 0) image.batch = 1;
       check_size(image.batch, image.input.empty() ? std::vector<int64_t>{3, 224, 224} : image.input, false);
@@ -196,7 +196,8 @@ Graph load_base_model(const std::string& source, const models::ModelSpec& spec) 
       std::string path = starts_with(source, "onnx:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
 #ifdef DNNCAST_WITHOUT_ONNX
-      throw InputError(quote(path) + ": this build reads no ONNX files (the standalone profiler of scripts/gpu-profile)");
+      throw InputError(quote(path) +
+                       ": this build reads no ONNX files (the standalone profiler of scripts/gpu-profile)");
 #else
       return load_onnx_file(path, onnx_options(spec));
 #endif

@@ -33,15 +33,14 @@ const Constant* Context::constant(const std::string& name) const {
 int Context::runtime(const std::string& name, const std::string& where_text) const {
   auto found = values.find(name);
   if (found == values.end())
-    throw InputError(where_text + ": input " + quote(name) + " is produced by no earlier node, initializer or graph input");
+    throw InputError(where_text + ": input " + quote(name) +
+                     " is produced by no earlier node, initializer or graph input");
   if (!found->second.is_runtime())
     throw InputError(where_text + ": input " + quote(name) + " is a constant where a computed tensor is expected");
   return found->second.node;
 }
 
-const TensorShape& Context::shape(const std::string& name) const {
-  return builder.shape(values.at(name).node);
-}
+const TensorShape& Context::shape(const std::string& name) const { return builder.shape(values.at(name).node); }
 
 int Context::sole_consumer(const std::string& name) const {
   auto found = consumers.find(name);
@@ -57,20 +56,64 @@ std::string Context::unique_name(const onnx::NodeProto& node, int index) const {
 }
 
 std::string where(const onnx::NodeProto& node) {
-  return "node " + quote(node.name().empty() ? node.output_size() > 0 ? node.output(0) : std::string("?") : node.name()) +
-         " (" + escape_control(node.op_type()) + ")";
+  return "node " +
+         quote(node.name().empty() ? node.output_size() > 0 ? node.output(0) : std::string("?") : node.name()) + " (" +
+         escape_control(node.op_type()) + ")";
 }
 
 namespace {
 
 // Ops translate_node or fold_constant handle; any other type is unknown.
 const std::set<std::string>& supported_ops() {
-  static const std::set<std::string> ops{
-      "Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "LayerNormalization", "InstanceNormalization",
-      "GroupNormalization", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Gelu", "Erf",
-      "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "ReduceMean", "Concat", "Split", "Slice", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Softmax", "Gather", "Dropout",
-      "Identity", "Pad", "Shape", "Constant", "ConstantOfShape", "Cast", "Expand", "Range", "Equal", "Where", "Neg"};
+  static const std::set<std::string> ops{"Conv",
+                                         "ConvTranspose",
+                                         "Gemm",
+                                         "MatMul",
+                                         "BatchNormalization",
+                                         "LayerNormalization",
+                                         "InstanceNormalization",
+                                         "GroupNormalization",
+                                         "Relu",
+                                         "LeakyRelu",
+                                         "Clip",
+                                         "Sigmoid",
+                                         "Tanh",
+                                         "HardSigmoid",
+                                         "HardSwish",
+                                         "Gelu",
+                                         "Erf",
+                                         "Add",
+                                         "Sub",
+                                         "Mul",
+                                         "Div",
+                                         "Pow",
+                                         "Sqrt",
+                                         "ReduceMean",
+                                         "Concat",
+                                         "Split",
+                                         "Slice",
+                                         "MaxPool",
+                                         "AveragePool",
+                                         "GlobalAveragePool",
+                                         "Flatten",
+                                         "Reshape",
+                                         "Transpose",
+                                         "Squeeze",
+                                         "Unsqueeze",
+                                         "Softmax",
+                                         "Gather",
+                                         "Dropout",
+                                         "Identity",
+                                         "Pad",
+                                         "Shape",
+                                         "Constant",
+                                         "ConstantOfShape",
+                                         "Cast",
+                                         "Expand",
+                                         "Range",
+                                         "Equal",
+                                         "Where",
+                                         "Neg"};
   return ops;
 }
 
@@ -107,7 +150,8 @@ onnx::ModelProto parse_model(const std::string& bytes) {
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     throw InputError("not an ONNX model: the protobuf does not parse (truncated, garbage, or nested deeper than " +
                      std::to_string(kMaxOnnxNesting) + ")");
-  if (!model.has_graph() || model.graph().node_size() == 0) throw InputError("not an ONNX model: it has no graph nodes");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    throw InputError("not an ONNX model: it has no graph nodes");
   make_names_utf8(*model.mutable_graph());
   return model;
 }
@@ -144,11 +188,15 @@ void check_unknown_ops(Context& context) {
 
 DType input_dtype(int32_t elem_type, const std::string& name) {
   switch (elem_type) {
-    case onnx::TensorProto::FLOAT: return DType::F32;
-    case onnx::TensorProto::FLOAT16: return DType::F16;
-    case onnx::TensorProto::BFLOAT16: return DType::BF16;
+    case onnx::TensorProto::FLOAT:
+      return DType::F32;
+    case onnx::TensorProto::FLOAT16:
+      return DType::F16;
+    case onnx::TensorProto::BFLOAT16:
+      return DType::BF16;
     case onnx::TensorProto::INT64:
-    case onnx::TensorProto::INT32: return DType::I64;
+    case onnx::TensorProto::INT32:
+      return DType::I64;
     default:
       throw InputError("graph input " + quote(name) + " has element type " + std::to_string(elem_type) +
                        " (dnncast takes float, float16, bfloat16 and integer inputs)");
@@ -222,7 +270,8 @@ void index_nodes(Context& context) {
     }
     // Constants first: fusions look at their values (and weights' shapes) wherever they stand.
     bool constant_inputs = node.input_size() > 0;
-    for (const std::string& input : node.input()) constant_inputs = constant_inputs && (input.empty() || context.has_constant(input));
+    for (const std::string& input : node.input())
+      constant_inputs = constant_inputs && (input.empty() || context.has_constant(input));
     if ((node.op_type() == "Constant" || constant_inputs) && is_default_domain(node.domain())) {
       try {
         fold_constant(context, index);
@@ -306,13 +355,15 @@ static std::string inference_export_note(const onnx::GraphProto& graph, const st
   int64_t batch_norms = 0, batch_norms_eval = 0, dropouts = 0, dropouts_eval = 0, convs = 0, convs_with_bias = 0;
   auto constant_true = [&](const std::string& name) {
     for (const onnx::TensorProto& tensor : graph.initializer())
-      if (tensor.name() == name) return tensor.int32_data_size() > 0 ? tensor.int32_data(0) != 0 : tensor.raw_data().find_first_not_of('\0') != std::string::npos;
+      if (tensor.name() == name)
+        return tensor.int32_data_size() > 0 ? tensor.int32_data(0) != 0
+                                            : tensor.raw_data().find_first_not_of('\0') != std::string::npos;
     for (const onnx::NodeProto& node : graph.node())
       if (node.op_type() == "Constant" && node.output_size() > 0 && node.output(0) == name)
         for (const onnx::AttributeProto& attr : node.attribute())
           if (attr.name() == "value" && attr.has_t())
             return attr.t().int32_data_size() > 0 ? attr.t().int32_data(0) != 0
-                                                   : attr.t().raw_data().find_first_not_of('\0') != std::string::npos;
+                                                  : attr.t().raw_data().find_first_not_of('\0') != std::string::npos;
     return false;
   };
   for (const onnx::NodeProto& node : graph.node()) {
@@ -336,12 +387,14 @@ static std::string inference_export_note(const onnx::GraphProto& graph, const st
     why = std::to_string(batch_norms_eval) + " of its " + std::to_string(batch_norms) +
           " BatchNormalization nodes run in inference mode (training_mode 0)";
   else if (dropouts_eval > 0)
-    why = std::to_string(dropouts_eval) + " of its " + std::to_string(dropouts) + " Dropout nodes run in inference mode";
+    why =
+        std::to_string(dropouts_eval) + " of its " + std::to_string(dropouts) + " Dropout nodes run in inference mode";
   else if (batch_norms == 0 && dropouts == 0 && convs >= 2 && convs_with_bias == convs)
     why = "it has no BatchNormalization and no Dropout, and every one of its " + std::to_string(convs) +
           " convolutions has a bias: the signs of BatchNorm folded into them";
   if (why.empty()) return "";
-  return source + " looks exported for inference (" + why + "): a training forecast of it lacks the BatchNorm and "
+  return source + " looks exported for inference (" + why +
+         "): a training forecast of it lacks the BatchNorm and "
          "Dropout layers such an export removes; export the training graph with torch.onnx.export(model.train(), x, "
          "path, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False) (docs/ONNX.md)";
 }

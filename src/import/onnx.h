@@ -14,10 +14,10 @@
 namespace dnncast::import {
 
 struct OnnxOptions {
-  int64_t batch = 0;            // replaces the first dimension of every input; 0: the file's (1 if dynamic)
-  std::vector<int64_t> input;   // C x H x W for rank-4 inputs; empty: the file's
-  int64_t seq_len = 0;          // L for rank-2 (N x L) inputs; 0: the file's
-  bool allow_unknown = false;   // unsupported ops become elementwise nodes (attribute "onnx_op") with a warning
+  int64_t batch = 0;           // replaces the first dimension of every input; 0: the file's (1 if dynamic)
+  std::vector<int64_t> input;  // C x H x W for rank-4 inputs; empty: the file's
+  int64_t seq_len = 0;         // L for rank-2 (N x L) inputs; 0: the file's
+  bool allow_unknown = false;  // unsupported ops become elementwise nodes (attribute "onnx_op") with a warning
 };
 
 // Largest ONNX file read (protobuf's own limit is 2 GiB); nesting deeper than this is refused.

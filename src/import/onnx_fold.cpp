@@ -19,7 +19,8 @@ const Constant& const_input(const Context& context, const onnx::NodeProto& node,
 }
 
 int64_t normalize(int64_t axis, int64_t rank, const std::string& what) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) throw InputError(what + " axis " + std::to_string(axis) + " is out of range");
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    throw InputError(what + " axis " + std::to_string(axis) + " is out of range");
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -121,7 +122,8 @@ Constant gather(const Constant& data, const Constant& indices, int64_t axis_attr
     for (int64_t pick : picks) {
       if (pick < -size || pick >= size) throw InputError("Gather index " + std::to_string(pick) + " is out of range");
       int64_t row = pick < 0 ? pick + size : pick;
-      for (int64_t i = 0; i < inner; ++i) out.values.push_back(data.values[static_cast<size_t>((o * size + row) * inner + i)]);
+      for (int64_t i = 0; i < inner; ++i)
+        out.values.push_back(data.values[static_cast<size_t>((o * size + row) * inner + i)]);
     }
   return out;
 }
@@ -159,8 +161,8 @@ Constant slice(const Context& context, const onnx::NodeProto& node, const Consta
 }
 
 Constant unsqueeze(const Context& context, const onnx::NodeProto& node, const Constant& data) {
-  std::vector<int64_t> axes = node.input_size() > 1 ? ints_of(const_input(context, node, 1), "Unsqueeze axes")
-                                                    : attr_ints(node, "axes", {});
+  std::vector<int64_t> axes =
+      node.input_size() > 1 ? ints_of(const_input(context, node, 1), "Unsqueeze axes") : attr_ints(node, "axes", {});
   std::vector<int64_t> dims = data.dims;
   int64_t rank = static_cast<int64_t>(dims.size() + axes.size());
   std::vector<int64_t> sorted;
@@ -175,31 +177,47 @@ Constant unsqueeze(const Context& context, const onnx::NodeProto& node, const Co
 bool fold_values(Context& context, const onnx::NodeProto& node, Constant& out) {
   const std::string& op = node.op_type();
   auto in = [&](int i) -> const Constant& { return const_input(context, node, i); };
-  if (op == "Constant") out = constant_node(node);
-  else if (op == "Identity" || op == "Cast") { out = in(0); if (op == "Cast") out.elem_type = static_cast<int32_t>(attr_int(node, "to", 1)); }
-  else if (op == "Gather") out = gather(in(0), in(1), attr_int(node, "axis", 0));
-  else if (op == "Unsqueeze") out = unsqueeze(context, node, in(0));
-  else if (op == "Slice") out = slice(context, node, in(0));
+  if (op == "Constant")
+    out = constant_node(node);
+  else if (op == "Identity" || op == "Cast") {
+    out = in(0);
+    if (op == "Cast") out.elem_type = static_cast<int32_t>(attr_int(node, "to", 1));
+  } else if (op == "Gather")
+    out = gather(in(0), in(1), attr_int(node, "axis", 0));
+  else if (op == "Unsqueeze")
+    out = unsqueeze(context, node, in(0));
+  else if (op == "Slice")
+    out = slice(context, node, in(0));
   else if (op == "Concat") {
     std::vector<const Constant*> parts;
     for (int i = 0; i < node.input_size(); ++i) parts.push_back(&const_input(context, node, i));
     if (parts.empty()) throw InputError(where(node) + ": Concat without inputs");
     out = concat(parts, attr_int(node, "axis", 0));
-  } else if (op == "Add") out = broadcast(in(0), in(1), [](double a, double b) { return a + b; });
-  else if (op == "Sub") out = broadcast(in(0), in(1), [](double a, double b) { return a - b; });
-  else if (op == "Mul") out = broadcast(in(0), in(1), [](double a, double b) { return a * b; });
-  else if (op == "Div") out = broadcast(in(0), in(1), [](double a, double b) { return b == 0.0 ? 0.0 : a / b; });
-  else if (op == "Equal") out = broadcast(in(0), in(1), [](double a, double b) { return a == b ? 1.0 : 0.0; });
-  else if (op == "Sqrt") { out = in(0); for (double& v : out.values) v = std::sqrt(std::max(v, 0.0)); }
-  else if (op == "Neg") { out = in(0); for (double& v : out.values) v = -v; }
-  else if (op == "ConstantOfShape") {
+  } else if (op == "Add")
+    out = broadcast(in(0), in(1), [](double a, double b) { return a + b; });
+  else if (op == "Sub")
+    out = broadcast(in(0), in(1), [](double a, double b) { return a - b; });
+  else if (op == "Mul")
+    out = broadcast(in(0), in(1), [](double a, double b) { return a * b; });
+  else if (op == "Div")
+    out = broadcast(in(0), in(1), [](double a, double b) { return b == 0.0 ? 0.0 : a / b; });
+  else if (op == "Equal")
+    out = broadcast(in(0), in(1), [](double a, double b) { return a == b ? 1.0 : 0.0; });
+  else if (op == "Sqrt") {
+    out = in(0);
+    for (double& v : out.values) v = std::sqrt(std::max(v, 0.0));
+  } else if (op == "Neg") {
+    out = in(0);
+    for (double& v : out.values) v = -v;
+  } else if (op == "ConstantOfShape") {
     std::vector<int64_t> dims = ints_of(in(0), "ConstantOfShape shape");
     const onnx::AttributeProto* value = find_attr(node, "value");
     Constant fill = value ? read_tensor(value->t(), kMaxOnnxFileBytes, where(node)) : Constant{};
     out = with_dims(dims, fill.elem_type);
     if (out.numel() <= kMaxFoldedElements) {
       out.has_values = true;
-      out.values.assign(static_cast<size_t>(out.numel()), fill.has_values && !fill.values.empty() ? fill.values[0] : 0.0);
+      out.values.assign(static_cast<size_t>(out.numel()),
+                        fill.has_values && !fill.values.empty() ? fill.values[0] : 0.0);
     }
   } else if (op == "Where") {
     Constant picked = broadcast(in(0), in(1), [](double c, double x) { return c != 0.0 ? x : NAN; });
@@ -226,8 +244,12 @@ bool fold_values(Context& context, const onnx::NodeProto& node, Constant& out) {
     int64_t known = 1, infer = -1;
     for (size_t a = 0; a < target.size(); ++a) {
       if (target[a] == 0 && a < in(0).dims.size()) target[a] = in(0).dims[a];
-      if (target[a] == -1 && infer < 0) { infer = static_cast<int64_t>(a); continue; }
-      if (target[a] <= 0 || target[a] > kMaxIntegerAttr) throw InputError("Reshape of a constant to " + TensorShape(target).to_string());
+      if (target[a] == -1 && infer < 0) {
+        infer = static_cast<int64_t>(a);
+        continue;
+      }
+      if (target[a] <= 0 || target[a] > kMaxIntegerAttr)
+        throw InputError("Reshape of a constant to " + TensorShape(target).to_string());
       known *= target[a];
       if (known > kMaxTensorElements) throw InputError("folded tensor is too large");
     }
@@ -235,8 +257,8 @@ bool fold_values(Context& context, const onnx::NodeProto& node, Constant& out) {
     out = in(0);
     out.dims = target;
     if (out.numel() != in(0).numel()) throw InputError("Reshape of a constant changes its size");
-  }
-  else return false;
+  } else
+    return false;
   return true;
 }
 
@@ -249,14 +271,16 @@ bool fold_constant(Context& context, int index) {
   if (node.op_type() == "Shape") {
     auto found = context.values.find(node.input_size() > 0 ? node.input(0) : "");
     if (found == context.values.end()) return false;
-    std::vector<int64_t> dims = found->second.is_runtime() ? context.shape(node.input(0)).dims : found->second.constant.dims;
+    std::vector<int64_t> dims =
+        found->second.is_runtime() ? context.shape(node.input(0)).dims : found->second.constant.dims;
     int64_t rank = static_cast<int64_t>(dims.size());
     int64_t start = attr_int(node, "start", 0), end = attr_int(node, "end", rank);
     start = std::min(std::max(start < 0 ? start + rank : start, int64_t{0}), rank);
     end = std::min(std::max(end < 0 ? end + rank : end, start), rank);
     out = with_dims({end - start}, onnx::TensorProto::INT64);
     out.has_values = true;
-    for (int64_t axis = start; axis < end; ++axis) out.values.push_back(static_cast<double>(dims[static_cast<size_t>(axis)]));
+    for (int64_t axis = start; axis < end; ++axis)
+      out.values.push_back(static_cast<double>(dims[static_cast<size_t>(axis)]));
   } else {
     for (const std::string& input : node.input())
       if (!input.empty() && !context.has_constant(input)) return false;

@@ -2,13 +2,13 @@
 // constant known at import), the fusions found before translation, and the translation context.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
 
 #include "graph/builder.h"
 #include "import/onnx.h"
@@ -31,8 +31,8 @@ inline constexpr int64_t kMaxFoldedElements = 1 << 16;  // constants larger than
 
 // A value of the ONNX graph by name: either produced by an IR node, or constant.
 struct Value {
-  int node = -1;       // IR node index when a runtime tensor
-  Constant constant;   // when node < 0
+  int node = -1;      // IR node index when a runtime tensor
+  Constant constant;  // when node < 0
   bool is_runtime() const { return node >= 0; }
 };
 
@@ -41,8 +41,8 @@ struct Fusion {
   std::string op;
   std::vector<std::string> inputs;  // runtime inputs by ONNX value name
   std::map<std::string, AttrValue> attrs;
-  std::string output;               // the ONNX value it defines
-  std::vector<int> members;         // ONNX node indices, the anchor included
+  std::string output;                                     // the ONNX value it defines
+  std::vector<int> members;                               // ONNX node indices, the anchor included
   std::map<size_t, std::vector<int64_t>> permute_inputs;  // input position -> a Permute emitted before the op
   std::string groups_from;  // ChannelShuffle: the 5-D Reshape target (N, groups, C/groups, H, W), folded by then
   // MultiheadAttention: emitted at the first member (the shape chains between the members read their
@@ -57,22 +57,22 @@ struct Context {
   OnnxOptions options;
   GraphBuilder builder;
   std::map<std::string, Value> values;
-  std::map<std::string, int> producer;                   // value name -> ONNX node index
-  std::map<std::string, std::vector<int>> consumers;     // value name -> ONNX node indices
+  std::map<std::string, int> producer;                // value name -> ONNX node index
+  std::map<std::string, std::vector<int>> consumers;  // value name -> ONNX node indices
   std::set<std::string> graph_outputs;
-  std::map<std::string, int> unknown_count;              // op type -> nodes
-  std::map<std::string, std::string> unknown_first;      // op type -> first node's name
+  std::map<std::string, int> unknown_count;          // op type -> nodes
+  std::map<std::string, std::string> unknown_first;  // op type -> first node's name
   std::set<std::string> used_parameters;
-  std::map<std::string, std::string> embedding_of;        // initializer -> the IR Embedding node gathering it
+  std::map<std::string, std::string> embedding_of;  // initializer -> the IR Embedding node gathering it
 
   Context(const onnx::GraphProto& g, std::string src, OnnxOptions opts)
       : graph(g), source(std::move(src)), options(std::move(opts)), builder("onnx", "onnx") {}
 
   const onnx::NodeProto& node(int index) const { return graph.node(index); }
   bool has_constant(const std::string& name) const;
-  const Constant* constant(const std::string& name) const;  // nullptr when not constant
+  const Constant* constant(const std::string& name) const;               // nullptr when not constant
   int runtime(const std::string& name, const std::string& where) const;  // IR node, or InputError
-  const TensorShape& shape(const std::string& name) const;  // of a runtime value
+  const TensorShape& shape(const std::string& name) const;               // of a runtime value
   // The only consumer of `name` (none when it has several or is a graph output).
   int sole_consumer(const std::string& name) const;
   std::string unique_name(const onnx::NodeProto& node, int index) const;

@@ -51,8 +51,7 @@ struct MhaMatcher {
     const onnx::NodeProto& user = node(found[0]);
     bool reads = slot < 0 ? user.input_size() == 2 && (user.input(0) == out(index)) != (user.input(1) == out(index))
                           : user.input_size() > slot && user.input(slot) == out(index);
-    if (!reads)
-      return -1;
+    if (!reads) return -1;
     return found[0];
   }
   // An inner node: skipped, its output bound to a shape-only constant of `layout`.
@@ -187,7 +186,8 @@ bool match_multihead_attention(Context& context, int index, Fusion& fusion) {
   fusion = Fusion();
   fusion.op = "MultiheadAttention";
   fusion.inputs = {context.node(index).input(0)};
-  fusion.attrs = {{"embed_dim", matcher.embed}, {"heads", matcher.embed / matcher.head_dim},
+  fusion.attrs = {{"embed_dim", matcher.embed},
+                  {"heads", matcher.embed / matcher.head_dim},
                   {"dropout_p", float_as_written(static_cast<float>(matcher.dropout_p))}};
   fusion.output = context.node(last).output(0);
   fusion.members = matcher.members;
@@ -204,19 +204,24 @@ void emit_multihead_attention(Context& context, const Fusion& fusion, int anchor
   int x = context.runtime(fusion.inputs.at(0), where(node));
   const TensorShape& shape = context.builder.shape(x);
   if (shape.rank() != 3 || shape.dims[2] != embed)
-    throw InputError(where(node) + ": multi-head attention of embedding " + std::to_string(embed) +
-                     " takes N x L x " + std::to_string(embed) + ", got " + shape.to_string());
+    throw InputError(where(node) + ": multi-head attention of embedding " + std::to_string(embed) + " takes N x L x " +
+                     std::to_string(embed) + ", got " + shape.to_string());
   const int64_t batch = shape.dims[0], length = shape.dims[1];
   for (const auto& [name, layout] : fusion.shape_only) {
     Constant inner;
     for (char code : layout)
-      inner.dims.push_back(code == 'L' ? length : code == 'N' ? batch : code == 'D' ? embed : code == 'T' ? 3 * embed
-                           : code == 'M' ? batch * heads : code == 'd' ? head_dim : length * batch);  // 'K'
+      inner.dims.push_back(code == 'L'   ? length
+                           : code == 'N' ? batch
+                           : code == 'D' ? embed
+                           : code == 'T' ? 3 * embed
+                           : code == 'M' ? batch * heads
+                           : code == 'd' ? head_dim
+                                         : length * batch);  // 'K'
     context.values[name] = Value{-1, inner};
   }
   const std::string prefix = context.unique_name(node, anchor) + "#";
   const int y = models::packed_self_attention(context.builder, prefix, x, embed, heads,
-                                      std::get<double>(fusion.attrs.at("dropout_p")));
+                                              std::get<double>(fusion.attrs.at("dropout_p")));
   context.values[fusion.output] = Value{y, {}};
 }
 

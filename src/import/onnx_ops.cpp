@@ -30,7 +30,8 @@ struct Translator {
     const Constant* c = context.constant(input(i));
     if (c == nullptr || c->parameter.empty()) fail("input " + std::to_string(i) + " must be an initializer (a weight)");
     if (c->dims.size() != rank)
-      fail("weight " + quote(input(i)) + " has shape " + TensorShape(c->dims).to_string() + ", expected rank " + std::to_string(rank));
+      fail("weight " + quote(input(i)) + " has shape " + TensorShape(c->dims).to_string() + ", expected rank " +
+           std::to_string(rank));
     context.used_parameters.insert(c->parameter);
     return *c;
   }
@@ -58,7 +59,8 @@ struct Translator {
     return context.builder.op(name, op, std::move(inputs), std::move(attrs));
   }
   void bind(int ir, int output = 0) {
-    if (output < node.output_size() && !node.output(output).empty()) context.values[node.output(output)] = Value{ir, {}};
+    if (output < node.output_size() && !node.output(output).empty())
+      context.values[node.output(output)] = Value{ir, {}};
   }
   void check_no_extra_outputs(int used) const {
     for (int out = used; out < node.output_size(); ++out)
@@ -67,7 +69,8 @@ struct Translator {
   }
   std::vector<int64_t> symmetric_pads(size_t spatial) const {
     std::string pad_mode = find_attr(node, "auto_pad") ? find_attr(node, "auto_pad")->s() : "NOTSET";
-    if (pad_mode != "NOTSET" && pad_mode != "VALID") fail("auto_pad " + quote(pad_mode) + " is not supported (export with explicit pads)");
+    if (pad_mode != "NOTSET" && pad_mode != "VALID")
+      fail("auto_pad " + quote(pad_mode) + " is not supported (export with explicit pads)");
     std::vector<int64_t> pads = attr_ints(node, "pads", std::vector<int64_t>(2 * spatial, 0));
     if (pads.size() != 2 * spatial) fail("attribute 'pads' needs " + std::to_string(2 * spatial) + " values");
     for (size_t axis = 0; axis < spatial; ++axis)
@@ -78,7 +81,8 @@ struct Translator {
   void conv(bool transposed) {
     int x = runtime(0);
     const Constant& w = weight(1, 4);
-    if (shape_of(x).rank() != 4) fail("dnncast imports 2-D convolutions (input N x C x H x W), got " + shape_of(x).to_string());
+    if (shape_of(x).rank() != 4)
+      fail("dnncast imports 2-D convolutions (input N x C x H x W), got " + shape_of(x).to_string());
     int64_t groups = attr_int(node, "group", 1);
     if (groups < 1) fail("group must be positive");
     int64_t in_channels = transposed ? w.dims[0] : w.dims[1] * groups;
@@ -89,7 +93,8 @@ struct Translator {
     bool bias = has_input(2);
     if (bias) {
       const Constant& b = weight(2, 1);
-      if (b.dims[0] != out_channels) fail("bias of " + std::to_string(b.dims[0]) + " for " + std::to_string(out_channels) + " channels");
+      if (b.dims[0] != out_channels)
+        fail("bias of " + std::to_string(b.dims[0]) + " for " + std::to_string(out_channels) + " channels");
     }
     std::vector<int64_t> kernel = attr_ints(node, "kernel_shape", {w.dims[2], w.dims[3]});
     if (kernel != std::vector<int64_t>{w.dims[2], w.dims[3]}) fail("kernel_shape disagrees with the weight's shape");
@@ -142,7 +147,8 @@ struct Translator {
     int64_t channels = shape_of(x).rank() >= 2 ? shape_of(x)[1] : -1;
     for (int i = 1; i <= 4; ++i)
       if (context.constant(input(i)) == nullptr || context.constant(input(i))->numel() != channels)
-        fail("input " + std::to_string(i) + " must be a constant of " + std::to_string(channels) + " values (one per channel)");
+        fail("input " + std::to_string(i) + " must be a constant of " + std::to_string(channels) +
+             " values (one per channel)");
     double momentum = float_as_written(static_cast<float>(1.0 - attr_float(node, "momentum", 0.9)));
     Attrs attrs{{"eps", attr_float(node, "epsilon", 1e-5)}};
     if (momentum != 0.1) attrs["momentum"] = momentum;
@@ -160,8 +166,10 @@ struct Translator {
       if (axis < 0) axis += rank;
       std::vector<int64_t> normalized(shape_of(x).dims.begin() + axis, shape_of(x).dims.end());
       bool affine = has_input(1);
-      bind(emit("LayerNorm", {x}, {{"normalized_shape", normalized}, {"eps", attr_float(node, "epsilon", 1e-5)},
-                                   {"elementwise_affine", int64_t{affine ? 1 : 0}}}));
+      bind(emit("LayerNorm", {x},
+                {{"normalized_shape", normalized},
+                 {"eps", attr_float(node, "epsilon", 1e-5)},
+                 {"elementwise_affine", int64_t{affine ? 1 : 0}}}));
       check_no_extra_outputs(1);
       return;
     }
@@ -184,7 +192,9 @@ struct Translator {
     if (shape_of(x).rank() != 4) fail("dnncast imports 2-D pooling (input N x C x H x W)");
     std::vector<int64_t> kernel = attr_ints(node, "kernel_shape", {});
     if (kernel.size() != 2) fail("attribute 'kernel_shape' needs 2 values");
-    Attrs attrs{{"kernel", kernel}, {"stride", attr_ints(node, "strides", {1, 1})}, {"padding", symmetric_pads(2)},
+    Attrs attrs{{"kernel", kernel},
+                {"stride", attr_ints(node, "strides", {1, 1})},
+                {"padding", symmetric_pads(2)},
                 {"ceil_mode", attr_int(node, "ceil_mode", 0)}};
     if (max) {
       std::vector<int64_t> dilation = attr_ints(node, "dilations", {1, 1});
@@ -241,7 +251,8 @@ struct Translator {
     int64_t start = 0;
     for (size_t part = 0; part < parts.size(); ++part) {
       if (parts[part] <= 0 || start + parts[part] > size) fail("split sizes do not add up to " + std::to_string(size));
-      bind(emit("Slice", {x}, {{"axis", axis}, {"start", start}, {"end", start + parts[part]}}, "#" + std::to_string(part)),
+      bind(emit("Slice", {x}, {{"axis", axis}, {"start", start}, {"end", start + parts[part]}},
+                "#" + std::to_string(part)),
            static_cast<int>(part));
       start += parts[part];
     }
@@ -265,14 +276,13 @@ struct Translator {
       auto clamp = [size](int64_t at) { return std::min(std::max(at < 0 ? at + size : at, int64_t{0}), size); };
       int64_t begin = clamp(starts[a]), end = clamp(ends[a]);
       if (begin == 0 && end == size) continue;
-      x = emit("Slice", {x}, {{"axis", int64_t{axis}}, {"start", begin}, {"end", end}}, a == 0 ? "" : "#" + std::to_string(a));
+      x = emit("Slice", {x}, {{"axis", int64_t{axis}}, {"start", begin}, {"end", end}},
+               a == 0 ? "" : "#" + std::to_string(a));
     }
     bind(x);
   }
 
-  void reshape_to(int x, std::vector<int64_t> dims) {
-    bind(emit("Reshape", {x}, {{"shape", std::move(dims)}}));
-  }
+  void reshape_to(int x, std::vector<int64_t> dims) { bind(emit("Reshape", {x}, {{"shape", std::move(dims)}})); }
 
   void squeeze(bool un) {
     int x = runtime(0);
@@ -291,7 +301,8 @@ struct Translator {
       } else if (!(chosen[static_cast<size_t>(axis)] || (axes.empty() && dims[static_cast<size_t>(axis)] == 1))) {
         out.push_back(dims[static_cast<size_t>(axis)]);
       } else if (dims[static_cast<size_t>(axis)] != 1) {
-        fail("cannot squeeze axis " + std::to_string(axis) + " of size " + std::to_string(dims[static_cast<size_t>(axis)]));
+        fail("cannot squeeze axis " + std::to_string(axis) + " of size " +
+             std::to_string(dims[static_cast<size_t>(axis)]));
       }
     }
     if (out.empty()) out.push_back(1);
@@ -332,9 +343,12 @@ struct Translator {
     const Constant* token = nullptr;
     for (int i = 0; i < node.input_size(); ++i) {
       const Constant* c = context.constant(input(i));
-      if (c == nullptr) xs.push_back(runtime(i));
-      else if (!c->parameter.empty() && i == 0) token = c;
-      else fail("input " + std::to_string(i) + " is a constant, which dnncast cannot concatenate");
+      if (c == nullptr)
+        xs.push_back(runtime(i));
+      else if (!c->parameter.empty() && i == 0)
+        token = c;
+      else
+        fail("input " + std::to_string(i) + " is a constant, which dnncast cannot concatenate");
     }
     if (token != nullptr) {
       if (xs.size() != 1 || shape_of(xs[0]).rank() != 3 || attr_int(node, "axis", 0) != 1)
@@ -362,8 +376,9 @@ struct Translator {
 void Translator::run() {
   const std::string& op = node.op_type();
   static const std::map<std::string, std::string> kUnary{
-      {"Relu", "ReLU"}, {"LeakyRelu", "ReLU"}, {"Sigmoid", "Sigmoid"}, {"Tanh", "Tanh"},
-      {"HardSigmoid", "Hardsigmoid"}, {"HardSwish", "Hardswish"}, {"Gelu", "GELU"}};
+      {"Relu", "ReLU"}, {"LeakyRelu", "ReLU"},          {"Sigmoid", "Sigmoid"},
+      {"Tanh", "Tanh"}, {"HardSigmoid", "Hardsigmoid"}, {"HardSwish", "Hardswish"},
+      {"Gelu", "GELU"}};
   auto unary = kUnary.find(op);
   if (unary != kUnary.end()) return bind(emit(unary->second, {runtime(0)}));
   if (op == "Conv" || op == "ConvTranspose") return conv(op == "ConvTranspose");
@@ -373,7 +388,8 @@ void Translator::run() {
   if (op == "LayerNormalization" || op == "InstanceNormalization" || op == "GroupNormalization") return norm();
   if (op == "Clip") return clip();
   if (op == "MaxPool" || op == "AveragePool") return pool(op == "MaxPool");
-  if (op == "GlobalAveragePool") return bind(emit("AdaptiveAvgPool2d", {runtime(0)}, {{"output_size", std::vector<int64_t>{1, 1}}}));
+  if (op == "GlobalAveragePool")
+    return bind(emit("AdaptiveAvgPool2d", {runtime(0)}, {{"output_size", std::vector<int64_t>{1, 1}}}));
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return binary();
   if (op == "Pow" || op == "Sqrt" || op == "Erf" || op == "Neg" || op == "Identity" || op == "Cast") {
     // outside the patterns, an element-wise op the IR has no node for (docs/ONNX.md)
@@ -431,7 +447,7 @@ void Translator::run() {
                             : attr_float(node, "ratio", 0.5);
     check_no_extra_outputs(1);
     if (p == 0.0) {  // F.dropout(p=0) returns its input (ViT's dropout 0.0): no node, as the zoo builds it
-      runtime(0);  // checked: a computed tensor
+      runtime(0);    // checked: a computed tensor
       context.values[node.output(0)] = context.values.at(input(0));
       return;
     }

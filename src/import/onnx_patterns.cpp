@@ -62,7 +62,8 @@ struct Matcher {
   }
   bool scalar_near(const std::string& name, double value) const {
     const Constant* c = context.constant(name);
-    return c != nullptr && c->is_scalar() && c->has_values && std::fabs(c->values[0] - value) < 1e-3 * std::fabs(value) + 1e-6;
+    return c != nullptr && c->is_scalar() && c->has_values &&
+           std::fabs(c->values[0] - value) < 1e-3 * std::fabs(value) + 1e-6;
   }
   const Constant* parameter(const std::string& name) const {
     const Constant* c = context.constant(name);
@@ -107,7 +108,8 @@ struct Matcher {
     int add = next(index, "Add");
     const Constant* bias = add >= 0 ? parameter(other(add, out(index))) : nullptr;
     if (bias == nullptr || bias->dims.size() != 1 || bias->dims[0] != weight->dims[1]) return false;
-    fusion = fused("Linear", {node(index).input(0)}, {{"out_features", weight->dims[1]}, {"bias", int64_t{1}}}, out(add), {index, add});
+    fusion = fused("Linear", {node(index).input(0)}, {{"out_features", weight->dims[1]}, {"bias", int64_t{1}}},
+                   out(add), {index, add});
     context.used_parameters.insert(weight->parameter);
     return true;
   }
@@ -130,7 +132,7 @@ struct Matcher {
     const Constant* eps = context.constant(other(add, out(mean)));
     if (eps == nullptr || !eps->is_scalar() || !eps->has_values) return false;
     fusion = fused("LayerNorm", {x}, {{"eps", float_as_written(static_cast<float>(eps->values[0]))}}, out(div),
-              {index, sub, pow, mean, add, sqrt, div});
+                   {index, sub, pow, mean, add, sqrt, div});
     int mul = next(div, "Mul");
     int bias = next(mul, "Add");
     if (mul >= 0 && parameter(other(mul, out(div))) && bias >= 0 && parameter(other(bias, out(mul)))) {
@@ -151,16 +153,19 @@ struct Matcher {
     if (!(p[2] >= 0 && p[3] >= 0 && p[2] <= 1024 && p[3] <= 1024)) return false;
     const onnx::AttributeProto* mode = find_attr(node(index), "mode");
     if (mode != nullptr && mode->s() != "constant") return false;
-    if (node(index).input_size() > 2 && !node(index).input(2).empty() && !scalar_near(node(index).input(2), 0.0)) return false;
+    if (node(index).input_size() > 2 && !node(index).input(2).empty() && !scalar_near(node(index).input(2), 0.0))
+      return false;
     int pool = next(index, "AveragePool");
     if (pool < 0 || attr_ints(node(pool), "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0}) return false;
     std::vector<int64_t> kernel = attr_ints(node(pool), "kernel_shape", {});
     if (kernel.size() != 2) return false;
     fusion = fused("AvgPool2d", {node(index).input(0)},
-              {{"kernel", kernel}, {"stride", attr_ints(node(pool), "strides", {1, 1})},
-               {"padding", std::vector<int64_t>{static_cast<int64_t>(p[2]), static_cast<int64_t>(p[3])}},
-               {"ceil_mode", attr_int(node(pool), "ceil_mode", 0)}, {"count_include_pad", int64_t{1}}},
-              out(pool), {index, pool});
+                   {{"kernel", kernel},
+                    {"stride", attr_ints(node(pool), "strides", {1, 1})},
+                    {"padding", std::vector<int64_t>{static_cast<int64_t>(p[2]), static_cast<int64_t>(p[3])}},
+                    {"ceil_mode", attr_int(node(pool), "ceil_mode", 0)},
+                    {"count_include_pad", int64_t{1}}},
+                   out(pool), {index, pool});
     return true;
   }
 
@@ -192,7 +197,8 @@ struct Matcher {
   bool attention(int index, Fusion& fusion) const {
     if (!is(index, "MatMul") || node(index).input_size() != 2) return false;
     int transpose = context.producer.count(node(index).input(1)) ? context.producer.at(node(index).input(1)) : -1;
-    if (!is(transpose, "Transpose") || node(transpose).input_size() != 1 || context.sole_consumer(out(transpose)) != index)
+    if (!is(transpose, "Transpose") || node(transpose).input_size() != 1 ||
+        context.sole_consumer(out(transpose)) != index)
       return false;
     std::vector<int64_t> perm = attr_ints(node(transpose), "perm", {});
     // k.transpose(-1, -2) of N x h x S x d, or the export's merge of the heads' permute with it
@@ -214,7 +220,8 @@ struct Matcher {
       members.push_back(at = mask);
     }
     int softmax = next(at, "Softmax");
-    if (softmax < 0 || (attr_int(node(softmax), "axis", -1) != -1 && attr_int(node(softmax), "axis", -1) != 3)) return false;
+    if (softmax < 0 || (attr_int(node(softmax), "axis", -1) != -1 && attr_int(node(softmax), "axis", -1) != 3))
+      return false;
     members.push_back(at = softmax);
     double dropout_p = 0.0;
     int dropout = next(at, "Dropout");
@@ -226,11 +233,9 @@ struct Matcher {
     int product = next(at, "MatMul");
     if (product < 0 || node(product).input_size() != 2 || node(product).input(0) != out(at)) return false;
     members.push_back(product);
-    fusion = fused("ScaledDotProductAttention",
-              {node(index).input(0), node(transpose).input(0), node(product).input(1)},
-              {{"causal", causal}, {"dropout_p", float_as_written(static_cast<float>(dropout_p))}},
-              out(product),
-              members);
+    fusion = fused(
+        "ScaledDotProductAttention", {node(index).input(0), node(transpose).input(0), node(product).input(1)},
+        {{"causal", causal}, {"dropout_p", float_as_written(static_cast<float>(dropout_p))}}, out(product), members);
     if (merged) fusion.permute_inputs[1] = {0, 2, 1, 3};
     return true;
   }
@@ -248,8 +253,7 @@ std::map<int, Fusion> find_fusions(Context& context) {
     Fusion fusion;
     if (match_multihead_attention(context, index, fusion) || matcher.attention(index, fusion) ||
         matcher.channel_shuffle(index, fusion) || matcher.padded_pool(index, fusion) || matcher.silu(index, fusion) ||
-        matcher.gelu(index, fusion) ||
-        matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
+        matcher.gelu(index, fusion) || matcher.layer_norm(index, fusion) || matcher.linear(index, fusion)) {
       bool free = !fusion.output.empty();
       for (int member : fusion.members) free = free && !taken[static_cast<size_t>(member)];
       if (!free) continue;

@@ -43,7 +43,8 @@ CandidateResult cross_validate(const Matrix& x, const Vector& y, const Candidate
       FittedModel model = fit_candidate(x_train, select_rows(y, train), candidate);
       Matrix x_test = select_rows(x, test);
       Vector predicted = model.predict(x_test);
-      for (size_t index = 0; index < test.size(); ++index) result.out_of_fold(test[index]) = predicted(static_cast<int64_t>(index));
+      for (size_t index = 0; index < test.size(); ++index)
+        result.out_of_fold(test[index]) = predicted(static_cast<int64_t>(index));
     }
     std::vector<int64_t> scored;
     for (const auto& fold : folds) scored.insert(scored.end(), fold.begin(), fold.end());
@@ -67,13 +68,13 @@ AutoMLResult run_automl(const Matrix& x, const Vector& y, const AutoMLOptions& o
                      std::to_string(2 * std::max(2, options.folds)) + " for " + std::to_string(options.folds) +
                      "-fold cross-validation)");
   std::vector<std::string> learners = options.learners;
-  if (learners.empty()) learners = learners_cheap_first();  // every registered learner
+  if (learners.empty()) learners = learners_cheap_first();      // every registered learner
   for (const std::string& name : learners) learner_info(name);  // unknown names fail before any work
   std::vector<TargetTransform> transforms = options.transforms;
   if (transforms.empty()) transforms.push_back(TargetTransform::log());
-  std::vector<std::vector<int64_t>> folds =
-      options.groups.empty() ? kfold_indices(x.rows(), options.folds, options.seed)
-                             : group_kfold_indices(options.groups, options.folds, options.seed);
+  std::vector<std::vector<int64_t>> folds = options.groups.empty()
+                                                ? kfold_indices(x.rows(), options.folds, options.seed)
+                                                : group_kfold_indices(options.groups, options.folds, options.seed);
 
   auto start = std::chrono::steady_clock::now();
   Rng rng(options.seed);

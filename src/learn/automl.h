@@ -6,11 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "learn/learner.h"
 #include "learn/metrics.h"
@@ -26,26 +25,26 @@ struct Candidate {
 
 struct CandidateResult {
   Candidate candidate;
-  ErrorStats cv;             // out-of-fold, in the original target space
-  double seconds = 0;        // wall time of all folds
-  std::string error;         // non-empty when a fold failed (then cv is empty)
-  Vector out_of_fold;        // predictions for every row, each from the fold that did not see it
+  ErrorStats cv;       // out-of-fold, in the original target space
+  double seconds = 0;  // wall time of all folds
+  std::string error;   // non-empty when a fold failed (then cv is empty)
+  Vector out_of_fold;  // predictions for every row, each from the fold that did not see it
 };
 
 struct AutoMLOptions {
-  double budget_s = 60;                       // 0 = no time budget (then max_candidates > 0)
+  double budget_s = 60;  // 0 = no time budget (then max_candidates > 0)
   int folds = 5;
   uint64_t seed = 1;
-  std::vector<std::string> learners;          // empty = all registered, cheap ones first
-  std::vector<TargetTransform> transforms;    // empty = {log}
-  std::vector<int64_t> groups;                // non-empty: grouped folds (one group per row)
-  int64_t max_candidates = 0;                 // 0 = until the budget is spent
-  std::ostream* log = nullptr;                // one line per candidate when set
+  std::vector<std::string> learners;        // empty = all registered, cheap ones first
+  std::vector<TargetTransform> transforms;  // empty = {log}
+  std::vector<int64_t> groups;              // non-empty: grouped folds (one group per row)
+  int64_t max_candidates = 0;               // 0 = until the budget is spent
+  std::ostream* log = nullptr;              // one line per candidate when set
 };
 
 struct AutoMLResult {
   std::vector<CandidateResult> leaderboard;  // best first; failed candidates last
-  const CandidateResult& best() const;        // throws InputError when every candidate failed
+  const CandidateResult& best() const;       // throws InputError when every candidate failed
 };
 
 // Cross-validated error of one candidate (fits `folds` models).

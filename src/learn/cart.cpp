@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <numeric>
 
-#include "learn/json_int.h"
 #include "core/error.h"
+#include "learn/json_int.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {
@@ -65,7 +65,8 @@ class CartLearner : public Learner {
   void save(const std::string& dir) const override {
     if (columns_ < 0) throw InputError("cart: save called before fit");
     nlohmann::json nodes = nlohmann::json::array();
-    for (const TreeNode& node : nodes_) nodes.push_back({node.feature, node.threshold, node.left, node.right, node.value});
+    for (const TreeNode& node : nodes_)
+      nodes.push_back({node.feature, node.threshold, node.left, node.right, node.value});
     detail::write_json(dir + "/" + model_file(), {{"columns", columns_}, {"nodes", nodes}});
   }
 
@@ -77,8 +78,8 @@ class CartLearner : public Learner {
     try {
       columns = document.at("columns").get<int64_t>();
       for (const nlohmann::json& item : document.at("nodes"))
-        nodes.push_back({json_int(item.at(0), "tree node"), item.at(1).get<double>(), json_int(item.at(2), "tree node"), json_int(item.at(3), "tree node"),
-                         item.at(4).get<double>()});
+        nodes.push_back({json_int(item.at(0), "tree node"), item.at(1).get<double>(), json_int(item.at(2), "tree node"),
+                         json_int(item.at(3), "tree node"), item.at(4).get<double>()});
     } catch (const nlohmann::json::exception& error) {
       throw InputError(path + ": " + error.what());
     }
@@ -88,7 +89,8 @@ class CartLearner : public Learner {
     for (int index = 0; index < count; ++index) {
       const TreeNode& node = nodes[static_cast<size_t>(index)];
       if (node.feature < 0) continue;
-      if (node.feature >= columns || node.left <= index || node.right <= index || node.left >= count || node.right >= count)
+      if (node.feature >= columns || node.left <= index || node.right <= index || node.left >= count ||
+          node.right >= count)
         throw InputError(path + ": node " + std::to_string(index) + " is malformed");
     }
     nodes_ = std::move(nodes);
@@ -97,7 +99,8 @@ class CartLearner : public Learner {
 
   int depth() const { return depth_of(0); }
   size_t leaves() const {
-    return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(), [](const TreeNode& n) { return n.feature < 0; }));
+    return static_cast<size_t>(
+        std::count_if(nodes_.begin(), nodes_.end(), [](const TreeNode& n) { return n.feature < 0; }));
   }
 
  private:

@@ -5,17 +5,16 @@
 
 #include <climits>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
 namespace dnncast::learn {
 
 inline int json_int(const nlohmann::json& value, const std::string& what) {
-  const bool in_range = value.is_number_unsigned() ? value.get<uint64_t>() <= uint64_t{INT_MAX}
+  const bool in_range = value.is_number_unsigned()  ? value.get<uint64_t>() <= uint64_t{INT_MAX}
                         : value.is_number_integer() ? value.get<int64_t>() >= INT_MIN && value.get<int64_t>() <= INT_MAX
                                                     : false;
   if (!in_range) {
@@ -27,7 +26,8 @@ inline int json_int(const nlohmann::json& value, const std::string& what) {
 }
 
 inline std::vector<int> json_ints(const nlohmann::json& value, const std::string& what) {
-  if (!value.is_array()) throw InputError(what + ": expected an array of integers, got " + std::string(value.type_name()));
+  if (!value.is_array())
+    throw InputError(what + ": expected an array of integers, got " + std::string(value.type_name()));
   std::vector<int> out;
   out.reserve(value.size());
   for (const nlohmann::json& item : value) out.push_back(json_int(item, what));

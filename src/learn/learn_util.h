@@ -1,9 +1,8 @@
 // Helpers shared by the learners (internal to src/learn).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "learn/learner.h"
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <fstream>
 
-#include "learn/json_int.h"
 #include "core/error.h"
+#include "learn/json_int.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {
@@ -48,8 +48,10 @@ const std::vector<std::string>& learners_cheap_first() {
 const std::vector<LearnerInfo>& learner_registry() {
   static const std::vector<LearnerInfo> registry = [] {
     std::vector<LearnerInfo> entries = registered_learners();
-    std::sort(entries.begin(), entries.end(), [](const LearnerInfo& a, const LearnerInfo& b) { return a.name < b.name; });
-    for (size_t entry = 1; entry < entries.size(); ++entry) DNNCAST_ASSERT(entries[entry - 1].name != entries[entry].name);
+    std::sort(entries.begin(), entries.end(),
+              [](const LearnerInfo& a, const LearnerInfo& b) { return a.name < b.name; });
+    for (size_t entry = 1; entry < entries.size(); ++entry)
+      DNNCAST_ASSERT(entries[entry - 1].name != entries[entry].name);
     return entries;
   }();
   return registry;
@@ -87,8 +89,8 @@ void check_fit_input(const std::string& learner, const Matrix& x, const Vector& 
     throw InputError(learner + ": nothing to fit on (" + std::to_string(x.rows()) + " rows, " +
                      std::to_string(x.cols()) + " columns)");
   if (x.rows() != y.size())
-    throw InputError(learner + ": " + std::to_string(x.rows()) + " rows of features but " +
-                     std::to_string(y.size()) + " targets");
+    throw InputError(learner + ": " + std::to_string(x.rows()) + " rows of features but " + std::to_string(y.size()) +
+                     " targets");
   if (!x.allFinite()) throw InputError(learner + ": the features hold a NaN or infinite value");
   if (!y.allFinite()) throw InputError(learner + ": the targets hold a NaN or infinite value");
 }
@@ -114,7 +116,8 @@ nlohmann::json merge_hyperparameters(const std::string& learner, const nlohmann:
     const nlohmann::json& expected = known.at(key);
     bool ok = (expected.is_number() && value.is_number()) || (expected.is_boolean() && value.is_boolean()) ||
               (expected.is_string() && value.is_string()) || (expected.is_array() && value.is_array());
-    if (expected.is_number_integer() && value.is_number_float() && value.get<double>() != std::floor(value.get<double>()))
+    if (expected.is_number_integer() && value.is_number_float() &&
+        value.get<double>() != std::floor(value.get<double>()))
       ok = false;
     if (!ok)
       throw InputError(learner + ": hyperparameter " + quote(key) + " should look like " + expected.dump() + ", got " +

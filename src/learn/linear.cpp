@@ -61,7 +61,8 @@ class LinearLearner : public Learner {
     } catch (const nlohmann::json::exception& error) {
       throw InputError(path + ": " + error.what());
     }
-    if (coefficients_.size() != static_cast<int64_t>(standardizer_.active.size()) || standardizer_.mean.size() != columns_)
+    if (coefficients_.size() != static_cast<int64_t>(standardizer_.active.size()) ||
+        standardizer_.mean.size() != columns_)
       throw InputError(path + ": coefficient and column counts disagree");
   }
 

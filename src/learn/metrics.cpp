@@ -37,7 +37,8 @@ ErrorStats error_stats(const Vector& predicted, const Vector& truth) {
   std::vector<double> errors;
   errors.reserve(static_cast<size_t>(truth.size()));
   for (int64_t row = 0; row < truth.size(); ++row) {
-    if (!(truth(row) > 0)) throw InputError("error_stats: true value " + std::to_string(truth(row)) + " is not positive");
+    if (!(truth(row) > 0))
+      throw InputError("error_stats: true value " + std::to_string(truth(row)) + " is not positive");
     errors.push_back(std::abs(predicted(row) - truth(row)) / truth(row));
   }
   return error_stats(errors);
@@ -57,7 +58,8 @@ std::vector<std::vector<int64_t>> kfold_indices(int64_t rows, int folds, uint64_
   std::iota(order.begin(), order.end(), 0);
   shuffle(order, seed);
   std::vector<std::vector<int64_t>> result(static_cast<size_t>(folds));
-  for (size_t index = 0; index < order.size(); ++index) result[index % static_cast<size_t>(folds)].push_back(order[index]);
+  for (size_t index = 0; index < order.size(); ++index)
+    result[index % static_cast<size_t>(folds)].push_back(order[index]);
   for (auto& fold : result) std::sort(fold.begin(), fold.end());
   return result;
 }
@@ -65,7 +67,8 @@ std::vector<std::vector<int64_t>> kfold_indices(int64_t rows, int folds, uint64_
 std::vector<std::vector<int64_t>> group_kfold_indices(const std::vector<int64_t>& groups, int folds, uint64_t seed) {
   std::map<int64_t, std::vector<int64_t>> members;
   for (size_t row = 0; row < groups.size(); ++row) members[groups[row]].push_back(static_cast<int64_t>(row));
-  if (members.size() < 2) throw InputError("grouped cross-validation needs at least 2 groups, got " + std::to_string(members.size()));
+  if (members.size() < 2)
+    throw InputError("grouped cross-validation needs at least 2 groups, got " + std::to_string(members.size()));
   folds = static_cast<int>(std::max<size_t>(2, std::min<size_t>(static_cast<size_t>(folds), members.size())));
   std::vector<int64_t> keys;
   for (const auto& entry : members) keys.push_back(entry.first);

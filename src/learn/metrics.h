@@ -2,9 +2,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/stats.h"
 #include "learn/learner.h"
@@ -14,9 +13,9 @@ namespace dnncast::learn {
 // |predicted - truth| / truth over rows with truth > 0.
 struct ErrorStats {
   int64_t count = 0;
-  double mre = 0;          // mean relative error
-  double median_re = 0;    // median relative error
-  double p90_re = 0;       // 90th percentile
+  double mre = 0;           // mean relative error
+  double median_re = 0;     // median relative error
+  double p90_re = 0;        // 90th percentile
   double within_10pct = 0;  // share of rows with relative error <= 0.10
   nlohmann::json to_json() const;
 };
@@ -24,7 +23,6 @@ struct ErrorStats {
 // Throws InputError when the sizes differ or a truth is not positive.
 ErrorStats error_stats(const Vector& predicted, const Vector& truth);
 ErrorStats error_stats(const std::vector<double>& relative_errors);
-
 
 // Test-row indices of k shuffled folds over `rows` (folds = min(folds, rows)).
 std::vector<std::vector<int64_t>> kfold_indices(int64_t rows, int folds, uint64_t seed);

@@ -47,7 +47,8 @@ class MlpLearner : public Learner {
     int64_t rows = inputs.cols();
     std::vector<int64_t> order(static_cast<size_t>(rows));
     std::iota(order.begin(), order.end(), 0);
-    for (int64_t i = rows - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
+    for (int64_t i = rows - 1; i > 0; --i)
+      std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
     int64_t held_out = rows >= 20 ? std::max<int64_t>(1, rows / 10) : 0;
     std::vector<int64_t> train(order.begin() + held_out, order.end());
     std::vector<int64_t> valid(order.begin(), order.begin() + held_out);
@@ -73,7 +74,8 @@ class MlpLearner : public Learner {
         adam_step(grads, m, v, ++step, rate, decay);
       }
       if (held_out == 0) continue;
-      double loss = (forward(valid_x).back().row(0).transpose() - valid_y).squaredNorm() / static_cast<double>(held_out);
+      double loss =
+          (forward(valid_x).back().row(0).transpose() - valid_y).squaredNorm() / static_cast<double>(held_out);
       if (loss < best_loss - 1e-7) {
         best_loss = loss;
         best = layers_;
@@ -135,7 +137,8 @@ class MlpLearner : public Learner {
  private:
   static MatrixF gather(const MatrixF& columns, const std::vector<int64_t>& which) {
     MatrixF result(columns.rows(), static_cast<int64_t>(which.size()));
-    for (size_t index = 0; index < which.size(); ++index) result.col(static_cast<int64_t>(index)) = columns.col(which[index]);
+    for (size_t index = 0; index < which.size(); ++index)
+      result.col(static_cast<int64_t>(index)) = columns.col(which[index]);
     return result;
   }
   static VectorF gather(const VectorF& values, const std::vector<int64_t>& which) {
@@ -195,8 +198,8 @@ class MlpLearner : public Learner {
     return grads;
   }
 
-  void adam_step(const std::vector<Layer>& grads, std::vector<Layer>& m, std::vector<Layer>& v, int64_t step, float rate,
-                 float decay) {
+  void adam_step(const std::vector<Layer>& grads, std::vector<Layer>& m, std::vector<Layer>& v, int64_t step,
+                 float rate, float decay) {
     const float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
     float correction1 = 1.0f - std::pow(beta1, static_cast<float>(step));
     float correction2 = 1.0f - std::pow(beta2, static_cast<float>(step));

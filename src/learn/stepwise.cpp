@@ -7,8 +7,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "learn/json_int.h"
 #include "core/error.h"
+#include "learn/json_int.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {
@@ -47,7 +47,8 @@ class StepwiseLearner : public Learner {
       for (size_t a = 0; a < mains.size(); ++a)
         for (size_t b = a + 1; b < mains.size(); ++b) terms_.push_back({mains[a], mains[b]});
     Matrix candidates(rows, static_cast<int64_t>(terms_.size()));
-    for (size_t term = 0; term < terms_.size(); ++term) candidates.col(static_cast<int64_t>(term)) = raw_term(z, terms_[term]);
+    for (size_t term = 0; term < terms_.size(); ++term)
+      candidates.col(static_cast<int64_t>(term)) = raw_term(z, terms_[term]);
     term_mean_ = candidates.colwise().mean().transpose();
     term_scale_.resize(candidates.cols());
     for (int64_t col = 0; col < candidates.cols(); ++col) {
@@ -75,7 +76,8 @@ class StepwiseLearner : public Learner {
     term_mean_ = kept_mean;
     term_scale_ = kept_scale;
     intercept_ = y.mean();
-    coefficients_ = selected.empty() ? Vector() : Vector(design.colPivHouseholderQr().solve((y.array() - intercept_).matrix()));
+    coefficients_ =
+        selected.empty() ? Vector() : Vector(design.colPivHouseholderQr().solve((y.array() - intercept_).matrix()));
     columns_ = x.cols();
   }
 
@@ -86,7 +88,8 @@ class StepwiseLearner : public Learner {
     Matrix z = standardizer_.transform(x);
     for (size_t term = 0; term < terms_.size(); ++term) {
       int64_t index = static_cast<int64_t>(term);
-      result += coefficients_(index) * ((raw_term(z, terms_[term]).array() - term_mean_(index)) / term_scale_(index)).matrix();
+      result += coefficients_(index) *
+                ((raw_term(z, terms_[term]).array() - term_mean_(index)) / term_scale_(index)).matrix();
     }
     return result;
   }
@@ -123,7 +126,8 @@ class StepwiseLearner : public Learner {
     try {
       standardizer_.from_json(document.at("standardizer"));
       terms_.clear();
-      for (const nlohmann::json& term : document.at("terms")) terms_.push_back({json_int(term.at(0), "stepwise term"), json_int(term.at(1), "stepwise term")});
+      for (const nlohmann::json& term : document.at("terms"))
+        terms_.push_back({json_int(term.at(0), "stepwise term"), json_int(term.at(1), "stepwise term")});
       term_mean_ = detail::vector_from_json(document.at("term_mean"));
       term_scale_ = detail::vector_from_json(document.at("term_scale"));
       coefficients_ = detail::vector_from_json(document.at("coefficients"));
@@ -134,7 +138,8 @@ class StepwiseLearner : public Learner {
     }
     int64_t active = static_cast<int64_t>(standardizer_.active.size());
     for (const Term& term : terms_)
-      if (term.first < 0 || term.first >= active || term.second >= active) throw InputError(path + ": term out of range");
+      if (term.first < 0 || term.first >= active || term.second >= active)
+        throw InputError(path + ": term out of range");
     if (coefficients_.size() != static_cast<int64_t>(terms_.size()) || term_mean_.size() != coefficients_.size() ||
         term_scale_.size() != coefficients_.size())
       throw InputError(path + ": term and coefficient counts disagree");
@@ -219,7 +224,8 @@ class StepwiseLearner : public Learner {
   double fit_rss(const Matrix& candidates, const Vector& centered, const std::vector<int>& terms) const {
     if (terms.empty()) return centered.squaredNorm();
     Matrix design(candidates.rows(), static_cast<int64_t>(terms.size()));
-    for (size_t index = 0; index < terms.size(); ++index) design.col(static_cast<int64_t>(index)) = candidates.col(terms[index]);
+    for (size_t index = 0; index < terms.size(); ++index)
+      design.col(static_cast<int64_t>(index)) = candidates.col(terms[index]);
     Vector beta = design.colPivHouseholderQr().solve(centered);
     return (centered - design * beta).squaredNorm();
   }

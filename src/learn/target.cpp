@@ -7,8 +7,8 @@
 #include <tuple>
 #include <utility>
 
-#include "learn/json_int.h"
 #include "core/error.h"
+#include "learn/json_int.h"
 #include "learn/metrics.h"
 
 namespace dnncast::learn {
@@ -20,7 +20,8 @@ double reference_of(const TargetTransform& transform, const Value* row) {
   if (transform.kind == TargetTransform::Kind::LogRatio) {
     double value = std::max(0.0, static_cast<double>(row[transform.reference_columns[0]])) + transform.floor;
     if (transform.thread_column >= 0 && transform.thread_exponent != 1.0)
-      value *= std::pow(std::max(1.0, static_cast<double>(row[transform.thread_column])), 1.0 - transform.thread_exponent);
+      value *=
+          std::pow(std::max(1.0, static_cast<double>(row[transform.thread_column])), 1.0 - transform.thread_exponent);
     return value;
   }
   if (transform.kind == TargetTransform::Kind::LogResidual) {
@@ -77,8 +78,10 @@ std::string TargetTransform::name() const {
   std::string references;
   for (const std::string& reference : reference_names) references += (references.empty() ? "" : "+") + reference;
   switch (kind) {
-    case Kind::Identity: return "identity";
-    case Kind::Log: return "log";
+    case Kind::Identity:
+      return "identity";
+    case Kind::Log:
+      return "log";
     case Kind::LogRatio: {
       if (thread_column < 0) return "log_ratio(" + references + ")";
       if (thread_pairs == 0) return "log_ratio(" + references + ", fitted thread scaling)";
@@ -87,7 +90,8 @@ std::string TargetTransform::name() const {
                     static_cast<long long>(thread_pairs));
       return "log_ratio(" + references + scaling + ")";
     }
-    case Kind::LogResidual: return "log_residual(" + references + ")";
+    case Kind::LogResidual:
+      return "log_residual(" + references + ")";
   }
   return "";
 }
@@ -146,7 +150,8 @@ Vector TargetTransform::forward(const Matrix& x, const Vector& y) const {
   Vector result(y.size());
   std::vector<double> row(static_cast<size_t>(x.cols()));
   for (int64_t index = 0; index < y.size(); ++index) {
-    if (!(y(index) > 0)) throw InputError("target " + std::to_string(y(index)) + " is not positive; cannot take its log");
+    if (!(y(index) > 0))
+      throw InputError("target " + std::to_string(y(index)) + " is not positive; cannot take its log");
     result(index) = std::log(y(index));
     if (kind == Kind::LogRatio || kind == Kind::LogResidual) {
       for (int64_t col = 0; col < x.cols(); ++col) row[static_cast<size_t>(col)] = x(index, col);
@@ -189,8 +194,9 @@ nlohmann::json TargetTransform::to_json() const {
     document["floor"] = floor;
   }
   if (kind == Kind::LogRatio && thread_column >= 0)
-    document["thread_scaling"] = {{"column", thread_column}, {"name", thread_name}, {"exponent", thread_exponent},
-                                  {"pairs", thread_pairs}, {"pair_columns", pair_columns}, {"pair_names", pair_names}};
+    document["thread_scaling"] = {{"column", thread_column},      {"name", thread_name},
+                                  {"exponent", thread_exponent},  {"pairs", thread_pairs},
+                                  {"pair_columns", pair_columns}, {"pair_names", pair_names}};
   if (kind == Kind::LogResidual) document["coefficients"] = coefficients;
   return document;
 }
@@ -229,7 +235,8 @@ TargetTransform TargetTransform::from_json(const nlohmann::json& document) {
         transform.pair_names = scaling.at("pair_names").get<std::vector<std::string>>();
         if (transform.thread_column < 0 || !(transform.thread_exponent >= 0 && transform.thread_exponent <= 1) ||
             transform.pair_columns.size() != transform.pair_names.size())
-          throw InputError("target transform: thread_scaling needs a column, an exponent in [0, 1] and named pair columns");
+          throw InputError(
+              "target transform: thread_scaling needs a column, an exponent in [0, 1] and named pair columns");
       }
       if (transform.kind == Kind::LogResidual) {
         transform.coefficients = document.at("coefficients").get<std::vector<double>>();

@@ -11,10 +11,9 @@
 //                                           and unseen networks extrapolate like the roofline
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "learn/learner.h"
 
@@ -23,10 +22,10 @@ namespace dnncast::learn {
 struct TargetTransform {
   enum class Kind { Identity, Log, LogRatio, LogResidual };
   Kind kind = Kind::Log;
-  std::vector<int> reference_columns;         // columns of x (LogRatio: one)
-  std::vector<std::string> reference_names;   // their feature names, for manifests and re-resolution
-  std::vector<double> coefficients;           // LogResidual: one per reference column, then the intercept
-  double floor = 0;                           // lower bound added to (LogRatio) or imposed on (LogResidual) R(x)
+  std::vector<int> reference_columns;        // columns of x (LogRatio: one)
+  std::vector<std::string> reference_names;  // their feature names, for manifests and re-resolution
+  std::vector<double> coefficients;          // LogResidual: one per reference column, then the intercept
+  double floor = 0;                          // lower bound added to (LogRatio) or imposed on (LogResidual) R(x)
   // LogRatio over a per-thread reference: the reference becomes x[r] * threads^(1 - thread_exponent),
   // i.e. work / threads^e. e is fitted from pairs of training rows that are the same configuration
   // at different thread counts (equal in every pair column): the median of
@@ -70,7 +69,7 @@ struct TargetTransform {
                                       std::vector<std::string> pair_names_) const;
 
   std::string kind_name() const;  // "identity", "log", "log_ratio", "log_residual"
-  std::string name() const;  // "log", "log_ratio(est.flops_per_thread)", "log_residual(a+b+c)"
+  std::string name() const;       // "log", "log_ratio(est.flops_per_thread)", "log_residual(a+b+c)"
   // Fits what depends on the training data: the LogRatio floor (5% quantile of the reference),
   // the LogResidual coefficients and floor (a tenth of the smallest target), the output bounds.
   void fit(const Matrix& x, const Vector& y);

@@ -20,9 +20,8 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 #include "learn/learn_util.h"
@@ -130,7 +129,8 @@ class Forest {
         const auto& conditions = tree.at("split_conditions");
         const auto& defaults = tree.at("default_left");
         size_t count = lefts.size();
-        if (rights.size() != count || features.size() != count || conditions.size() != count || defaults.size() != count || count == 0)
+        if (rights.size() != count || features.size() != count || conditions.size() != count ||
+            defaults.size() != count || count == 0)
           throw InputError("xgboost: a tree's node arrays differ in length");
         int32_t offset = static_cast<int32_t>(nodes_.size());
         roots_.push_back(offset);
@@ -142,8 +142,10 @@ class Forest {
             node.left = offset + left;
             node.right = offset + rights[index].get<int32_t>();
             node.feature = features[index].get<int32_t>();
-            node.default_left = defaults[index].is_boolean() ? defaults[index].get<bool>() : defaults[index].get<int>() != 0;
-            if (left >= static_cast<int32_t>(count) || node.right - offset >= static_cast<int32_t>(count) || node.feature < 0)
+            node.default_left =
+                defaults[index].is_boolean() ? defaults[index].get<bool>() : defaults[index].get<int>() != 0;
+            if (left >= static_cast<int32_t>(count) || node.right - offset >= static_cast<int32_t>(count) ||
+                node.feature < 0)
               throw InputError("xgboost: a tree node points outside its tree");
           }
           nodes_.push_back(node);
@@ -157,7 +159,9 @@ class Forest {
 
   // The trees as xgboost.trees stores them (after the magic and the stamp): base score, roots, nodes.
   void write_binary(std::ostream& out) const {
-    auto put = [&](const void* data, size_t bytes) { out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes)); };
+    auto put = [&](const void* data, size_t bytes) {
+      out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    };
     const uint64_t roots = roots_.size(), nodes = nodes_.size();
     put(&base_score_, sizeof base_score_);
     put(&roots, sizeof roots);
@@ -226,7 +230,8 @@ class Forest {
       while (node->left >= 0) {
         float value = row[node->feature];
         bool missing = std::isnan(value) || value == kMissing;
-        int32_t next = missing ? (node->default_left ? node->left : node->right) : (value < node->value ? node->left : node->right);
+        int32_t next = missing ? (node->default_left ? node->left : node->right)
+                               : (value < node->value ? node->left : node->right);
         node = &nodes_[static_cast<size_t>(next)];
       }
       sum += node->value;
@@ -405,7 +410,8 @@ class XGBoostLearner : public Learner {
   void predict_rows(const float* rows, int64_t count, int64_t columns, double* out) const override {
     if (columns_ < 0) throw InputError(name_ + ": predict called before fit or load");
     if (columns != columns_)
-      throw InputError(name_ + ": fitted on " + std::to_string(columns_) + " features, asked with " + std::to_string(columns));
+      throw InputError(name_ + ": fitted on " + std::to_string(columns_) + " features, asked with " +
+                       std::to_string(columns));
     if (count > 0) predict_in_place(rows, count, out);
   }
 
@@ -508,12 +514,12 @@ class XGBoostLearner : public Learner {
   int64_t columns_ = -1;
 };
 
-const nlohmann::json kBoostDefaults = {{"rounds", 400},        {"learning_rate", 0.05}, {"max_depth", 6},
-                                       {"min_child_weight", 1.0}, {"subsample", 0.8},   {"colsample_bytree", 0.8},
-                                       {"lambda", 1.0},        {"alpha", 0.0},          {"seed", 0}};
-const nlohmann::json kForestDefaults = {{"trees", 200},           {"max_depth", 12},   {"min_child_weight", 1.0},
-                                        {"subsample", 0.632},     {"colsample_bynode", 0.8},
-                                        {"lambda", 0.0},          {"seed", 0}};
+const nlohmann::json kBoostDefaults = {{"rounds", 400},           {"learning_rate", 0.05}, {"max_depth", 6},
+                                       {"min_child_weight", 1.0}, {"subsample", 0.8},      {"colsample_bytree", 0.8},
+                                       {"lambda", 1.0},           {"alpha", 0.0},          {"seed", 0}};
+const nlohmann::json kForestDefaults = {{"trees", 200},       {"max_depth", 12},         {"min_child_weight", 1.0},
+                                        {"subsample", 0.632}, {"colsample_bynode", 0.8}, {"lambda", 0.0},
+                                        {"seed", 0}};
 
 }  // namespace
 

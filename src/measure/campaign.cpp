@@ -14,9 +14,9 @@
 #include <tuple>
 
 #include "core/clock.h"
-#include "measure/host_environment.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "measure/host_environment.h"
 
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"
@@ -66,7 +66,8 @@ std::string result_text(const records::RunResult& result) {
   if (result.status == "ok" && result.time_ms_median) {
     std::snprintf(buffer, sizeof buffer, "ok %.4g ms (p10 %.4g, p90 %.4g, n %lld), peak %s, load %.2f, %.1f s",
                   *result.time_ms_median, result.time_ms_p10.value_or(0), result.time_ms_p90.value_or(0),
-                  static_cast<long long>(result.iterations), format_bytes(static_cast<double>(result.peak_bytes.value_or(0)), ByteStyle::FixedKiB).c_str(),
+                  static_cast<long long>(result.iterations),
+                  format_bytes(static_cast<double>(result.peak_bytes.value_or(0)), ByteStyle::FixedKiB).c_str(),
                   result.load_other_cpus.value_or(0), result.wall_s.value_or(0));
     return buffer;
   }
@@ -214,7 +215,8 @@ void check_measurable(const Plan& plan, const std::vector<size_t>& entries) {
       profile::validate_config(train_config(config));
     } catch (const InputError& error) {
       throw InputError(plan.source + ": optimizer " + name(config.optimizer) + ", precision " + name(config.precision) +
-                       ", " + std::to_string(config.threads) + " threads on " + name(config.device) + ": " + error.what());
+                       ", " + std::to_string(config.threads) + " threads on " + name(config.device) + ": " +
+                       error.what());
     }
   }
   // Every network of the shard must consist of ops the executor runs. Checked once per distinct
@@ -318,7 +320,8 @@ CampaignState open_campaign(const Plan& plan, const std::vector<size_t>& entries
   }
   bool have_db = !options.dry_run || access(options.db_path.c_str(), F_OK) == 0;
   if (!have_db) return state;
-  state.store = store::Store::open(options.db_path, options.dry_run ? store::Database::Mode::ReadOnly : store::Database::Mode::Create);
+  state.store = store::Store::open(options.db_path,
+                                   options.dry_run ? store::Database::Mode::ReadOnly : store::Database::Mode::Create);
   for (const auto& [device, environment] : state.environments) {
     const int64_t id = state.store->environment_id(environment, options.dry_run);
     state.environment_ids[device] = id;
@@ -366,7 +369,8 @@ void print_campaign_header(const Plan& plan, const CampaignOptions& options, con
 // Measures one work item in a child process and stores the run (its own transaction: committed before
 // the next run starts). What fails as an InputError here (a file graph at another batch) is a result.
 const records::RunResult& measure_and_store(const Plan& plan, const WorkItem& item, const std::vector<int>& cpus,
-                                   const profile::Limits& limits, CampaignState& state, records::RunRecord& run) {
+                                            const profile::Limits& limits, CampaignState& state,
+                                            records::RunRecord& run) {
   const PlanEntry& entry = plan.entries[item.entry];
   const PlanNetwork& network = plan.networks[static_cast<size_t>(entry.network)];
   run.environment_id = state.environment_ids.at(name(entry.config.device));
@@ -378,7 +382,8 @@ const records::RunResult& measure_and_store(const Plan& plan, const WorkItem& it
   Clock::time_point run_start = Clock::now();
   try {
     Graph graph = records::build_network(network.model, entry.config);
-    profile::Measurement measurement = profile::measure_isolated(graph, train_config(entry.config, plan.measure.per_layer), limits);
+    profile::Measurement measurement =
+        profile::measure_isolated(graph, train_config(entry.config, plan.measure.per_layer), limits);
     run.result = result_of(measurement);
     if (!measurement.env.cpus.empty()) run.cpus = measurement.env.cpus;
   } catch (const InputError& error) {

@@ -18,12 +18,12 @@ struct CampaignOptions {
   Shard shard;
   std::vector<int64_t> threads;  // measure only configurations with these thread counts (empty = all), e.g.
                                  // the 1-thread runs on one free core while the other core is busy
-  bool dry_run = false;     // print what would run; measure nothing, write nothing
-  std::vector<int> cpus;    // pin the runner (and so its measurements) to these CPUs; empty = those allowed now
-  int64_t max_runs = 0;     // stop after this many new measurements (0 = no limit)
-  double stop_after_s = 0;  // start no new measurement after this long (0 = no limit), e.g. a Slurm time limit
-  std::FILE* out = stderr;  // progress and summary
-  int progress_bar = -1;    // 1 = redrawn bar, 0 = one line per run, -1 = bar when `out` is a terminal
+  bool dry_run = false;          // print what would run; measure nothing, write nothing
+  std::vector<int> cpus;         // pin the runner (and so its measurements) to these CPUs; empty = those allowed now
+  int64_t max_runs = 0;          // stop after this many new measurements (0 = no limit)
+  double stop_after_s = 0;       // start no new measurement after this long (0 = no limit), e.g. a Slurm time limit
+  std::FILE* out = stderr;       // progress and summary
+  int progress_bar = -1;         // 1 = redrawn bar, 0 = one line per run, -1 = bar when `out` is a terminal
 };
 
 struct CampaignSummary {

@@ -3,14 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <chrono>
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "import/graph_json.h"
 #include "measure/host_environment.h"
 #include "store/store.h"
-#include "import/graph_json.h"
 #ifdef DNNCAST_HAVE_TORCH
 #include "profile/measure.h"
 #endif
@@ -23,8 +22,9 @@ using Clock = std::chrono::steady_clock;
 using dnncast::seconds_since;
 
 #ifdef DNNCAST_HAVE_TORCH
-records::LayerBenchRecord record_of(const models::LayerCase& c, const profile::LayerBench& bench, int64_t environment_id,
-                           const LayerBenchOptions& options, const records::EnvironmentRecord& environment) {
+records::LayerBenchRecord record_of(const models::LayerCase& c, const profile::LayerBench& bench,
+                                    int64_t environment_id, const LayerBenchOptions& options,
+                                    const records::EnvironmentRecord& environment) {
   records::LayerBenchRecord r;
   r.environment_id = environment_id;
   r.kind = c.kind;
@@ -72,7 +72,8 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
   int64_t environment_id = 0;
   std::set<std::string> done;
   if (have_db) {
-    store = store::Store::open(options.db_path, options.dry_run ? store::Database::Mode::ReadOnly : store::Database::Mode::Create);
+    store = store::Store::open(options.db_path,
+                               options.dry_run ? store::Database::Mode::ReadOnly : store::Database::Mode::Create);
     environment_id = store->environment_id(environment, options.dry_run);
     if (environment_id) done = store->layer_bench_keys(environment_id, options.threads);
   }

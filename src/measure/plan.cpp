@@ -7,8 +7,8 @@
 #include <unordered_set>
 
 #include "core/checked.h"
-#include "core/rng.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "core/text.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
@@ -161,7 +161,8 @@ records::ModelRef graph_file(const std::string& path, const std::string& where) 
 }
 
 // `seen` mirrors `models`, so that a long seed range is not quadratic.
-void add_unique(std::vector<records::ModelRef>& models, std::set<records::ModelRef>& seen, const records::ModelRef& model) {
+void add_unique(std::vector<records::ModelRef>& models, std::set<records::ModelRef>& seen,
+                const records::ModelRef& model) {
   if (seen.insert(model).second) models.push_back(model);
 }
 
@@ -381,7 +382,8 @@ std::vector<records::RunConfig> model_sizes(const Group& group, const records::M
 class NetworkTable {
  public:
   // Index into `networks` of (model, size); builds it on first use. Throws InputError naming `where`.
-  int get(const records::ModelRef& model, const records::RunConfig& size, const std::string& where, std::vector<PlanNetwork>& networks) {
+  int get(const records::ModelRef& model, const records::RunConfig& size, const std::string& where,
+          std::vector<PlanNetwork>& networks) {
     auto key = std::make_pair(model, size);
     auto found = index_.find(key);
     if (found != index_.end()) return found->second;
@@ -395,8 +397,8 @@ class NetworkTable {
       network.family = graph.family.empty() ? "unknown" : graph.family;
       network.name = model.kind == records::ModelRef::Kind::Zoo         ? model.name
                      : model.kind == records::ModelRef::Kind::Synthetic ? "synthetic:" + std::to_string(model.seed)
-                     : graph.name.empty()                      ? model.path
-                                                               : graph.name;
+                     : graph.name.empty()                               ? model.path
+                                                                        : graph.name;
       for (int node = 0; node < graph.size(); ++node) {
         OpCost cost = node_cost(graph, node);
         network.train_flops_per_sample += static_cast<double>(cost.flops_fwd + cost.flops_bwd);
@@ -575,20 +577,19 @@ std::vector<GridPoint> sample_group(const Group& group, const GroupGrid& grid) {
 
 }  // namespace
 
-
 // Refuses a group whose grid exceeds `limits` (overflow-safe: the product is checked as it grows).
 void check_group_size(const Group& group, const PlanLimits& limits) {
   size_t sizes = std::max<size_t>({1, group.inputs.size(), group.seq_lens.size()});
   int64_t networks = 0, configurations = 0;
   try {
     networks = checked_mul(static_cast<int64_t>(group.models.size()), static_cast<int64_t>(sizes));
-    configurations = checked_product({networks, static_cast<int64_t>(group.batches.size()),
-                                      static_cast<int64_t>(group.optimizers.size()),
-                                      static_cast<int64_t>(group.precisions.size()),
-                                      static_cast<int64_t>(group.threads.size()), static_cast<int64_t>(group.devices.size())});
+    configurations =
+        checked_product({networks, static_cast<int64_t>(group.batches.size()),
+                         static_cast<int64_t>(group.optimizers.size()), static_cast<int64_t>(group.precisions.size()),
+                         static_cast<int64_t>(group.threads.size()), static_cast<int64_t>(group.devices.size())});
   } catch (const ArithmeticOverflow&) {
-    fail(group.where, "the grid has more than 2^63 configurations; at most " +
-                          std::to_string(limits.max_configurations));
+    fail(group.where,
+         "the grid has more than 2^63 configurations; at most " + std::to_string(limits.max_configurations));
   }
   if (networks > limits.max_networks)
     fail(group.where, std::to_string(networks) + " networks (models x sizes) to build; at most " +

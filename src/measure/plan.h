@@ -63,7 +63,7 @@ struct Plan {
 // batches x options, before max_train_gflops and sampling) before any network is built, so that a
 // plan too large is refused at once instead of running for hours.
 struct PlanLimits {
-  int64_t max_networks = 100000;          // (model, size) pairs of one group: each is built once
+  int64_t max_networks = 100000;           // (model, size) pairs of one group: each is built once
   int64_t max_configurations = 100000000;  // a group's grid, as for a sampled count
 };
 
@@ -83,6 +83,5 @@ struct Shard {
 Shard parse_shard(const std::string& text);  // "3/10"; throws InputError
 // Indices of the plan entries that belong to a shard (entry index mod N == i).
 std::vector<size_t> shard_entries(const Plan& plan, const Shard& shard);
-
 
 }  // namespace dnncast::measure

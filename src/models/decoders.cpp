@@ -54,7 +54,8 @@ int rotary_attention(GraphBuilder& b, const std::string& prefix, int q, int k, i
   return b.op(prefix + "merge_view", "Flatten", {y}, {{"start_dim", int64_t{2}}});
 }
 
-int lm_head(GraphBuilder& b, const std::string& name, int x, const TransformerSize& size, const std::string& embedding) {
+int lm_head(GraphBuilder& b, const std::string& name, int x, const TransformerSize& size,
+            const std::string& embedding) {
   Attrs attrs{{"out_features", size.vocab}, {"bias", int64_t{0}}};
   if (size.tie_embeddings) attrs["tied_to"] = embedding;
   return b.op(name, "Linear", {x}, attrs);
@@ -76,10 +77,10 @@ Graph llama_graph(const TransformerSize& size, const ModelSpec& spec) {
     const std::string attn = prefix + "self_attn.";
     int y = b.op(prefix + "input_layernorm", "RMSNorm", {x}, norm);
     int q = to_heads(b, attn + "q_proj", b.linear(attn + "q_proj", y, heads * head_dim, size.bias), heads, head_dim);
-    int k = to_heads(b, attn + "k_proj", b.linear(attn + "k_proj", y, kv_heads * head_dim, size.bias), kv_heads,
-                     head_dim);
-    int v = to_heads(b, attn + "v_proj", b.linear(attn + "v_proj", y, kv_heads * head_dim, size.bias), kv_heads,
-                     head_dim);
+    int k =
+        to_heads(b, attn + "k_proj", b.linear(attn + "k_proj", y, kv_heads * head_dim, size.bias), kv_heads, head_dim);
+    int v =
+        to_heads(b, attn + "v_proj", b.linear(attn + "v_proj", y, kv_heads * head_dim, size.bias), kv_heads, head_dim);
     y = rotary_attention(b, attn, q, k, v, size);
     y = b.linear(attn + "o_proj", y, hidden, size.bias);
     x = b.add(prefix + "add_1", x, y);
@@ -110,8 +111,8 @@ Graph neox_graph(const TransformerSize& size, const ModelSpec& spec) {
     const std::string prefix = "gpt_neox.layers." + std::to_string(layer) + ".";
     const std::string attn = prefix + "attention.";
     int y = b.op(prefix + "input_layernorm", "LayerNorm", {x}, norm);
-    int qkv = to_heads(b, attn + "query_key_value", b.linear(attn + "query_key_value", y, 3 * hidden, size.bias),
-                       heads, 3 * head_dim);
+    int qkv = to_heads(b, attn + "query_key_value", b.linear(attn + "query_key_value", y, 3 * hidden, size.bias), heads,
+                       3 * head_dim);
     int parts[3];
     const char* names[3] = {"query", "key", "value"};
     for (int part = 0; part < 3; ++part)

@@ -185,8 +185,8 @@ TransformerSize gpt_neox_size(const Fields& fields) {
   size.layers = fields.size("num_hidden_layers");
   size.mlp = fields.size("intermediate_size");
   check_heads(fields, "num_attention_heads", size);
-  const char* pct_key = fields.has("rotary_pct") || !fields.has("partial_rotary_factor") ? "rotary_pct"
-                                                                                          : "partial_rotary_factor";
+  const char* pct_key =
+      fields.has("rotary_pct") || !fields.has("partial_rotary_factor") ? "rotary_pct" : "partial_rotary_factor";
   const double pct = fields.number_or(pct_key, 0.25);
   const int64_t head_dim = size.hidden / size.heads;
   size.rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * pct);  // HF: int(head_size * rotary_pct)
@@ -225,8 +225,9 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
   } else if (type == "gpt_neox") {
     size = gpt_neox_size(fields);
   } else {
-    fields.fail("model_type", quote(type) +
-                                  " is not a family dnncast builds from a config (gpt2, bert, opt, llama, mistral, gpt_neox)");
+    fields.fail(
+        "model_type",
+        quote(type) + " is not a family dnncast builds from a config (gpt2, bert, opt, llama, mistral, gpt_neox)");
   }
   std::string name = fields.text_or("_name_or_path", "");
   if (name.empty()) {

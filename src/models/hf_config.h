@@ -9,9 +9,8 @@
 // ignored. A config of another family (falcon, qwen2, ...) is refused naming it.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "graph/graph.h"
 #include "models/zoo.h"

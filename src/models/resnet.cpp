@@ -14,8 +14,8 @@ struct ResNetConfig {
   int64_t width_per_group = 64;
 };
 
-int conv_bn(GraphBuilder& b, const std::string& prefix, const std::string& conv_name, const std::string& bn_name,
-            int x, int64_t out, int64_t kernel, int64_t stride, int64_t padding, int64_t groups = 1) {
+int conv_bn(GraphBuilder& b, const std::string& prefix, const std::string& conv_name, const std::string& bn_name, int x,
+            int64_t out, int64_t kernel, int64_t stride, int64_t padding, int64_t groups = 1) {
   int y = b.conv(prefix + conv_name, x, out, kernel, stride, padding, groups, false);
   return b.batchnorm(prefix + bn_name, y);
 }
@@ -62,8 +62,9 @@ Graph build_resnet(const std::string& name, const ResNetConfig& config, const Mo
 
 void add(std::vector<ZooEntry>& entries, const std::string& name, ResNetConfig config) {
   std::string family = config.groups > 1 ? "resnext" : (config.width_per_group > 64 ? "wide_resnet" : "resnet");
-  entries.push_back({name, family, "cnn", {3, 224, 224},
-                     [name, config](const ModelSpec& spec) { return build_resnet(name, config, spec); }});
+  entries.push_back({name, family, "cnn", {3, 224, 224}, [name, config](const ModelSpec& spec) {
+                       return build_resnet(name, config, spec);
+                     }});
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "graph/op_registry.h"
 
 namespace dnncast::models {
@@ -71,16 +71,16 @@ enum class Downsample { None, Strided, MaxPool, AvgPool };
 
 struct BlockPlan {
   BlockType type = BlockType::Plain;
-  int64_t width = 64;        // output channels before the budget shrink
-  int64_t kernel = 3;        // main spatial kernel
-  bool strided = false;      // first block of a stage that downsamples by stride
-  int64_t convs = 1;         // plain: chain length
-  int64_t reduction = 4;     // bottleneck: width / inner width
-  int64_t groups = 1;        // bottleneck: groups of the spatial conv
-  int64_t expand = 1;        // separable: expansion ratio (1 = MobileNet-v1 style, no residual)
-  int64_t branches = 4;      // inception: 2..4 branches
-  bool double3x3 = false;    // inception: third branch as two 3x3 instead of one 5x5
-  bool avg_branch = false;   // inception: pool branch with average instead of max pooling
+  int64_t width = 64;       // output channels before the budget shrink
+  int64_t kernel = 3;       // main spatial kernel
+  bool strided = false;     // first block of a stage that downsamples by stride
+  int64_t convs = 1;        // plain: chain length
+  int64_t reduction = 4;    // bottleneck: width / inner width
+  int64_t groups = 1;       // bottleneck: groups of the spatial conv
+  int64_t expand = 1;       // separable: expansion ratio (1 = MobileNet-v1 style, no residual)
+  int64_t branches = 4;     // inception: 2..4 branches
+  bool double3x3 = false;   // inception: third branch as two 3x3 instead of one 5x5
+  bool avg_branch = false;  // inception: pool branch with average instead of max pooling
   bool se = false;
   int64_t se_reduction = 4;
   std::string act = "ReLU";
@@ -132,7 +132,8 @@ NetworkPlan draw_plan(uint64_t seed) {
   const int64_t depth = rng.between(3, 40);
   const int64_t stage_count = std::min<int64_t>(depth, rng.between(1, 5));
   std::vector<int64_t> stage_blocks(static_cast<size_t>(stage_count), 1);
-  for (int64_t extra = stage_count; extra < depth; ++extra) ++stage_blocks[rng.below(static_cast<uint64_t>(stage_count))];
+  for (int64_t extra = stage_count; extra < depth; ++extra)
+    ++stage_blocks[rng.below(static_cast<uint64_t>(stage_count))];
 
   int64_t width = rng.pick(std::vector<int64_t>{8, 16, 24, 32, 48, 64, 96, 128});
   // Growth per stage as a fraction: x1, x1.5, x2.
@@ -179,7 +180,8 @@ NetworkPlan draw_plan(uint64_t seed) {
 // Builds a plan with every width divided by 2^shrink (at least 8 channels).
 class PlanBuilder {
  public:
-  PlanBuilder(const NetworkPlan& plan, int shrink, const std::string& name) : plan_(plan), shrink_(shrink), b_(name, "synthetic") {}
+  PlanBuilder(const NetworkPlan& plan, int shrink, const std::string& name)
+      : plan_(plan), shrink_(shrink), b_(name, "synthetic") {}
 
   Graph build(const ModelSpec& spec) {
     int x = b_.input(TensorShape{spec.batch, spec.input[0], spec.input[1], spec.input[2]});
@@ -203,7 +205,8 @@ class PlanBuilder {
       x = conv_norm_act("head.conv", x, width(plan_.last_conv_width, kMaxHiddenWidth), 1, 1, 1, plan_.act);
     x = b_.adaptive_avgpool("head.pool", x, 1, 1);
     x = b_.flatten("head.flatten", x);
-    if (plan_.dropout_percent > 0) x = b_.dropout("head.dropout", x, static_cast<double>(plan_.dropout_percent) / 100.0);
+    if (plan_.dropout_percent > 0)
+      x = b_.dropout("head.dropout", x, static_cast<double>(plan_.dropout_percent) / 100.0);
     if (plan_.head_hidden > 0) {
       x = b_.linear("head.fc1", x, width(plan_.head_hidden, kMaxHiddenWidth));
       x = b_.act("head.act", plan_.act, x);
@@ -213,9 +216,7 @@ class PlanBuilder {
   }
 
  private:
-  int64_t width(int64_t planned, int64_t cap = kMaxWidth) const {
-    return std::min(cap, round8(planned >> shrink_));
-  }
+  int64_t width(int64_t planned, int64_t cap = kMaxWidth) const { return std::min(cap, round8(planned >> shrink_)); }
   bool can_downsample(int x) const {
     const TensorShape& shape = b_.shape(x);
     return std::min(shape[2], shape[3]) >= kMinDownsampleSize;
@@ -359,7 +360,8 @@ Graph make_synthetic(uint64_t seed, const ModelSpec& spec_in) {
   if (spec.input.size() != 3)
     throw InputError(name + ": expected an image input CxHxW, got " + TensorShape(spec.input).to_string());
   for (int64_t dim : spec.input)
-    if (dim <= 0) throw InputError(name + ": input " + TensorShape(spec.input).to_string() + " has a non-positive dimension");
+    if (dim <= 0)
+      throw InputError(name + ": input " + TensorShape(spec.input).to_string() + " has a non-positive dimension");
   if (spec.batch <= 0) throw InputError(name + ": batch must be positive, got " + std::to_string(spec.batch));
   if (spec.num_classes <= 0) throw InputError(name + ": number of classes must be positive");
 

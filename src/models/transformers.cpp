@@ -13,10 +13,11 @@
 //               12 pre-LN layers (packed c_attn split into q, k, v, causal attention, GELU MLP 3072),
 //               ln_f, LM head tied to the token embedding (124,439,808 parameters). Dropout 0.1.
 // Reshapes use 0 / -1 and Flatten so that no attribute depends on the batch or the sequence length.
-#include "graph/builder.h"
-#include "core/error.h"
-#include "models/attention.h"
 #include "models/transformers.h"
+
+#include "core/error.h"
+#include "graph/builder.h"
+#include "models/attention.h"
 #include "models/zoo.h"
 
 namespace dnncast::models {
@@ -227,7 +228,8 @@ Graph opt_graph(const TransformerSize& size, const ModelSpec& spec) {
   const double eps = size.eps, dropout = size.dropout;
   GraphBuilder b(size.name, size.family);
   int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
-  int x = b.op("model.decoder.embed_tokens", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", embed}});
+  int x = b.op("model.decoder.embed_tokens", "Embedding", {ids},
+               {{"num_embeddings", size.vocab}, {"embedding_dim", embed}});
   if (embed != hidden) x = b.linear("model.decoder.project_in", x, hidden, false);
   x = b.op("model.decoder.embed_positions", "PositionEmbedding", {x},
            {{"length", size.positions + size.position_offset}});

@@ -13,25 +13,25 @@ namespace dnncast::models {
 struct TransformerSize {
   std::string name, family;  // the graph's
   int64_t vocab = 0, positions = 0, hidden = 0, heads = 0, layers = 0, mlp = 0;
-  double eps = 1e-5;                      // LayerNorm
+  double eps = 1e-5;  // LayerNorm
   double dropout = 0.1, attention_dropout = 0.1;
-  std::string activation = "GELU";        // of the MLP: GELU | ReLU
-  int64_t type_vocab = 2;                 // bert: token types
-  int64_t classes = 0;                    // bert: classifier outputs; 0 = ModelSpec::num_classes
-  bool lm_head = false;                   // bert: the masked-LM head (tied decoder) instead of pooler + classifier
-  int64_t position_offset = 0;            // opt: rows of the position table beyond `positions` (2)
-  int64_t embed_dim = 0;                  // opt: the token embedding's width when not `hidden` (project in/out)
-  bool pre_norm = true;                   // opt: do_layer_norm_before
-  bool final_norm = true;                 // opt: the final LayerNorm
-  bool bias = true;                       // opt: enable_bias; llama: attention_bias; gpt_neox: attention_bias
+  std::string activation = "GELU";  // of the MLP: GELU | ReLU
+  int64_t type_vocab = 2;           // bert: token types
+  int64_t classes = 0;              // bert: classifier outputs; 0 = ModelSpec::num_classes
+  bool lm_head = false;             // bert: the masked-LM head (tied decoder) instead of pooler + classifier
+  int64_t position_offset = 0;      // opt: rows of the position table beyond `positions` (2)
+  int64_t embed_dim = 0;            // opt: the token embedding's width when not `hidden` (project in/out)
+  bool pre_norm = true;             // opt: do_layer_norm_before
+  bool final_norm = true;           // opt: the final LayerNorm
+  bool bias = true;                 // opt: enable_bias; llama: attention_bias; gpt_neox: attention_bias
   // llama, mistral, gpt_neox (models/decoders.cpp):
-  int64_t kv_heads = 0;                   // grouped-query attention's key/value heads; 0 = heads
-  int64_t head_dim = 0;                   // width of a head; 0 = hidden / heads
-  int64_t rotary_dim = 0;                 // features of a head that rotary rotates; 0 = all (gpt_neox: rotary_pct)
-  double rope_theta = 10000.0;            // rotary's base
-  bool tie_embeddings = false;            // LM head tied to the token embedding (tie_word_embeddings)
-  bool parallel_residual = false;         // gpt_neox: x + attention(ln1(x)) + mlp(ln2(x))
-  bool mlp_bias = false;                  // llama: biases of gate, up and down projections
+  int64_t kv_heads = 0;            // grouped-query attention's key/value heads; 0 = heads
+  int64_t head_dim = 0;            // width of a head; 0 = hidden / heads
+  int64_t rotary_dim = 0;          // features of a head that rotary rotates; 0 = all (gpt_neox: rotary_pct)
+  double rope_theta = 10000.0;     // rotary's base
+  bool tie_embeddings = false;     // LM head tied to the token embedding (tie_word_embeddings)
+  bool parallel_residual = false;  // gpt_neox: x + attention(ln1(x)) + mlp(ln2(x))
+  bool mlp_bias = false;           // llama: biases of gate, up and down projections
 };
 
 // InputError when spec.seq_len is past the model's `positions`.

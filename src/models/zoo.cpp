@@ -9,7 +9,6 @@ namespace dnncast::models {
 
 namespace {
 
-
 std::vector<ZooEntry> make_zoo() {
   std::vector<ZooEntry> entries;
   register_alexnet_vgg(entries);
@@ -25,7 +24,6 @@ std::vector<ZooEntry> make_zoo() {
 
 }  // namespace
 
-
 const std::vector<ZooEntry>& zoo() {
   static const std::vector<ZooEntry> entries = make_zoo();
   return entries;
@@ -38,8 +36,8 @@ const ZooEntry& zoo_entry(const std::string& name) {
   for (const ZooEntry& entry : zoo()) known.push_back(entry.name);
   std::string hint;
   for (const std::string& candidate : closest_names(name, known)) hint += (hint.empty() ? "" : ", ") + candidate;
-  throw InputError("unknown model " + quote(name) + " (did you mean " + hint +
-                   "? `dnncast inspect --list` shows all " + std::to_string(known.size()) + ")");
+  throw InputError("unknown model " + quote(name) + " (did you mean " + hint + "? `dnncast inspect --list` shows all " +
+                   std::to_string(known.size()) + ")");
 }
 
 Graph build_zoo_model(const std::string& name, ModelSpec spec) {
@@ -56,9 +54,9 @@ Graph build_zoo_model(const std::string& name, ModelSpec spec) {
   try {
     return entry.build(spec);
   } catch (const InputError& error) {
-    throw error.with_context(name + " at input " +
-                             (entry.kind == "cnn" ? TensorShape(spec.input).to_string()
-                                                  : "seq " + std::to_string(spec.seq_len)));
+    throw error.with_context(
+        name + " at input " +
+        (entry.kind == "cnn" ? TensorShape(spec.input).to_string() : "seq " + std::to_string(spec.seq_len)));
   }
 }
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "records/records.h"
 #include "graph/graph.h"
+#include "records/records.h"
 
 namespace dnncast::records {
 

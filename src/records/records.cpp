@@ -69,7 +69,8 @@ std::vector<int64_t> parse_input_text(const std::string& text) {
       throw InputError("input " + quote(text) + ": expected positive sizes joined by 'x', like 3x64x64");
     dims.push_back(value);
   }
-  if (text.back() == 'x') throw InputError("input " + quote(text) + ": expected positive sizes joined by 'x', like 3x64x64");
+  if (text.back() == 'x')
+    throw InputError("input " + quote(text) + ": expected positive sizes joined by 'x', like 3x64x64");
   return dims;
 }
 

@@ -6,13 +6,12 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/training_setup.h"
 #include "hardware/fingerprint.h"
@@ -134,10 +133,10 @@ struct RunRecord {
 struct LayerBenchRecord {
   int64_t id = 0;
   int64_t environment_id = 0;
-  std::string kind;   // conv, dwconv, ... (models::layer_kinds())
-  std::string op;     // the timed node's op
-  std::string key;    // LayerCase::key: architecture hash of the case graph + its input shapes
-  std::string origin;  // "sample", "zoo:<model>", "file:<path>:<row>"
+  std::string kind;        // conv, dwconv, ... (models::layer_kinds())
+  std::string op;          // the timed node's op
+  std::string key;         // LayerCase::key: architecture hash of the case graph + its input shapes
+  std::string origin;      // "sample", "zoo:<model>", "file:<path>:<row>"
   std::string graph_json;  // the case graph (Input nodes + the timed node), at its batch
   int64_t batch = 1;
   int64_t threads = 1;

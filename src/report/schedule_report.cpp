@@ -6,8 +6,8 @@
 #include <map>
 #include <sstream>
 
-#include "report/html_report.h"
 #include "decide/schedule_jobs.h"
+#include "report/html_report.h"
 
 namespace dnncast::report {
 

@@ -9,19 +9,19 @@
 #include <optional>
 #include <set>
 
+#include "core/checked.h"
+#include "core/error.h"
 #include "decide/catalogue_json.h"
 #include "decide/compare.h"
+#include "decide/schedule_jobs.h"
 #include "forecast/forecast.h"
 #include "forecast/forecast_json.h"
 #include "forecast/predict.h"
 #include "gpu/gpu_forecast.h"
-#include "import/model_source.h"
-#include "decide/schedule_jobs.h"
-#include "core/checked.h"
-#include "core/error.h"
 #include "graph/tensor.h"
 #include "hardware/catalogue.h"
 #include "hardware/isa.h"
+#include "import/model_source.h"
 #include "models/zoo.h"
 
 namespace dnncast::serve {
@@ -254,9 +254,9 @@ class Fields {
 };
 
 // The model fields every forecast route shares.
-const std::vector<std::string> kModelFields = {"model", "graph",   "batch",         "input",
-                                               "seq",   "classes", "allow_unknown", "name", "lora",
-                                               "attention", "checkpointing"};
+const std::vector<std::string> kModelFields = {"model", "graph",     "batch",         "input",
+                                               "seq",   "classes",   "allow_unknown", "name",
+                                               "lora",  "attention", "checkpointing"};
 
 std::vector<std::string> with_model_fields(std::vector<std::string> more) {
   std::vector<std::string> all = kModelFields;
@@ -287,8 +287,8 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, models::M
   const bool classes = fields.has("classes");
   if (classes) spec.num_classes = fields.integer("classes", 1000, 1, kMaxIntegerAttr);
   spec.allow_unknown_ops = fields.flag("allow_unknown");
-  spec.lora = fields.text("lora", "");  // LoRA fine-tuning, as --lora (graph/lora.h)
-  spec.attention = fields.text("attention", "");  // eager | sdpa, as --attention
+  spec.lora = fields.text("lora", "");                // LoRA fine-tuning, as --lora (graph/lora.h)
+  spec.attention = fields.text("attention", "");      // eager | sdpa, as --attention
   spec.checkpointing = fields.flag("checkpointing");  // as --checkpointing (graph/checkpoint.h)
   const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");
   if (int(onnx) + int(graph) + int(named) != 1)
@@ -346,7 +346,9 @@ Model read_model(Api& api, Fields& fields, const HttpRequest& request, models::M
     }
   }
   Api* owner = &api;
-  model.builder = [owner, key, build](const models::ModelSpec& at) { return owner->graph(key, at, [&] { return build(at); }); };
+  model.builder = [owner, key, build](const models::ModelSpec& at) {
+    return owner->graph(key, at, [&] { return build(at); });
+  };
   return model;
 }
 
@@ -391,8 +393,7 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
-                                            "framework", "max_batch", "phase", "epoch_tokens",
-                                            "grad_accum"}));
+                                            "framework", "max_batch", "phase", "epoch_tokens", "grad_accum"}));
   models::ModelSpec spec;
   spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -413,14 +414,16 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
   options.epoch_tokens = fields.integer("epoch_tokens", 0, 1, int64_t{1} << 50);
   fields.finish();
   // The CLI's answer, byte for byte (forecast/predict.h).
-  return {200, forecast::prediction_json(forecast::predict(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder)),
+  return {200,
+          forecast::prediction_json(
+              forecast::predict(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder)),
           "application/json"};
 }
 
 HttpResponse memory_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits",
-                                            "max_batch_bytes", "batch_cap", "cuda_context", "timeline",
-                                            "sharding", "gpus", "gpus_per_node", "max_seq_bytes", "grad_accum"}));
+                                            "max_batch_bytes", "batch_cap", "cuda_context", "timeline", "sharding",
+                                            "gpus", "gpus_per_node", "max_seq_bytes", "grad_accum"}));
   models::ModelSpec spec;
   spec.batch = fields.integer("batch", 1, 1, kMaxTensorElements);
   const Model model = read_model(api, fields, request, spec);
@@ -440,9 +443,11 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.gpus_per_node = fields.integer("gpus_per_node", 8, 1, 1024);
   options.max_seq = fields.text("max_seq_bytes", "");
   // Checked by make_memory_request, with the message the CLI and Python give.
-  options.grad_accum = fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  options.grad_accum =
+      fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   fields.finish();
-  forecast::MemoryRequest memory_request = forecast::make_memory_request(model.name, spec, options, forecast::OptionStyle::Keyword);
+  forecast::MemoryRequest memory_request =
+      forecast::make_memory_request(model.name, spec, options, forecast::OptionStyle::Keyword);
   memory_request.builder = model.builder;
   return {200, answer_text(to_json(forecast::forecast_memory(memory_request)), 2), "application/json"};
 }
@@ -460,7 +465,8 @@ HttpResponse compare_route(Api& api, const HttpRequest& request) {
   options.forecast.optimizer = fields.text("optimizer", "sgd");
   options.forecast.epoch_samples = fields.integer("epoch_samples", 0, 1, kMaxTensorElements);
   decide::CompareRequest compare_request;
-  compare_request.forecast = forecast::make_gpu_request(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder);
+  compare_request.forecast =
+      forecast::make_gpu_request(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder);
   compare_request.epochs = fields.integer("epochs", 1, 1, kMaxEpochs);
   compare_request.providers = fields.names("provider");
   compare_request.gpus = fields.names("gpus");
@@ -486,7 +492,8 @@ HttpResponse schedule_route(Api&, const HttpRequest& request) {
   for (size_t index = 0; index < schedule_request.jobs.size(); ++index) {
     const std::string& name = schedule_request.jobs[index].model;
     const std::string where = "field 'jobs': job " + std::to_string(index + 1) + ": model " + quote(name);
-    if (import::model_source_kind(name) == import::ModelSourceKind::File || import::model_source_kind(name) == import::ModelSourceKind::Onnx)
+    if (import::model_source_kind(name) == import::ModelSourceKind::File ||
+        import::model_source_kind(name) == import::ModelSourceKind::Onnx)
       throw InputError(where + " names a file; the server takes zoo names and synthetic:SEED");
     if (import::model_source_kind(name) == import::ModelSourceKind::Zoo) {
       try {
@@ -496,7 +503,8 @@ HttpResponse schedule_route(Api&, const HttpRequest& request) {
       }
     }
   }
-  schedule_request.objective = decide::sched::parse_objective(fields.text("objective", "makespan"), "field 'objective'");
+  schedule_request.objective =
+      decide::sched::parse_objective(fields.text("objective", "makespan"), "field 'objective'");
   schedule_request.ga.generations = fields.integer("generations", 100, 1, kMaxGenerations);
   schedule_request.ga.population = fields.integer("population", 64, 2, kMaxPopulation);
   schedule_request.ga.seed = static_cast<uint64_t>(fields.integer("seed", 1, 0, INT64_MAX));

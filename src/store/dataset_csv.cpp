@@ -5,9 +5,9 @@
 #include <map>
 #include <optional>
 
-#include "records/network_source.h"
 #include "core/error.h"
 #include "import/graph_json.h"
+#include "records/network_source.h"
 
 namespace dnncast::store {
 
@@ -69,7 +69,8 @@ class Row {
     if (result.ec != std::errc() || result.ptr != field.data() + field.size())
       fail(column + " must be a number, got " + quote(field));
     if (std::isnan(value) || (std::isinf(value) && !(allow_infinity && value > 0)))
-      fail(column + (allow_infinity ? " must be a number or inf, got " : " must be a finite number, got ") + quote(field));
+      fail(column + (allow_infinity ? " must be a number or inf, got " : " must be a finite number, got ") +
+           quote(field));
     return value;
   }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(where_ + ": " + message); }
@@ -215,7 +216,8 @@ void export_csv(Store& store, std::ostream& out, bool with_graphs) {
   std::map<int64_t, records::NetworkRecord> networks;
   for (records::NetworkRecord& network : store.networks(with_graphs)) networks.emplace(network.id, std::move(network));
   std::map<int64_t, records::EnvironmentRecord> environments;
-  for (records::EnvironmentRecord& environment : store.environments()) environments.emplace(environment.id, environment);
+  for (records::EnvironmentRecord& environment : store.environments())
+    environments.emplace(environment.id, environment);
   const std::vector<std::string>& columns = csv_columns();
   size_t column_count = with_graphs ? columns.size() : columns.size() - 1;
   write_csv_record(out, std::vector<std::string>(columns.begin(), columns.begin() + static_cast<long>(column_count)));
@@ -299,8 +301,8 @@ ImportSummary import_csv(Store& store, std::istream& in, const std::string& sour
   for (const std::string& column : required_columns())
     if (!index.count(column)) throw InputError(source + ": missing column " + quote(column));
 
-  std::map<std::string, int64_t> environment_ids;  // by hash
-  std::map<std::string, records::NetworkRecord> networks;   // by hash, as stored or to be stored
+  std::map<std::string, int64_t> environment_ids;          // by hash
+  std::map<std::string, records::NetworkRecord> networks;  // by hash, as stored or to be stored
   Transaction transaction(store.db());
   std::vector<std::string> fields;
   for (;;) {

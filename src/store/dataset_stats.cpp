@@ -83,23 +83,23 @@ json dataset_stats(Store& store) {
       "count(r.id), sum(r.status = 'ok'), e.isa, e.isa_cap, e.cpu_vendor, e.cpu_family, e.cpu_model_number "
       "FROM environments e LEFT JOIN runs r ON r.environment_id = e.id GROUP BY e.id ORDER BY e.id");
   while (by_environment.step()) {
-    environments.push_back({{"hash", by_environment.get_text(0)},
-                            {"cpu_model", by_environment.get_text(1)},
-                            {"cores", by_environment.get_int(2)},
-                            {"threads", by_environment.get_int(3)},
-                            {"memory_bytes", by_environment.get_int(4)},
-                            {"gpu_name", by_environment.get_text(5)},
-                            {"torch_version", by_environment.get_text(6)},
-                            {"host", by_environment.get_text(7)},
-                            {"runs", by_environment.get_int(8)},
-                            {"runs_ok", by_environment.get_int(9)},
-                            // The CPU fingerprint; null = not recorded (environments stored before schema 3).
-                            {"isa", by_environment.get_text(10).empty() ? json(nullptr) : json(by_environment.get_text(10))},
-                            {"isa_cap", by_environment.get_text(11)},
-                            {"cpu_vendor", by_environment.get_text(12)},
-                            {"cpu_family", by_environment.get_text(12).empty() ? json(nullptr) : json(by_environment.get_int(13))},
-                            {"cpu_model_number",
-                             by_environment.get_text(12).empty() ? json(nullptr) : json(by_environment.get_int(14))}});
+    environments.push_back(
+        {{"hash", by_environment.get_text(0)},
+         {"cpu_model", by_environment.get_text(1)},
+         {"cores", by_environment.get_int(2)},
+         {"threads", by_environment.get_int(3)},
+         {"memory_bytes", by_environment.get_int(4)},
+         {"gpu_name", by_environment.get_text(5)},
+         {"torch_version", by_environment.get_text(6)},
+         {"host", by_environment.get_text(7)},
+         {"runs", by_environment.get_int(8)},
+         {"runs_ok", by_environment.get_int(9)},
+         // The CPU fingerprint; null = not recorded (environments stored before schema 3).
+         {"isa", by_environment.get_text(10).empty() ? json(nullptr) : json(by_environment.get_text(10))},
+         {"isa_cap", by_environment.get_text(11)},
+         {"cpu_vendor", by_environment.get_text(12)},
+         {"cpu_family", by_environment.get_text(12).empty() ? json(nullptr) : json(by_environment.get_int(13))},
+         {"cpu_model_number", by_environment.get_text(12).empty() ? json(nullptr) : json(by_environment.get_int(14))}});
   }
   stats["by_environment"] = environments;
 
@@ -146,8 +146,11 @@ json dataset_stats(Store& store) {
     std::map<std::string, std::vector<double>> repeats;
     Statement ok_runs = db.prepare(
         "SELECT network_id || '|' || environment_id || '|' || batch || '|' || input || '|' || seq_len || '|' || "
-        "optimizer || '|' || precision || '|' || threads || '|' || device, " + column + " FROM runs "
-        "WHERE status = 'ok' AND " + column + " > 0");
+        "optimizer || '|' || precision || '|' || threads || '|' || device, " +
+        column +
+        " FROM runs "
+        "WHERE status = 'ok' AND " +
+        column + " > 0");
     while (ok_runs.step()) repeats[ok_runs.get_text(0)].push_back(ok_runs.get_double(1));
     std::vector<double> spreads;
     std::vector<std::vector<double>> groups;
@@ -155,8 +158,8 @@ json dataset_stats(Store& store) {
       groups.push_back(times);
       if (times.size() < 2) continue;
       double middle = quantile_low_plus_step(times, 0.5);
-      spreads.push_back((*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) /
-                        middle);
+      spreads.push_back(
+          (*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) / middle);
     }
     json spread;
     spread["configurations"] = spreads.size();
@@ -212,9 +215,9 @@ std::string format_stats(const json& stats) {
     }
     cpu += ", cpu family/model ";
     cpu += environment["cpu_family"].is_null() ? std::string("not recorded")
-                                                 : std::to_string(environment["cpu_family"].get<long long>()) + "/" +
-                                                       std::to_string(environment["cpu_model_number"].get<long long>()) +
-                                                       " (" + environment["cpu_vendor"].get<std::string>() + ")";
+                                               : std::to_string(environment["cpu_family"].get<long long>()) + "/" +
+                                                     std::to_string(environment["cpu_model_number"].get<long long>()) +
+                                                     " (" + environment["cpu_vendor"].get<std::string>() + ")";
     out << cpu << "\n";
   }
   out << "\nfamilies:                  networks   runs     ok\n";
@@ -259,13 +262,14 @@ std::string format_stats(const json& stats) {
     if (!stats.contains(key)) continue;
     const json& spread = stats[key];
     if (spread["configurations"].get<long long>() == 0) continue;
-    std::snprintf(line, sizeof line,
-                  "%snoise floor%s: %.1f%% (a repeat vs. its configuration's mean, over %lld runs: what `dnncast evaluate` "
-                  "reports); repeats of %lld configurations differ by %.1f%% (median), %.1f%% (p90) of the median time\n",
-                  std::string(key) == "repeat_spread" ? "\n" : "", std::string(key) == "repeat_spread" ? "" : " (drift-normalised)",
-                  100 * spread["floor_mre"].get<double>(), spread["runs"].get<long long>(),
-                  spread["configurations"].get<long long>(), 100 * spread["median_rel_range"].get<double>(),
-                  100 * spread["p90_rel_range"].get<double>());
+    std::snprintf(
+        line, sizeof line,
+        "%snoise floor%s: %.1f%% (a repeat vs. its configuration's mean, over %lld runs: what `dnncast evaluate` "
+        "reports); repeats of %lld configurations differ by %.1f%% (median), %.1f%% (p90) of the median time\n",
+        std::string(key) == "repeat_spread" ? "\n" : "",
+        std::string(key) == "repeat_spread" ? "" : " (drift-normalised)", 100 * spread["floor_mre"].get<double>(),
+        spread["runs"].get<long long>(), spread["configurations"].get<long long>(),
+        100 * spread["median_rel_range"].get<double>(), 100 * spread["p90_rel_range"].get<double>());
     out << line;
   }
   return out.str();

@@ -328,7 +328,8 @@ int64_t Store::ensure_network(const records::NetworkRecord& network) {
 
 bool Store::insert_run(const records::NetworkRecord& network, const records::RunRecord& run) {
   const records::RunResult& result = run.result;
-  if (std::find(records::run_statuses().begin(), records::run_statuses().end(), result.status) == records::run_statuses().end())
+  if (std::find(records::run_statuses().begin(), records::run_statuses().end(), result.status) ==
+      records::run_statuses().end())
     throw InputError("run status " + quote(result.status) + " is not one of ok, oom, error, timeout");
   // One transaction per run; a caller that batches many (import, merge) holds an outer one.
   std::optional<Transaction> transaction;
@@ -488,7 +489,7 @@ std::optional<records::NetworkRecord> Store::network_by_hash(const std::string& 
   query.bind(1, hash);
   if (!query.step()) return std::nullopt;
   return records::NetworkRecord{query.get_int(0),  query.get_text(1), query.get_text(2),
-                       query.get_text(3), query.get_text(4), query.get_text(5)};
+                                query.get_text(3), query.get_text(4), query.get_text(5)};
 }
 
 std::vector<records::RunRecord> Store::runs() {
@@ -577,11 +578,13 @@ std::set<std::string> Store::layer_bench_keys(int64_t environment_id, int64_t th
 
 std::vector<records::LayerBenchRecord> Store::layer_benchmarks(bool with_graphs) {
   std::vector<records::LayerBenchRecord> records;
-  Statement query = db_.prepare(
-      std::string("SELECT id, environment_id, kind, op, key, origin, ") + (with_graphs ? "graph_json" : "''") +
-      ", batch, threads, flops_forward, status, message, forward_ms, backward_ms, backward_data_ms, backward_weight_ms, "
-      "cold_forward_ms, cold_backward_ms, reps, peak_bytes, wall_s, cpus, host, plan, measured_at FROM layer_benchmarks "
-      "ORDER BY id");
+  Statement query = db_.prepare(std::string("SELECT id, environment_id, kind, op, key, origin, ") +
+                                (with_graphs ? "graph_json" : "''") +
+                                ", batch, threads, flops_forward, status, message, forward_ms, backward_ms, "
+                                "backward_data_ms, backward_weight_ms, "
+                                "cold_forward_ms, cold_backward_ms, reps, peak_bytes, wall_s, cpus, host, plan, "
+                                "measured_at FROM layer_benchmarks "
+                                "ORDER BY id");
   while (query.step()) {
     records::LayerBenchRecord r;
     int col = 0;

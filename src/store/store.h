@@ -44,7 +44,8 @@ class Store {
 
   // The identities of all runs stored for one environment (to skip them on resume).
   std::set<records::RunKey> run_keys(int64_t environment_id);
-  bool has_run(int64_t environment_id, const std::string& network_hash, const records::RunConfig& config, int64_t repeat_index);
+  bool has_run(int64_t environment_id, const std::string& network_hash, const records::RunConfig& config,
+               int64_t repeat_index);
 
   std::vector<records::EnvironmentRecord> environments();
   std::vector<records::NetworkRecord> networks(bool with_graphs = true);

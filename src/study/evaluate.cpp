@@ -1,6 +1,4 @@
 #include "study/evaluate.h"
-#include "forecast/extrapolation.h"
-#include "core/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +8,11 @@
 #include <set>
 #include <sstream>
 
+#include "core/error.h"
+#include "core/stats.h"
+#include "forecast/extrapolation.h"
 #include "store/dataset_csv.h"
 #include "store/dataset_stats.h"
-#include "core/error.h"
 
 namespace dnncast::study {
 
@@ -38,7 +38,8 @@ learn::TargetTransform resolve_transform(learn::TargetTransform transform, const
       transform.kind != learn::TargetTransform::Kind::LogResidual)
     return transform;
   // The names found among `columns`, and their positions there.
-  auto resolve = [&](const std::vector<std::string>& wanted, std::vector<int>& positions, std::vector<std::string>& found) {
+  auto resolve = [&](const std::vector<std::string>& wanted, std::vector<int>& positions,
+                     std::vector<std::string>& found) {
     positions.clear();
     found.clear();
     for (const std::string& name : wanted) {
@@ -197,7 +198,8 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> make_split(co
     check_split(split);
   }
   for (const auto& [train, test] : result)
-    if (train.empty() || test.empty()) throw InputError("split " + quote(split) + " leaves an empty training or test part");
+    if (train.empty() || test.empty())
+      throw InputError("split " + quote(split) + " leaves an empty training or test part");
   return result;
 }
 
@@ -310,8 +312,7 @@ learn::Candidate choose_candidate(const TrainingTable& table, const learn::Matri
         candidate = trial;
       }
     }
-    if (candidate.learner.empty())
-      throw InputError("learner " + options.learner + " failed on every target transform");
+    if (candidate.learner.empty()) throw InputError("learner " + options.learner + " failed on every target transform");
   }
   return candidate;
 }
@@ -405,8 +406,9 @@ learn::Vector fold_predictions(const TrainingTable& table, const learn::Matrix& 
   for (size_t k = 0; k < bounded.size(); ++k) {
     const int64_t position = static_cast<int64_t>(bounded[k]);
     if (at_high_out) (*at_high_out)[bounded[k]] = at_high(static_cast<int64_t>(k));
-    predicted(position) = forecast::bounded_past_range(batch_max, at_high(static_cast<int64_t>(k)), predicted(position),
-                                             table.samples[static_cast<size_t>(test[bounded[k]])].config.batch);
+    predicted(position) =
+        forecast::bounded_past_range(batch_max, at_high(static_cast<int64_t>(k)), predicted(position),
+                                     table.samples[static_cast<size_t>(test[bounded[k]])].config.batch);
   }
   return predicted;
 }
@@ -420,8 +422,13 @@ using Splits = std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>
 class LayerParts {
  public:
   LayerParts(const TrainingTable& table, const EvaluateOptions& options, const Splits& splits)
-      : table_(table), options_(options), splits_(splits), estimates_(splits.size()), x_(splits.size()),
-        models_(splits.size()), has_data_(!table.layer_runs.empty() || !options.layer_bench.empty()) {
+      : table_(table),
+        options_(options),
+        splits_(splits),
+        estimates_(splits.size()),
+        x_(splits.size()),
+        models_(splits.size()),
+        has_data_(!table.layer_runs.empty() || !options.layer_bench.empty()) {
     bench_all_ = forecast::bench_examples(options.layer_bench, options.bench_target, bench_sites_);
   }
   bool has_data() const { return has_data_; }
@@ -433,8 +440,10 @@ class LayerParts {
     const size_t from_runs = examples.size();
     // A zoo model only the test part holds has not been seen: nor have its layers' benchmarks.
     std::set<std::string> train_models, test_models;
-    for (int64_t row : splits_[fold].first) train_models.insert("zoo:" + table_.samples[static_cast<size_t>(row)].network_name);
-    for (int64_t row : splits_[fold].second) test_models.insert("zoo:" + table_.samples[static_cast<size_t>(row)].network_name);
+    for (int64_t row : splits_[fold].first)
+      train_models.insert("zoo:" + table_.samples[static_cast<size_t>(row)].network_name);
+    for (int64_t row : splits_[fold].second)
+      test_models.insert("zoo:" + table_.samples[static_cast<size_t>(row)].network_name);
     for (const forecast::LayerExample& example : bench_all_)
       if (!test_models.count(example.origin) || train_models.count(example.origin)) examples.push_back(example);
     if (examples.empty()) return estimates;
@@ -443,7 +452,8 @@ class LayerParts {
     models_[fold] = model;
     if (options_.log)
       *options_.log << "evaluate: layer-wise model of part " << fold + 1 << " fitted on " << from_runs << " runs and "
-                    << examples.size() - from_runs << " layer benchmarks (" << model.training_rows() << " layer rows)\n";
+                    << examples.size() - from_runs << " layer benchmarks (" << model.training_rows()
+                    << " layer rows)\n";
     return estimates;
   }
   // Part `fold`'s features: the table's, with est.layers_ms filled in when `with_layer_feature`.
@@ -454,7 +464,8 @@ class LayerParts {
     if (x_[fold].size() == 0) {
       x_[fold] = table_.x;
       const int column = features::feature_index("est.layers_ms");
-      for (size_t row = 0; row < layer_sums.size(); ++row) x_[fold](static_cast<int64_t>(row), column) = layer_sums[row];
+      for (size_t row = 0; row < layer_sums.size(); ++row)
+        x_[fold](static_cast<int64_t>(row), column) = layer_sums[row];
     }
     return x_[fold];
   }
@@ -477,7 +488,8 @@ void score_hybrid(const TrainingTable& table, const EvaluateOptions& options, co
                   const learn::Vector& y, LayerParts& layers, const std::string& cv_groups,
                   TargetEvaluation& evaluation) {
   const std::string target = "time";
-  learn::Candidate hybrid = choose_candidate(table, layers.x(0, true), y, target, splits.front().first, options, cv_groups);
+  learn::Candidate hybrid =
+      choose_candidate(table, layers.x(0, true), y, target, splits.front().first, options, cv_groups);
   evaluation.hybrid_learner = hybrid.learner;
   evaluation.hybrid_transform = hybrid.transform.name();
   std::vector<double> hybrid_errors;
@@ -509,22 +521,23 @@ void score_corrected(const TrainingTable& table, const EvaluateOptions& options,
     std::vector<double> corrected_at_high;
     int64_t batch_high = 0;
     learn::Vector predicted = fold_predictions(table, layers.x(fold, true), y, train, test, corrected, true,
-                                               &corrected_at_high, &batch_high,
-                                               layers.model(fold));
+                                               &corrected_at_high, &batch_high, layers.model(fold));
     int64_t largest_pixels = 0;
-    for (int64_t row : train) largest_pixels = std::max(largest_pixels, image_pixels(table.samples[static_cast<size_t>(row)]));
+    for (int64_t row : train)
+      largest_pixels = std::max(largest_pixels, image_pixels(table.samples[static_cast<size_t>(row)]));
     for (size_t index = 0; index < test.size(); ++index) {
       const double anchor = index < whole_at_high[fold].size() ? whole_at_high[fold][index] : 0;
       const bool largest_input = image_pixels(table.samples[static_cast<size_t>(test[index])]) >= largest_pixels;
       if (anchor > 0 && corrected_at_high[index] > 0 && !largest_input)
         predicted(static_cast<int64_t>(index)) =
             forecast::bounded_past_range(batch_high, anchor, predicted(static_cast<int64_t>(index)),
-                               table.samples[static_cast<size_t>(test[index])].config.batch);
+                                         table.samples[static_cast<size_t>(test[index])].config.batch);
     }
     for (size_t index = 0; index < test.size(); ++index)
       for (double truth : repeats_of(table.samples[static_cast<size_t>(test[index])], target)) {
         corrected_errors.push_back(std::abs(predicted(static_cast<int64_t>(index)) - truth) / truth);
-        if (kept < evaluation.predictions.size()) evaluation.predictions[kept++].corrected = predicted(static_cast<int64_t>(index));
+        if (kept < evaluation.predictions.size())
+          evaluation.predictions[kept++].corrected = predicted(static_cast<int64_t>(index));
       }
   }
   evaluation.corrected = learn::error_stats(corrected_errors);
@@ -561,8 +574,9 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
       options.cv_groups.empty() ? (options.split == "family" ? "family" : "network") : options.cv_groups;
 
   if ((options.layer_feature || options.hybrid) && table.layer_runs.empty() && options.layer_bench.empty())
-    report.notes.push_back("layer feature asked for, but the data has no per-layer timings (plans with \"per_layer\": "
-                           "true): evaluated without it");
+    report.notes.push_back(
+        "layer feature asked for, but the data has no per-layer timings (plans with \"per_layer\": "
+        "true): evaluated without it");
   LayerParts layers(table, options, splits);
 
   for (const std::string& target : targets) {
@@ -575,15 +589,14 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
     evaluation.folds = static_cast<int>(splits.size());
 
     // Choose the candidate on the first training part only (the test parts stay unseen).
-    learn::Candidate candidate =
-        choose_candidate(table, x_of(0), y, target, splits.front().first, options, cv_groups);
+    learn::Candidate candidate = choose_candidate(table, x_of(0), y, target, splits.front().first, options, cv_groups);
     evaluation.learner = candidate.learner;
     evaluation.transform = candidate.transform.name();
     evaluation.hyperparameters = candidate.hyperparameters;
 
     std::vector<double> model_errors, baseline_errors, simulator_errors, layerwise_errors, scaled_errors;
     std::map<std::string, std::vector<double>> family_signed, family_baseline;  // per test family
-    std::vector<std::vector<double>> whole_at_high(splits.size());  // per fold: the learner's t(B), past B
+    std::vector<std::vector<double>> whole_at_high(splits.size());              // per fold: the learner's t(B), past B
     for (size_t fold = 0; fold < splits.size(); ++fold) {
       const auto& [train, test] = splits[fold];
       std::vector<double>& at_high = whole_at_high[fold];
@@ -619,7 +632,8 @@ EvaluationReport evaluate(const TrainingTable& table, const EvaluateOptions& opt
         const double at_high_layers =
             layer_model->iteration_ms(table.layer_sites[static_cast<size_t>(sample.layer_sites)], config, gpu);
         if (!(at_high_layers > 0)) return own;
-        return forecast::carried_past_range(batch_high, at_high[index], own, at_b / at_high_layers, sample.config.batch);
+        return forecast::carried_past_range(batch_high, at_high[index], own, at_b / at_high_layers,
+                                            sample.config.batch);
       };
       for (size_t index = 0; index < test.size(); ++index) {
         const double layer_sum = layer_scale > 0 ? layer_scale * estimates[static_cast<size_t>(test[index])] : 0;
@@ -708,11 +722,10 @@ json EvaluationReport::to_json() const {
                                                                       {"transform", target.hybrid_transform},
                                                                       {"errors", target.hybrid.to_json()}}
                                                                : json(nullptr)},
-                            {"corrected", target.corrected.count > 0
-                                              ? json{{"learner", target.corrected_learner},
-                                                     {"transform", "log_ratio(est.layers_ms)"},
-                                                     {"errors", target.corrected.to_json()}}
-                                              : json(nullptr)},
+                            {"corrected", target.corrected.count > 0 ? json{{"learner", target.corrected_learner},
+                                                                            {"transform", "log_ratio(est.layers_ms)"},
+                                                                            {"errors", target.corrected.to_json()}}
+                                                                     : json(nullptr)},
                             {"scaled", target.scaled.count > 0 ? json{{"errors", target.scaled.to_json()},
                                                                       {"past_range_runs", target.scaled_past_range}}
                                                                : json(nullptr)},
@@ -753,14 +766,14 @@ std::string EvaluationReport::markdown() const {
     if (target.target == "memory") line("memory simulator (src/memory, nothing learned)", target.simulator);
     if (target.layerwise.count > 0)
       line("layer-wise sum alone (per-layer forecasts x the training part's median ratio)" +
-               (target.layerwise.count < target.model.count
-                    ? ", over the " + std::to_string(target.layerwise.count) +
-                          " test runs whose training part had per-layer timings"
-                    : std::string()),
+               (target.layerwise.count < target.model.count ? ", over the " + std::to_string(target.layerwise.count) +
+                                                                  " test runs whose training part had per-layer timings"
+                                                            : std::string()),
            target.layerwise);
     if (target.hybrid.count > 0)
-      line("hybrid: " + target.hybrid_learner + ", " + target.hybrid_transform + " with the layer-wise sum as a feature",
-           target.hybrid);
+      line(
+          "hybrid: " + target.hybrid_learner + ", " + target.hybrid_transform + " with the layer-wise sum as a feature",
+          target.hybrid);
     if (target.corrected.count > 0)
       line("corrected: the layer-wise sum times " + target.corrected_learner +
                "'s correction (log_ratio(est.layers_ms), the whole-network features and the sum)",
@@ -773,8 +786,8 @@ std::string EvaluationReport::markdown() const {
     line("noise floor (a repeat vs. its configuration's mean, from the spread between repeats)", target.noise_floor);
     out << "\n";
     if (target.noise_floor.count > 0 && target.noise_floor.mre > 0)
-      out << "Learned MRE = " << ratio_text(target.model.mre / target.noise_floor.mre)
-          << " the noise floor (" << target.noise_floor.count << " runs of " << target.noise_configurations
+      out << "Learned MRE = " << ratio_text(target.model.mre / target.noise_floor.mre) << " the noise floor ("
+          << target.noise_floor.count << " runs of " << target.noise_configurations
           << " configurations measured 2 or more times).\n\n";
     bool kinds_have_floor = false;
     for (const KindErrors& row : target.by_kind)
@@ -875,16 +888,17 @@ void write_predictions_csv(const TrainingTable& table, const EvaluationReport& r
       const Sample& sample = table.samples[static_cast<size_t>(run.sample)];
       auto environment = table.environments.find(sample.environment_hash);
       std::string where = sample.environment_hash;
-      if (environment != table.environments.end()) where = forecast::environment_label(environment->second) + " " + where;
+      if (environment != table.environments.end())
+        where = forecast::environment_label(environment->second) + " " + where;
       const std::vector<std::string>& plans = target.target == "time" ? sample.time_plans : sample.peak_plans;
-      const std::string plan = static_cast<size_t>(run.repeat) < plans.size() ? plans[static_cast<size_t>(run.repeat)] : "";
+      const std::string plan =
+          static_cast<size_t>(run.repeat) < plans.size() ? plans[static_cast<size_t>(run.repeat)] : "";
       std::snprintf(numbers, sizeof numbers, "%.6g,%.6g,%.6g,%.4f", run.measured, run.predicted, run.baseline,
                     (run.predicted - run.measured) / run.measured);
-      out << target.target << ',' << csv_quote(sample.network_name) << ',' << csv_quote(sample.family)
-          << ",\"" << where << "\","
-          << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
-          << name(sample.config.optimizer) << ',' << name(sample.config.precision) << ',' << sample.config.threads << ',' << numbers
-          << ',' << csv_quote(plan) << ',';
+      out << target.target << ',' << csv_quote(sample.network_name) << ',' << csv_quote(sample.family) << ",\"" << where
+          << "\"," << sample.config.batch << ',' << sample.config.input_text() << ',' << sample.config.seq_len << ','
+          << name(sample.config.optimizer) << ',' << name(sample.config.precision) << ',' << sample.config.threads
+          << ',' << numbers << ',' << csv_quote(plan) << ',';
       if (run.layerwise > 0) out << run.layerwise;
       out << ',';
       if (run.scaled > 0) out << run.scaled;
@@ -898,7 +912,8 @@ void set_time_models(EvaluateOptions& options, const std::vector<std::string>& m
   static const std::vector<std::string> known{"whole", "layerwise", "hybrid", "scaled", "corrected"};
   for (const std::string& model : models)
     if (std::find(known.begin(), known.end(), model) == known.end())
-      throw InputError("unknown " + option + " " + quote(model) + " (known: whole, layerwise, hybrid, scaled, corrected)");
+      throw InputError("unknown " + option + " " + quote(model) +
+                       " (known: whole, layerwise, hybrid, scaled, corrected)");
   auto has = [&](const char* model) { return std::find(models.begin(), models.end(), model) != models.end(); };
   options.hybrid = has("hybrid");
   options.scaled = has("scaled");

@@ -22,22 +22,22 @@
 #include <string>
 #include <vector>
 
-#include "study/training.h"
-#include "store/store.h"
 #include "learn/metrics.h"
+#include "store/store.h"
+#include "study/training.h"
 
 namespace dnncast::study {
 
 struct EvaluateOptions {
-  std::string split = "random";  // random | family | batch | input | env
-  std::string learner = "auto";  // "auto" = AutoML on the first training part; or a learner name (defaults)
+  std::string split = "random";       // random | family | batch | input | env
+  std::string learner = "auto";       // "auto" = AutoML on the first training part; or a learner name (defaults)
   std::vector<std::string> learners;  // learner "auto": the learners AutoML searches (empty = all)
   // A named learner: these hyperparameters over its defaults (unknown names are an InputError).
   nlohmann::json hyperparameters = nlohmann::json::object();
-  double budget_s = 60;          // AutoML budget per target
-  std::string transform;         // "" = every transform that applies; else only this kind ("log_ratio")
+  double budget_s = 60;           // AutoML budget per target
+  std::string transform;          // "" = every transform that applies; else only this kind ("log_ratio")
   bool keep_predictions = false;  // fill TargetEvaluation::predictions
-  int folds = 5;                 // AutoML cross-validation folds; also family-split folds
+  int folds = 5;                  // AutoML cross-validation folds; also family-split folds
   uint64_t seed = 1;
   std::vector<std::string> targets;  // empty: time, and memory when every configuration has peak bytes
   // AutoML folds keep networks ("network") or families ("family") whole, or are plain ("none");
@@ -96,7 +96,7 @@ struct TestPrediction {
   int64_t sample = 0;  // index into the table's samples
   int64_t repeat = 0;  // which of the sample's repeats (times_ms or peak_bytes) was measured
   double measured = 0, predicted = 0, baseline = 0;
-  double layerwise = 0;  // the layer-wise sum alone (scaled); 0 when the data has no per-layer timings
+  double layerwise = 0;              // the layer-wise sum alone (scaled); 0 when the data has no per-layer timings
   double scaled = 0, corrected = 0;  // EvaluateOptions::scaled, ::corrected; 0 when not scored
 };
 
@@ -105,19 +105,19 @@ struct TargetEvaluation {
   std::string learner, transform;
   nlohmann::json hyperparameters;
   learn::ErrorStats model, baseline, noise_floor;
-  int64_t noise_configurations = 0;     // configurations with 2+ repeats behind noise_floor
-  learn::ErrorStats simulator;          // memory only: the allocator simulator (src/memory), nothing learned
+  int64_t noise_configurations = 0;  // configurations with 2+ repeats behind noise_floor
+  learn::ErrorStats simulator;       // memory only: the allocator simulator (src/memory), nothing learned
   // time, where the data has per-layer timings: the layer-wise model's sum alone, times one factor
   // (median of measured / sum over the training part: what isolated layers leave out), nothing else.
   learn::ErrorStats layerwise;
   learn::ErrorStats hybrid;  // EvaluateOptions::hybrid: the whole-network learner with est.layers_ms
   std::string hybrid_learner, hybrid_transform;
-  learn::ErrorStats scaled;  // EvaluateOptions::scaled
+  learn::ErrorStats scaled;     // EvaluateOptions::scaled
   learn::ErrorStats corrected;  // EvaluateOptions::corrected
   std::string corrected_learner;
-  int64_t scaled_past_range = 0;  // test runs past the training part's batches, where scaled differs
-  std::vector<FamilyErrors> by_family;  // every family with test runs, by name
-  std::vector<KindErrors> by_kind;      // designed, synthetic: those with test runs
+  int64_t scaled_past_range = 0;            // test runs past the training part's batches, where scaled differs
+  std::vector<FamilyErrors> by_family;      // every family with test runs, by name
+  std::vector<KindErrors> by_kind;          // designed, synthetic: those with test runs
   std::vector<TestPrediction> predictions;  // every held-out run (EvaluateOptions::keep_predictions)
   int64_t test_configurations = 0;
   int folds = 0;

@@ -1,5 +1,4 @@
 #include "study/holdout.h"
-#include "core/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +6,12 @@
 #include <map>
 #include <sstream>
 
-#include "study/evaluate.h"
+#include "core/error.h"
+#include "core/stats.h"
 #include "forecast/extrapolation.h"
 #include "forecast/host_match.h"
 #include "store/store.h"
-#include "core/error.h"
+#include "study/evaluate.h"
 
 namespace dnncast::study {
 
@@ -84,7 +84,8 @@ MonotoneCheck monotone_check(const TrainingTable& table, const std::vector<forec
       ++check.forecast_rises;
       if (forecast - 1.0 > check.worst_rise) {
         check.worst_rise = forecast - 1.0;
-        check.worst = series_name.at(key) + " batches " + std::to_string(at->first) + "->" + std::to_string(next->first);
+        check.worst =
+            series_name.at(key) + " batches " + std::to_string(at->first) + "->" + std::to_string(next->first);
       }
     }
   }
@@ -113,15 +114,20 @@ json ScoreGroup::to_json() const {
 }
 
 json PredictorScore::to_json() const {
-  json document = {{"predictor", predictor}, {"dataset", dataset}, {"runs_scored", which},
-                   {"interval_nominal", interval_nominal}, {"all", all.to_json()}};
+  json document = {{"predictor", predictor},
+                   {"dataset", dataset},
+                   {"runs_scored", which},
+                   {"interval_nominal", interval_nominal},
+                   {"all", all.to_json()}};
   json kinds = json::array();
   for (const ScoreGroup& group : by_kind) kinds.push_back(group.to_json());
   document["by_kind"] = kinds;
   json uses = json::array();
   for (const EnvironmentUse& use : environments)
-    uses.push_back({{"measured", use.measured}, {"measured_label", use.measured_label},
-                    {"predictor_environment", use.predictor_environment}, {"match", use.exact ? "exact" : "nearest"},
+    uses.push_back({{"measured", use.measured},
+                    {"measured_label", use.measured_label},
+                    {"predictor_environment", use.predictor_environment},
+                    {"match", use.exact ? "exact" : "nearest"},
                     {"differs", use.differs}});
   document["environments"] = uses;
   document["monotone"] = monotone.to_json();
@@ -227,11 +233,13 @@ PredictorScore score_predictor(const std::string& set_dir, const std::string& db
   score.notes = table.notes;
 
   std::vector<forecast::Estimate> forecasts = predictor.predict(table.x);
-  for (size_t row = 0; row < table.samples.size(); ++row) {  // past the trained batches, bounded as `predict` bounds them
+  for (size_t row = 0; row < table.samples.size();
+       ++row) {  // past the trained batches, bounded as `predict` bounds them
     const Sample& sample = table.samples[row];
     if (sample.graph >= 0)
-      forecasts[row] = forecast::time_forecast(predictor, forecasts[row], table.graphs[static_cast<size_t>(sample.graph)],
-                                     training_config_of(sample.config), table.hardware[row]);
+      forecasts[row] =
+          forecast::time_forecast(predictor, forecasts[row], table.graphs[static_cast<size_t>(sample.graph)],
+                                  training_config_of(sample.config), table.hardware[row]);
   }
   GroupBuilder all;
   all.name = "all";

@@ -8,23 +8,22 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "study/training.h"
 #include "learn/metrics.h"
+#include "study/training.h"
 
 namespace dnncast::study {
 
 struct ScoreGroup {
-  std::string name;                 // "all", "designed", "synthetic", or a plan group
+  std::string name;  // "all", "designed", "synthetic", or a plan group
   int64_t configurations = 0, runs = 0;
-  learn::ErrorStats model;          // forecast against every measured repeat
-  double median_signed = 0;         // median of (forecast - measured) / measured; < 0 = too fast
-  double coverage = 0;              // share of measured repeats inside [low, high]
-  learn::ErrorStats noise_floor;    // over this group's configurations with 2+ repeats
+  learn::ErrorStats model;        // forecast against every measured repeat
+  double median_signed = 0;       // median of (forecast - measured) / measured; < 0 = too fast
+  double coverage = 0;            // share of measured repeats inside [low, high]
+  learn::ErrorStats noise_floor;  // over this group's configurations with 2+ repeats
   int64_t noise_configurations = 0;
   nlohmann::json to_json() const;
 };
@@ -67,6 +66,7 @@ struct ScoreOptions {
 
 // Throws InputError when the set has no time bundle, the dataset has no run to score, or a forecast
 // cannot be made.
-PredictorScore score_predictor(const std::string& set_dir, const std::string& db_path, const ScoreOptions& options = {});
+PredictorScore score_predictor(const std::string& set_dir, const std::string& db_path,
+                               const ScoreOptions& options = {});
 
 }  // namespace dnncast::study

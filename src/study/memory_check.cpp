@@ -4,9 +4,9 @@
 #include <cmath>
 #include <map>
 
-#include "study/training.h"
-#include "features/featurizer.h"
 #include "core/error.h"
+#include "features/featurizer.h"
+#include "study/training.h"
 
 namespace dnncast::study {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "store/store.h"
 #include "hardware/isa.h"
+#include "store/store.h"
 
 namespace dnncast::study {
 
@@ -23,7 +23,7 @@ struct MemoryCheckRow {
 // The ISA one environment's configurations were simulated under.
 struct CheckedEnvironment {
   std::string hash;
-  std::string recorded_isa;   // "" when the environment did not record one
+  std::string recorded_isa;  // "" when the environment did not record one
   hardware::CpuIsa simulated = hardware::CpuIsa::Unknown;
   // Not recorded: the peaks decide. Byte-exact configurations under each rule set (AVX-512, AVX2);
   // the one with more is used (a tie keeps features::kUnrecordedIsa).

@@ -1,7 +1,4 @@
 // Training a predictor: targets, transforms, AutoML and the refit of the best candidate (predictor.h).
-#include "core/stats.h"
-#include "study/training.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,8 +7,10 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "learn/metrics.h"
 #include "store/store.h"
+#include "study/training.h"
 
 namespace dnncast::study {
 
@@ -45,9 +44,9 @@ std::vector<int> varying_columns(const learn::Matrix& x) {
 
 const std::vector<std::string>& thread_pair_columns() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> result{"total.flops_train",     "total.params",       "total.bytes_accessed",
-                                    "total.nodes",           "config.batch",       "config.precision_bytes",
-                                    "config.opt_state_bytes", "input.pixels",      "input.seq_len"};
+    std::vector<std::string> result{
+        "total.flops_train",      "total.params",           "total.bytes_accessed", "total.nodes",  "config.batch",
+        "config.precision_bytes", "config.opt_state_bytes", "input.pixels",         "input.seq_len"};
     for (const std::string& name : features::feature_names())
       if (name.rfind("config.opt.", 0) == 0) result.push_back(name);
     return result;
@@ -137,7 +136,8 @@ std::vector<learn::TargetTransform> keep_transform_kind(const std::vector<learn:
 
 std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by) {
   if (by == "none") return {};
-  if (by != "network" && by != "family") throw InputError("unknown CV grouping " + quote(by) + " (known: network, family, none)");
+  if (by != "network" && by != "family")
+    throw InputError("unknown CV grouping " + quote(by) + " (known: network, family, none)");
   std::map<std::string, int64_t> ids;
   std::vector<int64_t> groups;
   for (int64_t row : rows) {
@@ -166,8 +166,10 @@ json leaderboard_json(const learn::AutoMLResult& result, size_t top) {
              {"hyperparameters", entry.candidate.hyperparameters},
              {"transform", entry.candidate.transform.name()},
              {"seconds", entry.seconds}};
-    if (entry.error.empty()) row["cv"] = entry.cv.to_json();
-    else row["error"] = entry.error;
+    if (entry.error.empty())
+      row["cv"] = entry.cv.to_json();
+    else
+      row["error"] = entry.error;
     rows.push_back(row);
   }
   return rows;
@@ -180,7 +182,8 @@ forecast::Predictor train_predictor(const TrainingTable& table, const TrainOptio
   std::vector<int> columns = varying_columns(table.x);
   if (columns.empty()) throw InputError("dataset " + table.dataset + ": every configuration has the same features");
   learn::Matrix x(table.x.rows(), static_cast<int64_t>(columns.size()));
-  for (size_t index = 0; index < columns.size(); ++index) x.col(static_cast<int64_t>(index)) = table.x.col(columns[index]);
+  for (size_t index = 0; index < columns.size(); ++index)
+    x.col(static_cast<int64_t>(index)) = table.x.col(columns[index]);
 
   learn::AutoMLOptions automl;
   automl.budget_s = options.budget_s;
@@ -188,7 +191,8 @@ forecast::Predictor train_predictor(const TrainingTable& table, const TrainOptio
   automl.seed = options.seed;
   automl.learners = options.learners;
   automl.transforms = transforms_for(options.target, columns);
-  if (!options.transform.empty()) automl.transforms = keep_transform_kind(automl.transforms, options.transform, options.target);
+  if (!options.transform.empty())
+    automl.transforms = keep_transform_kind(automl.transforms, options.transform, options.target);
   if (!options.ratio_reference.empty()) automl.transforms = {ratio_over(columns, options.ratio_reference)};
   automl.log = options.log;
   automl.max_candidates = options.max_candidates;
@@ -229,7 +233,8 @@ forecast::Predictor train_predictor(const TrainingTable& table, const TrainOptio
     optimizers.insert(name(sample.config.optimizer));
     precisions.insert(name(sample.config.precision));
     threads.insert(sample.config.threads);
-    inputs.insert(sample.config.input.empty() ? "seq " + std::to_string(sample.config.seq_len) : sample.config.input_text());
+    inputs.insert(sample.config.input.empty() ? "seq " + std::to_string(sample.config.seq_len)
+                                              : sample.config.input_text());
   }
   manifest.training = {{"dataset", fs::path(table.dataset).filename().string()},
                        {"configurations", table.samples.size()},
@@ -264,10 +269,12 @@ std::vector<records::LayerBenchRecord> read_layer_benchmarks(const std::string& 
 }
 
 void check_bench_target(const std::string& name, const std::string& option) {
-  if (name != "warm" && name != "cold") throw InputError("unknown " + option + " " + quote(name) + " (known: warm, cold)");
+  if (name != "warm" && name != "cold")
+    throw InputError("unknown " + option + " " + quote(name) + " (known: warm, cold)");
 }
 
-forecast::Predictor train_corrected_model(const TrainingTable& table, const forecast::LayerModel& layers, TrainOptions options) {
+forecast::Predictor train_corrected_model(const TrainingTable& table, const forecast::LayerModel& layers,
+                                          TrainOptions options) {
   // The layer-wise sum as the feature est.layers_ms of every sample, and the transform log_ratio over it.
   TrainingTable with_sum = table;
   const std::vector<double> sums = layer_estimates_of(table, layers);

@@ -19,15 +19,15 @@ struct Sample {
   std::string environment_hash;
   std::string network_hash, network_name, family;
   records::RunConfig config;
-  std::vector<double> times_ms;    // one per repeat (median of its iterations)
-  std::vector<double> peak_bytes;  // one per repeat that recorded it
+  std::vector<double> times_ms;                     // one per repeat (median of its iterations)
+  std::vector<double> peak_bytes;                   // one per repeat that recorded it
   std::vector<std::string> time_plans, peak_plans;  // the campaign plan of each entry of times_ms, peak_bytes
-  double simulated_peak_bytes = 0; // the memory simulator's peak for this configuration (src/memory);
-                                   // 0 when the simulator does not model it (bf16, an unknown op)
-  int layer_sites = -1;            // index into TrainingTable::layer_sites (TableOptions::layer_sites)
-  int graph = -1;                  // index into TrainingTable::graphs
-  double time_ms() const;          // mean of the repeats
-  double peak() const;             // mean of the repeats; 0 when none
+  double simulated_peak_bytes = 0;                  // the memory simulator's peak for this configuration (src/memory);
+                                                    // 0 when the simulator does not model it (bf16, an unknown op)
+  int layer_sites = -1;                             // index into TrainingTable::layer_sites (TableOptions::layer_sites)
+  int graph = -1;                                   // index into TrainingTable::graphs
+  double time_ms() const;                           // mean of the repeats
+  double peak() const;                              // mean of the repeats; 0 when none
 };
 
 // The per-layer timings of one run (dataset table layer_times), matched to its sample's layer sites.
@@ -39,10 +39,10 @@ struct LayerRun {
 struct TrainingTable {
   std::string dataset;  // path
   std::vector<Sample> samples;
-  learn::Matrix x;  // samples x features::feature_count()
+  learn::Matrix x;                                                 // samples x features::feature_count()
   std::map<std::string, records::EnvironmentRecord> environments;  // by hash
-  int64_t runs_used = 0;       // ok runs behind the samples
-  int64_t runs_skipped = 0;    // failed runs, and runs whose network could not be rebuilt
+  int64_t runs_used = 0;                                           // ok runs behind the samples
+  int64_t runs_skipped = 0;        // failed runs, and runs whose network could not be rebuilt
   std::vector<std::string> notes;  // why runs were skipped, one line per cause
   // With TableOptions::layer_sites: the layer sites of every (network, input), and the runs with
   // per-layer timings.
@@ -52,7 +52,7 @@ struct TrainingTable {
   std::vector<features::GraphFeatures> graphs;
   std::vector<features::HardwareFeatures> hardware;
   std::vector<LayerRun> layer_runs;
-  bool has_memory() const;     // every sample has peak bytes
+  bool has_memory() const;  // every sample has peak bytes
 };
 
 // The frozen holdout (data/plans/holdout.json): configurations measured once per environment to
@@ -98,7 +98,7 @@ void write_features_csv(const TrainingTable& table, std::ostream& out);
 
 struct TrainOptions {
   std::string target = "time";  // "time" | "memory"
-  double budget_s = 60;               // AutoML time budget; 0 = none (then max_candidates > 0)
+  double budget_s = 60;         // AutoML time budget; 0 = none (then max_candidates > 0)
   int folds = 5;
   uint64_t seed = 1;
   std::vector<std::string> learners;  // empty = all
@@ -117,12 +117,13 @@ struct TrainOptions {
 std::vector<int64_t> cv_groups_of(const TrainingTable& table, const std::vector<int64_t>& rows, const std::string& by);
 
 // The layer-wise model's training examples: the layer runs of the given samples (all when null).
-std::vector<forecast::LayerExample> layer_examples(const TrainingTable& table, const std::vector<int64_t>* samples = nullptr);
+std::vector<forecast::LayerExample> layer_examples(const TrainingTable& table,
+                                                   const std::vector<int64_t>* samples = nullptr);
 // The layer-wise model of a predictor set (`dnncast train --layer-bench`): fitted on the table's
 // per-layer runs (TableOptions::layer_sites) and the single-layer benchmarks' `target` timings
 // (warm | cold). InputError when neither has a row.
 forecast::LayerModel train_layer_model(const TrainingTable& table, const std::vector<records::LayerBenchRecord>& bench,
-                             const std::string& target, std::ostream* log = nullptr);
+                                       const std::string& target, std::ostream* log = nullptr);
 // The layer-wise model's forecast of every sample, ms (0 for a sample without layer sites).
 std::vector<double> layer_estimates_of(const TrainingTable& table, const forecast::LayerModel& model);
 
@@ -162,6 +163,7 @@ void check_bench_target(const std::string& name, const std::string& option);
 // The corrected layer-wise model (`train --layer-bench`, OUT/time/corrected): a time predictor on
 // log(time / the layer-wise sum), searched with `options` (target time). InputError when it cannot be fitted
 // (too few configurations, a layer-wise sum that does not vary).
-forecast::Predictor train_corrected_model(const TrainingTable& table, const forecast::LayerModel& layers, TrainOptions options);
+forecast::Predictor train_corrected_model(const TrainingTable& table, const forecast::LayerModel& layers,
+                                          TrainOptions options);
 
 }  // namespace dnncast::study

@@ -1,6 +1,4 @@
 // The training table: a dataset's runs grouped into configurations, featurized (predictor.h).
-#include "study/training.h"
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -8,10 +6,11 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "store/dataset_csv.h"
-#include "records/network_source.h"
 #include "import/graph_json.h"
 #include "memory/simulator.h"
+#include "records/network_source.h"
+#include "store/dataset_csv.h"
+#include "study/training.h"
 
 namespace dnncast::study {
 
@@ -50,9 +49,12 @@ Graph network_graph(const records::NetworkRecord& network, const records::RunCon
     for (Node& node : graph.mutable_nodes()) {
       if (node.op != "Input") continue;
       std::vector<int64_t> shape{batch};
-      if (!config.input.empty()) shape.insert(shape.end(), config.input.begin(), config.input.end());
-      else if (config.seq_len > 0) shape.push_back(config.seq_len);
-      else throw;
+      if (!config.input.empty())
+        shape.insert(shape.end(), config.input.begin(), config.input.end());
+      else if (config.seq_len > 0)
+        shape.push_back(config.seq_len);
+      else
+        throw;
       node.attrs["shape"] = shape;
     }
     graph.infer_shapes();
@@ -61,7 +63,8 @@ Graph network_graph(const records::NetworkRecord& network, const records::RunCon
 }
 
 bool matches_environment(const records::EnvironmentRecord& environment, const std::string& wanted) {
-  return wanted == environment.hash() || wanted == forecast::environment_label(environment) || wanted == forecast::environment_slug(environment);
+  return wanted == environment.hash() || wanted == forecast::environment_label(environment) ||
+         wanted == forecast::environment_slug(environment);
 }
 
 }  // namespace
@@ -83,8 +86,10 @@ void write_features_csv(const TrainingTable& table, std::ostream& out) {
         << sample.config.seq_len << ',' << csv_quote(name(sample.config.optimizer)) << ','
         << csv_quote(name(sample.config.precision)) << ',' << sample.config.threads << ',' << sample.times_ms.size();
     put(sample.time_ms());
-    if (sample.peak_bytes.empty()) out << ',';
-    else put(sample.peak());
+    if (sample.peak_bytes.empty())
+      out << ',';
+    else
+      put(sample.peak());
     for (int64_t col = 0; col < table.x.cols(); ++col) put(table.x(static_cast<int64_t>(row), col));
     out << '\n';
   }
@@ -119,8 +124,8 @@ void check_environment_known(const TableSources& sources, const std::string& wan
     known += (known.empty() ? "" : ", ") + forecast::environment_slug(environment) + " (" + hash + ")";
   }
   if (!found)
-    throw InputError("environment " + quote(wanted) + " is not in " + db_path + " (known: " + (known.empty() ? "none" : known) +
-                     ")");
+    throw InputError("environment " + quote(wanted) + " is not in " + db_path +
+                     " (known: " + (known.empty() ? "none" : known) + ")");
 }
 
 // Groups the ok runs by (environment, network, configuration) into table.samples.
@@ -171,8 +176,8 @@ void group_runs(store::Store& store, const TableOptions& options, TableSources& 
 
 // What the simulator says for a sample's configuration (0 where it does not model it), so that
 // evaluate can set it beside the measurement and the learned memory predictor.
-double simulated_peak(const records::NetworkRecord& network, const Sample& sample, const records::EnvironmentRecord& environment,
-                      const TableOptions& options) {
+double simulated_peak(const records::NetworkRecord& network, const Sample& sample,
+                      const records::EnvironmentRecord& environment, const TableOptions& options) {
   memory::MemoryConfig memory_config;
   memory_config.optimizer = sample.config.optimizer;
   memory_config.precision = sample.config.precision;
@@ -180,8 +185,8 @@ double simulated_peak(const records::NetworkRecord& network, const Sample& sampl
   memory_config.threads = sample.config.threads;
   // The simulator follows the measuring environment's ISA (or TableOptions::isa), never the
   // features of featurize_as: it models the runs as they were measured.
-  memory_config.isa =
-      features::effective_isa(options.isa != hardware::CpuIsa::Unknown ? options.isa : forecast::hardware_of(environment).isa);
+  memory_config.isa = features::effective_isa(
+      options.isa != hardware::CpuIsa::Unknown ? options.isa : forecast::hardware_of(environment).isa);
   try {
     return static_cast<double>(
         memory::simulate_memory(network_graph(network, sample.config, sample.config.batch), memory_config).peak_bytes);
@@ -204,7 +209,8 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
   for (size_t sample_index = 0; sample_index < table.samples.size(); ++sample_index) {
     Sample& sample = table.samples[sample_index];
     const records::NetworkRecord& network = sources.networks.at(sample.network_hash);
-    std::string key = sample.network_hash + "|" + sample.config.input_text() + "|" + std::to_string(sample.config.seq_len);
+    std::string key =
+        sample.network_hash + "|" + sample.config.input_text() + "|" + std::to_string(sample.config.seq_len);
     auto cached = graph_cache.find(key);
     if (cached == graph_cache.end() && graph_errors.count(key) == 0) {
       try {
@@ -230,7 +236,8 @@ std::vector<std::vector<double>> featurize_samples(const TableOptions& options, 
     features::HardwareFeatures hardware =
         forecast::hardware_of(featurized_as != options.featurize_as.end() ? featurized_as->second : environment);
     if (options.isa != hardware::CpuIsa::Unknown) hardware.isa = options.isa;
-    rows.push_back(features::featurize(table.graphs[static_cast<size_t>(cached->second)], training_config_of(sample.config), hardware));
+    rows.push_back(features::featurize(table.graphs[static_cast<size_t>(cached->second)],
+                                       training_config_of(sample.config), hardware));
     sample.graph = cached->second;
     table.hardware.push_back(hardware);
     if (options.simulate_memory && !sample.peak_bytes.empty())
@@ -252,14 +259,15 @@ void match_layer_runs(const TableSources& sources, const std::vector<size_t>& ke
     LayerRun layer_run;
     layer_run.sample = kept_index[sample_index];
     const Sample& sample = table.samples[layer_run.sample];
-    if (forecast::match_layer_timings(table.layer_sites[static_cast<size_t>(sample.layer_sites)], sources.layer_times.at(run_id),
-                            layer_run.ms))
+    if (forecast::match_layer_timings(table.layer_sites[static_cast<size_t>(sample.layer_sites)],
+                                      sources.layer_times.at(run_id), layer_run.ms))
       table.layer_runs.push_back(std::move(layer_run));
     else
       ++unmatched;
   }
   if (unmatched > 0)
-    table.notes.push_back(std::to_string(unmatched) + " runs' layer timings skipped: they do not match the graph's nodes");
+    table.notes.push_back(std::to_string(unmatched) +
+                          " runs' layer timings skipped: they do not match the graph's nodes");
 }
 
 }  // namespace
@@ -285,10 +293,12 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   match_layer_runs(sources, kept_index, table);
   for (const auto& [cause, count] : sources.skipped_by_cause) {
     if (cause.rfind("status ", 0) == 0 || cause.rfind("no ", 0) == 0) table.runs_skipped += count;
-    table.notes.push_back(std::to_string(count) + (cause.rfind("network", 0) == 0 ? " configurations skipped: " : " runs skipped: ") + cause);
+    table.notes.push_back(std::to_string(count) +
+                          (cause.rfind("network", 0) == 0 ? " configurations skipped: " : " runs skipped: ") + cause);
   }
   if (sources.holdout_left_out > 0)
-    table.notes.push_back(std::to_string(sources.holdout_left_out) + " runs of the holdout plan left out (never trained on; " +
+    table.notes.push_back(std::to_string(sources.holdout_left_out) +
+                          " runs of the holdout plan left out (never trained on; " +
                           "`dnncast evaluate --predictor SET --db` scores them)");
   if (table.samples.empty() && options.holdout == HoldoutRuns::Only)
     throw InputError("dataset " + db_path + " has no successful run of the holdout plan (data/plans/holdout.json)");
@@ -298,7 +308,8 @@ TrainingTable load_training_table(const std::string& db_path, const TableOptions
   size_t columns = features::feature_count();
   table.x.resize(static_cast<int64_t>(rows.size()), static_cast<int64_t>(columns));
   for (size_t row = 0; row < rows.size(); ++row)
-    for (size_t col = 0; col < columns; ++col) table.x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
+    for (size_t col = 0; col < columns; ++col)
+      table.x(static_cast<int64_t>(row), static_cast<int64_t>(col)) = rows[row][col];
   return table;
 }
 
@@ -321,14 +332,16 @@ std::vector<forecast::LayerExample> layer_examples(const TrainingTable& table, c
 }
 
 forecast::LayerModel train_layer_model(const TrainingTable& table, const std::vector<records::LayerBenchRecord>& bench,
-                             const std::string& target, std::ostream* log) {
+                                       const std::string& target, std::ostream* log) {
   std::vector<forecast::LayerExample> examples = layer_examples(table);
   const size_t from_runs = examples.size();
   std::vector<features::LayerSites> bench_sites;  // the examples point into it until the fit
-  for (forecast::LayerExample& example : forecast::bench_examples(bench, target, bench_sites)) examples.push_back(std::move(example));
+  for (forecast::LayerExample& example : forecast::bench_examples(bench, target, bench_sites))
+    examples.push_back(std::move(example));
   if (examples.empty())
-    throw InputError("no layer timings to fit a layer-wise model on: the dataset has no per-layer runs and no "
-                     "single-layer benchmarks were given (dnncast bench-layers)");
+    throw InputError(
+        "no layer timings to fit a layer-wise model on: the dataset has no per-layer runs and no "
+        "single-layer benchmarks were given (dnncast bench-layers)");
   forecast::LayerModel model = forecast::LayerModel::fit(examples);
   if (log)
     *log << "layer-wise model fitted on " << from_runs << " per-layer runs and " << examples.size() - from_runs

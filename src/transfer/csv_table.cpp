@@ -42,7 +42,8 @@ bool parse_number(const std::string& text, double& value) {
 
 }  // namespace
 
-OptionTable read_csv_table(const std::string& path, const std::vector<std::string>& options, const std::string& metric) {
+OptionTable read_csv_table(const std::string& path, const std::vector<std::string>& options,
+                           const std::string& metric) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot open CSV file " + quote(path));
   if (options.empty()) throw InputError("no option columns given for " + quote(path));

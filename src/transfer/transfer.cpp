@@ -1,5 +1,4 @@
 // Transfer strategies, stepwise regression and the evaluation loop (transfer.h).
-#include "core/stats.h"
 #include "transfer/transfer.h"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "learn/metrics.h"
 
 namespace dnncast::transfer {
@@ -72,7 +72,7 @@ StepwiseResult stepwise_terms(const Matrix& x, const Vector& y, const StepwiseOp
 
   const double total = (y.array() - y.mean()).square().sum();
   if (!(total > 0)) return result;  // constant target: nothing is influential
-  std::vector<int> chosen;  // indices into candidates
+  std::vector<int> chosen;          // indices into candidates
   std::vector<double> gains;
   auto columns_of = [&](const std::vector<int>& picks) {
     std::vector<Vector> columns;
@@ -159,12 +159,14 @@ std::vector<int64_t> covering_sample(const Matrix& x, const std::vector<int>& co
     if (static_cast<int>(distinct.size()) <= max_levels) {
       edges = distinct;
     } else {
-      for (int bin = 1; bin <= max_levels; ++bin) edges.push_back(quantile(values, static_cast<double>(bin) / max_levels));
+      for (int bin = 1; bin <= max_levels; ++bin)
+        edges.push_back(quantile(values, static_cast<double>(bin) / max_levels));
     }
     std::vector<int> level(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row) {
       auto found = std::lower_bound(edges.begin(), edges.end(), x(row, col));
-      level[static_cast<size_t>(row)] = static_cast<int>(std::min<int64_t>(found - edges.begin(), static_cast<int64_t>(edges.size()) - 1));
+      level[static_cast<size_t>(row)] =
+          static_cast<int>(std::min<int64_t>(found - edges.begin(), static_cast<int64_t>(edges.size()) - 1));
     }
     levels.push_back(level);
     counts.emplace_back(edges.size(), 0.0);
@@ -177,7 +179,8 @@ std::vector<int64_t> covering_sample(const Matrix& x, const std::vector<int>& co
     for (int64_t row = 0; row < rows; ++row) {
       if (taken[static_cast<size_t>(row)]) continue;
       double score = 0;
-      for (size_t c = 0; c < levels.size(); ++c) score += counts[c][static_cast<size_t>(levels[c][static_cast<size_t>(row)])];
+      for (size_t c = 0; c < levels.size(); ++c)
+        score += counts[c][static_cast<size_t>(levels[c][static_cast<size_t>(row)])];
       if (score < best - 1e-12) {
         best = score;
         ties.clear();
@@ -187,7 +190,8 @@ std::vector<int64_t> covering_sample(const Matrix& x, const std::vector<int>& co
     int64_t pick = ties[static_cast<size_t>(rng.below(ties.size()))];
     picked.push_back(pick);
     taken[static_cast<size_t>(pick)] = 1;
-    for (size_t c = 0; c < levels.size(); ++c) counts[c][static_cast<size_t>(levels[c][static_cast<size_t>(pick)])] += 1;
+    for (size_t c = 0; c < levels.size(); ++c)
+      counts[c][static_cast<size_t>(levels[c][static_cast<size_t>(pick)])] += 1;
   }
   return picked;
 }
@@ -220,8 +224,8 @@ Matrix guided_design(const GuidedShift& shift, const Matrix& x, const Vector& so
 void GuidedShift::fit(const Matrix& x, const Vector& source_forecast, const Vector& y, double ridge) {
   DNNCAST_ASSERT(x.rows() == y.size() && source_forecast.size() == y.size());
   if (y.size() < 2) throw InputError("guided sampling needs at least 2 target samples");
-  terms_used = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(source_fit.terms.size()),
-                                                  std::max<int64_t>(0, (y.size() - 3) / 5)));
+  terms_used = static_cast<int>(
+      std::min<int64_t>(static_cast<int64_t>(source_fit.terms.size()), std::max<int64_t>(0, (y.size() - 3) / 5)));
   Matrix design = guided_design(*this, x, source_forecast, terms_used);
   Vector log_y = y.array().log().matrix();
   if (y.size() < 5) {
@@ -294,8 +298,8 @@ ShiftChoice choose_shift(const StepwiseResult& source_fit, const Matrix& x, cons
       std::vector<int64_t> rest;
       for (int64_t k = 0; k < n; ++k)
         if (k != left) rest.push_back(k);
-      ShiftChoice one = fit_shift(name, source_fit, learn::select_rows(x, rest), learn::select_rows(source_forecast, rest),
-                                  learn::select_rows(y, rest));
+      ShiftChoice one = fit_shift(name, source_fit, learn::select_rows(x, rest),
+                                  learn::select_rows(source_forecast, rest), learn::select_rows(y, rest));
       Vector predicted = one.predict(x.row(left), source_forecast.segment(left, 1));
       sum += std::abs(std::log(std::max(predicted(0), 1e-300) / y(left)));
     }
@@ -338,18 +342,21 @@ int64_t budget_rows(double budget, int64_t rows) {
   if (budget < 1) {
     count = static_cast<int64_t>(std::ceil(budget * static_cast<double>(rows) - 1e-9));
   } else {
-    if (budget != std::floor(budget)) throw InputError("budget above 1 must be a whole row count, got " + std::to_string(budget));
+    if (budget != std::floor(budget))
+      throw InputError("budget above 1 must be a whole row count, got " + std::to_string(budget));
     count = static_cast<int64_t>(budget);
   }
-  if (count < 2) throw InputError("budget gives " + std::to_string(count) + " target row(s) of " + std::to_string(rows) + "; at least 2 are needed");
+  if (count < 2)
+    throw InputError("budget gives " + std::to_string(count) + " target row(s) of " + std::to_string(rows) +
+                     "; at least 2 are needed");
   if (count > rows - 1)
-    throw InputError("budget gives " + std::to_string(count) + " target rows but the target has " + std::to_string(rows) +
-                     "; at least one row must be left to evaluate on");
+    throw InputError("budget gives " + std::to_string(count) + " target rows but the target has " +
+                     std::to_string(rows) + "; at least one row must be left to evaluate on");
   return count;
 }
 
 nlohmann::json Cell::to_json() const {
-  return {{"strategy", strategy}, {"learner", learner}, {"samples", samples}, {"evaluated", evaluated},
+  return {{"strategy", strategy}, {"learner", learner},   {"samples", samples},        {"evaluated", evaluated},
           {"draws", draws},       {"mape_pct", mape_pct}, {"mape_sd_pct", mape_sd_pct}};
 }
 
@@ -357,8 +364,9 @@ nlohmann::json ExperimentResult::to_json() const {
   nlohmann::json terms = nlohmann::json::array();
   for (size_t k = 0; k < source_terms.size(); ++k)
     terms.push_back({{"term", source_terms[k].name(options)}, {"gain", source_gains[k]}});
-  nlohmann::json out{{"source", source},           {"target", target},           {"options", options},
-                     {"source_rows", source_rows}, {"target_rows", target_rows}, {"budget_rows", budget_rows},
+  nlohmann::json out{{"source", source},           {"target", target},
+                     {"options", options},         {"source_rows", source_rows},
+                     {"target_rows", target_rows}, {"budget_rows", budget_rows},
                      {"gs_terms", terms},          {"cells", nlohmann::json::array()}};
   for (const Cell& cell : cells) out["cells"].push_back(cell.to_json());
   return out;
@@ -403,9 +411,12 @@ Vector guided_predict(const GuidedShift& guided, const std::string& learner, con
 
 }  // namespace
 
-ExperimentResult run_experiment(const OptionTable& source, const OptionTable& target, const ExperimentOptions& options) {
+ExperimentResult run_experiment(const OptionTable& source, const OptionTable& target,
+                                const ExperimentOptions& options) {
   if (source.options != target.options) throw InputError("source and target must have the same option columns");
-  if (source.rows() < 3) throw InputError("source " + quote(source.name) + " has " + std::to_string(source.rows()) + " rows; at least 3 are needed");
+  if (source.rows() < 3)
+    throw InputError("source " + quote(source.name) + " has " + std::to_string(source.rows()) +
+                     " rows; at least 3 are needed");
   if (options.draws < 1) throw InputError("draws must be at least 1");
   if (options.folds < 2) throw InputError("folds must be at least 2");
   for (const std::string& strategy : options.strategies)
@@ -501,15 +512,18 @@ ExperimentResult run_experiment(const OptionTable& source, const OptionTable& ta
         // The shift alone, or the shift with the learner on its log residuals: whichever predicts the
         // held-out rows of a k-fold split of the target sample better (the sample only, never the rest).
         std::vector<double> cv_error(2, 0.0);
-        auto folds = learn::kfold_indices(static_cast<int64_t>(guided_rows.size()), 5, options.seed + static_cast<uint64_t>(draw));
+        auto folds = learn::kfold_indices(static_cast<int64_t>(guided_rows.size()), 5,
+                                          options.seed + static_cast<uint64_t>(draw));
         for (const auto& test : folds) {
           std::vector<int64_t> fit_rows, test_rows;
-          for (int64_t k : learn::complement(static_cast<int64_t>(guided_rows.size()), test)) fit_rows.push_back(guided_rows[static_cast<size_t>(k)]);
+          for (int64_t k : learn::complement(static_cast<int64_t>(guided_rows.size()), test))
+            fit_rows.push_back(guided_rows[static_cast<size_t>(k)]);
           for (int64_t k : test) test_rows.push_back(guided_rows[static_cast<size_t>(k)]);
           if (fit_rows.size() < 3) continue;
           for (int residual = 0; residual < 2; ++residual) {
             Vector predicted = guided_predict(guided, learner, target, forecast, nmls_x, fit_rows, residual == 1);
-            cv_error[static_cast<size_t>(residual)] += mape_pct(predicted, target.y, test_rows) * static_cast<double>(test_rows.size());
+            cv_error[static_cast<size_t>(residual)] +=
+                mape_pct(predicted, target.y, test_rows) * static_cast<double>(test_rows.size());
           }
         }
         bool residual = cv_error[1] < cv_error[0];

@@ -16,10 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "learn/learner.h"
 
@@ -38,8 +37,7 @@ struct OptionTable {
 // columns and metric column. Throws InputError naming the file and what is wrong: missing file,
 // unknown column (listing the known ones), a non-numeric option value, a metric that is not a
 // positive number, no rows.
-OptionTable read_csv_table(const std::string& path, const std::vector<std::string>& options,
-                           const std::string& metric);
+OptionTable read_csv_table(const std::string& path, const std::vector<std::string>& options, const std::string& metric);
 
 // ---- stepwise regression over options and pairwise interactions ----
 
@@ -50,16 +48,16 @@ struct Term {
 };
 
 struct StepwiseOptions {
-  double min_gain = 0.01;   // forward: add a term while it removes >= this share of the total sum of squares
+  double min_gain = 0.01;  // forward: add a term while it removes >= this share of the total sum of squares
   int max_terms = 10;
   bool interactions = true;
 };
 
 struct StepwiseResult {
-  std::vector<Term> terms;       // in the order forward selection added them (strongest first)
-  std::vector<double> gains;     // share of the total sum of squares each term removed when added
-  double r2 = 0;                 // of the final model
-  learn::Vector low, high;       // option ranges used to scale options to [0, 1]
+  std::vector<Term> terms;    // in the order forward selection added them (strongest first)
+  std::vector<double> gains;  // share of the total sum of squares each term removed when added
+  double r2 = 0;              // of the final model
+  learn::Vector low, high;    // option ranges used to scale options to [0, 1]
 };
 
 // Forward selection (greatest decrease of the residual sum of squares, stop below min_gain) with a
@@ -90,8 +88,8 @@ struct ExperimentOptions {
   double budget = 0.0244;  // target rows to measure: a fraction in (0, 1), or a count >= 1
   std::vector<std::string> strategies{"dm", "lms", "nmls", "gs", "random", "scratch_all"};
   std::vector<std::string> learners{"rt", "nn", "xgb"};  // aliases or learner registry names
-  int draws = 20;        // random target samples per strategy (dm and scratch_all do not depend on them)
-  int folds = 10;        // scratch_all cross-validation
+  int draws = 20;  // random target samples per strategy (dm and scratch_all do not depend on them)
+  int folds = 10;  // scratch_all cross-validation
   uint64_t seed = 1;
   StepwiseOptions stepwise;
 };
@@ -108,8 +106,8 @@ struct Cell {
   int64_t samples = 0;            // target rows used for fitting (all rows for scratch_all)
   int64_t evaluated = 0;          // target rows the error is taken on, per draw
   int draws = 0;
-  double mape_pct = 0;            // mean over draws
-  double mape_sd_pct = 0;         // standard deviation over draws
+  double mape_pct = 0;     // mean over draws
+  double mape_sd_pct = 0;  // standard deviation over draws
   nlohmann::json to_json() const;
 };
 
@@ -117,9 +115,9 @@ struct ExperimentResult {
   std::string source, target;
   std::vector<std::string> options;
   int64_t source_rows = 0, target_rows = 0, budget_rows = 0;
-  std::vector<Term> source_terms;    // GS's influential terms on the source
+  std::vector<Term> source_terms;  // GS's influential terms on the source
   std::vector<double> source_gains;
-  std::vector<Cell> cells;           // strategy-major, learners in the given order
+  std::vector<Cell> cells;  // strategy-major, learners in the given order
   nlohmann::json to_json() const;
 };
 
@@ -154,13 +152,14 @@ struct GuidedShift {
 // log ratio of forecast to measurement, x 100 (the maps are fitted in log space; MAPE would let a
 // few over-forecasts decide) -- and keeps the least fitted
 // one whose score is within `margin` of the best (best x (1 + margin) + 0.5 percentage points): a
-// fitted map must earn its parameters on the sample by more than its noise, else the simpler stays. A handful of measurements cannot support a slope: lms and
-// gs are only candidates from 5 samples on, ratio from 2.
+// fitted map must earn its parameters on the sample by more than its noise, else the simpler stays. A handful of
+// measurements cannot support a slope: lms and gs are only candidates from 5 samples on, ratio from 2.
 struct ShiftChoice {
   std::string chosen = "source";
-  std::vector<std::pair<std::string, double>> loo_log_error_pct;  // candidate -> leave-one-out mean |log(forecast / measured)| x 100
-  double log_intercept = 0, log_slope = 1;                    // ratio and lms
-  GuidedShift guided;                                         // gs
+  std::vector<std::pair<std::string, double>>
+      loo_log_error_pct;                    // candidate -> leave-one-out mean |log(forecast / measured)| x 100
+  double log_intercept = 0, log_slope = 1;  // ratio and lms
+  GuidedShift guided;                       // gs
   learn::Vector predict(const learn::Matrix& x, const learn::Vector& source_forecast) const;
 };
 // One map fitted on all of (x, s, y). Throws InputError for an unknown name.

@@ -2,7 +2,6 @@
 // one line on stderr and exit code 2, whatever the command, never a crash, a hang, a stack trace, a
 // second line, output on stdout, or a changed input file.
 #include <gtest/gtest.h>
-
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -75,7 +74,8 @@ class BadInput : public ::testing::Test {
     ASSERT_TRUE(scratch_.ok());
     const std::string& dir = scratch_.path();
     // A dataset whose one network has a graph_json that is not JSON (a damaged file).
-    Result imported = cli_test::run("dataset", {"import", "--csv", kHere + "/one_run.csv", "--db", dir + "/bad_graph.db"}, dir);
+    Result imported =
+        cli_test::run("dataset", {"import", "--csv", kHere + "/one_run.csv", "--db", dir + "/bad_graph.db"}, dir);
     ASSERT_EQ(imported.exit_code, 0) << imported.err;
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((dir + "/bad_graph.db").c_str(), &db), SQLITE_OK);
@@ -116,13 +116,15 @@ TEST_F(BadInput, EveryReproducerIsOneLineAndExitCode2) {
     ASSERT_FALSE(result.err.empty());
     EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;  // exactly one line
     EXPECT_NE(result.err.find("dnncast " + item.command + ": error: "), std::string::npos) << result.err;
-    EXPECT_NE(result.err.find(item.expected), std::string::npos) << "wanted: " << item.expected << "\ngot: " << result.err;
+    EXPECT_NE(result.err.find(item.expected), std::string::npos)
+        << "wanted: " << item.expected << "\ngot: " << result.err;
     EXPECT_EQ(result.err.find("Stack trace"), std::string::npos) << result.err;
     EXPECT_EQ(result.err.find("[bt]"), std::string::npos) << result.err;
   }
   EXPECT_EQ(snapshot(kHere), fixtures) << "a command changed a fixture";
   EXPECT_EQ(cli_test::read_text(dir + "/bad_graph.db"), bad_graph_db) << "a command changed the damaged dataset";
-  EXPECT_FALSE(fs::exists(dir + "/merged.db") && cli_test::read_text(dir + "/merged.db").find("{not json") != std::string::npos)
+  EXPECT_FALSE(fs::exists(dir + "/merged.db") &&
+               cli_test::read_text(dir + "/merged.db").find("{not json") != std::string::npos)
       << "merge copied the damaged graph";
 }
 

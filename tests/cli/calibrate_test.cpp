@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <tuple>
-#include <nlohmann/json.hpp>
 
 #include "cli_run.h"
 
@@ -31,9 +31,10 @@ TEST(CalibrateModel, TimesTheModelHereAndPredictForecastsWhatItMeasured) {
   cli_test::ScratchDir dir("calibrate_model_test");
   ASSERT_TRUE(dir.ok());
   const std::string out = dir.path() + "/host";
-  cli_test::Result run = cli_test::run(
-      "calibrate", {"squeezenet1_1", "--batch", "2", "--input", "3x32x32", "--minutes", "0.5", "--out", out, "--cpus", "0", "--json"},
-      dir.path());
+  cli_test::Result run = cli_test::run("calibrate",
+                                       {"squeezenet1_1", "--batch", "2", "--input", "3x32x32", "--minutes", "0.5",
+                                        "--out", out, "--cpus", "0", "--json"},
+                                       dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   json report = json::parse(run.out);
   EXPECT_LE(report["wall_s"].get<double>(), 0.5 * 60 + 20) << "the budget, and one slice of layers past it at most";
@@ -53,8 +54,8 @@ TEST(CalibrateModel, TimesTheModelHereAndPredictForecastsWhatItMeasured) {
   EXPECT_EQ(document["host_match"]["match"], "exact");
   EXPECT_EQ(document["calibration"], out);
   // Another batch of the same model: carried by the layers' scale and the same shift, not the measurement.
-  forecast = cli_test::run("predict", {"squeezenet1_1", "--batch", "4", "--input", "3x32x32", "--predictor", out, "--json"},
-                           dir.path());
+  forecast = cli_test::run(
+      "predict", {"squeezenet1_1", "--batch", "4", "--input", "3x32x32", "--predictor", out, "--json"}, dir.path());
   ASSERT_EQ(forecast.exit_code, 0) << forecast.err;
   EXPECT_GT(json::parse(forecast.out)["time_ms"].get<double>(), measured);
 #endif
@@ -72,9 +73,14 @@ TEST(Calibrate, ProfilesOnlyTheBudgetAndWritesABundlePredictLoads) {
     "models": ["squeezenet1_1", "shufflenet_v2_x0_5", {"synthetic": [0, 3]}],
     "inputs": [32], "batches": [1, 2, 4], "optimizers": ["sgd"], "threads": [1], "sampling": "grid"})";
   const std::string predictor = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu";
-  const std::vector<std::string> args{"--predictor", predictor, "--plan", plan, "--budget", "5", "--holdout", "2",
-                                      "--db", dir.path() + "/calib.db", "--out", dir.path() + "/adapted",
-                                      "--cpus", "0", "--json"};
+  const std::vector<std::string> args{"--predictor", predictor,
+                                      "--plan",      plan,
+                                      "--budget",    "5",
+                                      "--holdout",   "2",
+                                      "--db",        dir.path() + "/calib.db",
+                                      "--out",       dir.path() + "/adapted",
+                                      "--cpus",      "0",
+                                      "--json"};
   cli_test::Result first = cli_test::run("calibrate", args, dir.path());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   json report = json::parse(first.out);
@@ -93,7 +99,8 @@ TEST(Calibrate, ProfilesOnlyTheBudgetAndWritesABundlePredictLoads) {
   }
 
   cli_test::Result forecast = cli_test::run(
-      "predict", {"squeezenet1_1", "--batch", "2", "--input", "3x32x32", "--predictor", dir.path() + "/adapted", "--json"},
+      "predict",
+      {"squeezenet1_1", "--batch", "2", "--input", "3x32x32", "--predictor", dir.path() + "/adapted", "--json"},
       dir.path());
   ASSERT_EQ(forecast.exit_code, 0) << forecast.err;
   json document = json::parse(forecast.out);
@@ -158,11 +165,10 @@ TEST(CalibrateOffline, ScoresTheShippedPredictorOnlyOnConfigurationsNotSampled) 
   cli_test::ScratchDir dir("calibrate_offline_test");
   ASSERT_TRUE(dir.ok());
   const std::string pilot_db = pilot_copy(dir);
-  cli_test::Result result =
-      cli_test::run("calibrate",
-                    {"--predictor", kShippedPredictor, "--from-db", pilot_db, "--budget", "6", "--draws", "4",
-                     "--list-draws", "--json"},
-                    dir.path());
+  cli_test::Result result = cli_test::run("calibrate",
+                                          {"--predictor", kShippedPredictor, "--from-db", pilot_db, "--budget", "6",
+                                           "--draws", "4", "--list-draws", "--json"},
+                                          dir.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const json report = json::parse(result.out);
   const json& configurations = report["configurations"];

@@ -5,8 +5,8 @@
 // changed number.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -17,9 +17,9 @@ namespace {
 const std::string kFixture = std::string(DNNCAST_SOURCE_DIR) + "/tests/cli/forecast_fixture/before.json";
 
 std::string forecast_fixture(const std::string& arguments) {
-  return dnncast::python_test::run_python_command(std::string(DNNCAST_SOURCE_DIR) +
-                                                  "/scripts/forecast-fixture.py --dnncast " DNNCAST_BINARY_DIR
-                                                  "/dnncast " + arguments);
+  return dnncast::python_test::run_python_command(
+      std::string(DNNCAST_SOURCE_DIR) + "/scripts/forecast-fixture.py --dnncast " DNNCAST_BINARY_DIR "/dnncast " +
+      arguments);
 }
 
 TEST(ForecastFixture, PredictAndMemoryPrintWhatTheCodeBeforeTheRedesignPrinted) {

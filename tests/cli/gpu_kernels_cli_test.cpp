@@ -21,7 +21,8 @@ nlohmann::json answer(const std::vector<std::string>& args) {
 }
 
 TEST(GpuKernelsCli, InspectOnAGpuTimesEveryLayerAndTheySumToTheTotals) {
-  const nlohmann::json inspected = answer({"inspect", "gpt2_small", "--batch", "2", "--seq", "128", "--device", "H100"});
+  const nlohmann::json inspected =
+      answer({"inspect", "gpt2_small", "--batch", "2", "--seq", "128", "--device", "H100"});
   ASSERT_TRUE(inspected.is_object());
   EXPECT_EQ(inspected["gpu"], "h100-sxm");
   double forward = 0, backward = 0, attention = 0;
@@ -80,9 +81,8 @@ TEST(GpuKernelsCli, InspectWithCheckpointingCountsTheRecomputedForwardAsPredictD
 
 TEST(GpuKernelsCli, PhasesOrderAsWhatTheyTime) {
   auto time = [](const std::string& phase) {
-    const nlohmann::json forecast =
-        answer({"predict", "gpt2_small", "--batch", "4", "--seq", "256", "--device", "a100-40gb", "--phase", phase,
-                "--optimizer", "adam"});
+    const nlohmann::json forecast = answer({"predict", "gpt2_small", "--batch", "4", "--seq", "256", "--device",
+                                            "a100-40gb", "--phase", phase, "--optimizer", "adam"});
     EXPECT_EQ(forecast["phase"], phase);
     EXPECT_EQ(forecast["time_model"], "per-kernel");
     return forecast["time_ms"].get<double>();
@@ -94,11 +94,13 @@ TEST(GpuKernelsCli, PhasesOrderAsWhatTheyTime) {
 
 TEST(GpuKernelsCli, ABadPhaseIsOneLineAndExit2) {
   cli_test::ScratchDir dir("gpu_kernels_cli");
-  const cli_test::Result bad = cli_test::run("predict", {"resnet18", "--batch", "8", "--device", "t4", "--phase", "backward"}, dir.path());
+  const cli_test::Result bad =
+      cli_test::run("predict", {"resnet18", "--batch", "8", "--device", "t4", "--phase", "backward"}, dir.path());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--phase"), std::string::npos) << bad.err;
   EXPECT_EQ(bad.err.find('\n'), bad.err.size() - 1) << bad.err;
-  const cli_test::Result cpu = cli_test::run("predict", {"resnet18", "--batch", "8", "--phase", "inference"}, dir.path());
+  const cli_test::Result cpu =
+      cli_test::run("predict", {"resnet18", "--batch", "8", "--phase", "inference"}, dir.path());
   EXPECT_EQ(cpu.exit_code, 2);
   EXPECT_NE(cpu.err.find("--phase applies only to a GPU"), std::string::npos) << cpu.err;
   const cli_test::Result unknown = cli_test::run("inspect", {"resnet18", "--device", "h1000"}, dir.path());

@@ -24,7 +24,8 @@ nlohmann::json answer(const std::string& command, const std::vector<std::string>
 }
 
 TEST(HfConfigCli, Gpt2ConfigForecastsWhatTheZoosGpt2Forecasts) {
-  for (const std::vector<std::string>& rest : {std::vector<std::string>{"--device", "t4"}, std::vector<std::string>{}}) {
+  for (const std::vector<std::string>& rest :
+       {std::vector<std::string>{"--device", "t4"}, std::vector<std::string>{}}) {
     std::vector<std::string> config_args = {kGpt2, "--batch", "4", "--seq", "256"};
     std::vector<std::string> zoo_args = {"gpt2_small", "--batch", "4", "--seq", "256"};
     config_args.insert(config_args.end(), rest.begin(), rest.end());
@@ -58,7 +59,8 @@ TEST(HfConfigCli, RotaryDecodersForecastAndCountThePublishedParameters) {
 TEST(HfConfigCli, BadGroupedQueryHeadsAreOneLineNamingTheField) {
   cli_test::ScratchDir dir("hf_config_cli_gqa");
   const std::string path = dir.path() + "/config.json";
-  std::ofstream(path) << R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+  std::ofstream(path)
+      << R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
     "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 6})";
   const cli_test::Result result = cli_test::run("predict", {path, "--batch", "1", "--seq", "16"}, dir.path());
   EXPECT_EQ(result.exit_code, 2);

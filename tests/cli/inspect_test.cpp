@@ -1,14 +1,13 @@
 // `dnncast inspect` run as a user runs it: the built binary, its stdout, stderr and exit code.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_run.h"
 
@@ -96,8 +95,8 @@ TEST_F(Inspect, TableHasLayersAndTotals) {
   Result result = run({"resnet50"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.err, "");
-  for (const char* text : {"layer4.2.conv3", "Conv2d", "1x2048x7x7", "Parameters:", "25,557,032", "MACs", "FLOPs backward:",
-                           "Saved for backward:", "MiB"})
+  for (const char* text : {"layer4.2.conv3", "Conv2d", "1x2048x7x7", "Parameters:", "25,557,032", "MACs",
+                           "FLOPs backward:", "Saved for backward:", "MiB"})
     EXPECT_NE(result.out.find(text), std::string::npos) << text;
 }
 

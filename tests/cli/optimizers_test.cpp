@@ -27,9 +27,9 @@ TEST(Optimizers, EveryCommandsHelpIsTheTables) {
 TEST(Optimizers, EveryOptimizerOfTheTableIsSimulated) {
   cli_test::ScratchDir dir("optimizers_memory");
   for (Optimizer optimizer : all_optimizers()) {
-    const cli_test::Result result =
-        cli_test::run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--optimizer", name(optimizer), "--json"},
-                      dir.path());
+    const cli_test::Result result = cli_test::run(
+        "memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--optimizer", name(optimizer), "--json"},
+        dir.path());
     EXPECT_EQ(result.exit_code, 0) << name(optimizer) << ": " << result.err;
     EXPECT_NE(result.out.find("\"optimizer\": \"" + name(optimizer) + "\""), std::string::npos) << result.out;
   }

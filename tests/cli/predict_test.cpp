@@ -1,16 +1,15 @@
 // `dnncast predict` run as a user runs it, with the predictors shipped in data/predictors: the
 // built binary, its stdout, stderr and exit code.
-#include <algorithm>
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_run.h"
 
@@ -69,7 +68,9 @@ class Predict : public ::testing::Test {
     EXPECT_EQ(result.out, "") << shown;
     std::string last = result.err;
     // Notes about the forecast may come first; the error is the last line.
-    if (last.size() > 1) last = last.substr(last.rfind('\n', last.size() - 2) == std::string::npos ? 0 : last.rfind('\n', last.size() - 2) + 1);
+    if (last.size() > 1)
+      last = last.substr(
+          last.rfind('\n', last.size() - 2) == std::string::npos ? 0 : last.rfind('\n', last.size() - 2) + 1);
     EXPECT_EQ(last.rfind("dnncast predict: error: ", 0), 0u) << result.err;
     return last;
   }
@@ -78,7 +79,8 @@ class Predict : public ::testing::Test {
 };
 
 TEST_F(Predict, JsonHasTheForecastKeysAndAConsistentEpoch) {
-  json forecast = run_json("predict", {"resnet50", "--batch", "32", "--input", "3x224x224", "--epoch-samples", "50000", "--json"});
+  json forecast =
+      run_json("predict", {"resnet50", "--batch", "32", "--input", "3x224x224", "--epoch-samples", "50000", "--json"});
   for (const char* key : {"time_ms", "time_ms_low", "time_ms_high", "epoch_s", "peak_bytes", "predictor", "env"})
     EXPECT_TRUE(forecast.contains(key)) << key << " missing in " << forecast.dump();
   double time_ms = forecast["time_ms"].get<double>();
@@ -102,7 +104,8 @@ TEST_F(Predict, LargestInputsAreTheCorrectedLayerWiseModels) {
   json demo = run_json("predict", {"resnet50", "--batch", "32", "--input", "3x224x224", "--threads", "1", "--json"});
   ASSERT_EQ(demo["time_model"], "corrected layer-wise") << demo.dump();
   bool noted = false;
-  for (const auto& note : demo["notes"]) noted = noted || note.get<std::string>().find("layer-wise sum") != std::string::npos;
+  for (const auto& note : demo["notes"])
+    noted = noted || note.get<std::string>().find("layer-wise sum") != std::string::npos;
   EXPECT_TRUE(noted) << demo.dump();
   double measured = 0;
   std::ifstream records(std::string(DNNCAST_SOURCE_DIR) + "/data/records/epyc-avx512-20261202.jsonl");
@@ -122,12 +125,15 @@ TEST_F(Predict, LargestInputsAreTheCorrectedLayerWiseModels) {
 TEST_F(Predict, PeakMemoryIsTheSimulatorsAndGrowsWithBatch) {
   // predict takes its peak from the allocator-exact simulator (`dnncast memory`, checked against
   // profiled runs in tests/memory), not from a learned guess.
-  json small = run_json("predict", {"mobilenet_v2", "--batch", "4", "--input", "3x96x96", "--optimizer", "adam", "--json"});
-  json simulated = run_json("memory", {"mobilenet_v2", "--batch", "4", "--input", "3x96x96", "--optimizer", "adam", "--json"});
+  json small =
+      run_json("predict", {"mobilenet_v2", "--batch", "4", "--input", "3x96x96", "--optimizer", "adam", "--json"});
+  json simulated =
+      run_json("memory", {"mobilenet_v2", "--batch", "4", "--input", "3x96x96", "--optimizer", "adam", "--json"});
   EXPECT_EQ(small["memory_source"], "simulator");
   EXPECT_EQ(small["peak_bytes"], simulated["peak_bytes"]);
   EXPECT_EQ(small["peak_total_bytes"], simulated["required_bytes"]);
-  json large = run_json("predict", {"mobilenet_v2", "--batch", "16", "--input", "3x96x96", "--optimizer", "adam", "--json"});
+  json large =
+      run_json("predict", {"mobilenet_v2", "--batch", "16", "--input", "3x96x96", "--optimizer", "adam", "--json"});
   EXPECT_GT(large["peak_bytes"].get<int64_t>(), 2 * small["peak_bytes"].get<int64_t>());  // measured: 2.6x
   EXPECT_GT(large["time_ms"].get<double>(), small["time_ms"].get<double>());
 }
@@ -137,13 +143,14 @@ TEST_F(Predict, BadInputsAreOneLineAndExitCode2) {
   // closest GPUs (a catalogued GPU, "a100", is forecast by the GPU time model: tests/gpu/gpu_forecast_test.cpp).
   std::string line = expect_input_error({"resnet50", "--batch", "32", "--device", "a1000"});
   EXPECT_NE(line.find("a1000"), std::string::npos) << line;
-  EXPECT_NE(line.find("known"), std::string::npos) << line;  // lists the predictors it knows
+  EXPECT_NE(line.find("known"), std::string::npos) << line;      // lists the predictors it knows
   EXPECT_NE(line.find("a100-40gb"), std::string::npos) << line;  // and the closest catalogued GPUs
   EXPECT_NE(expect_input_error({"resnet5", "--batch", "32"}).find("resnet5"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "0"}).find("--batch"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--input", "3x0x224"}).find("3x0x224"), std::string::npos);
   // The model options are inspect's, memory's and profile's (cli/model_options.h): the same checks.
-  EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--input", "3x224"}).find("expected CxHxW"), std::string::npos);
+  EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--input", "3x224"}).find("expected CxHxW"),
+            std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--classes", "0"}).find("--classes"), std::string::npos);
   EXPECT_NE(expect_input_error({"gpt2_small", "--batch", "8", "--seq", "-3"}).find("--seq"), std::string::npos);
   EXPECT_NE(expect_input_error({"resnet50", "--batch", "8", "--optimizer", "lion"}).find("lion"), std::string::npos);
@@ -156,16 +163,17 @@ TEST_F(Predict, BadInputsAreOneLineAndExitCode2) {
 namespace dnncast {
 namespace {
 
-using nlohmann::json;
 using cli_test::Result;
 using cli_test::run;
 using cli_test::shell_quoted;
+using nlohmann::json;
 
 // The shipped predictor records no ISA (an AVX-512 level, assumed avx512_core): forecasting as if this host
 // dispatched to AVX2 (what the Zen 3 EPYC these tests were written on does) is not an exact match,
 // whatever the host.
 TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
-  Result result = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--host-isa", "avx2"}, private_tmp());
+  Result result =
+      run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--host-isa", "avx2"}, private_tmp());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json forecast = json::parse(result.out, nullptr, false);
   ASSERT_FALSE(forecast.is_discarded()) << result.out;
@@ -173,20 +181,30 @@ TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
   EXPECT_EQ(match["match"], "nearest") << match.dump();
   EXPECT_EQ(match["environment"], forecast["env_hash"]);
   ASSERT_FALSE(match["differs"].empty());
-  EXPECT_EQ(match["differs"][0], json({{"field", "isa"}, {"host", "avx2"}, {"predictor", "(not recorded; an AVX-512 level, assumed avx512_core)"}}));
+  EXPECT_EQ(match["differs"][0], json({{"field", "isa"},
+                                       {"host", "avx2"},
+                                       {"predictor", "(not recorded; an AVX-512 level, assumed avx512_core)"}}));
   // The remedy times this very request here (issue 36), with its cost.
-  EXPECT_EQ(match["remedy"].get<std::string>().rfind("dnncast calibrate resnet18 --batch 2 --input 3x32x32 --minutes 5 (5 minutes ", 0), 0u)
+  EXPECT_EQ(match["remedy"].get<std::string>().rfind(
+                "dnncast calibrate resnet18 --batch 2 --input 3x32x32 --minutes 5 (5 minutes ", 0),
+            0u)
       << match.dump();
   EXPECT_EQ(forecast["memory_isa"], "avx2");  // the simulator followed the stated ISA
   // One line on stderr with --json (the widening is a note of the JSON).
-  EXPECT_EQ(result.err.rfind("note: no predictor was trained on this host (isa avx2 vs (not recorded; an AVX-512 level, assumed avx512_core)", 0), 0u)
+  EXPECT_EQ(result.err.rfind("note: no predictor was trained on this host (isa avx2 vs (not recorded; an AVX-512 "
+                             "level, assumed avx512_core)",
+                             0),
+            0u)
       << result.err;
   EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
-  EXPECT_NE(result.err.find("using the nearest, environment " + forecast["env_hash"].get<std::string>()), std::string::npos);
-  EXPECT_NE(result.err.find("To adapt it: dnncast calibrate resnet18 --batch 2 --input 3x32x32 --minutes 5 "), std::string::npos)
+  EXPECT_NE(result.err.find("using the nearest, environment " + forecast["env_hash"].get<std::string>()),
+            std::string::npos);
+  EXPECT_NE(result.err.find("To adapt it: dnncast calibrate resnet18 --batch 2 --input 3x32x32 --minutes 5 "),
+            std::string::npos)
       << result.err;
   ASSERT_FALSE(forecast["notes"].empty());
-  EXPECT_EQ(forecast["notes"].back().get<std::string>().rfind("the 90% interval is widened ", 0), 0u) << forecast["notes"];
+  EXPECT_EQ(forecast["notes"].back().get<std::string>().rfind("the 90% interval is widened ", 0), 0u)
+      << forecast["notes"];
   // The interval holds the forecast widened each way (docs/RESULTS.md "Intervals on an unmatched host").
   EXPECT_LT(forecast["time_ms_low"].get<double>() * 2, forecast["time_ms"].get<double>());
   EXPECT_GT(forecast["time_ms_high"].get<double>(), forecast["time_ms"].get<double>() * 2);
@@ -216,11 +234,11 @@ TEST(PredictHostMatch, TheRecordedIsaIsAnExactMatch) {
   ASSERT_NE(mkdtemp(pattern), nullptr);
   std::string dir = pattern;
   std::string copy = dir + "/predictor";
-  ASSERT_EQ(std::system(("cp -r " + shell_quoted(std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu") + " " +
-                         shell_quoted(copy))
+  ASSERT_EQ(std::system(("cp -r " + shell_quoted(std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu") +
+                         " " + shell_quoted(copy))
                             .c_str()),
             0);
-  json environment{{"cpu_model", ""}, {"cores", 0},   {"threads", 1},
+  json environment{{"cpu_model", ""},   {"cores", 0},     {"threads", 1},
                    {"memory_bytes", 0}, {"gpu_name", ""}, {"isa", "avx512_core"}};
   for (const char* target : {"time", "memory"}) {
     std::string path = copy + "/" + target + "/manifest.json";
@@ -228,16 +246,19 @@ TEST(PredictHostMatch, TheRecordedIsaIsAnExactMatch) {
     manifest["environments"] = json::array({environment});
     std::ofstream(path) << manifest.dump(1);
   }
-  Result exact = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--predictor", copy,
-                                 "--host-isa", "avx512_core"}, dir);
+  Result exact = run(
+      "predict",
+      {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--predictor", copy, "--host-isa", "avx512_core"},
+      dir);
   ASSERT_EQ(exact.exit_code, 0) << exact.err;
   json forecast = json::parse(exact.out);
   EXPECT_EQ(forecast["host_match"]["match"], "exact") << forecast["host_match"].dump();
   EXPECT_TRUE(forecast["host_match"]["differs"].empty());
   EXPECT_EQ(exact.err, "");
 
-  Result nearest = run("predict", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--predictor", copy,
-                                   "--host-isa", "avx2"}, dir);
+  Result nearest =
+      run("predict",
+          {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--predictor", copy, "--host-isa", "avx2"}, dir);
   ASSERT_EQ(nearest.exit_code, 0) << nearest.err;
   json other = json::parse(nearest.out);
   EXPECT_EQ(other["host_match"]["match"], "nearest");
@@ -260,7 +281,8 @@ TEST(PredictHostMatch, UnknownIsaIsAnInputError) {
 TEST(MemoryHostMatch, SaysWhichIsaItSimulated) {
   // AVX2 and AVX-512: rules checked on measured runs of that ISA, no note.
   for (const char* isa : {"avx2", "avx512_core", "avx512_core_bf16"}) {
-    Result checked = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", isa}, private_tmp());
+    Result checked =
+        run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", isa}, private_tmp());
     ASSERT_EQ(checked.exit_code, 0) << checked.err;
     json document = json::parse(checked.out);
     EXPECT_EQ(document["isa"]["simulated"], isa);
@@ -269,7 +291,8 @@ TEST(MemoryHostMatch, SaysWhichIsaItSimulated) {
     EXPECT_EQ(checked.err, "") << isa;
   }
   // SSE4.1: the AVX2 table, never checked on a real run: one note with the command that checks it.
-  Result sse = run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "sse41"}, private_tmp());
+  Result sse =
+      run("memory", {"resnet18", "--batch", "2", "--input", "3x32x32", "--json", "--isa", "sse41"}, private_tmp());
   ASSERT_EQ(sse.exit_code, 0) << sse.err;
   json document = json::parse(sse.out);
   EXPECT_EQ(document["host_match"]["match"], "nearest");

@@ -15,9 +15,8 @@ namespace {
 #ifdef DNNCAST_CLI_PROFILES
 TEST(ProfileCli, RunsThroughTheMeasuringProgramAndNamesItsConfiguration) {
   cli_test::ScratchDir dir("profile_cli");
-  const cli_test::Result result =
-      cli_test::run("profile", {"resnet18", "--batch", "2", "--input", "3x32x32", "--optimizer", "adam", "--json"},
-                    dir.path());
+  const cli_test::Result result = cli_test::run(
+      "profile", {"resnet18", "--batch", "2", "--input", "3x32x32", "--optimizer", "adam", "--json"}, dir.path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const nlohmann::json doc = nlohmann::json::parse(result.out, nullptr, false);
   ASSERT_TRUE(doc.is_object()) << result.out;

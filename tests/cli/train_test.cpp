@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_run.h"
 
@@ -69,15 +68,14 @@ TEST(TrainCli, LayerBenchAddsALayerWiseModelThatPredictUsesPastTheTrainedBatches
   EXPECT_NE(missing.err.find("no such file"), std::string::npos) << missing.err;
 
   ASSERT_EQ(cli_test::run("dataset", {"import", "--csv", here + "/one_run.csv", "--db", db}, dir.path()).exit_code, 0);
-  cli_test::Result measured = cli_test::run(
-      "bench-layers",
-      {"--db", bench, "--ops", "conv,bn,act,linear", "--sample", "16", "--batches", "1,2", "--max-gflops", "0.005",
-       "--budget", "0.01"},
-      dir.path());
+  cli_test::Result measured = cli_test::run("bench-layers",
+                                            {"--db", bench, "--ops", "conv,bn,act,linear", "--sample", "16",
+                                             "--batches", "1,2", "--max-gflops", "0.005", "--budget", "0.01"},
+                                            dir.path());
   ASSERT_EQ(measured.exit_code, 0) << measured.err;
   const std::string time_manifest = cli_test::read_text(set + "/time/manifest.json");
-  cli_test::Result trained =
-      cli_test::run("train", {"--db", db, "--out", set, "--layer-bench", bench, "--layers-only", "--quiet"}, dir.path());
+  cli_test::Result trained = cli_test::run(
+      "train", {"--db", db, "--out", set, "--layer-bench", bench, "--layers-only", "--quiet"}, dir.path());
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_NE(trained.out.find("time/layers: layer-wise model"), std::string::npos) << trained.out;
   EXPECT_TRUE(fs::exists(set + "/time/layers/layers.json"));
@@ -101,7 +99,8 @@ TEST(TrainCli, LayerBenchAddsALayerWiseModelThatPredictUsesPastTheTrainedBatches
   EXPECT_TRUE(past_model == "whole, carried past the trained batches by the layer-wise model" || past_model == "whole")
       << past.dump();
   bool noted = false;
-  for (const auto& note : past["notes"]) noted = noted || note.get<std::string>().find("layer-wise model's ratio") != std::string::npos;
+  for (const auto& note : past["notes"])
+    noted = noted || note.get<std::string>().find("layer-wise model's ratio") != std::string::npos;
   EXPECT_TRUE(noted) << past.dump();
   EXPECT_EQ(inside.value("time_model", ""), "whole") << inside.dump();
   EXPECT_EQ(past.value("extrapolated_from_batch", 0), 128);

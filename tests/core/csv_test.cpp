@@ -1,11 +1,12 @@
 // core/csv: the one RFC 4180 reader and writer.
+#include "core/csv.h"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "core/csv.h"
 #include "core/error.h"
 
 namespace dnncast {
@@ -24,9 +25,8 @@ std::vector<Record> read_all(const std::string& text, int64_t* lines = nullptr) 
 }
 
 TEST(Csv, RoundTripsQuotesCommasAndNewlines) {
-  const std::vector<Record> records{{"plain", "with,comma", "say \"hi\"", ""},
-                                    {"two\nlines", "cr\r\nlf", "\"", ",,"},
-                                    {"", "", "", "last"}};
+  const std::vector<Record> records{
+      {"plain", "with,comma", "say \"hi\"", ""}, {"two\nlines", "cr\r\nlf", "\"", ",,"}, {"", "", "", "last"}};
   std::ostringstream out;
   for (const Record& record : records) write_csv_record(out, record);
   int64_t lines = 0;
@@ -45,8 +45,7 @@ TEST(Csv, QuotesOnlyWhatNeedsIt) {
 }
 
 TEST(Csv, ReadsCrlfAndAFinalRecordWithoutNewline) {
-  EXPECT_EQ(read_all("a,b\r\n1,2\r\n3,\"x\r\ny\""),
-            (std::vector<Record>{{"a", "b"}, {"1", "2"}, {"3", "x\r\ny"}}));
+  EXPECT_EQ(read_all("a,b\r\n1,2\r\n3,\"x\r\ny\""), (std::vector<Record>{{"a", "b"}, {"1", "2"}, {"3", "x\r\ny"}}));
   EXPECT_EQ(read_all("a,\"\"\n"), (std::vector<Record>{{"a", ""}}));  // an empty quoted field
   EXPECT_EQ(read_all("\n"), (std::vector<Record>{{""}}));             // a blank line: one empty field
   EXPECT_TRUE(read_all("").empty());

@@ -1,10 +1,10 @@
 // core/rng: the one SplitMix64, its published outputs, and below()'s bounds and uniformity.
+#include "core/rng.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
-
-#include "core/rng.h"
 
 namespace dnncast {
 namespace {
@@ -21,7 +21,8 @@ TEST(SplitMix64, GivesThePublishedOutputs) {
 TEST(SplitMix64, BelowIsTheRawDrawModuloBoundWhenNothingIsRejected) {
   // The seeded streams of plans and learners were drawn as next() % bound: they stay the same.
   SplitMix64 raw(99), drawn(99);
-  for (uint64_t bound : {1ULL, 2ULL, 3ULL, 7ULL, 1000ULL, 123456789ULL}) EXPECT_EQ(drawn.below(bound), raw.next() % bound);
+  for (uint64_t bound : {1ULL, 2ULL, 3ULL, 7ULL, 1000ULL, 123456789ULL})
+    EXPECT_EQ(drawn.below(bound), raw.next() % bound);
 }
 
 TEST(SplitMix64, BelowStaysInBoundsEvenForHugeBounds) {
@@ -50,7 +51,8 @@ double chi_square(SplitMix64& random, uint64_t bound, int buckets, int draws, bo
     ++counts[bucket];
   }
   double expected = static_cast<double>(draws) / buckets, sum = 0;
-  for (int64_t count : counts) sum += (static_cast<double>(count) - expected) * (static_cast<double>(count) - expected) / expected;
+  for (int64_t count : counts)
+    sum += (static_cast<double>(count) - expected) * (static_cast<double>(count) - expected) / expected;
   return sum;
 }
 

@@ -1,4 +1,6 @@
 // core/stats: the one quantile, against hand-computed cases and numpy.quantile.
+#include "core/stats.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "core/stats.h"
 #include "python_run.h"
 
 namespace dnncast {

@@ -61,7 +61,7 @@ TEST(TrainingSetup, AliasesAndAnyCaseAreAccepted) {
   EXPECT_EQ(parse_precision("F32"), Precision::Fp32);
   EXPECT_EQ(parse_precision("BF16"), Precision::Bf16);
   EXPECT_EQ(parse_precision("pure-bf16"), Precision::Bf16Pure);
-  EXPECT_EQ(parse_optimizer("SGD"), Optimizer::Sgd);    // the memory simulator lowered its input
+  EXPECT_EQ(parse_optimizer("SGD"), Optimizer::Sgd);  // the memory simulator lowered its input
   EXPECT_EQ(parse_optimizer("AdamW"), Optimizer::AdamW);
   EXPECT_EQ(parse_device("CUDA"), Device::Cuda);
 }
@@ -113,8 +113,10 @@ TEST(TrainingSetup, OrdersAsTheNamesDo) {
       EXPECT_EQ(a < b, key(a) < key(b));
       EXPECT_EQ(a == b, key(a) == key(b));
     }
-  EXPECT_TRUE(setup(Optimizer::Adam, Precision::Fp32, Device::Cpu) < setup(Optimizer::Sgd, Precision::Fp32, Device::Cpu));
-  EXPECT_TRUE(setup(Optimizer::Sgd, Precision::Bf16, Device::Cpu) < setup(Optimizer::Sgd, Precision::Fp32, Device::Cpu));
+  EXPECT_TRUE(setup(Optimizer::Adam, Precision::Fp32, Device::Cpu) <
+              setup(Optimizer::Sgd, Precision::Fp32, Device::Cpu));
+  EXPECT_TRUE(setup(Optimizer::Sgd, Precision::Bf16, Device::Cpu) <
+              setup(Optimizer::Sgd, Precision::Fp32, Device::Cpu));
 }
 
 }  // namespace

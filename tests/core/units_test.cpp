@@ -1,10 +1,11 @@
 // core/units: the one byte grammar (every size option) and the formatter's styles.
+#include "core/units.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/error.h"
-#include "core/units.h"
 
 namespace dnncast {
 namespace {
@@ -47,7 +48,8 @@ TEST(ParseBytes, RefusesBadTextNamingTheOption) {
     parse_bytes("2X", "--memory-limit");
     FAIL();
   } catch (const InputError& error) {
-    EXPECT_EQ(std::string(error.what()), "--memory-limit '2X': unknown unit 'X' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+    EXPECT_EQ(std::string(error.what()),
+              "--memory-limit '2X': unknown unit 'X' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
   }
 }
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "decide/compare.h"
 #include "forecast/forecast.h"
 #include "forecast/predict.h"
-#include "core/error.h"
 
 namespace dnncast::decide {
 namespace {
@@ -35,8 +35,8 @@ CompareRequest multi_gpu_request(const std::string& model, int64_t batch, int64_
 }
 
 // The same model, batch and sharding through `dnncast memory --device GPU --gpus N --sharding S`'s API.
-forecast::MemoryForecast memory_of(const std::string& model, int64_t batch, int64_t seq, const std::string& gpu, int64_t gpus,
-                         const std::string& sharding) {
+forecast::MemoryForecast memory_of(const std::string& model, int64_t batch, int64_t seq, const std::string& gpu,
+                                   int64_t gpus, const std::string& sharding) {
   models::ModelSpec spec;
   spec.batch = batch;
   spec.seq_len = seq;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "report/html_report.h"
 #include "core/error.h"
+#include "report/html_report.h"
 
 namespace dnncast::decide {
 namespace {

@@ -2,7 +2,6 @@
 // finds no path that is missing from the checkout or the build, and no `dnncast` command or option
 // that the built CLI refuses; and on a stale fixture it finds every problem planted there.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -23,7 +22,8 @@ TEST(Docs, NameOnlyWhatExists) {
   const std::string output = check_docs("");
   EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
   std::smatch counts;
-  ASSERT_TRUE(std::regex_search(output, counts, std::regex(R"((\d+) paths and (\d+) dnncast commands checked, 0 problems)")))
+  ASSERT_TRUE(
+      std::regex_search(output, counts, std::regex(R"((\d+) paths and (\d+) dnncast commands checked, 0 problems)")))
       << output;
   EXPECT_GT(std::stoi(counts[1]), 100) << output;  // README and docs/ name hundreds: the scan did not come up empty
   EXPECT_GT(std::stoi(counts[2]), 50) << output;
@@ -44,8 +44,9 @@ TEST(Docs, CheckerFindsEveryPlantedProblem) {
   // Makefile's build/configure.log pass, in any build folder).
   const bool bench_built = access(DNNCAST_BINARY_DIR "/bench/predict_bench", X_OK) == 0;
   if (bench_built) {
-    EXPECT_NE(output.find("stale.md:3: build/predict_bench: the target predict_bench is built as build/bench/predict_bench"),
-              std::string::npos)
+    EXPECT_NE(
+        output.find("stale.md:3: build/predict_bench: the target predict_bench is built as build/bench/predict_bench"),
+        std::string::npos)
         << output;
   }
   EXPECT_NE(output.find(bench_built ? ", 7 problems" : ", 6 problems"), std::string::npos) << output;
@@ -56,7 +57,8 @@ TEST(Docs, CheckerFindsEveryPlantedProblem) {
 // Every program a script or test calls is installed by scripts/setup.sh or is in a minimal Debian 12 (issue 37:
 // `jq` was not, and `make test` failed on a fresh minimal root); the checker finds a planted one.
 static std::string check_tools(const std::string& arguments) {
-  return dnncast::python_test::run_python_command(std::string(DNNCAST_SOURCE_DIR) + "/scripts/check-tools.py " + arguments);
+  return dnncast::python_test::run_python_command(std::string(DNNCAST_SOURCE_DIR) + "/scripts/check-tools.py " +
+                                                  arguments);
 }
 
 TEST(Setup, InstallsEveryProgramAScriptCalls) {
@@ -75,7 +77,6 @@ TEST(Setup, CheckerNamesAProgramNothingInstalls) {
   EXPECT_NE(output.find(", 1 problems"), std::string::npos) << output;
 }
 
-
 // The shape of src/ (issue 33): scripts/check-source.py finds the layering of src/CMakeLists.txt kept, and on a
 // planted tree it names each kind of problem.
 static std::string check_source(const std::string& arguments) {
@@ -87,7 +88,8 @@ TEST(Source, KeepsTheLayeringOfItsCMakeLists) {
   const std::string output = check_source("");
   EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
   std::smatch counts;
-  ASSERT_TRUE(std::regex_search(output, counts, std::regex(R"((\d+) modules, (\d+) files of src/ checked, 0 problems)")))
+  ASSERT_TRUE(
+      std::regex_search(output, counts, std::regex(R"((\d+) modules, (\d+) files of src/ checked, 0 problems)")))
       << output;
   EXPECT_GE(std::stoi(counts[1]), 18) << output;
   EXPECT_GT(std::stoi(counts[2]), 200) << output;

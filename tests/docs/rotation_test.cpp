@@ -1,13 +1,13 @@
 // tests/rotation.h: the slices of one seed partition the cases (each case in exactly one slice),
 // the same seed picks the same slice, and a few seeds (commits) visit every slice.
+#include "rotation.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
-
-#include "rotation.h"
 
 namespace dnncast::rotation {
 namespace {

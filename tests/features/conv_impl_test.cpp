@@ -144,7 +144,8 @@ TEST(ConvImpl, FeaturesFollowTheBatchThreshold) {
   };
   EXPECT_NEAR(conv_flops(at_sixteen), 2 * conv_flops(at_eight), 1e-6 * conv_flops(at_sixteen));
   // The one-pass path computes the same columns.
-  std::vector<double> one_pass = featurize_graph(models::build_zoo_model("densenet121", {8, {3, 64, 64}, 0, 1000}), eight, cpu);
+  std::vector<double> one_pass =
+      featurize_graph(models::build_zoo_model("densenet121", {8, {3, 64, 64}, 0, 1000}), eight, cpu);
   for (const char* name : {"conv.slow_flops_per_thread", "conv.gemm_flops_per_thread", "conv.jit_flops_per_thread",
                            "conv.slow_calls", "conv.gemm_calls", "conv.jit_calls", "conv.mkldnn_weight_bytes"})
     EXPECT_NEAR(column(one_pass, name), column(at_eight, name), 1e-9 * std::max(1.0, column(at_eight, name))) << name;

@@ -1,14 +1,14 @@
 // Featurizer: hand-counted numbers on a tiny graph and on ResNet-50 (parameters and MACs
 // against torchvision's published figures), and the batch scaling the fast path relies on.
+#include "features/featurizer.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "features/featurizer.h"
-
-#include "graph/op_registry.h"
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
+#include "graph/op_registry.h"
 #include "models/zoo.h"
 
 namespace dnncast::features {
@@ -90,7 +90,7 @@ TEST(Featurizer, TinyGraphByHand) {
   EXPECT_EQ(feature(row, "conn.Add->DepthwiseConv2d"), 1);
   EXPECT_EQ(feature(row, "total.edges"), 6);
   EXPECT_EQ(feature(row, "total.nodes"), 6);
-  EXPECT_EQ(feature(row, "graph.depth"), 6);  // input, conv, bn, relu, add, dw
+  EXPECT_EQ(feature(row, "graph.depth"), 6);       // input, conv, bn, relu, add, dw
   EXPECT_EQ(feature(row, "graph.max_fanout"), 2);  // bn feeds relu and add
   EXPECT_EQ(feature(row, "graph.branch_nodes"), 1);
   EXPECT_EQ(feature(row, "graph.merge_nodes"), 1);

@@ -1,7 +1,7 @@
 // Host detection from /proc text fixtures (GPUs: tests/hardware/catalogue_test.cpp).
-#include <gtest/gtest.h>
-
 #include "hardware/hardware.h"
+
+#include <gtest/gtest.h>
 
 namespace dnncast::hardware {
 namespace {

@@ -1,14 +1,14 @@
 // The ISA dispatch (src/hardware/isa): names, the caps as oneDNN and ATen read them, and the
 // host's detection against two independent readers: the kernel's /proc/cpuinfo flags and oneDNN's
 // own verbose report of the ISA it dispatches to (through Debian's PyTorch).
+#include "hardware/isa.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include "hardware/isa.h"
 
 namespace dnncast::hardware {
 namespace {
@@ -116,7 +116,8 @@ TEST(Isa, OneDnnReportsTheDispatchWeResolve) {
   for (const char* cap : {"", "SSE41", "AVX2", "AVX512_CORE"}) {
     // env(1) sets the cap for the reference alone; DNNL_MAX_CPU_ISA is cleared so that it cannot win.
     const std::string command = std::string("env -u DNNL_MAX_CPU_ISA ONEDNN_MAX_CPU_ISA=") + cap + " " +
-                                DNNCAST_PYTHON " " DNNCAST_SOURCE_DIR "/scripts/conv_impl_reference.py < /dev/null 2>&1";
+                                DNNCAST_PYTHON " " DNNCAST_SOURCE_DIR
+                                               "/scripts/conv_impl_reference.py < /dev/null 2>&1";
     std::string output;
     if (FILE* pipe = popen(command.c_str(), "r")) {
       char buffer[4096];

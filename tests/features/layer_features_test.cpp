@@ -1,13 +1,14 @@
 // Layer rows (features/layer_features.h): one per timed node plus the optimizer; the per-node
 // work adds up to the whole-network features computed by the featurizer's separate pass, scales
 // with the batch, and carries the convolution implementation the featurizer assumes per pass.
+#include "features/layer_features.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "features/featurizer.h"
-#include "features/layer_features.h"
 #include "core/error.h"
+#include "features/featurizer.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
 

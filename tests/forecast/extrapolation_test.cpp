@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "forecast/forecast.h"
-#include "study/holdout.h"
-#include "forecast/layer_model.h"
 #include "features/layer_features.h"
+#include "forecast/forecast.h"
+#include "forecast/layer_model.h"
 #include "models/zoo.h"
+#include "study/holdout.h"
 
 namespace dnncast::forecast {
 namespace {
@@ -54,46 +54,47 @@ TEST(BatchExtrapolation, CarriedByALayerWiseRatioOnlyWhereItIsPlausible) {
 // (the largest trained input) the corrected layer-wise model's, held alike.
 TEST(BatchExtrapolation, ZooForecastsPastTheTrainedBatchesAreMonotone) {
   for (int64_t pixels : {64, 224})
-  for (const char* model : {"resnet18", "mobilenet_v2", "vgg11", "densenet121", "squeezenet1_1"}) {
-    double previous_ms = 0, previous_per_sample = 0;
-    int64_t batch_max = 0;
-    for (int64_t batch = 1; batch <= 256; batch *= 2) {
-      ForecastRequest request;
-      request.model = model;
-      request.spec.batch = batch;
-      request.spec.input = {3, pixels, pixels};
-      request.predictor_dir = kCpuSet;
-      Forecast forecast = forecast::forecast(request);
-      // The corrected layer-wise model at the largest trained input and past the trained batches.
-      const std::string expected_model = pixels == 224 || batch > 128 ? "corrected layer-wise" : "whole";
-      if (batch_max == 0) {
-        PredictorSet set = load_predictor_set(kCpuSet);
-        batch_max = set.time->manifest().training.at("batch_max").get<int64_t>();
-        ASSERT_GE(batch_max, 64);
-        ASSERT_LT(batch_max, 256);  // the sweep reaches past it
+    for (const char* model : {"resnet18", "mobilenet_v2", "vgg11", "densenet121", "squeezenet1_1"}) {
+      double previous_ms = 0, previous_per_sample = 0;
+      int64_t batch_max = 0;
+      for (int64_t batch = 1; batch <= 256; batch *= 2) {
+        ForecastRequest request;
+        request.model = model;
+        request.spec.batch = batch;
+        request.spec.input = {3, pixels, pixels};
+        request.predictor_dir = kCpuSet;
+        Forecast forecast = forecast::forecast(request);
+        // The corrected layer-wise model at the largest trained input and past the trained batches.
+        const std::string expected_model = pixels == 224 || batch > 128 ? "corrected layer-wise" : "whole";
+        if (batch_max == 0) {
+          PredictorSet set = load_predictor_set(kCpuSet);
+          batch_max = set.time->manifest().training.at("batch_max").get<int64_t>();
+          ASSERT_GE(batch_max, 64);
+          ASSERT_LT(batch_max, 256);  // the sweep reaches past it
+        }
+        ASSERT_GT(forecast.time_ms, 0) << model << " " << pixels << " px, batch " << batch;
+        EXPECT_LE(forecast.time_ms_low, forecast.time_ms) << model << " " << pixels << " px, batch " << batch;
+        EXPECT_GE(forecast.time_ms_high, forecast.time_ms) << model << " " << pixels << " px, batch " << batch;
+        const double per_sample = forecast.time_ms / static_cast<double>(batch);
+        if (batch > batch_max) {
+          EXPECT_EQ(forecast.extrapolated_from, batch_max) << model << " " << pixels << " px, batch " << batch;
+          EXPECT_GE(forecast.time_ms, previous_ms) << model << " " << pixels << " px, batch " << batch;
+          EXPECT_LE(per_sample, previous_per_sample * (1 + 1e-12)) << model << " " << pixels << " px, batch " << batch;
+          bool noted = false;
+          for (const std::string& note : forecast.notes)
+            noted = noted || (note.find("past the trained range") != std::string::npos &&
+                              note.find("held between") != std::string::npos);
+          EXPECT_TRUE(noted) << model << " " << pixels << " px, batch " << batch;
+          EXPECT_NE(forecast.time_model.find(expected_model), std::string::npos)
+              << model << " " << pixels << " px, batch " << batch;
+        } else {
+          EXPECT_EQ(forecast.extrapolated_from, 0) << model << " " << pixels << " px, batch " << batch;
+          EXPECT_EQ(forecast.time_model, expected_model) << model << " " << pixels << " px, batch " << batch;
+        }
+        previous_ms = forecast.time_ms;
+        previous_per_sample = per_sample;
       }
-      ASSERT_GT(forecast.time_ms, 0) << model << " " << pixels << " px, batch " << batch;
-      EXPECT_LE(forecast.time_ms_low, forecast.time_ms) << model << " " << pixels << " px, batch " << batch;
-      EXPECT_GE(forecast.time_ms_high, forecast.time_ms) << model << " " << pixels << " px, batch " << batch;
-      const double per_sample = forecast.time_ms / static_cast<double>(batch);
-      if (batch > batch_max) {
-        EXPECT_EQ(forecast.extrapolated_from, batch_max) << model << " " << pixels << " px, batch " << batch;
-        EXPECT_GE(forecast.time_ms, previous_ms) << model << " " << pixels << " px, batch " << batch;
-        EXPECT_LE(per_sample, previous_per_sample * (1 + 1e-12)) << model << " " << pixels << " px, batch " << batch;
-        bool noted = false;
-        for (const std::string& note : forecast.notes)
-          noted = noted || (note.find("past the trained range") != std::string::npos &&
-                            note.find("held between") != std::string::npos);
-        EXPECT_TRUE(noted) << model << " " << pixels << " px, batch " << batch;
-        EXPECT_NE(forecast.time_model.find(expected_model), std::string::npos) << model << " " << pixels << " px, batch " << batch;
-      } else {
-        EXPECT_EQ(forecast.extrapolated_from, 0) << model << " " << pixels << " px, batch " << batch;
-        EXPECT_EQ(forecast.time_model, expected_model) << model << " " << pixels << " px, batch " << batch;
-      }
-      previous_ms = forecast.time_ms;
-      previous_per_sample = per_sample;
     }
-  }
 }
 
 // A layer-wise model that knows a cost law linear in the batch (1 GFLOP/s plus 20 us a node, fitted
@@ -146,7 +147,8 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   config.batch = 64;
   LayerScaling inside{&layers, &resnet18, false};
   const Estimate own_64 = set.time->predict_one(features::featurize(graph_part, config, hardware));
-  EXPECT_DOUBLE_EQ(time_forecast(*set.time, own_64, graph_part, config, hardware, nullptr, &inside).value, own_64.value);
+  EXPECT_DOUBLE_EQ(time_forecast(*set.time, own_64, graph_part, config, hardware, nullptr, &inside).value,
+                   own_64.value);
   EXPECT_EQ(inside.ratio, 0);
 
   // Through the forecast API: a copy of the shipped set with the model in time/layers (and without
@@ -169,7 +171,8 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   EXPECT_EQ(forecast.extrapolated_from, batch_max);
   EXPECT_EQ(forecast.time_model.find("layer-wise") != std::string::npos, scaling.used) << forecast.time_model;
   bool noted = false;
-  for (const std::string& note : forecast.notes) noted = noted || note.find("layer-wise model's ratio") != std::string::npos;
+  for (const std::string& note : forecast.notes)
+    noted = noted || note.find("layer-wise model's ratio") != std::string::npos;
   EXPECT_TRUE(noted);
   request.spec.batch = 64;
   EXPECT_EQ(forecast::forecast(request).time_model, "whole");

@@ -1,23 +1,23 @@
 // The forecast API (forecast/forecast.h) called directly, against an independent path: the built
 // `dnncast` binary's --json output for the same configuration (the CLI must print exactly what the
 // API returns), plus what the structs say on their own and the API's errors.
+#include "forecast/forecast.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "forecast/forecast.h"
+#include "cli_run.h"
+#include "core/error.h"
 #include "forecast/forecast_json.h"
 #include "gpu/gpu_forecast.h"
 #include "import/model_source.h"
-#include "cli_run.h"
-#include "core/error.h"
 
 namespace dnncast::forecast {
 namespace {
@@ -164,7 +164,8 @@ TEST_F(ForecastApi, PredictStructsSayWhereEachNumberCameFrom) {
 TEST_F(ForecastApi, PredictNotesABatchOutsideTheTrainedRange) {
   Forecast result = forecast(request_for("resnet18", 100000));
   bool noted = false;
-  for (const std::string& note : result.notes) noted = noted || note.find("past the trained range") != std::string::npos;
+  for (const std::string& note : result.notes)
+    noted = noted || note.find("past the trained range") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -196,8 +197,8 @@ TEST_F(ForecastApi, MemoryMatchesTheCliJson) {
   request.config.keep_timeline = true;
   request.fits_limit = int64_t{1} << 30;
   request.batch_limit = int64_t{2} << 30;
-  const std::vector<std::string> args{"resnet18", "--batch", "4",       "--optimizer", "adam", "--threads", "2",
-                                      "--timeline", "--fits", "1GiB", "--max-batch", "2GiB"};
+  const std::vector<std::string> args{"resnet18", "--batch",    "4",      "--optimizer", "adam",        "--threads",
+                                      "2",        "--timeline", "--fits", "1GiB",        "--max-batch", "2GiB"};
   request.measure_command = "dnncast memory";
   for (const std::string& arg : args) request.measure_command += " " + arg;
   request.measure_command += " --measure";

@@ -1,19 +1,19 @@
 // Host calibrations (forecast/host_calibration.h): the fits on hand-made measurements with known answers, the file and
 // its errors, finding this host's, and `predict` through one (the CLI against the API with the source set alone).
+#include "forecast/host_calibration.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "forecast/forecast.h"
-#include "forecast/host_calibration.h"
-#include "forecast/host_match.h"
 #include "cli_run.h"
 #include "core/error.h"
+#include "forecast/forecast.h"
+#include "forecast/host_match.h"
 #include "models/layer_cases.h"
 #include "models/zoo.h"
 
@@ -101,7 +101,8 @@ TEST(HostCalibration, TimedLayersReplaceTheirKindsScale) {
   spec.batch = 4;
   const Graph other = models::build_zoo_model("squeezenet1_1", spec);
   const features::LayerSites other_sites = features::layer_sites(other);
-  EXPECT_DOUBLE_EQ(calibration.layer_factor(other, other_sites, std::vector<double>(other_sites.nodes.size() + 1, 1.0)), 0.5);
+  EXPECT_DOUBLE_EQ(calibration.layer_factor(other, other_sites, std::vector<double>(other_sites.nodes.size() + 1, 1.0)),
+                   0.5);
 }
 
 TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
@@ -202,7 +203,8 @@ TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
   // The CLI without flags finds it through DNNCAST_CALIBRATIONS (the tests' own is empty).
   const std::string saved = std::getenv("DNNCAST_CALIBRATIONS") ? std::getenv("DNNCAST_CALIBRATIONS") : "";
   setenv("DNNCAST_CALIBRATIONS", dir.path().c_str(), 1);
-  cli_test::Result result = cli_test::run("predict", {"resnet18", "--batch", "8", "--input", "3x64x64", "--json"}, dir.path());
+  cli_test::Result result =
+      cli_test::run("predict", {"resnet18", "--batch", "8", "--input", "3x64x64", "--json"}, dir.path());
   setenv("DNNCAST_CALIBRATIONS", saved.c_str(), 1);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json printed = json::parse(result.out);

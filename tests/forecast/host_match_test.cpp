@@ -106,16 +106,22 @@ TEST(HostMatch, NoteNamesTheFieldsTheEnvironmentAndTheRemedy) {
   match.remedy = calibrate_remedy("", "resnet50", 32, "3x224x224");
   std::string note = host_match_note(match);
   EXPECT_EQ(note.find('\n'), std::string::npos) << note;
-  EXPECT_EQ(note.rfind("no predictor was trained on this host (isa avx2 vs (not recorded; an AVX-512 level, assumed avx512_core), ", 0), 0u)
+  EXPECT_EQ(
+      note.rfind(
+          "no predictor was trained on this host (isa avx2 vs (not recorded; an AVX-512 level, assumed avx512_core), ",
+          0),
+      0u)
       << note;
   EXPECT_NE(note.find("cpu_family 25, cpu_model_number 1"), std::string::npos) << note;
   EXPECT_NE(note.find("using the nearest, environment " + shipped_environment(1).hash()), std::string::npos) << note;
-  EXPECT_NE(note.find("To adapt it: dnncast calibrate resnet50 --batch 32 --input 3x224x224 --minutes 5 (5 minutes of this "
-                      "host's time"), std::string::npos)
+  EXPECT_NE(
+      note.find("To adapt it: dnncast calibrate resnet50 --batch 32 --input 3x224x224 --minutes 5 (5 minutes of this "
+                "host's time"),
+      std::string::npos)
       << note;
   // A predictor the user named, and a file name the shell must read back as one word.
-  EXPECT_EQ(calibrate_remedy("my sets/x", "m y.onnx", 8, "128").rfind(
-                "dnncast calibrate 'm y.onnx' --batch 8 --seq 128 --predictor 'my sets/x' --minutes 5 (", 0),
+  EXPECT_EQ(calibrate_remedy("my sets/x", "m y.onnx", 8, "128")
+                .rfind("dnncast calibrate 'm y.onnx' --batch 8 --seq 128 --predictor 'my sets/x' --minutes 5 (", 0),
             0u);
 }
 

@@ -178,7 +178,8 @@ TEST(LayerModel, RowsFromTheCacheAreTheWalkedOnesToTheBit) {
   walked.set_row_cache_rows(0);
   small.set_row_cache_rows(40);
   std::vector<features::LayerSites> networks;
-  for (int64_t size : {32, 96, 224}) networks.push_back(features::layer_sites(models::build_zoo_model("resnet50", {1, {3, size, size}, 0, 1000})));
+  for (int64_t size : {32, 96, 224})
+    networks.push_back(features::layer_sites(models::build_zoo_model("resnet50", {1, {3, size, size}, 0, 1000})));
   networks.push_back(features::layer_sites(models::build_zoo_model("mobilenet_v2", {1, {3, 64, 64}, 0, 1000})));
   size_t rows = 0;
   for (int pass = 0; pass < 2; ++pass)

@@ -4,9 +4,9 @@
 // K forward-backward passes and one optimizer step.
 #include <gtest/gtest.h>
 
+#include "gpu/gpu_forecast.h"
 #include "graph/checkpoint.h"
 #include "graph/op_registry.h"
-#include "gpu/gpu_forecast.h"
 #include "hardware/catalogue.h"
 #include "import/model_source.h"
 

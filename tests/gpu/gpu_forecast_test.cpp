@@ -15,11 +15,11 @@
 #include <sstream>
 #include <string>
 
+#include "core/csv.h"
+#include "core/error.h"
 #include "forecast/forecast.h"
 #include "gpu/gpu_calibration.h"
 #include "import/model_source.h"
-#include "core/csv.h"
-#include "core/error.h"
 
 namespace dnncast::gpu {
 namespace {

@@ -26,7 +26,8 @@ const std::vector<GpuMemorySample>& published_samples() {
   static const std::vector<GpuMemorySample> samples = [] {
     const std::string source =
         std::string(DNNCAST_SOURCE_DIR) + "/../shared/data/public/gpu_memory/gpumemnet_mlp_a100_40gb.csv.xz";
-    const std::string csv = (std::filesystem::temp_directory_path() / ("gpumemnet_" + std::to_string(::getpid()) + ".csv")).string();
+    const std::string csv =
+        (std::filesystem::temp_directory_path() / ("gpumemnet_" + std::to_string(::getpid()) + ".csv")).string();
     if (std::system(("xz -dkc '" + source + "' > '" + csv + "'").c_str()) != 0) return std::vector<GpuMemorySample>{};
     std::vector<GpuMemorySample> simulated = simulate_gpumemnet(load_gpumemnet_rows(csv));
     std::filesystem::remove(csv);
@@ -83,7 +84,8 @@ forecast::MemoryForecast memory_on(const std::string& device, const std::string&
   options.cuda_context = context;
   models::ModelSpec spec;
   spec.batch = 16;
-  return forecast::forecast_memory(forecast::make_memory_request("resnet18", spec, options, forecast::OptionStyle::Flag));
+  return forecast::forecast_memory(
+      forecast::make_memory_request("resnet18", spec, options, forecast::OptionStyle::Flag));
 }
 
 TEST(GpuMemory, PartsSumToTheTotalThatMemoryAndPredictShare) {

@@ -112,7 +112,8 @@ TEST(KernelModel, ANodesKernelsCarryItsFlops) {
 TEST(KernelModel, KernelsPredictedTogetherEqualEachAlone) {
   models::ModelSpec spec;
   spec.batch = 24;
-  const GpuWork work = gpu_work(import::load_model("resnet50", spec), GpuPrecision::Fp32, Optimizer::Sgd, GpuPhase::Train);
+  const GpuWork work =
+      gpu_work(import::load_model("resnet50", spec), GpuPrecision::Fp32, Optimizer::Sgd, GpuPhase::Train);
   const GpuKernelModel model = GpuKernelModel::load();
   const KernelDevice device = kernel_device(catalogue().gpu("a100-40gb"));
   std::vector<const KernelShape*> shapes;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "graph/op_registry.h"
 
 namespace dnncast {

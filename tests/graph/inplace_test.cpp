@@ -1,8 +1,9 @@
 // The in-place rule (graph/inplace.h) that the executor follows and the memory simulator replays.
+#include "graph/inplace.h"
+
 #include <gtest/gtest.h>
 
 #include "graph/builder.h"
-#include "graph/inplace.h"
 
 namespace dnncast {
 namespace {
@@ -11,15 +12,15 @@ TEST(InplaceRule, ActivationAfterAFreshSingleUseOutputRunsInPlace) {
   GraphBuilder b("t", "test");
   int x = b.input(TensorShape{2, 3, 8, 8});
   int conv = b.conv("conv", x, 4, 3, 1, 1);
-  int relu = b.act("relu", "ReLU", conv);             // conv's output, used once: in place
-  int gelu = b.act("gelu", "GELU", relu);             // GELU has no in-place variant
-  int silu = b.act("silu", "SiLU", gelu);             // GELU keeps its input: not fresh
+  int relu = b.act("relu", "ReLU", conv);  // conv's output, used once: in place
+  int gelu = b.act("gelu", "GELU", relu);  // GELU has no in-place variant
+  int silu = b.act("silu", "SiLU", gelu);  // GELU keeps its input: not fresh
   int bn = b.batchnorm("bn", silu);
-  int six = b.act("six", "ReLU6", bn);                // BatchNorm2d's output: in place
+  int six = b.act("six", "ReLU6", bn);  // BatchNorm2d's output: in place
   int shared = b.conv("shared", six, 4, 1);
-  int left = b.act("left", "Hardswish", shared);      // `shared` has two consumers
+  int left = b.act("left", "Hardswish", shared);  // `shared` has two consumers
   int sum = b.add("sum", left, shared);
-  int after_add = b.act("after_add", "ReLU", sum);    // Add without broadcast: in place
+  int after_add = b.act("after_add", "ReLU", sum);  // Add without broadcast: in place
   Graph g = b.finish();
   std::vector<bool> safe = inplace_safe_nodes(g);
   ASSERT_EQ(safe.size(), static_cast<size_t>(g.size()));

@@ -13,8 +13,8 @@
 #include <set>
 #include <sstream>
 
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "graph/op_registry.h"
 #include "python_run.h"
 
@@ -762,7 +762,11 @@ const std::vector<ErrorCase>& error_cases() {
        "channels 6 not divisible by groups 4"},
       {"rotary_odd", "RotaryEmbedding", {f32({2, 2, 5, 8})}, {{"rotary_dim", I{3}}}, "rotary_dim 3 must be even"},
       {"rotary_rank", "RotaryEmbedding", {f32({2, 5, 8})}, {}, "rank 4"},
-      {"repeat_zero", "RepeatInterleave", {f32({2, 2, 5, 4})}, {{"axis", I{1}}, {"repeats", I{0}}}, "repeats must be positive"},
+      {"repeat_zero",
+       "RepeatInterleave",
+       {f32({2, 2, 5, 4})},
+       {{"axis", I{1}}, {"repeats", I{0}}},
+       "repeats must be positive"},
       {"layer_scale_axis", "LayerScale", {f32({2, 5, 8})}, {{"axis", I{3}}}, "axis 3 out of range for rank 3"},
       {"matmul_inner", "MatMul", {f32({2, 3}), f32({4, 5})}, {}, "inner dimensions differ: 2x3 @ 4x5"},
       {"matmul_batch", "MatMul", {f32({2, 3, 4}), f32({3, 4, 5})}, {}, "cannot broadcast"},
@@ -823,7 +827,11 @@ const std::vector<ErrorCase>& error_cases() {
        {f32({1, 1, 1 << 20, 1 << 20})},
        {{"kernel", I{1 << 19}}, {"stride", I{1}}},
        "overflows int64"},
-      {"dtype_with_newline", "Input", {}, {{"shape", Ints{2}}, {"dtype", std::string("f32\nx")}}, "unknown dtype 'f32\\nx'"},
+      {"dtype_with_newline",
+       "Input",
+       {},
+       {{"shape", Ints{2}}, {"dtype", std::string("f32\nx")}},
+       "unknown dtype 'f32\\nx'"},
   };
   return cases;
 }

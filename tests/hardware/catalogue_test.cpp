@@ -299,7 +299,8 @@ TEST(Catalogue, UserFileOverridesAndAddsRows) {
   ASSERT_EQ(catalogue.instances().size(), shipped().instances().size() + 1);
   EXPECT_EQ(catalogue.instances().back().gpu, "my-gpu");
   EXPECT_EQ(catalogue.instances().back().gpu_count, 2);
-  EXPECT_EQ(catalogue.files().size(), 6u);  // gpus.csv, the user's GPU file, instances.csv, theirs, instance_gpus.csv, gpu_links.csv
+  EXPECT_EQ(catalogue.files().size(),
+            6u);  // gpus.csv, the user's GPU file, instances.csv, theirs, instance_gpus.csv, gpu_links.csv
 }
 
 }  // namespace

@@ -1,15 +1,15 @@
 // Transformer blocks (the attribute block, GraphBuilder::begin_block) and the checkpointed segments of
 // graph/checkpoint.h: which nodes each block holds, what it reads and hands on, and the refusals.
+#include "graph/checkpoint.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
-#include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "import/graph_json.h"
 #include "models/hf_config.h"
@@ -101,7 +101,8 @@ TEST(Checkpoint, AGraphWithoutBlocksIsRefused) {
     apply_checkpointing(zoo("resnet18"), "--checkpointing");
     FAIL() << "resnet18 was checkpointed";
   } catch (const InputError& error) {
-    EXPECT_NE(std::string(error.what()).find("--checkpointing: 'resnet18' has no transformer blocks"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("--checkpointing: 'resnet18' has no transformer blocks"),
+              std::string::npos)
         << error.what();
   }
 }

@@ -1,8 +1,9 @@
 // Graph JSON: every zoo model round-trips exactly; malformed or inconsistent files are test cases
 // as data (tests/import/fixtures/*.json, expected error text in fixtures/expected_errors.tsv).
-#include <gtest/gtest.h>
+#include "import/graph_json.h"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
@@ -11,7 +12,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "import/graph_json.h"
 #include "models/zoo.h"
 
 namespace dnncast::import {

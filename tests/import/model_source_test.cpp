@@ -1,12 +1,12 @@
 // load_model: zoo names, synthetic:SEED and graph JSON files, with the configuration applied.
-#include <gtest/gtest.h>
+#include "import/model_source.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 
-#include "import/model_source.h"
 #include "core/error.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
@@ -138,7 +138,11 @@ TEST_F(GraphFile, InputTooSmallForTheGraphNamesFileAndNode) {
     {"name": "p", "op": "AvgPool2d", "inputs": ["x"], "attrs": {"kernel": [7, 7], "stride": [1, 1]}}]})");
   EXPECT_EQ(load_model(path, spec_of(0)).node(1).shape, (TensorShape{1, 3, 26, 26}));
   std::string message = error_of(path, spec_of(2, {3, 5, 5}));
-  EXPECT_EQ(message.rfind(path + " at input 2x3x5x5: node 'p' (AvgPool2d): pooling window 7x7 larger than the padded input 5x5", 0), 0u) << message;
+  EXPECT_EQ(
+      message.rfind(
+          path + " at input 2x3x5x5: node 'p' (AvgPool2d): pooling window 7x7 larger than the padded input 5x5", 0),
+      0u)
+      << message;
 }
 
 TEST_F(GraphFile, MissingAndMalformedFiles) {

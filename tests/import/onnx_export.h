@@ -51,14 +51,16 @@ inline std::string export_torchvision(const std::string& model, int size = 224, 
   std::string path = scratch() + "/" + model + ".onnx";
   // As the zoo builds them: auxiliary classifiers off; stochastic depth (no IR op, and torch 1.13 cannot
   // export it in training mode) replaced by the identity it is in eval mode.
-  std::string script = std::string(kExportPrelude) + "name = '" + model + "'\n" +
-                       "kwargs = dict(aux_logits=False, init_weights=False) if name in ('googlenet', 'inception_v3') else {}\n"
-                       "module = getattr(torchvision.models, name)(**kwargs)\n"
-                       "for sub in list(module.modules()):\n"
-                       "    for key, child in list(sub.named_children()):\n"
-                       "        if isinstance(child, torchvision.ops.StochasticDepth): setattr(sub, key, torch.nn.Identity())\n"
-                       "export(module, torch.randn(1, 3, " + std::to_string(size) + ", " + std::to_string(size) + "), '" +
-                       path + "', " + std::to_string(opset) + ")\nprint('ok')\n";
+  std::string script =
+      std::string(kExportPrelude) + "name = '" + model + "'\n" +
+      "kwargs = dict(aux_logits=False, init_weights=False) if name in ('googlenet', 'inception_v3') else {}\n"
+      "module = getattr(torchvision.models, name)(**kwargs)\n"
+      "for sub in list(module.modules()):\n"
+      "    for key, child in list(sub.named_children()):\n"
+      "        if isinstance(child, torchvision.ops.StochasticDepth): setattr(sub, key, torch.nn.Identity())\n"
+      "export(module, torch.randn(1, 3, " +
+      std::to_string(size) + ", " + std::to_string(size) + "), '" + path + "', " + std::to_string(opset) +
+      ")\nprint('ok')\n";
   std::string output = python_test::run_python(script);
   if (output.rfind("FAILED", 0) == 0) {
     ADD_FAILURE() << "export of " << model << " failed:\n" << output;
@@ -94,7 +96,8 @@ inline void expect_matches_zoo(const std::string& model) {
   spec.input = {3, size, size};
   Totals zoo = totals(import::load_model(model, spec));
   EXPECT_EQ(imported.params, zoo.params) << model;
-  EXPECT_NEAR(static_cast<double>(imported.macs), static_cast<double>(zoo.macs), 0.005 * static_cast<double>(zoo.macs)) << model;
+  EXPECT_NEAR(static_cast<double>(imported.macs), static_cast<double>(zoo.macs), 0.005 * static_cast<double>(zoo.macs))
+      << model;
   EXPECT_EQ(imported.peak_bytes, zoo.peak_bytes) << model;
 }
 

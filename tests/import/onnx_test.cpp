@@ -2,19 +2,19 @@
 // exactly, MACs within 0.5%, simulated peak equal); a small transformer written in PyTorch imports
 // with torch's own parameter count and the MACs of its Linear layers and attention; malformed
 // files and unsupported ops are one-line errors naming the file (exit 2 in the CLI).
+#include "import/onnx.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "forecast/forecast.h"
-#include "import/model_source.h"
 #include "cli_run.h"
 #include "core/error.h"
-#include "import/onnx.h"
+#include "forecast/forecast.h"
+#include "import/model_source.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
 #include "onnx_export.h"
@@ -176,22 +176,31 @@ struct BadFile {
 };
 
 const BadFile kBadFiles[] = {
-    {"dangling", "nodes=[h.make_node('Relu',['nowhere'],['y'],name='relu1')]", "node 'relu1' (Relu): input 'nowhere' is produced by no"},
+    {"dangling", "nodes=[h.make_node('Relu',['nowhere'],['y'],name='relu1')]",
+     "node 'relu1' (Relu): input 'nowhere' is produced by no"},
     {"absurd_dims", "nodes=[h.make_node('Conv',['x','w'],['y'],name='conv1')]; inits=[tensor('w',[1<<30,1<<30,3,3])]",
      "initializer 'w': more than"},
     {"big_initializer", "nodes=[h.make_node('Conv',['x','w'],['y'],name='conv1')]; inits=[tensor('w',[4096,4096,3,3])]",
      "initializer 'w': declares 4096x4096x3x3 elements of 4 bytes, more than the file's"},
-    {"wrong_channels", "nodes=[h.make_node('Conv',['x','w'],['y'],name='conv1')]; inits=[h.make_tensor('w',T.FLOAT,[8,5,3,3],[0.0]*360)]",
+    {"wrong_channels",
+     "nodes=[h.make_node('Conv',['x','w'],['y'],name='conv1')]; inits=[h.make_tensor('w',T.FLOAT,[8,5,3,3],[0.0]*360)]",
      "node 'conv1' (Conv): weight 8x5x3x3 with group 1 takes 5 channels, the input has 3"},
-    {"unknown", "nodes=[h.make_node('Relu',['x'],['a'],name='r'),h.make_node('TopK',['a'],['b'],name='top1'),h.make_node('TopK',['b'],['c'],name='top2'),h.make_node('Det',['c'],['y'],name='det1')]",
+    {"unknown",
+     "nodes=[h.make_node('Relu',['x'],['a'],name='r'),h.make_node('TopK',['a'],['b'],name='top1'),h.make_node('TopK',['"
+     "b'],['c'],name='top2'),h.make_node('Det',['c'],['y'],name='det1')]",
      "unsupported ONNX ops: Det x1 (first 'det1'), TopK x2 (first 'top1'); --allow-unknown"},
-    {"nested", "g=h.make_graph([],'leaf',[],[])\nfor i in range(40): g=h.make_graph([h.make_node('If',['x'],['y'],then_branch=g)],'g',[],[])\nnodes=[h.make_node('If',['x'],['y'],name='if1',then_branch=g)]",
+    {"nested",
+     "g=h.make_graph([],'leaf',[],[])\nfor i in range(40): "
+     "g=h.make_graph([h.make_node('If',['x'],['y'],then_branch=g)],'g',[],[])\nnodes=[h.make_node('If',['x'],['y'],"
+     "name='if1',then_branch=g)]",
      "not an ONNX model: the protobuf does not parse (truncated, garbage, or nested deeper than 64)"},
     {"opset", "nodes=[h.make_node('Relu',['x'],['y'],name='r')]; opset=9", "opset 9 is not supported"},
     // Found by fuzz_onnx in CI: an empty Clip bound or Dropout ratio was an internal error (vector::at).
-    {"empty_clip_min", "nodes=[h.make_node('Clip',['x','lo'],['y'],name='clip1')]; inits=[h.make_tensor('lo',T.FLOAT,[0],[])]",
+    {"empty_clip_min",
+     "nodes=[h.make_node('Clip',['x','lo'],['y'],name='clip1')]; inits=[h.make_tensor('lo',T.FLOAT,[0],[])]",
      "node 'clip1' (Clip): input 1 must hold one value, not 0"},
-    {"empty_dropout_ratio", "nodes=[h.make_node('Dropout',['x','p'],['y'],name='drop1')]; inits=[h.make_tensor('p',T.FLOAT,[0],[])]",
+    {"empty_dropout_ratio",
+     "nodes=[h.make_node('Dropout',['x','p'],['y'],name='drop1')]; inits=[h.make_tensor('p',T.FLOAT,[0],[])]",
      "node 'drop1' (Dropout): input 1 must hold one value, not 0"},
 };
 
@@ -276,7 +285,8 @@ TEST(OnnxImport, AllowUnknownTreatsUnsupportedOpsAsElementwiseAndInspectMarksThe
   EXPECT_NE(refused.err.find(path + ": unsupported ONNX ops: Det x1"), std::string::npos) << refused.err;
   cli_test::Result allowed = cli_test::run("inspect", {path, "--allow-unknown"}, scratch());
   EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
-  EXPECT_NE(allowed.err.find("unsupported ONNX op TopK (2 nodes, first 'top1') treated as elementwise"), std::string::npos)
+  EXPECT_NE(allowed.err.find("unsupported ONNX op TopK (2 nodes, first 'top1') treated as elementwise"),
+            std::string::npos)
       << allowed.err;
   EXPECT_NE(allowed.out.find("unknown:TopK"), std::string::npos) << allowed.out;
 }

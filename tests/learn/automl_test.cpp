@@ -1,4 +1,6 @@
 // Metrics, folds, target transforms and the AutoML search.
+#include "learn/automl.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,7 +8,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "learn/automl.h"
 
 namespace dnncast::learn {
 namespace {
@@ -57,8 +58,9 @@ TEST(Target, TransformsInvert) {
   x << 1, 100, 2, 1000, 3, 10;
   Vector y(3);
   y << 0.5, 7, 30;
-  for (TargetTransform transform : {TargetTransform::identity(), TargetTransform::log(), TargetTransform::log_ratio(1, "ref"),
-                                    TargetTransform::log_residual({0, 1}, {"a", "b"})}) {
+  for (TargetTransform transform :
+       {TargetTransform::identity(), TargetTransform::log(), TargetTransform::log_ratio(1, "ref"),
+        TargetTransform::log_residual({0, 1}, {"a", "b"})}) {
     transform.fit(x, y);
     Vector back = transform.inverse(x, transform.forward(x, y));
     for (int64_t row = 0; row < 3; ++row) EXPECT_NEAR(back(row), y(row), 1e-12) << transform.name();
@@ -108,8 +110,8 @@ TEST(Target, ThreadScalingIsMeasuredOnPairs) {
   y(12) = 80;
   x.row(13) << 400, 2, 800, 1;
   y(13) = 600;
-  TargetTransform scaled = TargetTransform::log_ratio(0, "work_per_thread")
-                               .with_thread_scaling(1, "threads", {2, 3}, {"work", "batch"});
+  TargetTransform scaled =
+      TargetTransform::log_ratio(0, "work_per_thread").with_thread_scaling(1, "threads", {2, 3}, {"work", "batch"});
   scaled.fit(x, y);
   EXPECT_EQ(scaled.thread_pairs, 6);
   EXPECT_NEAR(scaled.thread_exponent, 0.5, 1e-12);
@@ -124,8 +126,8 @@ TEST(Target, ThreadScalingIsMeasuredOnPairs) {
   EXPECT_EQ(copy.pair_columns, scaled.pair_columns);
   EXPECT_EQ(copy.reference(row), scaled.reference(row));
   // Without pairs the scaling is ideal (e = 1): the reference is work per thread, as before.
-  TargetTransform unpaired = TargetTransform::log_ratio(0, "work_per_thread")
-                                 .with_thread_scaling(1, "threads", {2, 3}, {"work", "batch"});
+  TargetTransform unpaired =
+      TargetTransform::log_ratio(0, "work_per_thread").with_thread_scaling(1, "threads", {2, 3}, {"work", "batch"});
   unpaired.fit(x.bottomRows(2), y.tail(2));
   EXPECT_EQ(unpaired.thread_pairs, 0);
   EXPECT_EQ(unpaired.thread_exponent, 1.0);

@@ -32,7 +32,9 @@ Data make_data(int64_t rows, uint64_t seed, double noise, bool product) {
   return data;
 }
 
-double rmse(const Vector& a, const Vector& b) { return std::sqrt((a - b).squaredNorm() / static_cast<double>(a.size())); }
+double rmse(const Vector& a, const Vector& b) {
+  return std::sqrt((a - b).squaredNorm() / static_cast<double>(a.size()));
+}
 
 std::string temp_dir(const std::string& name) {
   std::string dir = std::string(DNNCAST_BINARY_DIR) + "/test_learn_tmp/" + name;
@@ -67,8 +69,8 @@ TEST(Linear, RidgeAndLassoRecoverALinearFunction) {
   Data train = make_data(400, 3, 0.05, false);
   Data test = make_data(200, 4, 0.0, false);
   for (const char* name : {"ridge", "lasso", "stepwise"}) {
-    std::unique_ptr<Learner> learner = make_learner(name, name == std::string("stepwise") ? nlohmann::json{} :
-                                                                                             nlohmann::json{{"alpha", 1e-4}});
+    std::unique_ptr<Learner> learner =
+        make_learner(name, name == std::string("stepwise") ? nlohmann::json{} : nlohmann::json{{"alpha", 1e-4}});
     learner->fit(train.x, train.y);
     EXPECT_LT(rmse(learner->predict(test.x), test.y), 0.02) << name;
   }
@@ -93,13 +95,16 @@ TEST(Linear, RidgeMatchesNumpy) {
   }
   std::string script =
       "import numpy as np\n"
-      "d = np.loadtxt('" + dir + "/data.csv', delimiter=',')\n"
+      "d = np.loadtxt('" +
+      dir +
+      "/data.csv', delimiter=',')\n"
       "X, y = d[:, :5], d[:, 5]\n"
       "Z = (X - X.mean(0)) / X.std(0)\n"
       "n = len(y)\n"
       "b = np.linalg.solve(Z.T @ Z + 0.5 * n * np.eye(5), Z.T @ (y - y.mean()))\n"
       "p = Z @ b + y.mean()\n"
-      "np.savetxt('" + dir + "/numpy.txt', p, fmt='%.17g')\n";
+      "np.savetxt('" +
+      dir + "/numpy.txt', p, fmt='%.17g')\n";
   std::ofstream(dir + "/ridge.py") << script;
   ASSERT_EQ(std::system((std::string(DNNCAST_PYTHON) + " " + dir + "/ridge.py").c_str()), 0);
   std::ifstream in(dir + "/numpy.txt");

@@ -48,7 +48,8 @@ TEST(XGBoostForest, WalksTheTreesAsXGBoostPredicts) {
   std::vector<float> rows;
   for (int64_t row = 0; row < test_rows; ++row)
     for (int64_t col = 0; col < columns; ++col)
-      rows.push_back(rng.unit() < 0.1 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(5 * rng.unit() - 2.5));
+      rows.push_back(rng.unit() < 0.1 ? std::numeric_limits<float>::quiet_NaN()
+                                      : static_cast<float>(5 * rng.unit() - 2.5));
   for (int64_t row = 0; row < train_rows; ++row)
     for (int64_t col = 0; col < columns; ++col) rows.push_back(static_cast<float>(x(row, col)));
   const int64_t count = test_rows + train_rows;

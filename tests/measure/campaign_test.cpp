@@ -1,5 +1,7 @@
 // End-to-end tests of `dnncast campaign` and `dnncast dataset`, run as a user would: the built
 // binary, real measurements (tiny networks, short budgets), SIGKILL in the middle of a measurement.
+#include "measure/campaign.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,9 +18,8 @@
 #include <sstream>
 #include <thread>
 
-#include "measure/campaign.h"
-#include "records/network_source.h"
 #include "measure/plan.h"
+#include "records/network_source.h"
 #include "store/store.h"
 #include "store/test_util.h"
 
@@ -277,9 +278,9 @@ TEST(Campaign, PerLayerPlansStoreEveryNodeInGraphOrder) {
                   "per_layer": true}})";
   std::string db = dir.file("layers.db");
   std::string output;
-  ASSERT_EQ(run_dnncast({"campaign", plan_path, "--db", db, "--cpus", std::to_string(allowed_cpus().front())},
-                        output, dir),
-            0)
+  ASSERT_EQ(
+      run_dnncast({"campaign", plan_path, "--db", db, "--cpus", std::to_string(allowed_cpus().front())}, output, dir),
+      0)
       << output;
   store::Store store = store::Store::open(db, store::Database::Mode::ReadOnly);
   std::map<int64_t, std::vector<records::LayerTiming>> layers = store.layer_times();
@@ -289,7 +290,8 @@ TEST(Campaign, PerLayerPlansStoreEveryNodeInGraphOrder) {
     ASSERT_EQ(run.result.status, "ok") << run.result.message;
     ASSERT_TRUE(layers.count(run.id)) << "run " << run.id << " has no layer timings";
     const std::vector<records::LayerTiming>& timed = layers.at(run.id);
-    Graph graph = records::build_network(records::parse_model_source(store.network_by_hash(run.network_hash)->source), run.config);
+    Graph graph = records::build_network(records::parse_model_source(store.network_by_hash(run.network_hash)->source),
+                                         run.config);
     std::vector<std::string> expected;
     for (const Node& node : graph.nodes())
       if (node.op != "Input") expected.push_back(node.name);

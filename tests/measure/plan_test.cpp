@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "import/graph_json.h"
 #include "store/test_util.h"
 

@@ -75,8 +75,9 @@ void expect_exact(const Graph& graph, const std::string& label, Optimizer optimi
   const profile::Measurement measured = profile::measure_isolated(graph, train, quick_limits());
   ASSERT_EQ(measured.status, "ok") << label << ": " << measured.message;
   const MemoryReport simulated = simulate(graph, optimizer, grad_accum);
-  std::printf("%-44s %-5s measured %10lld  simulated %10lld  difference %+lld\n", label.c_str(), name(optimizer).c_str(),
-              static_cast<long long>(measured.peak_bytes), static_cast<long long>(simulated.peak_bytes),
+  std::printf("%-44s %-5s measured %10lld  simulated %10lld  difference %+lld\n", label.c_str(),
+              name(optimizer).c_str(), static_cast<long long>(measured.peak_bytes),
+              static_cast<long long>(simulated.peak_bytes),
               static_cast<long long>(simulated.peak_bytes - measured.peak_bytes));
   EXPECT_EQ(simulated.baseline_bytes, measured.baseline_bytes) << label;
   EXPECT_EQ(simulated.peak_bytes, measured.peak_bytes) << label << " " << name(optimizer);
@@ -108,8 +109,9 @@ TEST(CheckpointMemoryVsProfiler, LlamaLayersAreByteExact) {
   for (const Setting& setting : settings) {
     Graph graph = exact_llama(setting.size);
     if (setting.lora)
-      graph = apply_lora(graph, setting.size.layers == 2 ? LoraConfig{8, 16, {"q", "v"}, false}
-                                                          : LoraConfig{4, 8, {"q", "k", "v", "o", "gate", "up", "down"}, false});
+      graph = apply_lora(graph, setting.size.layers == 2
+                                    ? LoraConfig{8, 16, {"q", "v"}, false}
+                                    : LoraConfig{4, 8, {"q", "k", "v", "o", "gate", "up", "down"}, false});
     for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam})
       expect_exact(apply_checkpointing(graph), setting.label, optimizer);
   }
@@ -125,14 +127,17 @@ TEST(GradAccumMemoryVsProfiler, LlamaLayersAreByteExact) {
   for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
     expect_exact(exact_llama(DecoderSize{}), "grad-accum 2", optimizer, 2);
     expect_exact(exact_llama(wide), "grad-accum 3, wide", optimizer, 3);
-    expect_exact(apply_lora(exact_llama(wide), {8, 16, {"q", "v"}, false}), "grad-accum 2, wide, lora r=8 q,v", optimizer, 2);
+    expect_exact(apply_lora(exact_llama(wide), {8, 16, {"q", "v"}, false}), "grad-accum 2, wide, lora r=8 q,v",
+                 optimizer, 2);
     expect_exact(apply_checkpointing(exact_llama(DecoderSize{})), "grad-accum 4, checkpointed", optimizer, 4);
   }
 }
 
 #else
 
-TEST(CheckpointMemoryVsProfiler, NeedsLibtorch) { GTEST_SKIP() << "built without libtorch: no profiler to compare with"; }
+TEST(CheckpointMemoryVsProfiler, NeedsLibtorch) {
+  GTEST_SKIP() << "built without libtorch: no profiler to compare with";
+}
 
 #endif
 

@@ -1,12 +1,11 @@
 // `dnncast memory` run as a user runs it: the built binary, its stdout, stderr and exit code.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_run.h"
 #include "graph/lora.h"
@@ -29,7 +28,8 @@ class MemoryCli : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
     // test_memory depends on the dnncast target (tests/CMakeLists.txt): a missing binary is a broken build.
-    ASSERT_EQ(std::system(("test -x " + shell_quoted(cli_test::binary())).c_str()), 0) << cli_test::binary() << " not built";
+    ASSERT_EQ(std::system(("test -x " + shell_quoted(cli_test::binary())).c_str()), 0)
+        << cli_test::binary() << " not built";
   }
   void TearDown() override { std::system(("rm -rf " + shell_quoted(dir_)).c_str()); }
 
@@ -67,7 +67,8 @@ TEST_F(MemoryCli, CheckDbReadsTheIsaOffTheAvx2ReferencePeaks) {
 }
 
 TEST_F(MemoryCli, JsonAgreesWithTheLibrary) {
-  Result result = run({"resnet18", "--batch", "3", "--input", "3x32x32", "--optimizer", "adam", "--json", "--timeline"});
+  Result result =
+      run({"resnet18", "--batch", "3", "--input", "3x32x32", "--optimizer", "adam", "--json", "--timeline"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json doc = json::parse(result.out);
   models::ModelSpec spec;
@@ -94,8 +95,8 @@ TEST_F(MemoryCli, JsonAgreesWithTheLibrary) {
 // dnncast-measure handoff) trains the same LoRA graph.
 TEST_F(MemoryCli, LoraFlagAgreesWithTheLibrary) {
   const std::string config = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-small-tied.json";
-  Result result = run({config, "--seq", "8", "--batch", "2", "--lora", "r=8,alpha=16,targets=q,v,o", "--optimizer",
-                       "adam", "--json"});
+  Result result = run(
+      {config, "--seq", "8", "--batch", "2", "--lora", "r=8,alpha=16,targets=q,v,o", "--optimizer", "adam", "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   json doc = json::parse(result.out);
   models::ModelSpec spec;
@@ -198,7 +199,8 @@ TEST_F(MemoryCli, CheckDbFindsEveryMeasuredPeakAndAnAlteredOne) {
   std::string altered = header + "\n";
   for (size_t k = 0; k < values.size(); ++k) altered += (k ? "," : "") + values[k];
   std::ofstream(dir_ + "/altered.csv") << altered << "\n" << rest;
-  Result imported = cli_test::run("dataset", {"import", "--csv", dir_ + "/altered.csv", "--db", dir_ + "/altered.db"}, dir_);
+  Result imported =
+      cli_test::run("dataset", {"import", "--csv", dir_ + "/altered.csv", "--db", dir_ + "/altered.db"}, dir_);
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
 
   Result found = run({"--check-db", dir_ + "/altered.db", "--json", "--show", "1"});

@@ -8,10 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graph/lora.h"
 #include "memory/simulator.h"
@@ -37,30 +36,65 @@ std::vector<DecoderConfig> decoder_configs() {
   using nlohmann::json;
   return {
       {"llama, 1 layer, untied",
-       json{{"model_type", "llama"}, {"hidden_size", 40}, {"intermediate_size", 72}, {"num_attention_heads", 4},
-            {"num_hidden_layers", 1}, {"vocab_size", 111}, {"tie_word_embeddings", false}},
+       json{{"model_type", "llama"},
+            {"hidden_size", 40},
+            {"intermediate_size", 72},
+            {"num_attention_heads", 4},
+            {"num_hidden_layers", 1},
+            {"vocab_size", 111},
+            {"tie_word_embeddings", false}},
        3, 7, "r=8,targets=q,v"},
       {"llama, 2 layers, GQA 8/2, head_dim 24, bias, tied",  // like tests/models/hf_configs/llama-small-tied.json
-       json{{"model_type", "llama"}, {"hidden_size", 64}, {"head_dim", 24}, {"intermediate_size", 100},
-            {"num_attention_heads", 8}, {"num_key_value_heads", 2}, {"num_hidden_layers", 2}, {"vocab_size", 150},
-            {"attention_bias", true}, {"mlp_bias", true}, {"tie_word_embeddings", true}},
+       json{{"model_type", "llama"},
+            {"hidden_size", 64},
+            {"head_dim", 24},
+            {"intermediate_size", 100},
+            {"num_attention_heads", 8},
+            {"num_key_value_heads", 2},
+            {"num_hidden_layers", 2},
+            {"vocab_size", 150},
+            {"attention_bias", true},
+            {"mlp_bias", true},
+            {"tie_word_embeddings", true}},
        2, 9, "r=4,targets=q,k,v,o,gate,up,down"},
       {"mistral, 2 layers, GQA 6/2",
-       json{{"model_type", "mistral"}, {"architectures", {"MistralForCausalLM"}}, {"hidden_size", 48},
-            {"intermediate_size", 100}, {"num_attention_heads", 6}, {"num_key_value_heads", 2},
-            {"num_hidden_layers", 2}, {"vocab_size", 97}, {"rms_norm_eps", 1e-5}},
+       json{{"model_type", "mistral"},
+            {"architectures", {"MistralForCausalLM"}},
+            {"hidden_size", 48},
+            {"intermediate_size", 100},
+            {"num_attention_heads", 6},
+            {"num_key_value_heads", 2},
+            {"num_hidden_layers", 2},
+            {"vocab_size", 97},
+            {"rms_norm_eps", 1e-5}},
        2, 9, "r=8,targets=q,k,v,o,norms=train"},
       {"mistral, 1 layer, MQA 4/1, batch 1",
-       json{{"model_type", "mistral"}, {"hidden_size", 32}, {"intermediate_size", 64}, {"num_attention_heads", 4},
-            {"num_key_value_heads", 1}, {"num_hidden_layers", 1}, {"vocab_size", 71}},
+       json{{"model_type", "mistral"},
+            {"hidden_size", 32},
+            {"intermediate_size", 64},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 1},
+            {"num_hidden_layers", 1},
+            {"vocab_size", 71}},
        1, 6, "r=2,targets=v"},
       {"gpt_neox, 2 layers, rotary_pct 0.5, parallel residual",
-       json{{"model_type", "gpt_neox"}, {"hidden_size", 48}, {"intermediate_size", 192}, {"num_attention_heads", 4},
-            {"num_hidden_layers", 2}, {"rotary_pct", 0.5}, {"vocab_size", 89}},
+       json{{"model_type", "gpt_neox"},
+            {"hidden_size", 48},
+            {"intermediate_size", 192},
+            {"num_attention_heads", 4},
+            {"num_hidden_layers", 2},
+            {"rotary_pct", 0.5},
+            {"vocab_size", 89}},
        2, 11, "r=8,targets=query_key_value"},
       {"gpt_neox, 3 layers, full rotary, sequential residual, tied",
-       json{{"model_type", "gpt_neox"}, {"hidden_size", 40}, {"intermediate_size", 160}, {"num_attention_heads", 2},
-            {"num_hidden_layers", 3}, {"rotary_pct", 1.0}, {"vocab_size", 83}, {"use_parallel_residual", false},
+       json{{"model_type", "gpt_neox"},
+            {"hidden_size", 40},
+            {"intermediate_size", 160},
+            {"num_attention_heads", 2},
+            {"num_hidden_layers", 3},
+            {"rotary_pct", 1.0},
+            {"vocab_size", 83},
+            {"use_parallel_residual", false},
             {"tie_word_embeddings", true}},
        3, 6, "r=4,targets=query_key_value,dense"},
   };
@@ -78,7 +112,8 @@ TEST(DecoderMemory, EveryLlamaOpHasAnExactRecipe) {
   for (const DecoderConfig& decoder : decoder_configs()) {
     const Graph graph = build(decoder);
     for (const Node& node : graph.nodes())
-      EXPECT_EQ(recipe_kind(node.op), RecipeKind::Exact) << decoder.label << ": " << node.name << " (" << node.op << ")";
+      EXPECT_EQ(recipe_kind(node.op), RecipeKind::Exact)
+          << decoder.label << ": " << node.name << " (" << node.op << ")";
   }
 }
 

@@ -35,7 +35,8 @@ inline Graph exact_llama(const DecoderSize& s) {
     int k = heads(attn + "k_proj", b.linear(attn + "k_proj", y, s.kv_width, false));
     int v = heads(attn + "v_proj", b.linear(attn + "v_proj", y, s.kv_width, false));
     y = b.op(attn + "attention", "ScaledDotProductAttention", {q, k, v}, {{"causal", int64_t{1}}});
-    y = b.op(attn + "merge_heads", "Permute", {y}, {{"dims", std::vector<int64_t>{0, 2, 1, 3}}, {"contiguous", int64_t{1}}});
+    y = b.op(attn + "merge_heads", "Permute", {y},
+             {{"dims", std::vector<int64_t>{0, 2, 1, 3}}, {"contiguous", int64_t{1}}});
     y = b.op(attn + "merge_view", "Flatten", {y}, {{"start_dim", int64_t{2}}});
     y = b.linear(attn + "o_proj", y, s.hidden, false);
     x = b.add(prefix + "add_1", x, y);

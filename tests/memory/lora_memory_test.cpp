@@ -10,18 +10,17 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "graph/builder.h"
 #include "graph/lora.h"
 #include "graph/op_registry.h"
+#include "memory/exact_decoder.h"
 #include "memory/simulator.h"
 #include "models/hf_config.h"
-#include "memory/exact_decoder.h"
 
 #ifdef DNNCAST_HAVE_TORCH
 #include "memory/profiled_limits.h"

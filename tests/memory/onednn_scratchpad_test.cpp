@@ -1,9 +1,9 @@
 // oneDNN's bf16 matmul scratchpads as memory/onednn_scratchpad.h asks them of libdnnl.so.2. Whether the sizes are
 // right is checked against libtorch's own allocations by PrecisionMemoryVsProfiler and the decoder sweeps; here,
 // what holds on any host.
-#include <gtest/gtest.h>
-
 #include "memory/onednn_scratchpad.h"
+
+#include <gtest/gtest.h>
 
 namespace dnncast::memory {
 namespace {

@@ -28,10 +28,12 @@ TEST(OpCompleteness, EveryRegisteredOpHasARecipeAndAFeatureKind) {
   std::vector<std::string> missing;
   for (const std::string& op : OpRegistry::instance().names()) {
     if (memory::recipe_kind(op) == memory::RecipeKind::None)
-      missing.push_back("op '" + op + "': its OpDef::memory_recipe names no recipe of memory/training_trace.cpp's "
+      missing.push_back("op '" + op +
+                        "': its OpDef::memory_recipe names no recipe of memory/training_trace.cpp's "
                         "Trace::recipes() (declare one, \"generic\" for an approximate one, or add a recipe)");
     if (!features::has_kind_entry(op))
-      missing.push_back("op '" + op + "': its feature kind (OpDef::feature_kind, else its name) is not a kind of "
+      missing.push_back("op '" + op +
+                        "': its feature kind (OpDef::feature_kind, else its name) is not a kind of "
                         "features/featurizer.cpp's kind_specs() (declare an existing kind, \"Other\" included)");
   }
   EXPECT_TRUE(missing.empty()) << missing.size() << " gap(s):" << joined(missing);

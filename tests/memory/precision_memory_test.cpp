@@ -10,10 +10,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "graph/builder.h"
@@ -131,8 +130,8 @@ Compared compare(const Graph& graph, const std::string& label, Optimizer optimiz
   EXPECT_EQ(simulated.baseline_bytes, measured.baseline_bytes) << label;
   const double error = 100.0 * static_cast<double>(simulated.peak_bytes - measured.peak_bytes) /
                        static_cast<double>(measured.peak_bytes);
-  std::printf("%-34s %-5s %-9s measured %9lld  simulated %9lld  error %+.4f%%\n", label.c_str(), name(optimizer).c_str(),
-              name(precision).c_str(), static_cast<long long>(measured.peak_bytes),
+  std::printf("%-34s %-5s %-9s measured %9lld  simulated %9lld  error %+.4f%%\n", label.c_str(),
+              name(optimizer).c_str(), name(precision).c_str(), static_cast<long long>(measured.peak_bytes),
               static_cast<long long>(simulated.peak_bytes), error);
   return {measured.peak_bytes, simulated.peak_bytes, true};
 }
@@ -160,12 +159,9 @@ std::vector<Model> models_below_onednn() {
   h12.vocab = 10;
   const LoraConfig qv{8, 16, {"q", "v"}, false};
   const LoraConfig bert_qv{8, 16, {"query", "value"}, false};
-  return {{"decoder h16", exact_llama(tiny)},
-          {"decoder h16 lora r=8 q,v", apply_lora(exact_llama(tiny), qv)},
-          {"decoder h12", exact_llama(h12)},
-          {"decoder h12 lora r=8 q,v", apply_lora(exact_llama(h12), qv)},
-          {"bert h16", tiny_bert(nullptr)},
-          {"bert h16 lora r=8 query,value", tiny_bert(&bert_qv)},
+  return {{"decoder h16", exact_llama(tiny)}, {"decoder h16 lora r=8 q,v", apply_lora(exact_llama(tiny), qv)},
+          {"decoder h12", exact_llama(h12)},  {"decoder h12 lora r=8 q,v", apply_lora(exact_llama(h12), qv)},
+          {"bert h16", tiny_bert(nullptr)},   {"bert h16 lora r=8 query,value", tiny_bert(&bert_qv)},
           {"mlp 24-32-20-10", small_mlp()}};
 }
 
@@ -175,7 +171,8 @@ TEST(PrecisionMemoryVsProfiler, Bf16IsByteExact) {
       for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
         const Compared result = compare(model.graph, model.label, optimizer, precision);
         if (result.ok) {
-          EXPECT_EQ(result.simulated, result.measured) << model.label << " " << name(optimizer) << " " << name(precision);
+          EXPECT_EQ(result.simulated, result.measured)
+              << model.label << " " << name(optimizer) << " " << name(precision);
         }
       }
 }
@@ -196,14 +193,17 @@ TEST(PrecisionMemoryVsProfiler, Bf16WithOneDnnMatmulsIsByteExact) {
       for (Optimizer optimizer : {Optimizer::Sgd, Optimizer::Adam}) {
         const Compared result = compare(model.graph, model.label, optimizer, precision);
         if (result.ok) {
-          EXPECT_EQ(result.simulated, result.measured) << model.label << " " << name(optimizer) << " " << name(precision);
+          EXPECT_EQ(result.simulated, result.measured)
+              << model.label << " " << name(optimizer) << " " << name(precision);
         }
       }
 }
 
 #else
 
-TEST(PrecisionMemoryVsProfiler, NeedsLibtorch) { GTEST_SKIP() << "built without libtorch: no profiler to compare with"; }
+TEST(PrecisionMemoryVsProfiler, NeedsLibtorch) {
+  GTEST_SKIP() << "built without libtorch: no profiler to compare with";
+}
 
 #endif
 

@@ -51,7 +51,8 @@ int64_t expect_matches(const Graph& graph, const std::string& label, const std::
   MemoryConfig config;
   config.optimizer = parse_optimizer(optimizer);
   MemoryReport simulated = simulate_memory(graph, config);
-  const double error = static_cast<double>(simulated.peak_bytes - measured.peak_bytes) / static_cast<double>(measured.peak_bytes);
+  const double error =
+      static_cast<double>(simulated.peak_bytes - measured.peak_bytes) / static_cast<double>(measured.peak_bytes);
   std::printf("%-28s measured %12lld  simulated %12lld  error %+.4f%%\n", label.c_str(),
               static_cast<long long>(measured.peak_bytes), static_cast<long long>(simulated.peak_bytes), 100 * error);
   EXPECT_EQ(simulated.baseline_bytes, measured.baseline_bytes) << label;
@@ -62,7 +63,8 @@ int64_t expect_matches(const Graph& graph, const std::string& label, const std::
 }
 
 void expect_matches(const Case& c) {
-  expect_matches(build(c), c.model + " batch " + std::to_string(c.batch) + (c.optimizer == "sgd" ? "" : " " + c.optimizer),
+  expect_matches(build(c),
+                 c.model + " batch " + std::to_string(c.batch) + (c.optimizer == "sgd" ? "" : " " + c.optimizer),
                  c.optimizer);
 }
 
@@ -149,8 +151,8 @@ TEST(SimulatorVsProfiler, MaxBatchFitsAndTheNextDoesNot) {
   profile::Measurement too_big = profile::measure_isolated(build_batch(best.batch + 1), train, limits);
   EXPECT_EQ(too_big.status, "oom") << "batch " << best.batch + 1 << ": " << too_big.message;
   std::printf("mobilenet_v2 3x32x32 under %lld bytes: largest batch %lld (ok), %lld: %s\n",
-              static_cast<long long>(limit), static_cast<long long>(best.batch),
-              static_cast<long long>(best.batch + 1), too_big.status.c_str());
+              static_cast<long long>(limit), static_cast<long long>(best.batch), static_cast<long long>(best.batch + 1),
+              too_big.status.c_str());
 }
 
 #else

@@ -6,12 +6,13 @@
 // GPU are (2 + 2 + K) Psi for data parallelism, 2 Psi + 2 Psi + K Psi / N_d for stage 1 (P_os), 2 Psi +
 // (2 + K) Psi / N_d for stage 2 (P_os+g) and (2 + 2 + K) Psi / N_d for stage 3 (P_os+g+p). The paper's 2-byte
 // parameters and gradients are fp16; trained in fp32 with Adam they are 4 and 4, and K = 8 (two moments).
+#include "memory/sharding.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/error.h"
-#include "memory/sharding.h"
 #include "memory/simulator.h"
 #include "models/zoo.h"
 

@@ -1,16 +1,17 @@
 // The memory simulator without a DL framework: allocator model rules, byte parsing, invariants of
 // a simulation (breakdown, baseline, optimizer state), the batch search and the convolution
 // backend rules. Agreement with real profiled runs is in profiled_test.cpp.
+#include "memory/simulator.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "graph/op_registry.h"
-#include "memory/allocators.h"
 #include "hardware/cpu_conv.h"
-#include "memory/simulator.h"
+#include "memory/allocators.h"
 #include "memory/training_trace.h"
 #include "models/synthetic.h"
 #include "models/zoo.h"
@@ -20,8 +21,8 @@ namespace {
 
 using hardware::ConvRecipe;
 using hardware::ConvShape;
-using hardware::Step;
 using hardware::cpu_conv_recipe;
+using hardware::Step;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
@@ -38,11 +39,11 @@ TEST(CudaAllocatorModel, RoundsTo512AndPicksSegmentSizes) {
   EXPECT_EQ(CudaCachingAllocatorModel::round_size(1), 512);
   EXPECT_EQ(CudaCachingAllocatorModel::round_size(512), 512);
   EXPECT_EQ(CudaCachingAllocatorModel::round_size(513), 1024);
-  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(512), 2 * kMiB);       // small pool
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(512), 2 * kMiB);  // small pool
   EXPECT_EQ(CudaCachingAllocatorModel::segment_size(kMiB), 2 * kMiB);
   EXPECT_EQ(CudaCachingAllocatorModel::segment_size(kMiB + 512), 20 * kMiB);  // large, under 10 MiB
   EXPECT_EQ(CudaCachingAllocatorModel::segment_size(10 * kMiB - 512), 20 * kMiB);
-  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(10 * kMiB), 10 * kMiB);   // rounded to 2 MiB
+  EXPECT_EQ(CudaCachingAllocatorModel::segment_size(10 * kMiB), 10 * kMiB);  // rounded to 2 MiB
   EXPECT_EQ(CudaCachingAllocatorModel::segment_size(11 * kMiB), 12 * kMiB);
 }
 
@@ -65,7 +66,7 @@ TEST(CudaAllocatorModel, SplitsReusesAndMergesBlocks) {
   model.malloc(5, 12 * kMiB);  // no free block: a 12 MiB segment
   EXPECT_EQ(model.reserved_bytes(), 34 * kMiB);
   model.free(2);
-  model.free(3);  // merges with the freed 3 MiB block: one 18 MiB free block
+  model.free(3);               // merges with the freed 3 MiB block: one 18 MiB free block
   model.malloc(6, 17 * kMiB);  // 1 MiB left over is not split (it must exceed 1 MiB)
   EXPECT_EQ(model.allocated_bytes(), 18 * kMiB + 2 * kMiB + 12 * kMiB);
   EXPECT_EQ(model.reserved_bytes(), 34 * kMiB);
@@ -173,9 +174,9 @@ TEST(Simulator, RejectsWhatItDoesNotModel) {
       ADD_FAILURE() << name(precision) << " simulated";
     } catch (const InputError& error) {
       // bf16, bf16-pure: convolutions in bf16 are not modelled; fp16: autocast to fp16 exists on cuda only.
-      const std::string expected = precision == Precision::Fp16
-                                       ? "precision 'fp16': autocast to fp16 runs on cuda only"
-                                       : "precision '" + name(precision) + "': node 'conv1' (Conv2d): convolutions in bf16";
+      const std::string expected = precision == Precision::Fp16 ? "precision 'fp16': autocast to fp16 runs on cuda only"
+                                                                : "precision '" + name(precision) +
+                                                                      "': node 'conv1' (Conv2d): convolutions in bf16";
       EXPECT_EQ(std::string(error.what()).substr(0, expected.size()), expected) << error.what();
     }
     TraceOptions options;
@@ -213,7 +214,7 @@ TEST(MaxBatch, BracketsTheLimit) {
   EXPECT_GT(result.next_required_bytes, limit);
   EXPECT_EQ(simulate_memory(build(result.batch), config).required_bytes, result.required_bytes);
   EXPECT_EQ(simulate_memory(build(result.batch + 1), config).required_bytes, result.next_required_bytes);
-  EXPECT_EQ(max_batch(build, config, kMiB).batch, 0);  // not even the parameters fit
+  EXPECT_EQ(max_batch(build, config, kMiB).batch, 0);                   // not even the parameters fit
   EXPECT_EQ(max_batch(build, config, int64_t{1} << 40, 16).batch, 16);  // capped
 }
 
@@ -250,12 +251,18 @@ int64_t peak_of(const std::vector<Step>& steps) {
 }
 
 TEST(CpuConv, BackendFollowsAtenUseMkldnn) {
-  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 3, 1), 1, hardware::CpuIsa::Avx512Core).backend, "slow");  // batch 1, small, 3x3
-  EXPECT_EQ(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 1, hardware::CpuIsa::Avx512Core).backend, "slow");  // 1x1, one thread, batch < 16
-  EXPECT_NE(cpu_conv_recipe(conv(16, 64, 8, 64, 1, 1), 1, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"), std::string::npos);
-  EXPECT_NE(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 2, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"), std::string::npos);
-  EXPECT_NE(cpu_conv_recipe(conv(2, 64, 8, 64, 3, 1), 1, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"), std::string::npos);
-  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 5, 1), 1, hardware::CpuIsa::Avx512Core).backend.substr(0, 6), "mkldnn");  // kernel > 3
+  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 3, 1), 1, hardware::CpuIsa::Avx512Core).backend,
+            "slow");  // batch 1, small, 3x3
+  EXPECT_EQ(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 1, hardware::CpuIsa::Avx512Core).backend,
+            "slow");  // 1x1, one thread, batch < 16
+  EXPECT_NE(cpu_conv_recipe(conv(16, 64, 8, 64, 1, 1), 1, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"),
+            std::string::npos);
+  EXPECT_NE(cpu_conv_recipe(conv(8, 64, 8, 64, 1, 1), 2, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"),
+            std::string::npos);
+  EXPECT_NE(cpu_conv_recipe(conv(2, 64, 8, 64, 3, 1), 1, hardware::CpuIsa::Avx512Core).backend.find("mkldnn"),
+            std::string::npos);
+  EXPECT_EQ(cpu_conv_recipe(conv(1, 64, 8, 64, 5, 1), 1, hardware::CpuIsa::Avx512Core).backend.substr(0, 6),
+            "mkldnn");  // kernel > 3
 }
 
 TEST(CpuConv, SlowPathKeepsTheIm2colColumns) {
@@ -269,9 +276,9 @@ TEST(CpuConv, BlockedFormatsPadChannelsTo16) {
   // 24 -> 40 channels, 3x3: the reordered input has 32 channels, the blocked output 48.
   ConvRecipe recipe = cpu_conv_recipe(conv(2, 24, 8, 40, 3, 1), 1, hardware::CpuIsa::Avx512Core);
   ASSERT_GE(recipe.forward.size(), 3u);
-  EXPECT_EQ(recipe.forward[0].bytes, 2 * 32 * 8 * 8 * 4);       // src reorder
-  EXPECT_EQ(recipe.forward[1].bytes, 48 * 32 * 3 * 3 * 4);      // weights OIhw16i16o
-  EXPECT_EQ(recipe.forward[2].bytes, 2 * 48 * 8 * 8 * 4);       // dst
+  EXPECT_EQ(recipe.forward[0].bytes, 2 * 32 * 8 * 8 * 4);   // src reorder
+  EXPECT_EQ(recipe.forward[1].bytes, 48 * 32 * 3 * 3 * 4);  // weights OIhw16i16o
+  EXPECT_EQ(recipe.forward[2].bytes, 2 * 48 * 8 * 8 * 4);   // dst
 }
 
 TEST(Synthetic, EverySeedSimulates) {

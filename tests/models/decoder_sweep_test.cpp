@@ -1,13 +1,13 @@
 // The decoder sweep's generator (models/decoder_sweep.h): the same 200 configurations every time, every one a
 // config that builds, and the ranges issue 35 asks for covered (three families, 1-3 layers, grouped and multi-query
 // attention, tied heads, three optimizers, LoRA off and on).
+#include "models/decoder_sweep.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 #include <string>
-
-#include "models/decoder_sweep.h"
 
 namespace dnncast::models {
 namespace {

@@ -4,19 +4,19 @@
 // 125,239,296; OPT-350m 331,196,416; Llama-2-7B 6,738,415,616; Mistral-7B-v0.1 7,241,732,096; Pythia-160m
 // 162,322,944; TinyLlama-1.1B 1,100,048,384); GPT-2's config gives the zoo's gpt2_small layer for layer; Llama-2-7B's
 // forward FLOPs are 2 x parameters x tokens plus attention; a bad config is one line naming its file and field.
+#include "models/hf_config.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
 #include "graph/op_registry.h"
-#include "models/hf_config.h"
 #include "models/zoo.h"
 #include "python_run.h"
 
@@ -59,14 +59,10 @@ TEST(HfConfig, ParametersEqualTheTorchReferenceAndThePublishedFigures) {
   while (lines >> path >> count) reference[path] = count;
   ASSERT_EQ(reference.size(), paths.size()) << output;
   for (const std::string& config : paths) EXPECT_EQ(total_params(build(config, 64)), reference[config]) << config;
-  const std::map<std::string, int64_t> published = {{"gpt2.json", 124439808},
-                                                     {"bert-base-uncased.json", 109514298},
-                                                     {"opt-125m.json", 125239296},
-                                                     {"opt-350m.json", 331196416},
-                                                     {"llama-2-7b-hf.json", 6738415616},
-                                                     {"mistral-7b-v0.1.json", 7241732096},
-                                                     {"pythia-160m.json", 162322944},
-                                                     {"tinyllama-1.1b.json", 1100048384}};
+  const std::map<std::string, int64_t> published = {
+      {"gpt2.json", 124439808},        {"bert-base-uncased.json", 109514298}, {"opt-125m.json", 125239296},
+      {"opt-350m.json", 331196416},    {"llama-2-7b-hf.json", 6738415616},    {"mistral-7b-v0.1.json", 7241732096},
+      {"pythia-160m.json", 162322944}, {"tinyllama-1.1b.json", 1100048384}};
   for (const auto& [name, figure] : published) EXPECT_EQ(reference[kConfigs + "/" + name], figure) << name;
 }
 
@@ -90,8 +86,8 @@ TEST(HfConfig, SequenceAndHeadsFollowTheConfig) {
   Graph opt = build(kConfigs + "/opt-350m.json", 100);
   EXPECT_EQ(opt.node(opt.inputs()[0]).shape, (TensorShape{2, 100}));
   EXPECT_EQ(opt.node(opt.outputs()[0]).shape, (TensorShape{2, 100, 50272}));
-  EXPECT_GE(opt.find("model.decoder.project_in"), 0);                // 512-wide embeddings into the 1024 model
-  EXPECT_LT(opt.find("model.decoder.final_layer_norm"), 0);          // post-LN: no final LayerNorm
+  EXPECT_GE(opt.find("model.decoder.project_in"), 0);        // 512-wide embeddings into the 1024 model
+  EXPECT_LT(opt.find("model.decoder.final_layer_norm"), 0);  // post-LN: no final LayerNorm
   Graph bert = build(kConfigs + "/bert-classifier.json");
   EXPECT_EQ(bert.node(bert.inputs()[0]).shape, (TensorShape{2, 128}));  // default: min(512, positions)
   EXPECT_EQ(bert.node(bert.outputs()[0]).shape, (TensorShape{2, 3}));   // num_labels
@@ -181,8 +177,9 @@ TEST(HfConfig, ABadConfigNamesItsField) {
   EXPECT_NE(message(activation).find("field 'activation_function': 'swish' is not an activation"), std::string::npos);
   nlohmann::json falcon = gpt2;
   falcon["model_type"] = "falcon";
-  EXPECT_EQ(message(falcon), "config.json: field 'model_type': 'falcon' is not a family dnncast builds from a config "
-                             "(gpt2, bert, opt, llama, mistral, gpt_neox)");
+  EXPECT_EQ(message(falcon),
+            "config.json: field 'model_type': 'falcon' is not a family dnncast builds from a config "
+            "(gpt2, bert, opt, llama, mistral, gpt_neox)");
   nlohmann::json mistral = read_json(kConfigs + "/mistral-7b-v0.1.json");
   nlohmann::json groups = mistral;
   groups["num_key_value_heads"] = 5;
@@ -195,13 +192,15 @@ TEST(HfConfig, ABadConfigNamesItsField) {
   EXPECT_EQ(message(llama_heads), "config.json: field 'num_attention_heads': 30 heads do not divide the width 4096");
   nlohmann::json act = mistral;
   act["hidden_act"] = "tanh";
-  EXPECT_EQ(message(act), "config.json: field 'hidden_act': 'tanh' is not an activation dnncast models (gelu, "
-                          "gelu_new, relu, silu)");
+  EXPECT_EQ(message(act),
+            "config.json: field 'hidden_act': 'tanh' is not an activation dnncast models (gelu, "
+            "gelu_new, relu, silu)");
   nlohmann::json pythia = read_json(kConfigs + "/pythia-160m.json");
   nlohmann::json rotary = pythia;
   rotary["rotary_pct"] = 0.01;
-  EXPECT_EQ(message(rotary), "config.json: field 'rotary_pct': rotates 0 of a head's 64 features; expected an even "
-                             "number, at least 2, at most all");
+  EXPECT_EQ(message(rotary),
+            "config.json: field 'rotary_pct': rotates 0 of a head's 64 features; expected an even "
+            "number, at least 2, at most all");
   nlohmann::json residual = pythia;
   residual["use_parallel_residual"] = "yes";
   EXPECT_EQ(message(residual), "config.json: field 'use_parallel_residual': expected true or false, got \"yes\"");

@@ -1,13 +1,12 @@
 // LoRA as a graph transform (graph/lora.h) on the Hugging Face decoders: trainable parameters against PEFT's
 // published figure (Llama-2-7B, r=8 on q_proj and v_proj: "trainable params: 4,194,304 || all params:
-// 6,742,609,920") and against r (in + out) per adapted Linear (A: r x in, B: out x r); the frozen base keeps its parameters; bad
-// settings are InputErrors naming what is wrong.
+// 6,742,609,920") and against r (in + out) per adapted Linear (A: r x in, B: out x r); the frozen base keeps its
+// parameters; bad settings are InputErrors naming what is wrong.
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 #include "graph/lora.h"
@@ -99,7 +98,8 @@ TEST(Lora, BadSettingsNameWhatIsWrong) {
   EXPECT_NE(error_of(llama, {8, 8, {"q", "qkv"}, false}).find("q_proj"), std::string::npos);  // lists projections
   EXPECT_NE(error_of(llama, {0, 8, {"q"}, false}).find("rank r=0 must be at least 1"), std::string::npos);
   // k_proj maps 256 to 2 key/value heads x 48 = 96: r=128 is wider than that.
-  EXPECT_NE(error_of(llama, {128, 8, {"k"}, false}).find("larger than the smaller width of 'model.layers.0.self_attn.k_proj' (256 -> 96)"),
+  EXPECT_NE(error_of(llama, {128, 8, {"k"}, false})
+                .find("larger than the smaller width of 'model.layers.0.self_attn.k_proj' (256 -> 96)"),
             std::string::npos);
   // GPT-2's q, k and v are one fused c_attn: q matches nothing and the message lists c_attn.
   const std::string gpt2 = error_of(hf_model("gpt2"), {8, 8, {"q", "v"}, false});
@@ -117,8 +117,8 @@ TEST(Lora, ParsesTheFlagText) {
   const LoraConfig defaults = parse_lora("r=4", "--lora");
   EXPECT_EQ(defaults.targets, (std::vector<std::string>{"q", "v"}));
   EXPECT_DOUBLE_EQ(defaults.alpha, 8);
-  for (const char* bad : {"", "16", "r=x", "r=0", "alpha=8", "r=8,beta=1", "r=8,alpha=-1", "r=8,targets=",
-                          "r=8,q", "r=8,norms=maybe", "r=8,,"}) {
+  for (const char* bad : {"", "16", "r=x", "r=0", "alpha=8", "r=8,beta=1", "r=8,alpha=-1", "r=8,targets=", "r=8,q",
+                          "r=8,norms=maybe", "r=8,,"}) {
     EXPECT_THROW(parse_lora(bad, "--lora"), InputError) << bad;
   }
 }

@@ -62,8 +62,8 @@ nlohmann::json run_reference_script(const std::string& args, std::string* error)
     return {};
   }
   close(fd);
-  std::string command =
-      std::string(DNNCAST_PYTHON) + " " DNNCAST_SOURCE_DIR "/scripts/torchvision_reference.py " + args + " 2>" + stderr_path;
+  std::string command = std::string(DNNCAST_PYTHON) + " " DNNCAST_SOURCE_DIR "/scripts/torchvision_reference.py " +
+                        args + " 2>" + stderr_path;
   std::string output;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
@@ -260,11 +260,12 @@ TEST(Zoo, TooSmallOrMalformedInputIsAnInputError) {
 // the windows PyTorch refuses (inception_v3 needs 75 px, alexnet 63). One model per family (a
 // torchvision forward pass per candidate size keeps the whole zoo out of the default suite).
 TEST(Zoo, SmallestInputIsTorchvisions) {
-  const std::vector<std::string> models = {
-      "alexnet",      "vgg11_bn",         "resnet18",           "resnext50_32x4d",   "wide_resnet50_2",
-      "densenet121",  "googlenet",        "inception_v3",       "mobilenet_v3_small", "mnasnet0_5",
-      "shufflenet_v2_x0_5", "squeezenet1_0", "squeezenet1_1",   "efficientnet_b0",   "regnet_y_400mf",
-      "convnext_tiny"};
+  const std::vector<std::string> models = {"alexnet",         "vgg11_bn",           "resnet18",
+                                           "resnext50_32x4d", "wide_resnet50_2",    "densenet121",
+                                           "googlenet",       "inception_v3",       "mobilenet_v3_small",
+                                           "mnasnet0_5",      "shufflenet_v2_x0_5", "squeezenet1_0",
+                                           "squeezenet1_1",   "efficientnet_b0",    "regnet_y_400mf",
+                                           "convnext_tiny"};
   constexpr int kLargest = 128;
   std::string names;
   for (const std::string& name : models) names += " " + name;

@@ -23,8 +23,7 @@ TEST(Fidelity, Squeezenet11TrainingStateBytesEqualTorchvision) {
   // No time assertion here: one pair on a shared machine under a parallel ctest is not a
   // measurement (CI saw a drift-normalised ratio of 2.02 while other tests ran beside it; alone it
   // is ~1.1). The time comparison, with repeats on an idle machine, is tests/profile/slow/.
-  std::printf("  squeezenet1_1 time ratio (executor / torchvision, drift-normalised): %.3f\n",
-              c.ratio_normalised);
+  std::printf("  squeezenet1_1 time ratio (executor / torchvision, drift-normalised): %.3f\n", c.ratio_normalised);
 }
 
 }  // namespace

@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <tuple>
 #include <utility>
-#include <cstdio>
-#include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "models/zoo.h"
 #include "profile/measure.h"
@@ -43,7 +42,8 @@ inline Reference run_torchvision(const std::string& model, int64_t batch, const 
   try {
     nlohmann::json doc = nlohmann::json::parse(output.substr(output.find('{')));
     reference.median_ms = doc.at("time_ms").at("median").get<double>();
-    reference.probe_ms = (doc.at("probe_ms").at("before").get<double>() + doc.at("probe_ms").at("after").get<double>()) / 2;
+    reference.probe_ms =
+        (doc.at("probe_ms").at("before").get<double>() + doc.at("probe_ms").at("after").get<double>()) / 2;
     reference.params = doc.at("params").get<int64_t>();
     reference.param_bytes = doc.at("param_bytes").get<int64_t>();
     reference.grad_bytes = doc.at("grad_bytes").get<int64_t>();
@@ -58,24 +58,25 @@ inline Reference run_torchvision(const std::string& model, int64_t batch, const 
 inline double relative_spread(std::vector<double> values) {
   if (values.size() < 2) return 0;
   std::sort(values.begin(), values.end());
-  double median = values.size() % 2 ? values[values.size() / 2]
-                                    : (values[values.size() / 2 - 1] + values[values.size() / 2]) / 2;
+  double median =
+      values.size() % 2 ? values[values.size() / 2] : (values[values.size() / 2 - 1] + values[values.size() / 2]) / 2;
   return (values.back() - values.front()) / median;
 }
 
 inline double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
-  return values.size() % 2 ? values[values.size() / 2] : (values[values.size() / 2 - 1] + values[values.size() / 2]) / 2;
+  return values.size() % 2 ? values[values.size() / 2]
+                           : (values[values.size() / 2 - 1] + values[values.size() / 2]) / 2;
 }
 
 struct Comparison {
   std::vector<double> ours_ms, theirs_ms;
   std::vector<double> ours_normalised, theirs_normalised;  // median * reference probe / probe
-  Measurement ours;     // the last repeat
-  Reference theirs;     // the last repeat
-  double ratio = 0;     // median(ours) / median(theirs)
-  double spread = 0;    // the larger relative spread between repeats of either side
-  double ratio_normalised = 0, spread_normalised = 0;  // the same with drift-normalised times
+  Measurement ours;                                        // the last repeat
+  Reference theirs;                                        // the last repeat
+  double ratio = 0;                                        // median(ours) / median(theirs)
+  double spread = 0;                                       // the larger relative spread between repeats of either side
+  double ratio_normalised = 0, spread_normalised = 0;      // the same with drift-normalised times
   // Per round (one pair): ours / theirs; their median and its distribution-free 95% CI (the same
   // order statistics as scripts/timing-fidelity.py and the executor's stopping rule).
   std::vector<double> round_ratios;
@@ -129,10 +130,11 @@ inline Comparison compare(const std::string& model, int64_t batch, std::vector<i
     result.ours_normalised.push_back(result.ours.time_ms_normalised);
     result.theirs_normalised.push_back(result.theirs.median_ms * reference_probe_ms() / result.theirs.probe_ms);
     result.round_ratios.push_back(result.ours.time_ms.median / result.theirs.median_ms);
-    std::printf("  %s repeat %d: executor %.2f ms (normalised %.2f), torchvision %.2f ms (normalised %.2f); "
-                "other load %.2f CPUs\n",
-                model.c_str(), repeat, result.ours.time_ms.median, result.ours_normalised.back(), result.theirs.median_ms,
-                result.theirs_normalised.back(), result.ours.load_other_cpus);
+    std::printf(
+        "  %s repeat %d: executor %.2f ms (normalised %.2f), torchvision %.2f ms (normalised %.2f); "
+        "other load %.2f CPUs\n",
+        model.c_str(), repeat, result.ours.time_ms.median, result.ours_normalised.back(), result.theirs.median_ms,
+        result.theirs_normalised.back(), result.ours.load_other_cpus);
   }
   result.ratio = median_of(result.ours_ms) / median_of(result.theirs_ms);
   result.round_ratio_median = median_of(result.round_ratios);
@@ -143,15 +145,17 @@ inline Comparison compare(const std::string& model, int64_t batch, std::vector<i
               model.c_str(), result.round_ratios.size(), result.round_ratio_median, result.round_ratio_low,
               result.round_ratio_high, result.best_ratio);
   result.spread = std::max(relative_spread(result.ours_ms), relative_spread(result.theirs_ms));
-  std::printf("  %s bytes: params %lld / %lld, grads %lld / %lld, optimizer state %lld / %lld (executor / torchvision)\n",
-              model.c_str(), static_cast<long long>(result.ours.param_bytes),
-              static_cast<long long>(result.theirs.param_bytes), static_cast<long long>(result.ours.grad_bytes),
-              static_cast<long long>(result.theirs.grad_bytes), static_cast<long long>(result.ours.optimizer_state_bytes),
-              static_cast<long long>(result.theirs.optimizer_state_bytes));
+  std::printf(
+      "  %s bytes: params %lld / %lld, grads %lld / %lld, optimizer state %lld / %lld (executor / torchvision)\n",
+      model.c_str(), static_cast<long long>(result.ours.param_bytes), static_cast<long long>(result.theirs.param_bytes),
+      static_cast<long long>(result.ours.grad_bytes), static_cast<long long>(result.theirs.grad_bytes),
+      static_cast<long long>(result.ours.optimizer_state_bytes),
+      static_cast<long long>(result.theirs.optimizer_state_bytes));
   result.ratio_normalised = median_of(result.ours_normalised) / median_of(result.theirs_normalised);
-  result.spread_normalised = std::max(relative_spread(result.ours_normalised), relative_spread(result.theirs_normalised));
-  std::printf("  %s: ratio %.3f, spread between repeats %.3f; drift-normalised: ratio %.3f, spread %.3f\n", model.c_str(),
-              result.ratio, result.spread, result.ratio_normalised, result.spread_normalised);
+  result.spread_normalised =
+      std::max(relative_spread(result.ours_normalised), relative_spread(result.theirs_normalised));
+  std::printf("  %s: ratio %.3f, spread between repeats %.3f; drift-normalised: ratio %.3f, spread %.3f\n",
+              model.c_str(), result.ratio, result.spread, result.ratio_normalised, result.spread_normalised);
   return result;
 }
 

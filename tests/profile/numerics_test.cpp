@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "graph/op_registry.h"
@@ -321,7 +321,8 @@ TEST(Numerics, RotaryDecodersMatchPyTorch) {
     models::ModelSpec spec;
     spec.batch = 2;
     spec.seq_len = 8;
-    cases.push_back({config, models::build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
+    cases.push_back(
+        {config, models::build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
   }
   std::vector<Result> results = run_cases(cases);
   print_results(results);
@@ -378,10 +379,11 @@ TEST(Numerics, CheckpointedBlocksMatchTorchUtilsCheckpoint) {
   const std::vector<std::string> configs = {"llama-small-tied", "gpt-neox-sequential", "bert-classifier"};
   std::vector<Case> cases;
   for (const std::string& config : configs)
-    cases.push_back({config + " checkpointed", apply_checkpointing(small_hf(config)), "interpreter", "", json::object(), ""});
+    cases.push_back(
+        {config + " checkpointed", apply_checkpointing(small_hf(config)), "interpreter", "", json::object(), ""});
   cases.push_back({"llama lora r=4 q,v checkpointed",
-                   apply_checkpointing(apply_lora(small_hf("llama-small-tied"), {4, 8, {"q", "v"}, false})), "interpreter",
-                   "", json::object(), ""});
+                   apply_checkpointing(apply_lora(small_hf("llama-small-tied"), {4, 8, {"q", "v"}, false})),
+                   "interpreter", "", json::object(), ""});
   std::vector<Result> results = run_cases(cases);
   print_results(results);
   ASSERT_EQ(results.size(), cases.size());
@@ -427,9 +429,9 @@ TEST(Numerics, CheckpointingChangesNoGradient) {
       const json& param = a["parameters"][index];
       ASSERT_EQ(param.contains("grad"), b["parameters"][index].contains("grad")) << param["name"];
       if (!param.contains("grad")) continue;
-      const double rel = relative_l2(checkpointed_dir + "/" + param["grad"].get<std::string>(),
-                                     plain_dir + "/" + b["parameters"][index]["grad"].get<std::string>(),
-                                     element_count(param));
+      const double rel =
+          relative_l2(checkpointed_dir + "/" + param["grad"].get<std::string>(),
+                      plain_dir + "/" + b["parameters"][index]["grad"].get<std::string>(), element_count(param));
       EXPECT_GE(rel, 0) << param["name"];
       EXPECT_LT(rel, 1e-6) << config << " " << param["name"];
       ++compared;

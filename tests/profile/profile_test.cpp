@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "graph/builder.h"
 #include "core/error.h"
+#include "graph/builder.h"
 #include "graph/op_registry.h"
 #include "models/zoo.h"
 #include "profile/internal.h"
@@ -211,7 +211,8 @@ TEST(Profile, UnsupportedOpNamesIt) {
 TEST(Profile, ExecutorRunsEveryRegisteredOp) {
   std::vector<std::string> supported = supported_ops();
   std::set<std::string> have(supported.begin(), supported.end());
-  for (const std::string& name : OpRegistry::instance().names()) EXPECT_TRUE(have.count(name)) << "executor lacks " << name;
+  for (const std::string& name : OpRegistry::instance().names())
+    EXPECT_TRUE(have.count(name)) << "executor lacks " << name;
 }
 
 // The module's parameters are created by the executor from each op's attributes, independently

@@ -72,9 +72,11 @@ TEST(FrontEnds, APythonForecastNeverMapsTorchOrSqlite) {
       "cpu = dnncast.predict('resnet18', 8, input_shape=(3, 64, 64))\n"
       "gpu = dnncast.predict('resnet50', 32, device='a100-40gb')\n"
       "mem = dnncast.memory('resnet50', 32, device='a100-40gb')\n"
-      "assert cpu.time_ms > 0 and gpu.time_ms > 0 and mem.required_bytes == gpu.required_bytes, (mem.required_bytes, gpu.required_bytes)\n"
+      "assert cpu.time_ms > 0 and gpu.time_ms > 0 and mem.required_bytes == gpu.required_bytes, (mem.required_bytes, "
+      "gpu.required_bytes)\n"
       "maps = open('/proc/self/maps').read()\n"
-      "loaded = sorted({line.split()[-1] for line in maps.splitlines() if 'libtorch' in line or 'libsqlite3' in line or 'libc10' in line})\n"
+      "loaded = sorted({line.split()[-1] for line in maps.splitlines() if 'libtorch' in line or 'libsqlite3' in line "
+      "or 'libc10' in line})\n"
       "print('loaded:', loaded)\n"
       "assert not loaded, loaded\n");
   ASSERT_FALSE(script.empty());
@@ -87,7 +89,8 @@ TEST(FrontEnds, APythonForecastNeverMapsTorchOrSqlite) {
 TEST(FrontEnds, PythonTakesItsOptimizersFromTheTable) {
   std::string expected = "[";
   for (Optimizer optimizer : all_optimizers())
-    expected += std::string(expected.size() > 1 ? ", " : "") + "('" + name(optimizer) + "', '" + torch_class(optimizer) + "')";
+    expected +=
+        std::string(expected.size() > 1 ? ", " : "") + "('" + name(optimizer) + "', '" + torch_class(optimizer) + "')";
   expected += "]";
   setenv("PYTHONPATH", (std::string(DNNCAST_BINARY_DIR) + "/python").c_str(), 1);
   const std::string script = python_test::write_temp("import dnncast\nprint(dnncast.optimizers())\n");

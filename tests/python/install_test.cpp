@@ -4,7 +4,6 @@
 // what the CLI forecasts (time on a CPU set; time and memory on a catalogued GPU, memory agreeing with predict),
 // and its module links neither libtorch nor SQLite.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -47,12 +46,14 @@ TEST(Install, PipInstallsThePackageWithItsPredictors) {
       "warnings.simplefilter('ignore')\n"
       "package = os.path.dirname(dnncast.__file__)\n"
       "assert package.startswith(sys.argv[1]), package\n"
-      "assert os.environ['DNNCAST_PREDICTORS'] == os.path.join(package, 'data', 'predictors'), os.environ['DNNCAST_PREDICTORS']\n"
+      "assert os.environ['DNNCAST_PREDICTORS'] == os.path.join(package, 'data', 'predictors'), "
+      "os.environ['DNNCAST_PREDICTORS']\n"
       "cpu = dnncast.predict('resnet18', 8, input_shape=(3, 64, 64)).to_dict()\n"
       "gpu = dnncast.predict('resnet50', 32, device='a100-40gb').to_dict()\n"
       "mem = dnncast.memory('resnet50', 32, device='a100-40gb').to_dict()\n"
       "assert mem['required_bytes'] == gpu['required_bytes'], (mem['required_bytes'], gpu['required_bytes'])\n"
-      "cli = json.loads(subprocess.run([sys.argv[2], 'predict', 'resnet18', '--batch', '8', '--input', '3x64x64', '--json'],\n"
+      "cli = json.loads(subprocess.run([sys.argv[2], 'predict', 'resnet18', '--batch', '8', '--input', '3x64x64', "
+      "'--json'],\n"
       "                                capture_output=True, text=True, check=True).stdout)\n"
       "assert cpu['time_ms'] == cli['time_ms'], (cpu['time_ms'], cli['time_ms'])\n"
       "module = glob.glob(os.path.join(package, '_dnncast*.so'))[0]\n"
@@ -61,9 +62,9 @@ TEST(Install, PipInstallsThePackageWithItsPredictors) {
       "print('installed', cpu['time_ms'], gpu['time_ms'])\n",
       file);
   std::fclose(file);
-  output = output_of("cd " + dir + " && " + venv + "/bin/python " + script + " " + venv + " " + DNNCAST_BINARY_DIR +
-                         "/dnncast",
-                     &status);
+  output = output_of(
+      "cd " + dir + " && " + venv + "/bin/python " + script + " " + venv + " " + DNNCAST_BINARY_DIR + "/dnncast",
+      &status);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(status, 0) << output;
   EXPECT_NE(output.find("installed "), std::string::npos) << output;

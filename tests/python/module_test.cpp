@@ -95,7 +95,8 @@ TEST(PythonModule, PredictAndMemoryEqualTheCliOnTheExportedFile) {
   json predicted = result["predict"], simulated = result["memory"], inspected = result["inspect"];
   EXPECT_EQ(predicted["model"], "TinyNet");
   EXPECT_EQ(simulated["model"], "TinyNet");
-  json cli_predict = cli_json("predict", {onnx_path, "--batch", "32", "--optimizer", "adam", "--epoch-samples", "50000"});
+  json cli_predict =
+      cli_json("predict", {onnx_path, "--batch", "32", "--optimizer", "adam", "--epoch-samples", "50000"});
   json cli_memory = cli_json("memory", {onnx_path, "--batch", "32", "--optimizer", "adam", "--fits", "1GiB"});
   json cli_inspect = cli_json("inspect", {onnx_path, "--batch", "32"});
   for (json* doc : {&predicted, &simulated, &inspected, &cli_predict, &cli_memory, &cli_inspect}) doc->erase("model");

@@ -91,7 +91,8 @@ TEST(PythonPackage, ReadmeImportLinePrintsTorchvisionsParameterCount) {
   std::string line, readme_line;
   while (std::getline(readme, line))
     if (line.rfind("PYTHONPATH=build/python /usr/bin/python3 -c \"import dnncast", 0) == 0) readme_line = line;
-  ASSERT_FALSE(readme_line.empty()) << "README.md has no line `PYTHONPATH=build/python /usr/bin/python3 -c \"import dnncast...`";
+  ASSERT_FALSE(readme_line.empty())
+      << "README.md has no line `PYTHONPATH=build/python /usr/bin/python3 -c \"import dnncast...`";
   ScratchDir dir("python_readme");
   ASSERT_EQ(symlink(DNNCAST_BINARY_DIR, (dir.path() + "/build").c_str()), 0);
   std::string command = "cd " + cli_test::shell_quoted(dir.path()) + " && env -u PYTHONPATH sh -c " +
@@ -145,7 +146,8 @@ TEST(PythonPackage, ThreadsForecastSideBySideAsOneAtATime) {
       "with ThreadPoolExecutor(max_workers=4) as pool:\n"
       "    together = [json.dumps(r.to_dict(), sort_keys=True) for r in pool.map(lambda c: c(), calls)]\n"
       "alone = [json.dumps(c().to_dict(), sort_keys=True) for c in calls]\n"
-      "print('SAME' if together == alone else 'DIFFERENT ' + str([i for i in range(len(calls)) if together[i] != alone[i]]))\n"
+      "print('SAME' if together == alone else 'DIFFERENT ' + str([i for i in range(len(calls)) if together[i] != "
+      "alone[i]]))\n"
       "print(len(calls))\n");
   EXPECT_EQ(output, "SAME\n16\n") << output;
 }
@@ -161,8 +163,9 @@ TEST(PythonPackage, PredictOnAZooNameEqualsTheCli) {
 }
 
 TEST(PythonPackage, MemoryOnAZooNameEqualsTheCli) {
-  const std::vector<json> results = package_results(
-      {"dnncast.memory('resnet18', batch=16, optimizer='adam', fits='1GiB', max_batch_bytes=4 * 2**30, timeline=True)"});
+  const std::vector<json> results =
+      package_results({"dnncast.memory('resnet18', batch=16, optimizer='adam', fits='1GiB', max_batch_bytes=4 * 2**30, "
+                       "timeline=True)"});
   ASSERT_EQ(results.size(), 1u);
   expect_same_fields(cli_json("memory", {"resnet18", "--batch", "16", "--optimizer", "adam", "--fits", "1GiB",
                                          "--max-batch", "4294967296", "--timeline"}),
@@ -214,7 +217,8 @@ TEST(PythonPackage, BadInputRaisesValueErrorWithTheCliMessage) {
       "  'seq_model_input': error_of(lambda: dnncast.memory('bert_base', batch=2, input_shape=(3, 32, 32))),\n"
       "  'batch': error_of(lambda: dnncast.predict('resnet18', batch=0)),\n"
       "  'fits': error_of(lambda: dnncast.memory('resnet18', fits='lots')),\n"
-      "  'optimizer': error_of(lambda: dnncast.predict('resnet18', batch=8, optimizer=torch.optim.RMSprop(model.parameters()))),\n"
+      "  'optimizer': error_of(lambda: dnncast.predict('resnet18', batch=8, "
+      "optimizer=torch.optim.RMSprop(model.parameters()))),\n"
       "  'module_shape': error_of(lambda: dnncast.inspect(model)),\n"
       "  'type': error_of(lambda: dnncast.inspect(42)),\n"
       "  'export': error_of(lambda: dnncast.inspect(model, input_shape=(3,))),\n"

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "serve/serve_api.h"
 #include "cli_run.h"
+#include "serve/serve_api.h"
 #include "serve_server.h"
 
 namespace dnncast::serve_test {
@@ -59,8 +59,7 @@ TEST(OpenApi, PathsAreTheRouteTable) {
       read_openapi(cli_test::read_text(std::string(DNNCAST_SOURCE_DIR) + "/docs/openapi.yaml"));
   std::set<std::string> in_docs, in_server;
   for (const DocumentedRoute& route : documented) in_docs.insert(route.method + " " + route.path);
-  for (const serve::Route& route : serve::routes())
-    in_server.insert(std::string(route.method) + " " + route.path);
+  for (const serve::Route& route : serve::routes()) in_server.insert(std::string(route.method) + " " + route.path);
   EXPECT_EQ(in_docs, in_server);
   EXPECT_EQ(documented.size(), in_docs.size()) << "a path and method listed twice";
 }

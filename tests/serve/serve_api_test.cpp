@@ -5,10 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 namespace dnncast::serve {
 namespace {
@@ -53,9 +52,20 @@ TEST(ServeApi, AnswersErrorsWithStatusAndField) {
       {{"DELETE", "/v1/inspect", "", "", {}}, 405, "POST"},
       {{"GET", "/nothing", "", "", {}}, 404, "/v1/predict"},
       // Not UTF-8, quoted into the message: replaced in the answer, never a crash (found by fuzz_serve_request).
-      {post("/v1/predict", "{\"model\": \"resnet\xce" "0\", \"batch\": 8}"), 400, "body"},
+      {post("/v1/predict",
+            "{\"model\": \"resnet\xce"
+            "0\", \"batch\": 8}"),
+       400, "body"},
       {post("/v1/predict", "{\"model}}}}\": \"resnet\", \"batch\": 8}"), 400, "model}}}}"},
-      {{"POST", "/v1/inspect", "application/onnx", "x", {{"batch", "\xce" "0"}}}, 400, "batch"},
+      {{"POST",
+        "/v1/inspect",
+        "application/onnx",
+        "x",
+        {{"batch",
+          "\xce"
+          "0"}}},
+       400,
+       "batch"},
   };
   for (const Case& item : cases) {
     const HttpResponse response = api.handle(item.request);
@@ -111,8 +121,8 @@ TEST(ServeApi, ConcurrentRequestsAnswerAsOneAtATime) {
     ASSERT_EQ(expected.status, 200) << requests[index].path << " " << requests[index].body << "\n" << expected.body;
     for (int thread = 0; thread < kThreads; ++thread) {
       EXPECT_EQ(answers[thread][index].status, 200) << requests[index].body;
-      EXPECT_EQ(answers[thread][index].body, expected.body) << "thread " << thread << ": " << requests[index].path
-                                                            << " " << requests[index].body;
+      EXPECT_EQ(answers[thread][index].body, expected.body)
+          << "thread " << thread << ": " << requests[index].path << " " << requests[index].body;
     }
   }
 }

@@ -86,9 +86,11 @@ TEST(ServeHttp, EveryRouteAnswersAsTheCli) {
   // LoRA (graph/lora.h): the same graph from the field as from the flag.
   EXPECT_EQ(post(server, "/v1/memory", {{"model", "bert_base"}, {"seq", 32}, {"lora", "r=8,targets=query,value"}}, 200),
             cli_json("memory", {"bert_base", "--seq", "32", "--lora", "r=8,targets=query,value", "--json"}));
-  EXPECT_EQ(post(server, "/v1/predict",
-                 {{"model", "gpt2_small"}, {"batch", 4}, {"seq", 32}, {"device", "t4"}, {"lora", "r=4,targets=c_attn"}}, 200),
-            cli_json("predict", {"gpt2_small", "--batch", "4", "--seq", "32", "--device", "t4", "--lora", "r=4,targets=c_attn", "--json"}));
+  EXPECT_EQ(
+      post(server, "/v1/predict",
+           {{"model", "gpt2_small"}, {"batch", 4}, {"seq", 32}, {"device", "t4"}, {"lora", "r=4,targets=c_attn"}}, 200),
+      cli_json("predict", {"gpt2_small", "--batch", "4", "--seq", "32", "--device", "t4", "--lora",
+                           "r=4,targets=c_attn", "--json"}));
   EXPECT_EQ(post(server, "/v1/inspect", {{"model", "resnet18"}, {"batch", 4}}, 200),
             cli_json("inspect", {"resnet18", "--batch", "4", "--json"}));
   EXPECT_EQ(post(server, "/v1/compare", {{"model", "resnet50"}, {"batch", 32}, {"gpus", "t4,a100-80gb"}}, 200),

@@ -1,11 +1,13 @@
 // The frozen holdout (data/plans/holdout.json, issue 16): its runs never enter a training table,
 // no shipped training dataset holds one of its configurations, and the shipped holdout dataset
 // holds exactly the plan's configurations, so the disjointness check compares like with like.
+#include "study/holdout.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -13,11 +15,10 @@
 #include <tuple>
 #include <vector>
 
-#include "study/holdout.h"
-#include "study/training.h"
-#include "records/network_source.h"
 #include "measure/plan.h"
+#include "records/network_source.h"
 #include "store/store.h"
+#include "study/training.h"
 
 namespace dnncast::study {
 namespace {
@@ -40,7 +41,8 @@ std::string scratch(const std::string& name) {
 // count is still one the holdout must not have been trained on.
 using Key = std::tuple<std::string, int64_t, std::string, int64_t, std::string, std::string>;
 Key key_of(const std::string& network_name, const records::RunConfig& config) {
-  return {network_name, config.batch, config.input_text(), config.seq_len, name(config.optimizer), name(config.precision)};
+  return {network_name,   config.batch,           config.input_text(),
+          config.seq_len, name(config.optimizer), name(config.precision)};
 }
 
 std::set<Key> holdout_plan_keys() {

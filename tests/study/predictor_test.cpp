@@ -12,14 +12,14 @@
 #include <set>
 #include <sstream>
 
-#include "study/evaluate.h"
-#include "study/training.h"
-#include "store/dataset_csv.h"
-#include "records/network_source.h"
+#include "core/error.h"
 #include "graph/op_registry.h"
 #include "hardware/catalogue.h"
-#include "core/error.h"
 #include "learn/learner.h"
+#include "records/network_source.h"
+#include "store/dataset_csv.h"
+#include "study/evaluate.h"
+#include "study/training.h"
 
 namespace dnncast::study {
 namespace {
@@ -306,7 +306,8 @@ TEST_F(PredictorPipeline, EvaluateBesideBaselineAndNoiseFloor) {
             text.find('\n') - std::string(",signed_error,plan,layerwise,scaled,corrected").size());
   size_t firsts = 0, seconds = 0;
   for (size_t at = text.find(",first,,,\n"); at != std::string::npos; at = text.find(",first,,,\n", at + 1)) ++firsts;
-  for (size_t at = text.find(",second,,,\n"); at != std::string::npos; at = text.find(",second,,,\n", at + 1)) ++seconds;
+  for (size_t at = text.find(",second,,,\n"); at != std::string::npos; at = text.find(",second,,,\n", at + 1))
+    ++seconds;
   EXPECT_EQ(firsts, seconds);
   EXPECT_EQ(static_cast<int64_t>(firsts + seconds), time.model.count + report.targets[1].model.count);
   // One transform kind only, or an error naming the ones that apply.
@@ -551,10 +552,12 @@ TEST(PredictorErrors, NonIntegerColumnsAndVersionsAreInputErrors) {
   const std::string manifest_path = root + "/set/time/manifest.json";
   const nlohmann::json good = nlohmann::json::parse(std::ifstream(manifest_path));
   ASSERT_NO_THROW(forecast::Predictor::load(root + "/set/time"));
-  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
-      {"columns", nlohmann::json::array({1.1e55})}, {"columns", nlohmann::json::array({4294967296LL})},
-      {"columns", nlohmann::json::array({0.5})},     {"feature_version", 1.5},
-      {"feature_version", 1e300},                     {"columns", "0"}};
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {{"columns", nlohmann::json::array({1.1e55})},
+                                                                     {"columns", nlohmann::json::array({4294967296LL})},
+                                                                     {"columns", nlohmann::json::array({0.5})},
+                                                                     {"feature_version", 1.5},
+                                                                     {"feature_version", 1e300},
+                                                                     {"columns", "0"}};
   for (const auto& [key, value] : cases) {
     nlohmann::json bad = good;
     bad[key] = value;

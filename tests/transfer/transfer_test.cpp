@@ -2,8 +2,9 @@
 // synthetic target depends on, covering samples, budgets, the CSV reader, and the study's own data
 // (OpML'19 TX2 Xception) with the linear-shift reference cross-checked by numpy
 // (scripts/transfer_linear_shift.py).
-#include <gtest/gtest.h>
+#include "transfer/transfer.h"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -20,7 +21,6 @@
 
 #include "core/error.h"
 #include "learn/metrics.h"
-#include "transfer/transfer.h"
 
 namespace dnncast::transfer {
 namespace {
@@ -29,7 +29,8 @@ using learn::Matrix;
 using learn::Vector;
 
 const std::string kData = std::string(DNNCAST_SOURCE_DIR) + "/../shared/data/public/opml19_tx2_xception/";
-const std::vector<std::string> kOptions{"core1_on", "core2_on", "core3_on", "core_freq_hz", "gpu_freq_hz", "emc_freq_hz"};
+const std::vector<std::string> kOptions{"core1_on",     "core2_on",    "core3_on",
+                                        "core_freq_hz", "gpu_freq_hz", "emc_freq_hz"};
 
 bool have_tx2() { return std::ifstream(kData + "xception_600x600.csv").good(); }
 
@@ -189,10 +190,13 @@ TEST(CsvTable, ReadsNamedColumnsAndRejectsBadInput) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([&] { read_csv_table(good, {"a", "nope"}, "m"); }).find("no option column 'nope' (columns: name, a, b, m)"),
+  EXPECT_NE(message([&] {
+              read_csv_table(good, {"a", "nope"}, "m");
+            }).find("no option column 'nope' (columns: name, a, b, m)"),
             std::string::npos);
   EXPECT_NE(message([&] { read_csv_table(good, {"a"}, "mm"); }).find("no metric column 'mm'"), std::string::npos);
-  EXPECT_NE(message([&] { read_csv_table(good, {"name"}, "m"); }).find("option 'name' is not a number"), std::string::npos);
+  EXPECT_NE(message([&] { read_csv_table(good, {"name"}, "m"); }).find("option 'name' is not a number"),
+            std::string::npos);
   EXPECT_NE(message([&] { read_csv_table("/nonexistent/x.csv", {"a"}, "m"); }).find("cannot open"), std::string::npos);
   std::string zero = write_file("zero.csv", "a,m\n1,0\n");
   EXPECT_NE(message([&] { read_csv_table(zero, {"a"}, "m"); }).find("must be a positive number"), std::string::npos);
@@ -338,7 +342,8 @@ TEST(Cli, BadInputIsOneLineAndExitCode2) {
   };
   std::vector<Case> cases{
       {base + " --options core1_on,turbo", "no option column 'turbo'"},
-      {"transfer --source /nonexistent.csv --target /nonexistent.csv --metric m --options a", "cannot open '/nonexistent.csv'"},
+      {"transfer --source /nonexistent.csv --target /nonexistent.csv --metric m --options a",
+       "cannot open '/nonexistent.csv'"},
       {base + options + " --budget 1.5", "budget above 1 must be a whole row count"},
       {base + options + " --budget 768", "at least one row must be left"},
       {base + options + " --budget 0", "budget must be"},

@@ -87,7 +87,8 @@ print(json.dumps({"params": sum(p.numel() for p in model.parameters())}))
 void expect_matches_zoo(const std::string& model, int64_t seq) {
   std::string path = onnx_test::scratch() + "/" + model + ".onnx";
   std::string script_path = python_test::write_temp(std::string(onnx_test::kExportPrelude) + kTransformers);
-  std::string output = python_test::run_python_command(script_path + " " + model + " " + std::to_string(seq) + " " + path);
+  std::string output =
+      python_test::run_python_command(script_path + " " + model + " " + std::to_string(seq) + " " + path);
   std::remove(script_path.c_str());
   ASSERT_EQ(output.rfind("FAILED", 0), std::string::npos) << output;
   int64_t torch_params = std::stoll(output.substr(output.rfind("\"params\": ") + 10));
@@ -99,7 +100,8 @@ void expect_matches_zoo(const std::string& model, int64_t seq) {
   onnx_test::Totals zoo = onnx_test::totals(load_model(model, spec));
   EXPECT_EQ(imported.params, torch_params) << model;
   EXPECT_EQ(imported.params, zoo.params) << model;
-  EXPECT_NEAR(static_cast<double>(imported.macs), static_cast<double>(zoo.macs), 0.005 * static_cast<double>(zoo.macs)) << model;
+  EXPECT_NEAR(static_cast<double>(imported.macs), static_cast<double>(zoo.macs), 0.005 * static_cast<double>(zoo.macs))
+      << model;
   EXPECT_EQ(imported.peak_bytes, zoo.peak_bytes) << model;
 }
 

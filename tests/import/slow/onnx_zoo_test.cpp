@@ -14,8 +14,8 @@
 namespace dnncast::import {
 namespace {
 
-// Every CNN of `dnncast inspect --list` (vit_b_16 among them). Case i runs in slice i % ceil(size / 2): the first half holds the big
-// ones, the second half the small, so a slice pairs one big model with one small one.
+// Every CNN of `dnncast inspect --list` (vit_b_16 among them). Case i runs in slice i % ceil(size / 2): the first half
+// holds the big ones, the second half the small, so a slice pairs one big model with one small one.
 const std::vector<std::string> kModels = {
     // big (export and simulation up to ~30 s each)
     "vgg16", "resnet152", "wide_resnet101_2", "resnext101_32x8d", "densenet201", "vgg19", "vgg16_bn", "vgg19_bn",
@@ -24,9 +24,9 @@ const std::vector<std::string> kModels = {
     "vit_b_16",
     // small
     "alexnet", "squeezenet1_0", "squeezenet1_1", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5",
-    "shufflenet_v2_x2_0", "mnasnet0_5", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3", "mobilenet_v2",
-    "mobilenet_v3_small", "mobilenet_v3_large", "regnet_x_400mf", "regnet_y_400mf", "googlenet", "resnet18",
-    "resnet34", "resnet50", "densenet121", "efficientnet_b0"};
+    "shufflenet_v2_x2_0", "mnasnet0_5", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3", "mobilenet_v2", "mobilenet_v3_small",
+    "mobilenet_v3_large", "regnet_x_400mf", "regnet_y_400mf", "googlenet", "resnet18", "resnet34", "resnet50",
+    "densenet121", "efficientnet_b0"};
 
 // The models named in DNNCAST_ONNX_ZOO_MODELS (comma-separated), or none; bert_base and gpt2_small are
 // onnx_transformer_test.cpp's.

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <set>
 
-#include "store/test_util.h"
-#include "store/merge.h"
 #include "measure/plan.h"
+#include "store/merge.h"
 #include "store/store.h"
+#include "store/test_util.h"
 
 namespace dnncast::measure {
 namespace {

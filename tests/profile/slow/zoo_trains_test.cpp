@@ -20,7 +20,8 @@ TEST(ZooTrains, EveryModelRunsATrainingStep) {
   limits.min_iterations = 1;
   limits.timeout_s = 300;
   // kZooSlices: 5-6 of the zoo's 47 models per slice (about 3 minutes on a loaded core here).
-  const std::vector<models::ZooEntry> models = rotation::pick(rotation::slice_of("ZooTrains", kZooSlices), models::zoo());
+  const std::vector<models::ZooEntry> models =
+      rotation::pick(rotation::slice_of("ZooTrains", kZooSlices), models::zoo());
   ASSERT_FALSE(models.empty());
   for (const models::ZooEntry& entry : models) {
     models::ModelSpec spec;
@@ -42,8 +43,9 @@ TEST(ZooTrains, EveryModelRunsATrainingStep) {
     EXPECT_EQ(m.status, "ok") << entry.name << ": " << m.message;
     EXPECT_EQ(m.params, graph_param_count(graph)) << entry.name;
     EXPECT_EQ(m.grad_bytes, m.param_bytes) << entry.name << ": a parameter got no gradient";
-    std::printf("  %-22s %-12s %10.1f ms  peak %8.1f MiB\n", entry.name.c_str(), graph.node(graph.inputs().front()).shape.to_string().c_str(),
-                m.time_ms.median, m.peak_bytes / 1048576.0);
+    std::printf("  %-22s %-12s %10.1f ms  peak %8.1f MiB\n", entry.name.c_str(),
+                graph.node(graph.inputs().front()).shape.to_string().c_str(), m.time_ms.median,
+                m.peak_bytes / 1048576.0);
   }
 }
 
