@@ -2,7 +2,7 @@
 // `dnncast inspect`, `predict`, `memory` and `compare` make, with the options those commands take, answering the CLI's
 // --json (forecast/forecast_json.h) as text that python/dnncast/__init__.py turns into objects. No
 // forecast logic lives here: requests are filled by the functions the commands call
-// (apps::make_forecast_request, make_memory_request), and checked as the commands check them, with
+// (forecast::make_forecast_request, make_memory_request), and checked as the commands check them, with
 // the Python keyword in place of the flag.
 //
 // Errors cross as Python exceptions with the same message (xgboost's API_BEGIN/API_END):

@@ -12,6 +12,7 @@
 #include "core/checked.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "core/units.h"
 #include "graph/tensor.h"
 
@@ -102,8 +103,10 @@ json read_json(const std::string& path, const std::string& what) {
     throw InputError(what + " " + quote(path) + ": is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw InputError(what + " " + quote(path) + ": cannot read the file");
+  const std::string text = read_all(in);
+  check_json_nesting(text, what + " " + quote(path));
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& error) {
     throw InputError(what + " " + quote(path) + ": not JSON (" + error.what() + ")");
   }

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "forecast/predictor.h"
 #include "learn/json_int.h"
 
@@ -43,9 +44,11 @@ Predictor Predictor::load(const std::string& dir) {
   std::string path = dir + "/manifest.json";
   std::ifstream in(path);
   if (!in) throw InputError("no predictor bundle at " + dir + " (" + path + " is missing)");
+  const std::string text = read_all(in);
+  check_json_nesting(text, path);
   json document;
   try {
-    document = json::parse(in);
+    document = json::parse(text);
   } catch (const json::exception& error) {
     throw InputError(path + ": not valid JSON: " + error.what());
   }

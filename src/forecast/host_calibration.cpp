@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "forecast/host_match.h"
 #include "forecast/predictor.h"
 #include "models/layer_cases.h"
@@ -122,7 +123,9 @@ HostCalibration HostCalibration::load(const std::string& dir) {
   const std::string path = dir + "/host.json";
   std::ifstream in(path);
   if (!in) throw InputError("no host calibration at " + dir + " (expected " + path + ")");
-  json document = json::parse(in, nullptr, false);
+  const std::string text = read_all(in);
+  check_json_nesting(text, path);
+  json document = json::parse(text, nullptr, false);
   if (document.is_discarded()) throw InputError(path + ": not JSON");
   HostCalibration calibration = from_json(document, path);
   // A shipped source set of a checkout that moved: the set of that name in this checkout's data/predictors.
@@ -268,7 +271,9 @@ std::optional<std::string> find_host_calibration(const std::string& root, const 
   for (const fs::directory_entry& entry : fs::directory_iterator(root, error)) {
     if (!is_host_calibration(entry.path().string())) continue;
     std::ifstream in(entry.path() / "host.json");
-    json document = json::parse(in, nullptr, false);
+    const std::string text = read_all(in);
+    if (json_nesting(text) > kMaxJsonNesting) continue;
+    json document = json::parse(text, nullptr, false);
     if (document.is_discarded() || !document.contains("environment")) continue;
     records::EnvironmentRecord environment;
     try {

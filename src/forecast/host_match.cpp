@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "features/featurizer.h"
 #include "forecast/predictor.h"
 #include "hardware/cpu_conv.h"
@@ -220,7 +221,9 @@ std::vector<records::EnvironmentRecord> manifest_environments(const std::string&
   if (!fs::exists(manifest)) manifest = fs::path(bundle_dir) / "time" / "manifest.json";
   std::ifstream file(manifest);
   if (!file) return environments;
-  json document = json::parse(file, nullptr, false);
+  const std::string text = read_all(file);
+  if (json_nesting(text) > kMaxJsonNesting) return environments;
+  json document = json::parse(text, nullptr, false);
   if (document.is_discarded() || !document.contains("environments") || !document["environments"].is_array())
     return environments;
   try {

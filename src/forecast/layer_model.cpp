@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "import/graph_json.h"
 
 namespace dnncast::forecast {
@@ -66,6 +67,7 @@ std::vector<LayerExample> bench_examples(const std::vector<records::LayerBenchRe
     if (record.status != "ok" || !forward || !backward) continue;
     Graph graph;
     try {
+      check_json_nesting(record.graph_json, "layer benchmark " + record.key);
       graph = import::graph_from_json(nlohmann::json::parse(record.graph_json), "layer benchmark " + record.key);
     } catch (const nlohmann::json::exception& error) {
       throw InputError("layer benchmark " + record.key + ": graph_json is not JSON: " + error.what());
@@ -222,8 +224,10 @@ LayerModel LayerModel::load(const std::string& dir) {
   std::ifstream in(path);
   if (!in) throw InputError("no layer-wise model at " + dir + " (" + path + " is missing)");
   LayerModel model;
+  const std::string text = read_all(in);
+  check_json_nesting(text, path);
   try {
-    json manifest = json::parse(in);
+    json manifest = json::parse(text);
     if (manifest.at("format").get<std::string>() != kLayerModelFormat)
       throw InputError(path + ": format " + manifest.at("format").dump() + ", this build reads " +
                        quote(kLayerModelFormat));

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "forecast/predictor.h"
 #include "hardware/catalogue.h"
 #include "hardware/hardware.h"
@@ -108,8 +109,10 @@ std::string lower(std::string text) {
 
 records::EnvironmentRecord read_set_environment(const std::string& path) {
   std::ifstream in(path);
+  const std::string text = read_all(in);
+  check_json_nesting(text, path);
   try {
-    json document = json::parse(in);
+    json document = json::parse(text);
     return records::environment_from_json(document.at("environments").at(0));
   } catch (const json::exception& error) {
     throw InputError(path + ": " + error.what());

@@ -12,6 +12,7 @@
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "learn/learner.h"
 
 namespace dnncast::gpu {
@@ -353,8 +354,10 @@ GpuKernelModel GpuKernelModel::load(const std::string& given) {
     const fs::path sub = fs::path(dir) / family_names()[static_cast<size_t>(family)];
     std::ifstream meta((sub / "learner.json").string());
     if (!meta) continue;
+    const std::string text = read_all(meta);
+    check_json_nesting(text, (sub / "learner.json").string());
     try {
-      const nlohmann::json info = nlohmann::json::parse(meta);
+      const nlohmann::json info = nlohmann::json::parse(text);
       model.learners_[static_cast<size_t>(family)] =
           learn::load_learner(info.at("learner").get<std::string>(), info.at("hyperparameters"), sub.string());
     } catch (const nlohmann::json::exception& error) {

@@ -7,6 +7,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/json_limits.h"
 
 namespace dnncast::import {
 
@@ -177,6 +178,7 @@ Graph graph_from_json(const json& document, const std::string& source) {
 }
 
 Graph read_graph_json(const std::string& text, const std::string& source) {
+  check_json_nesting(text, source);
   json document;
   try {
     document = json::parse(text);

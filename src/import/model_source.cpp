@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "import/graph_json.h"
@@ -152,6 +153,7 @@ Graph load_json_file(const std::string& path, const models::ModelSpec& spec) {
   if (!file) throw InputError("cannot open graph file " + quote(path));
   std::stringstream text;
   text << file.rdbuf();
+  check_json_nesting(text.str(), path);
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(text.str());

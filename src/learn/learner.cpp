@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "learn/json_int.h"
 #include "learn/learn_util.h"
 
@@ -137,8 +138,10 @@ void write_json(const std::string& path, const nlohmann::json& document) {
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot read " + path);
+  const std::string text = read_all(in);
+  check_json_nesting(text, path);
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& error) {
     throw InputError(path + ": not valid JSON: " + error.what());
   }
@@ -210,6 +213,7 @@ Matrix matrix_from_json(const nlohmann::json& document) {
 
 nlohmann::json parse_hyperparameters(const std::string& name, const std::string& text, const std::string& option) {
   if (text.empty()) return nlohmann::json::object();
+  check_json_nesting(text, option);
   nlohmann::json hyperparameters = nlohmann::json::parse(text, nullptr, false);
   if (!hyperparameters.is_object()) throw InputError(option + " is not a JSON object: " + text);
   make_learner(name, hyperparameters);  // unknown or ill-typed names fail here

@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "learn/learn_util.h"
 
 namespace dnncast::learn {
@@ -115,6 +116,7 @@ class Forest {
   // From XGBoost's JSON model document.
   void read(const std::string& text) {
     clear();
+    check_json_nesting(text, "XGBoost model");
     try {
       nlohmann::json model = nlohmann::json::parse(text);
       const nlohmann::json& learner = model.at("learner");

@@ -8,6 +8,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "core/rng.h"
 #include "core/text.h"
 #include "graph/op_registry.h"
@@ -686,6 +687,7 @@ Plan load_plan(const std::string& path) {
   if (!file) throw InputError("cannot open plan file " + quote(path));
   std::stringstream text;
   text << file.rdbuf();
+  check_json_nesting(text.str(), "plan file " + quote(path));
   json document;
   try {
     document = json::parse(text.str());

@@ -11,6 +11,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "decide/catalogue_json.h"
 #include "decide/compare.h"
 #include "decide/schedule_jobs.h"
@@ -90,6 +91,7 @@ class Fields {
     if (!request.query.empty())
       throw InputError("query parameter " + quote(request.query.front().first) +
                        ": a JSON request takes its fields in the body");
+    check_json_nesting(request.body, "body");
     try {
       object_ = json::parse(request.body.empty() ? std::string("{}") : request.body);
     } catch (const json::exception& error) {
@@ -557,7 +559,8 @@ std::string cache_key(const Route& route, const HttpRequest& request) {
   if (!request.query.empty()) return "";
   const std::string type = media_type(request.content_type);
   if (!type.empty() && type != "application/json") return "";
-  json body = json::parse(request.body, nullptr, false);  // no exceptions: malformed is simply not cached
+  if (json_nesting(request.body) > kMaxJsonNesting) return "";  // refused when answered, never cached
+  json body = json::parse(request.body, nullptr, false);        // no exceptions: malformed is simply not cached
   if (body.is_discarded() || !body.is_object()) return "";
   return key + body.dump(-1, ' ', false,
                          json::error_handler_t::replace);  // object keys sorted: one key for one set of fields

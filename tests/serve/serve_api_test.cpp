@@ -76,6 +76,32 @@ TEST(ServeApi, AnswersErrorsWithStatusAndField) {
   }
 }
 
+// A body nested 100,000 deep (issue 51: it killed the server with SIGSEGV, in any field, known or not) is one 400
+// naming the limit, on every route and cache path, and the server answers the next request as before.
+TEST(ServeApi, DeeplyNestedBodiesAreRefusedAndTheServerGoesOn) {
+  Api api({});
+  const int depth = 100000;
+  const std::string nested = std::string(depth, '[') + std::string(depth, ']');
+  for (const char* path : {"/v1/predict", "/v1/memory", "/v1/inspect", "/v1/compare", "/v1/schedule"}) {
+    for (const std::string& body : {R"({"model": "resnet18", "batch": 2, "seed": )" + nested + "}",
+                                    R"({"unknown_field": )" + nested + R"(, "model": "resnet18"})", nested}) {
+      const HttpResponse response = api.handle(post(path, body));
+      EXPECT_EQ(response.status, 400) << path;
+      EXPECT_NE(response.body.find("JSON nested deeper than 256 levels"), std::string::npos) << response.body;
+      EXPECT_EQ(cache_key(*Api::route_of(path), post(path, body)), "") << path;
+    }
+  }
+  // 256 levels are a document like any other: refused for what its fields say, not for their depth.
+  const std::string deep_ok =
+      R"({"model": "resnet18", "batch": 2, "x": )" + std::string(255, '[') + std::string(255, ']') + "}";
+  const HttpResponse at_limit = api.handle(post("/v1/inspect", deep_ok));
+  EXPECT_EQ(at_limit.status, 400);
+  EXPECT_EQ(at_limit.body.find("nested deeper"), std::string::npos) << at_limit.body;
+  EXPECT_NE(at_limit.body.find("'x'"), std::string::npos) << at_limit.body;
+  const HttpResponse after = api.handle(post("/v1/inspect", R"({"model": "resnet18", "batch": 2})"));
+  EXPECT_EQ(after.status, 200) << after.body;
+}
+
 // Forecasts run side by side on the server's workers (no lock around them): every route that computes, asked by
 // four threads at once from a cold process (predictor sets, layer models, the GPU calibration and the catalogue
 // loaded while the others wait for them), answers byte for byte what one thread asking alone gets. Under
