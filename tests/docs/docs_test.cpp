@@ -113,6 +113,10 @@ TEST(Source, CheckerNamesEveryPlantedProblem) {
   write("src/core/util.h", "#pragma once\n");
   write("src/lower/util.h", "#pragma once\n// see DESIGN.md and docs/no-such.md\n");
   write("src/upper/thing.cpp", "#include \"cli/main.h\"\n");
+  // A room in another's namespace (issue 50); a block that only forward-declares another module's type is not one.
+  write("src/upper/rooms.h",
+        "#pragma once\nnamespace dnncast::lower {\nclass Thing;\n}  // namespace dnncast::lower\n"
+        "namespace dnncast::apps {\nint f();  // see STYLE.md\n}  // namespace dnncast::apps\n");
   std::string long_function = "int f() {\n";
   for (int line = 0; line < 160; ++line) long_function += "  g();\n";
   write("src/cli/cmd_long.cpp", long_function + "}\n");
@@ -124,7 +128,9 @@ TEST(Source, CheckerNamesEveryPlantedProblem) {
         "src/upper/thing.cpp:1: includes cli/, which module upper does not depend on",
         "src/cli/cmd_long.cpp: 162 lines", "src/cli/cmd_long.cpp:1: function of 162 lines",
         "src/lower/util.h:2: names DESIGN.md", "src/lower/util.h:2: names docs/no-such.md, which does not exist",
-        "src/: 2 files named util.h"})
+        "src/: 2 files named util.h",
+        "src/upper/rooms.h:5: namespace dnncast::apps in src/upper/ (its namespace is dnncast::upper)",
+        "src/upper/rooms.h:6: names STYLE.md"})
     EXPECT_NE(output.find(expected), std::string::npos) << expected << "\n" << output;
-  EXPECT_NE(output.find(", 8 problems"), std::string::npos) << output;
+  EXPECT_NE(output.find(", 10 problems"), std::string::npos) << output;
 }
