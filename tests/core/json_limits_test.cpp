@@ -19,7 +19,8 @@ TEST(JsonLimits, CountsTheDeepestNestingOfArraysAndObjects) {
   EXPECT_EQ(json_nesting(R"(["\\\"[[[", []])"), 2);
   // The count agrees with nlohmann's own parse of documents up to the limit.
   for (int depth : {1, 7, 64, kMaxJsonNesting}) {
-    const std::string text = std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+    const std::string text =
+        std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
     EXPECT_EQ(json_nesting(text), depth);
     EXPECT_NO_THROW(check_json_nesting(text, "doc"));
     EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());
