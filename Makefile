@@ -33,7 +33,7 @@ ISA_TESTS ?= ^(Isa|ConvImpl|CpuConv|SimulatorVsProfiler|MemoryCli|DecoderMemoryV
 # (150 lines a command file or a function) count formatted lines, so they cannot be met by packing lines.
 # clang-format 14 (Debian 12's; another version lays some lines out differently). `make format` rewrites them.
 CLANG_FORMAT ?= clang-format-14
-FORMAT_SOURCES = $(shell git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp' 'tests/*.h' 'python/*.cpp' 'bench/*.cpp' \
+FORMAT_SOURCES = $(shell git ls-files --cached --others --exclude-standard 'src/*.cpp' 'src/*.h' 'tests/*.cpp' 'tests/*.h' 'python/*.cpp' 'bench/*.cpp' \
   'bench/*.h' 'fuzz/*.cpp' 'fuzz/*.h' 2>/dev/null || find src tests python bench fuzz -name '*.cpp' -o -name '*.h')
 
 format-check: setup
