@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "decide/schedule_jobs.h"
 #include "decide/schedule_study.h"
+#include "report/html_report.h"
 
 namespace dnncast::cli {
 
@@ -55,7 +56,7 @@ int run_schedule(const Args& args) {
   const decide::Schedule schedule = decide::schedule(request);
   if (app.count("--html") > 0) {
     std::ofstream out(html);
-    out << decide::render_schedule_html(schedule);
+    out << report::render_schedule_html(schedule);
     if (!out) throw InputError("--html " + quote(html) + ": writing failed");
   }
   if (as_json)

@@ -148,8 +148,6 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache);
 // The JSON of `dnncast schedule --json`, in reading order.
 nlohmann::ordered_json to_json(const Schedule& schedule);
 
-// The self-contained HTML report (`--html`): the request, a Gantt chart as inline SVG, the assignment
-// table (one <tr class="assignment"> per placed job) and the solvers; nothing fetched, no script.
-std::string render_schedule_html(const Schedule& schedule);
+// Its HTML report (`--html`) is report/html_report.h's render_schedule_html.
 
 }  // namespace dnncast::decide

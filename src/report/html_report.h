@@ -8,6 +8,7 @@
 #include <string>
 
 #include "decide/compare.h"
+#include "decide/schedule_jobs.h"
 
 namespace dnncast::report {
 
@@ -20,5 +21,9 @@ std::string render_html(const decide::Comparison& comparison);
 
 // Writes render_html() to `path`; throws InputError naming --html and the path when it cannot.
 void write_html(const decide::Comparison& comparison, const std::string& path);
+
+// The self-contained HTML report of `dnncast schedule --html`: the request, a Gantt chart as inline SVG, the
+// assignment table (one <tr class="assignment"> per placed job) and the solvers; nothing fetched, no script.
+std::string render_schedule_html(const decide::Schedule& schedule);
 
 }  // namespace dnncast::report
