@@ -17,6 +17,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/training_setup.h"
 #include "core/units.h"
 #include "decide/catalogue_json.h"
@@ -169,7 +170,7 @@ auto guarded(Call call) -> decltype(call()) {
       result = call();
     } catch (const std::exception& caught) {
       answer = &error_answer(&caught);
-      error = caught.what();
+      error = cut_for_message(caught.what(), kMessageLimit);
       if (error.empty()) error = "internal error";
     } catch (...) {
       answer = &error_answer(nullptr);

@@ -229,8 +229,8 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
 }  // namespace
 
 json calibrate_model(const ModelCalibrateOptions& options) {
-  if (!(options.minutes > 0) || options.minutes > 240)
-    throw InputError("--minutes must be in (0, 240], got " + json(options.minutes).dump());
+  if (!(options.minutes >= 0.1) || options.minutes > 240)
+    throw InputError("--minutes must be from 0.1 to 240, got " + json(options.minutes).dump());
   if (options.threads < 1) throw InputError("--threads must be at least 1");
   if (options.spec.batch < 1) throw InputError("--batch must be a positive integer");
   const Clock::time_point start = Clock::now();

@@ -41,8 +41,9 @@ int run_calibrate_model(const Args& args) {
   app.add_option("--cpus", cpus_text, "pin the measurements to these CPUs (\"1\")");
   app.add_flag("--json", json, "print the report as JSON");
   if (!parse_args(app, args, "calibrate")) return 0;
-  if (!(options.minutes > 0) || options.minutes > 240)
-    throw InputError("--minutes must be in (0, 240], got " + app.get_option("--minutes")->as<std::string>());
+  // At least 0.1 minutes (6 s): less measures nothing (1e-300 ran and printed two lines).
+  if (!(options.minutes >= 0.1) || options.minutes > 240)
+    throw InputError("--minutes must be from 0.1 to 240, got " + app.get_option("--minutes")->as<std::string>());
   options.spec = model_options.spec(options.model, options.spec.batch);
   options.optimizer = parse_optimizer(optimizer, "--optimizer");
   if (!cpus_text.empty()) options.cpus = measure::parse_cpu_list(cpus_text);

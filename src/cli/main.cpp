@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace {
 
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
     // built; this is the last guard); the exit code of its kind (core/error.h).
     const dnncast::ErrorAnswer& answer = dnncast::error_answer(&error);
     std::fprintf(stderr, "dnncast %s: %s: %s\n", name.c_str(), answer.label,
-                 dnncast::escape_control(error.what()).c_str());
+                 dnncast::escape_control(dnncast::cut_for_message(error.what(), dnncast::kMessageLimit)).c_str());
     return answer.exit_code;
   }
 }

@@ -16,6 +16,9 @@ namespace dnncast::cli {
 bool parse_args(CLI::App& app, const Args& args, const std::string& command) {
   // CLI11's parse(vector) takes the arguments last to first.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
+  // A flag takes no value: --checkpointing=5 or =-1 is a mistake, not "on" or "off".
+  for (CLI::Option* option : app.get_options())
+    if (option->get_expected_max() == 0) option->disable_flag_override();
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp& help) {
@@ -25,6 +28,14 @@ bool parse_args(CLI::App& app, const Args& args, const std::string& command) {
     std::string message = error.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
     throw InputError(message + " (see dnncast " + command + " --help)");
+  }
+  // An option given an empty value ("--lora ''") is refused, not taken as left out.
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() == 0 || option->get_expected_max() == 0) continue;
+    for (const std::string& value : option->results())
+      if (value.empty())
+        throw InputError(option->get_name() + ": empty; leave the option out for its default (see dnncast " + command +
+                         " --help)");
   }
   return true;
 }

@@ -17,6 +17,8 @@ bool is_valid_utf8(const std::string& text);
 // is longer; unchanged otherwise. quote() cuts with kQuoteLimit.
 inline constexpr size_t kQuoteLimit = 120;
 std::string cut_for_message(const std::string& text, size_t limit = kQuoteLimit);
+// The longest error message a front end (CLI, serve, Python) passes on whole; longer ones are cut as above.
+inline constexpr size_t kMessageLimit = 2000;
 
 // `word` as a POSIX shell reads it back: unchanged when it holds only letters, digits and _./:=,+@%-, else in
 // single quotes (a ' inside as '\''); "" as ''.

@@ -70,6 +70,7 @@ std::string projection_names(const Graph& graph) {
 LoraConfig parse_lora(const std::string& text, const std::string& what) {
   LoraConfig config;
   bool have_rank = false, in_targets = false;
+  std::vector<std::string> keys;  // each key once: "r=8,r=16" is a mistake, not r=16
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
@@ -86,6 +87,9 @@ LoraConfig parse_lora(const std::string& text, const std::string& what) {
     }
     const std::string key = item.substr(0, equals), value = item.substr(equals + 1);
     in_targets = false;
+    if (std::find(keys.begin(), keys.end(), key) != keys.end())
+      throw InputError(what + ": key " + quote(key) + " given twice in " + quote(text));
+    keys.push_back(key);
     if (key == "r") {
       config.rank = parse_count(value, what, key);
       if (config.rank < 1) throw InputError(what + ": rank r=" + value + " must be at least 1");

@@ -4,11 +4,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "models/transformers.h"
 
 namespace dnncast::models {
 
 namespace {
+
+// The most transformer layers a config.json may ask for.
+constexpr int64_t kMaxConfigLayers = 10000;
 
 // One config file's fields, read with the file and the field named in every error.
 class Fields {
@@ -16,6 +20,15 @@ class Fields {
   Fields(const nlohmann::json& config, const std::string& source) : config_(config), source_(source) {}
 
   int64_t size(const char* key) const { return positive(key, required(key)); }
+  // A layer count: positive and at most kMaxConfigLayers, refused before any graph is built (2^24 layers ended in
+  // std::bad_alloc after 21 s: the graph takes about 7 KB a layer, the simulation more).
+  int64_t layers(const char* key) const {
+    const int64_t count = size(key);
+    if (count > kMaxConfigLayers)
+      fail(key, std::to_string(count) + " layers, more than " + std::to_string(kMaxConfigLayers) +
+                    " (the largest published configs have under 200)");
+    return count;
+  }
   int64_t size_or(const char* key, int64_t fallback) const {
     const nlohmann::json* value = optional(key);
     return value == nullptr ? fallback : positive(key, *value);
@@ -24,22 +37,23 @@ class Fields {
   double number_or(const char* key, double fallback, double limit = 1e3) const {
     const nlohmann::json* value = optional(key);
     if (value == nullptr) return fallback;
-    if (!value->is_number()) fail(key, "expected a number, got " + value->dump());
+    if (!value->is_number()) fail(key, "expected a number, got " + cut_for_message(value->dump()));
     const double number = value->get<double>();
-    if (!(number >= 0 && number < limit)) fail(key, "expected a non-negative number, got " + value->dump());
+    if (!(number >= 0 && number < limit))
+      fail(key, "expected a non-negative number, got " + cut_for_message(value->dump()));
     return number;
   }
   bool has(const char* key) const { return optional(key) != nullptr; }
   bool flag_or(const char* key, bool fallback) const {
     const nlohmann::json* value = optional(key);
     if (value == nullptr) return fallback;
-    if (!value->is_boolean()) fail(key, "expected true or false, got " + value->dump());
+    if (!value->is_boolean()) fail(key, "expected true or false, got " + cut_for_message(value->dump()));
     return value->get<bool>();
   }
   std::string text_or(const char* key, const std::string& fallback) const {
     const nlohmann::json* value = optional(key);
     if (value == nullptr) return fallback;
-    if (!value->is_string()) fail(key, "expected a string, got " + value->dump());
+    if (!value->is_string()) fail(key, "expected a string, got " + cut_for_message(value->dump()));
     return value->get<std::string>();
   }
   // The MLP's activation as the IR names it: HF's gelu, gelu_new, gelu_fast, gelu_pytorch_tanh -> GELU; relu -> ReLU;
@@ -47,9 +61,12 @@ class Fields {
   std::string activation(const char* key, const std::string& fallback, bool silu = false) const {
     const std::string name = text_or(key, fallback);
     if (name == "relu") return "ReLU";
-    if (name.rfind("gelu", 0) == 0) return "GELU";
+    // transformers' ACT2FN names of the GELU family (exact or tanh-approximated: one GELU node either way).
+    for (const char* gelu : {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate"})
+      if (name == gelu) return "GELU";
     if (silu && (name == "silu" || name == "swish")) return "SiLU";
-    fail(key, quote(name) + " is not an activation dnncast models (gelu, gelu_new, relu" + (silu ? ", silu)" : ")"));
+    fail(key, quote(name) + " is not an activation dnncast models (gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu" +
+                  (silu ? ", silu, swish)" : ")"));
   }
   [[noreturn]] void fail(const char* key, const std::string& why) const {
     throw InputError(source_ + ": field '" + key + "': " + why);
@@ -92,7 +109,7 @@ TransformerSize gpt2_size(const Fields& fields) {
   size.positions = fields.size("n_positions");
   size.hidden = fields.size("n_embd");
   size.heads = fields.size("n_head");
-  size.layers = fields.size("n_layer");
+  size.layers = fields.layers("n_layer");
   size.mlp = fields.size_or("n_inner", 4 * size.hidden);
   size.eps = fields.number_or("layer_norm_epsilon", 1e-5);
   size.dropout = fields.number_or("resid_pdrop", 0.1);
@@ -109,7 +126,7 @@ TransformerSize bert_size(const Fields& fields, const std::string& head) {
   size.positions = fields.size_or("max_position_embeddings", 512);
   size.hidden = fields.size("hidden_size");
   size.heads = fields.size("num_attention_heads");
-  size.layers = fields.size("num_hidden_layers");
+  size.layers = fields.layers("num_hidden_layers");
   size.mlp = fields.size("intermediate_size");
   size.type_vocab = fields.size_or("type_vocab_size", 2);
   size.eps = fields.number_or("layer_norm_eps", 1e-12);
@@ -130,7 +147,7 @@ TransformerSize opt_size(const Fields& fields) {
   size.position_offset = 2;  // OPTLearnedPositionalEmbedding keeps two rows more
   size.hidden = fields.size("hidden_size");
   size.heads = fields.size("num_attention_heads");
-  size.layers = fields.size("num_hidden_layers");
+  size.layers = fields.layers("num_hidden_layers");
   size.mlp = fields.size("ffn_dim");
   size.embed_dim = fields.size_or("word_embed_proj_dim", size.hidden);
   size.pre_norm = fields.flag_or("do_layer_norm_before", true);
@@ -153,7 +170,7 @@ TransformerSize llama_size(const Fields& fields, const std::string& type) {
   size.positions = fields.size_or("max_position_embeddings", type == "mistral" ? 4096 * 32 : 2048);
   size.hidden = fields.size("hidden_size");
   size.heads = fields.size("num_attention_heads");
-  size.layers = fields.size("num_hidden_layers");
+  size.layers = fields.layers("num_hidden_layers");
   size.mlp = fields.size("intermediate_size");
   size.kv_heads = fields.size_or("num_key_value_heads", size.heads);
   if (fields.has("head_dim"))
@@ -182,7 +199,7 @@ TransformerSize gpt_neox_size(const Fields& fields) {
   size.positions = fields.size_or("max_position_embeddings", 2048);
   size.hidden = fields.size("hidden_size");
   size.heads = fields.size("num_attention_heads");
-  size.layers = fields.size("num_hidden_layers");
+  size.layers = fields.layers("num_hidden_layers");
   size.mlp = fields.size("intermediate_size");
   check_heads(fields, "num_attention_heads", size);
   const char* pct_key =

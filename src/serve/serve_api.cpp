@@ -12,6 +12,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/json_limits.h"
+#include "core/text.h"
 #include "decide/catalogue_json.h"
 #include "decide/compare.h"
 #include "decide/schedule_jobs.h"
@@ -110,6 +111,8 @@ class Fields {
     if (!has(name)) return fallback;
     const json& value = object_.at(name);
     if (!value.is_string()) throw InputError("field " + quote(name) + ": expected a string, got " + type_name(value));
+    if (value.get_ref<const std::string&>().empty())  // "lora": "" is not "no LoRA" (--lora '' is refused alike)
+      throw InputError("field " + quote(name) + ": empty; leave the field out for its default");
     return value.get<std::string>();
   }
 
@@ -630,9 +633,10 @@ HttpResponse Api::handle(const HttpRequest& request) {
     return response;
   } catch (const std::exception& error) {
     const ErrorAnswer& answer = error_answer(&error);
-    return error_response(answer.http_status, answer.kind == ErrorKind::Internal
-                                                  ? std::string("internal error: ") + error.what()
-                                                  : std::string(error.what()));
+    // Cut to a readable length: a 52 MB value once came back whole inside its error.
+    const std::string message = cut_for_message(error.what(), kMessageLimit);
+    return error_response(answer.http_status,
+                          answer.kind == ErrorKind::Internal ? "internal error: " + message : message);
   } catch (...) {
     return error_response(error_answer(nullptr).http_status, "internal error: an exception of unknown type");
   }

@@ -43,6 +43,7 @@ TEST(ServeApi, AnswersErrorsWithStatusAndField) {
       {post("/v1/inspect", R"([1, 2])"), 400, "body"},
       {post("/v1/inspect", R"({"model": "zoo:nosuchnet"})"), 404, "nosuchnet"},
       {post("/v1/memory", R"({"model": "resnet18", "batch_cap": 0})"), 400, "batch_cap"},
+      {post("/v1/memory", R"({"model": "resnet18", "lora": ""})"), 400, "field 'lora': empty"},
       {post("/v1/memory", R"({"model": "resnet18", "isa": "avx9"})"), 400, "isa"},
       {post("/v1/compare", R"({"model": "resnet18", "batch": 1, "spot": "yes"})"), 400, "spot"},
       {post("/v1/compare", R"({"model": "resnet18", "batch": 1, "gpus": [1]})"), 400, "gpus"},
