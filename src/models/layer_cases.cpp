@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/checked.h"
@@ -216,7 +217,11 @@ LayerCase case_of_node(const Graph& graph, int index, const std::string& origin)
     const Node& producer = graph.node(node.inputs[position]);
     inputs.push_back(b.input(producer.shape, producer.dtype, "input" + std::to_string(position)));
   }
-  b.op(kind.empty() ? node.op : kind, node.op, inputs, node.attrs);
+  // Timed alone, a head tied to the embedding (GPT-2's lm_head, tied_to 'transformer.wte') is a Linear with its
+  // own weight: the same products, and no Embedding in the case to share one with (calibrate failed on it).
+  std::map<std::string, AttrValue> attrs = node.attrs;
+  attrs.erase("tied_to");
+  b.op(kind.empty() ? node.op : kind, node.op, inputs, attrs);
   LayerCase result = finish_case(b, kind, node.shape.rank() > 0 ? node.shape[0] : 1, origin);
   return result;
 }

@@ -87,6 +87,28 @@ TEST(LayerCases, ACaseOfANodeCostsWhatTheNodeCostsInItsNetwork) {
   EXPECT_THROW(case_of_node(build_zoo_model("resnet18", spec), 0, "zoo:resnet18"), InputError);
 }
 
+// Issue 51: `calibrate gpt2_small` failed on the tied head ("tied_to 'transformer.wte' is not an Embedding node").
+// Alone, the head is a Linear with its own weight: the same products, its weight counted as its own.
+TEST(LayerCases, ATiedHeadIsTimedAsALinearOfItsOwn) {
+  for (const char* model : {"gpt2_small", "bert_base"}) {
+    const Graph graph = build_zoo_model(model, ModelSpec{2, {}, 16});
+    int tied = 0;
+    for (int index = 0; index < graph.size(); ++index) {
+      const Node& node = graph.node(index);
+      if (node.op == "Input") continue;
+      const LayerCase c = case_of_node(graph, index, std::string("zoo:") + model);
+      const OpCost inside = node_cost(graph, index), alone = node_cost(c.graph, c.graph.size() - 1);
+      EXPECT_EQ(inside.flops_fwd, alone.flops_fwd) << node.name;
+      if (node.attr_str("tied_to", "").empty()) continue;
+      ++tied;
+      EXPECT_FALSE(c.graph.node(c.graph.size() - 1).has_attr("tied_to"));
+      const int64_t weight = node.attr_int("out_features", 0) * graph.node(node.inputs[0]).shape.dims.back();
+      EXPECT_EQ(alone.params, inside.params + weight) << node.name;
+    }
+    EXPECT_EQ(tied, 1) << model;
+  }
+}
+
 TEST(LayerCases, ZooCasesAreDistinctAndFewerThanTheNodes) {
   std::vector<LayerCase> cases = zoo_layer_cases({"resnet50"}, {64}, {1, 4}, layer_kinds());
   Graph graph = build_zoo_model("resnet50", ModelSpec{1, {3, 64, 64}});
