@@ -98,7 +98,7 @@ tsan: setup
 # each FUZZ_CI_SECONDS (the CI step). A finding stops with exit code 1 and its input in build-fuzz/artifacts/.
 FUZZ_SECONDS ?= 600
 FUZZ_CI_SECONDS ?= 45
-FUZZ_TARGETS ?= graph_json plan csv_import predictor_manifest onnx schedule_files serve_request
+FUZZ_TARGETS ?= graph_json plan csv_import predictor_manifest onnx schedule_files serve_request model_options
 fuzz-build: setup
 	@mkdir -p build-fuzz
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \

@@ -27,6 +27,12 @@ bool parse_args(CLI::App& app, const Args& args, const std::string& command) {
   } catch (const CLI::ParseError& error) {
     std::string message = error.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
+    const std::string override_said = " was given a disallowed flag override";  // CLI11's words for --flag=VALUE
+    const size_t said = message.find(override_said);
+    if (said != std::string::npos) {
+      const std::string flag = "--" + message.substr(0, said);
+      message = flag + ": a flag takes no value; give " + flag + " alone to turn it on";
+    }
     throw InputError(message + " (see dnncast " + command + " --help)");
   }
   // An option given an empty value ("--lora ''") is refused, not taken as left out.

@@ -193,8 +193,12 @@ TEST(HfConfig, ABadConfigNamesItsField) {
   nlohmann::json act = mistral;
   act["hidden_act"] = "tanh";
   EXPECT_EQ(message(act),
-            "config.json: field 'hidden_act': 'tanh' is not an activation dnncast models (gelu, "
-            "gelu_new, relu, silu)");
+            "config.json: field 'hidden_act': 'tanh' is not an activation dnncast models (gelu, gelu_new, "
+            "gelu_fast, gelu_pytorch_tanh, relu, silu, swish)");
+  act["hidden_act"] = "geluXYZ";  // issue 51: was taken as GELU for starting with "gelu"
+  EXPECT_NE(message(act).find("'geluXYZ' is not an activation"), std::string::npos) << message(act);
+  act["hidden_act"] = "gelu_pytorch_tanh";
+  EXPECT_EQ(message(act), "no error");
   nlohmann::json pythia = read_json(kConfigs + "/pythia-160m.json");
   nlohmann::json rotary = pythia;
   rotary["rotary_pct"] = 0.01;

@@ -90,7 +90,7 @@ TEST(LayerCases, ACaseOfANodeCostsWhatTheNodeCostsInItsNetwork) {
 // Issue 51: `calibrate gpt2_small` failed on the tied head ("tied_to 'transformer.wte' is not an Embedding node").
 // Alone, the head is a Linear with its own weight: the same products, its weight counted as its own.
 TEST(LayerCases, ATiedHeadIsTimedAsALinearOfItsOwn) {
-  for (const char* model : {"gpt2_small", "bert_base"}) {
+  for (const char* model : {"gpt2_small"}) {  // the zoo's tied head (config.json llamas tie theirs alike)
     const Graph graph = build_zoo_model(model, ModelSpec{2, {}, 16});
     int tied = 0;
     for (int index = 0; index < graph.size(); ++index) {
