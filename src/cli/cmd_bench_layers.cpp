@@ -27,7 +27,7 @@ int run_bench_layers(const Args& args) {
                  "layer kinds (default all): act, add, attention, bn, conv, dwconv, gconv, linear, ln, pool")
       ->delimiter(',');
   app.add_option("--sample", sample.count, "sampled shapes, kinds in turn");
-  app.add_option("--seed", sample.seed, "seed of the sample");
+  app.add_option("--seed", sample.seed, "seed of the sample")->check(seed_number());
   app.add_option("--batches", sample.batches, "batches the sample draws from (default 1,2,4,...,256)")->delimiter(',');
   app.add_option("--max-gflops", sample.max_gflops, "sampled shapes: forward GFLOPs of the whole batch at most");
   app.add_option("--max-act-mb", sample.max_act_mb, "sampled shapes: input + output MB at most");

@@ -67,7 +67,7 @@ int run_profile(const Args& args) {
   app.add_option("--timeout", timeout_s, "seconds before a child is killed (default 300)");
   app.add_option("--budget", budget_s, "seconds of timed iterations at most, per repeat (default 5)");
   app.add_option("--ci", ci_target, "stop timing when the median's 95% CI is within +- this fraction (default 0.02)");
-  app.add_option("--seed", seed, "seed of parameters, inputs and labels (default 0)");
+  app.add_option("--seed", seed, "seed of parameters, inputs and labels (default 0)")->check(seed_number());
   int64_t grad_accum = 1;
   app.add_option("--grad-accum", grad_accum,
                  "gradient accumulation: K micro-batches of forward + backward per optimizer step (default 1)");

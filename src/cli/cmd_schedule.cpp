@@ -42,8 +42,7 @@ int run_schedule(const Args& args) {
       ->check(positive_at_most(kMaxGenerations));
   app.add_option("--population", request.ga.population, "plans per generation (default 64)")
       ->check(CLI::Range(int64_t{2}, kMaxPopulation));
-  app.add_option("--seed", request.ga.seed, "seed of the genetic algorithm (default 1)")
-      ->check(CLI::NonNegativeNumber);  // a uint64_t: CLI11 would wrap -1
+  app.add_option("--seed", request.ga.seed, "seed of the genetic algorithm (default 1)")->check(seed_number());
   app.add_flag("--exact", request.exact, "also the exact optimum (at most 10 placeable jobs)");
   app.add_option("--catalogue", request.catalogue_files, "a CSV in gpus.csv's or instances.csv's format; may repeat");
   app.add_flag("--json", as_json, "print JSON instead of the tables");
@@ -77,7 +76,7 @@ int run_schedule_study(const Args& args) {
       "forecasts' held-out error (data/hardware/gpu_forecast_residuals.csv). Prints markdown.",
       "dnncast schedule-study");
   decide::StudyOptions options;
-  app.add_option("--seed", options.seed, "seed of the instances and draws (default 1)")->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", options.seed, "seed of the instances and draws (default 1)")->check(seed_number());
   app.add_option("--instances", options.instances, "generated instances of 20-200 jobs (default 12)")
       ->check(CLI::Range(int64_t{1}, int64_t{10000}));
   app.add_option("--small", options.small_instances, "small instances solved exactly (default 20)")

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -35,13 +37,35 @@ bool parse_args(CLI::App& app, const Args& args, const std::string& command) {
     }
     throw InputError(message + " (see dnncast " + command + " --help)");
   }
-  // An option given an empty value ("--lora ''") is refused, not taken as left out.
-  for (const CLI::Option* option : app.get_options()) {
+  // An option given an empty value ("--lora ''") is refused, not taken as left out; an integer past what 64 bits
+  // hold is named as typed (CLI11 saturates it: --grad-accum 9223372036854775808 was read as ...807).
+  for (CLI::Option* option : app.get_options()) {
     if (option->count() == 0 || option->get_expected_max() == 0) continue;
-    for (const std::string& value : option->results())
+    for (const std::string& value : option->results()) {
       if (value.empty())
         throw InputError(option->get_name() + ": empty; leave the option out for its default (see dnncast " + command +
                          " --help)");
+      const size_t digits_at = value[0] == '-' || value[0] == '+' ? 1 : 0;
+      const bool integer =
+          value.size() > digits_at && std::all_of(value.begin() + static_cast<std::ptrdiff_t>(digits_at), value.end(),
+                                                  [](char c) { return c >= '0' && c <= '9'; });
+      if (!integer || value.size() - digits_at < 19) continue;
+      errno = 0;
+      std::strtoll(value.c_str(), nullptr, 10);
+      const bool fits_signed = errno == 0;
+      errno = 0;
+      std::strtoull(value.c_str(), nullptr, 10);
+      const bool fits_unsigned = errno == 0 && value[0] != '-';
+      bool unsigned_seed = false;  // seed_number()'s options read a uint64_t
+      try {
+        option->get_validator("seed");
+        unsigned_seed = true;
+      } catch (const CLI::OptionNotFound&) {
+      }
+      if (!fits_signed && !(fits_unsigned && unsigned_seed))
+        throw InputError(option->get_name() + ": " + cut_for_message(value, 40) +
+                         " is past what a 64-bit integer holds (see dnncast " + command + " --help)");
+    }
   }
   return true;
 }
@@ -51,6 +75,17 @@ CLI::Validator thread_count(bool zero_allowed) {
 }
 
 CLI::Validator positive_at_most(int64_t max) { return CLI::Range(int64_t{1}, max); }
+
+CLI::Validator seed_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.size() <= 20 &&
+                            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (digits && (text.size() < 20 || text <= "18446744073709551615")) return "";
+        return "a seed is a whole number from 0 to 18446744073709551615, got " + cut_for_message(text, 40);
+      },
+      "SEED", "seed");
+}
 
 CLI::Validator byte_size_or_gpu() {
   return CLI::Validator(

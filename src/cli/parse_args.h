@@ -22,6 +22,8 @@ inline constexpr int64_t kMaxThreads = 1024;
 CLI::Validator thread_count(bool zero_allowed = false);
 // An integer 1..max.
 CLI::Validator positive_at_most(int64_t max);
+// A seed: a whole number from 0 to 2^64 - 1 (a uint64_t, which CLI11 would wrap -1 into), said in those words.
+CLI::Validator seed_number();
 // A size in bytes as core::parse_bytes reads it ("24GiB"), at least one byte: "" and 1e-5 are refused.
 CLI::Validator byte_size();
 // The same, or the word `gpu` (the --device GPU's memory).
