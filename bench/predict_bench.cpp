@@ -252,15 +252,14 @@ BENCHMARK(BM_ServeDistinctPredict)->Unit(benchmark::kMicrosecond);
 // Issue 37: a distinct GPU forecast as `serve --distinct --device a100-40gb` asks it: resnet50 at 224 px through the
 // per-kernel GPU time model, a new batch each time (1-1024), memory simulated.
 void BM_GpuForecastDistinctResnet50(benchmark::State& state) {
-  const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
   gpu::GpuForecastRequest request;
   request.model = "resnet50";
-  request.device = "a100-40gb";
+  request.gpu = hardware::shipped_catalogue().gpu("a100-40gb");
   static int64_t batch = 1;
   for (auto _ : state) {
     request.spec.batch = batch;
     batch = batch % 1024 + 1;
-    benchmark::DoNotOptimize(gpu::forecast_gpu(request, catalogue).time_ms);
+    benchmark::DoNotOptimize(gpu::forecast_gpu(request).time_ms);
   }
 }
 BENCHMARK(BM_GpuForecastDistinctResnet50)->Unit(benchmark::kMicrosecond);
@@ -268,17 +267,16 @@ BENCHMARK(BM_GpuForecastDistinctResnet50)->Unit(benchmark::kMicrosecond);
 // `predict CONFIG --device GPU` for a Hugging Face config (issue 34's goal: under 1 ms): the config read and
 // parsed, the graph built, every kernel timed by the per-kernel model, memory simulated; a new batch each time.
 void gpu_config_forecast(benchmark::State& state, const char* config, int64_t seq) {
-  const hardware::Catalogue& catalogue = hardware::shipped_catalogue();
   const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
   gpu::GpuForecastRequest request;
   request.model = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config;
   request.spec.seq_len = seq;
-  request.device = "h100";
+  request.gpu = hardware::shipped_catalogue().gpu("h100");
   int64_t batch = 1;
   for (auto _ : state) {
     request.spec.batch = batch;
     batch = batch % 64 + 1;
-    benchmark::DoNotOptimize(gpu::forecast_gpu(request, catalogue, calibration).time_ms);
+    benchmark::DoNotOptimize(gpu::forecast_gpu(request, calibration).time_ms);
   }
 }
 void BM_GpuForecastGpt2Config(benchmark::State& state) { gpu_config_forecast(state, "gpt2.json", 1024); }

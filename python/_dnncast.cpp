@@ -101,7 +101,8 @@ hardware::CpuIsa isa_option(const std::string& text, const std::string& keyword)
 std::string inspect_json(const ModelArgs& args, const std::string& device) {
   if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
   if (args.batch < 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  return forecast::to_json(forecast::inspect(import::load_model(args.model, model_spec(args)), device)).dump(1);
+  const Graph graph = import::load_model(args.model, model_spec(args));
+  return forecast::to_json(forecast::inspect(graph, forecast::resolve_inspect_device(device, {}))).dump(1);
 }
 
 // `dnncast predict MODEL --batch N ...`: device "" is this host's CPU set, threads 0 the environment's.

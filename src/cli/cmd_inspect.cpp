@@ -88,7 +88,9 @@ int run_inspect(const Args& args) {
   models::ModelSpec spec = model_options.spec(model, batch_option->count() > 0 ? batch : 0);
 
   check_name_option(app, "--device", device);
-  const forecast::Inspection inspection = forecast::inspect(import::load_model(model, spec), device, catalogue_files);
+  const Graph graph = import::load_model(model, spec);  // a bad model is said before a bad device, as it was
+  const forecast::Inspection inspection =
+      forecast::inspect(graph, forecast::resolve_inspect_device(device, catalogue_files));
   for (const std::string& note : inspection.import_notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (as_json)
     std::cout << forecast::to_json(inspection).dump(1) << "\n";

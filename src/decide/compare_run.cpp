@@ -110,10 +110,10 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   for (const hardware::CloudInstance& instance : instances) {
     if (!done.insert(instance.gpu).second) continue;
     gpu::GpuForecastRequest one = request.forecast;
-    one.device = instance.gpu;
     one.max_batch = true;
     try {
-      forecasts.push_back(gpu::forecast_gpu(one, catalogue, calibration));
+      one.gpu = catalogue.gpu(instance.gpu);
+      forecasts.push_back(gpu::forecast_gpu(one, calibration));
     } catch (const InputError& error) {
       if (!first_failure) first_failure = error;
       failures[instance.gpu] = error.what();

@@ -249,17 +249,17 @@ const gpu::GpuForecast* ForecastCache::get(const JobSpec& job, const std::string
     request.precision = job.precision;
     request.memory_precision = job.memory_precision;
     request.framework = job.framework;
-    request.device = gpu;
+    request.gpu = catalogue_.gpu(gpu);
     Entry entry;
     // A model or input no GPU could take is the user's error and propagates; a GPU that lacks the peak
     // this precision needs only leaves that GPU out for this job.
-    const std::vector<std::string> missing = gpu::missing_peaks(catalogue_.gpu(gpu), job.precision);
+    const std::vector<std::string> missing = gpu::missing_peaks(request.gpu, job.precision);
     if (!missing.empty()) {
       std::string columns;
       for (const std::string& column : missing) columns += (columns.empty() ? "" : ", ") + column;
       entry.error = gpu + " has no " + columns + " in the catalogue for " + name(job.precision);
     } else {
-      entry.forecast = gpu::forecast_gpu(request, catalogue_, calibration_);
+      entry.forecast = gpu::forecast_gpu(request, calibration_);
     }
     found = entries_.emplace(key, std::move(entry)).first;
   }

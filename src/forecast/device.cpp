@@ -20,6 +20,18 @@ ForecastDevice resolve_predict_device(const std::string& typed, const std::strin
   return device;
 }
 
+ForecastDevice resolve_inspect_device(const std::string& typed, const std::vector<std::string>& catalogue_files) {
+  ForecastDevice device;
+  device.typed = typed;
+  if (typed.empty()) return device;
+  check_printable_name("device", typed);
+  std::optional<hardware::Catalogue> loaded;
+  if (!catalogue_files.empty()) loaded = hardware::Catalogue::load(catalogue_files);
+  device.kind = ForecastDevice::Kind::CatalogueGpu;
+  device.gpu = (loaded ? *loaded : hardware::shipped_catalogue()).gpu(typed);
+  return device;
+}
+
 ForecastDevice resolve_memory_device(const std::string& typed, const std::string& option) {
   check_printable_name(option, typed);
   ForecastDevice device;

@@ -6,8 +6,8 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "forecast/forecast.h"
 #include "hardware/catalogue.h"
 
 namespace dnncast::forecast {
@@ -34,5 +34,8 @@ ForecastDevice resolve_predict_device(const std::string& typed, const std::strin
 // memory size as the limit `fits` is judged against; the shipped catalogue, read only for a name other than cpu
 // and cuda). InputError naming the option (`option`) otherwise.
 ForecastDevice resolve_memory_device(const std::string& typed, const std::string& option);
+// `inspect`'s device: "" (no layer times) or a GPU of the catalogue (the shipped one and `catalogue_files`).
+// InputError: an unknown GPU, naming the closest catalogued ones.
+ForecastDevice resolve_inspect_device(const std::string& typed, const std::vector<std::string>& catalogue_files);
 
 }  // namespace dnncast::forecast

@@ -10,6 +10,7 @@
 
 #include "core/training_setup.h"
 #include "features/layer_features.h"
+#include "forecast/device.h"
 #include "forecast/host_match.h"
 #include "forecast/predictor.h"
 #include "gpu/gpu_memory.h"
@@ -30,8 +31,10 @@ struct ForecastRequest {
   models::ModelSpec spec;  // batch (>= 1), input or sequence length, classes
   Optimizer optimizer = Optimizer::Sgd;
   Precision precision = Precision::Fp32;
-  int64_t threads = 0;        // 0: the environment's, or the largest trained count below it
-  std::string device;         // a predictor set's name, its GPU, or cpu; "": this host's CPU set
+  int64_t threads = 0;  // 0: the environment's, or the largest trained count below it
+  // Resolved where the request is made (forecast/device.h): this host's CPU, or a predictor set by the name given
+  // (its folder, environment or measured GPU), which the set's choice matches against the sets' environments.
+  ForecastDevice device;
   int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
   std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
@@ -98,7 +101,7 @@ struct MemoryRequest {
   int64_t batch_cap = int64_t{1} << 20;  // the largest batch that search tries
   std::string measure_command;           // the command that would measure this run (the ISA match's remedy)
   import::ModelBuilder builder;          // empty: load_model(model, spec) (model_source.h)
-  std::string gpu, gpu_name;             // a catalogued GPU as the device: its catalogue name and full name
+  ForecastDevice device;                 // cpu, cuda or a catalogued GPU, resolved (forecast/device.h)
   std::optional<gpu::GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
   bool context_measured = false;                        // the context was given (--cuda-context), not fitted
   memory::ShardingPlan sharding;                        // several GPUs: the memory of one (memory/sharding.h)
@@ -162,9 +165,10 @@ struct ForecastOptions {
   int64_t grad_accum = 1;  // gradient accumulation: micro-batches per optimizer step (checked here)
 };
 
-// Throws InputError: an optimizer or precision that is not one.
+// Throws InputError: an optimizer or precision that is not one. `device` is options.device resolved
+// (resolve_predict_device; predict() does it once for every front end).
 ForecastRequest make_forecast_request(const std::string& model, const models::ModelSpec& spec,
-                                      const ForecastOptions& options, OptionStyle style);
+                                      const ForecastOptions& options, const ForecastDevice& device, OptionStyle style);
 
 // `memory`'s options besides the model and its size (not --measure, --check-db).
 struct MemoryOptions {
@@ -220,9 +224,9 @@ struct Inspection {
 };
 
 Inspection inspect(const Graph& graph);
-// The same with each layer's forward and backward time on a catalogued GPU (by name or alias), fp32, from the
-// per-kernel model (gpu/kernel_model.h; each kernel at least the calibrated launch cost). InputError: an unknown
-// GPU (naming the close ones), a GPU without the peaks the model needs, no shipped per-kernel model.
-Inspection inspect(const Graph& graph, const std::string& gpu, const std::vector<std::string>& catalogue_files = {});
+// The same with each layer's forward and backward time on the device's catalogued GPU (resolve_inspect_device), fp32,
+// from the per-kernel model (gpu/kernel_model.h; each kernel at least the calibrated launch cost); no GPU:
+// inspect(graph). InputError: a GPU without the peaks the model needs, no shipped per-kernel model.
+Inspection inspect(const Graph& graph, const ForecastDevice& device);
 
 }  // namespace dnncast::forecast

@@ -81,13 +81,10 @@ Inspection inspect(const Graph& graph) {
   return inspection;
 }
 
-Inspection inspect(const Graph& graph, const std::string& gpu_name, const std::vector<std::string>& catalogue_files) {
+Inspection inspect(const Graph& graph, const ForecastDevice& on) {
   Inspection inspection = inspect(graph);
-  if (gpu_name.empty()) return inspection;
-  check_printable_name("device", gpu_name);
-  std::optional<hardware::Catalogue> loaded;
-  if (!catalogue_files.empty()) loaded = hardware::Catalogue::load(catalogue_files);
-  const hardware::GpuSpec& gpu = (loaded ? *loaded : hardware::shipped_catalogue()).gpu(gpu_name);
+  if (!on.gpu) return inspection;
+  const hardware::GpuSpec& gpu = *on.gpu;
   const gpu::GpuKernelModel* model = gpu::shipped_kernel_model();
   if (!model) throw InputError("no per-kernel GPU model (data/hardware/gpu_kernels): layer times on a GPU need it");
   const gpu::KernelDevice device = gpu::kernel_device(gpu);

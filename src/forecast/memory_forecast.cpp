@@ -35,17 +35,16 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.fits_limit = request.fits_limit;
   result.fits = request.fits_limit > 0 && required <= request.fits_limit;
   result.batch_limit = request.batch_limit;
-  result.gpu = request.gpu;
-  result.gpu_name = request.gpu_name;
+  if (request.device.gpu) {
+    result.gpu = request.device.gpu->name;
+    result.gpu_name = request.device.gpu->full_name;
+    result.link = request.device.gpu->link;
+    result.link_gbs = request.device.gpu->link_gbs.value_or(0);
+  }
   result.gpu_memory = request.gpu_memory;
   result.context_measured = request.context_measured;
   if (request.gpu_memory)
-    result.memory_notes = gpu::gpu_memory_notes(*request.gpu_memory, request.gpu, request.context_measured);
-  if (!request.gpu.empty()) {
-    const hardware::GpuSpec& spec = hardware::shipped_catalogue().gpu(request.gpu);
-    result.link = spec.link;
-    result.link_gbs = spec.link_gbs.value_or(0);
-  }
+    result.memory_notes = gpu::gpu_memory_notes(*request.gpu_memory, result.gpu, request.context_measured);
   memory::MemoryConfig search = request.config;
   search.keep_timeline = false;
   search.keep_events = false;

@@ -17,7 +17,6 @@ gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models:
   request.framework = gpu::parse_framework(options.framework, option_name("framework", style));
   request.phase = gpu::parse_gpu_phase(options.phase, option_name("phase", style));
   request.epoch_samples = options.forecast.epoch_samples;
-  request.device = options.forecast.device;
   request.max_batch = options.max_batch;
   request.catalogue_files = options.catalogue_files;
   request.calibration_file = options.calibration_file;
@@ -60,9 +59,11 @@ Prediction predict(const std::string& model, const models::ModelSpec& spec, cons
   Prediction prediction;
   prediction.device = catalogue
                           ? resolve_predict_device(typed, options.forecast.predictor_dir, *catalogue, device_option)
-                          : ForecastDevice{};
+                          : ForecastDevice{ForecastDevice::Kind::ThisHost, typed, std::nullopt};
   if (prediction.device.catalogue_gpu()) {
-    prediction.gpu = gpu::forecast_gpu(make_gpu_request(model, spec, options, style, builder), *catalogue);
+    gpu::GpuForecastRequest request = make_gpu_request(model, spec, options, style, builder);
+    request.gpu = *prediction.device.gpu;
+    prediction.gpu = gpu::forecast_gpu(request);
     return prediction;
   }
   if (options.framework != "pytorch" || options.max_batch || !options.calibration_file.empty() ||
@@ -73,7 +74,7 @@ Prediction predict(const std::string& model, const models::ModelSpec& spec, cons
                                                                   : "calibration",
                                  style) +
                      " applies only to a GPU of `dnncast devices` as " + device_option);
-  ForecastRequest request = make_forecast_request(model, spec, options.forecast, style);
+  ForecastRequest request = make_forecast_request(model, spec, options.forecast, prediction.device, style);
   request.builder = builder;
   try {
     prediction.cpu = forecast(request);

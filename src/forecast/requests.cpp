@@ -42,14 +42,14 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
 }
 
 ForecastRequest make_forecast_request(const std::string& model, const models::ModelSpec& spec,
-                                      const ForecastOptions& options, OptionStyle style) {
+                                      const ForecastOptions& options, const ForecastDevice& device, OptionStyle style) {
   ForecastRequest request;
   request.model = model;
   request.spec = spec;
   request.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
   request.precision = parse_precision(options.precision, option_name("precision", style));
   request.threads = options.threads;
-  request.device = options.device;
+  request.device = device;
   request.epoch_samples = options.epoch_samples;
   request.predictor_dir = options.predictor_dir;
   request.host_isa = options.host_isa;
@@ -102,11 +102,10 @@ MemoryRequest make_memory_request(const std::string& model, const models::ModelS
   config.grad_accum = options.grad_accum;
   // cpu, cuda, or a catalogued GPU: the CUDA allocator model with the calibrated overheads and the GPU's memory
   // size (as `predict --device GPU` simulates it, gpu/gpu_memory.h), unless --cuda-context or --fits say otherwise.
-  const ForecastDevice device = resolve_memory_device(options.device, option_name("device", style));
+  request.device = resolve_memory_device(options.device, option_name("device", style));
+  const ForecastDevice& device = request.device;
   config.device = device.kind == ForecastDevice::Kind::ThisHost ? Device::Cpu : Device::Cuda;
   if (device.gpu) {
-    request.gpu = device.gpu->name;
-    request.gpu_name = device.gpu->full_name;
     request.gpu_memory = gpu::load_gpu_memory_calibration();
     gpu::apply_gpu_memory_calibration(*request.gpu_memory, config);
     if (std::optional<int64_t> bytes = gpu::gpu_memory_bytes(*device.gpu)) request.fits_limit = *bytes;

@@ -535,23 +535,18 @@ memory::MemoryConfig gpu_forecast_memory_config(const GpuForecastRequest& reques
 }
 
 GpuForecast forecast_gpu(const GpuForecastRequest& request) {
-  return forecast_gpu(request, hardware::Catalogue::load(request.catalogue_files));
-}
-
-GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue) {
   if (request.spec.batch < 1)
     throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
-  catalogue.gpu(request.device);  // an unknown GPU before a calibration file's errors
-  return forecast_gpu(request, catalogue, load_gpu_calibration(request.calibration_file));
+  return forecast_gpu(request, load_gpu_calibration(request.calibration_file));
 }
 
-GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue,
-                         const GpuCalibration& calibration) {
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration& calibration) {
   if (request.spec.batch < 1)
     throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
-  const hardware::GpuSpec& gpu = catalogue.gpu(request.device);
+  DNNCAST_ASSERT(!request.gpu.name.empty());  // resolved where the request was made
+  const hardware::GpuSpec& gpu = request.gpu;
   const Graph graph = import::build_model(request.builder, request.model, request.spec);
   GpuForecast result;
   result.notes = graph.notes;

@@ -144,7 +144,9 @@ struct GpuForecastRequest {
   Precision memory_precision = Precision::Fp32;
   Framework framework = Framework::PyTorch;
   GpuPhase phase = GpuPhase::Train;
-  std::string device;                        // a catalogue GPU, by name or alias
+  // The GPU, resolved where the request is made (forecast/device.h for predict, compare's instances, schedule's
+  // cluster): the engine never looks a device name up again.
+  hardware::GpuSpec gpu;
   int64_t epoch_samples = 0;                 // > 0: also time per epoch
   bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
   std::vector<std::string> catalogue_files;  // --catalogue
@@ -183,12 +185,9 @@ struct GpuForecast {
 // memory precision): what `dnncast memory --device GPU` simulates. Throws InputError for a bad calibration file.
 memory::MemoryConfig gpu_forecast_memory_config(const GpuForecastRequest& request);
 
-// Throws InputError: an unknown GPU (naming the close ones), a bad model or input, a peak missing.
-// The first reads the catalogue (request.catalogue_files) and the calibration (request.calibration_file),
-// the second the calibration; a caller forecasting many GPUs loads both once and passes them.
+// Throws InputError: a bad model or input, a peak missing. The first reads the calibration
+// (request.calibration_file); a caller forecasting many GPUs loads it once and passes it.
 GpuForecast forecast_gpu(const GpuForecastRequest& request);
-GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue);
-GpuForecast forecast_gpu(const GpuForecastRequest& request, const hardware::Catalogue& catalogue,
-                         const GpuCalibration& calibration);
+GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration& calibration);
 
 }  // namespace dnncast::gpu

@@ -393,7 +393,9 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
   const Model model = read_model(api, fields, request, spec);
   const std::string device = fields.text("device", "");
   fields.finish();
-  return {200, answer_text(to_json(forecast::inspect(model.builder(spec), device)), 1), "application/json"};
+  const Graph graph = model.builder(spec);
+  return {200, answer_text(to_json(forecast::inspect(graph, forecast::resolve_inspect_device(device, {}))), 1),
+          "application/json"};
 }
 
 HttpResponse predict(Api& api, const HttpRequest& request) {

@@ -58,7 +58,7 @@ TEST_F(ForecastApi, GpuPredictMatchesTheCliJsonInReadingOrder) {
   gpu::GpuForecastRequest request;
   request.model = "resnet18";
   request.spec.batch = 8;
-  request.device = "t4";
+  request.gpu = hardware::shipped_catalogue().gpu("t4");
   request.epoch_samples = 1000;
   request.max_batch = true;
   cli_test::Result run = cli_test::run(

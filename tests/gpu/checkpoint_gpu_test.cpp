@@ -45,32 +45,30 @@ TEST(CheckpointGpu, RecomputedForwardIsCountedOnce) {
   GpuForecastRequest request;
   request.model = "gpt2_small";
   request.spec = spec;
-  request.device = "a100-40gb";
-  const hardware::Catalogue catalogue = hardware::Catalogue::load();
-  const double plain_ms = forecast_gpu(request, catalogue).time_ms;
+  request.gpu = hardware::shipped_catalogue().gpu("a100-40gb");
+  const double plain_ms = forecast_gpu(request).time_ms;
   request.spec.checkpointing = true;
-  const double checkpointed_ms = forecast_gpu(request, catalogue).time_ms;
+  const double checkpointed_ms = forecast_gpu(request).time_ms;
   request.spec.checkpointing = false;
   request.phase = GpuPhase::Inference;
-  const double forward_ms = forecast_gpu(request, catalogue).time_ms;
+  const double forward_ms = forecast_gpu(request).time_ms;
   EXPECT_GT(checkpointed_ms, plain_ms);
   EXPECT_LT(checkpointed_ms, plain_ms + forward_ms);
 }
 
 TEST(GradAccumGpu, MicroBatchesAreForwardBackwardPassesAndOneStep) {
-  const hardware::Catalogue catalogue = hardware::Catalogue::load();
   GpuForecastRequest request;
   request.model = "bert_base";
   request.spec.batch = 8;
   request.spec.seq_len = 128;
-  request.device = "l4";
+  request.gpu = hardware::shipped_catalogue().gpu("l4");
   request.epoch_samples = 960;
-  const GpuForecast step = forecast_gpu(request, catalogue);
+  const GpuForecast step = forecast_gpu(request);
   request.phase = GpuPhase::ForwardBackward;
-  const GpuForecast pass = forecast_gpu(request, catalogue);
+  const GpuForecast pass = forecast_gpu(request);
   request.phase = GpuPhase::Train;
   request.grad_accum = 3;
-  const GpuForecast accumulated = forecast_gpu(request, catalogue);
+  const GpuForecast accumulated = forecast_gpu(request);
   EXPECT_NEAR(accumulated.time_ms, step.time_ms + 2 * pass.time_ms, 1e-9 * accumulated.time_ms);
   EXPECT_LT(accumulated.time_ms, 3 * step.time_ms);
   // An epoch takes a third of the optimizer steps, each 3 micro-batches of 8.

@@ -33,9 +33,9 @@ GpuForecast resnet(const std::string& device, int64_t batch = 64, GpuPrecision p
   GpuForecastRequest request;
   request.model = "resnet50";
   request.spec.batch = batch;
-  request.device = device;
+  request.gpu = hardware::shipped_catalogue().gpu(device);
   request.precision = precision;
-  return forecast_gpu(request, catalogue());
+  return forecast_gpu(request);
 }
 
 TEST(GpuWork, KernelsCarryEveryFlopOfTheGraph) {
@@ -221,16 +221,16 @@ TEST(GpuForecast, MaxBatchFitsAndTheNextDoesNot) {
   GpuForecastRequest request;
   request.model = "resnet50";
   request.spec.batch = 16;
-  request.device = "t4";
+  request.gpu = hardware::shipped_catalogue().gpu("t4");
   request.max_batch = true;
-  const GpuForecast result = forecast_gpu(request, catalogue());
+  const GpuForecast result = forecast_gpu(request);
   ASSERT_TRUE(result.max_batch);
   ASSERT_GT(*result.max_batch, 16);
   request.max_batch = false;
   request.spec.batch = *result.max_batch;
-  EXPECT_TRUE(*forecast_gpu(request, catalogue()).fits);
+  EXPECT_TRUE(*forecast_gpu(request).fits);
   request.spec.batch = *result.max_batch + 1;
-  EXPECT_FALSE(*forecast_gpu(request, catalogue()).fits);
+  EXPECT_FALSE(*forecast_gpu(request).fits);
 }
 
 TEST(GpuForecast, BadInputNamesWhatIsWrong) {

@@ -105,12 +105,12 @@ TEST(GpuMemory, PartsSumToTheTotalThatMemoryAndPredictShare) {
   request.model = "resnet18";
   request.spec.batch = 16;
   request.optimizer = Optimizer::Adam;
-  request.device = "a100-40gb";
+  request.gpu = hardware::shipped_catalogue().gpu("a100-40gb");
   const GpuForecast predicted = forecast_gpu(request);
   ASSERT_TRUE(predicted.required_bytes.has_value());
   EXPECT_EQ(*predicted.required_bytes, memory.report.required_bytes);
   // Another GPU carries the A100's constants over, and says so.
-  request.device = "v100-16gb";
+  request.gpu = hardware::shipped_catalogue().gpu("v100-16gb");
   const GpuForecast v100 = forecast_gpu(request);
   ASSERT_TRUE(v100.required_bytes.has_value());
   EXPECT_EQ(*v100.required_bytes, memory.report.required_bytes);
