@@ -215,11 +215,11 @@ BENCHMARK(BM_BatchSweep)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 // batch, repeated layers), not whole answers.
 void distinct_forecast(benchmark::State& state, int64_t size) {
   forecast::ForecastRequest request;
-  request.model = "resnet50";
-  request.spec.input = {3, size, size};
+  request.model.name = "resnet50";
+  request.model.spec.input = {3, size, size};
   static int64_t walked = 0;
   for (auto _ : state) {
-    request.spec.batch = 1 + walked % 1024;
+    request.model.spec.batch = 1 + walked % 1024;
     request.optimizer = (walked / 1024) % 2 == 0 ? Optimizer::Sgd : Optimizer::Adam;
     ++walked;
     benchmark::DoNotOptimize(forecast::forecast(request).time_ms);
@@ -253,11 +253,11 @@ BENCHMARK(BM_ServeDistinctPredict)->Unit(benchmark::kMicrosecond);
 // per-kernel GPU time model, a new batch each time (1-1024), memory simulated.
 void BM_GpuForecastDistinctResnet50(benchmark::State& state) {
   gpu::GpuForecastRequest request;
-  request.model = "resnet50";
+  request.model.name = "resnet50";
   request.gpu = hardware::shipped_catalogue().gpu("a100-40gb");
   static int64_t batch = 1;
   for (auto _ : state) {
-    request.spec.batch = batch;
+    request.model.spec.batch = batch;
     batch = batch % 1024 + 1;
     benchmark::DoNotOptimize(gpu::forecast_gpu(request).time_ms);
   }
@@ -269,12 +269,12 @@ BENCHMARK(BM_GpuForecastDistinctResnet50)->Unit(benchmark::kMicrosecond);
 void gpu_config_forecast(benchmark::State& state, const char* config, int64_t seq) {
   const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
   gpu::GpuForecastRequest request;
-  request.model = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config;
-  request.spec.seq_len = seq;
+  request.model.name = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config;
+  request.model.spec.seq_len = seq;
   request.gpu = hardware::shipped_catalogue().gpu("h100");
   int64_t batch = 1;
   for (auto _ : state) {
-    request.spec.batch = batch;
+    request.model.spec.batch = batch;
     batch = batch % 64 + 1;
     benchmark::DoNotOptimize(gpu::forecast_gpu(request, calibration).time_ms);
   }
@@ -305,7 +305,7 @@ void BM_MemoryLlama2Config(benchmark::State& state) {
     spec.batch = batch;
     batch = batch % 8 + 1;
     const forecast::MemoryForecast forecast =
-        forecast::forecast_memory(forecast::make_memory_request(model, spec, options, forecast::OptionStyle::Flag));
+        forecast::forecast_memory(forecast::make_memory_request({model, spec, {}}, options, OptionStyle::Flag));
     required = forecast.sharded ? forecast.sharded->required_bytes : forecast.report.required_bytes;
     benchmark::DoNotOptimize(required);
   }

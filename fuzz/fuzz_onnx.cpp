@@ -31,10 +31,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // it (an invalid UTF-8 name once made that an internal error).
       dnncast::forecast::to_json(dnncast::forecast::inspect(graph)).dump(1);
       dnncast::forecast::MemoryRequest request;
-      request.model = "fuzz.onnx";
-      request.spec.batch = 2;
+      request.model.name = "fuzz.onnx";
+      request.model.spec.batch = 2;
       request.config = config;
-      request.builder = [&](const dnncast::models::ModelSpec&) { return graph; };
+      request.model.builder = [&](const dnncast::models::ModelSpec&) { return graph; };
       dnncast::forecast::to_json(dnncast::forecast::forecast_memory(request)).dump(1);
     });
   }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,54 +37,31 @@ namespace {
 
 constexpr int64_t kMaxThreads = 1024;  // the CLI's (cli/parse_args.h)
 
-// The options that size a model (the CLI's ModelOptions): input CxHxW or seq, and classes; 0 / empty:
-// not given.
-struct ModelArgs {
-  std::string model;
-  int64_t batch = 0;
-  std::vector<int64_t> input;
-  int64_t seq = 0, classes = 0;
-  bool allow_unknown = false;  // ONNX: unsupported ops as elementwise (the CLI's --allow-unknown)
-  std::string lora;            // LoRA fine-tuning (the CLI's --lora)
-  bool checkpointing = false;  // activation checkpointing (the CLI's --checkpointing)
-  std::string attention;       // "" | eager | sdpa (the CLI's --attention)
-};
+// What sizes a model, as the Python keywords give it (None: not given), for import::make_model_source.
+import::ModelArgs model_args(const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
+                             std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
+                             const std::optional<std::string>& lora, bool checkpointing,
+                             const std::optional<std::string>& attention){import::ModelArgs args;
+args.model = model;
+args.batch = batch;
+if (!input.empty()) args.input = input;
+args.seq = seq;
+args.classes = classes;
+args.allow_unknown = allow_unknown;
+args.lora = lora;
+args.checkpointing = checkpointing;
+args.attention = attention;
+return args;
+}  // namespace
+
+import::ModelSource model_source(const import::ModelArgs& args){
+    return import::make_model_source(args, OptionStyle::Keyword);
+}  // namespace dnncast::python
 
 void check_range(const std::string& keyword, int64_t value, int64_t low, int64_t high) {
   if (value < low || value > high)
     throw InputError(keyword + " must be an integer in [" + std::to_string(low) + ", " + std::to_string(high) +
                      "], got " + std::to_string(value));
-}
-
-models::ModelSpec model_spec(const ModelArgs& args) {
-  models::ModelSpec spec;
-  spec.batch = args.batch;
-  spec.allow_unknown_ops = args.allow_unknown;
-  spec.lora = args.lora;
-  spec.attention = args.attention;
-  spec.checkpointing = args.checkpointing;
-  if (!args.input.empty() && args.seq > 0) throw InputError("give input_shape or seq, not both");
-  if (!args.input.empty()) {
-    if (args.input.size() != 3)
-      throw InputError("input_shape must be three positive integers (C, H, W), got " +
-                       std::to_string(args.input.size()));
-    for (int64_t dim : args.input) check_range("input_shape", dim, 1, kMaxIntegerAttr);
-    spec.input = args.input;
-  }
-  if (args.seq != 0) {
-    check_range("seq", args.seq, 1, kMaxIntegerAttr);
-    spec.seq_len = args.seq;
-  }
-  if (args.classes != 0) {
-    check_range("classes", args.classes, 1, kMaxIntegerAttr);
-    const import::ModelSourceKind kind = import::model_source_kind(args.model);
-    if (kind == import::ModelSourceKind::File || kind == import::ModelSourceKind::Onnx)
-      throw InputError(std::string("classes does not apply to ") +
-                       (kind == import::ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
-                       " (its classifier is part of the file)");
-    spec.num_classes = args.classes;
-  }
-  return spec;
 }
 
 hardware::CpuIsa isa_option(const std::string& text, const std::string& keyword) {
@@ -97,11 +75,9 @@ hardware::CpuIsa isa_option(const std::string& text, const std::string& keyword)
   return isa;
 }
 
-// `dnncast inspect MODEL [--batch N]`: batch 0 is the source's own.
-std::string inspect_json(const ModelArgs& args, const std::string& device) {
-  if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
-  if (args.batch < 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
-  const Graph graph = import::load_model(args.model, model_spec(args));
+// `dnncast inspect MODEL [--batch N]`: no batch is the source's own.
+std::string inspect_json(const import::ModelArgs& args, const std::string& device) {
+  const Graph graph = model_source(args).build();
   return forecast::to_json(forecast::inspect(graph, forecast::resolve_inspect_device(device, {}))).dump(1);
 }
 
@@ -111,29 +87,26 @@ struct JsonAndNote {
   std::string json, note;
 };
 
-JsonAndNote predict_json(const ModelArgs& args, forecast::PredictOptions options, const std::string& host_isa) {
+JsonAndNote predict_json(const import::ModelArgs& args, forecast::PredictOptions options, const std::string& host_isa) {
   options.forecast.host_isa = isa_option(host_isa, "host_isa");
-  if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
+  const import::ModelSource model = model_source(args);
   if (options.forecast.epoch_samples != 0)
     check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
   if (options.forecast.threads != 0) check_range("threads", options.forecast.threads, 1, kMaxThreads);
   if (options.epoch_tokens != 0) check_range("epoch_tokens", options.epoch_tokens, 1, int64_t{1} << 50);
   // The CLI's answer and its stderr line (forecast/predict.h).
-  const forecast::Prediction result =
-      forecast::predict(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
+  const forecast::Prediction result = forecast::predict(model, options, OptionStyle::Keyword);
   return {forecast::prediction_json(result), forecast::prediction_note(result)};
 }
 
 // `dnncast memory MODEL --batch N ...` without --measure / --check-db; isa: a name, or "" (this host's).
-JsonAndNote memory_json(const ModelArgs& args, forecast::MemoryOptions options, const std::string& isa) {
+JsonAndNote memory_json(const import::ModelArgs& args, forecast::MemoryOptions options, const std::string& isa) {
   options.isa = isa_option(isa, "isa");
-  if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
-  if (args.batch <= 0) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
+  const import::ModelSource model = model_source(args);
   check_range("threads", options.threads, 1, kMaxThreads);
   if (options.batch_cap <= 0)
     throw InputError("batch_cap must be a positive integer, got " + std::to_string(options.batch_cap));
-  const forecast::MemoryRequest request =
-      forecast::make_memory_request(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
+  const forecast::MemoryRequest request = forecast::make_memory_request(model, options, OptionStyle::Keyword);
   const forecast::MemoryForecast result = forecast::forecast_memory(request);
   // The line the CLI prints on stderr: the ISA simulated is not this host's, or its rules were not
   // checked against measured runs.
@@ -145,14 +118,14 @@ JsonAndNote memory_json(const ModelArgs& args, forecast::MemoryOptions options, 
 
 // `dnncast compare MODEL --batch N ...` (decide/compare.h): the request's filters and run as given, the GPU
 // forecast's options as predict takes them.
-std::string compare_json(const ModelArgs& args, const forecast::PredictOptions& options,
+std::string compare_json(const import::ModelArgs& args, const forecast::PredictOptions& options,
                          decide::CompareRequest request) {
   constexpr int64_t kMaxEpochs = 1000000;  // the CLI's and serve's
-  if (args.batch < 1) throw InputError("batch must be a positive integer, got " + std::to_string(args.batch));
+  const import::ModelSource model = model_source(args);
   if (options.forecast.epoch_samples != 0)
     check_range("epoch_samples", options.forecast.epoch_samples, 1, kMaxTensorElements);
   check_range("epochs", request.epochs, 1, kMaxEpochs);
-  request.forecast = forecast::make_gpu_request(args.model, model_spec(args), options, forecast::OptionStyle::Keyword);
+  request.forecast = forecast::make_gpu_request(model, options, OptionStyle::Keyword);
   return decide::to_json(decide::compare(request)).dump(2);
 }
 
@@ -204,23 +177,26 @@ PYBIND11_MODULE(_dnncast, module) {
       "the optimizer table: (name, torch.optim class) per optimizer");
   module.def(
       "inspect",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
-         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& device,
-         const std::string& attention) {
+      [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
+         std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
+         const std::optional<std::string>& lora, bool checkpointing, const std::string& device,
+         const std::optional<std::string>& attention) {
         return guarded([&] {
           return inspect_json(
-              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, device);
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), device);
         });
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("device"), py::arg("attention"));
   module.def(
       "predict",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
-         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& optimizer,
+      [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
+         std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
+         const std::optional<std::string>& lora, bool checkpointing, const std::string& optimizer,
          const std::string& precision, int64_t threads, const std::string& device, int64_t epoch_samples,
          const std::string& predictor_dir, const std::string& host_isa, const std::string& framework, bool max_batch,
-         const std::string& phase, int64_t grad_accum, int64_t epoch_tokens, const std::string& attention) {
+         const std::string& phase, int64_t grad_accum, int64_t epoch_tokens,
+         const std::optional<std::string>& attention) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::forecast::PredictOptions options;
         options.forecast = {
@@ -232,7 +208,7 @@ PYBIND11_MODULE(_dnncast, module) {
         options.epoch_tokens = epoch_tokens;
         JsonAndNote result = guarded([&] {
           return predict_json(
-              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options,
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), options,
               host_isa);
         });
         return py::make_tuple(result.json, result.note);
@@ -244,12 +220,14 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("attention"));
   module.def(
       "memory",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
-         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& optimizer,
+      [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
+         std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
+         const std::optional<std::string>& lora, bool checkpointing, const std::string& optimizer,
          const std::string& precision, const std::string& device, int64_t threads, const std::string& fits,
          const std::string& max_batch_bytes, int64_t batch_cap, const std::string& cuda_context, const std::string& isa,
          bool timeline, const std::string& measure_command, const std::string& sharding, int64_t gpus,
-         int64_t gpus_per_node, const std::string& max_seq_bytes, const std::string& attention, int64_t grad_accum) {
+         int64_t gpus_per_node, const std::string& max_seq_bytes, const std::optional<std::string>& attention,
+         int64_t grad_accum) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
         dnncast::forecast::MemoryOptions options;
         options.optimizer = optimizer;
@@ -269,7 +247,7 @@ PYBIND11_MODULE(_dnncast, module) {
         options.grad_accum = grad_accum;
         JsonAndNote result = guarded([&] {
           return memory_json(
-              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options,
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), options,
               isa);
         });
         return py::make_tuple(result.json, result.note);
@@ -281,8 +259,9 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("gpus"), py::arg("gpus_per_node"), py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"));
   module.def(
       "compare",
-      [](const std::string& model, int64_t batch, const std::vector<int64_t>& input, int64_t seq, int64_t classes,
-         bool allow_unknown, const std::string& lora, bool checkpointing, const std::string& attention,
+      [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
+         std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
+         const std::optional<std::string>& lora, bool checkpointing, const std::optional<std::string>& attention,
          const std::string& optimizer, const std::string& precision, const std::string& framework,
          const std::string& phase, int64_t epochs, int64_t epoch_samples, const std::vector<std::string>& providers,
          const std::vector<std::string>& gpus, bool spot, bool multi_gpu, const std::string& sharding) {
@@ -301,7 +280,7 @@ PYBIND11_MODULE(_dnncast, module) {
         request.sharding = sharding;
         return guarded([&] {
           return compare_json(
-              ModelArgs{model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention}, options,
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), options,
               request);
         });
       },

@@ -121,6 +121,11 @@ def _int(value, keyword):
         raise ValueError(f"{keyword} must be an integer, got {value!r}") from None
 
 
+def _given(value, keyword):
+    """None -> None (not given: the C++ side leaves it out); else _int's integer."""
+    return None if value is None else _int(value, keyword)
+
+
 def _bytes(value, keyword):
     """None -> "" (not given); an integer count of bytes, or text with units ("24GiB", "1.5GB")."""
     if value is None:
@@ -260,11 +265,9 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
     """
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
-        batch_size = _int(batch, "batch") if batch is not None else (1 if is_module else 0)
-        if batch is not None and batch_size <= 0:
-            raise ValueError(f"batch must be a positive integer, got {batch_size}")
-        text = _dnncast.inspect(source, batch_size, shape, _int(seq, "seq"), _int(classes, "classes"),
-                                bool(allow_unknown), lora or "", bool(checkpointing), device or "", attention or "")
+        batch_size = _int(batch, "batch") if batch is not None else (1 if is_module else None)
+        text = _dnncast.inspect(source, batch_size, shape, _given(seq, "seq"), _given(classes, "classes"),
+                                bool(allow_unknown), lora, bool(checkpointing), device or "", attention)
     return _result(text, "Inspection", name)
 
 
@@ -286,13 +289,13 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
-        text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _int(seq, "seq"),
-                                      _int(classes, "classes"), bool(allow_unknown), lora or "", bool(checkpointing),
+        text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _given(seq, "seq"),
+                                      _given(classes, "classes"), bool(allow_unknown), lora, bool(checkpointing),
                                       optimizer_name, precision,
                                       _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
                                       predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train",
                                       _int(grad_accum, "grad_accum"), _int(epoch_tokens, "epoch_tokens"),
-                                      attention or "")
+                                      attention)
     return _result(text, "Forecast", name, note)
 
 
@@ -351,11 +354,12 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
         # A module's temporary file is gone when the caller reads the remedy: name the file that
         # torch.onnx.export of the module would write instead.
         command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
-        text, note = _dnncast.memory(source, batch_size, shape, seq_len, class_count, bool(allow_unknown), lora or "",
+        text, note = _dnncast.memory(source, batch_size, shape, _given(seq, "seq"), _given(classes, "classes"),
+                                     bool(allow_unknown), lora,
                                      bool(checkpointing), optimizer_name, precision, device, _int(threads, "threads"), fits_text,
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
                                      bool(timeline), command, sharding or "", _int(gpus, "gpus"),
-                                     _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention or "",
+                                     _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention,
                                      _int(grad_accum, "grad_accum"))
     return _result(text, "MemoryForecast", name, note)
 
@@ -385,8 +389,8 @@ def compare(model, batch, input_shape=None, seq=None, classes=None, precision="f
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
-        text = _dnncast.compare(source, _int(batch, "batch"), shape, _int(seq, "seq"), _int(classes, "classes"),
-                                bool(allow_unknown), lora or "", bool(checkpointing), attention or "", optimizer_name,
+        text = _dnncast.compare(source, _int(batch, "batch"), shape, _given(seq, "seq"), _given(classes, "classes"),
+                                bool(allow_unknown), lora, bool(checkpointing), attention, optimizer_name,
                                 precision or "fp32", framework or "pytorch", phase or "train", _int(epochs, "epochs"),
                                 _int(epoch_samples, "epoch_samples"), _names(provider, "provider"),
                                 _names(gpus, "gpus"), bool(spot), bool(multi_gpu), sharding or "")

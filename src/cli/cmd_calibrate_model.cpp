@@ -44,7 +44,7 @@ int run_calibrate_model(const Args& args) {
   // At least 0.1 minutes (6 s): less measures nothing (1e-300 ran and printed two lines).
   if (!(options.minutes >= 0.1) || options.minutes > 240)
     throw InputError("--minutes must be from 0.1 to 240, got " + app.get_option("--minutes")->as<std::string>());
-  options.spec = model_options.spec(options.model, options.spec.batch);
+  options.spec = model_options.source(options.model, options.spec.batch).spec;
   options.optimizer = parse_optimizer(optimizer, "--optimizer");
   if (!cpus_text.empty()) options.cpus = measure::parse_cpu_list(cpus_text);
   nlohmann::json report = calibrate::calibrate_model(options);

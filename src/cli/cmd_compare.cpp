@@ -37,9 +37,7 @@ int run_compare(const Args& args) {
   bool spot = false, multi_gpu = false, as_json = false;
   std::vector<std::string> catalogue_files;
   app.add_option("MODEL", model, "zoo name, graph JSON file, ONNX file (.onnx), or synthetic:SEED")->required();
-  app.add_option("--batch", batch, "batch size (per GPU with --multi-gpu)")
-      ->required()
-      ->check(positive_at_most(kMaxTensorElements));
+  app.add_option("--batch", batch, "batch size (per GPU with --multi-gpu)")->required();
   ModelOptions model_options;
   model_options.add_to(app);
   app.add_option("--precision", precision, "fp32 | tf32 | amp (fp16) | bf16 (default fp32)");
@@ -67,7 +65,6 @@ int run_compare(const Args& args) {
   check_name_option(app, "--gpus", gpus);
   check_name_option(app, "--provider", providers);
 
-  if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (app.count("--html") > 0) check_writable("--html", html);
   decide::CompareRequest request;
   forecast::PredictOptions options;
@@ -77,8 +74,7 @@ int run_compare(const Args& args) {
   options.framework = framework;
   options.phase = phase;
   options.catalogue_files = catalogue_files;
-  request.forecast =
-      forecast::make_gpu_request(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
+  request.forecast = forecast::make_gpu_request(model_options.source(model, batch), options, OptionStyle::Flag);
   request.epochs = epochs;
   request.providers = split_list(providers);
   request.gpus = split_list(gpus);

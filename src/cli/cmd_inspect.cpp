@@ -83,12 +83,11 @@ int run_inspect(const Args& args) {
   if (model.empty())
     throw InputError("missing MODEL: a zoo name (dnncast inspect --list), a graph JSON file, or synthetic:SEED");
 
-  if (batch_option->count() > 0 && batch <= 0)
-    throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
-  models::ModelSpec spec = model_options.spec(model, batch_option->count() > 0 ? batch : 0);
+  const import::ModelSource source =
+      model_options.source(model, batch_option->count() > 0 ? std::optional<int64_t>(batch) : std::nullopt);
 
   check_name_option(app, "--device", device);
-  const Graph graph = import::load_model(model, spec);  // a bad model is said before a bad device, as it was
+  const Graph graph = source.build();  // a bad model is said before a bad device, as it was
   const forecast::Inspection inspection =
       forecast::inspect(graph, forecast::resolve_inspect_device(device, catalogue_files));
   for (const std::string& note : inspection.import_notes) std::fprintf(stderr, "note: %s\n", note.c_str());

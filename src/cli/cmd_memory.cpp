@@ -102,7 +102,6 @@ int run_memory(const Args& args) {
   if (model.empty())
     throw InputError("MODEL is required (a zoo name, graph JSON file or synthetic:SEED), or --check-db DB");
 
-  if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (options.threads <= 0)
     throw InputError("--threads must be a positive integer, got " + std::to_string(options.threads));
   if (!(measure_timeout_s > 0))
@@ -111,7 +110,7 @@ int run_memory(const Args& args) {
   if (options.batch_cap <= 0)
     throw InputError("--batch-cap must be a positive integer, got " + std::to_string(options.batch_cap));
   const forecast::MemoryRequest request =
-      forecast::make_memory_request(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
+      forecast::make_memory_request(model_options.source(model, batch), options, OptionStyle::Flag);
   const forecast::MemoryForecast result = forecast::forecast_memory(request);
   for (const std::string& note : result.graph.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   for (const std::string& note : result.simulation_notes) std::fprintf(stderr, "note: %s\n", note.c_str());

@@ -65,7 +65,6 @@ int run_predict(const Args& args) {
   check_name_option(app, "--device", device);
   const hardware::CpuIsa host_isa =
       host_isa_text.empty() ? hardware::CpuIsa::Unknown : parse_isa_option(host_isa_text, "--host-isa");
-  if (batch < 1) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (threads < 0) throw InputError("--threads must be positive");
   forecast::PredictOptions options;
@@ -77,8 +76,7 @@ int run_predict(const Args& args) {
   options.epoch_tokens = epoch_tokens;
   options.calibration_file = calibration_file;
   options.catalogue_files = catalogue_files;
-  const forecast::Prediction result =
-      forecast::predict(model, model_options.spec(model, batch), options, forecast::OptionStyle::Flag);
+  const forecast::Prediction result = forecast::predict(model_options.source(model, batch), options, OptionStyle::Flag);
   // Always said, --json or not (stdout keeps the JSON): one line.
   const std::string note = forecast::prediction_note(result);
   if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());

@@ -75,7 +75,6 @@ int run_profile(const Args& args) {
 
   if (!parse_args(app, args, "profile")) return 0;
 
-  if (batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(batch));
   if (repeat <= 0) throw InputError("--repeat must be a positive integer, got " + std::to_string(repeat));
   if (!(timeout_s > 0)) throw InputError("--timeout must be positive seconds");
   if (!(budget_s > 0)) throw InputError("--budget must be positive seconds");
@@ -96,7 +95,7 @@ int run_profile(const Args& args) {
   limits.ci_target = ci_target;
   if (!memory_text.empty()) limits.memory_bytes = parse_bytes(memory_text, "--memory-limit");
 
-  Graph graph = import::load_model(model, model_options.spec(model, batch));
+  Graph graph = model_options.source(model, batch).build();
   profile::check_supported(graph);
 
   std::vector<profile::Measurement> repeats = profile::measure_repeats(graph, config, limits, repeat);

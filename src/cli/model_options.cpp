@@ -10,17 +10,15 @@ namespace dnncast::cli {
 
 void ModelOptions::add_to(CLI::App& app) {
   input_ = app.add_option("--input", input_text_, "image input CxHxW (default: the model's)");
-  seq_ = app.add_option("--seq", seq_len_, "sequence length of a sequence model")
-             ->check(positive_at_most(kMaxIntegerAttr));
-  input_->excludes(seq_);
-  classes_option_ = app.add_option("--classes", classes_, "classifier outputs (default 1000)")
-                        ->check(positive_at_most(kMaxIntegerAttr));
+  seq_ = app.add_option("--seq", seq_len_, "sequence length of a sequence model");  // not with --input: checked
+  classes_option_ = app.add_option("--classes", classes_, "classifier outputs (default 1000)");
   app.add_flag("--allow-unknown", allow_unknown_,
                "ONNX: treat unsupported ops as elementwise (warns once per op type)");
-  app.add_option("--lora", lora_,
-                 "LoRA fine-tuning, base weights frozen: r=RANK[,alpha=A][,targets=q,v,...][,norms=train] (default "
-                 "alpha 8, targets q,v)");
-  app.add_option(
+  lora_option_ =
+      app.add_option("--lora", lora_,
+                     "LoRA fine-tuning, base weights frozen: r=RANK[,alpha=A][,targets=q,v,...][,norms=train] (default "
+                     "alpha 8, targets q,v)");
+  attention_option_ = app.add_option(
       "--attention", attention_,
       "eager (default: the math path, S x S scores kept) | sdpa (PyTorch 2's fused attention on CUDA: no S x S "
       "matrix kept; memory and GPU time only, unverified)");
@@ -29,29 +27,19 @@ void ModelOptions::add_to(CLI::App& app) {
                "backward pass (torch.utils.checkpoint)");
 }
 
-models::ModelSpec ModelOptions::spec(const std::string& model, int64_t batch) const {
-  models::ModelSpec spec;
-  spec.batch = batch;
-  spec.allow_unknown_ops = allow_unknown_;
-  spec.lora = lora_;
-  spec.attention = attention_;
-  spec.checkpointing = checkpointing_;
-  if (input_->count() > 0) spec.input = parse_image_input(input_text_);
-  if (seq_->count() > 0) {
-    if (seq_len_ <= 0) throw InputError("--seq must be a positive integer, got " + std::to_string(seq_len_));
-    spec.seq_len = seq_len_;
-  }
-  if (classes_option_->count() > 0) {
-    if (classes_ <= 0) throw InputError("--classes must be a positive integer, got " + std::to_string(classes_));
-    import::ModelSourceKind kind = import::model_source_kind(model);
-    if (kind == import::ModelSourceKind::File || kind == import::ModelSourceKind::Onnx)
-      throw InputError(std::string("--classes does not apply to ") +
-                       (kind == import::ModelSourceKind::Onnx ? "an ONNX file" : "a graph file") +
-                       " (its classifier is part of the file)");
-    spec.num_classes = classes_;
-  }
-  return spec;
-}
+import::ModelSource ModelOptions::source(const std::string& model,
+                                         std::optional<int64_t> batch) const {import::ModelArgs args;
+args.model = model;
+args.batch = batch;
+if (input_->count() > 0) args.input = parse_image_input(input_text_);
+if (seq_->count() > 0) args.seq = seq_len_;
+if (classes_option_->count() > 0) args.classes = classes_;
+if (lora_option_->count() > 0) args.lora = lora_;
+if (attention_option_->count() > 0) args.attention = attention_;
+args.allow_unknown = allow_unknown_;
+args.checkpointing = checkpointing_;
+return import::make_model_source(args, OptionStyle::Flag);
+}  // namespace dnncast::cli
 
 std::vector<int64_t> parse_image_input(const std::string& text) {
   TensorShape shape;

@@ -1,15 +1,16 @@
-// The options that size a model, shared by inspect, memory, profile and predict: --input CxHxW or
-// --seq N (one or the other), and --classes N. One place, so every command refuses the same bad
-// values with the same line.
+// The options that size a model, shared by inspect, memory, profile, predict, compare and calibrate: --input CxHxW or
+// --seq N (one or the other), --classes N, --lora, --attention, --checkpointing, --allow-unknown. Read here, checked
+// by import::make_model_source() as serve and Python are, so a mistake reads the same line in every front end.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hardware/isa.h"
-#include "models/zoo.h"
+#include "import/model_source.h"
 
 namespace dnncast::cli {
 
@@ -17,10 +18,10 @@ class ModelOptions {
  public:
   // Adds --input, --seq (excluding each other), --classes, --allow-unknown (ONNX) and --lora to `app`.
   void add_to(CLI::App& app);
-  // The spec of MODEL at `batch` (0: the graph file's or 1) from the options given. Throws
-  // InputError naming the option: an --input that is not three positive integers, a --seq or
-  // --classes below 1, --classes with a graph file (its classifier is part of the file).
-  models::ModelSpec spec(const std::string& model, int64_t batch) const;
+  // MODEL at `batch` (none: the source's own, 1 or the graph file's) with the options given. Throws InputError
+  // naming the option (import::make_model_source): an --input that is not three positive integers, a --seq or
+  // --classes out of range, --classes with a graph file (its classifier is part of the file), a bad --lora, ...
+  import::ModelSource source(const std::string& model, std::optional<int64_t> batch) const;
 
  private:
   std::string input_text_;
@@ -32,6 +33,8 @@ class ModelOptions {
   CLI::Option* input_ = nullptr;
   CLI::Option* seq_ = nullptr;
   CLI::Option* classes_option_ = nullptr;
+  CLI::Option* lora_option_ = nullptr;
+  CLI::Option* attention_option_ = nullptr;
 };
 
 // "3x224x224" -> {3, 224, 224}; throws InputError naming --input otherwise.

@@ -163,8 +163,8 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
   row.time_ms = forecast.time_ms + collective_ms;
   row.time_ms_low = forecast.time_ms_low + collective_ms;
   row.time_ms_high = forecast.time_ms_high + collective_ms;
-  row.iterations =
-      run_iterations(request.forecast.spec.batch, instance.gpu_count, request.epochs, request.forecast.epoch_samples);
+  row.iterations = run_iterations(request.forecast.model.spec.batch, instance.gpu_count, request.epochs,
+                                  request.forecast.epoch_samples);
   if (request.forecast.epoch_samples > 0)
     row.epoch_s = static_cast<double>(row.iterations / request.epochs) * row.time_ms / 1e3;
   const double ms_to_hours = static_cast<double>(row.iterations) / 3.6e6;
@@ -183,13 +183,13 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
 Comparison assemble_comparison(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
                                const std::vector<gpu::GpuForecast>& forecasts,
                                const std::map<std::string, std::string>& failures, const MultiGpuSteps& steps) {
-  if (request.forecast.spec.batch < 1)
-    throw InputError("--batch " + std::to_string(request.forecast.spec.batch) + ": must be at least 1");
+  if (request.forecast.model.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.forecast.model.spec.batch) + ": must be at least 1");
   std::map<std::string, const gpu::GpuForecast*> by_gpu;
   for (const gpu::GpuForecast& forecast : forecasts) by_gpu[forecast.device] = &forecast;
   Comparison comparison;
-  comparison.model = request.forecast.model;
-  comparison.batch = request.forecast.spec.batch;
+  comparison.model = request.forecast.model.name;
+  comparison.batch = request.forecast.model.spec.batch;
   comparison.optimizer = request.forecast.optimizer;
   comparison.precision = request.forecast.precision;
   comparison.framework = request.forecast.framework;

@@ -32,9 +32,7 @@ MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sh
         config->keep_timeline = false;
         config->keep_events = false;
       }
-      models::ModelSpec spec = request.forecast.spec;
-      spec.batch = batch;
-      Graph graph = import::build_model(request.forecast.builder, request.forecast.model, spec);
+      Graph graph = request.forecast.model.build_at_batch(batch);
       memory::MemoryReport report = memory::simulate_memory(graph, *config);
       found = by_batch.emplace(batch, Simulated{std::move(graph), std::move(report)}).first;
     }
@@ -54,7 +52,7 @@ MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sh
     // One instance is one node: hsdp shards among its GPUs.
     const memory::ShardingPlan plan{sharding, instance.gpu_count, instance.gpu_count};
     try {
-      const memory::ShardedMemory sharded = per_gpu_bytes(request.forecast.spec.batch, plan);
+      const memory::ShardedMemory sharded = per_gpu_bytes(request.forecast.model.spec.batch, plan);
       step.required_bytes = sharded.required_bytes;
       double seconds = 0;
       for (const memory::Collective& collective : sharded.collectives) {
@@ -84,8 +82,8 @@ Comparison compare(const CompareRequest& request) {
 }
 
 Comparison compare(const CompareRequest& request, const hardware::Catalogue& catalogue) {
-  if (request.forecast.spec.batch < 1)
-    throw InputError("--batch " + std::to_string(request.forecast.spec.batch) + ": must be at least 1");
+  if (request.forecast.model.spec.batch < 1)
+    throw InputError("--batch " + std::to_string(request.forecast.model.spec.batch) + ": must be at least 1");
   if (request.epochs < 1) throw InputError("--epochs " + std::to_string(request.epochs) + ": must be at least 1");
   if (request.epochs > 1 && request.forecast.epoch_samples == 0)
     throw InputError("--epochs " + std::to_string(request.epochs) +

@@ -243,8 +243,7 @@ const gpu::GpuForecast* ForecastCache::get(const JobSpec& job, const std::string
   } else {
     ++misses_;
     gpu::GpuForecastRequest request;
-    request.model = job.model;
-    request.spec = job.spec;
+    request.model = {job.model, job.spec, {}};
     request.optimizer = job.optimizer;
     request.precision = job.precision;
     request.memory_precision = job.memory_precision;

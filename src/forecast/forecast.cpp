@@ -324,13 +324,13 @@ double recompute_share(const Graph& graph) {
 }  // namespace
 
 Forecast forecast(const ForecastRequest& request) {
-  if (request.spec.batch < 1)
-    throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
+  if (request.model.spec.batch < 1)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(request.model.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   if (request.threads < 0) throw InputError("--threads must be positive");
   Forecast result;
-  result.model = request.model;
-  result.batch = request.spec.batch;
+  result.model = request.model.name;
+  result.batch = request.model.spec.batch;
   result.optimizer = request.optimizer;
   result.epoch_samples = request.epoch_samples;
   std::vector<std::string> choice_notes;  // a fallback set for this host: said by the host match when it is not exact
@@ -344,7 +344,7 @@ Forecast forecast(const ForecastRequest& request) {
   check_trained_range(request, time_manifest.training, environment, result);
 
   // The model at this batch, built once: featurized for the time forecast, simulated for memory.
-  Graph graph = import::build_model(request.builder, request.model, request.spec);
+  Graph graph = request.model.build();
   result.graph = graph.name;
   result.notes.insert(result.notes.end(), graph.notes.begin(), graph.notes.end());
   features::TrainingConfig config;
@@ -404,7 +404,8 @@ Forecast forecast(const ForecastRequest& request) {
   } else if (environment.gpu_name.empty()) {
     result.host_match = match_host(host_environment(request.host_isa), time_manifest.environments);
     if (!result.host_match->exact) {
-      result.host_match->remedy = calibrate_remedy(request.predictor_dir, request.model, result.batch, result.input);
+      result.host_match->remedy =
+          calibrate_remedy(request.predictor_dir, request.model.name, result.batch, result.input);
       // Carried as is to a CPU it was not trained on, the forecast can be 3x off (docs/RESULTS.md "Intervals
       // on an unmatched host"): its interval says so.
       result.time_ms_low /= kUnmatchedHostWiden;

@@ -27,8 +27,7 @@ namespace dnncast::forecast {
 // Time and memory of training, from a predictor set (`dnncast predict`)
 
 struct ForecastRequest {
-  std::string model;       // zoo name, graph JSON file, or synthetic:SEED (model_source.h)
-  models::ModelSpec spec;  // batch (>= 1), input or sequence length, classes
+  import::ModelSource model;  // at its batch (>= 1), input or sequence length, classes (import/model_source.h)
   Optimizer optimizer = Optimizer::Sgd;
   Precision precision = Precision::Fp32;
   int64_t threads = 0;  // 0: the environment's, or the largest trained count below it
@@ -38,7 +37,6 @@ struct ForecastRequest {
   int64_t epoch_samples = 0;  // > 0: also forecast time per epoch
   std::string predictor_dir;  // a set or bundle folder; "": the shipped sets (data/predictors)
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;  // Unknown: this host's (detected)
-  import::ModelBuilder builder;                           // empty: load_model(model, spec) (model_source.h)
   // Gradient accumulation: an iteration is grad_accum micro-batches of `batch` and one optimizer step; the
   // predictors were trained without it, so the forecast iteration is counted grad_accum times (said in a note).
   int64_t grad_accum = 1;
@@ -93,14 +91,12 @@ Estimate set_time_forecast(const PredictorSet& set, const std::vector<double>& r
 // Simulated memory (`dnncast memory`)
 
 struct MemoryRequest {
-  std::string model;
-  models::ModelSpec spec;
+  import::ModelSource model;             // at its batch, input or sequence length (import/model_source.h)
   memory::MemoryConfig config;           // optimizer, precision, device, threads, isa, timeline, events
   int64_t fits_limit = 0;                // > 0: does training fit in this many bytes
   int64_t batch_limit = 0;               // > 0: the largest batch that fits in this many bytes
   int64_t batch_cap = int64_t{1} << 20;  // the largest batch that search tries
   std::string measure_command;           // the command that would measure this run (the ISA match's remedy)
-  import::ModelBuilder builder;          // empty: load_model(model, spec) (model_source.h)
   ForecastDevice device;                 // cpu, cuda or a catalogued GPU, resolved (forecast/device.h)
   std::optional<gpu::GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
   bool context_measured = false;                        // the context was given (--cuda-context), not fitted
@@ -150,10 +146,6 @@ MemoryForecast forecast_memory(const MemoryRequest& request);
 // one way for both. Each caller checks its numbers' ranges first, under its own names; these parse the
 // names and byte sizes, and a message names the option as the caller spells it.
 
-enum class OptionStyle { Flag, Keyword };  // "--max-batch" (CLI) or "max_batch_bytes" (Python)
-// An option as messages name it: the Python keyword (and serve's field), or the CLI's flag.
-std::string option_name(const std::string& keyword, OptionStyle style);
-
 // `predict`'s options besides the model and its size.
 struct ForecastOptions {
   std::string optimizer = "sgd", precision = "fp32";  // names, parsed here
@@ -167,8 +159,8 @@ struct ForecastOptions {
 
 // Throws InputError: an optimizer or precision that is not one. `device` is options.device resolved
 // (resolve_predict_device; predict() does it once for every front end).
-ForecastRequest make_forecast_request(const std::string& model, const models::ModelSpec& spec,
-                                      const ForecastOptions& options, const ForecastDevice& device, OptionStyle style);
+ForecastRequest make_forecast_request(const import::ModelSource& model, const ForecastOptions& options,
+                                      const ForecastDevice& device, OptionStyle style);
 
 // `memory`'s options besides the model and its size (not --measure, --check-db).
 struct MemoryOptions {
@@ -187,13 +179,11 @@ struct MemoryOptions {
 
 // The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the
 // model as given and every option whose value is not the default, in one order whatever front end was used.
-std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec,
-                                   const MemoryOptions& options);
+std::string memory_measure_command(const import::ModelSource& model, const MemoryOptions& options);
 
 // Throws InputError: an optimizer, precision or device that is not one, a byte size that is not one. The
 // measure command is memory_measure_command()'s unless `options` gives one.
-MemoryRequest make_memory_request(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options,
-                                  OptionStyle style);
+MemoryRequest make_memory_request(const import::ModelSource& model, const MemoryOptions& options, OptionStyle style);
 
 // ---------------------------------------------------------------------------------------------
 // Per-layer costs (`dnncast inspect`)

@@ -14,10 +14,10 @@ namespace dnncast::forecast {
 
 MemoryForecast forecast_memory(const MemoryRequest& request) {
   MemoryForecast result;
-  result.model = request.model;
-  result.batch = request.spec.batch;
+  result.model = request.model.name;
+  result.batch = request.model.spec.batch;
   result.config = request.config;
-  result.graph = import::build_model(request.builder, request.model, request.spec);
+  result.graph = request.model.build();
   result.report = memory::simulate_memory(result.graph, request.config);
   if (request.config.device == Device::Cpu &&
       (request.config.precision == Precision::Bf16 || request.config.precision == Precision::Bf16Pure))
@@ -48,33 +48,26 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   memory::MemoryConfig search = request.config;
   search.keep_timeline = false;
   search.keep_events = false;
-  auto required_at = [&](const models::ModelSpec& spec) {
-    Graph graph = import::build_model(request.builder, request.model, spec);
-    return required_of(graph, memory::simulate_memory(graph, search));
-  };
+  auto required_at = [&](const Graph& graph) { return required_of(graph, memory::simulate_memory(graph, search)); };
   if (request.batch_limit > 0) {
-    result.max_batch = memory::largest_fitting(
-        [&](int64_t candidate) {
-          models::ModelSpec candidate_spec = request.spec;
-          candidate_spec.batch = candidate;
-          return required_at(candidate_spec);
-        },
-        request.batch_limit, request.batch_cap);
+    result.max_batch =
+        memory::largest_fitting([&](int64_t candidate) { return required_at(request.model.build_at_batch(candidate)); },
+                                request.batch_limit, request.batch_cap);
   }
   const bool sequence_model =
       !result.graph.inputs().empty() && result.graph.node(result.graph.inputs().front()).dtype == DType::I64;
   if (sequence_model) result.seq = result.graph.node(result.graph.inputs().front()).shape.dims.back();
   if (request.seq_limit > 0) {
     if (!sequence_model)
-      throw InputError("the longest sequence that fits: " + request.model +
+      throw InputError("the longest sequence that fits: " + request.model.name +
                        " is not a sequence model (its input is not token ids)");
     result.seq_limit = request.seq_limit;
     result.max_seq = memory::largest_fitting(
         [&](int64_t candidate) {
-          models::ModelSpec candidate_spec = request.spec;
+          models::ModelSpec candidate_spec = request.model.spec;
           candidate_spec.seq_len = candidate;
           try {
-            return required_at(candidate_spec);
+            return required_at(request.model.build(candidate_spec));
           } catch (const InputError& error) {  // past what the model takes (its learned positions)
             if (result.max_seq_refused.empty()) result.max_seq_refused = error.what();
             return std::numeric_limits<int64_t>::max();

@@ -5,12 +5,10 @@
 
 namespace dnncast::forecast {
 
-gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec,
-                                         const PredictOptions& options, OptionStyle style,
-                                         const import::ModelBuilder& builder) {
+gpu::GpuForecastRequest make_gpu_request(const import::ModelSource& model, const PredictOptions& options,
+                                         OptionStyle style) {
   gpu::GpuForecastRequest request;
   request.model = model;
-  request.spec = spec;
   request.optimizer = parse_optimizer(options.forecast.optimizer, option_name("optimizer", style));
   request.precision = gpu::parse_gpu_precision(options.forecast.precision, option_name("precision", style));
   request.memory_precision = gpu::memory_precision_of(options.forecast.precision, option_name("precision", style));
@@ -20,7 +18,6 @@ gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models:
   request.max_batch = options.max_batch;
   request.catalogue_files = options.catalogue_files;
   request.calibration_file = options.calibration_file;
-  request.builder = builder;
   check_grad_accum(options.forecast.grad_accum, option_name("grad_accum", style));
   if (options.forecast.grad_accum > 1 && request.phase != gpu::GpuPhase::Train)
     throw InputError(option_name("grad_accum", style) +
@@ -44,9 +41,8 @@ static PredictOptions with_epoch_in_samples(const PredictOptions& given, const m
   return options;
 }
 
-Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& given,
-                   OptionStyle style, const import::ModelBuilder& builder) {
-  const PredictOptions options = with_epoch_in_samples(given, spec, style);
+Prediction predict(const import::ModelSource& model, const PredictOptions& given, OptionStyle style) {
+  const PredictOptions options = with_epoch_in_samples(given, model.spec, style);
   const std::string& typed = options.forecast.device;
   const std::string device_option = option_name("device", style);
   // The catalogue is read only where a device name may be a GPU's (the shipped one once per process).
@@ -61,7 +57,7 @@ Prediction predict(const std::string& model, const models::ModelSpec& spec, cons
                           ? resolve_predict_device(typed, options.forecast.predictor_dir, *catalogue, device_option)
                           : ForecastDevice{ForecastDevice::Kind::ThisHost, typed, std::nullopt};
   if (prediction.device.catalogue_gpu()) {
-    gpu::GpuForecastRequest request = make_gpu_request(model, spec, options, style, builder);
+    gpu::GpuForecastRequest request = make_gpu_request(model, options, style);
     request.gpu = *prediction.device.gpu;
     prediction.gpu = gpu::forecast_gpu(request);
     return prediction;
@@ -74,8 +70,7 @@ Prediction predict(const std::string& model, const models::ModelSpec& spec, cons
                                                                   : "calibration",
                                  style) +
                      " applies only to a GPU of `dnncast devices` as " + device_option);
-  ForecastRequest request = make_forecast_request(model, spec, options.forecast, prediction.device, style);
-  request.builder = builder;
+  ForecastRequest request = make_forecast_request(model, options.forecast, prediction.device, style);
   try {
     prediction.cpu = forecast(request);
   } catch (const UnknownDevice& error) {

@@ -32,15 +32,13 @@ struct Prediction {
 
 // Throws InputError: a bad model, option or device (an unknown one names the known predictor sets and the
 // closest catalogued GPUs), a GPU-only option without a catalogued GPU.
-Prediction predict(const std::string& model, const models::ModelSpec& spec, const PredictOptions& options,
-                   OptionStyle style, const import::ModelBuilder& builder = {});
+Prediction predict(const import::ModelSource& model, const PredictOptions& options, OptionStyle style);
 
 // The GPU time model's request from the options as a user gives them (`predict --device GPU`, `compare`, serve,
 // Python): optimizer, precision, framework, epoch samples and catalogue files parsed and named as `style` spells
 // them; the device, max_batch and the calibration as given.
-gpu::GpuForecastRequest make_gpu_request(const std::string& model, const models::ModelSpec& spec,
-                                         const PredictOptions& options, OptionStyle style,
-                                         const import::ModelBuilder& builder = {});
+gpu::GpuForecastRequest make_gpu_request(const import::ModelSource& model, const PredictOptions& options,
+                                         OptionStyle style);
 
 // The answer as `predict --json` prints it (two-space indent, a final newline; bytes that are not UTF-8 replaced).
 std::string prediction_json(const Prediction& prediction);

@@ -12,40 +12,10 @@
 
 namespace dnncast::forecast {
 
-std::string option_name(const std::string& keyword, OptionStyle style) {
-  struct Spelling {
-    const char* keyword;
-    const char* flag;
-  };
-  static const Spelling kSpellings[] = {{"optimizer", "--optimizer"},
-                                        {"precision", "--precision"},
-                                        {"device", "--device"},
-                                        {"cuda_context", "--cuda-context"},
-                                        {"fits", "--fits"},
-                                        {"max_batch_bytes", "--max-batch"},
-                                        {"framework", "--framework"},
-                                        {"max_batch", "--max-batch"},
-                                        {"calibration", "--calibration"},
-                                        {"phase", "--phase"},
-                                        {"sharding", "--sharding"},
-                                        {"gpus", "--gpus"},
-                                        {"gpus_per_node", "--gpus-per-node"},
-                                        {"max_seq_bytes", "--max-seq"},
-                                        {"epoch_tokens", "--epoch-tokens"},
-                                        {"epoch_samples", "--epoch-samples"},
-                                        {"seq", "--seq"},
-                                        {"grad_accum", "--grad-accum"}};
-  for (const Spelling& spelling : kSpellings)
-    if (keyword == spelling.keyword) return style == OptionStyle::Flag ? spelling.flag : spelling.keyword;
-  DNNCAST_ASSERT(false);  // every option this file names is in the table
-  return keyword;
-}
-
-ForecastRequest make_forecast_request(const std::string& model, const models::ModelSpec& spec,
-                                      const ForecastOptions& options, const ForecastDevice& device, OptionStyle style) {
+ForecastRequest make_forecast_request(const import::ModelSource& model, const ForecastOptions& options,
+                                      const ForecastDevice& device, OptionStyle style) {
   ForecastRequest request;
   request.model = model;
-  request.spec = spec;
   request.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
   request.precision = parse_precision(options.precision, option_name("precision", style));
   request.threads = options.threads;
@@ -58,9 +28,9 @@ ForecastRequest make_forecast_request(const std::string& model, const models::Mo
   return request;
 }
 
-std::string memory_measure_command(const std::string& model, const models::ModelSpec& spec,
-                                   const MemoryOptions& options) {
-  std::string command = "dnncast memory " + shell_word(model) + " --batch " + std::to_string(spec.batch);
+std::string memory_measure_command(const import::ModelSource& model, const MemoryOptions& options) {
+  const models::ModelSpec& spec = model.spec;
+  std::string command = "dnncast memory " + shell_word(model.name) + " --batch " + std::to_string(spec.batch);
   auto add = [&](const char* flag, const std::string& value) {
     command += std::string(" ") + flag + " " + shell_word(value);
   };
@@ -90,11 +60,9 @@ std::string memory_measure_command(const std::string& model, const models::Model
   return command + " --measure";
 }
 
-MemoryRequest make_memory_request(const std::string& model, const models::ModelSpec& spec, const MemoryOptions& options,
-                                  OptionStyle style) {
+MemoryRequest make_memory_request(const import::ModelSource& model, const MemoryOptions& options, OptionStyle style) {
   MemoryRequest request;
   request.model = model;
-  request.spec = spec;
   memory::MemoryConfig& config = request.config;
   config.optimizer = parse_optimizer(options.optimizer, option_name("optimizer", style));
   config.precision = parse_precision(options.precision, option_name("precision", style));
@@ -140,7 +108,7 @@ MemoryRequest make_memory_request(const std::string& model, const models::ModelS
     throw InputError(option_name("sharding", style) + " " + options.sharding + ": multi-GPU memory needs " +
                      option_name("device", style) + " cuda or a catalogued GPU");
   request.measure_command =
-      options.measure_command.empty() ? memory_measure_command(model, spec, options) : options.measure_command;
+      options.measure_command.empty() ? memory_measure_command(model, options) : options.measure_command;
   return request;
 }
 

@@ -504,11 +504,7 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
   result.device_memory_bytes = gpu_memory_bytes(gpu);
   result.fits = *result.required_bytes <= *result.device_memory_bytes;
   if (!request.max_batch) return;
-  models::ModelSpec spec = request.spec;
-  auto build = [&](int64_t batch) {
-    spec.batch = batch;
-    return import::build_model(request.builder, request.model, spec);
-  };
+  auto build = [&](int64_t batch) { return request.model.build_at_batch(batch); };
   result.max_batch = memory::max_batch(build, config, *result.device_memory_bytes, int64_t{1} << 16).batch;
 }
 
@@ -535,26 +531,26 @@ memory::MemoryConfig gpu_forecast_memory_config(const GpuForecastRequest& reques
 }
 
 GpuForecast forecast_gpu(const GpuForecastRequest& request) {
-  if (request.spec.batch < 1)
-    throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
+  if (request.model.spec.batch < 1)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(request.model.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   return forecast_gpu(request, load_gpu_calibration(request.calibration_file));
 }
 
 GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration& calibration) {
-  if (request.spec.batch < 1)
-    throw InputError("--batch must be a positive integer, got " + std::to_string(request.spec.batch));
+  if (request.model.spec.batch < 1)
+    throw InputError("--batch must be a positive integer, got " + std::to_string(request.model.spec.batch));
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   DNNCAST_ASSERT(!request.gpu.name.empty());  // resolved where the request was made
   const hardware::GpuSpec& gpu = request.gpu;
-  const Graph graph = import::build_model(request.builder, request.model, request.spec);
+  const Graph graph = request.model.build();
   GpuForecast result;
   result.notes = graph.notes;
-  result.model = request.model;
+  result.model = request.model.name;
   result.graph = graph.name;
   result.device = gpu.name;
   result.device_name = gpu.full_name;
-  result.batch = request.spec.batch;
+  result.batch = request.model.spec.batch;
   const TensorShape& input = graph.nodes().front().shape;
   for (int dim = 1; dim < input.rank(); ++dim) result.input += (dim > 1 ? "x" : "") + std::to_string(input[dim]);
   result.optimizer = request.optimizer;

@@ -135,8 +135,7 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
 std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu);
 
 struct GpuForecastRequest {
-  std::string model;       // zoo name, graph JSON, ONNX file, synthetic:SEED (model_source.h)
-  models::ModelSpec spec;  // batch and input
+  import::ModelSource model;  // at its batch and input (import/model_source.h)
   Optimizer optimizer = Optimizer::Sgd;
   GpuPrecision precision = GpuPrecision::Fp32;
   // The tensors' precision the memory simulation follows (autocast for fp16 / bf16, Bf16Pure for "bf16-pure", fp32
@@ -151,7 +150,6 @@ struct GpuForecastRequest {
   bool max_batch = false;                    // also the largest batch that fits in the GPU's memory
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
-  import::ModelBuilder builder;              // empty: load_model(model, spec) (model_source.h)
   int64_t grad_accum = 1;  // train phase: grad_accum forward-backward passes and one optimizer step per iteration
 };
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/json_limits.h"
 #include "graph/checkpoint.h"
@@ -246,6 +247,71 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const
 #else
   return with_lora(read_onnx(bytes, source, onnx_options(spec)), spec);
 #endif
+}
+
+}  // namespace dnncast::import
+
+namespace dnncast::import {
+
+namespace {
+
+void check_in_range(const std::string& name, int64_t value, int64_t low, int64_t high) {
+  if (value < low || value > high)
+    throw InputError(name + " must be an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " +
+                     std::to_string(value));
+}
+
+}  // namespace
+
+ModelSource make_model_source(const ModelArgs& args, OptionStyle style, ModelBuilder builder) {
+  auto name = [style](const char* keyword) { return option_name(keyword, style); };
+  if (args.model.empty()) throw InputError("missing model: a zoo name, a graph JSON or ONNX file, or synthetic:SEED");
+  ModelSource source;
+  source.name = args.model;
+  source.builder = std::move(builder);
+  models::ModelSpec& spec = source.spec;
+  spec.batch = 0;
+  if (args.batch) {
+    if (*args.batch < 1)
+      throw InputError(name("batch") + " must be a positive integer, got " + std::to_string(*args.batch));
+    check_in_range(name("batch"), *args.batch, 1, kMaxTensorElements);
+    spec.batch = *args.batch;
+  }
+  if (args.input && args.seq) throw InputError("give " + name("input_shape") + " or " + name("seq") + ", not both");
+  if (args.input) {
+    if (args.input->size() != 3)
+      throw InputError(name("input_shape") + " must be three positive integers (C, H, W), got " +
+                       std::to_string(args.input->size()));
+    for (int64_t dim : *args.input) check_in_range(name("input_shape"), dim, 1, kMaxIntegerAttr);
+    spec.input = *args.input;
+  }
+  if (args.seq) {
+    check_in_range(name("seq"), *args.seq, 1, kMaxIntegerAttr);
+    spec.seq_len = *args.seq;
+  }
+  if (args.classes) {
+    check_in_range(name("classes"), *args.classes, 1, kMaxIntegerAttr);
+    const ModelSourceKind kind = args.kind ? *args.kind : model_source_kind(args.model);
+    if (kind == ModelSourceKind::File || kind == ModelSourceKind::Onnx)
+      throw InputError(name("classes") + " does not apply to " +
+                       (kind == ModelSourceKind::Onnx ? "an ONNX model" : "a graph") +
+                       " (its classifier is part of it)");
+    spec.num_classes = *args.classes;
+  }
+  if (args.lora) {
+    if (args.lora->empty()) throw InputError(name("lora") + ": empty; leave it out for no LoRA");
+    parse_lora(*args.lora, name("lora") + " " + quote(*args.lora));
+    spec.lora = *args.lora;
+  }
+  if (args.attention) {
+    if (args.attention->empty()) throw InputError(name("attention") + ": empty; leave it out for eager");
+    if (*args.attention != "eager" && *args.attention != "sdpa")
+      throw InputError(name("attention") + " " + quote(*args.attention) + ": expected eager or sdpa");
+    spec.attention = *args.attention;
+  }
+  spec.allow_unknown_ops = args.allow_unknown;
+  spec.checkpointing = args.checkpointing;
+  return source;
 }
 
 }  // namespace dnncast::import

@@ -8,9 +8,13 @@
 // and built for one configuration (batch, image input CxHxW or sequence length, classes).
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "core/option_names.h"
 #include "graph/graph.h"
 #include "models/zoo.h"
 
@@ -37,10 +41,45 @@ Graph load_graph_json_text(const std::string& text, const std::string& source, c
 Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const models::ModelSpec& spec);
 
 // What a request builds its model with, for each batch it asks about: empty means
-// load_model(request.model, spec). The server passes one that answers from its graph cache.
+// load_model(source, spec). The server passes one that answers from its graph cache.
 using ModelBuilder = std::function<Graph(const models::ModelSpec& spec)>;
-inline Graph build_model(const ModelBuilder& builder, const std::string& source, const models::ModelSpec& spec) {
-  return builder ? builder(spec) : load_model(source, spec);
-}
+
+// A model as a request carries it: the source as named, the spec it was asked at, and how to build its graph at any
+// batch or sequence length. Made once by make_model_source() for every front end (the CLI, serve, Python); the
+// engines build through it (forecast, memory, GPU time, compare) and never load a model themselves.
+struct ModelSource {
+  std::string name;        // zoo name, synthetic:SEED, graph JSON or ONNX file, or the server's name of a body
+  models::ModelSpec spec;  // batch (0: the source's own), input or sequence length, classes, LoRA, ...
+  ModelBuilder builder;    // empty: load_model(name, spec)
+
+  Graph build() const { return build(spec); }
+  Graph build(const models::ModelSpec& at) const { return builder ? builder(at) : load_model(name, at); }
+  Graph build_at_batch(int64_t batch) const {
+    models::ModelSpec at = spec;
+    at.batch = batch;
+    return build(at);
+  }
+};
+
+// What a user gave about a model, as a front end reads it (the CLI's options, serve's fields, Python's keywords),
+// before any check: an empty optional was not given.
+struct ModelArgs {
+  std::string model;
+  std::optional<int64_t> batch;                // none: the source's own (1 for zoo and synthetic models)
+  std::optional<std::vector<int64_t>> input;   // C, H, W
+  std::optional<int64_t> seq, classes;         // sequence length; classifier outputs (zoo and synthetic models)
+  std::optional<std::string> lora, attention;  // graph/lora.h; eager | sdpa
+  bool allow_unknown = false;                  // ONNX: unsupported ops as elementwise
+  bool checkpointing = false;                  // activation checkpointing per transformer block
+  // The kind of model when the name is not its source (serve's graph and ONNX bodies); none: model_source_kind.
+  std::optional<ModelSourceKind> kind;
+};
+
+// The one check of what a user gave about a model, for every front end, each mistake one line naming the option as
+// `style` spells it (core/option_names.h): an empty model, LoRA or attention; a batch, sequence length, classes or
+// input dimension out of range; an input and a sequence length together; classes for a graph or ONNX file (its
+// classifier is part of it); a malformed LoRA; an unknown attention. `builder`: how the model is built (empty:
+// load_model). Nothing is built here.
+ModelSource make_model_source(const ModelArgs& args, OptionStyle style, ModelBuilder builder = {});
 
 }  // namespace dnncast::import

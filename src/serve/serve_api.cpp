@@ -139,6 +139,16 @@ class Fields {
     return number;
   }
 
+  // An integer as given, its range checked by the caller (import::make_model_source names it as the CLI does); none
+  // when absent.
+  std::optional<int64_t> any_integer(const std::string& name) {
+    if (!has(name)) return std::nullopt;
+    return integer(name, std::nullopt, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  }
+  int64_t required_integer(const std::string& name) {
+    return integer(name, std::nullopt, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  }
+
   bool flag(const std::string& name) {
     if (!has(name)) return false;
     const json& value = object_.at(name);
@@ -269,11 +279,6 @@ std::vector<std::string> with_model_fields(std::vector<std::string> more) {
   return all;
 }
 
-struct Model {
-  std::string name;  // as results name it: the zoo name, synthetic:SEED, "graph" or "onnx"
-  import::ModelBuilder builder;
-};
-
 std::string spec_key(const models::ModelSpec& spec) {
   std::string key = "|b" + std::to_string(spec.batch) + "|i";
   for (int64_t dim : spec.input) key += std::to_string(dim) + "x";
@@ -282,80 +287,77 @@ std::string spec_key(const models::ModelSpec& spec) {
          (spec.checkpointing ? "1" : "0");
 }
 
-// Reads input, seq, classes, allow_unknown, lora into `spec` (its batch is the caller's) and the model: "model"
-// (a zoo name or synthetic:SEED), "graph" (graph JSON inline) or ONNX bytes (the body). The builder
+// The model at `batch` (none: the source's own): field "model" (a zoo name or synthetic:SEED), "graph" (graph JSON
+// inline) or ONNX bytes (the body), and what sizes it (input, seq, classes, allow_unknown, lora, attention,
+// checkpointing), checked by import::make_model_source as the CLI's options and Python's keywords are. The builder
 // answers from the api's graph cache.
-Model read_model(Api& api, Fields& fields, const HttpRequest& request, models::ModelSpec& spec) {
-  if (fields.has("input")) spec.input = fields.image_input("input");
-  if (fields.has("seq")) spec.seq_len = fields.integer("seq", 0, 1, kMaxIntegerAttr);
-  if (!spec.input.empty() && spec.seq_len > 0) throw InputError("fields 'input' and 'seq': give one or the other");
-  const bool classes = fields.has("classes");
-  if (classes) spec.num_classes = fields.integer("classes", 1000, 1, kMaxIntegerAttr);
-  spec.allow_unknown_ops = fields.flag("allow_unknown");
-  spec.lora = fields.text("lora", "");                // LoRA fine-tuning, as --lora (graph/lora.h)
-  spec.attention = fields.text("attention", "");      // eager | sdpa, as --attention
-  spec.checkpointing = fields.flag("checkpointing");  // as --checkpointing (graph/checkpoint.h)
-  const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");
-  if (int(onnx) + int(graph) + int(named) != 1)
-    throw InputError(onnx ? "an ONNX body is the model: no field 'model' or 'graph' with it"
-                          : "give field 'model' (a zoo name or synthetic:SEED) or 'graph' (graph JSON), or send "
-                            "ONNX bytes as Content-Type application/onnx");
-  if (classes && !named)
-    throw InputError(std::string("field 'classes' does not apply to ") + (onnx ? "an ONNX model" : "a graph") +
-                     " (its classifier is part of it)");
-
-  if (!onnx && fields.has("name")) throw InputError("field 'name' names an ONNX body's model; a graph has its own");
-  Model model;
-  std::string key;
-  std::function<Graph(const models::ModelSpec&)> build;
-  if (onnx) {
-    if (request.body.empty()) throw InputError("body: empty; expected the bytes of an ONNX model");
-    auto bytes = std::make_shared<const std::string>(request.body);
-    model.name = fields.text("name", "onnx");  // as the CLI names a file's graph: its stem
-    key = "onnx:" + hex(fnv1a(*bytes)) + ":" + std::to_string(bytes->size()) + ":" + model.name;
-    const std::string name = model.name;
-    build = [bytes, name](const models::ModelSpec& at) {
-      Graph built = import::load_onnx_bytes(*bytes, "ONNX body", at);
-      built.name = name;
-      return built;
-    };
-  } else if (graph) {
-    if (!fields.raw("graph").is_object())
-      throw InputError("field 'graph': expected a graph JSON object (\"format\": \"dnncast-graph/1\")");
-    auto text = std::make_shared<const std::string>(fields.raw("graph").dump());
-    model.name = "graph";
-    key = "graph:" + hex(fnv1a(*text)) + ":" + std::to_string(text->size());
-    build = [text](const models::ModelSpec& at) { return import::load_graph_json_text(*text, "field 'graph'", at); };
-  } else {
-    std::string name = fields.text("model", "");
-    if (name.empty()) throw InputError("field 'model': empty; expected a zoo name or synthetic:SEED");
-    if (starts_with(name, "file:") || starts_with(name, "onnx:") || name.find('/') != std::string::npos ||
-        ends_with(name, ".json") || ends_with(name, ".onnx"))
-      throw InputError("field 'model': " + quote(name) +
-                       " names a file; the server reads none: send the graph JSON as field 'graph', or the ONNX bytes "
-                       "as the body (Content-Type application/onnx)");
-    if (starts_with(name, "synthetic:")) {
-      model.name = name;
-      key = name;
-      build = [name](const models::ModelSpec& at) { return import::load_model(name, at); };
-    } else {
-      if (starts_with(name, "zoo:")) name = name.substr(4);
-      try {
-        models::zoo_entry(name);
-      } catch (const InputError& error) {
-        throw NotFound(std::string("field 'model': ") + error.what());
-      }
-      model.name = name;
-      key = "zoo:" + name;
-      build = [key](const models::ModelSpec& at) { return import::load_model(key, at); };
-    }
-  }
-  Api* owner = &api;
-  model.builder = [owner, key, build](const models::ModelSpec& at) {
-    return owner->graph(key, at, [&] { return build(at); });
+import::ModelSource read_model(Api& api, Fields& fields, const HttpRequest& request,
+                               std::optional<int64_t> batch){import::ModelArgs args;
+args.batch = batch;
+if (fields.has("input")) args.input = fields.image_input("input");
+args.seq = fields.any_integer("seq");
+args.classes = fields.any_integer("classes");
+args.allow_unknown = fields.flag("allow_unknown");
+if (fields.has("lora")) args.lora = fields.text("lora", "");  // LoRA fine-tuning, as --lora (graph/lora.h)
+if (fields.has("attention")) args.attention = fields.text("attention", "");  // eager | sdpa, as --attention
+args.checkpointing = fields.flag("checkpointing");                           // as --checkpointing
+const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");
+if (int(onnx) + int(graph) + int(named) != 1)
+  throw InputError(onnx ? "an ONNX body is the model: no field 'model' or 'graph' with it"
+                        : "give field 'model' (a zoo name or synthetic:SEED) or 'graph' (graph JSON), or send "
+                          "ONNX bytes as Content-Type application/onnx");
+if (!named) args.kind = onnx ? import::ModelSourceKind::Onnx : import::ModelSourceKind::File;
+if (!onnx && fields.has("name")) throw InputError("field 'name' names an ONNX body's model; a graph has its own");
+std::string& model_name = args.model;  // as results name it: the zoo name, synthetic:SEED, "graph" or "onnx"
+std::string key;
+std::function<Graph(const models::ModelSpec&)> build;
+if (onnx) {
+  if (request.body.empty()) throw InputError("body: empty; expected the bytes of an ONNX model");
+  auto bytes = std::make_shared<const std::string>(request.body);
+  model_name = fields.text("name", "onnx");  // as the CLI names a file's graph: its stem
+  key = "onnx:" + hex(fnv1a(*bytes)) + ":" + std::to_string(bytes->size()) + ":" + model_name;
+  const std::string name = model_name;
+  build = [bytes, name](const models::ModelSpec& at) {
+    Graph built = import::load_onnx_bytes(*bytes, "ONNX body", at);
+    built.name = name;
+    return built;
   };
-  return model;
+} else if (graph) {
+  if (!fields.raw("graph").is_object())
+    throw InputError("field 'graph': expected a graph JSON object (\"format\": \"dnncast-graph/1\")");
+  auto text = std::make_shared<const std::string>(fields.raw("graph").dump());
+  model_name = "graph";
+  key = "graph:" + hex(fnv1a(*text)) + ":" + std::to_string(text->size());
+  build = [text](const models::ModelSpec& at) { return import::load_graph_json_text(*text, "field 'graph'", at); };
+} else {
+  std::string name = fields.text("model", "");
+  if (name.empty()) throw InputError("field 'model': empty; expected a zoo name or synthetic:SEED");
+  if (starts_with(name, "file:") || starts_with(name, "onnx:") || name.find('/') != std::string::npos ||
+      ends_with(name, ".json") || ends_with(name, ".onnx"))
+    throw InputError("field 'model': " + quote(name) +
+                     " names a file; the server reads none: send the graph JSON as field 'graph', or the ONNX bytes "
+                     "as the body (Content-Type application/onnx)");
+  if (starts_with(name, "synthetic:")) {
+    model_name = name;
+    key = name;
+    build = [name](const models::ModelSpec& at) { return import::load_model(name, at); };
+  } else {
+    if (starts_with(name, "zoo:")) name = name.substr(4);
+    try {
+      models::zoo_entry(name);
+    } catch (const InputError& error) {
+      throw NotFound(std::string("field 'model': ") + error.what());
+    }
+    model_name = name;
+    key = "zoo:" + name;
+    build = [key](const models::ModelSpec& at) { return import::load_model(key, at); };
+  }
 }
+Api* owner = &api;
+return import::make_model_source(args, OptionStyle::Field, [owner, key, build](const models::ModelSpec& at) {
+  return owner->graph(key, at, [&] { return build(at); });
+});
+}  // namespace
 
 // A JSON answer as the CLI prints it (its indent), with a newline. Bytes that are not UTF-8 (an ONNX node's
 // name, a query parameter, quoted into a message) are replaced, not thrown about.
@@ -388,12 +390,10 @@ HttpResponse devices(Api&, const HttpRequest& request) {
 
 HttpResponse inspect_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"device"}));
-  models::ModelSpec spec;
-  spec.batch = fields.integer("batch", 0, 1, kMaxTensorElements);
-  const Model model = read_model(api, fields, request, spec);
+  const import::ModelSource model = read_model(api, fields, request, fields.any_integer("batch"));
   const std::string device = fields.text("device", "");
   fields.finish();
-  const Graph graph = model.builder(spec);
+  const Graph graph = model.build();
   return {200, answer_text(to_json(forecast::inspect(graph, forecast::resolve_inspect_device(device, {}))), 1),
           "application/json"};
 }
@@ -401,9 +401,7 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
                                             "framework", "max_batch", "phase", "epoch_tokens", "grad_accum"}));
-  models::ModelSpec spec;
-  spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
-  const Model model = read_model(api, fields, request, spec);
+  const import::ModelSource model = read_model(api, fields, request, fields.required_integer("batch"));
   forecast::PredictOptions options;
   // Checked by the request makers, with the message the CLI and Python give.
   options.forecast.grad_accum =
@@ -421,19 +419,14 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
   options.epoch_tokens = fields.integer("epoch_tokens", 0, 1, int64_t{1} << 50);
   fields.finish();
   // The CLI's answer, byte for byte (forecast/predict.h).
-  return {200,
-          forecast::prediction_json(
-              forecast::predict(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder)),
-          "application/json"};
+  return {200, forecast::prediction_json(forecast::predict(model, options, OptionStyle::Field)), "application/json"};
 }
 
 HttpResponse memory_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits",
                                             "max_batch_bytes", "batch_cap", "cuda_context", "timeline", "sharding",
                                             "gpus", "gpus_per_node", "max_seq_bytes", "grad_accum"}));
-  models::ModelSpec spec;
-  spec.batch = fields.integer("batch", 1, 1, kMaxTensorElements);
-  const Model model = read_model(api, fields, request, spec);
+  const import::ModelSource model = read_model(api, fields, request, fields.any_integer("batch").value_or(1));
   forecast::MemoryOptions options;
   options.optimizer = fields.text("optimizer", "sgd");
   options.precision = fields.text("precision", "fp32");
@@ -453,18 +446,14 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.grad_accum =
       fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   fields.finish();
-  forecast::MemoryRequest memory_request =
-      forecast::make_memory_request(model.name, spec, options, forecast::OptionStyle::Keyword);
-  memory_request.builder = model.builder;
+  const forecast::MemoryRequest memory_request = forecast::make_memory_request(model, options, OptionStyle::Field);
   return {200, answer_text(to_json(forecast::forecast_memory(memory_request)), 2), "application/json"};
 }
 
 HttpResponse compare_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"precision", "framework", "optimizer", "epochs", "epoch_samples",
                                             "provider", "gpus", "spot", "multi_gpu", "sharding", "phase"}));
-  models::ModelSpec spec;
-  spec.batch = fields.integer("batch", std::nullopt, 1, kMaxTensorElements);
-  const Model model = read_model(api, fields, request, spec);
+  const import::ModelSource model = read_model(api, fields, request, fields.required_integer("batch"));
   forecast::PredictOptions options;
   options.forecast.precision = fields.text("precision", "fp32");
   options.framework = fields.text("framework", "pytorch");
@@ -472,8 +461,7 @@ HttpResponse compare_route(Api& api, const HttpRequest& request) {
   options.forecast.optimizer = fields.text("optimizer", "sgd");
   options.forecast.epoch_samples = fields.integer("epoch_samples", 0, 1, kMaxTensorElements);
   decide::CompareRequest compare_request;
-  compare_request.forecast =
-      forecast::make_gpu_request(model.name, spec, options, forecast::OptionStyle::Keyword, model.builder);
+  compare_request.forecast = forecast::make_gpu_request(model, options, OptionStyle::Field);
   compare_request.epochs = fields.integer("epochs", 1, 1, kMaxEpochs);
   compare_request.providers = fields.names("provider");
   compare_request.gpus = fields.names("gpus");
@@ -522,7 +510,7 @@ HttpResponse schedule_route(Api&, const HttpRequest& request) {
   return {200, answer_text(to_json(decide::schedule(schedule_request, cache)), 2), "application/json"};
 }
 
-}  // namespace
+}  // namespace dnncast::serve
 
 // ---------------------------------------------------------------------------------------------
 

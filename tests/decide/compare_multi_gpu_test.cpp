@@ -26,7 +26,7 @@ CompareRequest multi_gpu_request(const std::string& model, int64_t batch, int64_
   forecast::PredictOptions options;
   options.forecast.optimizer = "adam";
   CompareRequest request;
-  request.forecast = forecast::make_gpu_request(model, spec, options, forecast::OptionStyle::Flag);
+  request.forecast = forecast::make_gpu_request({model, spec, {}}, options, OptionStyle::Flag);
   request.gpus = std::move(gpus);
   request.providers = std::move(providers);
   request.multi_gpu = true;
@@ -45,7 +45,7 @@ forecast::MemoryForecast memory_of(const std::string& model, int64_t batch, int6
   options.device = gpu;
   options.gpus = gpus;
   options.sharding = sharding;
-  return forecast::forecast_memory(forecast::make_memory_request(model, spec, options, forecast::OptionStyle::Flag));
+  return forecast::forecast_memory(forecast::make_memory_request({model, spec, {}}, options, OptionStyle::Flag));
 }
 
 const CompareRow& row_of(const Comparison& comparison, const std::string& gpu, int64_t gpus) {
@@ -85,7 +85,7 @@ TEST(CompareMultiGpu, PerGpuMemoryAndCollectivesAreMemorysUnderEachSharding) {
 
 TEST(CompareMultiGpu, OneGpuRowsAreUnchangedByMultiGpu) {
   CompareRequest request = multi_gpu_request("resnet18", 32, 0, "", {"t4"}, {"aws"});
-  request.forecast.spec.seq_len = 0;
+  request.forecast.model.spec.seq_len = 0;
   const Comparison multi = compare(request);
   request.multi_gpu = false;
   const Comparison single = compare(request);
@@ -147,7 +147,7 @@ TEST(CompareMultiGpu, ShardingIsRefusedWithoutMultiGpuUnknownOrWithNoInstanceToS
     return "accepted";
   };
   CompareRequest request = multi_gpu_request("resnet18", 8, 0, "zero3", {"t4"});
-  request.forecast.spec.seq_len = 0;
+  request.forecast.model.spec.seq_len = 0;
   request.multi_gpu = false;
   EXPECT_EQ(message(request), "--sharding zero3 needs --multi-gpu: it applies to the instances with more than one GPU");
   request.multi_gpu = true;

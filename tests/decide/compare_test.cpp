@@ -118,7 +118,7 @@ hardware::CloudInstance instance(const std::string& provider, const std::string&
 
 TEST(CompareRows, TotalCostIsPriceTimesHoursAndRowsSortByCost) {
   CompareRequest request;
-  request.forecast.spec.batch = 32;
+  request.forecast.model.spec.batch = 32;
   request.epochs = 2;
   request.forecast.epoch_samples = 10000;
   const std::vector<hardware::CloudInstance> instances = {
@@ -161,7 +161,7 @@ TEST(CompareRows, TotalCostIsPriceTimesHoursAndRowsSortByCost) {
 
 TEST(CompareRows, AModelThatFitsNowhereNamesTheMemoryItNeeds) {
   CompareRequest request;
-  request.forecast.spec.batch = 512;
+  request.forecast.model.spec.batch = 512;
   const Comparison comparison = assemble_comparison(
       request, {instance("aws", "t4", 1, 0.5), instance("aws", "l4", 1, 0.8), instance("aws", "x", 1, 0.8)},
       {forecast("t4", 300, false, 16), forecast("l4", 200, false, 24), forecast("x", 100, std::nullopt, 8)});
@@ -178,7 +178,7 @@ TEST(CompareRows, AModelThatFitsNowhereNamesTheMemoryItNeeds) {
 
 TEST(CompareRows, AnInstanceWhoseGpuHasNoForecastIsLeftOutWithTheReason) {
   CompareRequest request;
-  request.forecast.spec.batch = 8;
+  request.forecast.model.spec.batch = 8;
   const Comparison comparison =
       assemble_comparison(request, {instance("aws", "t4", 1, 0.5), instance("azure", "mi25", 1, 0.2)},
                           {forecast("t4", 300, true)}, {{"mi25", "GPU mi25: no fp32 peak"}});
@@ -279,8 +279,8 @@ size_t count_of(const std::string& text, const std::string& needle) {
 TEST(CompareReport, EveryTextIsEscapedAndEveryRowIsATableRowAndAPoint) {
   EXPECT_EQ(report::html_escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   CompareRequest request;
-  request.forecast.model = "<script>alert(1)</script>.onnx";
-  request.forecast.spec.batch = 8;
+  request.forecast.model.name = "<script>alert(1)</script>.onnx";
+  request.forecast.model.spec.batch = 8;
   hardware::CloudInstance hostile = instance("aws", "t4", 1, 0.5);
   hostile.instance_type = "g4dn\"'><img src=x>";
   const Comparison comparison =

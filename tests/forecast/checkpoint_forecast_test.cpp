@@ -13,15 +13,15 @@ namespace {
 
 TEST(CheckpointForecast, CpuTimeAddsTheRecomputedForwardsShareOfFlops) {
   ForecastRequest request;
-  request.model = "gpt2_small";
-  request.spec.batch = 2;
-  request.spec.seq_len = 256;  // long enough that the blocks' activations, not the LM head, hold the peak
+  request.model.name = "gpt2_small";
+  request.model.spec.batch = 2;
+  request.model.spec.seq_len = 256;  // long enough that the blocks' activations, not the LM head, hold the peak
   request.threads = 1;
   const Forecast plain = forecast(request);
-  request.spec.checkpointing = true;
+  request.model.spec.checkpointing = true;
   const Forecast checkpointed = forecast(request);
 
-  models::ModelSpec spec = request.spec;
+  models::ModelSpec spec = request.model.spec;
   const Inspection layers = inspect(import::load_model("gpt2_small", spec));
   double recomputed = 0;
   for (const LayerRow& row : layers.layers)
@@ -42,9 +42,9 @@ TEST(CheckpointForecast, CpuTimeAddsTheRecomputedForwardsShareOfFlops) {
 // separate the optimizer step), an epoch in steps of K micro-batches.
 TEST(GradAccumForecast, CpuTimeCountsTheIterationPerMicroBatch) {
   ForecastRequest request;
-  request.model = "resnet18";
-  request.spec.batch = 8;
-  request.spec.input = {3, 64, 64};
+  request.model.name = "resnet18";
+  request.model.spec.batch = 8;
+  request.model.spec.input = {3, 64, 64};
   request.threads = 1;
   request.epoch_samples = 960;
   const Forecast one = forecast(request);

@@ -59,9 +59,9 @@ TEST(BatchExtrapolation, ZooForecastsPastTheTrainedBatchesAreMonotone) {
       int64_t batch_max = 0;
       for (int64_t batch = 1; batch <= 256; batch *= 2) {
         ForecastRequest request;
-        request.model = model;
-        request.spec.batch = batch;
-        request.spec.input = {3, pixels, pixels};
+        request.model.name = model;
+        request.model.spec.batch = batch;
+        request.model.spec.input = {3, pixels, pixels};
         request.predictor_dir = kCpuSet;
         Forecast forecast = forecast::forecast(request);
         // The corrected layer-wise model at the largest trained input and past the trained batches.
@@ -161,9 +161,9 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   fs::remove_all(dir + "/set/time/corrected");
   layers.save(dir + "/set/time/layers");
   ForecastRequest request;
-  request.model = "resnet18";
-  request.spec.batch = 256;
-  request.spec.input = {3, 64, 64};
+  request.model.name = "resnet18";
+  request.model.spec.batch = 256;
+  request.model.spec.input = {3, 64, 64};
   request.predictor_dir = dir + "/set";
   request.threads = 1;
   Forecast forecast = forecast::forecast(request);
@@ -174,7 +174,7 @@ TEST(BatchExtrapolation, ALayerWiseModelCarriesTheForecastByItsBatchRatio) {
   for (const std::string& note : forecast.notes)
     noted = noted || note.find("layer-wise model's ratio") != std::string::npos;
   EXPECT_TRUE(noted);
-  request.spec.batch = 64;
+  request.model.spec.batch = 64;
   EXPECT_EQ(forecast::forecast(request).time_model, "whole");
   fs::remove_all(dir);
 }

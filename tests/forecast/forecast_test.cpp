@@ -46,8 +46,8 @@ class ForecastApi : public ::testing::Test {
 
 ForecastRequest request_for(const std::string& model, int64_t batch) {
   ForecastRequest request;
-  request.model = model;
-  request.spec.batch = batch;
+  request.model.name = model;
+  request.model.spec.batch = batch;
   request.predictor_dir = kCpuSet;
   return request;
 }
@@ -56,8 +56,8 @@ ForecastRequest request_for(const std::string& model, int64_t batch) {
 // compares its keys in order): what was forecast, then time, memory, basis, notes.
 TEST_F(ForecastApi, GpuPredictMatchesTheCliJsonInReadingOrder) {
   gpu::GpuForecastRequest request;
-  request.model = "resnet18";
-  request.spec.batch = 8;
+  request.model.name = "resnet18";
+  request.model.spec.batch = 8;
   request.gpu = hardware::shipped_catalogue().gpu("t4");
   request.epoch_samples = 1000;
   request.max_batch = true;
@@ -88,7 +88,7 @@ TEST_F(ForecastApi, PredictMatchesTheCliJson) {
   epoch.threads = 1;
   epoch.epoch_samples = 1001;
   ForecastRequest sequence = request_for("gpt2_small", 2);
-  sequence.spec.seq_len = 64;
+  sequence.model.spec.seq_len = 64;
   sequence.optimizer = Optimizer::Adam;
   struct Case {
     ForecastRequest request;
@@ -126,7 +126,7 @@ TEST_F(ForecastApi, DistinctForecastsFromTheRowCacheMatchTheCliJson) {
                                 {1000, 64, Optimizer::Sgd}, {64, 224, Optimizer::Adam}, {130, 32, Optimizer::Adam}};
   auto request_of = [](const Case& c) {
     ForecastRequest request = request_for("resnet50", c.batch);
-    request.spec.input = {3, c.size, c.size};
+    request.model.spec.input = {3, c.size, c.size};
     request.optimizer = c.optimizer;
     return request;
   };
@@ -190,8 +190,8 @@ TEST_F(ForecastApi, PredictErrorsAreInputErrors) {
 
 TEST_F(ForecastApi, MemoryMatchesTheCliJson) {
   MemoryRequest request;
-  request.model = "resnet18";
-  request.spec.batch = 4;
+  request.model.name = "resnet18";
+  request.model.spec.batch = 4;
   request.config.optimizer = Optimizer::Adam;
   request.config.threads = 2;
   request.config.keep_timeline = true;
@@ -216,11 +216,11 @@ TEST_F(ForecastApi, MemoryMatchesTheCliJson) {
 
 TEST_F(ForecastApi, MemoryErrorsAreInputErrors) {
   MemoryRequest request;
-  request.model = "resnet18";
+  request.model.name = "resnet18";
   request.config.precision = Precision::Bf16;  // autocast's convolutions are not modelled
   EXPECT_THROW(forecast_memory(request), InputError);
   request.config.precision = Precision::Fp32;
-  request.model = "synthetic:not_a_seed";
+  request.model.name = "synthetic:not_a_seed";
   EXPECT_THROW(forecast_memory(request), InputError);
 }
 

@@ -184,9 +184,9 @@ TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
   calibration.save(dir.path() + "/host");
 
   ForecastRequest request;
-  request.model = "resnet18";
-  request.spec.batch = 8;
-  request.spec.input = {3, 64, 64};
+  request.model.name = "resnet18";
+  request.model.spec.batch = 8;
+  request.model.spec.input = {3, 64, 64};
   request.predictor_dir = kCpuSet;
   const Forecast source = forecast(request);
   request.predictor_dir = dir.path() + "/host";

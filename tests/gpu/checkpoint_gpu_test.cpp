@@ -43,13 +43,13 @@ TEST(CheckpointGpu, RecomputedForwardIsCountedOnce) {
             gpu_work(plain, GpuPrecision::Fp32, Optimizer::Adam, GpuPhase::Inference).kernel_count);
 
   GpuForecastRequest request;
-  request.model = "gpt2_small";
-  request.spec = spec;
+  request.model.name = "gpt2_small";
+  request.model.spec = spec;
   request.gpu = hardware::shipped_catalogue().gpu("a100-40gb");
   const double plain_ms = forecast_gpu(request).time_ms;
-  request.spec.checkpointing = true;
+  request.model.spec.checkpointing = true;
   const double checkpointed_ms = forecast_gpu(request).time_ms;
-  request.spec.checkpointing = false;
+  request.model.spec.checkpointing = false;
   request.phase = GpuPhase::Inference;
   const double forward_ms = forecast_gpu(request).time_ms;
   EXPECT_GT(checkpointed_ms, plain_ms);
@@ -58,9 +58,9 @@ TEST(CheckpointGpu, RecomputedForwardIsCountedOnce) {
 
 TEST(GradAccumGpu, MicroBatchesAreForwardBackwardPassesAndOneStep) {
   GpuForecastRequest request;
-  request.model = "bert_base";
-  request.spec.batch = 8;
-  request.spec.seq_len = 128;
+  request.model.name = "bert_base";
+  request.model.spec.batch = 8;
+  request.model.spec.seq_len = 128;
   request.gpu = hardware::shipped_catalogue().gpu("l4");
   request.epoch_samples = 960;
   const GpuForecast step = forecast_gpu(request);

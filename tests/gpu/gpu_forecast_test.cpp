@@ -31,8 +31,8 @@ const hardware::Catalogue& catalogue() {
 
 GpuForecast resnet(const std::string& device, int64_t batch = 64, GpuPrecision precision = GpuPrecision::Fp32) {
   GpuForecastRequest request;
-  request.model = "resnet50";
-  request.spec.batch = batch;
+  request.model.name = "resnet50";
+  request.model.spec.batch = batch;
   request.gpu = hardware::shipped_catalogue().gpu(device);
   request.precision = precision;
   return forecast_gpu(request);
@@ -219,17 +219,17 @@ TEST(GpuForecast, GenerationsOrderAsPublishedBenchmarksDo) {
 
 TEST(GpuForecast, MaxBatchFitsAndTheNextDoesNot) {
   GpuForecastRequest request;
-  request.model = "resnet50";
-  request.spec.batch = 16;
+  request.model.name = "resnet50";
+  request.model.spec.batch = 16;
   request.gpu = hardware::shipped_catalogue().gpu("t4");
   request.max_batch = true;
   const GpuForecast result = forecast_gpu(request);
   ASSERT_TRUE(result.max_batch);
   ASSERT_GT(*result.max_batch, 16);
   request.max_batch = false;
-  request.spec.batch = *result.max_batch;
+  request.model.spec.batch = *result.max_batch;
   EXPECT_TRUE(*forecast_gpu(request).fits);
-  request.spec.batch = *result.max_batch + 1;
+  request.model.spec.batch = *result.max_batch + 1;
   EXPECT_FALSE(*forecast_gpu(request).fits);
 }
 

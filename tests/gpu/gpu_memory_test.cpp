@@ -84,8 +84,7 @@ forecast::MemoryForecast memory_on(const std::string& device, const std::string&
   options.cuda_context = context;
   models::ModelSpec spec;
   spec.batch = 16;
-  return forecast::forecast_memory(
-      forecast::make_memory_request("resnet18", spec, options, forecast::OptionStyle::Flag));
+  return forecast::forecast_memory(forecast::make_memory_request({"resnet18", spec, {}}, options, OptionStyle::Flag));
 }
 
 TEST(GpuMemory, PartsSumToTheTotalThatMemoryAndPredictShare) {
@@ -102,8 +101,8 @@ TEST(GpuMemory, PartsSumToTheTotalThatMemoryAndPredictShare) {
   EXPECT_FALSE(memory.memory_notes.empty());
 
   GpuForecastRequest request;
-  request.model = "resnet18";
-  request.spec.batch = 16;
+  request.model.name = "resnet18";
+  request.model.spec.batch = 16;
   request.optimizer = Optimizer::Adam;
   request.gpu = hardware::shipped_catalogue().gpu("a100-40gb");
   const GpuForecast predicted = forecast_gpu(request);

@@ -154,5 +154,91 @@ TEST_F(GraphFile, MissingAndMalformedFiles) {
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
+// The one check of what a user gave about a model (issue 50): each mistake one line, the option named as the front
+// end that was used spells it.
+std::string model_args_error(const ModelArgs& args, OptionStyle style) {
+  try {
+    make_model_source(args, style);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ModelSource, OneMessagePerMistakeInEachFrontEndsSpelling) {
+  ModelArgs both;
+  both.model = "gpt2_small";
+  both.input = std::vector<int64_t>{3, 32, 32};
+  both.seq = 32;
+  EXPECT_EQ(model_args_error(both, OptionStyle::Flag), "give --input or --seq, not both");
+  EXPECT_EQ(model_args_error(both, OptionStyle::Keyword), "give input_shape or seq, not both");
+  EXPECT_EQ(model_args_error(both, OptionStyle::Field), "give input or seq, not both");
+
+  ModelArgs classes;
+  classes.model = "model.onnx";
+  classes.classes = 10;
+  EXPECT_EQ(model_args_error(classes, OptionStyle::Flag),
+            "--classes does not apply to an ONNX model (its classifier is part of it)");
+  classes.model = "graph";  // serve's name of an inline graph: the kind is given, not read from the name
+  classes.kind = ModelSourceKind::File;
+  EXPECT_EQ(model_args_error(classes, OptionStyle::Field),
+            "classes does not apply to a graph (its classifier is part of it)");
+
+  ModelArgs bad;
+  bad.model = "resnet18";
+  bad.batch = 0;
+  EXPECT_EQ(model_args_error(bad, OptionStyle::Flag), "--batch must be a positive integer, got 0");
+  bad.batch = int64_t{1} << 41;
+  EXPECT_NE(model_args_error(bad, OptionStyle::Keyword).find("batch must be an integer in [1, 1099511627776]"),
+            std::string::npos);
+  bad.batch.reset();
+  bad.seq = 0;
+  EXPECT_EQ(model_args_error(bad, OptionStyle::Keyword), "seq must be an integer in [1, 2147483647], got 0");
+  bad.seq.reset();
+  bad.input = std::vector<int64_t>{3, 224};
+  EXPECT_EQ(model_args_error(bad, OptionStyle::Keyword),
+            "input_shape must be three positive integers (C, H, W), got 2");
+  bad.input.reset();
+  bad.lora = "";
+  EXPECT_EQ(model_args_error(bad, OptionStyle::Keyword), "lora: empty; leave it out for no LoRA");
+  bad.lora = "r=0";
+  EXPECT_EQ(model_args_error(bad, OptionStyle::Flag), "--lora 'r=0': rank r=0 must be at least 1");
+  bad.lora.reset();
+  bad.attention = "flash3";
+  EXPECT_EQ(model_args_error(bad, OptionStyle::Field), "attention 'flash3': expected eager or sdpa");
+  bad.attention.reset();
+  bad.model = "";
+  EXPECT_NE(model_args_error(bad, OptionStyle::Flag).find("missing model"), std::string::npos);
+}
+
+TEST(ModelSource, BuildsAtAnyBatchAsLoadModelDoes) {
+  ModelArgs args;
+  args.model = "bert_base";
+  args.batch = 2;
+  args.seq = 16;
+  args.lora = "r=4,targets=query,value";
+  const ModelSource source = make_model_source(args, OptionStyle::Flag);
+  EXPECT_EQ(source.spec.batch, 2);
+  EXPECT_EQ(source.spec.seq_len, 16);
+  models::ModelSpec at = source.spec;
+  at.batch = 5;
+  const Graph built = source.build_at_batch(5), loaded = load_model("bert_base", at);
+  ASSERT_EQ(built.size(), loaded.size());
+  EXPECT_EQ(built.node(built.inputs().front()).shape.dims, (std::vector<int64_t>{5, 16}));
+  EXPECT_EQ(total_params(built), total_params(loaded));
+  // A builder given (serve's graph cache) is what the source builds with, at the batch asked.
+  int calls = 0;
+  ModelArgs image;
+  image.model = "graph";
+  image.batch = 3;
+  const ModelSource cached = make_model_source(image, OptionStyle::Field, [&](const models::ModelSpec& spec) {
+    ++calls;
+    return load_model("resnet18", spec);
+  });
+  EXPECT_EQ(cached.build().node(0).shape.dims, (std::vector<int64_t>{3, 3, 224, 224}));
+  EXPECT_EQ(cached.build_at_batch(7).node(0).shape.dims, (std::vector<int64_t>{7, 3, 224, 224}));
+  EXPECT_EQ(calls, 2);
+}
+
 }  // namespace
 }  // namespace dnncast::import

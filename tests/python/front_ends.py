@@ -96,6 +96,13 @@ CASES = [
     ("GPU option without a GPU", "predict", {"model": "resnet18", "batch": 8, "framework": "tensorflow"}),
     ("unknown optimizer", "predict", {"model": "resnet18", "batch": 8, "optimizer": "lion"}),
     ("unknown GPU precision", "predict", {"model": "resnet18", "batch": 8, "device": "t4", "precision": "fp8"}),
+    # What sizes the model, checked by one function for all three (import::make_model_source, issue 50).
+    ("an input and a sequence length", "memory", {"model": "gpt2_small", "input": "3x32x32", "seq": 32}),
+    ("sequence length 0", "memory", {"model": "gpt2_small", "seq": 0}),
+    ("classes 0", "predict", {"model": "resnet18", "batch": 8, "classes": 0}),
+    ("batch 0", "memory", {"model": "resnet18", "batch": 0}),
+    ("batch past the limit", "compare", {"model": "resnet18", "batch": 2 ** 41}),
+    ("sequence length past the limit", "inspect", {"model": "bert_base", "seq": 2 ** 31}),
 ]
 FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
         "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq",
@@ -143,8 +150,9 @@ def python(command, request):
 
 
 def spelled_alike(message):
-    """--max-batch -> max_batch: the option as serve and Python name it."""
-    return re.sub(r"--([a-z][a-z-]*)", lambda match: match.group(1).replace("-", "_"), message)
+    """--max-batch -> max_batch: the option as serve and Python name it (Python's input_shape is serve's input)."""
+    message = re.sub(r"--([a-z][a-z-]*)", lambda match: match.group(1).replace("-", "_"), message)
+    return re.sub(r"\binput_shape\b", "input", message)
 
 
 def main():
