@@ -116,9 +116,21 @@ def _int(value, keyword):
     if isinstance(value, bool):
         raise ValueError(f"{keyword} must be an integer, got {value!r}")
     try:
-        return int(value.__index__())
+        number = int(value.__index__())
     except (AttributeError, TypeError):
         raise ValueError(f"{keyword} must be an integer, got {value!r}") from None
+    if not -2**63 <= number < 2**63:  # as the CLI says it (pybind11 would refuse it with its whole signature)
+        raise ValueError(f"{keyword}: {number} is past what a 64-bit integer holds")
+    return number
+
+
+def _text(value, keyword, default=""):
+    """None -> default (not given); "" is refused, as the CLI refuses --device '' and serve "device": ""."""
+    if value is None:
+        return default
+    if value == "":
+        raise ValueError(f"{keyword}: empty; leave it out for its default")
+    return value
 
 
 def _given(value, keyword):
@@ -267,7 +279,7 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
         shape = [] if is_module else _shape(input_shape)
         batch_size = _int(batch, "batch") if batch is not None else (1 if is_module else None)
         text = _dnncast.inspect(source, batch_size, shape, _given(seq, "seq"), _given(classes, "classes"),
-                                bool(allow_unknown), lora, bool(checkpointing), device or "", attention)
+                                bool(allow_unknown), lora, bool(checkpointing), _text(device, "device"), attention)
     return _result(text, "Inspection", name)
 
 
@@ -292,8 +304,8 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
         text, note = _dnncast.predict(source, _int(batch, "batch"), shape, _given(seq, "seq"),
                                       _given(classes, "classes"), bool(allow_unknown), lora, bool(checkpointing),
                                       optimizer_name, precision,
-                                      _int(threads, "threads"), device or "", _int(epoch_samples, "epoch_samples"),
-                                      predictor or "", host_isa or "", framework or "pytorch", bool(max_batch), phase or "train",
+                                      _int(threads, "threads"), _text(device, "device"), _int(epoch_samples, "epoch_samples"),
+                                      _text(predictor, "predictor"), _text(host_isa, "host_isa"), _text(framework, "framework", "pytorch"), bool(max_batch), _text(phase, "phase", "train"),
                                       _int(grad_accum, "grad_accum"), _int(epoch_tokens, "epoch_tokens"),
                                       attention)
     return _result(text, "Forecast", name, note)
@@ -357,8 +369,8 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
         text, note = _dnncast.memory(source, batch_size, shape, _given(seq, "seq"), _given(classes, "classes"),
                                      bool(allow_unknown), lora,
                                      bool(checkpointing), optimizer_name, precision, device, _int(threads, "threads"), fits_text,
-                                     limit_text, _int(batch_cap, "batch_cap"), context_text, isa or "",
-                                     bool(timeline), command, sharding or "", _int(gpus, "gpus"),
+                                     limit_text, _int(batch_cap, "batch_cap"), context_text, _text(isa, "isa"),
+                                     bool(timeline), command, _text(sharding, "sharding"), _int(gpus, "gpus"),
                                      _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention,
                                      _int(grad_accum, "grad_accum"))
     return _result(text, "MemoryForecast", name, note)
@@ -391,7 +403,7 @@ def compare(model, batch, input_shape=None, seq=None, classes=None, precision="f
         shape = [] if is_module else _shape(input_shape)
         text = _dnncast.compare(source, _int(batch, "batch"), shape, _given(seq, "seq"), _given(classes, "classes"),
                                 bool(allow_unknown), lora, bool(checkpointing), attention, optimizer_name,
-                                precision or "fp32", framework or "pytorch", phase or "train", _int(epochs, "epochs"),
+                                _text(precision, "precision", "fp32"), _text(framework, "framework", "pytorch"), _text(phase, "phase", "train"), _int(epochs, "epochs"),
                                 _int(epoch_samples, "epoch_samples"), _names(provider, "provider"),
-                                _names(gpus, "gpus"), bool(spot), bool(multi_gpu), sharding or "")
+                                _names(gpus, "gpus"), bool(spot), bool(multi_gpu), _text(sharding, "sharding"))
     return _result(text, "Comparison", name)

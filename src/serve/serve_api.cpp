@@ -131,6 +131,9 @@ class Fields {
       bool ok = !digits.empty() && digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos;
       if (!ok) throw InputError("field " + quote(name) + ": " + expected + ", got " + quote(digits));
       number = std::stoll(digits);
+    } else if (value.is_number_unsigned()) {  // as the CLI says it (cli/parse_args.cpp)
+      throw InputError("field " + quote(name) + ": " + std::to_string(value.get<uint64_t>()) +
+                       " is past what a 64-bit integer holds");
     } else {
       throw InputError("field " + quote(name) + ": " + expected + ", got " + shown(value));
     }

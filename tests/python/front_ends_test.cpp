@@ -100,5 +100,17 @@ TEST(FrontEnds, PythonTakesItsOptimizersFromTheTable) {
   EXPECT_EQ(output, expected + "\n");
 }
 
+// The bad-input campaign of issue 51 (scripts/bad-input-campaign.py): JSON nested 100,000 deep, absurd config sizes,
+// empty, zero, negative and past-64-bit values, megabyte strings, through the CLI, serve and Python. Every bad
+// request is refused in one line, no run crashes, hangs or reports an internal error, serve survives every request,
+// and the valid requests on a tied model (calibrate among them) are answered.
+TEST(FrontEnds, BadInputCampaignIsRefusedInOneLineEverywhere) {
+  const std::string output = python_test::run_python_command(std::string(DNNCAST_SOURCE_DIR) +
+                                                             "/scripts/bad-input-campaign.py " + DNNCAST_BINARY_DIR);
+  EXPECT_EQ(output.find("FAILED"), std::string::npos) << output;
+  EXPECT_NE(output.find("serve survived every request: yes"), std::string::npos) << output;
+  EXPECT_NE(output.find("\n0 runs neither refused nor ok"), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace dnncast
