@@ -13,6 +13,11 @@ namespace dnncast {
 
 // No real network has a tensor (activation or parameter) near 2^40 elements: 4 TiB in fp32.
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+// A graph's nodes, whatever built it (zoo, config.json, ONNX, graph JSON, LoRA added): the memory one request takes
+// grows with them, about 3.8 KB a node for `inspect --json` and 2.6 KB for `memory` (10,000 decoder layers of
+// tests/models/hf_configs/llama-small-tied.json: 260,004 nodes, 979 MB and 674 MB peak; docs/FUZZING.md), so this
+// keeps one request near 1 GB.
+inline constexpr int64_t kMaxGraphNodes = int64_t{1} << 18;
 // Every integer attribute (and the CLI options that become one) stays within this magnitude.
 inline constexpr int64_t kMaxIntegerAttr = (int64_t{1} << 31) - 1;
 

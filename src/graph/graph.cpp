@@ -69,6 +69,10 @@ int Graph::add(Node node) {
     if (input < 0 || input >= size())
       throw InputError(where(node) + ": input index " + std::to_string(input) + " does not precede it");
   }
+  if (size() >= kMaxGraphNodes)
+    throw InputError(
+        "more than " + std::to_string(kMaxGraphNodes) +
+        " nodes in one graph, more than dnncast forecasts (about 1 GB of memory per request at that size)");
   int index = size();
   index_by_name_[node.name] = index;
   nodes_.push_back(std::move(node));

@@ -152,6 +152,11 @@ onnx::ModelProto parse_model(const std::string& bytes) {
                      std::to_string(kMaxOnnxNesting) + ")");
   if (!model.has_graph() || model.graph().node_size() == 0)
     throw InputError("not an ONNX model: it has no graph nodes");
+  // Constants and shape arithmetic fold away, so a file may hold more nodes than its graph: up to 4x the limit
+  // are converted (the graph's own limit, core/checked.h, then applies), more are refused unread.
+  if (model.graph().node_size() > 4 * kMaxGraphNodes)
+    throw InputError("ONNX graph of " + std::to_string(model.graph().node_size()) + " nodes, more than the " +
+                     std::to_string(4 * kMaxGraphNodes) + " dnncast reads");
   make_names_utf8(*model.mutable_graph());
   return model;
 }

@@ -564,8 +564,8 @@ std::string cache_key(const Route& route, const HttpRequest& request) {
 
 Api::Api(ApiOptions options)
     : options_(std::move(options)),
-      graphs_(options_.graph_cache_entries),
-      responses_(options_.response_cache_entries) {}
+      graphs_(options_.graph_cache_entries, options_.graph_cache_nodes),
+      responses_(options_.response_cache_entries, options_.response_cache_bytes) {}
 
 Graph Api::graph(const std::string& source_key, const models::ModelSpec& spec, const std::function<Graph()>& build) {
   const std::string key = source_key + spec_key(spec);
@@ -575,7 +575,7 @@ Graph Api::graph(const std::string& source_key, const models::ModelSpec& spec, c
   }
   ++metrics_.graph_misses;
   auto built = std::make_shared<const Graph>(build());
-  graphs_.put(key, built);
+  graphs_.put(key, built, static_cast<size_t>(built->size()));
   return *built;
 }
 
@@ -622,7 +622,8 @@ HttpResponse Api::handle(const HttpRequest& request) {
     // row caches, the catalogue, oneDNN's answers) is loaded under its own locks and read-only after (checked under
     // ThreadSanitizer: ServeApi.ConcurrentRequestsAnswerAsOneAtATime, `make tsan`).
     HttpResponse response = route->handle(*this, request);
-    if (!key.empty() && response.status == 200) responses_.put(key, std::make_shared<const HttpResponse>(response));
+    if (!key.empty() && response.status == 200)
+      responses_.put(key, std::make_shared<const HttpResponse>(response), response.body.size());
     return response;
   } catch (const std::exception& error) {
     const ErrorAnswer& answer = error_answer(&error);

@@ -58,7 +58,10 @@ const std::vector<Route>& routes();
 struct ApiOptions {
   std::string predictor_dir;         // --predictors; "": the shipped sets (data/predictors)
   size_t graph_cache_entries = 256;  // built graphs kept (each model x input x batch one entry)
+  // Their nodes together: about 1 GB (core/checked.h's kMaxGraphNodes is a quarter of it).
+  size_t graph_cache_nodes = size_t{1} << 20;
   size_t response_cache_entries = 4096;
+  size_t response_cache_bytes = size_t{256} << 20;  // the answers' bytes together
 };
 
 // Request counts by route and status, latency histograms, cache hits: the /metrics text.
@@ -84,31 +87,35 @@ class Metrics {
   std::map<std::string, Series> series_;
 };
 
-// A bounded map with least-recently-used eviction; thread-safe.
+// A bounded map with least-recently-used eviction; thread-safe. Bounded in entries and in their total weight (a
+// graph's nodes, an answer's bytes): one entry heavier than the whole budget is not kept.
 template <typename Value>
 class LruCache {
  public:
-  explicit LruCache(size_t capacity) : capacity_(capacity) {}
+  explicit LruCache(size_t capacity, size_t weight_capacity = SIZE_MAX)
+      : capacity_(capacity), weight_capacity_(weight_capacity) {}
   std::shared_ptr<const Value> get(const std::string& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = index_.find(key);
     if (found == index_.end()) return nullptr;
     order_.splice(order_.begin(), order_, found->second);
-    return found->second->second;
+    return found->second->value;
   }
-  void put(const std::string& key, std::shared_ptr<const Value> value) {
-    if (capacity_ == 0) return;
+  void put(const std::string& key, std::shared_ptr<const Value> value, size_t weight = 1) {
+    if (capacity_ == 0 || weight > weight_capacity_) return;
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = index_.find(key);
     if (found != index_.end()) {
-      found->second->second = std::move(value);
-      order_.splice(order_.begin(), order_, found->second);
-      return;
+      weight_ -= found->second->weight;
+      order_.erase(found->second);
+      index_.erase(found);
     }
-    order_.emplace_front(key, std::move(value));
+    order_.push_front({key, std::move(value), weight});
     index_[key] = order_.begin();
-    if (order_.size() > capacity_) {
-      index_.erase(order_.back().first);
+    weight_ += weight;
+    while (order_.size() > capacity_ || weight_ > weight_capacity_) {
+      weight_ -= order_.back().weight;
+      index_.erase(order_.back().key);
       order_.pop_back();
     }
   }
@@ -118,8 +125,12 @@ class LruCache {
   }
 
  private:
-  using Entry = std::pair<std::string, std::shared_ptr<const Value>>;
-  size_t capacity_;
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const Value> value;
+    size_t weight = 1;
+  };
+  size_t capacity_, weight_capacity_, weight_ = 0;
   mutable std::mutex mutex_;
   std::list<Entry> order_;
   std::unordered_map<std::string, typename std::list<Entry>::iterator> index_;

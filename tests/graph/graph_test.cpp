@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "graph/builder.h"
 #include "graph/op_registry.h"
@@ -16,6 +17,21 @@ TEST(Graph, ConvShapeAndCostFollowHandFormula) {
   OpCost cost = node_cost(g, y);
   EXPECT_EQ(cost.macs, 2 * 16 * 16 * 16 * 3 * 3 * 3);
   EXPECT_EQ(cost.params, 16 * 3 * 3 * 3 + 16);
+}
+
+// No graph holds more than kMaxGraphNodes nodes, whatever builds it (issue 51: the memory of a request grows with
+// them): the node past it is refused in one line, and the graph up to it is whole.
+TEST(Graph, NodesPastTheLimitAreRefused) {
+  GraphBuilder b("t", "test");
+  int x = b.input(TensorShape{1, 8});
+  for (int64_t index = 1; index < kMaxGraphNodes; ++index) x = b.act("r" + std::to_string(index), "ReLU", x);
+  try {
+    b.act("one_more", "ReLU", x);
+    FAIL() << "node " << kMaxGraphNodes + 1 << " was added";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("more than 262144 nodes in one graph"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(b.finish().size(), kMaxGraphNodes);
 }
 
 TEST(Graph, UnknownOpListsKnownOnes) {

@@ -27,6 +27,31 @@ TEST(ServeApi, CacheKeyIsCanonical) {
   EXPECT_EQ(Api::route_of("/v1/nothing"), nullptr);
 }
 
+// The caches are bounded in entries and in weight (graph nodes, answer bytes), least recently used out first, so that
+// a stream of large models cannot take the server's memory (issue 51).
+TEST(ServeApi, CachesAreBoundedByWeightToo) {
+  LruCache<int> cache(10, 100);
+  cache.put("a", std::make_shared<const int>(1), 60);
+  cache.put("b", std::make_shared<const int>(2), 30);
+  EXPECT_EQ(cache.size(), 2u);
+  ASSERT_NE(cache.get("a"), nullptr);                  // a is now the most recently used
+  cache.put("c", std::make_shared<const int>(3), 20);  // 110 > 100: b goes
+  EXPECT_EQ(cache.get("b"), nullptr);
+  EXPECT_NE(cache.get("a"), nullptr);
+  EXPECT_NE(cache.get("c"), nullptr);
+  cache.put("d", std::make_shared<const int>(4), 101);  // heavier than the whole budget: not kept
+  EXPECT_EQ(cache.get("d"), nullptr);
+  EXPECT_EQ(cache.size(), 2u);
+  cache.put("c", std::make_shared<const int>(5), 90);  // replaced and heavier: a (60) goes
+  EXPECT_EQ(cache.get("a"), nullptr);
+  ASSERT_NE(cache.get("c"), nullptr);
+  EXPECT_EQ(*cache.get("c"), 5);
+  LruCache<int> counted(2);  // entries alone
+  for (const char* key : {"x", "y", "z"}) counted.put(key, std::make_shared<const int>(0));
+  EXPECT_EQ(counted.size(), 2u);
+  EXPECT_EQ(counted.get("x"), nullptr);
+}
+
 TEST(ServeApi, AnswersErrorsWithStatusAndField) {
   Api api({});
   struct Case {
