@@ -53,7 +53,7 @@ forecast::PredictorSet load_source_set(const std::string& predictor_dir) {
   if (dir.empty()) {
     std::vector<std::string> sets = forecast::shipped_predictor_sets(forecast::default_predictor_root());
     if (sets.empty()) throw InputError("no shipped predictors found; pass --predictor DIR");
-    dir = forecast::choose_predictor_set(sets, "cpu", hardware::detect_host()).dir;
+    dir = forecast::choose_predictor_set(sets, forecast::ForecastDevice{}, hardware::detect_host()).dir;
   } else if (forecast::is_host_calibration(dir)) {
     throw InputError("--predictor " + dir + " is a host calibration: give the predictor set it adapts (" +
                      forecast::HostCalibration::load(dir).source_dir + ")");

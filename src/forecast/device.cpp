@@ -12,10 +12,9 @@ ForecastDevice resolve_predict_device(const std::string& typed, const std::strin
   device.typed = typed;
   if (typed.empty() || typed == "cpu") return device;
   device.kind = ForecastDevice::Kind::PredictorSet;
-  if (!predictor_dir.empty()) return device;
   if (const hardware::GpuSpec* gpu = catalogue.find(typed)) {
-    device.kind = ForecastDevice::Kind::CatalogueGpu;
-    device.gpu = *gpu;
+    device.gpu = *gpu;  // with a predictor folder, the set measured on this GPU answers (its driver name matched)
+    if (predictor_dir.empty()) device.kind = ForecastDevice::Kind::CatalogueGpu;
   }
   return device;
 }

@@ -20,8 +20,10 @@ struct ForecastDevice {
     Cuda,          // memory only: "cuda", a CUDA device of no given size (the allocator model alone)
   };
   Kind kind = Kind::ThisHost;
-  std::string typed;                     // as given ("" for this host)
-  std::optional<hardware::GpuSpec> gpu;  // CatalogueGpu: its catalogue row
+  std::string typed;  // as given ("" for this host)
+  // CatalogueGpu: its catalogue row; PredictorSet: the catalogue's row of the name, if it names a GPU (a set measured
+  // on it is found by its driver-reported name)
+  std::optional<hardware::GpuSpec> gpu;
   bool catalogue_gpu() const { return kind == Kind::CatalogueGpu; }
 };
 

@@ -50,7 +50,7 @@ std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::s
   }
   if (!request.predictor_dir.empty()) {
     if (!request.device.typed.empty())  // the given set must match
-      choose_predictor_set({request.predictor_dir}, request.device.typed, hardware::detect_host());
+      choose_predictor_set({request.predictor_dir}, request.device, hardware::detect_host());
     return request.predictor_dir;
   }
   std::string root = default_predictor_root();
@@ -58,7 +58,7 @@ std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::s
   if (sets.empty())
     throw InputError("no shipped predictors found" + (root.empty() ? std::string() : " in " + root) +
                      "; train one with `dnncast train --db DATA --out DIR` and pass --predictor DIR");
-  SetChoice choice = choose_predictor_set(sets, request.device.typed, hardware::detect_host());
+  SetChoice choice = choose_predictor_set(sets, request.device, hardware::detect_host());
   if (!choice.note.empty()) notes.push_back(choice.note);
   return choice.dir;
 }

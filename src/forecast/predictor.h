@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "features/featurizer.h"
 #include "features/layer_features.h"
+#include "forecast/device.h"
 #include "forecast/layer_model.h"
 #include "hardware/hardware.h"
 #include "learn/automl.h"
@@ -122,7 +123,10 @@ struct SetChoice {
   std::string dir;
   std::string note;  // non-empty when the choice is a fallback
 };
-SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::string& device,
+// `device` as resolved (forecast/device.h): this host's CPU takes the set trained on it, else the first CPU set
+// (with a note); a set's name (its folder, environment label, slug or hash, or its GPU's driver name) or a catalogued
+// GPU (a set measured on it) takes that set. UnknownDevice otherwise, naming the known sets.
+SetChoice choose_predictor_set(const std::vector<std::string>& sets, const ForecastDevice& device,
                                const hardware::HostInfo& host);
 // data/predictors of this source tree: $DNNCAST_PREDICTORS, else the compiled-in source dir, else
 // found upward from the executable's folder.

@@ -142,9 +142,9 @@ records::EnvironmentRecord set_environment(const std::string& dir) {
 
 }  // namespace
 
-SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::string& device,
+SetChoice choose_predictor_set(const std::vector<std::string>& sets, const ForecastDevice& device,
                                const hardware::HostInfo& host) {
-  std::string wanted = lower(device);
+  const std::string wanted = lower(device.typed);
   std::vector<records::EnvironmentRecord> environments;
   for (const std::string& dir : sets) environments.push_back(set_environment(dir));
   auto known = [&] {
@@ -154,7 +154,7 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
               environment_label(environments[index]) + ")";
     return text.empty() ? std::string("none") : text;
   };
-  if (wanted.empty() || wanted == "cpu") {
+  if (device.kind == ForecastDevice::Kind::ThisHost) {
     int fallback = -1;
     for (size_t index = 0; index < sets.size(); ++index) {
       const records::EnvironmentRecord& environment = environments[index];
@@ -169,23 +169,24 @@ SetChoice choose_predictor_set(const std::vector<std::string>& sets, const std::
                   environment_label(environments[static_cast<size_t>(fallback)]) + " instead"};
     throw InputError("no CPU predictor is known (known predictors: " + known() + ")");
   }
-  // A catalogued GPU (by name or alias) also finds the sets measured on it under its driver-reported name.
+  // A catalogued GPU (by name or alias, resolved with the device) also finds the sets measured on it under its
+  // driver-reported name.
   const bool any_gpu_set =
       std::any_of(environments.begin(), environments.end(),
                   [](const records::EnvironmentRecord& environment) { return !environment.gpu_name.empty(); });
-  const hardware::Catalogue* catalogue = any_gpu_set ? &hardware::shipped_catalogue() : nullptr;
-  const hardware::GpuSpec* catalogue_device = catalogue != nullptr ? catalogue->find(wanted) : nullptr;
+  const hardware::Catalogue* catalogue = any_gpu_set && device.gpu ? &hardware::shipped_catalogue() : nullptr;
   for (size_t index = 0; index < sets.size(); ++index) {
     const records::EnvironmentRecord& environment = environments[index];
     std::vector<std::string> names{lower(fs::path(sets[index]).filename().string()), environment_slug(environment),
                                    lower(environment_label(environment)), environment.hash(),
                                    lower(environment.gpu_name)};
     if (std::find(names.begin(), names.end(), wanted) != names.end()) return {sets[index], ""};
-    if (catalogue_device != nullptr && !environment.gpu_name.empty() &&
-        catalogue->match_driver_name(environment.gpu_name) == catalogue_device)
-      return {sets[index], ""};
+    if (catalogue != nullptr && !environment.gpu_name.empty()) {
+      const hardware::GpuSpec* measured = catalogue->match_driver_name(environment.gpu_name);
+      if (measured != nullptr && measured->name == device.gpu->name) return {sets[index], ""};
+    }
   }
-  throw UnknownDevice("no predictor for device " + quote(device) + " (known predictors: " + known() +
+  throw UnknownDevice("no predictor for device " + quote(device.typed) + " (known predictors: " + known() +
                       "; train one with `dnncast train --db DATA --out data/predictors/NAME`)");
 }
 

@@ -56,6 +56,37 @@ TEST(HfConfigCli, RotaryDecodersForecastAndCountThePublishedParameters) {
   EXPECT_GT(pythia["peak_bytes"].get<int64_t>(), 4 * 162322944);  // at least the fp32 weights
 }
 
+// Tied input and output embeddings through every command that takes a model (issue 51: calibrate refused every
+// tied config). The tied weight is counted once: the untied copy of the same config has vocab x hidden more
+// parameters, an independent count (the config's own sizes, not dnncast's).
+TEST(HfConfigCli, TiedEmbeddingsThroughEveryCommand) {
+  const std::string tied = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-small-tied.json";
+  cli_test::ScratchDir dir("hf_config_cli_tied");
+  nlohmann::json config = nlohmann::json::parse(cli_test::read_text(tied));
+  ASSERT_TRUE(config.value("tie_word_embeddings", false));
+  config["tie_word_embeddings"] = false;
+  const std::string untied = dir.path() + "/llama-small-untied.json";
+  std::ofstream(untied) << config.dump();
+  const nlohmann::json tied_inspect = answer("inspect", {tied, "--seq", "8"});
+  const nlohmann::json untied_inspect = answer("inspect", {untied, "--seq", "8"});
+  EXPECT_EQ(untied_inspect["params"].get<int64_t>() - tied_inspect["params"].get<int64_t>(),
+            config["vocab_size"].get<int64_t>() * config["hidden_size"].get<int64_t>());
+
+  const nlohmann::json memory = answer("memory", {tied, "--batch", "2", "--seq", "8"});
+  EXPECT_EQ(memory["parameters"], tied_inspect["params"]);
+  EXPECT_GT(answer("predict", {tied, "--batch", "2", "--seq", "8"})["time_ms"].get<double>(), 0.0);
+  EXPECT_GT(answer("predict", {tied, "--batch", "2", "--seq", "8", "--device", "t4"})["time_ms"].get<double>(), 0.0);
+  EXPECT_FALSE(answer("compare", {tied, "--batch", "2", "--seq", "8", "--gpus", "t4"})["rows"].empty());
+  const nlohmann::json profiled = answer("profile", {tied, "--batch", "2", "--seq", "8", "--budget", "0.5"});
+  EXPECT_EQ(profiled["status"], "ok") << profiled.dump().substr(0, 400);
+  EXPECT_EQ(profiled["params"], tied_inspect["params"]);  // libtorch's own count of the trained module
+  const cli_test::Result calibrated = cli_test::run(
+      "calibrate",
+      {"gpt2_small", "--seq", "16", "--batch", "1", "--minutes", "0.1", "--out", dir.path() + "/calibration"},
+      dir.path());
+  EXPECT_EQ(calibrated.exit_code, 0) << calibrated.err;
+}
+
 TEST(HfConfigCli, BadGroupedQueryHeadsAreOneLineNamingTheField) {
   cli_test::ScratchDir dir("hf_config_cli_gqa");
   const std::string path = dir.path() + "/config.json";

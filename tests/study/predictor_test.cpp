@@ -580,16 +580,20 @@ TEST(PredictorSets, ChoiceByDeviceAndHost) {
   hardware::HostInfo host;
   host.cpu_model = "Test CPU 9000";
   host.logical_cores = 2;
-  EXPECT_EQ(forecast::choose_predictor_set(sets, "", host).dir, root + "/test-cpu");
-  EXPECT_EQ(forecast::choose_predictor_set(sets, "", host).note, "");
-  EXPECT_EQ(forecast::choose_predictor_set(sets, "t4", host).dir, root + "/t4");
-  EXPECT_EQ(forecast::choose_predictor_set(sets, "Tesla T4", host).dir, root + "/t4");
+  // The device as predict resolves it with a predictor folder given (a catalogued GPU's name finds its set).
+  auto device = [&](const std::string& typed) {
+    return forecast::resolve_predict_device(typed, root, hardware::shipped_catalogue(), "--device");
+  };
+  EXPECT_EQ(forecast::choose_predictor_set(sets, device(""), host).dir, root + "/test-cpu");
+  EXPECT_EQ(forecast::choose_predictor_set(sets, device(""), host).note, "");
+  EXPECT_EQ(forecast::choose_predictor_set(sets, device("t4"), host).dir, root + "/t4");
+  EXPECT_EQ(forecast::choose_predictor_set(sets, device("Tesla T4"), host).dir, root + "/t4");
   host.cpu_model = "Other CPU";
-  forecast::SetChoice fallback = forecast::choose_predictor_set(sets, "cpu", host);
+  forecast::SetChoice fallback = forecast::choose_predictor_set(sets, device("cpu"), host);
   EXPECT_EQ(fallback.dir, root + "/test-cpu");
   EXPECT_NE(fallback.note.find("Other CPU"), std::string::npos);
   try {
-    forecast::choose_predictor_set(sets, "a100-40gb", host);
+    forecast::choose_predictor_set(sets, device("a100-40gb"), host);
     FAIL() << "expected InputError";
   } catch (const InputError& error) {
     std::string message = error.what();
@@ -609,8 +613,8 @@ TEST(PredictorSets, ChoiceByDeviceAndHost) {
   EXPECT_EQ(gpu.memory_bytes, static_cast<int64_t>(*t4.memory_gib) << 30);
   EXPECT_GT(gpu.peak_flops_f32, 8e12);
   // A catalogued GPU by alias finds the set measured on it; an uncatalogued one does not.
-  EXPECT_EQ(forecast::choose_predictor_set(sets, "T4g", host).dir, root + "/t4");
-  EXPECT_THROW(forecast::choose_predictor_set(sets, "l4", host), InputError);
+  EXPECT_EQ(forecast::choose_predictor_set(sets, device("T4g"), host).dir, root + "/t4");
+  EXPECT_THROW(forecast::choose_predictor_set(sets, device("l4"), host), InputError);
 }
 
 TEST(ShippedPredictors, LoadWithThisBuildsFeatures) {
