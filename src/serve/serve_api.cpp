@@ -2,8 +2,10 @@
 #include "serve/serve_api.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -150,6 +152,24 @@ class Fields {
   }
   int64_t required_integer(const std::string& name) {
     return integer(name, std::nullopt, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  }
+
+  // A seed: a whole number from 0 to 2^64-1, as the CLI's --seed takes it (cli/parse_args.cpp), with its message.
+  uint64_t seed(const std::string& name, uint64_t fallback) {
+    if (!has(name)) return fallback;
+    const json& value = object_.at(name);
+    if (value.is_number_unsigned()) return value.get<uint64_t>();
+    if (value.is_number_integer() && value.get<int64_t>() >= 0) return static_cast<uint64_t>(value.get<int64_t>());
+    if (from_query_ && value.is_string()) {
+      const std::string digits = value.get<std::string>();
+      errno = 0;
+      const bool ok =
+          !digits.empty() && digits.size() <= 20 && digits.find_first_not_of("0123456789") == std::string::npos;
+      const unsigned long long number = ok ? std::strtoull(digits.c_str(), nullptr, 10) : 0;
+      if (ok && errno != ERANGE) return number;
+    }
+    throw InputError("field " + quote(name) + ": a seed is a whole number from 0 to 18446744073709551615, got " +
+                     shown(value));
   }
 
   bool flag(const std::string& name) {
@@ -505,7 +525,7 @@ HttpResponse schedule_route(Api&, const HttpRequest& request) {
       decide::sched::parse_objective(fields.text("objective", "makespan"), "field 'objective'");
   schedule_request.ga.generations = fields.integer("generations", 100, 1, kMaxGenerations);
   schedule_request.ga.population = fields.integer("population", 64, 2, kMaxPopulation);
-  schedule_request.ga.seed = static_cast<uint64_t>(fields.integer("seed", 1, 0, INT64_MAX));
+  schedule_request.ga.seed = fields.seed("seed", 1);
   schedule_request.exact = fields.flag("exact");
   fields.finish();
   static const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();

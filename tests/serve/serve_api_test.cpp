@@ -70,6 +70,11 @@ TEST(ServeApi, AnswersErrorsWithStatusAndField) {
       {post("/v1/memory", R"({"model": "resnet18", "batch_cap": 0})"), 400, "batch_cap"},
       {post("/v1/memory", R"({"model": "resnet18", "lora": ""})"), 400, "field 'lora': empty"},
       {post("/v1/memory", R"({"model": "resnet18", "isa": "avx9"})"), 400, "isa"},
+      {post("/v1/schedule", R"({"jobs": [{"model": "resnet18", "batch": 8, "iterations": 10}],
+          "cluster": {"nodes": [{"gpu": "t4"}]}, "seed": -1})"),
+       400, "a seed is a whole number from 0 to 18446744073709551615, got -1"},  // as the CLI's --seed -1
+      {post("/v1/memory", R"({"model": "resnet18", "grad_accum": 9223372036854775808})"), 400,
+       "9223372036854775808 is past what a 64-bit integer holds"},
       {post("/v1/compare", R"({"model": "resnet18", "batch": 1, "spot": "yes"})"), 400, "spot"},
       {post("/v1/compare", R"({"model": "resnet18", "batch": 1, "gpus": [1]})"), 400, "gpus"},
       {{"POST", "/v1/inspect", "text/plain", "{}", {}}, 400, "Content-Type"},
