@@ -79,10 +79,19 @@ static void print_cuda_parts(const forecast::MemoryForecast& forecast) {
   std::printf("  allocator reserve   %10s  peak reserved %s - allocated, simulated%s\n",
               format_bytes(parts.reserve_bytes).c_str(), format_bytes(forecast.report.peak_reserved_bytes).c_str(),
               forecast.gpu_memory ? ", + the fitted fraction" : "");
-  std::printf("  workspaces          %10s\n", format_bytes(parts.workspace_bytes).c_str());
+  std::printf("  workspaces          %10s  cuBLAS's\n", format_bytes(parts.workspace_bytes).c_str());
+  if (parts.cudnn_workspace_bytes > 0)
+    std::printf("  cuDNN workspaces    %10s  convolutions' (cudnn.benchmark), fitted\n",
+                format_bytes(parts.cudnn_workspace_bytes).c_str());
   std::printf("  context             %10s  %s\n", format_bytes(parts.context_bytes).c_str(),
               forecast.gpu_memory ? (forecast.context_measured ? "measured (--cuda-context)" : "fitted")
                                   : "--cuda-context (default 0)");
+  if (parts.cudnn_context_bytes > 0)
+    std::printf("  cuDNN's kernels     %10s  loaded for convolutions and BatchNorm, fitted\n",
+                format_bytes(parts.cudnn_context_bytes).c_str());
+  if (parts.margin_bytes > 0)
+    std::printf("upper bound    %s: the forecast + %s, the margin measured on held-out runs (fits is judged on it)\n",
+                format_bytes(parts.upper_bytes()).c_str(), format_bytes(parts.margin_bytes).c_str());
   for (const std::string& note : forecast.memory_notes) std::printf("  note: %s\n", note.c_str());
 }
 

@@ -46,8 +46,13 @@ void print_gpu_forecast(const gpu::GpuForecast& result) {
     std::printf("  time per epoch      %.1f s    (%lld samples = %lld iterations)\n", *result.epoch_s,
                 static_cast<long long>(result.epoch_samples), static_cast<long long>(result.epoch_iterations));
   if (result.required_bytes) {
-    std::printf("  memory              %s needed (simulated, CUDA caching allocator + context)",
-                format_bytes(static_cast<double>(*result.required_bytes), ByteStyle::TwoDecimals).c_str());
+    std::printf(
+        "  memory              %s needed (upper bound of %s as nvidia-smi would show it: simulated CUDA "
+        "caching allocator + contexts, workspaces and the measured margin)",
+        format_bytes(static_cast<double>(*result.required_bytes), ByteStyle::TwoDecimals).c_str(),
+        format_bytes(static_cast<double>(result.memory_forecast_bytes.value_or(*result.required_bytes)),
+                     ByteStyle::TwoDecimals)
+            .c_str());
     if (result.fits)
       std::printf(" of %s: %s",
                   format_bytes(static_cast<double>(*result.device_memory_bytes), ByteStyle::TwoDecimals).c_str(),

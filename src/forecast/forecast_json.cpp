@@ -109,16 +109,21 @@ json to_json(const MemoryForecast& forecast) {
                    {"context_bytes", report.cuda_context_bytes},
                    {"verified", false}};
   if (report.device == Device::Cuda)  // what nvidia-smi would show: the parts of required_bytes
-    doc["cuda"]["parts"] = {{"tensor_bytes", report.cuda.tensor_bytes},
-                            {"allocator_reserve_bytes", report.cuda.reserve_bytes},
-                            {"workspace_bytes", report.cuda.workspace_bytes},
-                            {"context_bytes", report.cuda.context_bytes},
-                            {"total_bytes", report.cuda.total_bytes()}};
+    doc["cuda"]["parts"] = {
+        {"tensor_bytes", report.cuda.tensor_bytes},       {"allocator_reserve_bytes", report.cuda.reserve_bytes},
+        {"workspace_bytes", report.cuda.workspace_bytes}, {"cudnn_workspace_bytes", report.cuda.cudnn_workspace_bytes},
+        {"context_bytes", report.cuda.context_bytes},     {"cudnn_context_bytes", report.cuda.cudnn_context_bytes},
+        {"total_bytes", report.cuda.total_bytes()},       {"margin_bytes", report.cuda.margin_bytes},
+        {"upper_bytes", report.cuda.upper_bytes()}};
   if (forecast.gpu_memory)
     doc["cuda"]["calibration"] = {{"file", forecast.gpu_memory->source},
                                   {"fitted_context_bytes", forecast.gpu_memory->context_bytes},
                                   {"reserve_fraction", forecast.gpu_memory->reserve_fraction},
                                   {"workspace_bytes", forecast.gpu_memory->workspace_bytes},
+                                  {"cudnn_context_bytes", forecast.gpu_memory->cudnn_context_bytes},
+                                  {"conv_workspace_fraction", forecast.gpu_memory->conv_workspace_fraction},
+                                  {"upper_margin", forecast.gpu_memory->upper_margin},
+                                  {"upper_quantile", forecast.gpu_memory->upper_quantile},
                                   {"fitted_on", forecast.gpu_memory->fitted_on},
                                   {"context", forecast.context_measured ? "measured (given)" : "fitted"},
                                   {"notes", forecast.memory_notes}};
@@ -242,35 +247,37 @@ json to_json(const Inspection& inspection) {
 nlohmann::ordered_json to_json(const gpu::GpuForecast& forecast) {
   using nlohmann::ordered_json;
   auto optional = [](const auto& value) { return value ? ordered_json(*value) : ordered_json(nullptr); };
-  return {
-      {"model", forecast.model},
-      {"graph", forecast.graph},
-      {"device", forecast.device},
-      {"device_name", forecast.device_name},
-      {"batch", forecast.batch},
-      {"input", forecast.input},
-      {"optimizer", name(forecast.optimizer)},
-      {"precision", name(forecast.precision)},
-      {"framework", name(forecast.framework)},
-      {"phase", name(forecast.phase)},
-      {"time_model", forecast.time_model},
-      {"time_ms", forecast.time_ms},
-      {"time_ms_low", forecast.time_ms_low},
-      {"time_ms_high", forecast.time_ms_high},
-      {"roofline_ms", forecast.roofline_ms},
-      {"epoch_s", optional(forecast.epoch_s)},
-      {"epoch_samples", forecast.epoch_samples},
-      {"epoch_iterations", forecast.epoch_iterations},
-      {"required_bytes", optional(forecast.required_bytes)},
-      {"device_memory_bytes", optional(forecast.device_memory_bytes)},
-      {"fits", optional(forecast.fits)},
-      {"max_batch", optional(forecast.max_batch)},
-      {"memory_source", forecast.required_bytes ? "simulator (cuda caching allocator) + fitted context and reserve "
-                                                  "(as nvidia-smi shows it, data/hardware/gpu_memory_calibration.csv)"
-                                                : ""},
-      {"basis", forecast.basis},
-      {"basis_detail", forecast.basis_detail},
-      {"notes", forecast.notes}};
+  return {{"model", forecast.model},
+          {"graph", forecast.graph},
+          {"device", forecast.device},
+          {"device_name", forecast.device_name},
+          {"batch", forecast.batch},
+          {"input", forecast.input},
+          {"optimizer", name(forecast.optimizer)},
+          {"precision", name(forecast.precision)},
+          {"framework", name(forecast.framework)},
+          {"phase", name(forecast.phase)},
+          {"time_model", forecast.time_model},
+          {"time_ms", forecast.time_ms},
+          {"time_ms_low", forecast.time_ms_low},
+          {"time_ms_high", forecast.time_ms_high},
+          {"roofline_ms", forecast.roofline_ms},
+          {"epoch_s", optional(forecast.epoch_s)},
+          {"epoch_samples", forecast.epoch_samples},
+          {"epoch_iterations", forecast.epoch_iterations},
+          {"memory_forecast_bytes", optional(forecast.memory_forecast_bytes)},
+          {"required_bytes", optional(forecast.required_bytes)},
+          {"device_memory_bytes", optional(forecast.device_memory_bytes)},
+          {"fits", optional(forecast.fits)},
+          {"max_batch", optional(forecast.max_batch)},
+          {"memory_source", forecast.required_bytes
+                                ? "simulator (cuda caching allocator) + fitted contexts, workspaces and reserve (as "
+                                  "nvidia-smi shows it: memory_forecast_bytes) + the measured margin (required_bytes, "
+                                  "what fits is judged on; data/hardware/gpu_memory_calibration.csv)"
+                                : ""},
+          {"basis", forecast.basis},
+          {"basis_detail", forecast.basis_detail},
+          {"notes", forecast.notes}};
 }
 
 }  // namespace dnncast::forecast

@@ -487,14 +487,16 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
                            "reserve were fitted on fp32 runs)");
   try {
     config = gpu_forecast_memory_config(request);
-    result.required_bytes = memory::simulate_memory(graph, config).required_bytes;
+    const memory::MemoryReport report = memory::simulate_memory(graph, config);
+    result.memory_forecast_bytes = report.cuda.total_bytes();
+    result.required_bytes = report.required_bytes;
   } catch (const InputError& error) {
     result.notes.push_back(std::string("memory not forecast: ") + error.what());
     return;
   }
   if (gpu.name != kGpuMemoryFittedOn)
     result.notes.push_back(
-        "memory: the CUDA context and allocator reserve were fitted on an A100 40GB (GPUMemNet) "
+        "memory: the contexts, workspaces, allocator reserve and margin were fitted on an A100 40GB (GPUMemNet) "
         "and are carried over to " +
         gpu.name);
   if (!gpu.memory_gib) {

@@ -171,9 +171,10 @@ struct GpuForecast {
   // measurements of this GPU were in the calibration), "specs" (only its catalogue row).
   std::string basis;
   std::string basis_detail;  // one line: which tables, how many rows
-  // Memory (gpu_memory.h: simulated caching allocator with fp32 tensors, plus the fitted context, workspace and
-  // extra reserve, as nvidia-smi would show it): what must fit, the GPU's memory.
-  std::optional<int64_t> required_bytes, device_memory_bytes;
+  // Memory (gpu_memory.h: simulated caching allocator with fp32 tensors, plus the fitted contexts, workspaces and
+  // extra reserve): the forecast as nvidia-smi would show it, its upper bound (what must fit: the forecast plus
+  // the measured margin), the GPU's memory.
+  std::optional<int64_t> memory_forecast_bytes, required_bytes, device_memory_bytes;
   std::optional<bool> fits;
   std::optional<int64_t> max_batch;  // with request.max_batch (0: batch 1 does not fit)
   std::vector<std::string> notes;

@@ -20,7 +20,23 @@ std::string default_gpu_memory_calibration_path() {
   return dir.empty() ? "" : (std::filesystem::path(dir) / "gpu_memory_calibration.csv").string();
 }
 
-// key,value,detail rows: context_bytes, workspace_bytes, reserve_fraction, and fitted_on (its detail).
+namespace {
+
+// The file's keys: the first three are required, the later ones default to 0 (a file from before issue 46).
+constexpr const char* kRequiredKeys[] = {"context_bytes", "workspace_bytes", "reserve_fraction"};
+constexpr const char* kOptionalKeys[] = {"cudnn_context_bytes", "conv_workspace_fraction", "upper_margin",
+                                         "upper_quantile"};
+
+std::string number_text(double value) {
+  std::ostringstream text;
+  text.precision(6);
+  text << value;
+  return text.str();
+}
+
+}  // namespace
+
+// key,value,detail rows: the keys above; the details of context_bytes (fitted on) and upper_margin (measured how).
 GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
   const std::string path = given.empty() ? default_gpu_memory_calibration_path() : given;
   if (path.empty())
@@ -33,6 +49,13 @@ GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
   std::map<std::string, double> values;
   std::vector<std::string> fields;
   int64_t line = 0;
+  auto known = [](const std::string& key) {
+    for (const char* name : kRequiredKeys)
+      if (key == name) return true;
+    for (const char* name : kOptionalKeys)
+      if (key == name) return true;
+    return false;
+  };
   while (read_csv_record(in, fields, line)) {
     if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
     const std::string where = path + " line " + std::to_string(line);
@@ -45,19 +68,27 @@ GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
     } catch (const std::exception&) {
       throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
     }
-    if (fields[0] != "context_bytes" && fields[0] != "workspace_bytes" && fields[0] != "reserve_fraction")
+    if (!known(fields[0]))
       throw InputError(where + ": unknown key " + quote(fields[0]) +
-                       " (context_bytes, workspace_bytes, reserve_fraction)");
+                       " (context_bytes, workspace_bytes, reserve_fraction, cudnn_context_bytes, "
+                       "conv_workspace_fraction, upper_margin, upper_quantile)");
     if (values.count(fields[0])) throw InputError(where + ": key " + quote(fields[0]) + " given twice");
     values[fields[0]] = value;
     if (fields[0] == "context_bytes" && fields.size() > 2) calibration.fitted_on = fields[2];
+    if (fields[0] == "upper_margin" && fields.size() > 2) calibration.margin_from = fields[2];
   }
-  for (const char* key : {"context_bytes", "workspace_bytes", "reserve_fraction"})
+  for (const char* key : kRequiredKeys)
     if (!values.count(key)) throw InputError(path + ": key " + quote(key) + " is missing");
   calibration.context_bytes = static_cast<int64_t>(std::llround(values["context_bytes"]));
   calibration.workspace_bytes = static_cast<int64_t>(std::llround(values["workspace_bytes"]));
   calibration.reserve_fraction = values["reserve_fraction"];
-  if (calibration.reserve_fraction >= 10) throw InputError(path + ": reserve_fraction must be below 10");
+  calibration.cudnn_context_bytes = static_cast<int64_t>(std::llround(values["cudnn_context_bytes"]));
+  calibration.conv_workspace_fraction = values["conv_workspace_fraction"];
+  calibration.upper_margin = values["upper_margin"];
+  calibration.upper_quantile = values["upper_quantile"];
+  for (const char* key : {"reserve_fraction", "conv_workspace_fraction", "upper_margin"})
+    if (values[key] >= 10) throw InputError(path + ": " + key + " must be below 10");
+  if (calibration.upper_quantile > 1) throw InputError(path + ": upper_quantile must be at most 1");
   return calibration;
 }
 
@@ -67,13 +98,18 @@ void write_gpu_memory_calibration(const GpuMemoryCalibration& calibration, const
   if (!out) throw InputError("cannot write " + quote(path));
   out << "# " << header << "\n";
   write_csv_record(out, {"key", "value", "detail"});
-  std::ostringstream fraction;
-  fraction.precision(6);
-  fraction << calibration.reserve_fraction;
   write_csv_record(out, {"context_bytes", std::to_string(calibration.context_bytes), calibration.fitted_on});
   write_csv_record(out, {"workspace_bytes", std::to_string(calibration.workspace_bytes),
                          "derived: PyTorch's default cuBLAS workspace (:4096:2:16:8), not fitted"});
-  write_csv_record(out, {"reserve_fraction", fraction.str(), "fitted: extra reserve per byte of simulated tensors"});
+  write_csv_record(out, {"reserve_fraction", number_text(calibration.reserve_fraction),
+                         "fitted: extra reserve per byte of simulated tensors"});
+  write_csv_record(out, {"cudnn_context_bytes", std::to_string(calibration.cudnn_context_bytes),
+                         "fitted: what cuDNN's kernels add to the context (graphs with convolutions or BatchNorm)"});
+  write_csv_record(out, {"conv_workspace_fraction", number_text(calibration.conv_workspace_fraction),
+                         "fitted: cuDNN's workspaces per byte of the largest dense convolution's input + output"});
+  write_csv_record(out, {"upper_margin", number_text(calibration.upper_margin), calibration.margin_from});
+  write_csv_record(out, {"upper_quantile", number_text(calibration.upper_quantile),
+                         "the quantile of measured / forecast on held-out runs the margin was taken at"});
   if (!out) throw InputError("cannot write " + quote(path));
 }
 
@@ -83,6 +119,9 @@ void apply_gpu_memory_calibration(const GpuMemoryCalibration& calibration, memor
   config.cuda_context_bytes = calibration.context_bytes;
   config.cuda_workspace_bytes = calibration.workspace_bytes;
   config.cuda_reserve_fraction = calibration.reserve_fraction;
+  config.cuda_cudnn_context_bytes = calibration.cudnn_context_bytes;
+  config.cuda_conv_workspace_fraction = calibration.conv_workspace_fraction;
+  config.cuda_upper_margin = calibration.upper_margin;
 }
 
 memory::MemoryConfig gpu_memory_config(const GpuMemoryCalibration& calibration, Optimizer optimizer) {
@@ -94,7 +133,7 @@ memory::MemoryConfig gpu_memory_config(const GpuMemoryCalibration& calibration, 
 }
 
 std::vector<std::string> gpu_memory_notes(const GpuMemoryCalibration& calibration, const std::string& gpu,
-                                          bool context_measured) {
+                                          bool context_measured, bool cudnn_loaded) {
   auto mib = [](int64_t bytes) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(int64_t{1} << 20));
@@ -112,9 +151,29 @@ std::vector<std::string> gpu_memory_notes(const GpuMemoryCalibration& calibratio
                   std::string(fraction) + " of the tensors (fitted alike)");
   notes.push_back("workspaces: " + mib(calibration.workspace_bytes) +
                   ", PyTorch's default cuBLAS workspace (derived, not fitted)");
+  if (!cudnn_loaded) {
+    notes.push_back("cuDNN: not loaded (no convolution or BatchNorm), so neither its kernels nor its workspaces count");
+  } else if (calibration.cudnn_context_bytes > 0 || calibration.conv_workspace_fraction > 0) {
+    char cudnn[200];
+    std::snprintf(cudnn, sizeof cudnn,
+                  "cuDNN (graphs with convolutions or BatchNorm): its kernels add %s to the context, its workspaces "
+                  "%.0f%% of the largest dense convolution's input + output (fitted alike)",
+                  mib(calibration.cudnn_context_bytes).c_str(), 100 * calibration.conv_workspace_fraction);
+    notes.push_back(cudnn);
+  }
+  if (calibration.upper_margin > 0) {
+    char margin[200];
+    std::snprintf(margin, sizeof margin,
+                  "upper bound: the forecast + %.1f%%, the %.0f%% quantile of measured / forecast on runs held out "
+                  "of the fit; fits and the largest batch are judged on it",
+                  100 * calibration.upper_margin, 100 * calibration.upper_quantile);
+    notes.push_back(margin);
+  }
   if (gpu != kGpuMemoryFittedOn)
-    notes.push_back("the context and reserve fraction were fitted on an A100 40GB and are carried over to " + gpu +
-                    " (its driver, CUDA version and kernels may differ)");
+    notes.push_back(
+        "the contexts, reserve and workspace fractions and the margin were fitted on an A100 40GB and "
+        "are carried over to " +
+        gpu + " (its driver, CUDA version and kernels may differ)");
   return notes;
 }
 

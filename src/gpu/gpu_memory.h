@@ -9,12 +9,20 @@
 //                      freed blocks kept cached), simulated; plus a fitted fraction of the tensors (what
 //                      the real run holds beyond the simulated program: fragmentation, a batch copied in
 //                      while the last one is alive, autograd's bookkeeping)
-//   workspaces         cuBLAS's workspace, PyTorch's default size (derived, not fitted)
-//   context            the CUDA context: driver, runtime and the kernels of libtorch, cuBLAS and cuDNN
-//                      loaded onto the device (fitted), or a measured one (`memory --cuda-context`)
+//   workspaces         cuBLAS's workspace, PyTorch's default size (derived, not fitted); and for a graph
+//                      with convolutions, cuDNN's: a fitted fraction of the largest dense convolution's input
+//                      + output bytes (cudnn.benchmark tries algorithms whose workspaces the caching allocator
+//                      then keeps; memory::CudnnUse)
+//   context            the CUDA context: driver, runtime and the kernels of libtorch and cuBLAS (fitted), plus
+//                      what loading cuDNN's kernels adds for a graph with convolutions or BatchNorm (fitted),
+//                      or a measured one (`memory --cuda-context`)
+//   margin             required_bytes (what fits, the largest batch, compare and schedule decide on) is the
+//                      total times 1 + a margin: the quantile of measured / forecast on runs held out of the
+//                      fit, so that a "fits" that runs out of memory is rare and its rate measured
 //
 // The fitted constants live in data/hardware/gpu_memory_calibration.csv, written by
-// `dnncast calibrate-gpu-memory` from the GPUMemNet measurements on an A100 40GB; other GPUs carry them over.
+// `dnncast calibrate-gpu-memory` from the GPUMemNet measurements on an A100 40GB (3,000 MLPs and the timm
+// training runs of models the zoo builds, gpu/timm_memory.h); other GPUs carry them over.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +35,16 @@
 namespace dnncast::gpu {
 
 struct GpuMemoryCalibration {
-  int64_t context_bytes = 0;    // fitted
-  int64_t workspace_bytes = 0;  // derived: cuBLAS's default workspace
-  double reserve_fraction = 0;  // fitted: extra reserve per byte of simulated tensors
-  std::string fitted_on;        // "a100-40gb: 3000 GPUMemNet MLPs (Adam, fp32)"
-  std::string source;           // the file read
+  int64_t context_bytes = 0;           // fitted
+  int64_t workspace_bytes = 0;         // derived: cuBLAS's default workspace
+  double reserve_fraction = 0;         // fitted: extra reserve per byte of simulated tensors
+  int64_t cudnn_context_bytes = 0;     // fitted: what cuDNN's kernels add to the context
+  double conv_workspace_fraction = 0;  // fitted: cuDNN's workspaces per byte of the largest dense convolution's I/O
+  double upper_margin = 0;             // measured: measured / forecast - 1 at upper_quantile on held-out runs
+  double upper_quantile = 0;           // the quantile upper_margin was taken at (0 when none)
+  std::string fitted_on;               // "a100-40gb: 3000 GPUMemNet MLPs (Adam, fp32)"
+  std::string margin_from;             // how upper_margin was measured
+  std::string source;                  // the file read
 };
 
 // The catalogue name of the GPU the shipped constants were fitted on.
@@ -55,8 +68,9 @@ void apply_gpu_memory_calibration(const GpuMemoryCalibration& calibration, memor
 memory::MemoryConfig gpu_memory_config(const GpuMemoryCalibration& calibration, Optimizer optimizer);
 
 // One line per part that is not simulated: what it is set to and where that comes from (fitted on what,
-// derived, or measured), and that a GPU other than the one fitted on carries the fitted values over.
+// derived, or measured; cuDNN's parts for a graph that loads it, memory::CudnnUse), the upper bound's margin, and
+// that a GPU other than the one fitted on carries the fitted values over.
 std::vector<std::string> gpu_memory_notes(const GpuMemoryCalibration& calibration, const std::string& gpu,
-                                          bool context_measured);
+                                          bool context_measured, bool cudnn_loaded);
 
 }  // namespace dnncast::gpu

@@ -80,10 +80,15 @@ std::string activation_op(const std::string& kind) {
 
 }  // namespace
 
-std::vector<GpuMemNetRow> load_gpumemnet_rows(const std::string& path) {
+std::ifstream open_published_table(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + quote(path));
   if (in.peek() == 0xFD) throw InputError(quote(path) + " is xz-compressed: decompress it first (xz -dk FILE)");
+  return in;
+}
+
+std::vector<GpuMemNetRow> load_gpumemnet_rows(const std::string& path) {
+  std::ifstream in = open_published_table(path);
   std::vector<std::string> fields;
   int64_t line = 0;
   std::map<std::string, size_t> column;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct GpuMemNetRow {
 
 // Throws InputError naming the file and line: a missing or compressed file, a missing column, a bad row.
 std::vector<GpuMemNetRow> load_gpumemnet_rows(const std::string& path);
+
+// A published table opened for reading, decompressed: throws InputError for a missing file or an xz one.
+std::ifstream open_published_table(const std::string& path);
 
 // The row's MLP at its batch; throws InputError naming the row's line for a layer list that does not chain.
 Graph gpumemnet_graph(const GpuMemNetRow& row);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -277,8 +278,14 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
     const int64_t top_total = top.parameter_bytes + top.state_bytes + top.gradient_bytes + top.optimizer_state_bytes +
                               top.activation_bytes + top.transient_bytes;
     const double scale = top_total > 0 ? static_cast<double>(out.tensor_bytes) / static_cast<double>(top_total) : 1;
-    out.required_bytes = static_cast<int64_t>(scale * static_cast<double>(parts.tensor_bytes + parts.reserve_bytes)) +
-                         parts.workspace_bytes + parts.context_bytes;
+    const int64_t total = static_cast<int64_t>(scale * static_cast<double>(parts.tensor_bytes + parts.reserve_bytes)) +
+                          parts.workspace_bytes + parts.cudnn_workspace_bytes + parts.context_bytes +
+                          parts.cudnn_context_bytes;
+    // The margin is a share of the total, measured on one GPU's runs: it scales with the share.
+    const double margin = parts.total_bytes() > 0
+                              ? static_cast<double>(parts.margin_bytes) / static_cast<double>(parts.total_bytes())
+                              : 0;
+    out.required_bytes = total + static_cast<int64_t>(std::llround(margin * static_cast<double>(total)));
   } else {
     out.required_bytes = out.tensor_bytes;
   }

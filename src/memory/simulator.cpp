@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "memory/allocators.h"
 #include "memory/training_trace.h"
@@ -39,21 +40,47 @@ hardware::CpuIsa resolve_isa(hardware::CpuIsa isa) {
   return host != hardware::CpuIsa::Unknown ? host : hardware::CpuIsa::Avx512Core;
 }
 
-CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes,
-                                  const MemoryConfig& config) {
-  if (config.cuda_context_bytes < 0) throw InputError("the CUDA context size must not be negative");
+CudnnUse CudnnUse::of(const Graph& graph) {
+  CudnnUse use;
+  for (const Node& node : graph.nodes()) {
+    const bool conv = node.op == "Conv2d" || node.op == "ConvTranspose2d";
+    if (conv || node.op == "BatchNorm2d") use.loaded = true;
+    if (!conv || node.inputs.empty() || node.attr_int("groups", 1) != 1) continue;
+    const std::vector<int64_t> kernel = node.attr_ints("kernel");
+    if (std::all_of(kernel.begin(), kernel.end(), [](int64_t k) { return k == 1; })) continue;
+    const Node& input = graph.node(node.inputs[0]);
+    const int64_t io = checked_add(checked_mul(input.shape.numel(), dtype_bytes(input.dtype)),
+                                   checked_mul(node.shape.numel(), dtype_bytes(node.dtype)));
+    use.conv_io_bytes = std::max(use.conv_io_bytes, io);
+  }
+  return use;
+}
+
+CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes, const MemoryConfig& config,
+                                  const CudnnUse& cudnn) {
+  if (config.cuda_context_bytes < 0 || config.cuda_cudnn_context_bytes < 0)
+    throw InputError("the CUDA context size must not be negative");
   if (config.cuda_workspace_bytes < 0) throw InputError("the CUDA workspace size must not be negative");
-  if (!(config.cuda_reserve_fraction >= 0 && config.cuda_reserve_fraction < 10))
-    throw InputError("the allocator's reserve fraction must be in [0, 10), got " +
-                     std::to_string(config.cuda_reserve_fraction));
+  for (const double fraction :
+       {config.cuda_reserve_fraction, config.cuda_conv_workspace_fraction, config.cuda_upper_margin})
+    if (!(fraction >= 0 && fraction < 10))
+      throw InputError("the allocator's reserve, workspace and margin fractions must be in [0, 10), got " +
+                       std::to_string(fraction));
   DNNCAST_ASSERT(peak_reserved_bytes >= peak_allocated_bytes && peak_allocated_bytes >= 0);
+  auto times = [](double fraction, int64_t bytes) {
+    return static_cast<int64_t>(std::llround(fraction * static_cast<double>(bytes)));
+  };
   CudaMemoryParts parts;
   parts.tensor_bytes = peak_allocated_bytes;
-  const auto extra =
-      static_cast<int64_t>(std::llround(config.cuda_reserve_fraction * static_cast<double>(peak_allocated_bytes)));
-  parts.reserve_bytes = peak_reserved_bytes - peak_allocated_bytes + extra;
+  parts.reserve_bytes =
+      peak_reserved_bytes - peak_allocated_bytes + times(config.cuda_reserve_fraction, peak_allocated_bytes);
   parts.workspace_bytes = config.cuda_workspace_bytes;
   parts.context_bytes = config.cuda_context_bytes;
+  if (cudnn.loaded) {
+    parts.cudnn_context_bytes = config.cuda_cudnn_context_bytes;
+    parts.cudnn_workspace_bytes = times(config.cuda_conv_workspace_fraction, cudnn.conv_io_bytes);
+  }
+  parts.margin_bytes = times(config.cuda_upper_margin, parts.total_bytes());
   return parts;
 }
 
@@ -155,8 +182,8 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
     report.peak_allocated_bytes = peak_allocated;
     report.peak_reserved_bytes = peak_reserved;
     report.cuda_context_bytes = config.cuda_context_bytes;
-    report.cuda = cuda_memory_parts(peak_allocated, peak_reserved, config);
-    report.required_bytes = report.cuda.total_bytes();
+    report.cuda = cuda_memory_parts(peak_allocated, peak_reserved, config, CudnnUse::of(graph));
+    report.required_bytes = report.cuda.upper_bytes();
   } else {
     report.required_bytes = report.peak_total_bytes;
   }

@@ -36,6 +36,13 @@ struct MemoryConfig : TrainingSetup {
   int64_t cuda_context_bytes = 0;
   int64_t cuda_workspace_bytes = 0;
   double cuda_reserve_fraction = 0;
+  // cuda, a graph cuDNN runs (CudnnUse): the context cuDNN's kernels add, and its convolution workspaces as a
+  // fraction of the largest dense convolution's input + output bytes (gpu/gpu_memory.h, fitted).
+  int64_t cuda_cudnn_context_bytes = 0;
+  double cuda_conv_workspace_fraction = 0;
+  // cuda: required_bytes is the total times (1 + this): the upper bound fits and the largest batch are judged
+  // on, its coverage measured on held-out runs (gpu/gpu_memory.h).
+  double cuda_upper_margin = 0;
   bool python_defaults = false;  // the step as PyTorch 2's Python API runs it on CUDA (training_trace.h)
   int64_t grad_accum = 1;        // micro-batches of forward + backward per optimizer step (training_trace.h)
   bool keep_timeline = false;    // fill MemoryReport::timeline
@@ -74,17 +81,31 @@ struct LoggedEvent {
   const char* what = "";
 };
 
-// cuda: the memory nvidia-smi would show, in four parts that sum to total_bytes().
+// What a graph runs through cuDNN on a GPU: its kernels are loaded into the context, and convolutions take
+// workspaces through the caching allocator (cudnn.benchmark's trials and the chosen algorithms').
+struct CudnnUse {
+  bool loaded = false;                     // a convolution or BatchNorm
+  int64_t conv_io_bytes = 0;               // the largest dense convolution's input + output bytes
+  static CudnnUse of(const Graph& graph);  // dense: groups 1 and a kernel larger than 1 x 1
+};
+
+// cuda: the memory nvidia-smi would show, in parts that sum to total_bytes(); required_bytes is upper_bytes().
 struct CudaMemoryParts {
-  int64_t tensor_bytes = 0;     // peak allocated (blocks rounded to 512 B), baseline included
-  int64_t reserve_bytes = 0;    // peak reserved - peak allocated, plus the configured extra fraction
-  int64_t workspace_bytes = 0;  // library workspaces outside the simulated program
-  int64_t context_bytes = 0;    // the CUDA context
-  int64_t total_bytes() const { return tensor_bytes + reserve_bytes + workspace_bytes + context_bytes; }
+  int64_t tensor_bytes = 0;           // peak allocated (blocks rounded to 512 B), baseline included
+  int64_t reserve_bytes = 0;          // peak reserved - peak allocated, plus the configured extra fraction
+  int64_t workspace_bytes = 0;        // cuBLAS's workspace, outside the simulated program
+  int64_t cudnn_workspace_bytes = 0;  // cuDNN's convolution workspaces (0 without convolutions)
+  int64_t context_bytes = 0;          // the CUDA context
+  int64_t cudnn_context_bytes = 0;    // what cuDNN's kernels add to it (0 when cuDNN is not loaded)
+  int64_t margin_bytes = 0;           // upper bound - total: the measured spread of the forecast
+  int64_t total_bytes() const {
+    return tensor_bytes + reserve_bytes + workspace_bytes + cudnn_workspace_bytes + context_bytes + cudnn_context_bytes;
+  }
+  int64_t upper_bytes() const { return total_bytes() + margin_bytes; }
 };
 // The one rule for a cuda total (required_bytes): throws InputError for a negative part or fraction.
-CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes,
-                                  const MemoryConfig& config);
+CudaMemoryParts cuda_memory_parts(int64_t peak_allocated_bytes, int64_t peak_reserved_bytes, const MemoryConfig& config,
+                                  const CudnnUse& cudnn = {});
 
 struct MemoryReport {
   Device device = Device::Cpu;
@@ -98,7 +119,7 @@ struct MemoryReport {
   int64_t cuda_context_bytes = 0;
   CudaMemoryParts cuda;  // cuda only
   // What must fit: cpu = peak_total_bytes (what the profiler's memory limit is checked against);
-  // cuda = cuda.total_bytes(): peak reserved, the extra reserve, workspaces and the context.
+  // cuda = cuda.upper_bytes(): peak reserved, the extra reserve, workspaces, the context and the margin.
   int64_t required_bytes = 0;
   MemoryBreakdown at_peak;
   // The same at each phase's own highest point over the iterations (index: Phase), live bytes included

@@ -1,7 +1,8 @@
 // The GPU memory model as nvidia-smi sees it (gpu/gpu_memory.h): fitted on part of GPUMemNet's published A100
-// measurements, it forecasts the rest within the issue's goals; the shipped constants are what a fit of the
-// published file gives; its parts sum to the total that `memory --device GPU` and `predict --device GPU`
-// share; a measured context replaces the fitted one.
+// measurements (MLPs, and the timm training runs of zoo models), it forecasts the rest within the issues' goals;
+// the simulator holds what PyTorch's FakeTensor counts for the same networks; "fits" is judged on an upper bound
+// that is rarely wrong; the shipped constants are what a fit of the published files gives; its parts sum to the
+// total that `memory --device GPU` and `predict --device GPU` share; a measured context replaces the fitted one.
 #include "gpu/gpu_memory.h"
 
 #include <gtest/gtest.h>
@@ -10,30 +11,74 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "core/error.h"
 #include "forecast/forecast.h"
 #include "gpu/gpu_forecast.h"
 #include "gpu/gpu_memory_calibration.h"
+#include "gpu/gpu_memory_study.h"
 #include "gpu/gpumemnet.h"
+#include "gpu/timm_memory.h"
+#include "import/model_source.h"
 
 namespace dnncast::gpu {
 namespace {
 
-// The published file (../shared/data/public/gpu_memory), decompressed once per test binary.
+// The published files (../shared/data/public/gpu_memory), decompressed once per test binary.
+std::string decompressed(const std::string& name) {
+  const std::string source = std::string(DNNCAST_SOURCE_DIR) + "/../shared/data/public/gpu_memory/" + name + ".csv.xz";
+  const std::string csv =
+      (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".csv")).string();
+  if (std::system(("xz -dkc '" + source + "' > '" + csv + "'").c_str()) != 0) return "";
+  return csv;
+}
+
 const std::vector<GpuMemorySample>& published_samples() {
   static const std::vector<GpuMemorySample> samples = [] {
-    const std::string source =
-        std::string(DNNCAST_SOURCE_DIR) + "/../shared/data/public/gpu_memory/gpumemnet_mlp_a100_40gb.csv.xz";
-    const std::string csv =
-        (std::filesystem::temp_directory_path() / ("gpumemnet_" + std::to_string(::getpid()) + ".csv")).string();
-    if (std::system(("xz -dkc '" + source + "' > '" + csv + "'").c_str()) != 0) return std::vector<GpuMemorySample>{};
+    const std::string csv = decompressed("gpumemnet_mlp_a100_40gb");
+    if (csv.empty()) return std::vector<GpuMemorySample>{};
     std::vector<GpuMemorySample> simulated = simulate_gpumemnet(load_gpumemnet_rows(csv));
     std::filesystem::remove(csv);
     return simulated;
   }();
   return samples;
+}
+
+// The timm runs (../shared/data/public/gpu_memory/timm_a100_40gb.csv.xz) of the models the shipped map names.
+const std::vector<TimmMemoryRow>& published_timm_rows() {
+  static const std::vector<TimmMemoryRow> rows = [] {
+    const std::string csv = decompressed("timm_a100_40gb");
+    if (csv.empty()) return std::vector<TimmMemoryRow>{};
+    std::vector<TimmMemoryRow> read = load_timm_memory_rows(csv);
+    std::filesystem::remove(csv);
+    return read;
+  }();
+  return rows;
+}
+const TimmSimulation& published_timm() {
+  static const TimmSimulation simulation = simulate_timm(published_timm_rows(), load_timm_zoo_map(), Optimizer::Sgd);
+  return simulation;
+}
+// The MLPs and the timm runs together, as calibrate-gpu-memory fits them.
+const std::vector<GpuMemorySample>& published_all() {
+  static const std::vector<GpuMemorySample> all = [] {
+    std::vector<GpuMemorySample> samples = published_samples();
+    samples.insert(samples.end(), published_timm().samples.begin(), published_timm().samples.end());
+    return samples;
+  }();
+  return all;
+}
+const SampleGroup kTimmModel = timm_model;
+const SampleGroup kTimmFamily = timm_family;
+
+GpuMemoryScore timm_score(const std::vector<GpuMemorySample>& samples, const std::vector<int64_t>& forecast) {
+  std::vector<GpuMemorySample> kept;
+  std::vector<int64_t> kept_forecast;
+  for (size_t index = 0; index < samples.size(); ++index)
+    if (samples[index].source == "timm") kept.push_back(samples[index]), kept_forecast.push_back(forecast[index]);
+  return score(kept, kept_forecast);
 }
 
 // The issue's goals (issue 34): mean relative error at most 5%, and at most 1 in 20 configurations forecast
@@ -65,16 +110,111 @@ TEST(GpuMemory, HeldOutGpuMemNetRowsAreForecastWithinTheIssuesGoals) {
   EXPECT_LT(fitted.context_bytes, int64_t{2} << 30);
 }
 
-// data/hardware/gpu_memory_calibration.csv is what `dnncast calibrate-gpu-memory` fits to the published file,
+// Issue 46's goals on the timm runs (convolutional networks and a vision transformer, nvidia-smi peaks on an
+// A100 40GB): held out model by model and family by family, mean error at most 5% and at most 1 in 20 forecast
+// more than 5% under; the MLPs stay within 2%; issue 34's model (fitted to the MLPs alone) was under on most.
+TEST(GpuMemory, TimmRunsHeldOutByModelAndFamilyMeetTheIssuesGoals) {
+  const std::vector<GpuMemorySample>& samples = published_all();
+  ASSERT_GT(published_timm().samples.size(), 100u) << "timm_a100_40gb.csv.xz missing, or the map lost its models?";
+  EXPECT_EQ(published_timm().mapped_models, 24);
+  for (const SampleGroup& group : {kTimmModel, kTimmFamily}) {
+    const GpuMemoryEvaluation held = leave_group_out(samples, group);
+    const GpuMemoryScore timm = timm_score(samples, held.held_out_forecast);
+    EXPECT_EQ(timm.rows, int64_t(published_timm().samples.size()));
+    EXPECT_LE(timm.mean_relative_error, 0.05);
+    EXPECT_LE(timm.under_5pct_share, 0.05);
+  }
+  const GpuMemoryEvaluation by_arch = leave_group_out(samples, mlp_arch);
+  std::vector<GpuMemorySample> mlps(samples.begin(), samples.begin() + 3000);
+  std::vector<int64_t> mlp_forecast(by_arch.held_out_forecast.begin(), by_arch.held_out_forecast.begin() + 3000);
+  EXPECT_LE(score(mlps, mlp_forecast).mean_relative_error, 0.02);
+
+  std::vector<bool> mlp_only(samples.size());
+  for (size_t index = 0; index < samples.size(); ++index) mlp_only[index] = samples[index].source == "mlp";
+  const GpuMemoryCalibration issue34 = fit_gpu_memory(samples, mlp_only);
+  std::vector<int64_t> before;
+  for (const GpuMemorySample& sample : samples) before.push_back(forecast_bytes(sample, issue34));
+  EXPECT_GT(timm_score(samples, before).under_5pct_share, 0.5);
+}
+
+// The upper bound: a run held out of the fit, with a margin its own model's runs did not set, is at or under its
+// bound at about the quantile asked, and "fits" is wrong on at most 1 in 100 runs near a GPU's memory.
+TEST(GpuMemory, FitsIsRarelyWrongNearTheMemoryLimit) {
+  const std::vector<GpuMemorySample>& samples = published_all();
+  const GpuMemoryEvaluation held = leave_group_out(samples, kTimmModel);
+  const UpperMargins margins = upper_margins(samples, held, kTimmModel, 0.98);
+  EXPECT_GT(margins.all, 0.0);
+  EXPECT_LT(margins.all, 0.25);
+  const FitsCheck check = check_fits(samples, held, margins, kTimmModel);
+  ASSERT_GT(check.pairs, 50);
+  EXPECT_GE(double(check.covered) / double(check.rows), 0.9);
+  EXPECT_LE(double(check.wrong), 0.01 * double(check.pairs));
+  EXPECT_GT(check.said_fits, 0);
+}
+
+// The zoo's networks hold what timm's do: per sample, the simulated step's peak allocated bytes grow as PyTorch
+// FakeTensor's estimate of the same training step's tensors does (an independent count, from the published file).
+TEST(GpuMemory, SimulatedTensorsPerSampleMatchFakeTensorsEstimate) {
+  std::map<std::string, std::string> attention;
+  for (const TimmZooMatch& match : load_timm_zoo_map()) attention[match.timm] = match.attention;
+  const auto ratios = tensors_per_sample_ratios(published_timm_rows(), published_timm());
+  for (const auto& [model, ratio] : ratios)  // the ViT's fused attention is modelled, not measured: 10%
+    EXPECT_NEAR(ratio, 1.0, attention[model] == "sdpa" ? 0.10 : 0.03) << model;
+  EXPECT_GE(ratios.size(), 20u);
+}
+
+// What cuDNN adds is counted where a graph loads it: the largest dense convolution's input + output, as
+// torchvision's networks have it (resnet18's 7x7 stem: 3x224x224 in, 64x112x112 out; vit_b_16's 16x16 patch
+// convolution: 3x224x224 in, 768x14x14 out; mobilenet_v2's 3x3 stem, its depthwise and 1x1 convolutions left out).
+TEST(GpuMemory, CudnnUseNamesTheLargestDenseConvolution) {
+  models::ModelSpec spec;
+  spec.batch = 2;
+  const int64_t f32 = 4;
+  EXPECT_EQ(memory::CudnnUse::of(import::load_model("resnet18", spec)).conv_io_bytes,
+            2 * f32 * (3 * 224 * 224 + 64 * 112 * 112));
+  EXPECT_EQ(memory::CudnnUse::of(import::load_model("vit_b_16", spec)).conv_io_bytes,
+            2 * f32 * (3 * 224 * 224 + 768 * 14 * 14));
+  EXPECT_EQ(memory::CudnnUse::of(import::load_model("mobilenet_v2", spec)).conv_io_bytes,
+            2 * f32 * (3 * 224 * 224 + 32 * 112 * 112));
+  EXPECT_TRUE(memory::CudnnUse::of(import::load_model("vit_b_16", spec)).loaded);
+  spec.seq_len = 64;
+  const memory::CudnnUse bert = memory::CudnnUse::of(import::load_model("bert_base", spec));
+  EXPECT_FALSE(bert.loaded);
+  EXPECT_EQ(bert.conv_io_bytes, 0);
+}
+
+// data/hardware/gpu_memory_calibration.csv is what `dnncast calibrate-gpu-memory` fits to the published files,
 // not numbers typed in.
 TEST(GpuMemory, ShippedConstantsAreTheFitOfThePublishedFile) {
-  const std::vector<GpuMemorySample>& samples = published_samples();
-  ASSERT_FALSE(samples.empty());
+  const std::vector<GpuMemorySample>& samples = published_all();
+  ASSERT_FALSE(published_samples().empty());
   const GpuMemoryCalibration fitted = fit_gpu_memory(samples), shipped = load_gpu_memory_calibration();
   EXPECT_NEAR(double(shipped.context_bytes), double(fitted.context_bytes), 1 << 20);
   EXPECT_NEAR(shipped.reserve_fraction, fitted.reserve_fraction, 1e-4);
+  EXPECT_NEAR(double(shipped.cudnn_context_bytes), double(fitted.cudnn_context_bytes), 1 << 20);
+  EXPECT_NEAR(shipped.conv_workspace_fraction, fitted.conv_workspace_fraction, 1e-4);
+  const GpuMemoryEvaluation held = leave_group_out(samples, kTimmModel);
+  EXPECT_NEAR(shipped.upper_margin, upper_margins(samples, held, kTimmModel, shipped.upper_quantile).all, 1e-4);
   EXPECT_EQ(shipped.workspace_bytes, kCublasWorkspaceBytes);
   EXPECT_NE(shipped.fitted_on.find("3000 GPUMemNet"), std::string::npos) << shipped.fitted_on;
+  EXPECT_NE(shipped.fitted_on.find("timm training runs"), std::string::npos) << shipped.fitted_on;
+}
+
+// A map naming a model the zoo lacks is refused in one line naming the file and line.
+TEST(GpuMemory, ABrokenTimmMapNamesFileAndLine) {
+  const std::string path = (std::filesystem::temp_directory_path() / "dnncast_bad_timm_map.csv").string();
+  {
+    std::ofstream out(path);
+    out << "timm,zoo,input,attention,family,differs\nresnet34,resnet35,3x224x224,,resnet,\n";
+  }
+  try {
+    load_timm_zoo_map(path);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find(path + " line 2: unknown model 'resnet35'"), std::string::npos)
+        << error.what();
+  }
+  std::filesystem::remove(path);
 }
 
 forecast::MemoryForecast memory_on(const std::string& device, const std::string& context = "") {
@@ -90,8 +230,13 @@ forecast::MemoryForecast memory_on(const std::string& device, const std::string&
 TEST(GpuMemory, PartsSumToTheTotalThatMemoryAndPredictShare) {
   const forecast::MemoryForecast memory = memory_on("a100-40gb");
   const memory::CudaMemoryParts& parts = memory.report.cuda;
-  EXPECT_EQ(parts.tensor_bytes + parts.reserve_bytes + parts.workspace_bytes + parts.context_bytes,
+  EXPECT_EQ(parts.tensor_bytes + parts.reserve_bytes + parts.workspace_bytes + parts.cudnn_workspace_bytes +
+                parts.context_bytes + parts.cudnn_context_bytes + parts.margin_bytes,
             memory.report.required_bytes);
+  // resnet18 runs cuDNN; the margin is the shipped share of the forecast.
+  EXPECT_GT(parts.cudnn_workspace_bytes, 0);
+  EXPECT_GT(parts.cudnn_context_bytes, 0);
+  EXPECT_NEAR(double(parts.margin_bytes), load_gpu_memory_calibration().upper_margin * double(parts.total_bytes()), 1);
   EXPECT_EQ(parts.tensor_bytes, memory.report.peak_allocated_bytes);
   EXPECT_GE(parts.reserve_bytes, memory.report.peak_reserved_bytes - memory.report.peak_allocated_bytes);
   const GpuMemoryCalibration shipped = load_gpu_memory_calibration();
@@ -122,8 +267,8 @@ TEST(GpuMemory, AMeasuredContextReplacesTheFittedOne) {
   const forecast::MemoryForecast fitted = memory_on("a100-40gb"), measured = memory_on("a100-40gb", "300MiB");
   EXPECT_EQ(measured.report.cuda.context_bytes, int64_t{300} << 20);
   EXPECT_TRUE(measured.context_measured);
-  EXPECT_EQ(fitted.report.required_bytes - fitted.report.cuda.context_bytes,
-            measured.report.required_bytes - (int64_t{300} << 20));
+  EXPECT_EQ(fitted.report.cuda.total_bytes() - fitted.report.cuda.context_bytes,
+            measured.report.cuda.total_bytes() - (int64_t{300} << 20));
 }
 
 TEST(GpuMemory, ABrokenCalibrationFileNamesFileAndLine) {
