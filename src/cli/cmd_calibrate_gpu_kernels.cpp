@@ -26,7 +26,7 @@ int run_calibrate_gpu_kernels(const Args& args) {
       "dnncast calibrate-gpu-kernels");
   std::string ops_dir, labels, configs, out;
   std::vector<std::string> catalogue_files;
-  bool leave_out = false, as_json = false, show_rows = false;
+  bool leave_out = false, as_json = false, show_rows = false, score_test_gpus = false;
   int rounds = 200, stride = 1;
   app.add_option("--ops", ops_dir, "NeuSight's ops/train folder (default: ../shared/data/public/neusight/ops/train)");
   app.add_option("--catalogue", catalogue_files, "extra catalogue file (docs/DEVICES.md)");
@@ -38,6 +38,9 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_option("--stride", stride, "fit on every Nth row (a quicker check; default 1)")->check(CLI::Range(1, 1000));
   app.add_option("--out", out, "write the model fitted on every row here (data/hardware/gpu_kernels)");
   app.add_flag("--rows", show_rows, "print every label row");
+  app.add_flag("--score-test-gpus", score_test_gpus,
+               "also score the labels of NeuSight's test GPUs (H100, L4, A100 80GB): once, when asked; never tune on "
+               "them");
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpu-kernels")) return 0;
   if (!labels.empty() && configs.empty()) throw InputError("--labels needs --configs (neusight/model_configs)");
@@ -63,9 +66,10 @@ int run_calibrate_gpu_kernels(const Args& args) {
     full = gpu::GpuKernelModel::fit(rows, catalogue, rounds);
   }
   if (!labels.empty()) {
-    for (const auto& [key, value] :
-         print_transformer_labels(labels, configs, catalogue, full, held, print, show_rows).items())
-      result[key] = value;
+    // Kept in a local: a range-for over items() of a temporary would iterate a destroyed object (it crashed).
+    const ordered_json judged =
+        print_transformer_labels(labels, configs, catalogue, full, held, print, show_rows, score_test_gpus);
+    for (const auto& [key, value] : judged.items()) result[key] = value;
   }
   if (!out.empty()) {
     full.save(out, "dnncast per-kernel GPU model (docs/GPU.md): written by `dnncast calibrate-gpu-kernels --out " +

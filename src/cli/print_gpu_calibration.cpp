@@ -115,8 +115,10 @@ ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print)
 
 ordered_json print_transformer_labels(const std::string& labels, const std::string& configs,
                                       const hardware::Catalogue& catalogue, const gpu::GpuKernelModel& full,
-                                      const gpu::KernelLeaveOneOut& held, bool print, bool show_rows) {
+                                      const gpu::KernelLeaveOneOut& held, bool print, bool show_rows,
+                                      bool score_test_gpus) {
   ordered_json result = ordered_json::object();
+  int64_t unscored = 0;  // the test GPUs' rows, without score_test_gpus
   const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
   std::map<std::string, std::array<double, 4>> by_gpu;       // train sum, train n, inf sum, inf n
   std::map<std::string, std::array<double, 2>> roof_by_gpu;  // sum, n
@@ -125,6 +127,10 @@ ordered_json print_transformer_labels(const std::string& labels, const std::stri
   if (print && show_rows) std::printf("\nend to end (ms): gpu model phase seq batch measured forecast roofline\n");
   for (const gpu::TransformerLabel& label : gpu::load_transformer_labels(catalogue, labels)) {
     const gpu::GpuKernelModel* model = &full;
+    if (label.test_gpu && !score_test_gpus) {
+      ++unscored;
+      continue;
+    }
     if (!label.test_gpu) {
       const auto at = held.models.find(label.gpu);
       if (at == held.models.end()) continue;  // a training GPU: judged only with --leave-one-out
@@ -155,6 +161,7 @@ ordered_json print_transformer_labels(const std::string& labels, const std::stri
                   static_cast<long long>(label.batch), label.measured_ms, forecast.forecast_ms, forecast.roofline_ms);
   }
   result["labels"] = rows;
+  result["test_gpu_rows_not_scored"] = unscored;
   if (print) {
     std::printf(
         "\nend to end, NeuSight's transformer labels (mean relative error; training GPUs held out in turn,\n"
@@ -168,6 +175,10 @@ ordered_json print_transformer_labels(const std::string& labels, const std::stri
     if (test_train[2] > 0)
       std::printf("  the test GPUs' %.0f training rows: %.1f%% (roofline %.1f%%; NeuSight 7.1%% on its 19)\n",
                   test_train[2], 100 * test_train[0] / test_train[2], 100 * test_train[1] / test_train[2]);
+    if (unscored > 0)
+      std::printf(
+          "  %lld rows of the test GPUs (H100, L4, A100 80GB) not scored: --score-test-gpus scores them, once\n",
+          static_cast<long long>(unscored));
   }
   if (test_train[2] > 0)
     result["test_gpus_training_rows"] = {{"rows", test_train[2]},

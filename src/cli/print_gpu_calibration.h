@@ -19,10 +19,13 @@ void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calib
 // calibrate-gpu-kernels: the per-kernel errors with each GPU held out, by GPU and family (printed when `print`).
 nlohmann::ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print);
 // calibrate-gpu-kernels --labels: NeuSight's end-to-end transformer labels forecast by the kernel model (training
-// GPUs with their own GPU held out, test GPUs with `full`); {"labels", "test_gpus_training_rows"} for --json.
+// GPUs with their own GPU held out; the test GPUs, with `full`, only when score_test_gpus: NeuSight's protocol
+// scores them once, when asked, so that development runs never show them); {"labels", "test_gpus_training_rows",
+// "test_gpu_rows_not_scored"} for --json.
 nlohmann::ordered_json print_transformer_labels(const std::string& labels, const std::string& configs,
                                                 const hardware::Catalogue& catalogue, const gpu::GpuKernelModel& full,
-                                                const gpu::KernelLeaveOneOut& held, bool print, bool show_rows);
+                                                const gpu::KernelLeaveOneOut& held, bool print, bool show_rows,
+                                                bool score_test_gpus);
 // calibrate-gpu-memory's before/after table: one row (name, rows, mean error, share under by more than 5%,
 // max under, max over) and the same score as --json has it.
 std::vector<std::string> memory_score_row(const std::string& name, const gpu::GpuMemoryScore& score);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -124,6 +125,22 @@ void check_printable_name(const std::string& option, const std::string& value) {
                        "0123456789abcdef"[byte >> 4] + "0123456789abcdef"[byte & 15] +
                        ") is not printable ASCII: names are letters, digits, spaces and - _ . ,");
   }
+}
+
+double parse_bounded_number(const std::string& text, const std::string& what, double max) {
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(value >= 0) || !(value <= max)) {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", max);
+    throw InputError(what + ": expected a number from 0 to " + bound + ", got " + quote(text));
+  }
+  return value;
 }
 
 }  // namespace dnncast

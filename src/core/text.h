@@ -28,6 +28,10 @@ std::string shell_word(const std::string& word);
 // zero-width space after "t4" is not t4. Spaces are printable ("A100 40GB" names a catalogued GPU).
 void check_printable_name(const std::string& option, const std::string& value);
 
+// `text` as a number in [0, max], all of it: a field of a data file. InputError "WHAT: expected a number from 0 to
+// MAX, got 'TEXT'" otherwise (a NaN, a sign, trailing characters).
+double parse_bounded_number(const std::string& text, const std::string& what, double max);
+
 // Up to `count` known names closest to `name` (edit distance; a prefix counts as one edit), for error messages.
 std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& known,
                                        size_t count = 3);

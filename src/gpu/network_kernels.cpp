@@ -3,6 +3,7 @@
 // else is memory-bound work in the family closest to it (norms, softmax, elementwise).
 #include <algorithm>
 
+#include "gpu/eager_kernels.h"
 #include "gpu/kernel_model.h"
 #include "graph/op_helpers.h"
 #include "graph/op_registry.h"
@@ -83,6 +84,41 @@ bool conv_kernels(const OpView& view, const OpCost& cost, NodeKernels& out) {
   return true;
 }
 
+// The family's eager kernels of this op (eager_kernels.h): the defaults' elementwise kernels dropped where a row
+// replaces them, each row's kernels added over its operand.
+void apply_eager_kernels(const Graph& graph, int index, const OpView& view, NodeKernels& out) {
+  const std::vector<const EagerKernel*>& rows = eager_kernels(graph.family, view.node.op);
+  if (rows.empty()) return;
+  const bool attention = view.node.op == "ScaledDotProductAttention";
+  if (attention && view.node.attr_int("fused", 0) != 0) return;  // PyTorch 2's fused kernels: none of these
+  const bool replace = std::any_of(rows.begin(), rows.end(), [](const EagerKernel* row) { return row->replaces; });
+  if (replace)
+    for (std::vector<KernelShape>* list : {&out.forward, &out.backward})
+      list->erase(std::remove_if(list->begin(), list->end(),
+                                 [](const KernelShape& k) { return k.family == KernelFamily::Elementwise; }),
+                  list->end());
+  const bool causal = view.node.attr_int("causal", 0) != 0;
+  const bool dropout = view.node.attr_float("dropout_p", 0.0) > 0;
+  for (const EagerKernel* row : rows) {
+    if ((row->condition == "causal" && !causal) || (row->condition == "dropout" && !dropout)) continue;
+    double elements = static_cast<double>(view.node.shape.numel());
+    if (row->operand == "input" || (row->operand == "query" && attention)) {
+      elements = static_cast<double>(view.in(0).numel());
+    } else if (row->operand == "scores" && attention) {
+      const TensorShape& q = view.in(0);
+      elements = dim(q, 0) * dim(q, 1) * dim(q, 2) * dim(view.in(1), 2);
+    } else if (row->operand == "weight") {
+      if (view.node.frozen()) continue;  // no weight gradient
+      elements = static_cast<double>(node_cost(graph, index).params);
+    }
+    if (elements <= 0) continue;
+    std::vector<KernelShape>& list = row->backward ? out.backward : out.forward;
+    for (int copy = 0; copy < row->count; ++copy)
+      list.push_back(
+          elementwise_kernel(elements, row->flops_per_element * elements, row->bytes_per_element * elements));
+  }
+}
+
 }  // namespace
 
 NodeKernels node_kernels(const Graph& graph, int index) {
@@ -119,6 +155,7 @@ NodeKernels node_kernels(const Graph& graph, int index) {
     if (cost.flops_bwd > 0 || def.category != "loss")
       out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd), 2 * bytes));
   }
+  apply_eager_kernels(graph, index, view, out);
   if (node.op == "Linear" && node.attr_int("bias", 1) != 0 && !node.frozen()) {
     // The bias is added in the GEMM's epilogue (addmm); its gradient is a reduction over the rows.
     const double outputs = static_cast<double>(node.shape.numel());

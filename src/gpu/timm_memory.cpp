@@ -8,6 +8,7 @@
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "gpu/gpumemnet.h"
 #include "graph/op_registry.h"
 #include "hardware/catalogue.h"
@@ -17,19 +18,6 @@
 namespace dnncast::gpu {
 
 namespace {
-
-double parse_mib(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !(value >= 0) || value > 1e9)
-    throw InputError(what + ": expected a size in MiB, got " + quote(text));
-  return value;
-}
 
 // The header's columns by name, after any "#" note lines; throws naming the first missing one.
 std::map<std::string, size_t> read_header(std::istream& in, const std::string& path, std::vector<std::string>& fields,
@@ -89,13 +77,14 @@ std::vector<TimmMemoryRow> load_timm_memory_rows(const std::string& path) {
       row.line = line;
       row.model = fields[column.at("model")];
       if (row.model.empty()) throw InputError("empty model name");
-      const double batch = parse_mib(fields[column.at("batch")], "batch");
+      const double batch = parse_bounded_number(fields[column.at("batch")], "batch", 1e9);
       if (batch < 1 || batch != static_cast<double>(static_cast<int64_t>(batch)))
         throw InputError("batch: expected a positive whole number, got " + quote(fields[column.at("batch")]));
       row.batch = static_cast<int64_t>(batch);
-      row.measured_mib = parse_mib(fields[column.at("nvidia_smi_peak_mib")], "nvidia_smi_peak_mib");
+      row.measured_mib = parse_bounded_number(fields[column.at("nvidia_smi_peak_mib")], "nvidia_smi_peak_mib", 1e9);
       if (!(row.measured_mib > 0)) throw InputError("nvidia_smi_peak_mib must be positive");
-      row.faketensor_mib = parse_mib(fields[column.at("faketensor_estimate_mib")], "faketensor_estimate_mib");
+      row.faketensor_mib =
+          parse_bounded_number(fields[column.at("faketensor_estimate_mib")], "faketensor_estimate_mib", 1e9);
       rows.push_back(std::move(row));
     } catch (const InputError& error) {
       throw InputError(where + ": " + error.what());

@@ -1,0 +1,100 @@
+// The eager kernel list as data (eager_kernels.h).
+#include "gpu/eager_kernels.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "core/text.h"
+#include "hardware/catalogue.h"
+
+namespace dnncast::gpu {
+
+std::string default_eager_kernels_path() {
+  const std::string dir = hardware::default_catalogue_dir();
+  return dir.empty() ? "" : (std::filesystem::path(dir) / "eager_kernels.csv").string();
+}
+
+std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read " + quote(path));
+  const std::vector<std::string> header = {
+      "family", "op", "phase", "operand", "count", "bytes_per_element", "flops_per_element", "mode", "if", "what"};
+  std::vector<std::string> fields;
+  int64_t line = 0;
+  bool seen_header = false;
+  std::vector<EagerKernel> rows;
+  while (read_csv_record(in, fields, line)) {
+    if (fields.empty() || (fields.size() == 1 && fields[0].empty()) || fields[0][0] == '#') continue;
+    const std::string where = path + " line " + std::to_string(line);
+    if (!seen_header) {
+      if (fields != header) throw InputError(where + ": expected the header family,op,phase,operand,count,...,what");
+      seen_header = true;
+      continue;
+    }
+    if (fields.size() != header.size())
+      throw InputError(where + ": " + std::to_string(fields.size()) + " fields, the header has " +
+                       std::to_string(header.size()));
+    try {
+      EagerKernel row;
+      row.family = fields[0];
+      row.op = fields[1];
+      if (row.family.empty() || row.op.empty()) throw InputError("family and op must be given");
+      if (fields[2] != "forward" && fields[2] != "backward")
+        throw InputError("phase must be forward or backward, got " + quote(fields[2]));
+      row.backward = fields[2] == "backward";
+      row.operand = fields[3];
+      if (row.operand != "scores" && row.operand != "query" && row.operand != "output" && row.operand != "input" &&
+          row.operand != "weight")
+        throw InputError("operand must be scores, query, output, input or weight, got " + quote(row.operand));
+      const double count = parse_bounded_number(fields[4], "count", 1e6);
+      if (count < 1 || count > 64 || count != static_cast<double>(static_cast<int>(count)))
+        throw InputError("count must be a whole number from 1 to 64, got " + quote(fields[4]));
+      row.count = static_cast<int>(count);
+      row.bytes_per_element = parse_bounded_number(fields[5], "bytes_per_element", 1e6);
+      row.flops_per_element = parse_bounded_number(fields[6], "flops_per_element", 1e6);
+      if (fields[7] != "replace" && fields[7] != "add")
+        throw InputError("mode must be replace or add, got " + quote(fields[7]));
+      row.replaces = fields[7] == "replace";
+      row.condition = fields[8];
+      if (!row.condition.empty() && row.condition != "dropout" && row.condition != "causal")
+        throw InputError("if must be empty, dropout or causal, got " + quote(row.condition));
+      row.what = fields[9];
+      rows.push_back(std::move(row));
+    } catch (const InputError& error) {
+      throw InputError(where + ": " + error.what());
+    }
+  }
+  if (!seen_header) throw InputError(path + ": no header line");
+  return rows;
+}
+
+const std::vector<const EagerKernel*>& eager_kernels(const std::string& family, const std::string& op) {
+  struct Index {
+    std::vector<EagerKernel> rows;
+    std::map<std::pair<std::string, std::string>, std::vector<const EagerKernel*>> by_key;
+  };
+  static const Index index = [] {
+    Index built;
+    const std::string path = default_eager_kernels_path();
+    if (path.empty() || !std::filesystem::exists(path)) return built;
+    built.rows = load_eager_kernels(path);
+    for (const EagerKernel& row : built.rows) built.by_key[{row.family, row.op}].push_back(&row);
+    return built;
+  }();
+  static const std::vector<const EagerKernel*> none;
+  thread_local std::vector<const EagerKernel*> merged;
+  const auto own = index.by_key.find({family, op});
+  const auto every = index.by_key.find({"*", op});
+  if (own == index.by_key.end() && every == index.by_key.end()) return none;
+  if (every == index.by_key.end()) return own->second;
+  if (own == index.by_key.end()) return every->second;
+  merged = own->second;
+  merged.insert(merged.end(), every->second.begin(), every->second.end());
+  return merged;
+}
+
+}  // namespace dnncast::gpu

@@ -1,0 +1,148 @@
+// The kernels PyTorch eager launches beyond the IR's ops (gpu/eager_kernels.h, data/hardware/eager_kernels.csv):
+// GPT-2's attention streams its S x S scores once per kernel the modeling code launches, its gelu_new is eight
+// kernels, and what that forecasts is what NeuSight measured node by node on a V100 (its published per-node labels,
+// an independent measurement); the fused attention is untouched; a malformed file names itself.
+#include "gpu/eager_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "gpu/kernel_model.h"
+#include "import/model_source.h"
+
+namespace dnncast::gpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+Graph gpt2(int64_t seq, int64_t batch, const std::string& attention = "") {
+  models::ModelSpec spec;
+  spec.batch = batch;
+  spec.seq_len = seq;
+  spec.attention = attention;
+  return import::load_model("gpt2_small", spec);
+}
+
+int node_named(const Graph& graph, const std::string& suffix) {
+  for (int index = 0; index < graph.size(); ++index)
+    if (graph.node(index).name.size() >= suffix.size() &&
+        graph.node(index).name.compare(graph.node(index).name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return index;
+  return -1;
+}
+
+double bytes_of(const std::vector<KernelShape>& kernels, KernelFamily family) {
+  double bytes = 0;
+  for (const KernelShape& shape : kernels)
+    if (shape.family == family) bytes += shape.bytes;
+  return bytes;
+}
+
+// GPT2Attention._attn in training (dropout on, causal): forward the scale (8 B), torch.where (9 B) and the dropout
+// (9 B) over the S x S scores; backward the dropout's (9), softmax's (12), where's (9) and the scale's (8).
+TEST(EagerKernels, Gpt2AttentionStreamsItsScoresOncePerKernel) {
+  const Graph graph = gpt2(128, 2);
+  const int index = node_named(graph, "h.0.attn.attention");
+  ASSERT_GE(index, 0);
+  const NodeKernels kernels = node_kernels(graph, index);
+  const double scores = 2.0 * 12 * 128 * 128;
+  EXPECT_DOUBLE_EQ(bytes_of(kernels.forward, KernelFamily::Elementwise), (8 + 9 + 9) * scores);
+  EXPECT_DOUBLE_EQ(bytes_of(kernels.backward, KernelFamily::Elementwise), (9 + 12 + 9 + 8) * scores);
+  // The fused path launches none of them.
+  const Graph fused = gpt2(128, 2, "sdpa");
+  const NodeKernels none = node_kernels(fused, node_named(fused, "h.0.attn.attention"));
+  EXPECT_DOUBLE_EQ(
+      bytes_of(none.forward, KernelFamily::Elementwise) + bytes_of(none.backward, KernelFamily::Elementwise), 0.0);
+  // gelu_new: eight kernels forward, ten backward, over the MLP's 4 x hidden activations.
+  const NodeKernels gelu = node_kernels(graph, node_named(graph, "h.0.mlp.act"));
+  EXPECT_EQ(gelu.forward.size(), 8u);
+  EXPECT_EQ(gelu.backward.size(), 10u);
+}
+
+// NeuSight's per-node labels of GPT2-Large training on a V100 (batch 1, 1,024 tokens): gelu_new's nodes in the first
+// layer's MLP (pow, tanh, the muls and adds), forward and backward, less the time a node that launches no kernel
+// takes (size, getitem: what timing one node alone costs), against the forecast of the GELU node.
+TEST(EagerKernels, Gpt2GeluIsWhatNeuSightMeasuredOnAV100) {
+  const fs::path labels = fs::path(DNNCAST_SOURCE_DIR) /
+                          "../shared/data/public/neusight/labels/Tesla_V100-PCIE-32GB/gpt2_large-train-1024-1.csv.xz";
+  const fs::path config = fs::path(DNNCAST_SOURCE_DIR) / "../shared/data/public/neusight/model_configs/gpt2_large.json";
+  if (!fs::exists(labels) || !fs::exists(config)) GTEST_SKIP() << "no NeuSight labels beside the checkout";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(("xz -dc '" + labels.string() + "'").c_str(), "r"), pclose);
+  ASSERT_TRUE(pipe);
+  std::string text;
+  char buffer[65536];
+  for (size_t got; (got = fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) text.append(buffer, got);
+  std::istringstream in(text);
+  std::vector<std::string> fields;
+  int64_t line = 0;
+  ASSERT_TRUE(read_csv_record(in, fields, line));
+  std::map<std::string, size_t> column;
+  for (size_t at = 0; at < fields.size(); ++at) column[fields[at]] = at;
+  std::vector<double> no_kernel;
+  double gelu = 0;
+  int gelu_nodes = 0;
+  const std::regex gelu_op(R"(function (mul|add)>|method (pow|tanh) )");
+  std::vector<std::pair<double, double>> gelu_times;
+  while (read_csv_record(in, fields, line)) {
+    if (fields.size() < column.size()) continue;
+    const std::string& target = fields[column["target"]];
+    const double fw = std::atof(fields[column["fw_latency"]].c_str()),
+                 bw = std::atof(fields[column["bw_latency"]].c_str());
+    if ((target == "size" || target.find("function getitem>") != std::string::npos) && fw > 0) no_kernel.push_back(fw);
+    const std::string& shape = fields[column["output_shape"]];  // a tensor's, not a tuple sum's "(1,)"
+    if (fields[column["meta"]].find("GPT2MLP") != std::string::npos && std::regex_search(target, gelu_op) &&
+        std::count(shape.begin(), shape.end(), ',') == 2)
+      gelu_times.emplace_back(fw, bw), ++gelu_nodes;
+  }
+  ASSERT_GT(no_kernel.size(), 10u);
+  std::sort(no_kernel.begin(), no_kernel.end());
+  const double floor = no_kernel[no_kernel.size() / 2];
+  for (const auto& [fw, bw] : gelu_times)
+    gelu += std::max(0.0, fw - floor) + (bw > 0 ? std::max(0.0, bw - floor) : 0.0);
+  EXPECT_EQ(gelu_nodes, 8);  // gelu_new's eight calls
+
+  models::ModelSpec spec;
+  spec.batch = 1;
+  spec.seq_len = 1024;
+  const Graph graph = import::load_model(config.string(), spec);
+  const GpuKernelModel model = GpuKernelModel::load();
+  const KernelDevice device = kernel_device(hardware::shipped_catalogue().gpu("v100-32gb"));
+  const NodeKernels kernels = node_kernels(graph, node_named(graph, "h.0.mlp.act"));
+  double forecast = 0;
+  for (const auto* list : {&kernels.forward, &kernels.backward})
+    for (const KernelShape& shape : *list) forecast += model.seconds(shape, device) * 1e3;
+  EXPECT_NEAR(forecast / gelu, 1.0, 0.15) << "forecast " << forecast << " ms, measured " << gelu << " ms";
+}
+
+TEST(EagerKernels, AMalformedFileNamesFileAndLine) {
+  const std::string path = (fs::temp_directory_path() / "dnncast_bad_eager_kernels.csv").string();
+  {
+    std::ofstream out(path);
+    out << "family,op,phase,operand,count,bytes_per_element,flops_per_element,mode,if,what\n"
+        << "gpt2,GELU,sideways,output,1,8,1,replace,,x\n";
+  }
+  try {
+    load_eager_kernels(path);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find(path + " line 2: phase must be forward or backward"), std::string::npos)
+        << error.what();
+  }
+  fs::remove(path);
+  // The shipped file loads.
+  EXPECT_FALSE(load_eager_kernels(default_eager_kernels_path()).empty());
+}
+
+}  // namespace
+}  // namespace dnncast::gpu
