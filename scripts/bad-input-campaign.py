@@ -173,6 +173,24 @@ def build_cases(tmp):
         Case("calibrate_minutes_tiny", cli=["calibrate", "gpt2_small", "--seq", "16", "--batch", "1", "--minutes",
                                             "1e-300", "--out", os.path.join(tmp, "calibration_tiny")]),
         Case("model_path", serve=("predict", {"model": "../../etc/passwd", "batch": 2})),
+    ]
+    # Issue 46's timm runs and map, and issue 45's kernel list, given broken.
+    timm_bad = os.path.join(tmp, "timm_bad.csv")
+    with open(timm_bad, "w") as handle:
+        handle.write("model,batch,nvidia_smi_peak_mib,faketensor_estimate_mib\nresnet34,8,nan,1\n")
+    map_bad = os.path.join(tmp, "timm_map_bad.csv")
+    with open(map_bad, "w") as handle:
+        handle.write("timm,zoo,input,attention,family,differs\nresnet34,resnet34,3x0x224,,resnet,\n")
+    mlp = os.path.join(tmp, "mlp_two_rows.csv")
+    with open(mlp, "w") as handle:
+        handle.write("Filename,Activations-Params,Batch Size,Max GPU Memory (MiB)\n"
+                     "input:4_output:2_depth:1_arch:pyramid_batch:8,\"[('linear', 2, 10)]\",8,1500\n"
+                     "input:4_output:2_depth:1_arch:uniform_batch:8,\"[('linear', 2, 10)]\",16,1501\n")
+    cases += [
+        Case("timm_nan", cli=["calibrate-gpu-memory", "--data", mlp, "--timm", timm_bad]),
+        Case("timm_map_zero_input", cli=["calibrate-gpu-memory", "--data", mlp, "--timm", timm_bad, "--timm-map",
+                                         map_bad]),
+        Case("timm_under_weight_zero", cli=["calibrate-gpu-memory", "--data", mlp, "--under-weight", "0"]),
         Case("model_1mb", serve=("predict", {"model": "x" * 1_000_000, "batch": 2})),
         Case("model_number", serve=("predict", {"model": 5, "batch": 2})),
         Case("body_not_json", serve=("predict", b"not json")),
