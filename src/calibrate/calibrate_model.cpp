@@ -196,6 +196,7 @@ void fit_layer_scales(const std::string& db_path, const forecast::PredictorSet& 
 std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const forecast::PredictorSet& set,
                                                forecast::HostCalibration& calibration, json& report) {
   std::vector<forecast::WholeRatio> whole;
+  std::map<std::string, std::vector<double>> model_logs;  // architecture hash -> log(measured / adjusted)
   store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
   for (const records::LayerBenchRecord& record : store.layer_benchmarks(false))
     if (record.status == "ok" && record.forward_ms && record.backward_ms)
@@ -215,6 +216,8 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
     double covered = 0;
     const double factor = calibration.layer_factor(at, forecast.sites, forecast.row_ms, &covered);
     whole.push_back({*run.result.time_ms_median, forecast.time_ms * factor});
+    calibration.whole_ms[forecast::whole_key(at, at_config)] = *run.result.time_ms_median;  // the latest run
+    model_logs[at.architecture_hash()].push_back(std::log(*run.result.time_ms_median / (forecast.time_ms * factor)));
     report.push_back({{"model", at.name},
                       {"batch", run.config.batch},
                       {"input", run.config.input_text()},
@@ -222,6 +225,11 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
                       {"source_ms", forecast.time_ms},
                       {"layer_factor", factor},
                       {"layers_timed_share", covered}});
+  }
+  for (const auto& [hash, logs] : model_logs) {
+    double sum = 0;
+    for (double value : logs) sum += value;
+    calibration.model_log_shift[hash] = sum / static_cast<double>(logs.size());
   }
   return whole;
 }

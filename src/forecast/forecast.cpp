@@ -290,10 +290,28 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   if (!set.layers)
     throw InputError("the calibration at " + calibration.report.value("dir", std::string("?")) + " adapts " + set.dir +
                      ", which has no layer-wise model (time/layers): calibrate again");
+  // A configuration timed here: its own measurement, whatever was calibrated after it.
+  const auto measured = calibration.whole_ms.find(whole_key(graph, config));
+  if (measured != calibration.whole_ms.end()) {
+    const double value = measured->second, spread = std::exp(kMeasuredLogSpread);
+    result.time_model += ", measured on this host";
+    result.calibration = calibration.report.value("dir", std::string());
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "%.1f ms, the median of its real iterations timed by calibrate (x%.2f each way: "
+                  "the noise floor between processes)",
+                  value, spread);
+    result.notes.push_back("this configuration was measured on this host (" + result.calibration + "): " + text);
+    return {value, value / spread, value * spread};
+  }
   double covered = 0;
   const double layer_factor =
       calibration.layer_factor(graph, sites, set.layers->row_ms(sites, config, false), &covered);
-  const double value = calibration.shifted(time.value * layer_factor);
+  // The model's own shift where its iterations were timed here, else the one fitted over every model calibrated.
+  const auto own = calibration.model_log_shift.find(graph.architecture_hash());
+  const bool own_shift = own != calibration.model_log_shift.end();
+  const double value =
+      own_shift ? time.value * layer_factor * std::exp(own->second) : calibration.shifted(time.value * layer_factor);
   const double scale = time.value > 0 ? value / time.value : 1.0;
   const double spread = std::exp(calibration.log_spread);
   time = {value, std::min(time.low * scale, value / spread), std::max(time.high * scale, value * spread)};
@@ -302,7 +320,7 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   char text[160];
   std::snprintf(text, sizeof text,
                 "layers x%.3g (%.0f%% of their time timed here), whole-iteration shift %s: x%.3g in all", layer_factor,
-                100 * covered, calibration.shift.c_str(), scale);
+                100 * covered, own_shift ? "this model's own" : calibration.shift.c_str(), scale);
   result.notes.push_back("calibrated on this host (" + result.calibration + ", " +
                          calibration.report.value("created", std::string("undated")) + "): " + text);
   return time;

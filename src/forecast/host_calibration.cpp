@@ -71,6 +71,13 @@ double HostCalibration::shifted(double adjusted_ms) const {
   return std::exp(log_intercept + log_slope * std::log(adjusted_ms));
 }
 
+std::string whole_key(const Graph& graph, const features::TrainingConfig& config) {
+  std::string inputs;  // every input's shape, batch included (the architecture hash leaves sizes out)
+  for (int index : graph.inputs()) inputs += graph.node(index).shape.to_string() + ";";
+  return graph.architecture_hash() + ":" + inputs + ":batch=" + std::to_string(config.batch) + ":" +
+         name(config.optimizer) + ":" + name(config.precision) + ":threads=" + std::to_string(config.threads);
+}
+
 json HostCalibration::to_json() const {
   json document = {{"format", kHostCalibrationFormat},
                    {"environment", environment_to_json(environment)},
@@ -78,6 +85,8 @@ json HostCalibration::to_json() const {
                    {"kind_scale", kind_scale},
                    {"kind_layers", kind_layers},
                    {"layer_ms", layer_ms},
+                   {"whole_ms", whole_ms},
+                   {"model_log_shift", model_log_shift},
                    {"shift", {{"map", shift}, {"log_intercept", log_intercept}, {"log_slope", log_slope}}},
                    {"log_spread", log_spread},
                    {"report", report}};
@@ -98,6 +107,14 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
     for (const auto& [key, ms] : calibration.layer_ms)
       if (!(ms > 0) || !std::isfinite(ms))
         throw InputError(where + ": layer_ms " + quote(key) + " is not a positive number");
+    calibration.whole_ms = document.value("whole_ms", std::map<std::string, double>{});
+    calibration.model_log_shift = document.value("model_log_shift", std::map<std::string, double>{});
+    for (const auto& [key, shift] : calibration.model_log_shift)
+      if (!std::isfinite(shift) || std::abs(shift) > 10)
+        throw InputError(where + ": model_log_shift " + quote(key) + " is not a log ratio within +-10");
+    for (const auto& [key, ms] : calibration.whole_ms)
+      if (!(ms > 0) || !std::isfinite(ms))
+        throw InputError(where + ": whole_ms " + quote(key) + " is not a positive number");
     const json& shift = document.at("shift");
     calibration.shift = shift.at("map").get<std::string>();
     calibration.log_intercept = shift.at("log_intercept").get<double>();

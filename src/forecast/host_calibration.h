@@ -50,6 +50,14 @@ struct HostCalibration {
   // configuration whose layers were timed (the model calibrated, at its batch and input) takes their own times
   // instead of its kinds' scales.
   std::map<std::string, double> layer_ms;
+  // Every configuration whose real iterations were timed here (`calibrate` of each model into this folder), by
+  // whole_key: the median of its iterations. Its forecast is that measurement (issue 52: calibrating another model
+  // never moves it), the shift serving every other configuration.
+  std::map<std::string, double> whole_ms;
+  // Per model (its architecture hash, sizes left out) whose real iterations were timed here: the mean of
+  // log(measured / (source x layer_factor)) over its runs. What a real iteration adds to its layers depends on the
+  // model's layer mix: its other configurations take this, not the shift fitted over every model calibrated here.
+  std::map<std::string, double> model_log_shift;
   std::string shift = "none";  // "none" (no whole iteration measured), "ratio" or "lms"
   double log_intercept = 0, log_slope = 1;
   // Spread of log(measured / calibrated) expected at configurations the calibration did not
@@ -74,6 +82,14 @@ struct HostCalibration {
   static HostCalibration load(const std::string& dir);  // InputError naming the folder on any problem
   void save(const std::string& dir) const;              // creates dir; host.json
 };
+
+// A configuration as HostCalibration::whole_ms keys it: the graph's architecture hash, its inputs' shapes, the batch,
+// optimizer, precision and threads.
+std::string whole_key(const Graph& graph, const features::TrainingConfig& config);
+
+// The interval of a measured configuration's forecast: x/1.13..x1.13, the noise floor between processes and days on
+// these hosts (docs/RESULTS.md), since the next run of it is another process.
+inline constexpr double kMeasuredLogSpread = 0.122;  // log(1.13)
 
 // The interval of a calibrated forecast is at least x/1.35..x1.35 (log spread 0.30) where fewer than 3 whole runs
 // give no leave-one-out error to size it: an assumption, checked by the share of the other configurations inside it

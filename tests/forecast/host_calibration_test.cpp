@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "forecast/forecast.h"
 #include "forecast/host_match.h"
+#include "import/model_source.h"
 #include "models/layer_cases.h"
 #include "models/zoo.h"
 
@@ -218,6 +219,59 @@ TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
   setenv("DNNCAST_CALIBRATIONS", saved.c_str(), 1);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(json::parse(result.out).contains("calibration"));
+}
+
+// Issue 52: a configuration whose real iterations were timed here is forecast as its measurement, whatever the shift
+// fitted over every model calibrated into the folder says (calibrating mobilenet_v2 after resnet50 moved resnet50's
+// forecast 18% off its measurement); another configuration of a model timed here takes that model's own shift, and a
+// model never timed here the folder's.
+TEST(HostCalibration, AMeasuredConfigurationStaysItsMeasurement) {
+  cli_test::ScratchDir dir("host_calibration_measured");
+  ASSERT_TRUE(dir.ok());
+  models::ModelSpec spec;
+  spec.batch = 8;
+  spec.input = {3, 64, 64};
+  features::TrainingConfig config;
+  config.batch = 8;
+  HostCalibration calibration;
+  calibration.environment = host_environment();
+  calibration.source_dir = kCpuSet;
+  calibration.kind_scale = {{kAnyKind, 0.5}};
+  calibration.shift = "ratio";
+  calibration.log_intercept = std::log(3.0);
+  const Graph resnet18 = import::load_model("resnet18", spec);
+  calibration.whole_ms[whole_key(resnet18, config)] = 1234.5;
+  calibration.model_log_shift[resnet18.architecture_hash()] = std::log(2.0);  // resnet18's own iterations: x2
+  calibration.save(dir.path() + "/host");
+  EXPECT_EQ(HostCalibration::load(dir.path() + "/host").whole_ms, calibration.whole_ms);  // kept in the file
+  EXPECT_EQ(HostCalibration::load(dir.path() + "/host").model_log_shift, calibration.model_log_shift);
+
+  ForecastRequest request;
+  request.model.name = "resnet18";
+  request.model.spec = spec;
+  request.predictor_dir = kCpuSet;
+  const Forecast source = forecast(request);
+  request.predictor_dir = dir.path() + "/host";
+  const Forecast measured = forecast(request);
+  EXPECT_DOUBLE_EQ(measured.time_ms, 1234.5);
+  EXPECT_NEAR(measured.time_ms_low, 1234.5 / 1.13, 0.5);
+  EXPECT_NEAR(measured.time_ms_high, 1234.5 * 1.13, 0.5);
+  EXPECT_NE(measured.time_model.find("measured on this host"), std::string::npos);
+  // Batch 16 was not timed: the source forecast, layers x0.5, resnet18's own shift x2 (not the folder's x3).
+  request.model.spec.batch = 16;
+  const Forecast other = forecast(request);
+  request.predictor_dir = kCpuSet;
+  EXPECT_NEAR(other.time_ms, forecast(request).time_ms * 1.0, 1e-9 * other.time_ms);
+  // A model never timed here takes the folder's shift: x0.5 x3.
+  request.model.name = "mobilenet_v2";
+  const Forecast mobilenet_source = forecast(request);
+  request.predictor_dir = dir.path() + "/host";
+  EXPECT_NEAR(forecast(request).time_ms, mobilenet_source.time_ms * 1.5, 1e-9 * mobilenet_source.time_ms);
+  EXPECT_GT(source.time_ms, 0);
+  // A broken entry names itself.
+  json document = calibration.to_json();
+  document["whole_ms"]["x"] = -1;
+  EXPECT_THROW(HostCalibration::from_json(document, "test"), InputError);
 }
 
 }  // namespace
