@@ -11,7 +11,8 @@ attention module: the score products, scale, mask, softmax, dropout, copies), no
 MLP's activation, and gelu_new's eight kernels), embedding, and elementwise (residual adds, dropouts, the rest).
 A node's latency includes what timing one node alone costs: the file's median latency of nodes that launch no
 kernel (size, getitem, getattr) is taken off each node's forward and backward (never below zero). dnncast's side is
-`dnncast inspect CONFIG --seq S --batch B --device GPU --json`, its layers put in the same kinds by op. Only the
+`dnncast inspect CONFIG --seq S --batch B --device GPU --json`, its layers in the same kinds (their `gpu_kind`,
+src/gpu/network_kernels.cpp node_time_kind). Only the
 training GPUs' labels are read: NeuSight's test GPUs (H100, L4, A100 80GB) have no per-node file here.
 Prints, per GPU and kind, the sum over the GPU's label files of the measured and the forecast time, and their ratio;
 exit 2 on bad usage or a missing folder.
@@ -88,31 +89,15 @@ def measured_by_kind(path, layers):
     return total, floor
 
 
-def forecast_kind(layer):
-    op, name = layer["op"], layer["name"]
-    if op == "Linear":
-        return "gemm"
-    if op in ("ScaledDotProductAttention",) or ".attn." in name or ".attention." in name and op != "Linear":
-        return "attention" if op not in ("Dropout", "Add") or ".attn." in name else "elementwise"
-    if op in ("LayerNorm", "RMSNorm"):
-        return "norm"
-    if op in ("GELU", "ReLU", "SiLU", "Tanh"):
-        return "activation"
-    if op in ("Embedding", "PositionEmbedding"):
-        return "embedding"
-    return "elementwise"
-
-
 def forecast_by_kind(build, config, seq, batch, gpu, train):
     out = subprocess.run([os.path.join(build, "dnncast"), "inspect", config, "--seq", str(seq), "--batch", str(batch),
                           "--device", gpu, "--json"], capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     total = {kind: 0.0 for kind in KINDS}
     for layer in doc["layers"]:
-        if layer["op"] in ("CrossEntropyLoss",):
-            continue
-        ms = layer.get("gpu_forward_ms", 0) + (layer.get("gpu_backward_ms", 0) if train else 0)
-        total[forecast_kind(layer)] += ms
+        kind = layer.get("gpu_kind", "")  # dnncast's own kinds (gpu::node_time_kind); the loss is not a label node
+        if kind in total:
+            total[kind] += layer.get("gpu_forward_ms", 0) + (layer.get("gpu_backward_ms", 0) if train else 0)
     return total
 
 

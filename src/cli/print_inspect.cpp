@@ -112,6 +112,18 @@ void print_table(const forecast::Inspection& summary) {
                         : std::string()) +
                    " (fp32 kernels, the per-kernel model; predict --device adds the optimizer step and "
                    "the per-iteration overhead)");
+  if (gpu) {
+    const double all = total.gpu_forward_ms + total.gpu_backward_ms;
+    std::string kinds;
+    for (const auto& [kind, ms] : summary.gpu_by_kind) {
+      if (ms[0] + ms[1] <= 0) continue;
+      char part[96];
+      std::snprintf(part, sizeof part, "%s%s %s ms (%.0f%%)", kinds.empty() ? "" : ", ", kind.c_str(),
+                    milliseconds(ms[0] + ms[1]).c_str(), all > 0 ? 100 * (ms[0] + ms[1]) / all : 0.0);
+      kinds += part;
+    }
+    total_line("By kind:", kinds + " (forward + backward; docs/GPU.md)");
+  }
 }
 
 }  // namespace dnncast::cli

@@ -3,7 +3,9 @@
 // these and print; nothing here prints or knows about JSON (forecast_json.h writes the CLI's).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -197,6 +199,7 @@ struct LayerRow {
   // With a GPU (`inspect --device GPU`): the per-kernel model's time of the layer's kernels, fp32.
   double gpu_forward_ms = 0, gpu_backward_ms = 0;
   double gpu_recompute_ms = 0;  // of gpu_backward_ms: the forward run again for activation checkpointing
+  std::string gpu_kind;         // gpu::node_time_kind: gemm, attention, norm, ... ("" without a GPU)
 };
 
 struct Inspection {
@@ -211,6 +214,8 @@ struct Inspection {
   int64_t saved_bytes_distinct = 0;
   std::vector<std::string> import_notes;  // the graph's notes (Graph::notes): an ONNX file exported for inference
   std::string gpu;                        // the catalogued GPU the layer times are for; "" for none
+  // With a GPU: forward and backward milliseconds summed by LayerRow::gpu_kind.
+  std::map<std::string, std::array<double, 2>> gpu_by_kind;
 };
 
 Inspection inspect(const Graph& graph);

@@ -204,6 +204,7 @@ json layer_json(const LayerRow& row, bool gpu) {
     doc["gpu_forward_ms"] = row.gpu_forward_ms;
     doc["gpu_backward_ms"] = row.gpu_backward_ms;
     doc["gpu_recompute_ms"] = row.gpu_recompute_ms;
+    doc["gpu_kind"] = row.gpu_kind;
   }
   return doc;
 }
@@ -235,6 +236,8 @@ json to_json(const Inspection& inspection) {
     doc["gpu_forward_ms"] = total.gpu_forward_ms;
     doc["gpu_backward_ms"] = total.gpu_backward_ms;
     doc["gpu_recompute_ms"] = total.gpu_recompute_ms;
+    for (const auto& [kind, ms] : inspection.gpu_by_kind)
+      doc["gpu_by_kind_ms"][kind] = {{"forward", ms[0]}, {"backward", ms[1]}};
     doc["gpu_time_note"] =
         "fp32 kernels timed by the per-kernel model (docs/GPU.md), each at least the launch cost; the optimizer step "
         "and the per-iteration overhead are not layers (predict --device GPU adds them); gpu_backward_ms includes "

@@ -102,6 +102,12 @@ Inspection inspect(const Graph& graph, const ForecastDevice& on) {
     // A checkpointed block's layer runs its forward once more in the backward pass, as predict times it (gpu_work).
     if (checkpoint_block(graph.node(index)) >= 0) row.gpu_recompute_ms = row.gpu_forward_ms;
     row.gpu_backward_ms = milliseconds(kernels.backward) + row.gpu_recompute_ms;
+    row.gpu_kind = gpu::node_time_kind(graph, index);
+    if (!row.gpu_kind.empty()) {
+      std::array<double, 2>& by_kind = inspection.gpu_by_kind[row.gpu_kind];
+      by_kind[0] += row.gpu_forward_ms;
+      by_kind[1] += row.gpu_backward_ms;
+    }
     inspection.total.gpu_forward_ms += row.gpu_forward_ms;
     inspection.total.gpu_backward_ms += row.gpu_backward_ms;
     inspection.total.gpu_recompute_ms += row.gpu_recompute_ms;

@@ -65,6 +65,12 @@ struct NodeKernels {
 };
 NodeKernels node_kernels(const Graph& graph, int node_index);
 
+// What a node's GPU time counts as, in the kinds NeuSight's per-node labels are compared by (issue 45,
+// scripts/neusight-nodes.py): "gemm" (Linear, MatMul), "conv", "attention" (the attention op and every other node
+// of an attention block: head splits, merges, its dropout), "norm", "activation", "embedding", "loss",
+// "elementwise" (residual adds, dropouts, the rest); "" for an input.
+std::string node_time_kind(const Graph& graph, int node_index);
+
 // The GPU specs the model reads (catalogue columns); InputError names a missing one.
 struct KernelDevice {
   double fp32_flops = 0, bandwidth = 0, sms = 0, l2_bytes = 0, tdp_w = 0;  // tdp 0: unknown

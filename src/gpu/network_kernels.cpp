@@ -121,6 +121,26 @@ void apply_eager_kernels(const Graph& graph, int index, const OpView& view, Node
 
 }  // namespace
 
+std::string node_time_kind(const Graph& graph, int index) {
+  const Node& node = graph.node(index);
+  const OpDef& def = OpRegistry::instance().get(node.op);
+  if (def.category == "input") return "";
+  if (node.op == "Linear" || node.op == "MatMul") return "gemm";
+  if (def.category == "conv") return "conv";
+  if (def.category == "loss") return "loss";
+  const std::string& name = node.name;
+  if (node.op == "ScaledDotProductAttention" || name.find(".attn.") != std::string::npos ||
+      name.find(".attention.") != std::string::npos || name.find(".self_attn.") != std::string::npos)
+    return "attention";
+  if (node.op == "LayerNorm" || node.op == "RMSNorm" || node.op == "GroupNorm" || node.op == "BatchNorm2d")
+    return "norm";
+  if (node.op == "GELU" || node.op == "ReLU" || node.op == "SiLU" || node.op == "Tanh" || node.op == "Sigmoid" ||
+      node.op == "HardSwish" || node.op == "HardSigmoid")
+    return "activation";
+  if (node.op == "Embedding" || node.op == "PositionEmbedding") return "embedding";
+  return "elementwise";
+}
+
 NodeKernels node_kernels(const Graph& graph, int index) {
   const Node& node = graph.nodes()[static_cast<size_t>(index)];
   const OpDef& def = OpRegistry::instance().get(node.op);

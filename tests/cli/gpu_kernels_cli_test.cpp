@@ -35,6 +35,16 @@ TEST(GpuKernelsCli, InspectOnAGpuTimesEveryLayerAndTheySumToTheTotals) {
   EXPECT_NEAR(backward, inspected["gpu_backward_ms"].get<double>(), 1e-9 * backward);
   EXPECT_GT(attention, 0);
   EXPECT_GT(backward, forward);  // two gradients per GEMM
+  // The same time by kind (issue 45: the kinds NeuSight's per-node labels are compared by): every kind a
+  // transformer has, summing to the totals.
+  double by_kind = 0;
+  for (const char* kind : {"gemm", "attention", "norm", "activation", "embedding", "elementwise"}) {
+    ASSERT_TRUE(inspected["gpu_by_kind_ms"].contains(kind)) << kind;
+    EXPECT_GT(inspected["gpu_by_kind_ms"][kind]["forward"].get<double>(), 0) << kind;
+  }
+  for (const auto& [kind, ms] : inspected["gpu_by_kind_ms"].items())
+    by_kind += ms["forward"].get<double>() + ms["backward"].get<double>();
+  EXPECT_NEAR(by_kind, forward + backward, 1e-9 * by_kind);
   // Without --device the layers carry no GPU time.
   const nlohmann::json plain = answer({"inspect", "gpt2_small", "--batch", "2", "--seq", "128"});
   EXPECT_FALSE(plain["layers"][1].contains("gpu_forward_ms"));
