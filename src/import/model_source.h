@@ -5,6 +5,8 @@
 //                                    (models/hf_config.h: one with "model_type"): a source ending in
 //                                    ".json", containing '/', or naming an existing file
 //   model.onnx | onnx:PATH           an ONNX file (import/onnx.h): a source ending in ".onnx"
+//   ORG/NAME[@REVISION]              a Hugging Face Hub id that is no file: its config.json from the local Hugging
+//                                    Face cache (import/hub_cache.h)
 // and built for one configuration (batch, image input CxHxW or sequence length, classes).
 #pragma once
 

@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
 #include "graph/op_registry.h"
 #include "import/graph_json.h"
+#include "import/hub_cache.h"
 #include "models/synthetic.h"
 
 namespace dnncast::import {
@@ -238,6 +241,54 @@ TEST(ModelSource, BuildsAtAnyBatchAsLoadModelDoes) {
   EXPECT_EQ(cached.build().node(0).shape.dims, (std::vector<int64_t>{3, 3, 224, 224}));
   EXPECT_EQ(cached.build_at_batch(7).node(0).shape.dims, (std::vector<int64_t>{7, 3, 224, 224}));
   EXPECT_EQ(calls, 2);
+}
+
+// Issue 49: a Hugging Face Hub id names a model by the config.json the Hugging Face tools cached (HF_HOME's hub
+// folder laid out as huggingface_hub lays it: refs/main names the snapshot); the same graph as the file itself, named
+// by the id; @REVISION picks a ref or a commit; an id in no cache is one line saying what was searched and how to
+// fetch only the config; a path that is no id stays a file error.
+TEST(ModelSource, AHubIdReadsTheCachedConfig) {
+  namespace fs = std::filesystem;
+  const fs::path home = fs::temp_directory_path() / ("dnncast_hf_" + std::to_string(::getpid()));
+  const fs::path repo = home / "hub" / "models--acme--tiny-llama";
+  fs::create_directories(repo / "refs");
+  fs::create_directories(repo / "snapshots" / "0123abcd");
+  { std::ofstream(repo / "refs" / "main") << "0123abcd"; }
+  const std::string config = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-small-tied.json";
+  fs::copy_file(config, repo / "snapshots" / "0123abcd" / "config.json");
+  const char* saved_home = std::getenv("HF_HOME");
+  const std::string saved = saved_home ? saved_home : "";
+  const char* saved_cache = std::getenv("HF_HUB_CACHE");
+  const std::string saved_hub = saved_cache ? saved_cache : "";
+  setenv("HF_HOME", home.c_str(), 1);
+  unsetenv("HF_HUB_CACHE");
+  models::ModelSpec spec;
+  spec.seq_len = 32;
+  const Graph by_id = load_model("acme/tiny-llama", spec), by_file = load_model(config, spec);
+  EXPECT_EQ(by_id.name, "acme/tiny-llama");
+  EXPECT_EQ(by_id.architecture_hash(), by_file.architecture_hash());
+  EXPECT_EQ(load_model("acme/tiny-llama@main", spec).architecture_hash(), by_file.architecture_hash());
+  EXPECT_EQ(load_model("acme/tiny-llama@0123abcd", spec).architecture_hash(), by_file.architecture_hash());
+  try {
+    load_model("acme/not-cached", spec);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("'acme/not-cached' is no file"), std::string::npos) << message;
+    EXPECT_NE(message.find((home / "hub").string()), std::string::npos) << message;
+    EXPECT_NE(message.find("huggingface-cli download acme/not-cached config.json"), std::string::npos) << message;
+  }
+  EXPECT_THROW(load_model("acme/tiny-llama@nope", spec), InputError);
+  EXPECT_FALSE(looks_like_hub_id("./models/x"));
+  EXPECT_FALSE(looks_like_hub_id("a/b/c"));
+  EXPECT_FALSE(looks_like_hub_id("acme/model.json"));
+  EXPECT_TRUE(looks_like_hub_id("Qwen/Qwen2.5-7B"));
+  if (saved_home)
+    setenv("HF_HOME", saved.c_str(), 1);
+  else
+    unsetenv("HF_HOME");
+  if (saved_cache) setenv("HF_HUB_CACHE", saved_hub.c_str(), 1);
+  fs::remove_all(home);
 }
 
 }  // namespace
