@@ -44,8 +44,8 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.gpu_memory = request.gpu_memory;
   result.context_measured = request.context_measured;
   if (request.gpu_memory)
-    result.memory_notes = gpu::gpu_memory_notes(*request.gpu_memory, result.gpu, request.context_measured,
-                                                memory::CudnnUse::of(result.graph).loaded);
+    result.memory_notes =
+        gpu::gpu_memory_notes(*request.gpu_memory, result.gpu, request.context_measured, result.report.cudnn.loaded);
   memory::MemoryConfig search = request.config;
   search.keep_timeline = false;
   search.keep_events = false;

@@ -83,18 +83,18 @@ const std::vector<const EagerKernel*>& eager_kernels(const std::string& family, 
     if (path.empty() || !std::filesystem::exists(path)) return built;
     built.rows = load_eager_kernels(path);
     for (const EagerKernel& row : built.rows) built.by_key[{row.family, row.op}].push_back(&row);
+    // A family's list carries the "*" rows of its op too, merged once here rather than per lookup.
+    for (auto& [key, list] : built.by_key) {
+      if (key.first == "*") continue;
+      const auto every = built.by_key.find({"*", key.second});
+      if (every != built.by_key.end()) list.insert(list.end(), every->second.begin(), every->second.end());
+    }
     return built;
   }();
   static const std::vector<const EagerKernel*> none;
-  thread_local std::vector<const EagerKernel*> merged;
-  const auto own = index.by_key.find({family, op});
-  const auto every = index.by_key.find({"*", op});
-  if (own == index.by_key.end() && every == index.by_key.end()) return none;
-  if (every == index.by_key.end()) return own->second;
-  if (own == index.by_key.end()) return every->second;
-  merged = own->second;
-  merged.insert(merged.end(), every->second.begin(), every->second.end());
-  return merged;
+  auto found = index.by_key.find({family, op});
+  if (found == index.by_key.end()) found = index.by_key.find({"*", op});
+  return found == index.by_key.end() ? none : found->second;
 }
 
 }  // namespace dnncast::gpu

@@ -182,7 +182,8 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
     report.peak_allocated_bytes = peak_allocated;
     report.peak_reserved_bytes = peak_reserved;
     report.cuda_context_bytes = config.cuda_context_bytes;
-    report.cuda = cuda_memory_parts(peak_allocated, peak_reserved, config, CudnnUse::of(graph));
+    report.cudnn = CudnnUse::of(graph);
+    report.cuda = cuda_memory_parts(peak_allocated, peak_reserved, config, report.cudnn);
     report.required_bytes = report.cuda.upper_bytes();
   } else {
     report.required_bytes = report.peak_total_bytes;

@@ -118,6 +118,7 @@ struct MemoryReport {
   int64_t baseline_allocated_bytes = 0;  // allocated before the first iteration (the profiler's cuda baseline)
   int64_t cuda_context_bytes = 0;
   CudaMemoryParts cuda;  // cuda only
+  CudnnUse cudnn;        // cuda only: what the graph runs through cuDNN (the parts above it shaped)
   // What must fit: cpu = peak_total_bytes (what the profiler's memory limit is checked against);
   // cuda = cuda.upper_bytes(): peak reserved, the extra reserve, workspaces, the context and the margin.
   int64_t required_bytes = 0;
