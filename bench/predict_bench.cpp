@@ -313,6 +313,32 @@ void BM_MemoryLlama2Config(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryLlama2Config)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// Issue 47's goal: `memory llama-2-7b-hf.json --seq 512 --lora r=16 --quantize nf4 --precision bf16 --device rtx4090
+// --max-batch gpu` under 10 ms: the QLoRA forecast and the search for the largest batch that fits (each a
+// simulation of the training step). Arg 0: LoRA alone, 1: QLoRA (nf4).
+void BM_MemoryLlama2QloraMaxBatch(benchmark::State& state) {
+  forecast::MemoryOptions options;
+  options.device = "rtx4090";
+  options.precision = "bf16";
+  options.max_batch = "gpu";
+  models::ModelSpec spec;
+  spec.seq_len = 512;
+  spec.lora = "r=16";
+  if (state.range(0) == 1) spec.quantize = "nf4";
+  const std::string model = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-2-7b-hf.json";
+  int64_t largest = 0, simulations = 0;
+  for (auto _ : state) {
+    const forecast::MemoryForecast forecast =
+        forecast::forecast_memory(forecast::make_memory_request({model, spec, {}}, options, OptionStyle::Flag));
+    largest = forecast.max_batch.batch;
+    simulations = forecast.max_batch.simulations;
+    benchmark::DoNotOptimize(largest);
+  }
+  state.counters["largest_batch"] = static_cast<double>(largest);
+  state.counters["searched"] = static_cast<double>(simulations);
+}
+BENCHMARK(BM_MemoryLlama2QloraMaxBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

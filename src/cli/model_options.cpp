@@ -18,6 +18,10 @@ void ModelOptions::add_to(CLI::App& app) {
       app.add_option("--lora", lora_,
                      "LoRA fine-tuning, base weights frozen: r=RANK[,alpha=A][,targets=q,v,...][,norms=train] (default "
                      "alpha 8, targets q,v)");
+  quantize_option_ = app.add_option(
+      "--quantize", quantize_,
+      "with --lora: the frozen base weights quantized as bitsandbytes stores them, nf4 (QLoRA: 4-bit NormalFloat, "
+      "double quantization) | int8 (LLM.int8()); memory and GPU time from the layout, not measured");
   attention_option_ = app.add_option(
       "--attention", attention_,
       "eager (default: the math path, S x S scores kept) | sdpa (PyTorch 2's fused attention on CUDA: no S x S "
@@ -35,6 +39,7 @@ if (input_->count() > 0) args.input = parse_image_input(input_text_);
 if (seq_->count() > 0) args.seq = seq_len_;
 if (classes_option_->count() > 0) args.classes = classes_;
 if (lora_option_->count() > 0) args.lora = lora_;
+if (quantize_option_->count() > 0) args.quantize = quantize_;
 if (attention_option_->count() > 0) args.attention = attention_;
 args.allow_unknown = allow_unknown_;
 args.checkpointing = checkpointing_;

@@ -27,13 +27,14 @@ class ModelOptions {
   std::string input_text_;
   int64_t seq_len_ = 0, classes_ = 0;
   bool allow_unknown_ = false;
-  std::string lora_;
+  std::string lora_, quantize_;
   std::string attention_;
   bool checkpointing_ = false;
   CLI::Option* input_ = nullptr;
   CLI::Option* seq_ = nullptr;
   CLI::Option* classes_option_ = nullptr;
   CLI::Option* lora_option_ = nullptr;
+  CLI::Option* quantize_option_ = nullptr;
   CLI::Option* attention_option_ = nullptr;
 };
 

@@ -15,6 +15,7 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"seq", "--seq", nullptr},
                                         {"classes", "--classes", nullptr},
                                         {"lora", "--lora", nullptr},
+                                        {"quantize", "--quantize", nullptr},
                                         {"attention", "--attention", nullptr},
                                         {"optimizer", "--optimizer", nullptr},
                                         {"precision", "--precision", nullptr},

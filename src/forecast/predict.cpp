@@ -70,6 +70,10 @@ Prediction predict(const import::ModelSource& model, const PredictOptions& given
                                                                   : "calibration",
                                  style) +
                      " applies only to a GPU of `dnncast devices` as " + device_option);
+  if (!model.spec.quantize.empty())
+    throw InputError(option_name("quantize", style) + " " + model.spec.quantize +
+                     ": bitsandbytes' quantized layers run on CUDA; the CPU time model has no kernels for them (give " +
+                     device_option + " a GPU of `dnncast devices`)");
   ForecastRequest request = make_forecast_request(model, options.forecast, prediction.device, style);
   try {
     prediction.cpu = forecast(request);

@@ -54,6 +54,7 @@ std::string memory_measure_command(const import::ModelSource& model, const Memor
   if (options.timeline) command += " --timeline";
   if (spec.allow_unknown_ops) command += " --allow-unknown";
   if (!spec.lora.empty()) add("--lora", spec.lora);
+  if (!spec.quantize.empty()) add("--quantize", spec.quantize);
   if (!spec.attention.empty()) add("--attention", spec.attention);
   if (spec.checkpointing) command += " --checkpointing";
   if (options.grad_accum != defaults.grad_accum) add("--grad-accum", std::to_string(options.grad_accum));

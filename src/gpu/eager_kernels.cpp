@@ -60,8 +60,9 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
         throw InputError("mode must be replace or add, got " + quote(fields[7]));
       row.replaces = fields[7] == "replace";
       row.condition = fields[8];
-      if (!row.condition.empty() && row.condition != "dropout" && row.condition != "causal")
-        throw InputError("if must be empty, dropout or causal, got " + quote(row.condition));
+      if (!row.condition.empty() && row.condition != "dropout" && row.condition != "causal" &&
+          row.condition != "softcap")
+        throw InputError("if must be empty, dropout, causal or softcap, got " + quote(row.condition));
       row.what = fields[9];
       rows.push_back(std::move(row));
     } catch (const InputError& error) {

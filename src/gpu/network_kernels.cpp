@@ -25,6 +25,14 @@ void linear_kernels(const OpView& view, NodeKernels& out) {
   out.forward.push_back(gemm_kernel(1, m, n, k, true));
   out.backward.push_back(gemm_kernel(1, m, k, n, true));                           // input gradient: dY . W
   if (!view.node.frozen()) out.backward.push_back(gemm_kernel(1, n, k, m, true));  // weight gradient: dY^T . X
+  if (view.node.has_attr("quantize")) {
+    // bitsandbytes dequantizes the whole weight to the compute dtype (2 bytes) in forward and again in backward:
+    // nf4 reads half a byte and its block's absmax per weight, int8 a byte (graph/quantize.h; not measured).
+    const double weights = k * n;
+    const double read = view.node.attr_str("quantize", "nf4") == "int8" ? 1.0 : 0.5 + 1.0 / 64;
+    for (std::vector<KernelShape>* list : {&out.forward, &out.backward})
+      list->push_back(elementwise_kernel(weights, 3 * weights, (read + 2) * weights));
+  }
 }
 
 void matmul_kernels(const OpView& view, NodeKernels& out) {
@@ -99,8 +107,11 @@ void apply_eager_kernels(const Graph& graph, int index, const OpView& view, Node
                   list->end());
   const bool causal = view.node.attr_int("causal", 0) != 0;
   const bool dropout = view.node.attr_float("dropout_p", 0.0) > 0;
+  const bool softcap = view.node.attr_float("softcap", 0.0) > 0;
   for (const EagerKernel* row : rows) {
-    if ((row->condition == "causal" && !causal) || (row->condition == "dropout" && !dropout)) continue;
+    if ((row->condition == "causal" && !causal) || (row->condition == "dropout" && !dropout) ||
+        (row->condition == "softcap" && !softcap))
+      continue;
     double elements = static_cast<double>(view.node.shape.numel());
     if (row->operand == "input" || (row->operand == "query" && attention)) {
       elements = static_cast<double>(view.in(0).numel());

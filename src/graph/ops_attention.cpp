@@ -15,7 +15,10 @@
 //   attrs causal 0/1 (default 0), dropout_p (default 0), fused 0/1 (default 0: PyTorch 2's fused kernels on
 //   CUDA, `--attention sdpa`; below for the math path)): output N x h x L x dv, as libtorch 1.13's
 //   math implementation computes it: q' = q / sqrt(d); P = softmax(q' k^T [+ causal mask]);
-//   [P = dropout(P)]; out = P v. scores = N*h*L*S.
+//   [P = dropout(P)]; out = P v. scores = N*h*L*S. Attr scale: q's factor in place of 1 / sqrt(d) (Gemma 2's
+//   query_pre_attn_scalar^-0.5); softcap c > 0: the scores become c * tanh(scores / c) before the mask (Gemma 2:
+//   3 FLOPs per score each way, tanh's result saved); window w > 0 with causal: a query sees its last w keys
+//   (sliding-window attention: the same L x S scores in the math path).
 //   MACs = N*h*L*S*(d + dv)  (= 2*N*h*L*L*d for self-attention with dv = d).
 //   FLOPs fwd = 2 MACs + N*h*L*d (scale) + 5 per score (softmax) + 1 per score when causal (mask)
 //     + 2 per score with dropout; bwd = 4 MACs + N*h*L*d + 4 per score + 1 per score with dropout.
@@ -69,6 +72,9 @@ AttentionGeometry attention_geometry(const OpView& view) {
   g.causal = view.node.attr_int("causal", 0) != 0;
   g.dropout_p = view.node.attr_float("dropout_p", 0.0);
   view.check(g.dropout_p >= 0.0 && g.dropout_p < 1.0, "dropout_p must be in [0, 1)");
+  view.check(view.node.attr_float("softcap", 0.0) >= 0.0, "softcap must be non-negative");
+  view.check(!view.node.has_attr("scale") || view.node.attr_float("scale", 1.0) > 0.0, "scale must be positive");
+  view.check(view.node.attr_int("window", 0) >= 0, "window must be non-negative");
   return g;
 }
 
@@ -190,9 +196,11 @@ OpDef attention_op() {
     bool dropout = g.dropout_p > 0.0;
     int64_t scaled_q = checked_product({g.batch_heads, g.query_len, g.head_dim});
     cost.macs = g.macs();
+    const bool softcap = view.node.attr_float("softcap", 0.0) > 0;
     cost.flops_fwd = checked_sum({checked_mul(2, cost.macs), scaled_q, checked_mul(5, scores), g.causal ? scores : 0,
-                                  dropout ? checked_mul(2, scores) : 0});
-    cost.flops_bwd = checked_sum({checked_mul(4, cost.macs), scaled_q, checked_mul(4, scores), dropout ? scores : 0});
+                                  dropout ? checked_mul(2, scores) : 0, softcap ? checked_mul(3, scores) : 0});
+    cost.flops_bwd = checked_sum({checked_mul(4, cost.macs), scaled_q, checked_mul(4, scores), dropout ? scores : 0,
+                                  softcap ? checked_mul(3, scores) : 0});
     if (view.node.attr_int("fused", 0) != 0) {
       // PyTorch 2's fused kernels (flash, memory-efficient): the scores never leave the chip; backward computes
       // them again (q k^T once more). Kept: q, k, v, the output and each row's log-sum-exp (fp32).
@@ -205,12 +213,14 @@ OpDef attention_op() {
                     ops::saved_extra(checked_mul(rows, 4), "logsumexp")};
       return cost;
     }
-    int64_t matrices = checked_product({dropout ? 3 : 2, scores, element});  // scores, probabilities[, dropped]
+    // scores, probabilities[, dropped][, the quotient, tanh and capped scores]
+    int64_t matrices = checked_product({(dropout ? 3 : 2) + (softcap ? 3 : 0), scores, element});
     cost.bytes_read = checked_add(ops::all_in_bytes(view), matrices);
     cost.bytes_written = checked_sum({ops::out_bytes(view), matrices, dropout ? scores : 0});
     cost.saved = {ops::saved_extra(checked_mul(scaled_q, element), "scaled q"), ops::saved_input(view, 1, "k"),
                   ops::saved_input(view, 2, "v"),
                   ops::saved_extra(checked_mul(scores, element), "attention probabilities")};
+    if (softcap) cost.saved.push_back(ops::saved_extra(checked_mul(scores, element), "tanh of the scores"));
     if (dropout) {
       cost.saved.push_back(ops::saved_extra(scores, "dropout mask"));
       cost.saved.push_back(ops::saved_extra(checked_mul(scores, element), "dropped probabilities"));

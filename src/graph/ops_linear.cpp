@@ -5,6 +5,9 @@
 // Attr tied_to (optional): the name of an Embedding node whose weight this layer shares (GPT-2's
 // LM head); the weight then counts in that node's params, not here (the bias still does).
 // Graph::validate checks that the node exists and its table is out_features x in_features.
+// Attr quantize (nf4 | int8, graph/quantize.h): a frozen weight bitsandbytes stores quantized and dequantizes in
+// forward and backward: 3 FLOPs a weight each way, its quantized bytes read and 2 bytes a weight written; nothing
+// saved but the quantized weight.
 #include "graph/op_helpers.h"
 
 namespace dnncast {
@@ -42,6 +45,16 @@ void register_linear_ops(OpRegistry& registry) {
     cost.bytes_read = checked_add(ops::in_bytes(view, 0), checked_mul(weights, dtype_bytes(view.node.dtype)));
     cost.bytes_written = ops::out_bytes(view);
     cost.saved = {ops::saved_input(view, 0)};
+    if (view.node.has_attr("quantize")) {
+      // bitsandbytes dequantizes the weight in forward and again in backward (graph/quantize.h): 3 FLOPs a weight
+      // each way, the quantized weight read and a 2-byte copy written (the forward's here).
+      const bool int8 = view.node.attr_str("quantize", "nf4") == "int8";
+      cost.flops_fwd = checked_add(cost.flops_fwd, checked_mul(3, weight));
+      cost.flops_bwd = checked_add(cost.flops_bwd, checked_mul(3, weight));
+      cost.bytes_read = checked_add(cost.bytes_read, int8 ? weight : weight / 2 + weight / 64);
+      cost.bytes_written = checked_add(cost.bytes_written, checked_mul(2, weight));
+      cost.saved.clear();  // MatMul4Bit keeps the quantized weight only (a parameter)
+    }
     return cost;
   };
   registry.add(linear);

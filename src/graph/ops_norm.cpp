@@ -10,7 +10,8 @@
 //   bwd = 7 per element + 2 with affine (weight and bias gradients). Saved (native_layer_norm /
 //   native_group_norm): the input and per-row mean and inverse std (2 * rows floats).
 // RMSNorm (eps, default 1e-6): y = weight * x / sqrt(mean(x^2) + eps) over the last dimension, a
-//   weight and no bias (Llama's, Mistral's LlamaRMSNorm). params = the last dimension. FLOPs fwd = 4
+//   weight and no bias (Llama's, Mistral's LlamaRMSNorm); attr unit_offset 1: x / rms * (1 + weight), Gemma's
+//   GemmaRMSNorm (the sum a width-sized tensor, kept for backward). params = the last dimension. FLOPs fwd = 4
 //   per element (square, mean, normalise, scale), bwd = 8 per element (input and weight gradients).
 //   Saved, as torch 1.13's autograd keeps it for Hugging Face's composite module in fp32: the input,
 //   its squares (mean's input: 1.13 keeps it), the normalised x / rms (the weight's factor) and the

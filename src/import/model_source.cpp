@@ -13,6 +13,7 @@
 #include "core/json_limits.h"
 #include "graph/checkpoint.h"
 #include "graph/lora.h"
+#include "graph/quantize.h"
 #include "import/graph_json.h"
 #include "import/hub_cache.h"
 #ifndef DNNCAST_WITHOUT_ONNX
@@ -51,6 +52,13 @@ int64_t bounded_product(int64_t batch, const std::vector<int64_t>& dims, int64_t
 
 void check_spec(const models::ModelSpec& spec) {
   if (!spec.lora.empty()) parse_lora(spec.lora, "lora " + quote(spec.lora));  // fails before any build
+  if (!spec.quantize.empty()) {
+    parse_quantize(spec.quantize, "quantize");
+    if (spec.lora.empty())
+      throw InputError("quantize " + quote(spec.quantize) +
+                       ": quantized weights cannot be trained; QLoRA quantizes the frozen base of a LoRA fine-tune "
+                       "(give lora too)");
+  }
   if (!spec.attention.empty() && spec.attention != "eager" && spec.attention != "sdpa")
     throw InputError("attention " + quote(spec.attention) + ": expected eager or sdpa");
   if (spec.batch < 0) throw InputError("batch must be positive, got " + std::to_string(spec.batch));
@@ -226,6 +234,7 @@ Graph load_base_model(const std::string& source, const models::ModelSpec& spec) 
 // every attention node marked fused (graph/ops_attention.cpp).
 Graph with_lora(Graph graph, const models::ModelSpec& spec) {
   if (!spec.lora.empty()) graph = apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
+  if (!spec.quantize.empty()) graph = apply_quantization(graph, spec.quantize);
   if (spec.checkpointing) graph = apply_checkpointing(graph);
   if (spec.attention == "sdpa") {
     bool any = false;
@@ -311,6 +320,15 @@ ModelSource make_model_source(const ModelArgs& args, OptionStyle style, ModelBui
     if (args.lora->empty()) throw InputError(name("lora") + ": empty; leave it out for no LoRA");
     parse_lora(*args.lora, name("lora") + " " + quote(*args.lora));
     spec.lora = *args.lora;
+  }
+  if (args.quantize) {
+    if (args.quantize->empty()) throw InputError(name("quantize") + ": empty; leave it out for unquantized weights");
+    spec.quantize = parse_quantize(*args.quantize, name("quantize"));
+    if (!args.lora)
+      throw InputError(name("quantize") + " " + quote(spec.quantize) +
+                       ": quantized weights cannot be trained; QLoRA quantizes the frozen base of a LoRA fine-tune "
+                       "(give " +
+                       name("lora") + " too)");
   }
   if (args.attention) {
     if (args.attention->empty()) throw InputError(name("attention") + ": empty; leave it out for eager");

@@ -71,6 +71,7 @@ struct ModelArgs {
   std::optional<std::vector<int64_t>> input;   // C, H, W
   std::optional<int64_t> seq, classes;         // sequence length; classifier outputs (zoo and synthetic models)
   std::optional<std::string> lora, attention;  // graph/lora.h; eager | sdpa
+  std::optional<std::string> quantize;         // nf4 | int8 (graph/quantize.h), with lora
   bool allow_unknown = false;                  // ONNX: unsupported ops as elementwise
   bool checkpointing = false;                  // activation checkpointing per transformer block
   // The kind of model when the name is not its source (serve's graph and ONNX bodies); none: model_source_kind.

@@ -68,6 +68,31 @@ Tensor Trace::attention_probabilities(int index, Tensor scores_tensor, int64_t s
   return probs;
 }
 
+// Gemma 2's soft-capping of the scores as the executor writes it: bounded = tanh(scores / softcap) (the quotient a
+// temporary of that statement; TanhBackward0 keeps its result), then scores = bounded * softcap (the old scores go).
+// Backward: the product's gradient times the scalar, tanh_backward, the quotient's gradient over the scalar.
+Tensor Trace::soft_cap(int index, const Tensor& scores_tensor, int64_t scores_bytes, int64_t elem_bytes, int& scores) {
+  auto scalar_grad = [scores_bytes, elem_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{
+        make_grad(t.scalar_op(scores_bytes, Category::Transient, "grad", elem_bytes), scores_bytes, true)};
+  };
+  const int quotient = scalar_op(scores_bytes, Category::Activation, "scores / softcap", elem_bytes);
+  const Tensor quotient_t =
+      make_tensor(quotient, scores_bytes, make_node(index, {}, {edge_of(scores_tensor)}, scalar_grad));
+  const int bounded = program_.alloc(scores_bytes, Category::Activation, "tanh");
+  program_.retain(bounded);
+  const int tanh_node = make_node(index, {bounded}, {edge_of(quotient_t)}, [scores_bytes](Trace& t, const Grad&) {
+    return std::vector<Grad>{t.new_grad(scores_bytes)};
+  });
+  program_.release(quotient);
+  const int capped = scalar_op(scores_bytes, Category::Activation, "tanh * softcap", elem_bytes);
+  program_.release(scores);
+  program_.release(bounded);  // the local `bounded` (autograd's reference stays)
+  scores = capped;
+  return make_tensor(capped, scores_bytes,
+                     make_node(index, {}, {edge_of(make_tensor(bounded, scores_bytes, tanh_node))}, scalar_grad));
+}
+
 Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tensor>& in) {
   if (node.attr_int("fused", 0) != 0) return run_fused_attention(index, node, in);
   const int64_t out_bytes = bytes_of(node);
@@ -153,6 +178,8 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
   if (cast_q) program_.release(q_op.buffer);
   Tensor scores_tensor = make_tensor(scores, scores_bytes, bmm1);
   program_.release(scaled_q);
+  if (node.attr_float("softcap", 0.0) > 0)
+    scores_tensor = soft_cap(index, scores_tensor, scores_bytes, elem_bytes, scores);
   int probabilities = -1;
   Tensor probs =
       attention_probabilities(index, scores_tensor, scores_bytes, elem_bytes, causal, dropout_p, scores, probabilities);
@@ -324,8 +351,8 @@ Tensor Trace::run_repeat_kv(int index, const Node& node, const std::vector<Tenso
   // The expanded sizes and strides (the new axis has stride 0), and whether reshape can view them.
   std::vector<int64_t> sizes = shape.dims, strides;
   bool viewable = false;
-  if (x.dense) {
-    strides = dense_strides(sizes, x.layout);
+  if (x.dense || !x.strides.empty()) {
+    strides = x.dense ? dense_strides(sizes, x.layout) : x.strides;
     sizes.insert(sizes.begin() + axis + 1, repeats);
     strides.insert(strides.begin() + axis + 1, 0);
     std::vector<int64_t> view;
@@ -336,6 +363,7 @@ Tensor Trace::run_repeat_kv(int index, const Node& node, const std::vector<Tenso
     out = view(x, out_bytes, false);
     out.dense = false;  // overlapping: the same k and v for every query head
     out.expanded_dim = static_cast<int>(axis);
+    out.strides.clear();
   } else {
     out = new_output(out_bytes, "repeat_kv");
     out.grad_fn = make_node(index, {}, {edge_of(expanded)}, pass);  // CloneBackward0

@@ -5,6 +5,7 @@
 namespace dnncast::memory::detail {
 
 Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>& in) {
+  if (node.has_attr("quantize")) return run_linear_quantized(index, node, in);
   if (amp_) return run_linear_amp(index, node, in);
   const Tensor& x = in[0];
   const int64_t out_bytes = bytes_of(node);
@@ -97,6 +98,42 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
           return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
         });
   }
+  return out;
+}
+
+// A frozen Linear whose weight bitsandbytes stores quantized (graph/quantize.h; no measurement): Linear4bit casts
+// its input (and bias) to the compute dtype, MatMul4Bit dequantizes the whole weight into that dtype for
+// F.linear and drops it, keeping nothing but the quantized weight; backward dequantizes it again for the input's
+// gradient (grad @ W). The output stays in the compute dtype (bitsandbytes casts it back to the input's dtype,
+// the same under autocast and bf16-pure, where this is modelled).
+Tensor Trace::run_linear_quantized(int index, const Node& node, const std::vector<Tensor>& in) {
+  const int producer = node.inputs[0];
+  const int64_t compute = elem(index);
+  const int64_t numel = graph_.node(producer).shape.dims.back() * node.shape.dims.back();
+  const int64_t dequantized = numel * compute, out_bytes = bytes_of(node);
+  Tensor x = in[0];
+  if (elem(producer) != compute) {
+    x = cast(index, in[0], graph_.node(producer).shape.numel(), elem(producer), compute);
+  } else {
+    program_.retain(x.buffer);
+  }
+  const int64_t in_bytes = x.bytes;
+  const bool bias = node.attr_int("bias", 1) != 0;
+  const int64_t bias_stored =
+      bias ? params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][1])].bytes : 0;
+  const int64_t bias_bytes = node.shape.dims.back() * compute;
+  int bias_cast = bias && bias_stored != bias_bytes ? program_.alloc(bias_bytes, Category::Transient, "bias cast") : -1;
+  int weight = program_.alloc(dequantized, Category::Transient, "dequantized weight");
+  Tensor out = new_output(out_bytes);
+  program_.release(weight);
+  program_.release(bias_cast);
+  out.grad_fn = make_node(index, {}, {edge_of(x)}, [dequantized, in_bytes](Trace& t, const Grad&) {
+    int again = t.program().alloc(dequantized, Category::Transient, "dequantized weight");
+    Grad gi = t.new_grad(in_bytes);
+    t.program().release(again);
+    return std::vector<Grad>{gi};
+  });
+  program_.release(x.buffer);
   return out;
 }
 

@@ -56,6 +56,120 @@ Tensor Trace::run_softmax(int index, const Node& node, const std::vector<Tensor>
   return out;
 }
 
+namespace {
+
+Grad product_of(Trace& t, const Grad& grad, int64_t size) {
+  Grad result = t.new_grad(size);
+  follow_layout(result, grad);
+  return result;
+}
+
+}  // namespace
+
+// The last step's product of the weight's side (fp32) and the normalized x, whose gradients MulBackward0 computes
+// `first_other` (the other operand's) first. Under autocast a bf16 x gives an fp32 product (`promote`): CPU's
+// TensorIterator copies the bf16 operand to fp32 first, and the engine casts that operand's gradient back to
+// bf16 after summing the weight side's to the width (validate_outputs, in edge order).
+struct ScaleStep {
+  int64_t bytes = 0;        // the normalized x
+  int64_t out_bytes = 0;    // the product (fp32 where promoted)
+  int64_t width_bytes = 0;  // the weight side's gradient
+  bool promote = false;
+};
+
+namespace {
+
+// grad * (a bf16 operand) where promoted: the operand's fp32 copy, the product, the copy released.
+Grad promoted_product(Trace& t, const Grad& grad, int64_t out_bytes, bool copy) {
+  int temp = copy ? t.program().alloc(out_bytes, Category::Transient, "to fp32") : -1;
+  Grad result = product_of(t, grad, out_bytes);
+  t.program().release(temp);
+  return result;
+}
+
+// The weight side's gradient summed to the width, the normalized side's cast to its dtype, in edge order.
+void finish_scale(Trace& t, const ScaleStep& step, Grad& weight_side, Grad& normalized_side, bool normalized_first) {
+  auto sum = [&] {
+    if (weight_side.buffer < 0) return;
+    Grad reduced = t.new_grad(step.width_bytes, "sum_to");
+    t.program().release(weight_side.buffer);
+    weight_side = reduced;
+  };
+  auto cast = [&] {
+    if (!step.promote || normalized_side.buffer < 0) return;
+    Grad back = t.new_grad(step.bytes, "to_copy");
+    t.program().release(normalized_side.buffer);
+    normalized_side = back;
+  };
+  if (normalized_first) {
+    cast();
+    sum();
+  } else {
+    sum();
+    cast();
+  }
+}
+
+}  // namespace
+
+// The product's forward: under promotion the bf16 operand's fp32 copy beside the output.
+Tensor Trace::scale_output(const ScaleStep& step, const Tensor& normalized) {
+  int temp = step.promote ? program_.alloc(step.out_bytes, Category::Transient, "to fp32") : -1;
+  Tensor out = step.promote ? new_output(step.out_bytes) : like(step.bytes, normalized);
+  program_.release(temp);
+  return out;
+}
+
+// LlamaRMSNorm's last step, weight * normalized: the normalized tensor's gradient (grad * weight) first, then the
+// weight's (grad * normalized, summed to the width). A frozen weight keeps nothing of the normalized tensor.
+Tensor Trace::weight_scale(int index, const Tensor& normalized, const ScaleStep& step) {
+  Tensor out = scale_output(step, normalized);
+  const Edge weight_edge = param_edge(index, 0);
+  const bool weight_grad = weight_edge.kind != Edge::None, normalized_grad = normalized.requires_grad();
+  std::vector<int> keep;
+  if (normalized_grad)
+    keep.push_back(
+        saved(make_tensor(params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].buffer, 0, -1)));
+  if (weight_grad) keep.push_back(saved(normalized));
+  out.grad_fn = make_node(index, keep, {weight_edge, edge_of(normalized)},
+                          [step, weight_grad, normalized_grad](Trace& t, const Grad& grad) {
+                            Grad g_normalized = normalized_grad ? product_of(t, grad, step.out_bytes) : Grad{};
+                            Grad g_weight =
+                                weight_grad ? promoted_product(t, grad, step.out_bytes, step.promote) : Grad{};
+                            finish_scale(t, step, g_weight, g_normalized, false);
+                            return std::vector<Grad>{g_weight, g_normalized};
+                          });
+  return out;
+}
+
+// GemmaRMSNorm's last step, normalized * (1 + weight): the sum a new tensor of the width (AddBackward1 passes its
+// gradient to the weight), kept for the normalized tensor's gradient; MulBackward0 computes the sum's gradient
+// (grad * normalized) first, then the normalized tensor's (grad * (1 + weight)), then sums the first to the width.
+Tensor Trace::offset_scale(int index, const Tensor& normalized, const ScaleStep& step) {
+  const Edge weight_edge = param_edge(index, 0);
+  const int shifted = scalar_op(step.width_bytes, Category::Activation, "1 + weight", model_elem());
+  const int add_node = make_node(index, {}, {weight_edge}, [](Trace& t, const Grad& grad) {
+    t.program().retain(grad.buffer);
+    return std::vector<Grad>{grad};
+  });
+  const Tensor shifted_t = make_tensor(shifted, step.width_bytes, add_node);
+  Tensor out = scale_output(step, normalized);
+  const bool shifted_grad = shifted_t.requires_grad(), normalized_grad = normalized.requires_grad();
+  std::vector<int> keep;
+  if (shifted_grad) keep.push_back(saved(normalized));
+  if (normalized_grad) keep.push_back(saved(shifted_t));
+  out.grad_fn = make_node(index, keep, {edge_of(normalized), edge_of(shifted_t)},
+                          [step, shifted_grad, normalized_grad](Trace& t, const Grad& grad) {
+                            Grad g_shifted =
+                                shifted_grad ? promoted_product(t, grad, step.out_bytes, step.promote) : Grad{};
+                            Grad g_normalized = normalized_grad ? product_of(t, grad, step.out_bytes) : Grad{};
+                            finish_scale(t, step, g_shifted, g_normalized, true);
+                            return std::vector<Grad>{g_normalized, g_shifted};
+                          });
+  program_.release(shifted);  // the temporary 1 + weight
+  return out;
+}
+
 // Hugging Face's LlamaRMSNorm as the executor composes it, weight * (x * rsqrt(x.pow(2).mean(-1, keepdim) + eps)):
 // six autograd nodes. Forward: x^2 (MeanBackward1 keeps it), the row means (then div_ by the width), + eps,
 // rsqrt (kept as its result), x * rstd (kept for the weight's gradient), weight * that. Backward, read off
@@ -69,11 +183,7 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
   const int64_t width_bytes = params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].bytes;
   const int64_t e = elem(node.inputs[0]);
   const int64_t row_bytes = bytes / graph_.node(node.inputs[0]).shape.dims.back();
-  auto product = [](Trace& t, const Grad& grad, int64_t size) {
-    Grad result = t.new_grad(size);
-    follow_layout(result, grad);
-    return result;
-  };
+  const auto product = &product_of;
   // x.pow(2): PowBackward0 keeps x.
   int squares = program_.alloc(bytes, Category::Activation, "x^2");
   const int pow_node = make_node(index, {saved(x)}, {edge_of(x)}, [bytes, product, e](Trace& t, const Grad& grad) {
@@ -132,27 +242,13 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
                                    }
                                    return std::vector<Grad>{g_x, g_rstd};
                                  });
-  // weight * normalized: the normalized tensor's gradient (grad * weight) first, then the weight's (grad *
-  // normalized, summed to the width). A frozen weight keeps nothing of the normalized tensor.
-  Tensor out = like(bytes, normalized);
-  const Edge weight_edge = param_edge(index, 0);
-  const bool weight_grad = weight_edge.kind != Edge::None, normalized_grad = normalized.requires_grad();
-  keep.clear();
-  if (normalized_grad)
-    keep.push_back(
-        saved(make_tensor(params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][0])].buffer, 0, -1)));
-  if (weight_grad) keep.push_back(saved(normalized));
-  out.grad_fn = make_node(index, keep, {weight_edge, edge_of(normalized)},
-                          [bytes, width_bytes, weight_grad, normalized_grad, product](Trace& t, const Grad& grad) {
-                            Grad g_normalized = normalized_grad ? product(t, grad, bytes) : Grad{};
-                            Grad g_weight = weight_grad ? product(t, grad, bytes) : Grad{};
-                            if (g_weight.buffer >= 0) {
-                              Grad reduced = t.new_grad(width_bytes, "sum_to");
-                              t.program().release(g_weight.buffer);
-                              g_weight = reduced;
-                            }
-                            return std::vector<Grad>{g_weight, g_normalized};
-                          });
+  ScaleStep step;
+  step.bytes = bytes;
+  step.promote = amp_ && e == 2 && model_elem() == kF32;  // a bf16 x times the fp32 weight under autocast
+  step.out_bytes = step.promote ? bytes / 2 * kF32 : bytes;
+  step.width_bytes = width_bytes;
+  Tensor out = node.attr_int("unit_offset", 0) != 0 ? offset_scale(index, normalized, step)
+                                                    : weight_scale(index, normalized, step);
   program_.release(normalized.buffer);  // the temporary x * rstd, then the local rstd
   program_.release(rstd);
   return out;

@@ -15,11 +15,19 @@ Tensor Trace::run_reshape(int index, const Node& node, const std::vector<Tensor>
   // reshape: a view when the strides allow it (ATen's computeStride), a copy otherwise; the same
   // for the gradient on the way back.
   std::vector<int64_t> strides;
-  const bool viewable = x.dense && view_strides(in_dims, dense_strides(in_dims, x.layout), out_dims, strides);
+  const bool strided = !x.dense && !x.strides.empty();
+  const std::vector<int64_t> in_strides = strided ? x.strides : dense_strides(in_dims, x.layout);
+  const bool viewable = (x.dense || strided) && view_strides(in_dims, in_strides, out_dims, strides);
   Tensor out;
   if (viewable) {
     out = view(x, bytes, x.contiguous);
     with_layout(out, layout_of_strides(strides), out_dims);
+    out.strides.clear();
+    if (strided) {  // still with gaps: its own strides
+      out.contiguous = strides_contiguous(out_dims, strides);
+      out.channels_last = false;
+      out.strides = strides;
+    }
   } else {
     out = new_output(bytes, "reshape copy");
   }
@@ -64,6 +72,11 @@ Tensor Trace::run_slice(int index, const Node& node, const std::vector<Tensor>& 
   const bool whole = node.shape == in_shape;
   Tensor out = view(x, out_bytes, x.contiguous && (whole || narrow_is_contiguous(in_shape.dims, axis)));
   out.dense = out.contiguous;
+  // A slice keeps its source's strides (dense ones in its layout, or its own).
+  if (!out.dense && x.expanded_dim < 0 && (x.dense || !x.strides.empty()))
+    out.strides = x.dense ? dense_strides(in_shape.dims, x.layout) : x.strides;
+  else
+    out.strides.clear();
   const int64_t in_bytes = x.bytes;
   out.grad_fn = make_node(index, {}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
     return std::vector<Grad>{t.new_grad(in_bytes, "slice_backward")};
@@ -105,8 +118,12 @@ Tensor Trace::run_permute(int index, const Node& node, const std::vector<Tensor>
   // .contiguous() copies unless the permuted view already is contiguous (c10 ignores size-1 dimensions: one
   // head, a batch of one).
   const Layout permuted_layout = (x.layout.rank == 0 ? Layout::plain(in_shape.rank()) : x.layout).permuted(dims);
-  const bool contiguous_copy =
-      node.attr_int("contiguous", 0) != 0 && !(x.dense && permuted_layout.contiguous(out_dims));
+  std::vector<int64_t> strides;  // a strided x's, permuted
+  if (!x.dense && !x.strides.empty())
+    for (int64_t dim : dims) strides.push_back(x.strides[static_cast<size_t>(dim < 0 ? dim + in_shape.rank() : dim)]);
+  const bool view_contiguous =
+      strides.empty() ? x.dense && permuted_layout.contiguous(out_dims) : strides_contiguous(out_dims, strides);
+  const bool contiguous_copy = node.attr_int("contiguous", 0) != 0 && !view_contiguous;
   Tensor out;
   if (contiguous_copy) {
     out = new_output(bytes, "contiguous");
@@ -114,6 +131,8 @@ Tensor Trace::run_permute(int index, const Node& node, const std::vector<Tensor>
     out = view(x, bytes, false);
     Layout base = x.layout.rank == 0 ? Layout::plain(in_shape.rank()) : x.layout;
     with_layout(out, base.permuted(dims), out_dims);
+    out.strides = strides;
+    if (!strides.empty()) out.contiguous = view_contiguous, out.channels_last = false;
   }
   const std::vector<int64_t> in_dims = in_shape.dims;
   out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, inverse, in_dims](Trace& t, const Grad& grad) {

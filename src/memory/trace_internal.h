@@ -20,6 +20,7 @@
 #include "graph/checkpoint.h"
 #include "graph/inplace.h"
 #include "graph/op_registry.h"
+#include "graph/quantize.h"
 #include "hardware/cpu_conv.h"
 #include "memory/onednn_scratchpad.h"
 #include "memory/training_trace.h"
@@ -162,6 +163,8 @@ struct Layout {
   }
 };
 
+struct ScaleStep;  // memory/recipe_norm.cpp
+
 // A forward value: a view of a storage (buffer) with autograd metadata.
 struct Tensor {
   int buffer = -1;    // storage; -1 for a zero-size tensor
@@ -176,6 +179,10 @@ struct Tensor {
   // A differentiable view of its op's fresh result (_flatten_3d_linear's .view()): an in-place op on it is
   // recorded on the base as CopySlices.
   bool view_of_result = false;
+  // A strided view with gaps (a slice of a dense tensor, and the views reshape and permute make of it): its
+  // strides in elements, so that a reshape the strides allow stays a view (phi3's q, k, v sliced from qkv_proj,
+  // viewed as heads). Empty where the tensor is dense in `layout` or its strides are not followed.
+  std::vector<int64_t> strides;
   bool requires_grad() const { return grad_fn >= 0 || param >= 0; }
 };
 
@@ -234,6 +241,17 @@ inline Layout layout_of_strides(const std::vector<int64_t>& strides) {
 
 // ATen's rule for reshape as a view (computeStride): the new shape must split or merge only
 // dimensions that are contiguous with each other. Returns false when reshape copies.
+// c10's is_contiguous from sizes and strides (size-1 dimensions ignored).
+inline bool strides_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t expected = 1;
+  for (size_t dim = sizes.size(); dim-- > 0;) {
+    if (sizes[dim] == 1) continue;
+    if (strides[dim] != expected) return false;
+    expected *= sizes[dim];
+  }
+  return true;
+}
+
 inline bool view_strides(const std::vector<int64_t>& old_sizes, const std::vector<int64_t>& old_strides,
                          const std::vector<int64_t>& new_sizes, std::vector<int64_t>& new_strides) {
   new_strides.assign(new_sizes.size(), 1);
@@ -481,8 +499,8 @@ class Trace {
       else if (!cpu_ && cuda_fp32_op(node))
         elems_[index] = kF32;  // CUDA's autocast list runs norms and softmax in fp32 (unverified, as all of cuda)
       else if (node.op == "PositionEmbedding" || node.op == "LayerScale" || node.op == "ClassToken" ||
-               node.op == "RotaryEmbedding")
-        elems_[index] = kF32;  // with an fp32 parameter (rotary: x * cos with fp32 tables)
+               node.op == "RotaryEmbedding" || node.op == "RMSNorm")
+        elems_[index] = kF32;  // with an fp32 parameter (rotary: x * cos with fp32 tables; RMSNorm: weight * x)
       else if (widest > 0)
         elems_[index] = widest;
     }
@@ -613,8 +631,8 @@ class Trace {
     return false;
   }
 
-  int add_param(int64_t fp32_bytes) {
-    const int64_t bytes = fp32_bytes / kF32 * model_elem();
+  int add_param(int64_t fp32_bytes, int64_t stored_bytes = -1) {
+    const int64_t bytes = stored_bytes >= 0 ? stored_bytes : fp32_bytes / kF32 * model_elem();
     Parameter param;
     param.buffer = program_.alloc(bytes, Category::Parameter, "parameter");
     param.bytes = bytes;
@@ -644,6 +662,9 @@ class Trace {
       int target = tied.empty() ? -1 : graph_.find(tied);
       if (target >= 0 && target < index && !node_params_[static_cast<size_t>(target)].empty())
         ids.push_back(node_params_[static_cast<size_t>(target)][0]);
+      else if (node.has_attr("quantize"))  // bitsandbytes' layout (graph/quantize.h), frozen
+        ids.push_back(add_param(
+            0, quantized_weight_bytes(out_features * in_features, out_features, node.attr_str("quantize", "nf4"))));
       else
         ids.push_back(add_param(out_features * in_features * kF32));
       if (node.attr_int("bias", 1) != 0) ids.push_back(add_param(out_features * kF32));
@@ -1242,6 +1263,7 @@ class Trace {
   Tensor run_activation(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_inplace_on_view(int index, const Tensor& x, bool saves_result);
   Tensor run_linear(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_linear_quantized(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_linear_amp(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_input(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_max_pool(int index, const Node& node, const std::vector<Tensor>& in);
@@ -1261,12 +1283,16 @@ class Trace {
   Tensor run_position_embedding(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor attention_probabilities(int index, Tensor scores_tensor, int64_t scores_bytes, int64_t elem_bytes, bool causal,
                                  double dropout_p, int& scores, int& probabilities);
+  Tensor soft_cap(int index, const Tensor& scores_tensor, int64_t scores_bytes, int64_t elem_bytes, int& scores);
   Tensor run_attention(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_cross_entropy(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_mse(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_generic(int index, const Node& node, const std::vector<Tensor>& in);
   // Llama / Mistral / GPT-NeoX ops as the executor composes them (Hugging Face's modules).
   Tensor run_rms_norm(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor scale_output(const ScaleStep& step, const Tensor& normalized);
+  Tensor weight_scale(int index, const Tensor& normalized, const ScaleStep& step);
+  Tensor offset_scale(int index, const Tensor& normalized, const ScaleStep& step);
   Tensor run_rotary(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_repeat_kv(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_embedding(int index, const Node& node, const std::vector<Tensor>& in);

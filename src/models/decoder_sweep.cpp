@@ -1,6 +1,7 @@
 #include "models/decoder_sweep.h"
 
 #include <cstdio>
+#include <map>
 
 #include "core/rng.h"
 #include "graph/checkpoint.h"
@@ -19,6 +20,13 @@ T pick(SplitMix64& rng, const std::vector<T>& choices) {
 
 bool chance(SplitMix64& rng, double probability) { return rng.unit() < probability; }
 
+// "d007": the sweep's letter and the index.
+std::string case_id(char sweep, size_t index) {
+  char id[24];
+  std::snprintf(id, sizeof(id), "%c%03zu", sweep, index);
+  return id;
+}
+
 // The divisors of `heads` below it: the key/value head counts of grouped-query attention.
 std::vector<int64_t> grouped_kv_heads(int64_t heads) {
   std::vector<int64_t> divisors;
@@ -34,7 +42,9 @@ std::string lora_targets(SplitMix64& rng, const std::string& family) {
   static const std::vector<std::string> neox = {"query_key_value", "query_key_value,dense",
                                                 "dense_h_to_4h,dense_4h_to_h",
                                                 "query_key_value,dense,dense_h_to_4h,dense_4h_to_h"};
-  return pick(rng, family == "gpt_neox" ? neox : llama);
+  static const std::vector<std::string> phi3 = {"qkv_proj", "qkv_proj,o_proj", "gate_up_proj,down_proj",
+                                                "qkv_proj,o_proj,gate_up_proj,down_proj"};
+  return pick(rng, family == "gpt_neox" ? neox : family == "phi3" ? phi3 : llama);
 }
 
 void draw_llama(SplitMix64& rng, DecoderCase& c) {
@@ -73,6 +83,29 @@ void draw_neox(SplitMix64& rng, DecoderCase& c) {
   if (chance(rng, 0.15)) c.dropout = 0.1;
 }
 
+// A llama-shaped family of issue 47: grouped or multi-head attention, an explicit head_dim now and then (always
+// for gemma: its config carries one), and the family's own parts.
+void draw_family(SplitMix64& rng, DecoderCase& c) {
+  c.heads = rng.int_between(2, 8);
+  c.kv_heads = chance(rng, 0.4) ? c.heads : pick(rng, grouped_kv_heads(c.heads));
+  const int64_t head_dim = pick<int64_t>(rng, {8, 12, 16, 24, 32});
+  const bool gemma = c.family == "gemma" || c.family == "gemma2";
+  if (gemma || c.family == "qwen3" || chance(rng, 0.2)) {
+    c.head_dim = head_dim;
+    c.hidden = 8 * rng.int_between(2, 12);
+  } else {
+    c.hidden = c.heads * head_dim;
+  }
+  c.mlp = rng.int_between(c.hidden, 4 * c.hidden);
+  if (c.family == "qwen3") c.attention_bias = chance(rng, 0.3);
+  if (c.family == "gemma2" && chance(rng, 0.8)) c.softcap = pick<double>(rng, {20.0, 50.0});
+  if (c.family == "gemma2" || c.family == "phi3" || (c.family == "qwen2" && chance(rng, 0.5)))
+    c.window = rng.int_between(2, 24);
+  if (c.family == "phi3") c.rotary_pct = pick<double>(rng, {1.0, 0.5});
+  if (c.family == "gemma") c.activation = pick<std::string>(rng, {"gelu_pytorch_tanh", "gelu"});
+  if (chance(rng, 0.15)) c.dropout = 0.1;
+}
+
 }  // namespace
 
 nlohmann::json DecoderCase::config() const {
@@ -89,6 +122,7 @@ nlohmann::json DecoderCase::config() const {
     config["hidden_dropout"] = dropout;
     return config;
   }
+  if (family != "llama" && family != "mistral") return family_config(config);
   config["architectures"] = {family == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM"};
   config["num_key_value_heads"] = kv_heads;
   if (head_dim > 0) config["head_dim"] = head_dim;
@@ -98,6 +132,39 @@ nlohmann::json DecoderCase::config() const {
   if (family == "llama") {
     config["attention_bias"] = attention_bias;
     config["mlp_bias"] = mlp_bias;
+  }
+  return config;
+}
+
+// issue 47's families: the fields their config classes read.
+nlohmann::json DecoderCase::family_config(nlohmann::json config) const {
+  static const std::map<std::string, std::string> kArchitectures = {{"qwen2", "Qwen2ForCausalLM"},
+                                                                    {"qwen3", "Qwen3ForCausalLM"},
+                                                                    {"gemma", "GemmaForCausalLM"},
+                                                                    {"gemma2", "Gemma2ForCausalLM"},
+                                                                    {"phi3", "Phi3ForCausalLM"}};
+  config["architectures"] = {kArchitectures.at(family)};
+  config["num_key_value_heads"] = kv_heads;
+  if (head_dim > 0) config["head_dim"] = head_dim;
+  config["rms_norm_eps"] = 1e-6;
+  config["attention_dropout"] = dropout;
+  if (family == "qwen3") config["attention_bias"] = attention_bias;
+  if (family == "gemma" || family == "gemma2")
+    config["hidden_activation"] = activation.empty() ? "gelu_pytorch_tanh" : activation;
+  if (family == "gemma2") {
+    config["attn_logit_softcapping"] = softcap > 0 ? nlohmann::json(softcap) : nlohmann::json();
+    config["final_logit_softcapping"] = softcap > 0 ? nlohmann::json(0.6 * softcap) : nlohmann::json();
+    config["query_pre_attn_scalar"] = head_dim;
+  }
+  if (window > 0) config["sliding_window"] = window;
+  if (family == "qwen2" && window > 0) {
+    config["use_sliding_window"] = true;
+    config["max_window_layers"] = 1;
+  }
+  if (family == "phi3") {
+    config["partial_rotary_factor"] = rotary_pct;
+    config["resid_pdrop"] = dropout;
+    config["embd_pdrop"] = dropout;
   }
   return config;
 }
@@ -125,6 +192,9 @@ std::string DecoderCase::describe() const {
   if (attention_bias || mlp_bias)
     text += std::string(" bias") + (attention_bias ? " attn" : "") + (mlp_bias ? " mlp" : "");
   if (!activation.empty() && activation != "gelu") text += " " + activation;
+  if (softcap > 0) text += " softcap " + std::to_string(static_cast<int>(softcap));
+  if (window > 0) text += " window " + std::to_string(window);
+  if (family == "phi3" && rotary_pct < 1) text += " rotary 0.5";
   if (dropout > 0) text += " dropout";
   text += " " + name(optimizer);
   if (!lora.empty()) text += " lora " + lora;
@@ -140,9 +210,7 @@ std::vector<DecoderCase> decoder_sweep(uint64_t seed, size_t count) {
   std::vector<DecoderCase> cases;
   for (size_t index = 0; index < count; ++index) {
     DecoderCase c;
-    char id[24];
-    std::snprintf(id, sizeof(id), "d%03zu", index);
-    c.id = id;
+    c.id = case_id('d', index);
     c.family = kFamilies[index % 3];
     c.layers = rng.int_between(1, 3);
     if (c.family == "gpt_neox")
@@ -176,6 +244,35 @@ std::vector<DecoderCase> decoder_mode_sweep(uint64_t seed, size_t count) {
     c.precision = kPrecisions[(index / 3) % 3];  // the families go in threes: each meets each precision
     c.activation_checkpointing = chance(rng, 0.5);
     c.grad_accum = chance(rng, 0.25) ? 2 : 1;
+  }
+  return cases;
+}
+
+std::vector<DecoderCase> family_sweep(uint64_t seed, size_t count) {
+  static const std::vector<std::string> kFamilies = {"qwen2", "qwen3", "gemma", "gemma2", "phi3"};
+  static const std::vector<Precision> kPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Bf16Pure};
+  SplitMix64 rng(seed);
+  std::vector<DecoderCase> cases;
+  for (size_t index = 0; index < count; ++index) {
+    DecoderCase c;
+    c.id = case_id('f', index);
+    c.family = pick(rng, kFamilies);  // drawn, not in turn: a rotation slice (every tenth) meets every family
+    c.layers = rng.int_between(1, 3);
+    draw_family(rng, c);
+    c.vocab = rng.int_between(32, 1500);
+    c.tied = c.family == "gemma" || c.family == "gemma2" ? !chance(rng, 0.2) : chance(rng, 0.3);
+    c.batch = rng.int_between(1, 4);
+    c.seq = rng.int_between(2, 48);
+    c.optimizer = pick(rng, all_optimizers());
+    if (chance(rng, 0.5)) {
+      const int64_t rank = pick<int64_t>(rng, {1, 2, 4, 8});
+      c.lora = "r=" + std::to_string(rank) + ",alpha=16,targets=" + lora_targets(rng, c.family);
+      if (chance(rng, 0.2)) c.lora += ",norms=train";
+    }
+    c.precision = pick(rng, kPrecisions);
+    c.activation_checkpointing = chance(rng, 0.4);
+    c.grad_accum = chance(rng, 0.2) ? 2 : 1;
+    cases.push_back(c);
   }
   return cases;
 }

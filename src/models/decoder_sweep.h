@@ -1,7 +1,7 @@
-// A deterministic sweep of small Hugging Face decoders (issue 35): llama, mistral and gpt_neox configs of one to
-// three layers, each with a batch, a sequence length, a training setup and LoRA or not, written as the config.json
-// a user would pass (`dnncast memory CONFIG.json --seq L --batch N`). The memory simulator is checked on it against
-// the profiler (tests/memory/slow/decoder_memory_sweep_test.cpp; docs/MEMORY.md, "Decoders from config.json").
+// A deterministic sweep of small Hugging Face decoders (issue 35; issue 47's families in family_sweep): configs of
+// one to three layers, each with a batch, a sequence length, a training setup and LoRA or not, written as the
+// config.json a user would pass (`dnncast memory CONFIG.json --seq L --batch N`). The memory simulator is checked on it
+// against the profiler (tests/memory/slow/decoder_memory_sweep_test.cpp; docs/MEMORY.md, "Decoders from config.json").
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace dnncast::models {
 // decoder_sweep() draws fp32 without checkpointing or accumulation, decoder_mode_sweep() every mode.
 struct DecoderCase : TrainingSetup {
   std::string id;                // "d017": the config's _name_or_path and the graph's name
-  std::string family = "llama";  // llama | mistral | gpt_neox (its model_type)
+  std::string family = "llama";  // its model_type: llama | mistral | gpt_neox | qwen2 | qwen3 | gemma | gemma2 | phi3
   int64_t layers = 1;
   int64_t hidden = 32;            // hidden_size
   int64_t heads = 4;              // num_attention_heads
@@ -33,6 +33,8 @@ struct DecoderCase : TrainingSetup {
   bool parallel_residual = true;  // gpt_neox: use_parallel_residual
   std::string activation;         // hidden_act ("" = the family's default: silu, gelu)
   double dropout = 0.0;           // attention_dropout (llama, mistral) or hidden_dropout (gpt_neox)
+  double softcap = 0;             // gemma2: attn_logit_softcapping (final_logit_softcapping 0.6 of it); 0 = none
+  int64_t window = 0;             // gemma2, phi3, qwen2 (layers from 1): sliding_window; 0 = none
   int64_t seq = 8;                // tokens per sequence
   int64_t batch = 1;
   std::string lora;                       // "" (full fine-tune) or graph/lora.h's text: "r=8,alpha=16,targets=q,v"
@@ -42,6 +44,9 @@ struct DecoderCase : TrainingSetup {
   nlohmann::json config() const;  // the config.json
   Graph graph() const;            // built from config() at batch x seq, LoRA applied
   std::string describe() const;   // one line: family, sizes, setup
+
+ private:
+  nlohmann::json family_config(nlohmann::json config) const;
 };
 
 // `count` configurations drawn from `seed` (SplitMix64: the same on every platform), the families in turn.
@@ -49,5 +54,9 @@ std::vector<DecoderCase> decoder_sweep(uint64_t seed = 35, size_t count = 200);
 // The same decoders as decoder_sweep()'s (seed 35), each in a training mode drawn from `seed`: precision fp32,
 // bf16 (autocast) or bf16-pure in turn; activation checkpointing on half of them; 2 micro-batches on a quarter.
 std::vector<DecoderCase> decoder_mode_sweep(uint64_t seed = 36, size_t count = 200);
+// Issue 47's families (qwen2, qwen3, gemma, gemma2, phi3 in turn), each with its own parts drawn (biases, per-head
+// norms, soft-capping, sliding windows shorter than the sequence, partial rotary, dropout), LoRA on half, and a
+// training mode drawn as decoder_mode_sweep's.
+std::vector<DecoderCase> family_sweep(uint64_t seed = 47, size_t count = 200);
 
 }  // namespace dnncast::models

@@ -47,8 +47,11 @@ int rotary_attention(GraphBuilder& b, const std::string& prefix, int q, int k, i
     k = b.op(prefix + "repeat_k", "RepeatInterleave", {k}, repeat);
     v = b.op(prefix + "repeat_v", "RepeatInterleave", {v}, repeat);
   }
-  int y = b.op(prefix + "attention", "ScaledDotProductAttention", {q, k, v},
-               {{"causal", int64_t{1}}, {"dropout_p", size.attention_dropout}});
+  Attrs attention{{"causal", int64_t{1}}, {"dropout_p", size.attention_dropout}};
+  if (size.attention_scale > 0) attention["scale"] = size.attention_scale;
+  if (size.attention_softcap > 0) attention["softcap"] = size.attention_softcap;
+  if (size.sliding_window > 0) attention["window"] = size.sliding_window;
+  int y = b.op(prefix + "attention", "ScaledDotProductAttention", {q, k, v}, attention);
   y = b.op(prefix + "merge_heads", "Permute", {y},
            {{"dims", std::vector<int64_t>{0, 2, 1, 3}}, {"contiguous", int64_t{1}}});
   return b.op(prefix + "merge_view", "Flatten", {y}, {{"start_dim", int64_t{2}}});
@@ -63,38 +66,96 @@ int lm_head(GraphBuilder& b, const std::string& name, int x, const TransformerSi
 
 int64_t head_width(const TransformerSize& size) { return size.head_dim > 0 ? size.head_dim : size.hidden / size.heads; }
 
+// q, k and v of a llama-shaped layer, each N x heads x L x head_dim: three projections, or phi3's one qkv_proj
+// sliced; qwen3 normalizes each head of q and k (q_norm, k_norm on N x L x heads x head_dim) before rotary.
+struct Qkv {
+  int q, k, v;
+};
+
+Qkv llama_qkv(GraphBuilder& b, const std::string& attn, int y, const TransformerSize& size) {
+  const int64_t heads = size.heads, head_dim = head_width(size);
+  const int64_t kv_heads = size.kv_heads > 0 ? size.kv_heads : heads;
+  const int64_t widths[3] = {heads * head_dim, kv_heads * head_dim, kv_heads * head_dim};
+  const int64_t counts[3] = {heads, kv_heads, kv_heads};
+  const char* names[3] = {"q_proj", "k_proj", "v_proj"};
+  const int qkv = size.fused_projections ? b.linear(attn + "qkv_proj", y, widths[0] + 2 * widths[1], size.bias) : -1;
+  const Attrs norm{{"eps", size.eps}};
+  int parts[3];
+  int64_t start = 0;
+  for (int part = 0; part < 3; ++part) {  // each projected (or sliced), viewed and permuted in turn, as HF does
+    const std::string name = attn + names[part];
+    int x = qkv >= 0
+                ? b.op(name, "Slice", {qkv}, {{"axis", int64_t{-1}}, {"start", start}, {"end", start + widths[part]}})
+                : b.linear(name, y, widths[part], size.bias);
+    start += widths[part];
+    x = b.op(name + "_view", "Reshape", {x}, {{"shape", std::vector<int64_t>{0, 0, counts[part], head_dim}}});
+    if (size.qk_norm && part < 2) x = b.op(attn + (part == 0 ? "q_norm" : "k_norm"), "RMSNorm", {x}, norm);
+    parts[part] = b.op(name + "_heads", "Permute", {x}, {{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
+  }
+  return {parts[0], parts[1], parts[2]};
+}
+
+// The MLP: down_proj(act(gate_proj(x)) * up_proj(x)), or phi3's gate_up_proj chunked, up * act(gate).
+int llama_mlp(GraphBuilder& b, const std::string& mlp, int y, const TransformerSize& size) {
+  Attrs act{{"inplace", int64_t{0}}};
+  if (!size.gelu_approximate.empty()) act["approximate"] = size.gelu_approximate;
+  if (size.fused_projections) {
+    const int gate_up = b.linear(mlp + "gate_up_proj", y, 2 * size.mlp, size.mlp_bias);
+    int gate =
+        b.op(mlp + "gate", "Slice", {gate_up}, {{"axis", int64_t{-1}}, {"start", int64_t{0}}, {"end", size.mlp}});
+    const int up =
+        b.op(mlp + "up", "Slice", {gate_up}, {{"axis", int64_t{-1}}, {"start", size.mlp}, {"end", 2 * size.mlp}});
+    gate = b.op(mlp + "activation_fn", size.activation, {gate}, act);
+    return b.linear(mlp + "down_proj", b.mul(mlp + "up_times_gate", up, gate), size.hidden, size.mlp_bias);
+  }
+  int gate = b.linear(mlp + "gate_proj", y, size.mlp, size.mlp_bias);
+  gate = b.op(mlp + "act_fn", size.activation, {gate}, act);
+  const int up = b.linear(mlp + "up_proj", y, size.mlp, size.mlp_bias);
+  return b.linear(mlp + "down_proj", b.mul(mlp + "gate_times_up", gate, up), size.hidden, size.mlp_bias);
+}
+
+// A scalar times x (gemma's embedding scale, the soft-capping's division and product).
+int scaled(GraphBuilder& b, const std::string& name, int x, double factor) {
+  return b.op(name, "Mul", {x}, {{"scalar", factor}});
+}
+
 Graph llama_graph(const TransformerSize& size, const ModelSpec& spec) {
   check_tokens(size, spec);
-  const int64_t hidden = size.hidden, heads = size.heads, head_dim = head_width(size);
-  const int64_t kv_heads = size.kv_heads > 0 ? size.kv_heads : heads;
-  const Attrs norm{{"eps", size.eps}};
+  Attrs norm{{"eps", size.eps}};
+  if (size.norm_unit_offset) norm["unit_offset"] = int64_t{1};
+  auto rms = [&](GraphBuilder& b, const std::string& name, int x) { return b.op(name, "RMSNorm", {x}, norm); };
   GraphBuilder b(size.name, size.family);
   int ids = b.input(TensorShape{spec.batch, spec.seq_len}, DType::I64, "input_ids");
-  int x = b.op("model.embed_tokens", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", hidden}});
+  int x =
+      b.op("model.embed_tokens", "Embedding", {ids}, {{"num_embeddings", size.vocab}, {"embedding_dim", size.hidden}});
+  if (size.embed_scale > 0) x = scaled(b, "model.embed_scale", x, size.embed_scale);
+  x = maybe_dropout(b, "model.embed_dropout", x, size.embed_dropout);
   for (int64_t layer = 0; layer < size.layers; ++layer) {
     b.begin_block(layer);
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     const std::string attn = prefix + "self_attn.";
-    int y = b.op(prefix + "input_layernorm", "RMSNorm", {x}, norm);
-    int q = to_heads(b, attn + "q_proj", b.linear(attn + "q_proj", y, heads * head_dim, size.bias), heads, head_dim);
-    int k =
-        to_heads(b, attn + "k_proj", b.linear(attn + "k_proj", y, kv_heads * head_dim, size.bias), kv_heads, head_dim);
-    int v =
-        to_heads(b, attn + "v_proj", b.linear(attn + "v_proj", y, kv_heads * head_dim, size.bias), kv_heads, head_dim);
-    y = rotary_attention(b, attn, q, k, v, size);
-    y = b.linear(attn + "o_proj", y, hidden, size.bias);
-    x = b.add(prefix + "add_1", x, y);
-    y = b.op(prefix + "post_attention_layernorm", "RMSNorm", {x}, norm);
-    int gate = b.linear(prefix + "mlp.gate_proj", y, size.mlp, size.mlp_bias);
-    gate = b.op(prefix + "mlp.act_fn", size.activation, {gate}, {{"inplace", int64_t{0}}});
-    int up = b.linear(prefix + "mlp.up_proj", y, size.mlp, size.mlp_bias);
-    y = b.mul(prefix + "mlp.gate_times_up", gate, up);
-    y = b.linear(prefix + "mlp.down_proj", y, hidden, size.mlp_bias);
-    x = b.add(prefix + "add_2", x, y);
+    int y = rms(b, prefix + "input_layernorm", x);
+    const Qkv qkv = llama_qkv(b, attn, y, size);
+    TransformerSize at = size;
+    if ((size.alternate_window && layer % 2 != 0) || layer < size.window_first_layer)
+      at.sliding_window = 0;  // gemma2: the even layers slide; qwen: the layers from max_window_layers on
+    y = rotary_attention(b, attn, qkv.q, qkv.k, qkv.v, at);
+    y = b.linear(attn + "o_proj", y, size.hidden, size.bias && size.o_proj_bias);
+    if (size.sandwich_norm) y = rms(b, prefix + "post_attention_layernorm", y);
+    x = b.add(prefix + "add_1", x, maybe_dropout(b, prefix + "resid_attn_dropout", y, size.dropout));
+    y = rms(b, prefix + (size.sandwich_norm ? "pre_feedforward_layernorm" : "post_attention_layernorm"), x);
+    y = llama_mlp(b, prefix + "mlp.", y, size);
+    if (size.sandwich_norm) y = rms(b, prefix + "post_feedforward_layernorm", y);
+    x = b.add(prefix + "add_2", x, maybe_dropout(b, prefix + "resid_mlp_dropout", y, size.dropout));
   }
   b.end_block();
-  x = b.op("model.norm", "RMSNorm", {x}, norm);
-  lm_head(b, "lm_head", x, size, "model.embed_tokens");
+  x = rms(b, "model.norm", x);
+  x = lm_head(b, "lm_head", x, size, "model.embed_tokens");
+  if (size.logit_softcap > 0) {
+    x = scaled(b, "logits_softcap_div", x, 1.0 / size.logit_softcap);
+    x = b.act("logits_softcap_tanh", "Tanh", x);
+    scaled(b, "logits_softcap_mul", x, size.logit_softcap);
+  }
   return b.finish();
 }
 

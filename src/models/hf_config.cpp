@@ -1,6 +1,7 @@
 #include "models/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
@@ -10,6 +11,9 @@
 namespace dnncast::models {
 
 namespace {
+
+// The model_type values build_hf_config builds.
+const char* const kConfigFamilies = "gpt2, bert, opt, gpt_neox, llama, mistral, qwen2, qwen3, gemma, gemma2, phi3";
 
 // The most transformer layers a config.json may ask for.
 constexpr int64_t kMaxConfigLayers = 10000;
@@ -44,6 +48,16 @@ class Fields {
     return number;
   }
   bool has(const char* key) const { return optional(key) != nullptr; }
+  // Whether the field is there and null (Gemma 2's softcapping: null turns it off, absent takes the default).
+  bool null(const char* key) const {
+    auto found = config_.find(key);
+    return found != config_.end() && found->is_null();
+  }
+  // Whether the field holds a JSON object or is absent or null.
+  bool object_or_null(const char* key) const {
+    const nlohmann::json* value = optional(key);
+    return value == nullptr || value->is_object();
+  }
   bool flag_or(const char* key, bool fallback) const {
     const nlohmann::json* value = optional(key);
     if (value == nullptr) return fallback;
@@ -162,12 +176,18 @@ TransformerSize opt_size(const Fields& fields) {
   return size;
 }
 
-// LlamaConfig / MistralConfig: defaults as their config classes set them.
+// LlamaConfig / MistralConfig and the llama-shaped families: defaults as their config classes set them.
 TransformerSize llama_size(const Fields& fields, const std::string& type) {
   TransformerSize size;
   size.family = type;
+  const bool gemma = type == "gemma" || type == "gemma2";
   size.vocab = fields.size("vocab_size");
-  size.positions = fields.size_or("max_position_embeddings", type == "mistral" ? 4096 * 32 : 2048);
+  const int64_t positions = type == "mistral" ? 4096 * 32
+                            : type == "phi3"  ? 4096
+                            : gemma           ? 8192
+                            : type == "llama" ? 2048
+                                              : 32768;
+  size.positions = fields.size_or("max_position_embeddings", positions);
   size.hidden = fields.size("hidden_size");
   size.heads = fields.size("num_attention_heads");
   size.layers = fields.layers("num_hidden_layers");
@@ -175,19 +195,87 @@ TransformerSize llama_size(const Fields& fields, const std::string& type) {
   size.kv_heads = fields.size_or("num_key_value_heads", size.heads);
   if (fields.has("head_dim"))
     size.head_dim = fields.size("head_dim");  // q is heads * head_dim wide, not necessarily hidden_size
+  else if (gemma || type == "qwen3")
+    size.head_dim = gemma ? 256 : 128;  // GemmaConfig's, Qwen3Config's default
   else
     check_heads(fields, "num_attention_heads", size);
   if (size.heads % size.kv_heads != 0)
     fields.fail("num_key_value_heads", std::to_string(size.kv_heads) + " key/value heads do not divide the " +
                                            std::to_string(size.heads) + " attention heads (num_attention_heads)");
-  size.eps = fields.number_or("rms_norm_eps", 1e-6);
+  size.eps = fields.number_or("rms_norm_eps", type == "phi3" ? 1e-5 : 1e-6);
   size.rope_theta = fields.number_or("rope_theta", 10000.0, 1e12);
-  size.tie_embeddings = fields.flag_or("tie_word_embeddings", false);
+  if (fields.has("rope_scaling") && !fields.object_or_null("rope_scaling"))
+    fields.fail("rope_scaling", "expected an object or null");  // it scales rotary's frequencies: no size changes
+  size.tie_embeddings = fields.flag_or("tie_word_embeddings", gemma);
   size.bias = fields.flag_or("attention_bias", false);
   size.mlp_bias = fields.flag_or("mlp_bias", false);
   size.dropout = 0.0;
   size.attention_dropout = fields.number_or("attention_dropout", 0.0);
-  size.activation = fields.activation("hidden_act", "silu", true);
+  if (gemma) {
+    // Gemma's MLP reads hidden_activation; transformers takes the tanh GELU where it is null (not hidden_act).
+    size.activation = fields.activation("hidden_activation", "gelu_pytorch_tanh", true);
+    if (size.activation == "GELU" && fields.text_or("hidden_activation", "gelu_pytorch_tanh") != "gelu")
+      size.gelu_approximate = "tanh";
+  } else {
+    size.activation = fields.activation("hidden_act", "silu", true);
+  }
+  if (type == "mistral" || type == "phi3") size.sliding_window = fields.size_or("sliding_window", 0);
+  return size;
+}
+
+// Qwen2Config / Qwen3Config: q, k and v biased (qwen2), q and k normalized per head (qwen3); sliding windows only
+// where use_sliding_window is set, on the layers from max_window_layers on.
+TransformerSize qwen_size(const Fields& fields, const std::string& type) {
+  TransformerSize size = llama_size(fields, type);
+  if (type == "qwen2") {
+    size.bias = true;  // Qwen2Attention: q, k, v with biases, o_proj without
+    size.o_proj_bias = false;
+  } else {
+    size.qk_norm = true;
+  }
+  if (fields.flag_or("use_sliding_window", false)) {
+    size.sliding_window = fields.size_or("sliding_window", 4096);
+    size.window_first_layer = fields.size_or("max_window_layers", 28);
+  }
+  return size;
+}
+
+// GemmaConfig / Gemma2Config: embeddings times sqrt(hidden_size), RMSNorm by 1 + weight, GeGLU; Gemma 2 also a
+// norm after attention and after the MLP, soft-capped scores and logits, every other layer a sliding window.
+TransformerSize gemma_size(const Fields& fields, const std::string& type) {
+  TransformerSize size = llama_size(fields, type);
+  size.embed_scale = std::sqrt(static_cast<double>(size.hidden));
+  size.norm_unit_offset = true;
+  if (type == "gemma2") {
+    size.sandwich_norm = true;
+    size.attention_scale = 1.0 / std::sqrt(fields.number_or("query_pre_attn_scalar", 256.0, 1e9));
+    if (!(size.attention_scale > 0 && std::isfinite(size.attention_scale)))
+      fields.fail("query_pre_attn_scalar", "expected a positive number");
+    size.attention_softcap =
+        fields.null("attn_logit_softcapping") ? 0.0 : fields.number_or("attn_logit_softcapping", 50.0, 1e9);
+    size.logit_softcap =
+        fields.null("final_logit_softcapping") ? 0.0 : fields.number_or("final_logit_softcapping", 30.0, 1e9);
+    size.sliding_window = fields.size_or("sliding_window", 4096);
+    size.alternate_window = true;
+  }
+  return size;
+}
+
+// Phi3Config: one qkv_proj and one gate_up_proj, no biases, rotary on partial_rotary_factor of each head,
+// dropout after the embedding (embd_pdrop) and on the residual branches (resid_pdrop).
+TransformerSize phi3_size(const Fields& fields) {
+  TransformerSize size = llama_size(fields, "phi3");
+  size.fused_projections = true;
+  size.dropout = fields.number_or("resid_pdrop", 0.0);
+  size.embed_dropout = fields.number_or("embd_pdrop", 0.0);
+  const double factor = fields.number_or("partial_rotary_factor", 1.0);
+  const int64_t head_dim = size.head_dim > 0 ? size.head_dim : size.hidden / size.heads;
+  const auto rotated = static_cast<int64_t>(static_cast<double>(head_dim) * factor);
+  if (factor > 1.0 || rotated < 2 || rotated % 2 != 0)
+    fields.fail("partial_rotary_factor", "rotates " + std::to_string(rotated) + " of a head's " +
+                                             std::to_string(head_dim) +
+                                             " features; expected an even number, at least 2, at most all");
+  if (rotated != head_dim) size.rotary_dim = rotated;
   return size;
 }
 
@@ -239,12 +327,16 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
     size = opt_size(fields);
   } else if (type == "llama" || type == "mistral") {
     size = llama_size(fields, type);
+  } else if (type == "qwen2" || type == "qwen3") {
+    size = qwen_size(fields, type);
+  } else if (type == "gemma" || type == "gemma2") {
+    size = gemma_size(fields, type);
+  } else if (type == "phi3") {
+    size = phi3_size(fields);
   } else if (type == "gpt_neox") {
     size = gpt_neox_size(fields);
   } else {
-    fields.fail(
-        "model_type",
-        quote(type) + " is not a family dnncast builds from a config (gpt2, bert, opt, llama, mistral, gpt_neox)");
+    fields.fail("model_type", quote(type) + " is not a family dnncast builds from a config (" + kConfigFamilies + ")");
   }
   std::string name = fields.text_or("_name_or_path", "");
   if (name.empty()) {

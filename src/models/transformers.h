@@ -32,6 +32,21 @@ struct TransformerSize {
   bool tie_embeddings = false;     // LM head tied to the token embedding (tie_word_embeddings)
   bool parallel_residual = false;  // gpt_neox: x + attention(ln1(x)) + mlp(ln2(x))
   bool mlp_bias = false;           // llama: biases of gate, up and down projections
+  // The llama-shaped families beyond Llama (models/decoders.cpp):
+  bool o_proj_bias = true;         // with `bias`: o_proj's too (qwen2: q, k and v only)
+  bool qk_norm = false;            // qwen3: RMSNorm of each head of q and k (q_norm, k_norm) before rotary
+  double embed_scale = 0;          // gemma, gemma2: token embeddings times sqrt(hidden); 0 = none
+  bool norm_unit_offset = false;   // gemma, gemma2: RMSNorm scales by 1 + weight
+  bool sandwich_norm = false;      // gemma2: RMSNorm after attention and after the MLP too (4 per layer)
+  double attention_scale = 0;      // the scores' scale; 0 = 1 / sqrt(head_dim) (gemma2: query_pre_attn_scalar^-0.5)
+  double attention_softcap = 0;    // gemma2: scores -> softcap * tanh(scores / softcap); 0 = none
+  double logit_softcap = 0;        // gemma2: the LM head's logits likewise
+  int64_t sliding_window = 0;      // keys a query sees at most (mistral, gemma2's sliding layers); 0 = all
+  bool alternate_window = false;   // gemma2: the window on even layers only
+  bool fused_projections = false;  // phi3: one qkv_proj and one gate_up_proj
+  double embed_dropout = 0;        // phi3: embd_pdrop
+  int64_t window_first_layer = 0;  // qwen2, qwen3: the first layer of sliding_window (max_window_layers)
+  std::string gelu_approximate;    // gemma, gemma2: "tanh" (gelu_pytorch_tanh); "" = exact
 };
 
 // InputError when spec.seq_len is past the model's `positions`.

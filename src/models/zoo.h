@@ -17,6 +17,7 @@ struct ModelSpec {
   int64_t num_classes = 1000;      // classifier outputs (vocabulary size stays fixed for LMs)
   bool allow_unknown_ops = false;  // ONNX files: unsupported ops become elementwise nodes (import/onnx.h)
   std::string lora = "";  // "" or LoRA fine-tuning, "r=16,alpha=32,targets=q,v" (graph/lora.h; load_model applies it)
+  std::string quantize = "";  // "" or "nf4" | "int8": QLoRA's quantized frozen base weights (graph/quantize.h)
   // "" or "eager": attention as libtorch's math path (the S x S scores kept); "sdpa": PyTorch 2's fused
   // scaled_dot_product_attention on CUDA (no S x S matrix kept; load_model marks every attention node fused=1).
   std::string attention = "";

@@ -713,6 +713,10 @@ void check_supported(const Graph& graph) {
       throw InputError("attention sdpa (node '" + node.name +
                        "'): libtorch 1.13 has no fused attention kernel to run; "
                        "measure with --attention eager (the math path)");
+    if (node.has_attr("quantize"))
+      throw InputError("quantize " + node.attr_str("quantize", "") + " (node '" + node.name +
+                       "'): quantized weights run in bitsandbytes' CUDA kernels, which libtorch here has not; "
+                       "nothing measures them (forecast without --quantize to measure the LoRA fine-tune)");
     if (impls.count(node.op)) continue;
     std::string known;
     for (const std::string& name : supported_ops()) known += (known.empty() ? "" : ", ") + name;

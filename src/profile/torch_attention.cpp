@@ -23,13 +23,23 @@ void add_attention_impls(std::map<std::string, OpImpl>& impls) {
         if (node.attr_int("causal", 0) == 0) return;
         int64_t query_len = g.node(node.inputs[0]).shape[2];
         int64_t key_len = g.node(node.inputs[1]).shape[2];
-        // Positions a query may not see: key index > query index (upper triangle).
-        s.buffers.push_back(at::ones({query_len, key_len}, m.float_options().dtype(at::kBool)).triu(1));
+        // Positions a query may not see: key index > query index (upper triangle), and with a sliding window
+        // keys `window` or more behind it.
+        at::Tensor hidden = at::ones({query_len, key_len}, m.float_options().dtype(at::kBool)).triu(1);
+        const int64_t window = node.attr_int("window", 0);
+        if (window > 0 && window < query_len)
+          hidden = hidden.logical_or(at::ones({query_len, key_len}, m.float_options().dtype(at::kBool)).tril(-window));
+        s.buffers.push_back(hidden);
       },
       [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-        // libtorch 1.13's math attention: scale q, q k^T, [mask], softmax, [dropout], times v.
-        double scale = 1.0 / std::sqrt(static_cast<double>(in[0].size(-1)));
+        // libtorch 1.13's math attention: scale q, q k^T, [soft-cap], [mask], softmax, [dropout], times v.
+        const double scale = node.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(in[0].size(-1))));
         at::Tensor scores = at::matmul(in[0] * scale, in[1].transpose(-2, -1));
+        const double softcap = node.attr_float("softcap", 0.0);
+        if (softcap > 0) {  // Gemma 2: softcap * tanh(scores / softcap)
+          at::Tensor bounded = at::tanh(scores / softcap);
+          scores = bounded * softcap;
+        }
         if (!s.buffers.empty()) scores = scores.masked_fill(s.buffers[0], -std::numeric_limits<double>::infinity());
         at::Tensor probabilities = at::softmax(scores, -1);
         double p = node.attr_float("dropout_p", 0.0);

@@ -8,7 +8,9 @@ void add_activation_impls(std::map<std::string, OpImpl>& impls) {
   impls["ReLU"] = unary([](const at::Tensor& x) { return at::relu(x); }, [](at::Tensor& x) { return at::relu_(x); });
   impls["ReLU6"] = unary([](const at::Tensor& x) { return at::hardtanh(x, 0, 6); },
                          [](at::Tensor& x) { return at::hardtanh_(x, 0, 6); });
-  impls["GELU"] = unary([](const at::Tensor& x) { return at::gelu(x); });
+  impls["GELU"] = {no_params, [](const Node& node, const std::vector<at::Tensor>& in, NodeState&, bool) {
+                     return at::gelu(in[0], node.attr_str("approximate", "none"));  // "tanh": gelu_pytorch_tanh
+                   }};
   impls["SiLU"] = unary([](const at::Tensor& x) { return at::silu(x); }, [](at::Tensor& x) { return at::silu_(x); });
   impls["Sigmoid"] = unary([](const at::Tensor& x) { return at::sigmoid(x); });
   impls["Tanh"] = unary([](const at::Tensor& x) { return at::tanh(x); });

@@ -56,14 +56,19 @@ void add_norm_impls(std::map<std::string, OpImpl>& impls) {
                         }};
   impls["RMSNorm"] = {[](GraphModule& m, int index, NodeState& s) {
                         const Graph& g = m.graph();
-                        s.params.push_back(m.new_param({g.node(g.node(index).inputs[0]).shape.dims.back()}, 0, 1.0));
+                        const Node& node = g.node(index);  // GemmaRMSNorm (1 + weight) starts at zeros
+                        s.params.push_back(m.new_param({g.node(node.inputs[0]).shape.dims.back()}, 0,
+                                                       node.attr_int("unit_offset", 0) != 0 ? 0.0 : 1.0));
                       },
                       [](const Node& node, const std::vector<at::Tensor>& in, NodeState& s, bool) {
-                        // Hugging Face's LlamaRMSNorm, composite: weight * (x * rsqrt(mean(x^2) + eps)).
+                        // Hugging Face's LlamaRMSNorm, composite: weight * (x * rsqrt(mean(x^2) + eps));
+                        // GemmaRMSNorm's (unit_offset): (x * rsqrt(mean(x^2) + eps)) * (1 + weight).
                         const at::Tensor& x = in[0];
                         at::Tensor rstd =
                             at::rsqrt(x.pow(2).mean({-1}, /*keepdim=*/true) + node.attr_float("eps", 1e-6));
-                        return s.params[0] * (x * rstd);
+                        if (node.attr_int("unit_offset", 0) == 0) return s.params[0] * (x * rstd);
+                        at::Tensor normalized = x * rstd;
+                        return normalized * (1.0 + s.params[0]);
                       }};
   impls["LayerScale"] = {
       [](GraphModule& m, int index, NodeState& s) {

@@ -294,7 +294,7 @@ class Fields {
 // The model fields every forecast route shares.
 const std::vector<std::string> kModelFields = {"model", "graph",     "batch",         "input",
                                                "seq",   "classes",   "allow_unknown", "name",
-                                               "lora",  "attention", "checkpointing"};
+                                               "lora",  "attention", "checkpointing", "quantize"};
 
 std::vector<std::string> with_model_fields(std::vector<std::string> more) {
   std::vector<std::string> all = kModelFields;
@@ -306,7 +306,7 @@ std::string spec_key(const models::ModelSpec& spec) {
   std::string key = "|b" + std::to_string(spec.batch) + "|i";
   for (int64_t dim : spec.input) key += std::to_string(dim) + "x";
   return key + "|s" + std::to_string(spec.seq_len) + "|c" + std::to_string(spec.num_classes) + "|u" +
-         (spec.allow_unknown_ops ? "1" : "0") + "|l" + spec.lora + "|a" + spec.attention + "|k" +
+         (spec.allow_unknown_ops ? "1" : "0") + "|l" + spec.lora + "|q" + spec.quantize + "|a" + spec.attention + "|k" +
          (spec.checkpointing ? "1" : "0");
 }
 
@@ -321,7 +321,8 @@ if (fields.has("input")) args.input = fields.image_input("input");
 args.seq = fields.any_integer("seq");
 args.classes = fields.any_integer("classes");
 args.allow_unknown = fields.flag("allow_unknown");
-if (fields.has("lora")) args.lora = fields.text("lora", "");  // LoRA fine-tuning, as --lora (graph/lora.h)
+if (fields.has("lora")) args.lora = fields.text("lora", "");              // LoRA fine-tuning, as --lora (graph/lora.h)
+if (fields.has("quantize")) args.quantize = fields.text("quantize", "");  // nf4 | int8, as --quantize
 if (fields.has("attention")) args.attention = fields.text("attention", "");  // eager | sdpa, as --attention
 args.checkpointing = fields.flag("checkpointing");                           // as --checkpointing
 const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");

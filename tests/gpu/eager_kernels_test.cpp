@@ -70,6 +70,39 @@ TEST(EagerKernels, Gpt2AttentionStreamsItsScoresOncePerKernel) {
   EXPECT_EQ(gelu.backward.size(), 10u);
 }
 
+// Gemma 2's soft-capped scores add the division, tanh and product over the S x S scores each way (rows "softcap");
+// a QLoRA Linear dequantizes its weight in forward and in backward (2.5 bytes a weight for nf4: half a byte and its
+// block's absmax read, 2 bytes written).
+TEST(EagerKernels, SoftCappingAndDequantizationAreKernelsOfTheirOwn) {
+  models::ModelSpec spec;
+  spec.batch = 2;
+  spec.seq_len = 32;
+  spec.lora = "r=4";
+  const std::string configs = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/";
+  Graph gemma2 = import::load_model(configs + "gemma-2-2b.json", spec);
+  const int attention = node_named(gemma2, "layers.0.self_attn.attention");
+  ASSERT_GE(attention, 0);
+  const NodeKernels capped = node_kernels(gemma2, attention);
+  gemma2.mutable_nodes()[static_cast<size_t>(attention)].attrs.erase("softcap");
+  const NodeKernels plain = node_kernels(gemma2, attention);
+  const double scores = 2.0 * 8 * 32 * 32;
+  EXPECT_DOUBLE_EQ(
+      bytes_of(capped.forward, KernelFamily::Elementwise) - bytes_of(plain.forward, KernelFamily::Elementwise),
+      (8 + 8 + 8) * scores);
+  EXPECT_DOUBLE_EQ(
+      bytes_of(capped.backward, KernelFamily::Elementwise) - bytes_of(plain.backward, KernelFamily::Elementwise),
+      (8 + 12 + 8) * scores);
+  spec.quantize = "nf4";
+  const Graph qlora = import::load_model(configs + "llama-2-7b-hf.json", spec);
+  const int up = node_named(qlora, "layers.3.mlp.up_proj");
+  ASSERT_GE(up, 0);
+  ASSERT_TRUE(qlora.node(up).has_attr("quantize"));
+  const NodeKernels kernels = node_kernels(qlora, up);
+  const double weights = 4096.0 * 11008;
+  EXPECT_NEAR(bytes_of(kernels.forward, KernelFamily::Elementwise), (0.5 + 1.0 / 64 + 2) * weights, 1.0);
+  EXPECT_NEAR(bytes_of(kernels.backward, KernelFamily::Elementwise), (0.5 + 1.0 / 64 + 2) * weights, 1.0);
+}
+
 // NeuSight's per-node labels of GPT2-Large training on a V100 (batch 1, 1,024 tokens): gelu_new's nodes in the first
 // layer's MLP (pow, tanh, the muls and adds), forward and backward, less the time a node that launches no kernel
 // takes (size, getitem: what timing one node alone costs), against the forecast of the GELU node.

@@ -2,12 +2,16 @@
 // Hugging Face's modeling files build, counted by tests/models/hf_reference.py with torch.nn modules (and equal to
 // the published figures: GPT-2 124,439,808; bert-base-uncased as BertForMaskedLM 109,514,298; OPT-125m
 // 125,239,296; OPT-350m 331,196,416; Llama-2-7B 6,738,415,616; Mistral-7B-v0.1 7,241,732,096; Pythia-160m
-// 162,322,944; TinyLlama-1.1B 1,100,048,384); GPT-2's config gives the zoo's gpt2_small layer for layer; Llama-2-7B's
+// 162,322,944; TinyLlama-1.1B 1,100,048,384; issue 47's families: Qwen2.5-0.5B 494,032,768; Qwen3-0.6B 596,049,920;
+// Gemma-2B 2,506,172,416; Gemma-2-2B 2,614,341,888 (the Gemma papers' non-embedding counts 1,981,884,416 and
+// 2,024,517,888 plus 256,000 x width embeddings); Phi-3-mini 3,821,079,552; Phi-4-mini 3,836,021,760; Llama-3.2-1B
+// 1,235,814,400; SmolLM2-135M 134,515,008); GPT-2's config gives the zoo's gpt2_small layer for layer; Llama-2-7B's
 // forward FLOPs are 2 x parameters x tokens plus attention; a bad config is one line naming its file and field.
 #include "models/hf_config.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,7 +51,7 @@ TEST(HfConfig, ParametersEqualTheTorchReferenceAndThePublishedFigures) {
   std::vector<std::string> paths;
   for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) paths.push_back(entry.path().string());
   std::sort(paths.begin(), paths.end());
-  ASSERT_GE(paths.size(), 11u);
+  ASSERT_GE(paths.size(), 19u);
   std::string arguments = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_reference.py";
   for (const std::string& path : paths) arguments += " " + path;
   const std::string output = python_test::run_python_command(arguments);
@@ -60,9 +64,12 @@ TEST(HfConfig, ParametersEqualTheTorchReferenceAndThePublishedFigures) {
   ASSERT_EQ(reference.size(), paths.size()) << output;
   for (const std::string& config : paths) EXPECT_EQ(total_params(build(config, 64)), reference[config]) << config;
   const std::map<std::string, int64_t> published = {
-      {"gpt2.json", 124439808},        {"bert-base-uncased.json", 109514298}, {"opt-125m.json", 125239296},
-      {"opt-350m.json", 331196416},    {"llama-2-7b-hf.json", 6738415616},    {"mistral-7b-v0.1.json", 7241732096},
-      {"pythia-160m.json", 162322944}, {"tinyllama-1.1b.json", 1100048384}};
+      {"gpt2.json", 124439808},           {"bert-base-uncased.json", 109514298}, {"opt-125m.json", 125239296},
+      {"opt-350m.json", 331196416},       {"llama-2-7b-hf.json", 6738415616},    {"mistral-7b-v0.1.json", 7241732096},
+      {"pythia-160m.json", 162322944},    {"tinyllama-1.1b.json", 1100048384},   {"qwen2.5-0.5b.json", 494032768},
+      {"qwen3-0.6b.json", 596049920},     {"gemma-2b.json", 2506172416},         {"gemma-2-2b.json", 2614341888},
+      {"phi-3-mini-4k.json", 3821079552}, {"phi-4-mini.json", 3836021760},       {"llama-3.2-1b.json", 1235814400},
+      {"smollm2-135m.json", 134515008}};
   for (const auto& [name, figure] : published) EXPECT_EQ(reference[kConfigs + "/" + name], figure) << name;
 }
 
@@ -127,6 +134,48 @@ TEST(HfConfig, RotaryDecodersFollowTheConfig) {
   EXPECT_THROW(build(kConfigs + "/tinyllama-1.1b.json", 4096), InputError);  // past max_position_embeddings
 }
 
+// Issue 47's families, each with the parts its modeling file adds to llama's layer.
+TEST(HfConfig, LlamaShapedFamiliesFollowTheirConfigs) {
+  Graph qwen2 = build(kConfigs + "/qwen2.5-0.5b.json", 16);
+  EXPECT_EQ(qwen2.node(qwen2.find("model.layers.0.self_attn.k_proj")).attr_int("bias", 0), 1);
+  EXPECT_EQ(qwen2.node(qwen2.find("model.layers.0.self_attn.o_proj")).attr_int("bias", 1), 0);
+  EXPECT_EQ(qwen2.node(qwen2.find("lm_head")).attr_str("tied_to", ""), "model.embed_tokens");
+  EXPECT_FALSE(qwen2.node(qwen2.find("model.layers.0.self_attn.attention")).has_attr("window"));  // not used
+  Graph qwen3 = build(kConfigs + "/qwen3-0.6b.json", 16);
+  EXPECT_EQ(qwen3.node(qwen3.find("model.layers.0.self_attn.q_norm")).shape, (TensorShape{2, 16, 16, 128}));
+  EXPECT_EQ(qwen3.node(qwen3.find("model.layers.0.self_attn.q_proj")).shape, (TensorShape{2, 16, 16 * 128}));
+  EXPECT_EQ(count_op(qwen3, "RMSNorm"), 4 * 28 + 1);
+  Graph gemma = build(kConfigs + "/gemma-2b.json", 16);
+  EXPECT_DOUBLE_EQ(gemma.node(gemma.find("model.embed_scale")).attr_float("scalar", 0), std::sqrt(2048.0));
+  EXPECT_EQ(gemma.node(gemma.find("model.norm")).attr_int("unit_offset", 0), 1);
+  EXPECT_EQ(gemma.node(gemma.find("model.layers.0.mlp.act_fn")).op, "GELU");
+  EXPECT_EQ(gemma.node(gemma.find("model.layers.0.mlp.act_fn")).attr_str("approximate", ""), "tanh");
+  Graph gemma2 = build(kConfigs + "/gemma-2-2b.json", 16);
+  EXPECT_EQ(count_op(gemma2, "RMSNorm"), 4 * 26 + 1);
+  const Node& sliding = gemma2.node(gemma2.find("model.layers.0.self_attn.attention"));
+  EXPECT_EQ(sliding.attr_int("window", 0), 4096);
+  EXPECT_DOUBLE_EQ(sliding.attr_float("softcap", 0), 50.0);
+  EXPECT_DOUBLE_EQ(sliding.attr_float("scale", 0), 1.0 / 16.0);  // query_pre_attn_scalar 256
+  EXPECT_FALSE(gemma2.node(gemma2.find("model.layers.1.self_attn.attention")).has_attr("window"));  // global
+  EXPECT_EQ(gemma2.node(gemma2.outputs()[0]).name, "logits_softcap_mul");
+  nlohmann::json uncapped = read_json(kConfigs + "/gemma-2-2b.json");  // null turns soft-capping off
+  uncapped["attn_logit_softcapping"] = nullptr;
+  uncapped["final_logit_softcapping"] = nullptr;
+  ModelSpec at;
+  at.batch = 1;
+  at.seq_len = 8;
+  const Graph plain = build_hf_config(uncapped, at, "uncapped.json");
+  EXPECT_FALSE(plain.node(plain.find("model.layers.0.self_attn.attention")).has_attr("softcap"));
+  EXPECT_EQ(plain.node(plain.outputs()[0]).name, "lm_head");
+  Graph phi3 = build(kConfigs + "/phi-3-mini-4k.json", 16);
+  EXPECT_EQ(phi3.node(phi3.find("model.layers.0.self_attn.qkv_proj")).shape, (TensorShape{2, 16, 3 * 3072}));
+  EXPECT_EQ(phi3.node(phi3.find("model.layers.0.mlp.gate_up_proj")).shape, (TensorShape{2, 16, 2 * 8192}));
+  EXPECT_EQ(phi3.node(phi3.find("model.layers.0.self_attn.attention")).attr_int("window", 0), 2047);
+  Graph phi4 = build(kConfigs + "/phi-4-mini.json", 16);
+  EXPECT_EQ(phi4.node(phi4.find("model.layers.0.self_attn.rotary_q")).attr_int("rotary_dim", 0), 96);  // 0.75 x 128
+  EXPECT_EQ(phi4.node(phi4.find("model.layers.0.self_attn.k_proj")).shape, (TensorShape{2, 16, 8 * 128}));
+}
+
 // Forward FLOPs of Llama-2-7B at 2048 tokens: every weight but the embedding table (a gather) does one multiply-add
 // per token, and attention's q k^T and P v over the full 2048 x 2048 scores (libtorch 1.13's math path computes the
 // masked half too) add 4 x L^2 x hidden per layer; norms, SiLU, rotary and softmax are the rest, under 2%.
@@ -179,7 +228,7 @@ TEST(HfConfig, ABadConfigNamesItsField) {
   falcon["model_type"] = "falcon";
   EXPECT_EQ(message(falcon),
             "config.json: field 'model_type': 'falcon' is not a family dnncast builds from a config "
-            "(gpt2, bert, opt, llama, mistral, gpt_neox)");
+            "(gpt2, bert, opt, gpt_neox, llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)");
   nlohmann::json mistral = read_json(kConfigs + "/mistral-7b-v0.1.json");
   nlohmann::json groups = mistral;
   groups["num_key_value_heads"] = 5;

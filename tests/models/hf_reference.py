@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The parameter count of a Hugging Face config's model, built from torch.nn modules on the meta device as
 Hugging Face's modeling_gpt2.py, modeling_bert.py, modeling_opt.py, modeling_llama.py (and Mistral's, the same
-layers) and modeling_gpt_neox.py build it (tied weights counted once), for tests/models/hf_config_test.cpp to hold
+layers), modeling_gpt_neox.py, modeling_qwen2.py, modeling_qwen3.py, modeling_gemma.py, modeling_gemma2.py and
+modeling_phi3.py build it (tied weights counted once), for tests/models/hf_config_test.cpp to hold
 dnncast's graph against. On the meta device a 7B model costs no memory. No transformers package is needed.
 Rotary position embeddings own no parameters (their inverse frequencies are a buffer), so they do not appear.
 
@@ -99,6 +100,38 @@ def llama(config):
     return nn.ModuleList(parts)
 
 
+def llama_shaped(config):
+    """Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Phi3ForCausalLM: llama's layer with
+    each family's own parts, as its modeling file builds them."""
+    kind = config["model_type"]
+    gemma = kind in ("gemma", "gemma2")
+    d, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    head = config.get("head_dim") or (256 if gemma else 128 if kind == "qwen3" else d // heads)
+    bias = config.get("attention_bias", False)
+    tokens = nn.Embedding(vocab, d, **META)
+    parts = [tokens]
+    for _ in range(config["num_hidden_layers"]):
+        if kind == "phi3":  # qkv_proj and gate_up_proj, no biases
+            attention = [linear(d, (heads + 2 * kv_heads) * head, False), linear(heads * head, d, False)]
+            mlp = [linear(d, 2 * inner, False), linear(inner, d, False)]
+        else:
+            qkv_bias = True if kind == "qwen2" else bias  # Qwen2Attention: q, k, v biased, o_proj not
+            attention = [linear(d, heads * head, qkv_bias), linear(d, kv_heads * head, qkv_bias),
+                         linear(d, kv_heads * head, qkv_bias), linear(heads * head, d, bias)]
+            if kind == "qwen3":
+                attention += [RMSNorm(head), RMSNorm(head)]  # q_norm, k_norm
+            mlp = [linear(d, inner, False), linear(d, inner, False), linear(inner, d, False)]
+        norms = [RMSNorm(d) for _ in range(4 if kind == "gemma2" else 2)]
+        parts += norms + attention + mlp
+    lm_head = linear(d, vocab, bias=False)
+    if config.get("tie_word_embeddings", gemma):
+        lm_head.weight = tokens.weight
+    parts += [RMSNorm(d), lm_head]
+    return nn.ModuleList(parts)
+
+
 def gpt_neox(config):
     """GPTNeoXForCausalLM: fused query_key_value with bias, LayerNorms, GELU MLP, embed_out untied by default."""
     d, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
@@ -121,5 +154,7 @@ def count(module):
 for path in sys.argv[1:]:
     with open(path) as file:
         config = json.load(file)
-    builders = {"gpt2": gpt2, "bert": bert, "opt": opt, "llama": llama, "mistral": llama, "gpt_neox": gpt_neox}
+    builders = {"gpt2": gpt2, "bert": bert, "opt": opt, "llama": llama, "mistral": llama, "gpt_neox": gpt_neox,
+                "qwen2": llama_shaped, "qwen3": llama_shaped, "gemma": llama_shaped, "gemma2": llama_shaped,
+                "phi3": llama_shaped}
     print(path, count(builders[config["model_type"]](config)))

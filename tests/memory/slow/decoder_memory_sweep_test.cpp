@@ -125,6 +125,13 @@ TEST(DecoderMemorySweep, EveryTrainingModeAgainstTheProfiler) {
   check_sweep(dnncast::models::decoder_mode_sweep(), "DecoderModeSweep", "decoder_mode_sweep.csv");
 }
 
+// Issue 47's families (models/decoder_sweep.h, family_sweep): qwen2, qwen3, gemma, gemma2 and phi3 with their own
+// parts (q/k/v biases, per-head norms, RMSNorm by 1 + weight, soft-capped scores and logits, sliding windows, fused
+// projections, partial rotary), LoRA and every training mode, 200 more decoders.
+TEST(DecoderMemorySweep, IssueFortySevenFamiliesAgainstTheProfiler) {
+  check_sweep(dnncast::models::family_sweep(), "FamilySweep", "family_sweep.csv");
+}
+
 #else
 
 TEST(DecoderMemorySweep, NeedsLibtorch) { GTEST_SKIP() << "built without libtorch: no profiler to compare with"; }
