@@ -41,7 +41,8 @@ constexpr int64_t kMaxThreads = 1024;  // the CLI's (cli/parse_args.h)
 import::ModelArgs model_args(const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
                              std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
                              const std::optional<std::string>& lora, bool checkpointing,
-                             const std::optional<std::string>& attention){import::ModelArgs args;
+                             const std::optional<std::string>& attention,
+                             const std::optional<std::string>& quantize){import::ModelArgs args;
 args.model = model;
 args.batch = batch;
 if (!input.empty()) args.input = input;
@@ -51,6 +52,7 @@ args.allow_unknown = allow_unknown;
 args.lora = lora;
 args.checkpointing = checkpointing;
 args.attention = attention;
+args.quantize = quantize;
 return args;
 }  // namespace
 
@@ -180,14 +182,16 @@ PYBIND11_MODULE(_dnncast, module) {
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
          std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
          const std::optional<std::string>& lora, bool checkpointing, const std::string& device,
-         const std::optional<std::string>& attention) {
+         const std::optional<std::string>& attention, const std::optional<std::string>& quantize) {
         return guarded([&] {
           return inspect_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), device);
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
+              device);
         });
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
-      py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("device"), py::arg("attention"));
+      py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("device"), py::arg("attention"),
+      py::arg("quantize"));
   module.def(
       "predict",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
@@ -196,7 +200,7 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& precision, int64_t threads, const std::string& device, int64_t epoch_samples,
          const std::string& predictor_dir, const std::string& host_isa, const std::string& framework, bool max_batch,
          const std::string& phase, int64_t grad_accum, int64_t epoch_tokens,
-         const std::optional<std::string>& attention) {
+         const std::optional<std::string>& attention, const std::optional<std::string>& quantize) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::forecast::PredictOptions options;
         options.forecast = {
@@ -208,8 +212,8 @@ PYBIND11_MODULE(_dnncast, module) {
         options.epoch_tokens = epoch_tokens;
         JsonAndNote result = guarded([&] {
           return predict_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), options,
-              host_isa);
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
+              options, host_isa);
         });
         return py::make_tuple(result.json, result.note);
       },
@@ -217,7 +221,7 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"), py::arg("precision"),
       py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"), py::arg("host_isa"),
       py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("grad_accum"), py::arg("epoch_tokens"),
-      py::arg("attention"));
+      py::arg("attention"), py::arg("quantize"));
   module.def(
       "memory",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
@@ -227,7 +231,7 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& max_batch_bytes, int64_t batch_cap, const std::string& cuda_context, const std::string& isa,
          bool timeline, const std::string& measure_command, const std::string& sharding, int64_t gpus,
          int64_t gpus_per_node, const std::string& max_seq_bytes, const std::optional<std::string>& attention,
-         int64_t grad_accum) {
+         int64_t grad_accum, const std::optional<std::string>& quantize) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
         dnncast::forecast::MemoryOptions options;
         options.optimizer = optimizer;
@@ -247,8 +251,8 @@ PYBIND11_MODULE(_dnncast, module) {
         options.grad_accum = grad_accum;
         JsonAndNote result = guarded([&] {
           return memory_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), options,
-              isa);
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
+              options, isa);
         });
         return py::make_tuple(result.json, result.note);
       },
@@ -256,7 +260,8 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"), py::arg("precision"),
       py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"), py::arg("batch_cap"),
       py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"), py::arg("measure_command"), py::arg("sharding"),
-      py::arg("gpus"), py::arg("gpus_per_node"), py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"));
+      py::arg("gpus"), py::arg("gpus_per_node"), py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"),
+      py::arg("quantize"));
   module.def(
       "compare",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
@@ -264,7 +269,8 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::optional<std::string>& lora, bool checkpointing, const std::optional<std::string>& attention,
          const std::string& optimizer, const std::string& precision, const std::string& framework,
          const std::string& phase, int64_t epochs, int64_t epoch_samples, const std::vector<std::string>& providers,
-         const std::vector<std::string>& gpus, bool spot, bool multi_gpu, const std::string& sharding) {
+         const std::vector<std::string>& gpus, bool spot, bool multi_gpu, const std::string& sharding,
+         const std::optional<std::string>& quantize) {
         dnncast::forecast::PredictOptions options;
         options.forecast.optimizer = optimizer;
         options.forecast.precision = precision;
@@ -280,12 +286,13 @@ PYBIND11_MODULE(_dnncast, module) {
         request.sharding = sharding;
         return guarded([&] {
           return compare_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention), options,
-              request);
+              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
+              options, request);
         });
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("attention"), py::arg("optimizer"),
       py::arg("precision"), py::arg("framework"), py::arg("phase"), py::arg("epochs"), py::arg("epoch_samples"),
-      py::arg("providers"), py::arg("gpus"), py::arg("spot"), py::arg("multi_gpu"), py::arg("sharding"));
+      py::arg("providers"), py::arg("gpus"), py::arg("spot"), py::arg("multi_gpu"), py::arg("sharding"),
+      py::arg("quantize"));
 }
