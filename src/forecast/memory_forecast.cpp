@@ -51,9 +51,12 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   search.keep_events = false;
   auto required_at = [&](const Graph& graph) { return required_of(graph, memory::simulate_memory(graph, search)); };
   if (request.batch_limit > 0) {
-    result.max_batch =
-        memory::largest_fitting([&](int64_t candidate) { return required_at(request.model.build_at_batch(candidate)); },
-                                request.batch_limit, request.batch_cap);
+    // The requested batch was simulated above: the search takes its bytes rather than simulating it again.
+    result.max_batch = memory::largest_fitting(
+        [&](int64_t candidate) {
+          return candidate == result.batch ? required : required_at(request.model.build_at_batch(candidate));
+        },
+        request.batch_limit, request.batch_cap);
   }
   const bool sequence_model =
       !result.graph.inputs().empty() && result.graph.node(result.graph.inputs().front()).dtype == DType::I64;

@@ -195,34 +195,44 @@ MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, 
   if (limit_bytes <= 0) throw InputError("memory limit must be positive");
   if (cap < 1) throw InputError("batch cap must be at least 1");
   MaxBatchResult result;
-  auto bytes_at = [&](int64_t value) {
-    ++result.simulations;
-    return required(value);
-  };
   int64_t fits = 0, fits_bytes = 0;    // largest value known to fit
   int64_t fails = 0, fails_bytes = 0;  // smallest value known not to fit (0 = none yet)
-  for (int64_t value = 1;; value = std::min(value * 2, cap)) {
-    int64_t bytes = bytes_at(value);
+  int64_t before = 0, before_bytes = 0;  // the fitting value before `fits` (for the slope while nothing fails)
+  auto probe = [&](int64_t value) {
+    ++result.simulations;
+    const int64_t bytes = required(value);
     if (bytes <= limit_bytes) {
-      fits = value;
-      fits_bytes = bytes;
-      if (value == cap) break;
+      before = fits, before_bytes = fits_bytes;
+      fits = value, fits_bytes = bytes;
     } else {
-      fails = value;
-      fails_bytes = bytes;
-      break;
+      fails = value, fails_bytes = bytes;
     }
-  }
-  while (fails > 0 && fails - fits > 1) {
-    int64_t middle = fits + (fails - fits) / 2;
-    int64_t bytes = bytes_at(middle);
-    if (bytes <= limit_bytes) {
-      fits = middle;
-      fits_bytes = bytes;
+  };
+  // The next value to try: where the line through the two nearest known points crosses the limit (the bytes of
+  // a training step grow almost linearly with the batch), kept strictly inside what is still open; doubling
+  // where no line can be drawn.
+  auto next = [&]() -> int64_t {
+    const int64_t top = fails > 0 ? fails - 1 : cap;
+    double guess;
+    if (fails > 0 && fails_bytes > fits_bytes) {
+      guess = static_cast<double>(fits) + static_cast<double>(fails - fits) *
+                                              static_cast<double>(limit_bytes - fits_bytes) /
+                                              static_cast<double>(fails_bytes - fits_bytes);
+    } else if (fails == 0 && before > 0 && fits_bytes > before_bytes) {
+      guess = static_cast<double>(fits) + static_cast<double>(fits - before) *
+                                              static_cast<double>(limit_bytes - fits_bytes) /
+                                              static_cast<double>(fits_bytes - before_bytes);
     } else {
-      fails = middle;
-      fails_bytes = bytes;
+      guess = fails > 0 ? static_cast<double>(fits + (fails - fits) / 2) : 2.0 * static_cast<double>(fits);
     }
+    const double bounded = std::min(static_cast<double>(top), std::max(static_cast<double>(fits + 1), guess));
+    return static_cast<int64_t>(bounded);
+  };
+  probe(1);
+  int bracketed = 0;  // probes since a value failed: every third one halves the bracket (regula falsi's guard)
+  while (fits < cap && !(fails > 0 && fails - fits <= 1)) {
+    bracketed += fails > 0;
+    probe(fails > 0 && bracketed % 3 == 0 ? fits + (fails - fits) / 2 : next());
   }
   result.batch = fits;
   result.required_bytes = fits_bytes;

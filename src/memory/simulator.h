@@ -149,8 +149,10 @@ struct MaxBatchResult {
   int64_t simulations = 0;
 };
 
-// Exponential search for a batch that does not fit, then binary search; `build(batch)` returns
-// the graph at that batch. A batch above `batch_cap` is not tried (the result is then batch_cap).
+// The largest batch that fits, searched along the line through the two nearest simulated batches (the bytes of a
+// step grow almost linearly with the batch: batch 1, 2, the line's answer and the one past it, when it holds), each
+// try strictly inside what is still open, every third try inside a bracket halving it; `build(batch)` returns the
+// graph at that batch. A batch above `batch_cap` is not tried (the result is then batch_cap).
 MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
                          int64_t limit_bytes, int64_t batch_cap = int64_t{1} << 20);
 // The same search over any size whose `required` bytes do not fall as it grows (a batch, a sequence
