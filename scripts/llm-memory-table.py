@@ -20,6 +20,11 @@ here from its own documentation:
                AdamW states 8 bytes per parameter; activations "depend on many factors" and are left out.
 
 None of the four sees LoRA, the batch or the sequence: their number is the same for a full fine-tune and for LoRA.
+
+A second table (issue 47): QLoRA, the base quantized as bitsandbytes stores it (`--quantize nf4|int8` with `--lora`,
+`--precision bf16`), beside accelerate's answer for the model in int4 or int8 (its --dtypes int4 / int8: the model's
+size at half a byte or a byte per parameter, "Training using Adam" 4x that). dnncast's QLoRA rests on no measurement
+(bitsandbytes is not in Debian); neither does accelerate's.
 """
 import argparse
 import json
@@ -38,6 +43,15 @@ CASES = [
     ("TinyLlama 1.1B, LoRA r=16 q,v", "tinyllama-1.1b.json", 2048, 4, ["--lora", "r=16"]),
     ("Llama-2-7B, full", "llama-2-7b-hf.json", 2048, 1, []),
     ("Llama-2-7B, LoRA r=16 q,v", "llama-2-7b-hf.json", 2048, 1, ["--lora", "r=16"]),
+]
+
+# (label, config file, seq, batch, lora, quantize)
+QLORA_CASES = [
+    ("TinyLlama 1.1B, QLoRA nf4 r=16 q,v", "tinyllama-1.1b.json", 2048, 4, "r=16", "nf4"),
+    ("Llama-2-7B, QLoRA nf4 r=16 q,v", "llama-2-7b-hf.json", 512, 1, "r=16", "nf4"),
+    ("Llama-2-7B, QLoRA nf4 r=16 all projections", "llama-2-7b-hf.json", 2048, 1,
+     "r=16,targets=q,k,v,o,gate,up,down", "nf4"),
+    ("Llama-2-7B, LoRA r=16 q,v on int8", "llama-2-7b-hf.json", 512, 1, "r=16", "int8"),
 ]
 
 GIB = float(1 << 30)
@@ -99,7 +113,24 @@ def main():
         print(f"| {r['case']} | {r['seq']} x {r['batch']} | {r['trainable']:,} / {r['params']:,} | "
               f"{cell(r['dnncast'])} | {cell(r['checkpointed'])} | {cell(r['lean'])} | {r['accelerate'] / GIB:.1f} GiB | "
               f"{r['zero2'] / GIB:.1f} GiB | {r['zero3'] / GIB:.1f} GiB | {r['rule16'] / GIB:.1f} GiB |")
+    qlora_table(args)
     return 0
+
+
+def qlora_table(args):
+    print(f"\nQLoRA on {args.gpu}, AdamW, `--precision bf16 --lora ... --quantize ...` [--checkpointing]; accelerate's "
+          f"\"Training using Adam\" for the model in the quantized dtype (4 x its size)\n")
+    print("| configuration | seq x batch | dnncast | + checkpointing | accelerate (Adam, int4 / int8) |")
+    print("|---|---|---|---|---|")
+    for label, config, seq, batch, lora, quantize in QLORA_CASES:
+        flags = ["--precision", "bf16", "--lora", lora, "--quantize", quantize]
+        doc = run(args.dnncast, config, seq, batch, flags, args.gpu)
+        checkpointed = run(args.dnncast, config, seq, batch, flags + ["--checkpointing"], args.gpu)
+        base = doc["parameters"] - doc["trainable_parameters"]
+        accelerate = 4 * (0.5 if quantize == "nf4" else 1.0) * base
+        print(f"| {label} | {seq} x {batch} | {doc['required_bytes'] / GIB:.1f} GiB "
+              f"{'fits' if doc['fits']['fits'] else 'no'} | {checkpointed['required_bytes'] / GIB:.1f} GiB "
+              f"{'fits' if checkpointed['fits']['fits'] else 'no'} | {accelerate / GIB:.1f} GiB |")
 
 
 if __name__ == "__main__":
