@@ -195,8 +195,8 @@ MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, 
   if (limit_bytes <= 0) throw InputError("memory limit must be positive");
   if (cap < 1) throw InputError("batch cap must be at least 1");
   MaxBatchResult result;
-  int64_t fits = 0, fits_bytes = 0;    // largest value known to fit
-  int64_t fails = 0, fails_bytes = 0;  // smallest value known not to fit (0 = none yet)
+  int64_t fits = 0, fits_bytes = 0;      // largest value known to fit
+  int64_t fails = 0, fails_bytes = 0;    // smallest value known not to fit (0 = none yet)
   int64_t before = 0, before_bytes = 0;  // the fitting value before `fits` (for the slope while nothing fails)
   auto probe = [&](int64_t value) {
     ++result.simulations;

@@ -25,8 +25,10 @@
 #include "graph/tensor.h"
 #include "hardware/catalogue.h"
 #include "hardware/isa.h"
+#include "import/hub_cache.h"
 #include "import/model_source.h"
 #include "models/zoo.h"
+#include "serve/page.h"
 
 namespace dnncast::serve {
 
@@ -356,12 +358,26 @@ if (onnx) {
 } else {
   std::string name = fields.text("model", "");
   if (name.empty()) throw InputError("field 'model': empty; expected a zoo name or synthetic:SEED");
-  if (starts_with(name, "file:") || starts_with(name, "onnx:") || name.find('/') != std::string::npos ||
-      ends_with(name, ".json") || ends_with(name, ".onnx"))
+  std::optional<std::string> hub_config;  // a Hub id's config.json in this host's Hugging Face cache (hub_cache.h)
+  if (import::looks_like_hub_id(name)) {
+    hub_config = import::hub_cached_config(name);
+    if (!hub_config) throw NotFound("field 'model': " + import::hub_not_cached_message(name));
+  }
+  if (hub_config) {
+    model_name = name;
+    key = "hub:" + name + ":" + *hub_config;
+    // The config the id names, read by the builder (the CLI's Hub ids alike); the graph keeps the id as its name.
+    build = [name, path = *hub_config](const models::ModelSpec& at) {
+      Graph built = import::load_model(path, at);
+      built.name = name;
+      return built;
+    };
+  } else if (starts_with(name, "file:") || starts_with(name, "onnx:") || name.find('/') != std::string::npos ||
+             ends_with(name, ".json") || ends_with(name, ".onnx")) {
     throw InputError("field 'model': " + quote(name) +
                      " names a file; the server reads none: send the graph JSON as field 'graph', or the ONNX bytes "
                      "as the body (Content-Type application/onnx)");
-  if (starts_with(name, "synthetic:")) {
+  } else if (starts_with(name, "synthetic:")) {
     model_name = name;
     key = name;
     build = [name](const models::ModelSpec& at) { return import::load_model(name, at); };
@@ -392,6 +408,9 @@ std::string answer_text(const Json& document, int indent) {
 
 // ---------------------------------------------------------------------------------------------
 // The routes
+
+// The page (serve/page.h): its query is the question the page's script reads, not fields of this route.
+HttpResponse page(Api&, const HttpRequest&) { return {200, std::string(serve_page()), "text/html; charset=utf-8"}; }
 
 HttpResponse healthz(Api&, const HttpRequest& request) {
   Fields fields(request, {});
@@ -547,6 +566,7 @@ const std::vector<Route>& routes() {
       {"POST", "/v1/inspect", true, false, inspect_route},
       {"POST", "/v1/schedule", true, false, schedule_route},
       {"GET", "/v1/devices", true, false, devices},
+      {"GET", "/", false, true, page},
       {"GET", "/healthz", false, true, healthz},
       {"GET", "/metrics", false, true, metrics},
   };

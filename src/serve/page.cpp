@@ -1,0 +1,226 @@
+#include "serve/page.h"
+
+namespace dnncast::serve {
+
+namespace {
+
+// One file: the form, the answers, and the script that asks /v1/predict and /v1/memory. Every number shown is a
+// field of those answers; the command lines are the CLI's spelling of the same request.
+constexpr std::string_view kPage = R"PAGE(<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy"
+      content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:">
+<title>dnncast: what will this training cost?</title>
+<style>
+body { font: 15px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 60em; padding: 0 1em; color: #222; }
+h1 { font-size: 1.4em; margin-bottom: 0.2em; }
+form { display: grid; grid-template-columns: repeat(auto-fill, minmax(13em, 1fr)); gap: 0.6em 1em; }
+label { display: flex; flex-direction: column; font-size: 0.85em; color: #555; }
+input, select { font: inherit; padding: 0.25em; }
+button { font: inherit; padding: 0.4em 1.2em; align-self: end; }
+.answer { margin-top: 1.2em; }
+.big { font-size: 1.6em; font-weight: 600; }
+#error { color: #b00020; font-weight: 600; min-height: 1.2em; margin-top: 1em; }
+#bar { position: relative; display: flex; height: 2.2em; background: #f3f3f3; margin: 0.5em 0 0.3em; }
+#bar span { display: block; height: 100%; }
+#limit { position: absolute; top: -0.4em; bottom: -0.4em; width: 2px; background: #b00020; }
+#legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; font-size: 0.85em; }
+#legend i { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.3em; vertical-align: -0.1em; }
+code { display: block; background: #f6f6f6; padding: 0.4em; margin: 0.3em 0; word-break: break-all; font-size: 0.85em; }
+</style>
+</head>
+<body>
+<h1>dnncast: what will this training cost?</h1>
+<p>Time per iteration and peak memory of training a model, forecast by this server's <code style="display:inline">/v1</code>
+API (the same answers as <code style="display:inline">dnncast predict --json</code> and <code style="display:inline">dnncast memory --json</code>).</p>
+<form id="question">
+<label>model (zoo name, synthetic:SEED, a Hub id ORG/NAME in the server's HF cache)<input id="model" placeholder="resnet50" required></label>
+<label>batch<input id="batch" placeholder="32"></label>
+<label>sequence length (text models)<input id="seq" placeholder=""></label>
+<label>image input CxHxW<input id="input" placeholder="3x224x224"></label>
+<label>precision<select id="precision"><option value="">fp32</option><option>bf16</option><option>bf16-pure</option><option>fp16</option></select></label>
+<label>optimizer<select id="optimizer"><option value="">sgd</option><option>adam</option><option>adamw</option></select></label>
+<label>device (a GPU of /v1/devices, or cpu)<input id="device" list="gpus" placeholder="cpu"><datalist id="gpus"></datalist></label>
+<label>LoRA (r=16,targets=q,v)<input id="lora"></label>
+<label>QLoRA base<select id="quantize"><option value="">not quantized</option><option>nf4</option><option>int8</option></select></label>
+<label>activation checkpointing<input id="checkpointing" type="checkbox"></label>
+<button type="submit">Forecast</button>
+</form>
+<div id="error" role="alert"></div>
+<div class="answer">
+<div>time per iteration: <span class="big" id="time-ms">-</span> ms
+  <span id="time-interval"></span> <span id="time-basis"></span></div>
+<div>time per epoch: <span id="epoch"></span></div>
+<div>memory needed: <span class="big" id="memory-total">-</span> <span id="memory-fits"></span></div>
+<div id="bar"></div>
+<div id="legend"></div>
+<div>largest batch that fits: <span id="largest-batch">-</span></div>
+<div>answered in <span id="elapsed">-</span></div>
+<p>The same question on the command line:</p>
+<code id="command-predict"></code>
+<code id="command-memory"></code>
+<p>This question as a link: <a id="link" href="#"></a></p>
+</div>
+<script>
+"use strict";
+const FIELDS = ["model", "batch", "seq", "input", "precision", "optimizer", "device", "lora", "quantize", "checkpointing"];
+const COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const $ = (id) => document.getElementById(id);
+
+function gib(bytes) {
+  return bytes >= 2 ** 30 ? (bytes / 2 ** 30).toFixed(2) + " GiB" : (bytes / 2 ** 20).toFixed(1) + " MiB";
+}
+
+// The request in serve's field names: what the form holds, integers where typed as integers.
+function question() {
+  const asked = {};
+  for (const name of FIELDS) {
+    const element = $(name);
+    if (name === "checkpointing") {
+      if (element.checked) asked[name] = true;
+      continue;
+    }
+    const value = element.value.trim();
+    if (value === "") continue;
+    asked[name] = (name === "batch" || name === "seq") && /^[0-9]+$/.test(value) ? Number(value) : value;
+  }
+  return asked;
+}
+
+function commandLine(command, asked) {
+  const words = ["dnncast", command, asked.model];
+  for (const [key, value] of Object.entries(asked)) {
+    if (key === "model") continue;
+    const flag = "--" + (key === "max_batch_bytes" ? "max-batch" : key.replace(/_/g, "-"));
+    if (value === true) words.push(flag); else words.push(flag, String(value));
+  }
+  return words.join(" ") + " --json";
+}
+
+async function ask(route, body) {
+  const reply = await fetch("/v1/" + route, {method: "POST", headers: {"Content-Type": "application/json"},
+                                             body: JSON.stringify(body)});
+  const answer = await reply.json();
+  if (!reply.ok) throw new Error(answer.error || ("HTTP " + reply.status));
+  return answer;
+}
+
+// The parts of what must fit: the tensors at the peak by kind, and on a GPU what the caching allocator, the
+// libraries and the context add (the parts of memory.cuda), up to required_bytes.
+function memoryParts(memory) {
+  const b = memory.breakdown;
+  const parts = [["parameters", b.parameter_bytes], ["gradients", b.gradient_bytes],
+                 ["optimizer state", b.optimizer_state_bytes], ["activations", b.activation_bytes],
+                 ["transient", b.transient_bytes], ["buffers and inputs", b.buffer_and_input_bytes]];
+  if (memory.cuda && memory.cuda.parts) {
+    const c = memory.cuda.parts;
+    const tensors = parts.reduce((sum, part) => sum + part[1], 0);
+    parts.push(["allocator rounding", Math.max(0, c.tensor_bytes - tensors)]);
+    parts.push(["allocator reserve", c.allocator_reserve_bytes]);
+    parts.push(["workspaces", c.workspace_bytes + (c.cudnn_workspace_bytes || 0)]);
+    parts.push(["context", c.context_bytes + (c.cudnn_context_bytes || 0)]);
+    parts.push(["margin", c.margin_bytes || 0]);
+  }
+  return parts.filter((part) => part[1] > 0);
+}
+
+function drawMemory(memory) {
+  const total = memory.required_bytes;
+  const limit = memory.fits ? memory.fits.limit_bytes : 0;
+  const scale = Math.max(total, limit);
+  $("memory-total").textContent = gib(total);
+  $("memory-fits").textContent = memory.fits ? (memory.fits.fits ? "fits in " : "does NOT fit in ") + gib(limit) : "";
+  const bar = $("bar"), legend = $("legend");
+  bar.textContent = "";
+  legend.textContent = "";
+  memoryParts(memory).forEach(([name, bytes], index) => {
+    const piece = document.createElement("span");
+    piece.style.width = (100 * bytes / scale) + "%";
+    piece.style.background = COLOURS[index % COLOURS.length];
+    piece.title = name + ": " + gib(bytes);
+    piece.dataset.part = name;
+    piece.dataset.bytes = String(bytes);
+    bar.appendChild(piece);
+    const item = document.createElement("span");
+    const swatch = document.createElement("i");
+    swatch.style.background = piece.style.background;
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode(name + " " + gib(bytes)));
+    legend.appendChild(item);
+  });
+  if (limit > 0) {
+    const line = document.createElement("div");
+    line.id = "limit";
+    line.style.left = (100 * limit / scale) + "%";
+    line.title = "the GPU's memory: " + gib(limit);
+    bar.appendChild(line);
+  }
+  $("largest-batch").textContent = memory.max_batch ? String(memory.max_batch.batch) : "- (give a GPU)";
+}
+
+async function forecast() {
+  const asked = question();
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(asked)) query.set(key, value === true ? "1" : String(value));
+  history.replaceState(null, "", "?" + query.toString());
+  $("link").href = location.href;
+  $("link").textContent = location.href;
+  const gpu = asked.device !== undefined && asked.device !== "cpu";
+  const timeQuestion = Object.assign({}, asked), memoryQuestion = Object.assign({}, asked);
+  if (!gpu) delete timeQuestion.device;
+  if (gpu) Object.assign(memoryQuestion, {fits: "gpu", max_batch_bytes: "gpu"});
+  $("command-predict").textContent = commandLine("predict", timeQuestion);
+  $("command-memory").textContent = commandLine("memory", memoryQuestion);
+  for (const id of ["error", "time-interval", "time-basis", "epoch", "memory-fits", "bar", "legend"]) $(id).textContent = "";
+  for (const id of ["time-ms", "memory-total", "largest-batch", "elapsed"]) $(id).textContent = "-";
+  const started = performance.now();
+  try {
+    const [time, memory] = await Promise.all([ask("predict", timeQuestion), ask("memory", memoryQuestion)]);
+    $("time-ms").textContent = time.time_ms.toFixed(1);
+    $("time-interval").textContent = "(90% interval " + time.time_ms_low.toFixed(1) + " - " +
+                                     time.time_ms_high.toFixed(1) + " ms)";
+    $("time-basis").textContent = time.device_name ? "on " + time.device_name : "on " + (time.env || "this CPU");
+    $("epoch").textContent = time.epoch_s ? time.epoch_s.toFixed(1) + " s" : "- (give epoch_samples in the API)";
+    drawMemory(memory);
+    $("elapsed").textContent = Math.round(performance.now() - started) + " ms";
+    document.body.dataset.answered = "1";
+  } catch (error) {
+    $("error").textContent = error.message;
+    document.body.dataset.answered = "error";
+  }
+}
+
+async function listGpus() {
+  try {
+    const reply = await fetch("/v1/devices");
+    const devices = await reply.json();
+    for (const gpu of devices.gpus || []) {
+      const option = document.createElement("option");
+      option.value = gpu.name;
+      $("gpus").appendChild(option);
+    }
+  } catch (error) { /* the list is a convenience: the field takes any name */ }
+}
+
+$("question").addEventListener("submit", (event) => { event.preventDefault(); forecast(); });
+const given = new URLSearchParams(location.search);
+for (const name of FIELDS) {
+  if (!given.has(name)) continue;
+  if (name === "checkpointing") $(name).checked = given.get(name) === "1" || given.get(name) === "true";
+  else $(name).value = given.get(name);
+}
+listGpus();
+if (given.has("model")) forecast();
+</script>
+</body>
+</html>
+)PAGE";
+
+}  // namespace
+
+std::string_view serve_page() { return kPage; }
+
+}  // namespace dnncast::serve
