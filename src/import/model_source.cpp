@@ -203,10 +203,8 @@ Graph load_base_model(const std::string& source, const models::ModelSpec& spec) 
       std::string path = starts_with(source, "file:") ? source.substr(5) : source;
       if (path.empty()) throw InputError("model source " + quote(source) + " names no file");
       if (!starts_with(source, "file:") && !is_regular_file(path) && looks_like_hub_id(path)) {
-        // A Hub id (hub_cache.h): its cached config.json, the graph named by the id.
-        const std::optional<std::string> config = hub_cached_config(path);
-        if (!config) throw InputError(hub_not_cached_message(path));
-        Graph graph = load_json_file(*config, spec);
+        // A Hub id (hub_cache.h): its config.json, cached or downloaded; the graph named by the id.
+        Graph graph = load_json_file(hub_config(path), spec);
         graph.name = path;
         return graph;
       }

@@ -37,7 +37,7 @@ code { display: block; background: #f6f6f6; padding: 0.4em; margin: 0.3em 0; wor
 <p>Time per iteration and peak memory of training a model, forecast by this server's <code style="display:inline">/v1</code>
 API (the same answers as <code style="display:inline">dnncast predict --json</code> and <code style="display:inline">dnncast memory --json</code>).</p>
 <form id="question">
-<label>model (zoo name, synthetic:SEED, a Hub id ORG/NAME in the server's HF cache)<input id="model" placeholder="resnet50" required></label>
+<label>model (zoo name, Hub id ORG/NAME, synthetic:SEED)<input id="model" placeholder="resnet50" required></label>
 <label>batch<input id="batch" placeholder="32"></label>
 <label>sequence length (text models)<input id="seq" placeholder=""></label>
 <label>image input CxHxW<input id="input" placeholder="3x224x224"></label>

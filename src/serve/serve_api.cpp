@@ -358,10 +358,13 @@ if (onnx) {
 } else {
   std::string name = fields.text("model", "");
   if (name.empty()) throw InputError("field 'model': empty; expected a zoo name or synthetic:SEED");
-  std::optional<std::string> hub_config;  // a Hub id's config.json in this host's Hugging Face cache (hub_cache.h)
+  std::optional<std::string> hub_config;  // a Hub id's config.json, cached on this host or downloaded (hub_cache.h)
   if (import::looks_like_hub_id(name)) {
-    hub_config = import::hub_cached_config(name);
-    if (!hub_config) throw NotFound("field 'model': " + import::hub_not_cached_message(name));
+    try {
+      hub_config = import::hub_config(name);
+    } catch (const InputError& error) {
+      throw NotFound(std::string("field 'model': ") + error.what());
+    }
   }
   if (hub_config) {
     model_name = name;
