@@ -59,9 +59,15 @@ API (the same answers as <code style="display:inline">dnncast predict --json</co
 <div id="legend"></div>
 <div>largest batch that fits: <span id="largest-batch">-</span></div>
 <div>answered in <span id="elapsed">-</span></div>
+<h2 style="font-size:1.1em">Across the cloud's GPUs (<span id="compare-count">-</span> instances; cost of <span id="compare-iterations">-</span> iterations)</h2>
+<svg id="scatter" width="640" height="260" role="img" aria-label="cost against time per instance"></svg>
+<table id="compare-table" style="border-collapse:collapse;font-size:0.85em"><thead><tr><th align="left">instance</th>
+<th align="left">GPU</th><th align="right">time per iteration</th><th align="right">$ per hour</th><th align="right">cost</th>
+<th>fits</th><th>Pareto</th></tr></thead><tbody></tbody></table>
 <p>The same question on the command line:</p>
 <code id="command-predict"></code>
 <code id="command-memory"></code>
+<code id="command-compare"></code>
 <p>This question as a link: <a id="link" href="#"></a></p>
 </div>
 <script>
@@ -161,6 +167,55 @@ function drawMemory(memory) {
   $("largest-batch").textContent = memory.max_batch ? String(memory.max_batch.batch) : "- (give a GPU)";
 }
 
+// compare's rows: the table (cheapest first) and the cost-versus-time scatter, the Pareto front marked.
+function drawCompare(comparison) {
+  const rows = comparison.rows.slice().sort((a, b) => a.total_usd - b.total_usd);
+  $("compare-count").textContent = String(rows.length);
+  $("compare-iterations").textContent = String(rows.length ? rows[0].iterations : 0);
+  const body = $("compare-table").tBodies[0];
+  body.textContent = "";
+  for (const row of rows) {
+    const line = body.insertRow();
+    line.className = "instance";
+    const cells = [row.provider + " " + row.instance_type, row.gpu_count + "x " + row.gpu,
+                   row.time_ms.toFixed(1) + " ms", row.price_usd_per_hour.toFixed(2), "$" + row.total_usd.toFixed(4),
+                   row.fits ? "yes" : "no", row.on_pareto_front ? "front" : ""];
+    cells.forEach((text, index) => {
+      const cell = line.insertCell();
+      cell.textContent = text;
+      if (index >= 2 && index <= 4) cell.align = "right";
+    });
+  }
+  const svg = $("scatter");
+  svg.textContent = "";
+  const width = 640, height = 260, pad = 40;
+  const maxTime = Math.max(...rows.map((row) => row.total_hours), 1e-12);
+  const maxCost = Math.max(...rows.map((row) => row.total_usd), 1e-12);
+  for (const row of rows) {
+    const point = document.createElementNS(svg.namespaceURI, "circle");
+    point.setAttribute("class", row.on_pareto_front ? "point front" : "point");
+    point.setAttribute("cx", String(pad + (width - 2 * pad) * row.total_hours / maxTime));
+    point.setAttribute("cy", String(height - pad - (height - 2 * pad) * row.total_usd / maxCost));
+    point.setAttribute("r", row.on_pareto_front ? "5" : "3");
+    point.setAttribute("fill", row.fits ? (row.on_pareto_front ? "#e15759" : "#4e79a7") : "#bab0ac");
+    const title = document.createElementNS(svg.namespaceURI, "title");
+    title.textContent = row.provider + " " + row.instance_type + ": " + row.time_ms.toFixed(1) + " ms, $" +
+                        row.total_usd.toFixed(4);
+    point.appendChild(title);
+    svg.appendChild(point);
+  }
+  const axis = (x, y, text) => {
+    const label = document.createElementNS(svg.namespaceURI, "text");
+    label.setAttribute("x", String(x));
+    label.setAttribute("y", String(y));
+    label.setAttribute("font-size", "11");
+    label.textContent = text;
+    svg.appendChild(label);
+  };
+  axis(pad, height - 8, "time of the run (0 - " + (maxTime * 3600).toFixed(1) + " s)");
+  axis(4, 14, "cost (0 - $" + maxCost.toFixed(4) + ")");
+}
+
 async function forecast() {
   const asked = question();
   const query = new URLSearchParams();
@@ -174,17 +229,25 @@ async function forecast() {
   if (gpu) Object.assign(memoryQuestion, {fits: "gpu", max_batch_bytes: "gpu"});
   $("command-predict").textContent = commandLine("predict", timeQuestion);
   $("command-memory").textContent = commandLine("memory", memoryQuestion);
-  for (const id of ["error", "time-interval", "time-basis", "epoch", "memory-fits", "bar", "legend"]) $(id).textContent = "";
+  const compareQuestion = Object.assign({}, asked);
+  delete compareQuestion.device;  // every GPU of the catalogue
+  $("command-compare").textContent = asked.batch === undefined ? "" : commandLine("compare", compareQuestion);
+  for (const id of ["error", "time-interval", "time-basis", "epoch", "memory-fits", "bar", "legend", "scatter"])
+    $(id).textContent = "";
+  $("compare-table").tBodies[0].textContent = "";
   for (const id of ["time-ms", "memory-total", "largest-batch", "elapsed"]) $(id).textContent = "-";
   const started = performance.now();
   try {
-    const [time, memory] = await Promise.all([ask("predict", timeQuestion), ask("memory", memoryQuestion)]);
+    const asks = [ask("predict", timeQuestion), ask("memory", memoryQuestion)];
+    if (asked.batch !== undefined) asks.push(ask("compare", compareQuestion));  // compare needs a batch
+    const [time, memory, comparison] = await Promise.all(asks);
     $("time-ms").textContent = time.time_ms.toFixed(1);
     $("time-interval").textContent = "(90% interval " + time.time_ms_low.toFixed(1) + " - " +
                                      time.time_ms_high.toFixed(1) + " ms)";
     $("time-basis").textContent = time.device_name ? "on " + time.device_name : "on " + (time.env || "this CPU");
     $("epoch").textContent = time.epoch_s ? time.epoch_s.toFixed(1) + " s" : "- (give epoch_samples in the API)";
     drawMemory(memory);
+    if (comparison) drawCompare(comparison);
     $("elapsed").textContent = Math.round(performance.now() - started) + " ms";
     document.body.dataset.answered = "1";
   } catch (error) {

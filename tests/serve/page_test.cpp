@@ -86,6 +86,21 @@ TEST_F(ServePage, AQuestionInTheLinkGetsTheCliAnswers) {
   EXPECT_NE(dom.find("id=\"limit\""), std::string::npos);
   EXPECT_NE(text_of(dom, "command-memory").find("dnncast memory resnet18 --batch 8 --input 3x64x64 --device a100-40gb"),
             std::string::npos);
+  // compare across the catalogue: a table row and a point of the scatter per instance, as `dnncast compare` lists.
+  const cli_test::Result table =
+      cli_test::run("compare", {"resnet18", "--batch", "8", "--input", "3x64x64", "--json"}, dir.path());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  const size_t instances = nlohmann::json::parse(table.out)["rows"].size();
+  ASSERT_GT(instances, 0u);
+  auto count = [&](const std::string& needle) {
+    size_t found = 0;
+    for (size_t at = dom.find(needle); at != std::string::npos; at = dom.find(needle, at + 1)) ++found;
+    return found;
+  };
+  EXPECT_EQ(text_of(dom, "compare-count"), std::to_string(instances));
+  EXPECT_EQ(count("<tr class=\"instance\""), instances);
+  EXPECT_EQ(count("<circle class=\"point"), instances);
+  EXPECT_GE(count("<circle class=\"point front\""), 1u);
   // A bad question: the server's one line, nothing else answered.
   const std::string bad = rendered_dom(base + "?model=resnet5&batch=8", dir.path());
   EXPECT_NE(text_of(bad, "error").find("unknown model 'resnet5'"), std::string::npos) << text_of(bad, "error");
