@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   // No test reaches the Hugging Face Hub: a Hub id not in a cache is refused offline (the commands the tests run
   // inherit it); the download tests serve their own Hub on 127.0.0.1 and turn this off themselves.
-  setenv("HF_HUB_OFFLINE", "1", 0);
+  setenv("HF_HUB_OFFLINE", "1", 1);
   if (under_ci()) {
     std::map<std::string, std::string> allowed;
     if (!read_allowlist(DNNCAST_SKIP_ALLOWLIST, allowed)) return 1;

@@ -2,12 +2,15 @@
 #include "import/hub_cache.h"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -114,6 +117,8 @@ Endpoint endpoint_of(const std::string& url) {
   return endpoint;
 }
 
+std::string finish_refs(const fs::path& repo, const HubParts& parts, const std::string& commit, const fs::path& config);
+
 // Writes the downloaded config where huggingface_hub would: the blob, the snapshot's link to it, the ref.
 std::string cache_download(const HubParts& parts, const std::string& body, std::string commit, std::string etag) {
   const std::vector<std::string> dirs = hub_cache_dirs();
@@ -123,11 +128,13 @@ std::string cache_download(const HubParts& parts, const std::string& body, std::
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
   const fs::path repo = fs::path(dirs.front()) / ("models--" + parts.org + "--" + parts.name);
   const fs::path snapshot = repo / "snapshots" / commit;
-  std::error_code error;
+  std::error_code error, ignored;
   fs::create_directories(snapshot, error);
   if (error) throw InputError("cannot create " + snapshot.string() + ": " + error.message());
   const fs::path config = snapshot / "config.json";
-  const fs::path temp = snapshot / ".config.json.dnncast";
+  // A name of this download's own: two processes (or two serve requests) fetching the same id do not meet.
+  const fs::path temp = snapshot / (".config.json." + std::to_string(::getpid()) + "." +
+                                    std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())));
   {
     std::ofstream out(temp, std::ios::binary);
     out << body;
@@ -142,8 +149,16 @@ std::string cache_download(const HubParts& parts, const std::string& body, std::
   } else {
     fs::rename(temp, config, error);
   }
-  if (error || !fs::is_regular_file(config)) throw InputError("cannot write " + config.string());
-  if (parts.revision != commit) {  // a branch or tag: refs/REVISION names the commit, as huggingface_hub writes it
+  fs::remove(temp, ignored);
+  if (fs::is_regular_file(config)) return finish_refs(repo, parts, commit, config);  // ours, or a concurrent one's
+  throw InputError("cannot write " + config.string() + (error ? ": " + error.message() : std::string()));
+}
+
+// refs/REVISION naming the commit (a branch or tag), as huggingface_hub writes it; the config's path.
+std::string finish_refs(const fs::path& repo, const HubParts& parts, const std::string& commit,
+                        const fs::path& config) {
+  std::error_code error;
+  if (parts.revision != commit) {
     fs::create_directories(repo / "refs", error);
     std::ofstream(repo / "refs" / parts.revision) << commit;
   }
