@@ -255,6 +255,15 @@ Graph load_graph_json_text(const std::string& text, const std::string& source, c
   return with_lora(resize_graph(read_graph_json(text, source), source, spec), spec);
 }
 
+Graph load_hf_config_text(const std::string& text, const std::string& source, const models::ModelSpec& spec) {
+  check_spec(spec);
+  check_json_nesting(text, source);
+  const nlohmann::json document = nlohmann::json::parse(text, nullptr, false);
+  if (document.is_discarded() || !models::is_hf_config(document))
+    throw InputError(source + ": expected a Hugging Face config.json object (with \"model_type\")");
+  return with_lora(models::build_hf_config(document, spec, source), spec);
+}
+
 Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const models::ModelSpec& spec) {
   check_spec(spec);
 #ifdef DNNCAST_WITHOUT_ONNX

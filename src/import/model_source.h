@@ -41,6 +41,8 @@ Graph load_model(const std::string& source, const models::ModelSpec& spec);
 // built for `spec` as load_model() builds a file of that kind; `source` names it in messages.
 Graph load_graph_json_text(const std::string& text, const std::string& source, const models::ModelSpec& spec);
 Graph load_onnx_bytes(const std::string& bytes, const std::string& source, const models::ModelSpec& spec);
+// A Hugging Face config.json's text (serve's field "config"): the model it describes, sized and fine-tuned by `spec`.
+Graph load_hf_config_text(const std::string& text, const std::string& source, const models::ModelSpec& spec);
 
 // What a request builds its model with, for each batch it asks about: empty means
 // load_model(source, spec). The server passes one that answers from its graph cache.

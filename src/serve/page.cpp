@@ -37,7 +37,8 @@ code { display: block; background: #f6f6f6; padding: 0.4em; margin: 0.3em 0; wor
 <p>Time per iteration and peak memory of training a model, forecast by this server's <code style="display:inline">/v1</code>
 API (the same answers as <code style="display:inline">dnncast predict --json</code> and <code style="display:inline">dnncast memory --json</code>).</p>
 <form id="question">
-<label>model (zoo name, Hub id ORG/NAME, synthetic:SEED)<input id="model" placeholder="resnet50" required></label>
+<label>model (zoo name, Hub id ORG/NAME, synthetic:SEED)<input id="model" placeholder="resnet50"></label>
+<label>or a file: config.json, graph JSON or ONNX<input id="file" type="file" accept=".json,.onnx"></label>
 <label>batch<input id="batch" placeholder="32"></label>
 <label>sequence length (text models)<input id="seq" placeholder=""></label>
 <label>image input CxHxW<input id="input" placeholder="3x224x224"></label>
@@ -47,6 +48,7 @@ API (the same answers as <code style="display:inline">dnncast predict --json</co
 <label>LoRA (r=16,targets=q,v)<input id="lora"></label>
 <label>QLoRA base<select id="quantize"><option value="">not quantized</option><option>nf4</option><option>int8</option></select></label>
 <label>activation checkpointing<input id="checkpointing" type="checkbox"></label>
+<label>samples per epoch<input id="epoch_samples" placeholder=""></label>
 <button type="submit">Forecast</button>
 </form>
 <div id="error" role="alert"></div>
@@ -72,7 +74,9 @@ API (the same answers as <code style="display:inline">dnncast predict --json</co
 </div>
 <script>
 "use strict";
-const FIELDS = ["model", "batch", "seq", "input", "precision", "optimizer", "device", "lora", "quantize", "checkpointing"];
+const FIELDS = ["model", "batch", "seq", "input", "precision", "optimizer", "device", "lora", "quantize", "checkpointing",
+                "epoch_samples"];
+const INTEGERS = ["batch", "seq", "epoch_samples"];
 const COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
 const $ = (id) => document.getElementById(id);
 
@@ -91,13 +95,13 @@ function question() {
     }
     const value = element.value.trim();
     if (value === "") continue;
-    asked[name] = (name === "batch" || name === "seq") && /^[0-9]+$/.test(value) ? Number(value) : value;
+    asked[name] = INTEGERS.includes(name) && /^[0-9]+$/.test(value) ? Number(value) : value;
   }
   return asked;
 }
 
-function commandLine(command, asked) {
-  const words = ["dnncast", command, asked.model];
+function commandLine(command, asked, file) {
+  const words = ["dnncast", command, file ? file.name : asked.model];
   for (const [key, value] of Object.entries(asked)) {
     if (key === "model") continue;
     const flag = "--" + (key === "max_batch_bytes" ? "max-batch" : key.replace(/_/g, "-"));
@@ -106,9 +110,38 @@ function commandLine(command, asked) {
   return words.join(" ") + " --json";
 }
 
-async function ask(route, body) {
-  const reply = await fetch("/v1/" + route, {method: "POST", headers: {"Content-Type": "application/json"},
-                                             body: JSON.stringify(body)});
+// The model as the server takes it: its name in the question, or an uploaded file (a config.json as field "config",
+// a graph JSON as "graph", ONNX bytes as the body with the other fields in the query).
+async function uploaded(file) {
+  if (!file) return null;
+  if (file.name.toLowerCase().endsWith(".onnx")) return {onnx: await file.arrayBuffer(), name: file.name};
+  let document;
+  try {
+    document = JSON.parse(await file.text());
+  } catch (error) {
+    throw new Error(file.name + ": not JSON (" + error.message + ")");
+  }
+  return document && document.model_type !== undefined ? {config: document} : {graph: document};
+}
+
+async function ask(route, question, upload) {
+  let url = "/v1/" + route, body, type = "application/json";
+  if (upload && upload.onnx) {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(question)) if (key !== "model") query.set(key, String(value));
+    query.set("name", upload.name.replace(/\.onnx$/i, ""));
+    url += "?" + query.toString();
+    body = upload.onnx;
+    type = "application/onnx";
+  } else {
+    const fields = Object.assign({}, question);
+    if (upload) {
+      delete fields.model;
+      Object.assign(fields, upload);
+    }
+    body = JSON.stringify(fields);
+  }
+  const reply = await fetch(url, {method: "POST", headers: {"Content-Type": type}, body});
   const answer = await reply.json();
   if (!reply.ok) throw new Error(answer.error || ("HTTP " + reply.status));
   return answer;
@@ -224,28 +257,31 @@ async function forecast() {
   $("link").href = location.href;
   $("link").textContent = location.href;
   const gpu = asked.device !== undefined && asked.device !== "cpu";
+  const file = $("file").files[0];
   const timeQuestion = Object.assign({}, asked), memoryQuestion = Object.assign({}, asked);
+  delete memoryQuestion.epoch_samples;  // memory has no epoch
   if (!gpu) delete timeQuestion.device;
   if (gpu) Object.assign(memoryQuestion, {fits: "gpu", max_batch_bytes: "gpu"});
-  $("command-predict").textContent = commandLine("predict", timeQuestion);
-  $("command-memory").textContent = commandLine("memory", memoryQuestion);
+  $("command-predict").textContent = commandLine("predict", timeQuestion, file);
+  $("command-memory").textContent = commandLine("memory", memoryQuestion, file);
   const compareQuestion = Object.assign({}, asked);
   delete compareQuestion.device;  // every GPU of the catalogue
-  $("command-compare").textContent = asked.batch === undefined ? "" : commandLine("compare", compareQuestion);
+  $("command-compare").textContent = asked.batch === undefined ? "" : commandLine("compare", compareQuestion, file);
   for (const id of ["error", "time-interval", "time-basis", "epoch", "memory-fits", "bar", "legend", "scatter"])
     $(id).textContent = "";
   $("compare-table").tBodies[0].textContent = "";
   for (const id of ["time-ms", "memory-total", "largest-batch", "elapsed"]) $(id).textContent = "-";
   const started = performance.now();
   try {
-    const asks = [ask("predict", timeQuestion), ask("memory", memoryQuestion)];
-    if (asked.batch !== undefined) asks.push(ask("compare", compareQuestion));  // compare needs a batch
+    const upload = await uploaded(file);
+    const asks = [ask("predict", timeQuestion, upload), ask("memory", memoryQuestion, upload)];
+    if (asked.batch !== undefined) asks.push(ask("compare", compareQuestion, upload));  // compare needs a batch
     const [time, memory, comparison] = await Promise.all(asks);
     $("time-ms").textContent = time.time_ms.toFixed(1);
     $("time-interval").textContent = "(90% interval " + time.time_ms_low.toFixed(1) + " - " +
                                      time.time_ms_high.toFixed(1) + " ms)";
     $("time-basis").textContent = time.device_name ? "on " + time.device_name : "on " + (time.env || "this CPU");
-    $("epoch").textContent = time.epoch_s ? time.epoch_s.toFixed(1) + " s" : "- (give epoch_samples in the API)";
+    $("epoch").textContent = time.epoch_s ? time.epoch_s.toFixed(1) + " s" : "- (give the samples per epoch)";
     drawMemory(memory);
     if (comparison) drawCompare(comparison);
     $("elapsed").textContent = Math.round(performance.now() - started) + " ms";

@@ -294,9 +294,9 @@ class Fields {
 };
 
 // The model fields every forecast route shares.
-const std::vector<std::string> kModelFields = {"model", "graph",     "batch",         "input",
-                                               "seq",   "classes",   "allow_unknown", "name",
-                                               "lora",  "attention", "checkpointing", "quantize"};
+const std::vector<std::string> kModelFields = {"model",         "graph",         "batch", "input", "seq",
+                                               "classes",       "allow_unknown", "name",  "lora",  "attention",
+                                               "checkpointing", "quantize",      "config"};
 
 std::vector<std::string> with_model_fields(std::vector<std::string> more) {
   std::vector<std::string> all = kModelFields;
@@ -328,10 +328,11 @@ if (fields.has("quantize")) args.quantize = fields.text("quantize", "");  // nf4
 if (fields.has("attention")) args.attention = fields.text("attention", "");  // eager | sdpa, as --attention
 args.checkpointing = fields.flag("checkpointing");                           // as --checkpointing
 const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");
-if (int(onnx) + int(graph) + int(named) != 1)
-  throw InputError(onnx ? "an ONNX body is the model: no field 'model' or 'graph' with it"
-                        : "give field 'model' (a zoo name or synthetic:SEED) or 'graph' (graph JSON), or send "
-                          "ONNX bytes as Content-Type application/onnx");
+const bool config = fields.has("config");
+if (int(onnx) + int(graph) + int(named) + int(config) != 1)
+  throw InputError(onnx ? "an ONNX body is the model: no field 'model', 'graph' or 'config' with it"
+                        : "give one of field 'model' (a zoo name, Hub id or synthetic:SEED), 'graph' (graph JSON) or "
+                          "'config' (a Hugging Face config.json), or send ONNX bytes as Content-Type application/onnx");
 if (!named) args.kind = onnx ? import::ModelSourceKind::Onnx : import::ModelSourceKind::File;
 if (!onnx && fields.has("name")) throw InputError("field 'name' names an ONNX body's model; a graph has its own");
 std::string& model_name = args.model;  // as results name it: the zoo name, synthetic:SEED, "graph" or "onnx"
@@ -348,6 +349,17 @@ if (onnx) {
     built.name = name;
     return built;
   };
+} else if (config) {
+  if (!fields.raw("config").is_object())
+    throw InputError("field 'config': expected a Hugging Face config.json object (with \"model_type\")");
+  auto text = std::make_shared<const std::string>(fields.raw("config").dump());
+  const json& document = fields.raw("config");
+  const auto named_as = document.find("_name_or_path");  // as the CLI names a config's graph
+  model_name = named_as != document.end() && named_as->is_string() && !named_as->get<std::string>().empty()
+                   ? named_as->get<std::string>()
+                   : "config";
+  key = "config:" + hex(fnv1a(*text)) + ":" + std::to_string(text->size());
+  build = [text](const models::ModelSpec& at) { return import::load_hf_config_text(*text, "field 'config'", at); };
 } else if (graph) {
   if (!fields.raw("graph").is_object())
     throw InputError("field 'graph': expected a graph JSON object (\"format\": \"dnncast-graph/1\")");

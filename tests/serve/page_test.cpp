@@ -62,10 +62,11 @@ TEST_F(ServePage, AQuestionInTheLinkGetsTheCliAnswers) {
   cli_test::ScratchDir dir("page");
   const std::string base = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
   const std::vector<std::string> question = {"resnet18", "--batch", "8", "--input", "3x64x64", "--device", "a100-40gb"};
-  const std::string dom = rendered_dom(base + "?model=resnet18&batch=8&input=3x64x64&device=a100-40gb", dir.path());
+  const std::string dom =
+      rendered_dom(base + "?model=resnet18&batch=8&input=3x64x64&device=a100-40gb&epoch_samples=1000", dir.path());
   ASSERT_NE(dom.find("data-answered=\"1\""), std::string::npos) << dom.substr(0, 2000);
   std::vector<std::string> predict_args = question;
-  predict_args.push_back("--json");
+  for (const char* arg : {"--epoch-samples", "1000", "--json"}) predict_args.push_back(arg);
   const cli_test::Result time = cli_test::run("predict", predict_args, dir.path());
   ASSERT_EQ(time.exit_code, 0) << time.err;
   std::vector<std::string> memory_args = question;
@@ -75,6 +76,7 @@ TEST_F(ServePage, AQuestionInTheLinkGetsTheCliAnswers) {
   const nlohmann::json forecast = nlohmann::json::parse(time.out), needs = nlohmann::json::parse(memory.out);
   EXPECT_EQ(text_of(dom, "time-ms"), fixed(forecast["time_ms"].get<double>(), 1));
   EXPECT_NE(text_of(dom, "time-interval").find(fixed(forecast["time_ms_low"].get<double>(), 1)), std::string::npos);
+  EXPECT_EQ(text_of(dom, "epoch"), fixed(forecast["epoch_s"].get<double>(), 1) + " s");
   EXPECT_EQ(text_of(dom, "memory-total"), gib(needs["required_bytes"].get<int64_t>()));
   EXPECT_EQ(text_of(dom, "largest-batch"), std::to_string(needs["max_batch"]["batch"].get<int64_t>()));
   EXPECT_EQ(text_of(dom, "error"), "");
@@ -87,8 +89,8 @@ TEST_F(ServePage, AQuestionInTheLinkGetsTheCliAnswers) {
   EXPECT_NE(text_of(dom, "command-memory").find("dnncast memory resnet18 --batch 8 --input 3x64x64 --device a100-40gb"),
             std::string::npos);
   // compare across the catalogue: a table row and a point of the scatter per instance, as `dnncast compare` lists.
-  const cli_test::Result table =
-      cli_test::run("compare", {"resnet18", "--batch", "8", "--input", "3x64x64", "--json"}, dir.path());
+  const cli_test::Result table = cli_test::run(
+      "compare", {"resnet18", "--batch", "8", "--input", "3x64x64", "--epoch-samples", "1000", "--json"}, dir.path());
   ASSERT_EQ(table.exit_code, 0) << table.err;
   const size_t instances = nlohmann::json::parse(table.out)["rows"].size();
   ASSERT_GT(instances, 0u);
@@ -148,6 +150,34 @@ TEST(ServeHub, AHubIdIsReadFromThisHostsCache) {
   EXPECT_EQ(missing->status, 404);
   EXPECT_NE(missing->body.find("test-org/not-cached"), std::string::npos) << missing->body;
   EXPECT_EQ(server.stop(), 0);
+}
+
+// The page's upload of a config.json: serve's field "config" takes the document itself, as the CLI takes the file.
+TEST(ServeHub, AConfigJsonIsAFieldOfItsOwn) {
+  Server server;
+  ASSERT_TRUE(server.ok()) << server.stderr_text();
+  cli_test::ScratchDir dir("config_field");
+  const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/qwen2.5-0.5b.json";
+  const nlohmann::json config = nlohmann::json::parse(cli_test::read_text(path));
+  const nlohmann::json request = {{"config", config}, {"seq", 64}, {"batch", 2}};
+  const httplib::Result reply = server.client().Post("/v1/memory", request.dump(), "application/json");
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(reply->status, 200) << reply->body;
+  const cli_test::Result cli = cli_test::run("memory", {path, "--seq", "64", "--batch", "2", "--json"}, dir.path());
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  const nlohmann::json served = nlohmann::json::parse(reply->body), printed = nlohmann::json::parse(cli.out);
+  EXPECT_EQ(served["model"], "Qwen/Qwen2.5-0.5B");  // its _name_or_path
+  EXPECT_EQ(served["peak_bytes"], printed["peak_bytes"]);
+  EXPECT_EQ(served["parameters"], printed["parameters"]);
+  const httplib::Result bad =
+      server.client().Post("/v1/memory", R"({"config": {"hidden_size": 8}, "seq": 4})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("expected a Hugging Face config.json object"), std::string::npos) << bad->body;
+  const httplib::Result both = server.client().Post(
+      "/v1/memory", R"({"config": {"model_type": "llama"}, "model": "resnet18"})", "application/json");
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->status, 400);
 }
 
 }  // namespace
