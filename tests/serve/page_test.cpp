@@ -99,6 +99,7 @@ TEST_F(ServePage, AQuestionInTheLinkGetsTheCliAnswers) {
     for (size_t at = dom.find(needle); at != std::string::npos; at = dom.find(needle, at + 1)) ++found;
     return found;
   };
+  EXPECT_NE(dom.find("data-compared=\"1\""), std::string::npos);  // drawn after the first answer
   EXPECT_EQ(text_of(dom, "compare-count"), std::to_string(instances));
   EXPECT_EQ(count("<tr class=\"instance\""), instances);
   EXPECT_EQ(count("<circle class=\"point"), instances);
