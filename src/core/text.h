@@ -20,6 +20,12 @@ std::string cut_for_message(const std::string& text, size_t limit = kQuoteLimit)
 // The longest error message a front end (CLI, serve, Python) passes on whole; longer ones are cut as above.
 inline constexpr size_t kMessageLimit = 2000;
 
+// Whether `text` begins / ends with the other string.
+inline bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+inline bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // `word` as a POSIX shell reads it back: unchanged when it holds only letters, digits and _./:=,+@%-, else in
 // single quotes (a ' inside as '\''); "" as ''.
 std::string shell_word(const std::string& word);

@@ -12,13 +12,7 @@ namespace {
 constexpr int64_t kNf4Block = 64;      // weights per absmax (bnb_4bit blocksize)
 constexpr int64_t kNestedBlock = 256;  // absmax values per fp32 second-level absmax (double quantization)
 
-bool is_adapter(const std::string& name) {
-  for (const char* suffix : {".lora_A", ".lora_B"})
-    if (name.size() > std::char_traits<char>::length(suffix) &&
-        name.compare(name.size() - std::char_traits<char>::length(suffix), std::string::npos, suffix) == 0)
-      return true;
-  return false;
-}
+bool is_adapter(const std::string& name) { return ends_with(name, ".lora_A") || ends_with(name, ".lora_B"); }
 
 }  // namespace
 

@@ -28,8 +28,14 @@ bool is_part(const std::string& part) {
   return true;
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+struct HubParts {
+  std::string org, name, revision;
+};
+
+HubParts parts_of(const std::string& id) {
+  const size_t slash = id.find('/'), at = id.find('@');
+  return {id.substr(0, slash), id.substr(slash + 1, at == std::string::npos ? std::string::npos : at - slash - 1),
+          at == std::string::npos ? "main" : id.substr(at + 1)};
 }
 
 std::string env(const char* name) {
@@ -61,15 +67,12 @@ std::vector<std::string> hub_cache_dirs() {
 
 std::optional<std::string> hub_cached_config(const std::string& id) {
   if (!looks_like_hub_id(id)) return std::nullopt;
-  const size_t slash = id.find('/'), at = id.find('@');
-  const std::string org = id.substr(0, slash);
-  const std::string name = id.substr(slash + 1, at == std::string::npos ? std::string::npos : at - slash - 1);
-  const std::string revision = at == std::string::npos ? "main" : id.substr(at + 1);
+  const HubParts parts = parts_of(id);
   std::error_code error;
   for (const std::string& dir : hub_cache_dirs()) {
-    const fs::path repo = fs::path(dir) / ("models--" + org + "--" + name);
-    std::string commit = revision;
-    std::ifstream ref(repo / "refs" / revision);
+    const fs::path repo = fs::path(dir) / ("models--" + parts.org + "--" + parts.name);
+    std::string commit = parts.revision;
+    std::ifstream ref(repo / "refs" / parts.revision);
     if (ref) std::getline(ref, commit);
     if (!is_part(commit)) continue;
     const fs::path config = repo / "snapshots" / commit / "config.json";
@@ -90,16 +93,6 @@ std::string hub_not_cached_message(const std::string& id) {
 namespace {
 
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
-
-struct HubParts {
-  std::string org, name, revision;
-};
-
-HubParts parts_of(const std::string& id) {
-  const size_t slash = id.find('/'), at = id.find('@');
-  return {id.substr(0, slash), id.substr(slash + 1, at == std::string::npos ? std::string::npos : at - slash - 1),
-          at == std::string::npos ? "main" : id.substr(at + 1)};
-}
 
 bool truthy(const std::string& value) { return value == "1" || value == "true" || value == "TRUE" || value == "yes"; }
 

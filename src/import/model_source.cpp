@@ -11,6 +11,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/json_limits.h"
+#include "core/text.h"
 #include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "graph/quantize.h"
@@ -30,10 +31,6 @@ namespace {
 constexpr int64_t kMaxInputElements = int64_t{1} << 34;
 constexpr int64_t kMaxTokens = int64_t{1} << 24;
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 bool is_regular_file(const std::string& path) {
   struct stat info;
   return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);

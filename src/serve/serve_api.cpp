@@ -41,11 +41,6 @@ constexpr int64_t kMaxEpochs = 1000000;  // as compare's --epochs
 
 // An unknown model: 404 rather than 400.
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // FNV-1a, 64 bits: the identity of inline bytes in cache keys (with their length).
 uint64_t fnv1a(const std::string& bytes) {
   uint64_t hash = 1469598103934665603ull;
