@@ -12,11 +12,54 @@
 #include "cli/print_gpu_calibration.h"
 #include "core/error.h"
 #include "gpu/gpu_calibration.h"
+#include "gpu/half_kernels.h"
 #include "gpu/kernel_evaluation.h"
 
 namespace dnncast::cli {
 
 using nlohmann::ordered_json;
+
+namespace {
+
+// `--half`: the half-precision model from Vidur's fp16 kernels (gpu/half_kernels.h), judged and written.
+int run_half(const std::string& vidur_dir, const hardware::Catalogue& catalogue, int rounds, bool score_test_gpus,
+             const std::string& out, bool as_json) {
+  const gpu::HalfKernelTables tables = gpu::load_vidur_kernels(catalogue, vidur_dir, score_test_gpus);
+  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
+  const bool print = !as_json;
+  int64_t training_rows = 0;
+  for (const gpu::KernelMeasurement& row : tables.rows) training_rows += gpu::is_held_out_test_gpu(row.gpu) ? 0 : 1;
+  ordered_json result = {{"vidur", tables.dir},
+                         {"training_rows", training_rows},
+                         {"held_out_test_gpu_rows", score_test_gpus ? 0 : tables.held_out}};
+  if (print)
+    std::printf(
+        "%lld fp16 kernel measurements of training GPUs from %s (%s)\n"
+        "per-kernel: the A40's rows with their model held out of the fit; a test GPU's with the fit on every A40 "
+        "row\n\n",
+        static_cast<long long>(training_rows), tables.dir.c_str(),
+        score_test_gpus
+            ? "the test GPUs A100 80GB and H100 scored, as asked"
+            : (std::to_string(tables.held_out) + " rows of the test GPUs A100 80GB and H100 left out").c_str(),
+        "gpu", "family", "rows", "per-kernel", "curves", "roofline");
+  result["errors"] = print_half_kernel_errors(gpu::judge_half_kernels(tables, catalogue, calibration, rounds), print);
+  if (!out.empty()) {
+    std::vector<gpu::KernelMeasurement> training;
+    for (const gpu::KernelMeasurement& row : tables.rows)
+      if (!gpu::is_held_out_test_gpu(row.gpu)) training.push_back(row);
+    gpu::GpuKernelModel::fit(training, catalogue, rounds, true)
+        .save(out,
+              "dnncast half-precision per-kernel GPU model (docs/GPU.md): written by `dnncast "
+              "calibrate-gpu-kernels --half --out " +
+                  out + "` from " + std::to_string(training.size()) +
+                  " of Vidur's fp16 kernel rows of the A40 (no row of its A100 80GB or H100)");
+    if (print) std::printf("wrote %s\n", out.c_str());
+  }
+  if (as_json) std::cout << result.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
 
 int run_calibrate_gpu_kernels(const Args& args) {
   CLI::App app(
@@ -26,7 +69,8 @@ int run_calibrate_gpu_kernels(const Args& args) {
       "dnncast calibrate-gpu-kernels");
   std::string ops_dir, labels, configs, out;
   std::vector<std::string> catalogue_files;
-  bool leave_out = false, as_json = false, show_rows = false, score_test_gpus = false;
+  std::string vidur_dir;
+  bool leave_out = false, as_json = false, show_rows = false, score_test_gpus = false, half = false;
   int rounds = 200, stride = 1;
   app.add_option("--ops", ops_dir, "NeuSight's ops/train folder (default: ../shared/data/public/neusight/ops/train)");
   app.add_option("--catalogue", catalogue_files, "extra catalogue file (docs/DEVICES.md)");
@@ -41,8 +85,17 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_flag("--score-test-gpus", score_test_gpus,
                "also score the labels of NeuSight's test GPUs (H100, L4, A100 80GB): once, when asked; never tune on "
                "them");
+  app.add_flag("--half", half,
+               "the half-precision model instead, from Vidur's fp16 kernels: judged per family (the A40 with each "
+               "model held out), --out writes data/hardware/gpu_kernels_fp16");
+  app.add_option("--vidur", vidur_dir, "Vidur's compute folder (default: ../shared/data/public/vidur/compute)");
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpu-kernels")) return 0;
+  if (half) {
+    if (!labels.empty() || leave_out || !ops_dir.empty())
+      throw InputError("--half judges Vidur's fp16 kernels: --ops, --labels and --leave-one-out are fp32's");
+    return run_half(vidur_dir, hardware::Catalogue::load(catalogue_files), rounds, score_test_gpus, out, as_json);
+  }
   if (!labels.empty() && configs.empty()) throw InputError("--labels needs --configs (neusight/model_configs)");
   const hardware::Catalogue catalogue = hardware::Catalogue::load(catalogue_files);
   const gpu::KernelTables tables = gpu::load_kernel_tables(catalogue, ops_dir);

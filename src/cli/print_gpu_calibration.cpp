@@ -90,6 +90,26 @@ void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calib
   }
 }
 
+ordered_json print_half_kernel_errors(const std::vector<gpu::HalfKernelError>& errors, bool print) {
+  ordered_json rows = ordered_json::array();
+  if (print)
+    std::printf("  %-12s %-12s %6s %11s %9s %9s\n", "gpu", "family", "rows", "per-kernel", "curves", "roofline");
+  for (const gpu::HalfKernelError& error : errors) {
+    rows.push_back({{"gpu", error.gpu},
+                    {"family", gpu::name(error.family)},
+                    {"rows", error.rows},
+                    {"test_gpu", error.test_gpu},
+                    {"per_kernel_mre", error.model_mre},
+                    {"curves_mre", error.curve_mre},
+                    {"roofline_mre", error.roofline_mre}});
+    if (print)
+      std::printf("  %-12s %-12s %6lld %10.1f%% %8.1f%% %8.1f%%%s\n", error.gpu.c_str(),
+                  gpu::name(error.family).c_str(), static_cast<long long>(error.rows), 100 * error.model_mre,
+                  100 * error.curve_mre, 100 * error.roofline_mre, error.test_gpu ? "  (test GPU)" : "");
+  }
+  return rows;
+}
+
 ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print) {
   ordered_json rows = ordered_json::array();
   if (print) std::printf("\nper kernel, each GPU held out of the fit (mean relative error: model | roofline)\n");

@@ -7,6 +7,7 @@
 
 #include "gpu/gpu_calibration.h"
 #include "gpu/gpu_memory_calibration.h"
+#include "gpu/half_kernels.h"
 #include "gpu/kernel_evaluation.h"
 
 namespace dnncast::cli {
@@ -18,6 +19,8 @@ nlohmann::ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu:
 void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration);
 // calibrate-gpu-kernels: the per-kernel errors with each GPU held out, by GPU and family (printed when `print`).
 nlohmann::ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print);
+// calibrate-gpu-kernels --half: the half-precision model's, the curves' and the roofline's errors by GPU and family.
+nlohmann::ordered_json print_half_kernel_errors(const std::vector<gpu::HalfKernelError>& errors, bool print);
 // calibrate-gpu-kernels --labels: NeuSight's end-to-end transformer labels forecast by the kernel model (training
 // GPUs with their own GPU held out; the test GPUs, with `full`, only when score_test_gpus: NeuSight's protocol
 // scores them once, when asked, so that development runs never show them); {"labels", "test_gpus_training_rows",

@@ -1,6 +1,9 @@
 #include "forecast/predict.h"
 
+#include <functional>
+
 #include "core/error.h"
+#include "core/training_setup.h"
 #include "forecast/forecast_json.h"
 
 namespace dnncast::forecast {
@@ -41,6 +44,19 @@ static PredictOptions with_epoch_in_samples(const PredictOptions& given, const m
   return options;
 }
 
+namespace {
+
+bool parses(const std::function<void()>& parse) {
+  try {
+    parse();
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 Prediction predict(const import::ModelSource& model, const PredictOptions& given, OptionStyle style) {
   const PredictOptions options = with_epoch_in_samples(given, model.spec, style);
   const std::string& typed = options.forecast.device;
@@ -74,6 +90,18 @@ Prediction predict(const import::ModelSource& model, const PredictOptions& given
     throw InputError(option_name("quantize", style) + " " + model.spec.quantize +
                      ": bitsandbytes' quantized layers run on CUDA; the CPU time model has no kernels for them (give " +
                      device_option + " a GPU of `dnncast devices`)");
+  const std::string& precision = options.forecast.precision;
+  if (!parses([&] { parse_precision(precision); }) && parses([&] { gpu::parse_gpu_precision(precision); })) {
+    // A GPU's precision on a device that is no GPU: say which (an unknown name gets the GPU lookup's suggestions).
+    std::string why = option_name("precision", style) + " " + quote(precision) + " applies only to a GPU of " +
+                      "`dnncast devices` as " + device_option;
+    if (catalogue != nullptr) try {
+        catalogue->gpu(typed);
+      } catch (const InputError& gpu_error) {
+        why += ": " + std::string(gpu_error.what());
+      }
+    throw InputError(why);
+  }
   ForecastRequest request = make_forecast_request(model, options.forecast, prediction.device, style);
   try {
     prediction.cpu = forecast(request);

@@ -18,6 +18,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "gpu/gpu_memory.h"
+#include "gpu/half_kernels.h"
 #include "graph/checkpoint.h"
 #include "graph/op_helpers.h"
 #include "graph/op_registry.h"
@@ -180,7 +181,18 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
-    const NodeKernels shaped = node_kernels(graph, static_cast<int>(index));
+    NodeKernels shaped = node_kernels(graph, static_cast<int>(index));
+    if (activation_scale != 1.0) {
+      // Under autocast the GEMMs, norms' inputs and elementwise kernels move 2-byte data; softmax runs in fp32.
+      for (auto* kernels : {&shaped.forward, &shaped.backward})
+        for (KernelShape& kernel : *kernels)
+          if (kernel.family != KernelFamily::Softmax) kernel.bytes *= activation_scale;
+      // ... and every weight a GEMM reads is cast to 16 bits once per forward (read 4 bytes, write 2).
+      if (cost.params > 0 && is_matrix_category(def.category)) {
+        const double weights = static_cast<double>(cost.params);
+        shaped.forward.push_back(elementwise_kernel(weights, 0, 6 * weights));
+      }
+    }
     // A checkpointed block (graph/checkpoint.h) runs its forward once more in the backward pass.
     const int forward_passes = with_backward && checkpoint_block(node) >= 0 ? 2 : 1;
     for (int pass = 0; pass < forward_passes; ++pass)
@@ -317,11 +329,39 @@ bool times_per_kernel(const hardware::GpuSpec& gpu, GpuPrecision precision) {
   return precision == GpuPrecision::Fp32 || (precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops);
 }
 
+KernelBusy half_kernel_busy(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision,
+                            const GpuKernelModel& half, const GpuKernelModel& fp32) {
+  const KernelDevice tensor = half_kernel_device(gpu, precision), plain = kernel_device(gpu);
+  std::vector<const KernelShape*> on_tensor, in_fp32;
+  for (const auto& [shape, count] : work.shaped)
+    (shape.family == KernelFamily::Softmax || shape.family == KernelFamily::Conv ? in_fp32 : on_tensor)
+        .push_back(&shape);
+  const std::vector<double> tensor_s = half.seconds_many(on_tensor, tensor), fp32_s = fp32.seconds_many(in_fp32, plain);
+  KernelBusy busy;
+  size_t next_tensor = 0, next_fp32 = 0;
+  for (const auto& [shape, count] : work.shaped) {
+    const bool fp32_kernel = shape.family == KernelFamily::Softmax || shape.family == KernelFamily::Conv;
+    busy.kernels.push_back({fp32_kernel ? fp32_s[next_fp32++] : tensor_s[next_tensor++], count});
+    busy.roofline_s += static_cast<double>(count) * roofline_seconds(shape, fp32_kernel ? plain : tensor);
+  }
+  return busy;
+}
+
+bool times_half_per_kernel(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision) {
+  if (precision == GpuPrecision::Fp32 || (precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops)) return false;
+  for (const auto& [shape, count] : work.shaped)
+    if (shape.family == KernelFamily::Conv) return false;  // convolutions keep the curves (half_kernels.h)
+  return true;
+}
+
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
-                      const GpuCalibration& calibration, const GpuKernelModel* kernels) {
+                      const GpuCalibration& calibration, const GpuKernelModel* kernels,
+                      const GpuKernelModel* half_kernels) {
   const Peaks peaks = peaks_of(gpu, precision);
   if (kernels && times_per_kernel(gpu, precision))
     return time_from_busy(kernel_busy(work, gpu, *kernels), framework, calibration);
+  if (kernels && half_kernels && times_half_per_kernel(work, gpu, precision))
+    return time_from_busy(half_kernel_busy(work, gpu, precision, *half_kernels, *kernels), framework, calibration);
   const GpuCalibration::Curve& conv = peaks.tf32     ? calibration.conv_tf32
                                       : peaks.tensor ? calibration.conv_tensor
                                                      : calibration.conv_fp32;
@@ -558,14 +598,31 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration
   result.optimizer = request.optimizer;
   result.precision = request.precision;
   result.framework = request.framework;
-  if (request.precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops)
-    result.notes.push_back(gpu.name + " has no TF32 tensor cores: forecast at fp32");
+  if (request.precision == GpuPrecision::Tf32 && !gpu.tf32_tensor_tflops) {
+    const bool has_tf32 =
+        gpu.vendor == "nvidia" && (gpu.architecture == "Ampere" || gpu.architecture == "Ada Lovelace" ||
+                                   gpu.architecture == "Hopper" || gpu.architecture == "Blackwell");
+    result.notes.push_back(has_tf32 ? "the catalogue has no tf32_tensor_tflops for " + gpu.name + " (an " +
+                                          gpu.architecture +
+                                          " GPU has TF32 tensor cores): forecast at fp32, which overstates the time; "
+                                          "give its peak with --catalogue"
+                                    : gpu.name + " has no TF32 tensor cores: forecast at fp32");
+  }
   result.phase = request.phase;
   const GpuKernelModel* kernels = shipped_kernel_model();
   if (!kernels && request.precision == GpuPrecision::Fp32)
     result.notes.push_back("no per-kernel model in data/hardware/gpu_kernels: timed by the calibrated curves");
-  const GpuTiming timing = time_on_gpu(gpu_work(graph, request.precision, request.optimizer, request.phase), gpu,
-                                       request.precision, request.framework, calibration, kernels);
+  const GpuKernelModel* half_kernels = shipped_half_kernel_model();
+  const GpuWork work = gpu_work(graph, request.precision, request.optimizer, request.phase);
+  const GpuTiming timing =
+      time_on_gpu(work, gpu, request.precision, request.framework, calibration, kernels, half_kernels);
+  if (timing.per_kernel && !times_per_kernel(gpu, request.precision))
+    result.notes.push_back(
+        std::string("timed per kernel at ") + name(request.precision) +
+        " by the half-precision model learned from Vidur's measured fp16 kernels of an A40 (docs/GPU.md)" +
+        (request.precision == GpuPrecision::Tf32 ? "; TF32 GEMMs assumed to reach the same share of the TF32 peak "
+                                                   "(no public TF32 kernel row)"
+                                                 : ""));
   result.time_model = timing.per_kernel ? "per-kernel" : "calibrated curves";
   result.time_ms = timing.time_ms;
   result.roofline_ms = timing.roofline_ms;
@@ -573,7 +630,7 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration
     // Gradient accumulation: the micro-batches before the last are forward-backward passes without the step.
     const GpuTiming micro =
         time_on_gpu(gpu_work(graph, request.precision, request.optimizer, GpuPhase::ForwardBackward), gpu,
-                    request.precision, request.framework, calibration, kernels);
+                    request.precision, request.framework, calibration, kernels, half_kernels);
     result.time_ms += static_cast<double>(request.grad_accum - 1) * micro.time_ms;
     result.roofline_ms += static_cast<double>(request.grad_accum - 1) * micro.roofline_ms;
     result.notes.push_back("gradient accumulation: " + std::to_string(request.grad_accum) +

@@ -128,8 +128,12 @@ const GpuKernelModel* shipped_kernel_model();
 
 // With `kernels`, fp32 work (and tf32 on a GPU without TF32 tensor cores) is timed kernel by kernel by the
 // per-kernel model; the calibration gives the launch cost and the per-iteration overhead.
+// With `half_kernels` too (half_kernels.h), tf32 / amp / bf16 work of a graph without convolutions is timed kernel
+// by kernel: its GEMMs, norms and elementwise kernels by the half-precision model at the precision's tensor peak, its
+// softmax by the fp32 model.
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
-                      const GpuCalibration& calibration, const GpuKernelModel* kernels = nullptr);
+                      const GpuCalibration& calibration, const GpuKernelModel* kernels = nullptr,
+                      const GpuKernelModel* half_kernels = nullptr);
 
 // A catalogued GPU's memory in bytes; none when the catalogue has no size for it.
 std::optional<int64_t> gpu_memory_bytes(const hardware::GpuSpec& gpu);

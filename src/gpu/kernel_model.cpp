@@ -13,6 +13,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/json_limits.h"
+#include "gpu/half_kernels.h"
 #include "learn/learner.h"
 
 namespace dnncast::gpu {
@@ -238,14 +239,15 @@ double GpuKernelModel::timed_alone_seconds(const KernelShape& shape, const Kerne
 }
 
 GpuKernelModel GpuKernelModel::fit(const std::vector<KernelMeasurement>& rows, const hardware::Catalogue& catalogue,
-                                   int rounds) {
+                                   int rounds, bool half) {
   GpuKernelModel model;
   std::map<std::string, KernelDevice> devices;
   for (const KernelMeasurement& row : rows) {
     if (is_held_out_test_gpu(row.gpu))
       throw InputError("a row of " + row.gpu + ", a test GPU of NeuSight's protocol, reached the fit");
     if (!devices.count(row.gpu)) {
-      devices[row.gpu] = kernel_device(catalogue.gpu(row.gpu));
+      devices[row.gpu] =
+          half ? half_kernel_device(catalogue.gpu(row.gpu), GpuPrecision::Fp16) : kernel_device(catalogue.gpu(row.gpu));
       model.gpus_.push_back(row.gpu);
     }
   }

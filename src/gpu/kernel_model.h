@@ -86,6 +86,7 @@ struct KernelMeasurement {
   KernelShape shape;
   std::string gpu;
   double seconds = 0;
+  std::string group;  // what it was measured for (Vidur's rows: the model), for leave-one-group-out
 };
 
 // The fitted ensembles, one per family, and each training GPU's launch floor.
@@ -97,8 +98,9 @@ class GpuKernelModel {
   GpuKernelModel& operator=(GpuKernelModel&&) noexcept;
 
   // Fits every family from `rows` (those of NeuSight's test GPUs are refused: InputError).
+  // `half`: the rows are half-precision kernels (half_kernels.h), their GEMMs judged against the tensor-core peak.
   static GpuKernelModel fit(const std::vector<KernelMeasurement>& rows, const hardware::Catalogue& catalogue,
-                            int rounds = 200);
+                            int rounds = 200, bool half = false);
   // data/hardware/gpu_kernels (or `dir`); InputError for a missing or malformed folder.
   static GpuKernelModel load(const std::string& dir = "");
   static std::string default_dir();
@@ -137,5 +139,8 @@ struct KernelTables {
 };
 KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std::string& dir = "");
 std::string default_kernel_tables_dir();
+// The text of a table file; a .xz file through `xz -dc` (xz-utils is part of every Debian system). InputError
+// names a file that cannot be read.
+std::string table_text(const std::string& path);
 
 }  // namespace dnncast::gpu

@@ -16,10 +16,10 @@ namespace dnncast::gpu {
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace {}  // namespace
 
-// The text of `path`; a .xz file through `xz -dc` (xz-utils is part of every Debian system).
-std::string file_text(const fs::path& path) {
+std::string table_text(const std::string& name) {
+  const fs::path path(name);
   if (path.extension() != ".xz") {
     std::ifstream in(path);
     std::ostringstream text;
@@ -37,6 +37,8 @@ std::string file_text(const fs::path& path) {
   if (pclose(pipe) != 0) throw InputError("cannot decompress " + quote(path.string()) + " (is xz installed?)");
   return text;
 }
+
+namespace {
 
 // Per element of the elementwise ops: FLOPs, and bytes read + written (fp32).
 struct ElementCost {
@@ -124,7 +126,7 @@ KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std:
     if (!gpu) throw InputError(file.string() + ": GPU " + quote(listed) + " is not in the catalogue");
     if (gpu->vendor != "nvidia") continue;
     const std::string op = file.parent_path().filename().string();
-    std::istringstream in(file_text(file));
+    std::istringstream in(table_text(file.string()));
     std::vector<std::string> header, fields;
     int64_t line = 0;
     if (!read_csv_record(in, header, line)) throw InputError(file.string() + ": empty");

@@ -148,7 +148,7 @@ TEST(KernelModel, PhasesOrderAsWhatTheyTime) {
   EXPECT_LT(t_step, 4.0 * t_inference);
   EXPECT_EQ(parse_gpu_phase("forward-backward"), GpuPhase::ForwardBackward);
   EXPECT_THROW(parse_gpu_phase("backward"), InputError);
-  // A tensor-core precision keeps the calibrated curves (no public kernel row covers it).
+  // A tensor-core precision keeps the calibrated curves without the half-precision model (half_kernels.h).
   EXPECT_FALSE(time_on_gpu(train, gpu, GpuPrecision::Bf16, Framework::PyTorch, calibration, &model).per_kernel);
 }
 
