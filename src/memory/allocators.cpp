@@ -40,12 +40,9 @@ void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
   const bool small = size <= kSmallSize;
   std::set<Key>& free_blocks = pool(small);
   int id = -1;
-  auto found = free_blocks.lower_bound(Key{size, -1});
+  auto found = free_blocks.lower_bound(Key{size, -1, -1});
   if (found != free_blocks.end()) {
-    auto located = by_address_.lower_bound({found->second, -1});
-    DNNCAST_ASSERT(located != by_address_.end() && located->first == found->second);
-    id = located->second;
-    by_address_.erase(located);
+    id = found->id;
     free_blocks.erase(found);
   } else {
     Block segment;
@@ -72,8 +69,7 @@ void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
     if (owner.next >= 0) blocks_[static_cast<size_t>(owner.next)].prev = rest_id;
     owner.next = rest_id;
     owner.size = size;
-    pool(small).insert({remaining, rest.address});
-    by_address_.insert({rest.address, rest_id});
+    pool(small).insert({remaining, rest.address, rest_id});
   }
   Block& owner = blocks_[static_cast<size_t>(id)];
   owner.allocated = true;
@@ -94,8 +90,7 @@ void CudaCachingAllocatorModel::free(int buffer) {
   // Merge with free neighbours of the same segment.
   auto absorb = [&](int neighbour) {
     Block& other = blocks_[static_cast<size_t>(neighbour)];
-    pool(other.small).erase({other.size, other.address});
-    by_address_.erase({other.address, neighbour});
+    pool(other.small).erase({other.size, other.address, neighbour});
   };
   int prev = blocks_[static_cast<size_t>(id)].prev;
   if (prev >= 0 && !blocks_[static_cast<size_t>(prev)].allocated) {
@@ -119,8 +114,7 @@ void CudaCachingAllocatorModel::free(int buffer) {
     free_block_ids_.push_back(next);
   }
   const Block& merged = blocks_[static_cast<size_t>(id)];
-  pool(merged.small).insert({merged.size, merged.address});
-  by_address_.insert({merged.address, id});
+  pool(merged.small).insert({merged.size, merged.address, id});
 }
 
 }  // namespace dnncast::memory

@@ -34,7 +34,13 @@ class CudaCachingAllocatorModel {
     int prev = -1, next = -1;  // neighbours in the same segment
     bool small = false, allocated = false;
   };
-  using Key = std::pair<int64_t, int64_t>;  // (size, address)
+  // A free block in its pool: best fit is the first at or past (size, 0); the id finds the block without a second
+  // index by address.
+  struct Key {
+    int64_t size = 0, address = 0;
+    int id = -1;
+    bool operator<(const Key& other) const { return size != other.size ? size < other.size : address < other.address; }
+  };
   std::set<Key>& pool(bool small) { return small ? small_free_ : large_free_; }
   int new_block(const Block& block);
 
@@ -42,7 +48,6 @@ class CudaCachingAllocatorModel {
   std::vector<int> free_block_ids_;
   std::vector<int> block_of_buffer_;
   std::set<Key> small_free_, large_free_;
-  std::set<std::pair<int64_t, int>> by_address_;  // (address, block id) of the free blocks
   int64_t next_address_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, segments_ = 0;
 };
