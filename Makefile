@@ -74,7 +74,7 @@ test-slurm: build
 	@cd $(BUILD) && ctest -L slurm --output-on-failure
 
 demo: build-cli
-	@$(BUILD)/dnncast predict resnet50 --batch 32 --input 3x224x224
+	@scripts/demo.sh $(BUILD)
 
 # ASan + UBSan build of everything, and the same test suite under it.
 sanitize: setup

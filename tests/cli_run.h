@@ -59,6 +59,23 @@ class ScratchDir {
   std::string path_;
 };
 
+// Sets an environment variable for one scope (a command run meanwhile inherits it), and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
 // `dnncast COMMAND ARGS...` with stdout and stderr captured in files under `dir`. Whatever the
 // input, stderr must not show a crash (an uncaught exception, an abort, a segfault).
 inline Result run(const std::string& command_name, const std::vector<std::string>& args, const std::string& dir) {

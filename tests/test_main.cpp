@@ -1,7 +1,8 @@
 // The main of every test binary (tests/CMakeLists.txt). Outside CI it is gtest_main. Under CI=true a
 // GTEST_SKIP is a failure unless the test is on tests/skip_allowlist.txt: a green CI run has run
 // every test it lists, not skipped the ones whose precondition went missing (a data folder, a build
-// dependency, libtorch). Every test runs offline from the Hugging Face Hub (HF_HUB_OFFLINE, below).
+// dependency, libtorch). Every test runs offline from the Hugging Face Hub (HF_HUB_OFFLINE, below) and without the
+// host check (DNNCAST_HOST_CHECK).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -74,6 +75,9 @@ int main(int argc, char** argv) {
   // No test reaches the Hugging Face Hub: a Hub id not in a cache is refused offline (the commands the tests run
   // inherit it); the download tests serve their own Hub on 127.0.0.1 and turn this off themselves.
   setenv("HF_HUB_OFFLINE", "1", 1);
+  // Nor does a test's forecast depend on how fast this machine is: the host check (forecast/host_check.h) is off
+  // unless a test turns it on with its own cache folder.
+  setenv("DNNCAST_HOST_CHECK", "off", 1);
   if (under_ci()) {
     std::map<std::string, std::string> allowed;
     if (!read_allowlist(DNNCAST_SKIP_ALLOWLIST, allowed)) return 1;

@@ -1,16 +1,20 @@
 // `dnncast predict MODEL --batch N`: time per iteration with its interval, time per epoch, and
-// peak memory, from a shipped (data/predictors/) or given predictor set. No profiling, no DL
-// framework: the graph is featurized and the learned model evaluated.
+// peak memory, from a shipped (data/predictors/) or given predictor set. The model is not profiled: the graph
+// is featurized and the learned model evaluated. For this host's CPU, the host check (forecast/host_check.h) first
+// measures a few small configurations of the shipped data here, once per boot.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/host_check_command.h"
 #include "cli/model_options.h"
 #include "cli/parse_args.h"
 #include "cli/print_predict.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "forecast/host_calibration.h"
+#include "forecast/host_check.h"
 #include "forecast/predict.h"
 
 namespace dnncast::cli {
@@ -55,6 +59,10 @@ int run_predict(const Args& args) {
   int64_t grad_accum = 1;
   app.add_option("--grad-accum", grad_accum,
                  "gradient accumulation: K forward-backward passes of the batch per optimizer step (default 1)");
+  bool no_host_check = false;
+  app.add_flag("--no-host-check", no_host_check,
+               "this host's CPU: do not measure the shipped data's probe configurations here (once per boot; "
+               "DNNCAST_HOST_CHECK=off alike), nor apply a cached check");
   app.add_flag("--json", as_json, "print JSON");
   std::string host_isa_text;
   app.add_option(
@@ -70,6 +78,14 @@ int run_predict(const Args& args) {
   forecast::PredictOptions options;
   options.forecast = {optimizer, precision, threads, device, epoch_samples, predictor_dir, host_isa};
   options.forecast.grad_accum = grad_accum;
+  options.forecast.host_check = !no_host_check;
+  // The host check, where the forecast is for this host's CPU from the shipped sets and no calibration of this host
+  // adapts them: measured here once per boot by `dnncast host-check` (libtorch runs in dnncast-measure), then cached.
+  if (!no_host_check && (device.empty() || device == "cpu") && predictor_dir.empty() && host_isa_text.empty() &&
+      forecast::host_check_enabled() &&
+      !forecast::cached_host_check(forecast::host_check_key(forecast::host_environment())) &&
+      !forecast::find_host_calibration(forecast::default_calibration_root(), forecast::host_environment()))
+    run_host_check_command();
   options.framework = framework;
   options.phase = phase;
   options.max_batch = max_batch;

@@ -17,6 +17,7 @@ int run_campaign(const Args& args);
 int run_train(const Args& args);
 int run_evaluate(const Args& args);
 int run_predict(const Args& args);
+int run_host_check(const Args& args);
 int run_memory(const Args& args);
 int run_transfer(const Args& args);
 int run_calibrate(const Args& args);

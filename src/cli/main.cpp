@@ -33,7 +33,8 @@ int measured_elsewhere(const dnncast::cli::Args&) { return 3; }
 
 // The commands that run libtorch (a measurement, or its child process): `memory` only with --measure.
 bool measures(const std::string& name, int argc, char** argv) {
-  if (name == "profile" || name == "campaign" || name == "bench-layers" || name == "calibrate") return true;
+  if (name == "profile" || name == "campaign" || name == "bench-layers" || name == "calibrate" || name == "host-check")
+    return true;
   if (name != "memory") return false;
   for (int index = 2; index < argc; ++index)
     if (std::strcmp(argv[index], "--measure") == 0) return true;
@@ -61,6 +62,9 @@ const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table{
       {"inspect", {dnncast::cli::run_inspect, "per-layer shapes, parameters, MACs and memory of a model"}},
       {"profile", {DNNCAST_MEASURING(dnncast::cli::run_profile), "measure real training iterations with libtorch"}},
+      {"host-check",
+       {DNNCAST_MEASURING(dnncast::cli::run_host_check),
+        "is this host as fast as the shipped data's? a few small configurations timed here (predict runs it)"}},
       {"dataset", {dnncast::cli::run_dataset, "stats, export, import and merge of measurement databases"}},
       {"bench-layers",
        {DNNCAST_MEASURING(dnncast::cli::run_bench_layers),

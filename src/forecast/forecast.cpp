@@ -13,6 +13,7 @@
 #include "features/layer_features.h"
 #include "forecast/extrapolation.h"
 #include "forecast/host_calibration.h"
+#include "forecast/host_check.h"
 #include "forecast/predictor.h"
 #include "graph/checkpoint.h"
 #include "graph/op_registry.h"
@@ -434,13 +435,29 @@ Forecast forecast(const ForecastRequest& request) {
                              "x each way: the predictor was trained on another CPU");
     }
   }
+  // Is this host as fast as the data's? The host check's cached result (host_check.h), where it found it off.
+  if (!calibration && result.host_match && request.host_check && host_check_enabled() &&
+      request.host_isa == hardware::CpuIsa::Unknown && request.device.kind == ForecastDevice::Kind::ThisHost) {
+    if (const std::optional<HostCheck> check = cached_host_check(host_check_key(host_environment()));
+        check && check->off() && check->predictor == result.predictor) {          // the set the probes were set beside
+      const double widen = result.host_match->exact ? kUnmatchedHostWiden : 1.0;  // not widened twice
+      result.time_ms *= check->ratio;
+      result.time_ms_low *= check->ratio / widen;
+      result.time_ms_high *= check->ratio * widen;
+      result.host_match->speed = check->to_json();
+      result.host_match->speed_note = host_check_note(*check, kUnmatchedHostWiden);
+      if (result.host_match->remedy.empty())
+        result.host_match->remedy =
+            calibrate_remedy(request.predictor_dir, request.model.name, result.batch, result.input);
+    }
+  }
   // The fallback's note says less than the host match's (which names the fields and the environment used).
   if (!result.host_match || result.host_match->exact)
     result.notes.insert(result.notes.begin(), choice_notes.begin(), choice_notes.end());
   if (request.epoch_samples > 0) {
     const int64_t samples = result.batch * request.grad_accum;  // per optimizer step
     result.epoch_iterations = (request.epoch_samples + samples - 1) / samples;
-    result.epoch_s = time.value * static_cast<double>(result.epoch_iterations) / 1000.0;
+    result.epoch_s = result.time_ms * static_cast<double>(result.epoch_iterations) / 1000.0;
   }
   forecast_peak(request, graph, set, row, result);
   return result;

@@ -42,6 +42,9 @@ struct ForecastRequest {
   // Gradient accumulation: an iteration is grad_accum micro-batches of `batch` and one optimizer step; the
   // predictors were trained without it, so the forecast iteration is counted grad_accum times (said in a note).
   int64_t grad_accum = 1;
+  // Apply this host's cached host check (host_check.h) where the forecast is for this host's CPU; the check itself
+  // switches off with DNNCAST_HOST_CHECK=off. The probes' own forecasts are made without it.
+  bool host_check = true;
 };
 
 struct Forecast {
@@ -157,6 +160,7 @@ struct ForecastOptions {
   std::string predictor_dir;
   hardware::CpuIsa host_isa = hardware::CpuIsa::Unknown;
   int64_t grad_accum = 1;  // gradient accumulation: micro-batches per optimizer step (checked here)
+  bool host_check = true;  // ForecastRequest::host_check
 };
 
 // Throws InputError: an optimizer or precision that is not one. `device` is options.device resolved

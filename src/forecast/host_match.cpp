@@ -107,8 +107,10 @@ json HostMatch::to_json() const {
   json fields = json::array();
   for (const FieldDifference& difference : differs)
     fields.push_back({{"field", difference.field}, {"host", difference.host}, {"predictor", difference.predictor}});
-  return {
+  json out = {
       {"match", exact ? "exact" : "nearest"}, {"environment", environment}, {"differs", fields}, {"remedy", remedy}};
+  if (!speed.is_null()) out["speed"] = speed;
+  return out;
 }
 
 records::EnvironmentRecord host_environment(hardware::CpuIsa isa) {

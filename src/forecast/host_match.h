@@ -25,9 +25,13 @@ struct HostMatch {
   // exact: empty. Else the fields that disagree (the ISA among them when it does), then the fields
   // this host records and the environment did not ("not recorded").
   std::vector<FieldDifference> differs;
-  std::string remedy;  // what to run about it ("" when exact)
+  std::string remedy;  // what to run about it ("" when exact and the host check found nothing)
+  // The host check (host_check.h) where it found this host off: its result, and the line it adds to the note.
+  nlohmann::json speed;  // null: not checked, or in line with the data
+  std::string speed_note;
 
-  // {"match": "exact"|"nearest", "environment", "differs": [{"field", "host", "predictor"}], "remedy"}
+  // {"match": "exact"|"nearest", "environment", "differs": [{"field", "host", "predictor"}], "remedy"}, and "speed"
+  // (HostCheck::to_json) where the host check found this host off
   nlohmann::json to_json() const;
 };
 

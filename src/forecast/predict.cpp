@@ -125,8 +125,10 @@ std::string prediction_json(const Prediction& prediction) {
 }
 
 std::string prediction_note(const Prediction& prediction) {
-  if (prediction.cpu && prediction.cpu->host_match && !prediction.cpu->host_match->exact)
-    return host_match_note(*prediction.cpu->host_match);
+  if (!prediction.cpu || !prediction.cpu->host_match) return "";
+  const HostMatch& match = *prediction.cpu->host_match;
+  if (!match.exact) return host_match_note(match) + (match.speed_note.empty() ? "" : "; " + match.speed_note);
+  if (!match.speed_note.empty()) return match.speed_note + ". To adapt it: " + match.remedy;
   return "";
 }
 

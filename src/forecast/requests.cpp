@@ -25,6 +25,7 @@ ForecastRequest make_forecast_request(const import::ModelSource& model, const Fo
   request.host_isa = options.host_isa;
   check_grad_accum(options.grad_accum, option_name("grad_accum", style));
   request.grad_accum = options.grad_accum;
+  request.host_check = options.host_check;
   return request;
 }
 

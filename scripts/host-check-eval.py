@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""The host check judged on this host (issue 52): CPU forecasts with and without it beside real measurements here.
+
+    scripts/host-check-eval.py [--build BUILD] [--budget SECONDS] [--out FILE.tsv]
+
+Each configuration (zoo networks the shipped data covers, small enough to time in seconds; none of them a probe of
+the check) is measured here with `dnncast profile` (one thread, its own process) and forecast with `dnncast predict`
+twice: as shipped (--no-host-check) and with this host's check applied (run first with `dnncast host-check` when none
+is cached). Prints per configuration the measurement and both forecasts with their intervals, then the mean relative
+error, the share inside the 90% interval and how many forecasts said the host is off. --out keeps the rows (TSV) with
+this host's CPU fingerprint in a comment line. Exit 2 on bad usage.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = [  # model, batch, input, optimizer
+    ("resnet18", 8, "3x64x64", "sgd"), ("resnet18", 2, "3x128x128", "adam"), ("resnet34", 4, "3x64x64", "sgd"),
+    ("resnet50", 4, "3x64x64", "sgd"), ("resnet50", 2, "3x128x128", "adam"), ("mobilenet_v2", 8, "3x64x64", "sgd"),
+    ("mobilenet_v2", 4, "3x128x128", "adam"), ("mobilenet_v3_small", 16, "3x64x64", "sgd"),
+    ("mobilenet_v3_large", 4, "3x96x96", "sgd"), ("efficientnet_b0", 4, "3x64x64", "sgd"),
+    ("efficientnet_b0", 8, "3x32x32", "adam"), ("densenet121", 2, "3x64x64", "sgd"),
+    ("shufflenet_v2_x1_0", 8, "3x64x64", "sgd"), ("shufflenet_v2_x0_5", 16, "3x96x96", "adam"),
+    ("squeezenet1_0", 8, "3x64x64", "sgd"), ("squeezenet1_1", 16, "3x96x96", "sgd"), ("googlenet", 4, "3x64x64", "sgd"),
+    ("mnasnet1_0", 8, "3x64x64", "sgd"), ("mnasnet0_5", 16, "3x96x96", "adam"), ("alexnet", 8, "3x128x128", "sgd"),
+    ("vgg11", 2, "3x64x64", "sgd"), ("regnet_x_400mf", 8, "3x64x64", "sgd"), ("resnext50_32x4d", 2, "3x64x64", "sgd"),
+    ("wide_resnet50_2", 2, "3x64x64", "sgd"),
+]
+
+
+def run_json(command):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: {done.stderr.strip()[-300:]}")
+    return json.loads(done.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--budget", type=float, default=1.0, help="profile --budget per configuration (s)")
+    parser.add_argument("--out", help="write the rows here (TSV)")
+    args = parser.parse_args()
+    dnncast = os.path.join(args.build, "dnncast")
+    if not os.path.exists(dnncast):
+        print(f"host-check-eval: no {dnncast}", file=sys.stderr)
+        return 2
+    check = run_json([dnncast, "host-check", "--json"])
+    print(f"host check: {check['ratio']:.2f}x (probes {check['low']:.2f}-{check['high']:.2f}x), "
+          f"{'off' if check['off'] else 'in line'}; checked {check['checked']}")
+    rows = []
+    for model, batch, shape, optimizer in CONFIGS:
+        common = [model, "--batch", str(batch), "--input", shape, "--optimizer", optimizer]
+        try:
+            measured = run_json([dnncast, "profile", *common, "--budget", str(args.budget), "--json"])
+            shipped = run_json([dnncast, "predict", *common, "--no-host-check", "--json"])
+            checked = run_json([dnncast, "predict", *common, "--json"])
+        except RuntimeError as error:
+            print(f"  left out: {error}", file=sys.stderr)
+            continue
+        row = {"model": model, "batch": batch, "input": shape, "optimizer": optimizer,
+               "measured": measured["time_ms"]["median"], "env": measured["env"]}
+        for label, result in (("shipped", shipped), ("checked", checked)):
+            row[label] = (result["time_ms"], result["time_ms_low"], result["time_ms_high"],
+                          "speed" in (result.get("host_match") or {}))
+        rows.append(row)
+        print(f"  {model:20s} b{batch:<3d} {shape:10s} {optimizer:5s} measured {row['measured']:8.1f}  shipped "
+              f"{row['shipped'][0]:8.1f} [{row['shipped'][1]:7.1f}, {row['shipped'][2]:8.1f}]  checked "
+              f"{row['checked'][0]:8.1f} [{row['checked'][1]:7.1f}, {row['checked'][2]:8.1f}]", flush=True)
+    if not rows:
+        return 1
+    for label in ("shipped", "checked"):
+        errors = [abs(r[label][0] / r["measured"] - 1) for r in rows]
+        inside = sum(r[label][1] <= r["measured"] <= r[label][2] for r in rows)
+        said = sum(r[label][3] for r in rows)
+        ratio = statistics.geometric_mean([r["measured"] / r[label][0] for r in rows])
+        print(f"{label:8s} {len(rows)} configurations: MRE {100 * statistics.mean(errors):.1f}%, median "
+              f"measured/forecast {ratio:.2f}, inside the 90% interval {inside}/{len(rows)} "
+              f"({100 * inside / len(rows):.0f}%), said the host is off: {said}/{len(rows)}")
+    if args.out:
+        env = rows[0]["env"]
+        with open(args.out, "w") as f:
+            f.write(f"# scripts/host-check-eval.py on {env['cpu_model']} cpuid family {env['cpu_family']} model "
+                    f"{env['cpu_model_number']}, isa {env['isa']}, {env['cores']} CPUs; host check {check['ratio']:.3f}x"
+                    f" ({check['low']:.3f}-{check['high']:.3f}), checked {check['checked']}\n")
+            f.write("model\tbatch\tinput\toptimizer\tmeasured_ms\tshipped_ms\tshipped_low\tshipped_high\tchecked_ms"
+                    "\tchecked_low\tchecked_high\n")
+            for r in rows:
+                f.write("\t".join(str(v) for v in [r["model"], r["batch"], r["input"], r["optimizer"], r["measured"],
+                                                    *r["shipped"][:3], *r["checked"][:3]]) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
