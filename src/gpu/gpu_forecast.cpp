@@ -187,8 +187,9 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
       for (auto* kernels : {&shaped.forward, &shaped.backward})
         for (KernelShape& kernel : *kernels)
           if (kernel.family != KernelFamily::Softmax) kernel.bytes *= activation_scale;
-      // ... and every weight a GEMM reads is cast to 16 bits once per forward (read 4 bytes, write 2).
-      if (cost.params > 0 && is_matrix_category(def.category)) {
+      // ... and every weight a GEMM reads is cast to 16 bits once per forward (read 4 bytes, write 2); a quantized
+      // one is dequantized to 16 bits by its own kernels instead (network_kernels.cpp).
+      if (cost.params > 0 && is_matrix_category(def.category) && !node.has_attr("quantize")) {
         const double weights = static_cast<double>(cost.params);
         shaped.forward.push_back(elementwise_kernel(weights, 0, 6 * weights));
       }
