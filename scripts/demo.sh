@@ -14,7 +14,12 @@ echo "\$ dnncast predict $model"
 "$dnncast" predict $model
 # shellcheck disable=SC2086
 calibrated=$("$dnncast" predict $model --json 2>/dev/null | jq -r '.calibration // ""')
-off=$("$dnncast" host-check --json 2>/dev/null | jq -r '.off // false' || echo false)
+setting=${DNNCAST_HOST_CHECK:-on}
+if [ "$setting" = off ] || [ "$setting" = 0 ] || [ "$setting" = false ] || [ "$setting" = no ]; then
+  off=disabled
+else
+  off=$("$dnncast" host-check --json 2>/dev/null | jq -r '.off // "unknown"' 2>/dev/null || true)
+fi
 if [ -n "$calibrated" ]; then
   echo
   echo "demo: the forecast above uses this host's calibration ($calibrated): made by an earlier run"
@@ -28,7 +33,16 @@ elif [ "$off" = "true" ] && [ "${DNNCAST_DEMO_CALIBRATE:-yes}" != "no" ]; then
   echo "\$ dnncast predict $model    # now from this host's calibration"
   # shellcheck disable=SC2086
   "$dnncast" predict $model
-else
+elif [ "$off" = "disabled" ]; then
+  echo
+  echo "demo: DNNCAST_HOST_CHECK=$DNNCAST_HOST_CHECK: the forecast is not checked against this host"
+elif [ "$off" = "false" ]; then
   echo
   echo "demo: the host check found this host in line with the shipped data: no calibration needed"
+elif [ "$off" = "true" ]; then
+  echo
+  echo "demo: the host check found this host off the shipped data's speed (DNNCAST_DEMO_CALIBRATE=no: not calibrated)"
+else
+  echo
+  echo "demo: the host check could not run here (see \`dnncast host-check\`): the forecast is not checked against this host"
 fi
