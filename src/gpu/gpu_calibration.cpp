@@ -221,18 +221,7 @@ void load_u39kun(const Table& table, Collector& collect) {
 
 }  // namespace
 
-std::string default_public_dir() {
-  if (const char* dir = std::getenv("DNNCAST_PUBLIC_DATA")) return dir;
-  std::error_code error;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (error) return "";
-  for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    const fs::path candidate = dir / "shared" / "data" / "public" / "gpu_benchmarks";
-    if (fs::is_directory(candidate, error)) return candidate.string();
-    if (dir == dir.root_path()) break;
-  }
-  return "";
-}
+std::string default_public_dir() { return shared_public_dir("DNNCAST_PUBLIC_DATA", "gpu_benchmarks"); }
 
 PublicTables load_public_tables(const hardware::Catalogue& catalogue, const std::string& given) {
   PublicTables tables;

@@ -88,18 +88,7 @@ KernelDevice half_kernel_device(const hardware::GpuSpec& gpu, GpuPrecision preci
   return device;
 }
 
-std::string default_vidur_dir() {
-  if (const char* dir = std::getenv("DNNCAST_VIDUR_DATA")) return dir;
-  std::error_code error;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (error) return "";
-  for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    const fs::path candidate = dir / "shared" / "data" / "public" / "vidur" / "compute";
-    if (fs::is_directory(candidate, error)) return candidate.string();
-    if (dir == dir.root_path()) break;
-  }
-  return "";
-}
+std::string default_vidur_dir() { return shared_public_dir("DNNCAST_VIDUR_DATA", "vidur/compute"); }
 
 HalfKernelTables load_vidur_kernels(const hardware::Catalogue& catalogue, const std::string& given,
                                     bool include_test_gpus) {

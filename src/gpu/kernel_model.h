@@ -139,6 +139,8 @@ struct KernelTables {
 };
 KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std::string& dir = "");
 std::string default_kernel_tables_dir();
+// $VARIABLE, else the nearest shared/data/public/RELATIVE beside or above the executable's folder; "" when neither.
+std::string shared_public_dir(const char* variable, const std::string& relative);
 // The text of a table file; a .xz file through `xz -dc` (xz-utils is part of every Debian system). InputError
 // names a file that cannot be read.
 std::string table_text(const std::string& path);

@@ -85,18 +85,20 @@ KernelShape shape_of(const std::string& op, const std::vector<std::string>& head
 
 }  // namespace
 
-std::string default_kernel_tables_dir() {
-  if (const char* dir = std::getenv("DNNCAST_NEUSIGHT_DATA")) return dir;
+std::string shared_public_dir(const char* variable, const std::string& relative) {
+  if (const char* dir = std::getenv(variable)) return dir;
   std::error_code error;
   const fs::path exe = fs::read_symlink("/proc/self/exe", error);
   if (error) return "";
   for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    const fs::path candidate = dir / "shared" / "data" / "public" / "neusight" / "ops" / "train";
+    const fs::path candidate = dir / "shared" / "data" / "public" / relative;
     if (fs::is_directory(candidate, error)) return candidate.string();
     if (dir == dir.root_path()) break;
   }
   return "";
 }
+
+std::string default_kernel_tables_dir() { return shared_public_dir("DNNCAST_NEUSIGHT_DATA", "neusight/ops/train"); }
 
 KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std::string& given) {
   KernelTables tables;
