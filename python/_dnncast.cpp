@@ -41,8 +41,8 @@ constexpr int64_t kMaxThreads = 1024;  // the CLI's (cli/parse_args.h)
 import::ModelArgs model_args(const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
                              std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
                              const std::optional<std::string>& lora, bool checkpointing,
-                             const std::optional<std::string>& attention,
-                             const std::optional<std::string>& quantize){import::ModelArgs args;
+                             const std::optional<std::string>& attention, const std::optional<std::string>& quantize,
+                             std::optional<double> expert_balance){import::ModelArgs args;
 args.model = model;
 args.batch = batch;
 if (!input.empty()) args.input = input;
@@ -53,6 +53,7 @@ args.lora = lora;
 args.checkpointing = checkpointing;
 args.attention = attention;
 args.quantize = quantize;
+args.expert_balance = expert_balance;
 return args;
 }  // namespace
 
@@ -182,16 +183,17 @@ PYBIND11_MODULE(_dnncast, module) {
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
          std::optional<int64_t> seq, std::optional<int64_t> classes, bool allow_unknown,
          const std::optional<std::string>& lora, bool checkpointing, const std::string& device,
-         const std::optional<std::string>& attention, const std::optional<std::string>& quantize) {
+         const std::optional<std::string>& attention, const std::optional<std::string>& quantize,
+         std::optional<double> expert_balance) {
         return guarded([&] {
-          return inspect_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
-              device);
+          return inspect_json(model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing,
+                                         attention, quantize, expert_balance),
+                              device);
         });
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("device"), py::arg("attention"),
-      py::arg("quantize"));
+      py::arg("quantize"), py::arg("expert_balance"));
   module.def(
       "predict",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
@@ -200,7 +202,8 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& precision, int64_t threads, const std::string& device, int64_t epoch_samples,
          const std::string& predictor_dir, const std::string& host_isa, const std::string& framework, bool max_batch,
          const std::string& phase, int64_t grad_accum, int64_t epoch_tokens,
-         const std::optional<std::string>& attention, const std::optional<std::string>& quantize) {
+         const std::optional<std::string>& attention, const std::optional<std::string>& quantize,
+         std::optional<double> expert_balance) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::forecast::PredictOptions options;
         options.forecast = {
@@ -211,9 +214,9 @@ PYBIND11_MODULE(_dnncast, module) {
         options.forecast.grad_accum = grad_accum;
         options.epoch_tokens = epoch_tokens;
         JsonAndNote result = guarded([&] {
-          return predict_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
-              options, host_isa);
+          return predict_json(model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing,
+                                         attention, quantize, expert_balance),
+                              options, host_isa);
         });
         return py::make_tuple(result.json, result.note);
       },
@@ -221,7 +224,7 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"), py::arg("precision"),
       py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"), py::arg("host_isa"),
       py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("grad_accum"), py::arg("epoch_tokens"),
-      py::arg("attention"), py::arg("quantize"));
+      py::arg("attention"), py::arg("quantize"), py::arg("expert_balance"));
   module.def(
       "memory",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
@@ -231,7 +234,8 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& max_batch_bytes, int64_t batch_cap, const std::string& cuda_context, const std::string& isa,
          bool timeline, const std::string& measure_command, const std::string& sharding, int64_t gpus,
          int64_t gpus_per_node, const std::string& max_seq_bytes, const std::optional<std::string>& attention,
-         int64_t grad_accum, const std::optional<std::string>& quantize) {
+         int64_t grad_accum, const std::optional<std::string>& quantize, std::optional<double> expert_balance,
+         bool paged_optimizer) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
         dnncast::forecast::MemoryOptions options;
         options.optimizer = optimizer;
@@ -249,10 +253,11 @@ PYBIND11_MODULE(_dnncast, module) {
         options.gpus_per_node = gpus_per_node;
         options.max_seq = max_seq_bytes;
         options.grad_accum = grad_accum;
+        options.paged_optimizer = paged_optimizer;
         JsonAndNote result = guarded([&] {
-          return memory_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
-              options, isa);
+          return memory_json(model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing,
+                                        attention, quantize, expert_balance),
+                             options, isa);
         });
         return py::make_tuple(result.json, result.note);
       },
@@ -261,7 +266,7 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"), py::arg("batch_cap"),
       py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"), py::arg("measure_command"), py::arg("sharding"),
       py::arg("gpus"), py::arg("gpus_per_node"), py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"),
-      py::arg("quantize"));
+      py::arg("quantize"), py::arg("expert_balance"), py::arg("paged_optimizer"));
   module.def(
       "compare",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
@@ -270,7 +275,7 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& optimizer, const std::string& precision, const std::string& framework,
          const std::string& phase, int64_t epochs, int64_t epoch_samples, const std::vector<std::string>& providers,
          const std::vector<std::string>& gpus, bool spot, bool multi_gpu, const std::string& sharding,
-         const std::optional<std::string>& quantize) {
+         const std::optional<std::string>& quantize, std::optional<double> expert_balance) {
         dnncast::forecast::PredictOptions options;
         options.forecast.optimizer = optimizer;
         options.forecast.precision = precision;
@@ -285,14 +290,14 @@ PYBIND11_MODULE(_dnncast, module) {
         request.multi_gpu = multi_gpu;
         request.sharding = sharding;
         return guarded([&] {
-          return compare_json(
-              model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing, attention, quantize),
-              options, request);
+          return compare_json(model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing,
+                                         attention, quantize, expert_balance),
+                              options, request);
         });
       },
       py::arg("model"), py::arg("batch"), py::arg("input"), py::arg("seq"), py::arg("classes"),
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("attention"), py::arg("optimizer"),
       py::arg("precision"), py::arg("framework"), py::arg("phase"), py::arg("epochs"), py::arg("epoch_samples"),
       py::arg("providers"), py::arg("gpus"), py::arg("spot"), py::arg("multi_gpu"), py::arg("sharding"),
-      py::arg("quantize"));
+      py::arg("quantize"), py::arg("expert_balance"));
 }

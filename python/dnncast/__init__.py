@@ -264,7 +264,7 @@ def _result(text, kind, name, note="", field="model"):
 
 
 def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_unknown=False, opset=None,
-            device=None, lora=None, checkpointing=False, attention=None, quantize=None):
+            device=None, lora=None, checkpointing=False, attention=None, quantize=None, expert_balance=None):
     """Per-layer shapes, parameters, MACs, FLOPs and bytes, with totals: `dnncast inspect --json`.
     device: a GPU of `dnncast devices`: also each layer's forward and backward time on it (gpu_forward_ms,
     gpu_backward_ms, which with checkpointing includes gpu_recompute_ms; fp32, the per-kernel model).
@@ -276,20 +276,22 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
     quantize: with lora, the frozen base weights quantized as bitsandbytes stores them, "nf4" (QLoRA) or "int8", as
     the CLI's --quantize (not measured: bitsandbytes runs on CUDA only).
     checkpointing: activation checkpointing per transformer block, as the CLI's --checkpointing.
+    expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
+    the CLI's --expert-balance.
     """
     with _model_source(model, input_shape, opset) as (source, name, is_module):
         shape = [] if is_module else _shape(input_shape)
         batch_size = _int(batch, "batch") if batch is not None else (1 if is_module else None)
         text = _dnncast.inspect(source, batch_size, shape, _given(seq, "seq"), _given(classes, "classes"),
                                 bool(allow_unknown), lora, bool(checkpointing), _text(device, "device"), attention,
-                                quantize)
+                                quantize, _balance(expert_balance))
     return _result(text, "Inspection", name)
 
 
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
             opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, checkpointing=False,
-            grad_accum=1, epoch_tokens=None, attention=None, quantize=None):
+            grad_accum=1, epoch_tokens=None, attention=None, quantize=None, expert_balance=None):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples, or epoch_tokens with seq) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
@@ -300,6 +302,8 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
     data/predictors). lora: LoRA fine-tuning, base weights frozen, as the CLI's --lora ("r=16,targets=q,v");
     quantize: "nf4" | "int8" with lora, as the CLI's --quantize (a GPU device only). checkpointing: activation checkpointing per transformer block, as the CLI's --checkpointing. grad_accum:
     forward-backward passes of the batch per optimizer step (gradient accumulation), as the CLI's --grad-accum.
+    expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
+    the CLI's --expert-balance.
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
@@ -310,7 +314,7 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
                                       _int(threads, "threads"), _text(device, "device"), _int(epoch_samples, "epoch_samples"),
                                       _text(predictor, "predictor"), _text(host_isa, "host_isa"), _text(framework, "framework", "pytorch"), bool(max_batch), _text(phase, "phase", "train"),
                                       _int(grad_accum, "grad_accum"), _int(epoch_tokens, "epoch_tokens"),
-                                      attention, quantize)
+                                      attention, quantize, _balance(expert_balance))
     return _result(text, "Forecast", name, note)
 
 
@@ -336,7 +340,7 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
            max_batch_bytes=None, seq=None, classes=None, precision="fp32", batch_cap=1 << 20,
            cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None, lora=None,
            checkpointing=False, grad_accum=1, sharding=None, gpus=1, gpus_per_node=8, max_seq_bytes=None,
-           attention=None, quantize=None):
+           attention=None, quantize=None, expert_balance=None, paged_optimizer=False):
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
     e.g. 24 * 2**30 or "24GiB", or "gpu": the device's memory), the largest batch (max_batch_bytes) and the
     longest sequence (max_seq_bytes) that fit: `dnncast memory --json`. sharding ("ddp", "zero1", "zero2",
@@ -347,7 +351,11 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
     frozen, as the CLI's --lora ("r=16,alpha=32,targets=q,v"); quantize: "nf4" | "int8" with lora, as the CLI's
     --quantize (bitsandbytes' layouts, not measured). checkpointing: activation checkpointing per
     transformer block, as the CLI's --checkpointing. grad_accum: micro-batches of forward + backward per
-    optimizer step (gradient accumulation), as the CLI's --grad-accum.
+    optimizer step (gradient accumulation), as the CLI's --grad-accum. paged_optimizer: a GPU device's optimizer
+    states in CUDA unified memory (bitsandbytes' paged optimizers), not counted in what must fit, as the CLI's
+    --paged-optimizer.
+    expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
+    the CLI's --expert-balance.
     """
     optimizer_name = _optimizer_name(optimizer)
     fits_text, limit_text = _bytes(fits, "fits"), _bytes(max_batch_bytes, "max_batch_bytes")
@@ -362,12 +370,12 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--batch-cap", _int(batch_cap, "batch_cap"), 1 << 20), ("--cuda-context", context_text, None),
                     ("--isa", isa, None), ("--timeline", bool(timeline), False),
                     ("--allow-unknown", bool(allow_unknown), False), ("--lora", lora, None),
-                    ("--quantize", quantize, None),
+                    ("--quantize", quantize, None), ("--expert-balance", _balance(expert_balance), None),
                     ("--checkpointing", bool(checkpointing), False),
                     ("--grad-accum", _int(grad_accum, "grad_accum"), 1),
                     ("--sharding", sharding, None), ("--gpus", _int(gpus, "gpus"), 1),
                     ("--gpus-per-node", _int(gpus_per_node, "gpus_per_node"), 8), ("--max-seq", seq_limit_text, None),
-                    ("--attention", attention, None)]
+                    ("--attention", attention, None), ("--paged-optimizer", bool(paged_optimizer), False)]
         # A module's temporary file is gone when the caller reads the remedy: name the file that
         # torch.onnx.export of the module would write instead.
         command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
@@ -377,8 +385,19 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                                      limit_text, _int(batch_cap, "batch_cap"), context_text, _text(isa, "isa"),
                                      bool(timeline), command, _text(sharding, "sharding"), _int(gpus, "gpus"),
                                      _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention,
-                                     _int(grad_accum, "grad_accum"), quantize)
+                                     _int(grad_accum, "grad_accum"), quantize, _balance(expert_balance),
+                                     bool(paged_optimizer))
     return _result(text, "MemoryForecast", name, note)
+
+
+def _balance(value):
+    """expert_balance: None, or a number (the busiest expert's routed tokens over the mean), as the CLI's
+    --expert-balance."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expert_balance: expected a number, got {value!r}")
+    return float(value)
 
 
 def _names(value, keyword):
@@ -395,13 +414,15 @@ def _names(value, keyword):
 def compare(model, batch, input_shape=None, seq=None, classes=None, precision="fp32", framework="pytorch",
             optimizer="sgd", phase="train", epochs=1, epoch_samples=None, provider=None, gpus=None, spot=False,
             multi_gpu=False, sharding=None, allow_unknown=False, opset=None, lora=None, checkpointing=False,
-            attention=None, quantize=None):
+            attention=None, quantize=None, expert_balance=None):
     """Which cloud instance trains the model fastest and which cheapest: per instance of the catalogue, time and
     cost of the run, whether it fits and the Pareto front: `dnncast compare --json` (docs/COMPARE.md).
 
     provider, gpus: filters, a list or comma-separated text ("aws,gcp", "a100-80gb"); spot: spot prices.
     multi_gpu: also instances with several GPUs, batch per GPU, sharing the model by sharding ("ddp" by default,
     "zero1", "zero2", "zero3", "fsdp", "hsdp"): one GPU's memory and the collectives' time, a model.
+    expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
+    the CLI's --expert-balance.
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
@@ -411,5 +432,5 @@ def compare(model, batch, input_shape=None, seq=None, classes=None, precision="f
                                 _text(precision, "precision", "fp32"), _text(framework, "framework", "pytorch"), _text(phase, "phase", "train"), _int(epochs, "epochs"),
                                 _int(epoch_samples, "epoch_samples"), _names(provider, "provider"),
                                 _names(gpus, "gpus"), bool(spot), bool(multi_gpu), _text(sharding, "sharding"),
-                                quantize)
+                                quantize, _balance(expert_balance))
     return _result(text, "Comparison", name)

@@ -49,6 +49,8 @@ int run_memory(const Args& args) {
       "reserve of docs/GPU.md, and its memory size; default cpu; the cuda model is unverified)");
   app.add_option("--threads", options.threads, "intra-op threads of the run (default 1, as dnncast profile)")
       ->check(thread_count());
+  app.add_flag("--paged-optimizer", options.paged_optimizer,
+               "GPU: optimizer states in CUDA unified memory (bitsandbytes' paged optimizers), not in what must fit");
   app.add_option("--grad-accum", options.grad_accum,
                  "gradient accumulation: K micro-batches of forward + backward per optimizer step (default 1)");
   app.add_option("--fits", options.fits, "answer whether training fits in this many bytes (e.g. 24GiB), or `gpu`")

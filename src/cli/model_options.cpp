@@ -22,6 +22,10 @@ void ModelOptions::add_to(CLI::App& app) {
       "--quantize", quantize_,
       "with --lora: the frozen base weights quantized as bitsandbytes stores them, nf4 (QLoRA: 4-bit NormalFloat, "
       "double quantization) | int8 (LLM.int8()); memory and GPU time from the layout, not measured");
+  expert_balance_option_ = app.add_option(
+      "--expert-balance", expert_balance_,
+      "a mixture of experts' router: the busiest expert's routed tokens over the mean (default 1: balanced; the "
+      "others share the rest evenly)");
   attention_option_ = app.add_option(
       "--attention", attention_,
       "eager (default: the math path, S x S scores kept) | sdpa (PyTorch 2's fused attention on CUDA: no S x S "
@@ -40,6 +44,7 @@ if (seq_->count() > 0) args.seq = seq_len_;
 if (classes_option_->count() > 0) args.classes = classes_;
 if (lora_option_->count() > 0) args.lora = lora_;
 if (quantize_option_->count() > 0) args.quantize = quantize_;
+if (expert_balance_option_->count() > 0) args.expert_balance = expert_balance_;
 if (attention_option_->count() > 0) args.attention = attention_;
 args.allow_unknown = allow_unknown_;
 args.checkpointing = checkpointing_;

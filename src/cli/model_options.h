@@ -35,6 +35,8 @@ class ModelOptions {
   CLI::Option* classes_option_ = nullptr;
   CLI::Option* lora_option_ = nullptr;
   CLI::Option* quantize_option_ = nullptr;
+  CLI::Option* expert_balance_option_ = nullptr;
+  double expert_balance_ = 1.0;
   CLI::Option* attention_option_ = nullptr;
 };
 

@@ -92,6 +92,11 @@ static void print_cuda_parts(const forecast::MemoryForecast& forecast) {
   if (parts.margin_bytes > 0)
     std::printf("upper bound    %s: the forecast + %s, the margin measured on held-out runs (fits is judged on it)\n",
                 format_bytes(parts.upper_bytes()).c_str(), format_bytes(parts.margin_bytes).c_str());
+  if (forecast.report.cuda.paged_bytes > 0)
+    std::printf(
+        "paged states   %s of optimizer state in CUDA unified memory (--paged-optimizer): not in the total; "
+        "paged to host RAM when the GPU is short (a model, not measured)\n",
+        format_bytes(forecast.report.cuda.paged_bytes).c_str());
   for (const std::string& note : forecast.memory_notes) std::printf("  note: %s\n", note.c_str());
 }
 

@@ -16,6 +16,7 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"classes", "--classes", nullptr},
                                         {"lora", "--lora", nullptr},
                                         {"quantize", "--quantize", nullptr},
+                                        {"expert_balance", "--expert-balance", nullptr},
                                         {"attention", "--attention", nullptr},
                                         {"optimizer", "--optimizer", nullptr},
                                         {"precision", "--precision", nullptr},
@@ -33,7 +34,8 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"max_seq_bytes", "--max-seq", nullptr},
                                         {"epoch_tokens", "--epoch-tokens", nullptr},
                                         {"epoch_samples", "--epoch-samples", nullptr},
-                                        {"grad_accum", "--grad-accum", nullptr}};
+                                        {"grad_accum", "--grad-accum", nullptr},
+                                        {"paged_optimizer", "--paged-optimizer", nullptr}};
   for (const Spelling& spelling : kSpellings) {
     if (keyword != spelling.keyword) continue;
     if (style == OptionStyle::Flag) return spelling.flag;

@@ -179,8 +179,9 @@ struct MemoryOptions {
   std::string measure_command;  // "": memory_measure_command()'s
   std::string sharding;         // "" none, "ddp", "zero1"... (memory/sharding.h)
   int64_t gpus = 1, gpus_per_node = 8;
-  std::string max_seq;     // bytes with units, or "": the longest sequence that fits
-  int64_t grad_accum = 1;  // gradient accumulation: micro-batches per optimizer step (checked here)
+  std::string max_seq;           // bytes with units, or "": the longest sequence that fits
+  int64_t grad_accum = 1;        // gradient accumulation: micro-batches per optimizer step (checked here)
+  bool paged_optimizer = false;  // memory::MemoryConfig::paged_optimizer (a GPU device only: checked here)
 };
 
 // The command that measures this configuration (`dnncast memory ... --measure`, the ISA match's remedy): the

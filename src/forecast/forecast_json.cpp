@@ -114,7 +114,7 @@ json to_json(const MemoryForecast& forecast) {
         {"workspace_bytes", report.cuda.workspace_bytes}, {"cudnn_workspace_bytes", report.cuda.cudnn_workspace_bytes},
         {"context_bytes", report.cuda.context_bytes},     {"cudnn_context_bytes", report.cuda.cudnn_context_bytes},
         {"total_bytes", report.cuda.total_bytes()},       {"margin_bytes", report.cuda.margin_bytes},
-        {"upper_bytes", report.cuda.upper_bytes()}};
+        {"upper_bytes", report.cuda.upper_bytes()},       {"paged_optimizer_bytes", report.cuda.paged_bytes}};
   if (forecast.gpu_memory)
     doc["cuda"]["calibration"] = {{"file", forecast.gpu_memory->source},
                                   {"fitted_context_bytes", forecast.gpu_memory->context_bytes},

@@ -59,6 +59,7 @@ std::string memory_measure_command(const import::ModelSource& model, const Memor
   if (!spec.attention.empty()) add("--attention", spec.attention);
   if (spec.checkpointing) command += " --checkpointing";
   if (options.grad_accum != defaults.grad_accum) add("--grad-accum", std::to_string(options.grad_accum));
+  if (options.paged_optimizer) command += " --paged-optimizer";
   return command + " --measure";
 }
 
@@ -75,6 +76,11 @@ MemoryRequest make_memory_request(const import::ModelSource& model, const Memory
   request.device = resolve_memory_device(options.device, option_name("device", style));
   const ForecastDevice& device = request.device;
   config.device = device.kind == ForecastDevice::Kind::ThisHost ? Device::Cpu : Device::Cuda;
+  if (options.paged_optimizer && config.device != Device::Cuda)
+    throw InputError(option_name("paged_optimizer", style) +
+                     ": paged optimizer states live in CUDA unified memory; give a GPU device (" +
+                     option_name("device", style) + ")");
+  config.paged_optimizer = options.paged_optimizer;
   if (device.gpu) {
     request.gpu_memory = gpu::load_gpu_memory_calibration();
     gpu::apply_gpu_memory_calibration(*request.gpu_memory, config);

@@ -26,6 +26,7 @@ OpRegistry::OpRegistry() {
   register_shape_ops(*this);
   register_attention_ops(*this);
   register_loss_ops(*this);
+  register_moe_ops(*this);
 }
 
 const OpRegistry& OpRegistry::instance() {

@@ -125,5 +125,6 @@ void register_elementwise_ops(OpRegistry& registry);
 void register_shape_ops(OpRegistry& registry);
 void register_attention_ops(OpRegistry& registry);
 void register_loss_ops(OpRegistry& registry);
+void register_moe_ops(OpRegistry& registry);
 
 }  // namespace dnncast

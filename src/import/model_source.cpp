@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,6 +28,13 @@
 namespace dnncast::import {
 
 namespace {
+
+// A number as a message shows it (%g: 0.5, 3, 1e+09).
+std::string shown_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
 
 // Beyond these, element and FLOP counts of the larger models would overflow 64-bit integers.
 constexpr int64_t kMaxInputElements = int64_t{1} << 34;
@@ -230,6 +239,9 @@ Graph load_base_model(const std::string& source, const models::ModelSpec& spec) 
 Graph with_lora(Graph graph, const models::ModelSpec& spec) {
   if (!spec.lora.empty()) graph = apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
   if (!spec.quantize.empty()) graph = apply_quantization(graph, spec.quantize);
+  if (spec.expert_balance != 1.0 && std::none_of(graph.nodes().begin(), graph.nodes().end(),
+                                                 [](const Node& node) { return node.op == "TopKRouting"; }))
+    throw InputError("expert balance: " + quote(graph.name) + " is no mixture of experts (it has no router)");
   if (spec.checkpointing) graph = apply_checkpointing(graph);
   if (spec.attention == "sdpa") {
     bool any = false;
@@ -333,6 +345,12 @@ ModelSource make_model_source(const ModelArgs& args, OptionStyle style, ModelBui
                        ": quantized weights cannot be trained; QLoRA quantizes the frozen base of a LoRA fine-tune "
                        "(give " +
                        name("lora") + " too)");
+  }
+  if (args.expert_balance) {
+    if (!(*args.expert_balance >= 1.0 && *args.expert_balance <= 1e6))
+      throw InputError(name("expert_balance") + " " + shown_number(*args.expert_balance) +
+                       ": expected the busiest expert's routed tokens over the mean, 1 (balanced) or more");
+    spec.expert_balance = *args.expert_balance;
   }
   if (args.attention) {
     if (args.attention->empty()) throw InputError(name("attention") + ": empty; leave it out for eager");

@@ -74,6 +74,7 @@ struct ModelArgs {
   std::optional<int64_t> seq, classes;         // sequence length; classifier outputs (zoo and synthetic models)
   std::optional<std::string> lora, attention;  // graph/lora.h; eager | sdpa
   std::optional<std::string> quantize;         // nf4 | int8 (graph/quantize.h), with lora
+  std::optional<double> expert_balance;        // a mixture of experts' busiest expert over the mean (models/moe.h)
   bool allow_unknown = false;                  // ONNX: unsupported ops as elementwise
   bool checkpointing = false;                  // activation checkpointing per transformer block
   // The kind of model when the name is not its source (serve's graph and ONNX bodies); none: model_source_kind.

@@ -107,6 +107,10 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   MemoryBreakdown live_by_category;
   std::vector<Category> category_of(program.buffer_count(), Category::Transient);
   int64_t live = 0, peak_live = -1, peak_allocated = 0, peak_reserved = 0;
+  // Paged optimizer states (MemoryConfig::paged_optimizer): in unified memory, not the caching allocator's.
+  const bool paged = cuda && config.paged_optimizer;
+  std::vector<char> in_unified(paged ? program.buffer_count() : 0, 0);
+  int64_t paged_live = 0, paged_peak = 0;
   bool baseline_taken = false;
   TimelineEntry current;
   bool have_current = false;
@@ -137,11 +141,22 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
       category_of[buffer] = event.category;
       live += event.bytes;
       category_slot(live_by_category, event.category) += event.bytes;
-      if (cuda) cuda_model.malloc(event.buffer, event.bytes);
+      if (paged && event.category == Category::OptimizerState) {
+        in_unified[buffer] = 1;
+        paged_live += event.bytes;
+        paged_peak = std::max(paged_peak, paged_live);
+      } else if (cuda) {
+        cuda_model.malloc(event.buffer, event.bytes);
+      }
     } else if (event.kind == Event::Free) {
       live -= event.bytes;
       category_slot(live_by_category, category_of[buffer]) -= event.bytes;
-      if (cuda) cuda_model.free(event.buffer);
+      if (paged && in_unified[buffer] != 0) {
+        in_unified[buffer] = 0;
+        paged_live -= event.bytes;
+      } else if (cuda) {
+        cuda_model.free(event.buffer);
+      }
     } else {
       category_slot(live_by_category, category_of[buffer]) -= event.bytes;
       category_of[buffer] = event.category;
@@ -184,6 +199,7 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
     report.cuda_context_bytes = config.cuda_context_bytes;
     report.cudnn = CudnnUse::of(graph);
     report.cuda = cuda_memory_parts(peak_allocated, peak_reserved, config, report.cudnn);
+    report.cuda.paged_bytes = paged_peak;
     report.required_bytes = report.cuda.upper_bytes();
   } else {
     report.required_bytes = report.peak_total_bytes;

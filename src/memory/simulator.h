@@ -44,9 +44,12 @@ struct MemoryConfig : TrainingSetup {
   // on, its coverage measured on held-out runs (gpu/gpu_memory.h).
   double cuda_upper_margin = 0;
   bool python_defaults = false;  // the step as PyTorch 2's Python API runs it on CUDA (training_trace.h)
-  int64_t grad_accum = 1;        // micro-batches of forward + backward per optimizer step (training_trace.h)
-  bool keep_timeline = false;    // fill MemoryReport::timeline
-  bool keep_events = false;      // fill MemoryReport::event_log
+  // cuda: the optimizer states in CUDA unified memory, outside the caching allocator (bitsandbytes' paged optimizers:
+  // cudaMallocManaged, evicted to host RAM when the GPU is short): not in required_bytes, reported beside it.
+  bool paged_optimizer = false;
+  int64_t grad_accum = 1;      // micro-batches of forward + backward per optimizer step (training_trace.h)
+  bool keep_timeline = false;  // fill MemoryReport::timeline
+  bool keep_events = false;    // fill MemoryReport::event_log
 };
 
 // Live bytes by category (requested sizes) at the peak.
@@ -98,6 +101,7 @@ struct CudaMemoryParts {
   int64_t context_bytes = 0;          // the CUDA context
   int64_t cudnn_context_bytes = 0;    // what cuDNN's kernels add to it (0 when cuDNN is not loaded)
   int64_t margin_bytes = 0;           // upper bound - total: the measured spread of the forecast
+  int64_t paged_bytes = 0;            // paged optimizer states at their peak: unified memory, not in the total
   int64_t total_bytes() const {
     return tensor_bytes + reserve_bytes + workspace_bytes + cudnn_workspace_bytes + context_bytes + cudnn_context_bytes;
   }

@@ -699,6 +699,11 @@ class Trace {
       const int64_t table_bytes = in_shape(0)[2] * node.attr_int("rotary_dim", in_shape(0)[3]) * kF32;
       add_buffer(table_bytes, "cos");
       add_buffer(table_bytes, "sin");
+    } else if (op == "ExpertGather" || op == "ExpertCombine") {
+      // the int64 indices of the expert's tokens (and, for the combine, of its routing weights)
+      const int64_t index_bytes = node.attr_int("count") * kI64;
+      add_buffer(index_bytes, "expert tokens");
+      if (op == "ExpertCombine") add_buffer(index_bytes, "expert slots");
     } else if (op == "CrossEntropyLoss") {
       const TensorShape& logits = in_shape(0);
       add_buffer(logits.numel() / logits[1] * kI64, "labels");
@@ -1296,6 +1301,10 @@ class Trace {
   Tensor run_rotary(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_repeat_kv(int index, const Node& node, const std::vector<Tensor>& in);
   Tensor run_embedding(int index, const Node& node, const std::vector<Tensor>& in);
+  // A mixture of experts' routing (memory/recipe_moe.cpp).
+  Tensor run_topk_routing(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_expert_gather(int index, const Node& node, const std::vector<Tensor>& in);
+  Tensor run_expert_combine(int index, const Node& node, const std::vector<Tensor>& in);
 
  public:
   // oneDNN's scratchpad of a bf16 product C[m x n] = A[m x k] B[k x n] (onednn_scratchpad.h), booked and freed

@@ -43,6 +43,9 @@ const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
       {"rotary", {&Trace::run_rotary}},
       {"repeat_kv", {&Trace::run_repeat_kv}},
       {"embedding", {&Trace::run_embedding}},
+      {"topk_routing", {&Trace::run_topk_routing}},
+      {"expert_gather", {&Trace::run_expert_gather}},
+      {"expert_combine", {&Trace::run_expert_combine}},
   };
   return table;
 }

@@ -1,5 +1,6 @@
 #include "models/decoder_sweep.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -106,6 +107,51 @@ void draw_family(SplitMix64& rng, DecoderCase& c) {
   if (chance(rng, 0.15)) c.dropout = 0.1;
 }
 
+// A mixture of experts of issue 47: attention as its family's (mixtral: grouped; qwen3_moe: an explicit head_dim;
+// deepseek_v2: latent attention of small ranks), then the experts, sized so that every expert gets a token.
+void draw_moe(SplitMix64& rng, DecoderCase& c) {
+  c.heads = rng.int_between(2, 6);
+  c.kv_heads = c.family == "deepseek_v2" || chance(rng, 0.4) ? c.heads : pick(rng, grouped_kv_heads(c.heads));
+  const int64_t head_dim = pick<int64_t>(rng, {8, 12, 16, 24});
+  if (c.family == "qwen3_moe") {
+    c.head_dim = head_dim;
+    c.hidden = 8 * rng.int_between(2, 8);
+  } else {
+    c.hidden = c.heads * head_dim;
+  }
+  c.mlp = rng.int_between(c.hidden / 2, 3 * c.hidden);
+  c.experts = rng.int_between(2, 8);
+  c.top_k = rng.int_between(1, std::min<int64_t>(3, c.experts));
+  c.expert_mlp = rng.int_between(std::max<int64_t>(c.hidden / 4, 4), 2 * c.hidden);
+  c.normalize_topk = c.family == "mixtral" || chance(rng, 0.5);
+  if (c.family == "qwen2_moe" && chance(rng, 0.7)) c.shared_mlp = rng.int_between(c.hidden / 2, 2 * c.hidden);
+  if ((c.family == "qwen2_moe" || c.family == "qwen3_moe") && chance(rng, 0.3)) c.sparse_step = 2;
+  if (c.family == "deepseek_v2") {
+    c.layers = rng.int_between(2, 3);
+    c.dense_first = rng.int_between(0, 1);
+    c.shared_mlp = rng.int_between(0, 2) * c.expert_mlp;
+    c.kv_lora_rank = pick<int64_t>(rng, {8, 16, 24});
+    c.q_lora_rank = chance(rng, 0.5) ? pick<int64_t>(rng, {8, 16}) : 0;
+    c.qk_nope = pick<int64_t>(rng, {4, 8, 12});
+    c.qk_rope = pick<int64_t>(rng, {2, 4, 8});
+    c.v_head_dim = pick<int64_t>(rng, {4, 8, 12});
+    if (!c.normalize_topk && chance(rng, 0.5)) c.routed_scale = 2.5;
+  }
+  if (c.family == "mixtral" && chance(rng, 0.3)) c.window = rng.int_between(2, 24);
+  if (chance(rng, 0.15)) c.dropout = 0.1;
+}
+
+// PEFT targets of a mixture: attention, the experts' projections, the router (mixtral's and qwen's "gate" Linear).
+std::string moe_lora_targets(SplitMix64& rng, const DecoderCase& c) {
+  if (c.family == "deepseek_v2") {
+    const std::string q = c.q_lora_rank > 0 ? "q_a_proj,q_b_proj" : "q_proj";
+    return pick<std::string>(rng, {q, "kv_b_proj,o_proj", q + ",kv_a_proj_with_mqa,kv_b_proj,o_proj",
+                                   "gate_proj,up_proj,down_proj", q + ",down_proj"});
+  }
+  if (c.family == "mixtral") return pick<std::string>(rng, {"q,v", "q,k,v,o", "w1,w2,w3", "q,v,w1,w3", "q,gate"});
+  return pick<std::string>(rng, {"q,v", "q,k,v,o", "gate_proj,up_proj,down_proj", "q,v,gate_proj", "o,gate"});
+}
+
 }  // namespace
 
 nlohmann::json DecoderCase::config() const {
@@ -142,7 +188,11 @@ nlohmann::json DecoderCase::family_config(nlohmann::json config) const {
                                                                     {"qwen3", "Qwen3ForCausalLM"},
                                                                     {"gemma", "GemmaForCausalLM"},
                                                                     {"gemma2", "Gemma2ForCausalLM"},
-                                                                    {"phi3", "Phi3ForCausalLM"}};
+                                                                    {"phi3", "Phi3ForCausalLM"},
+                                                                    {"mixtral", "MixtralForCausalLM"},
+                                                                    {"qwen2_moe", "Qwen2MoeForCausalLM"},
+                                                                    {"qwen3_moe", "Qwen3MoeForCausalLM"},
+                                                                    {"deepseek_v2", "DeepseekV2ForCausalLM"}};
   config["architectures"] = {kArchitectures.at(family)};
   config["num_key_value_heads"] = kv_heads;
   if (head_dim > 0) config["head_dim"] = head_dim;
@@ -161,6 +211,30 @@ nlohmann::json DecoderCase::family_config(nlohmann::json config) const {
     config["use_sliding_window"] = true;
     config["max_window_layers"] = 1;
   }
+  if (family == "mixtral") {
+    config["num_local_experts"] = experts;
+    config["num_experts_per_tok"] = top_k;
+  } else if (family == "qwen2_moe" || family == "qwen3_moe") {
+    config["num_experts"] = experts;
+    config["num_experts_per_tok"] = top_k;
+    config["moe_intermediate_size"] = expert_mlp;
+    config["norm_topk_prob"] = normalize_topk;
+    config["decoder_sparse_step"] = sparse_step;
+    if (family == "qwen2_moe") config["shared_expert_intermediate_size"] = shared_mlp;
+  } else if (family == "deepseek_v2") {
+    config["n_routed_experts"] = experts;
+    config["num_experts_per_tok"] = top_k;
+    config["moe_intermediate_size"] = expert_mlp;
+    config["n_shared_experts"] = expert_mlp > 0 ? shared_mlp / expert_mlp : 0;
+    config["norm_topk_prob"] = normalize_topk;
+    config["routed_scaling_factor"] = routed_scale;
+    config["first_k_dense_replace"] = dense_first;
+    config["q_lora_rank"] = q_lora_rank > 0 ? nlohmann::json(q_lora_rank) : nlohmann::json();
+    config["kv_lora_rank"] = kv_lora_rank;
+    config["qk_nope_head_dim"] = qk_nope;
+    config["qk_rope_head_dim"] = qk_rope;
+    config["v_head_dim"] = v_head_dim;
+  }
   if (family == "phi3") {
     config["partial_rotary_factor"] = rotary_pct;
     config["resid_pdrop"] = dropout;
@@ -173,6 +247,7 @@ Graph DecoderCase::graph() const {
   ModelSpec spec;
   spec.batch = batch;
   spec.seq_len = seq;
+  spec.expert_balance = expert_balance;
   Graph built = build_hf_config(config(), spec, id);
   if (!lora.empty()) built = apply_lora(built, parse_lora(lora, id + " lora"));
   return activation_checkpointing ? apply_checkpointing(built, id + " checkpointing") : built;
@@ -195,6 +270,19 @@ std::string DecoderCase::describe() const {
   if (softcap > 0) text += " softcap " + std::to_string(static_cast<int>(softcap));
   if (window > 0) text += " window " + std::to_string(window);
   if (family == "phi3" && rotary_pct < 1) text += " rotary 0.5";
+  if (experts > 0) {
+    text += " experts " + std::to_string(experts) + " top " + std::to_string(top_k) + " w " +
+            std::to_string(family == "mixtral" ? mlp : expert_mlp);
+    if (shared_mlp > 0) text += " shared " + std::to_string(shared_mlp);
+    if (normalize_topk) text += " normalized";
+    if (routed_scale != 1.0) text += " scaled";
+    if (sparse_step > 1) text += " step 2";
+    if (dense_first > 0) text += " dense first";
+    if (expert_balance != 1.0) text += " balance " + std::to_string(expert_balance).substr(0, 3);
+  }
+  if (kv_lora_rank > 0)
+    text += " mla kv " + std::to_string(kv_lora_rank) + " q " + std::to_string(q_lora_rank) + " " +
+            std::to_string(qk_nope) + "+" + std::to_string(qk_rope) + "/" + std::to_string(v_head_dim);
   if (dropout > 0) text += " dropout";
   text += " " + name(optimizer);
   if (!lora.empty()) text += " lora " + lora;
@@ -268,6 +356,39 @@ std::vector<DecoderCase> family_sweep(uint64_t seed, size_t count) {
       const int64_t rank = pick<int64_t>(rng, {1, 2, 4, 8});
       c.lora = "r=" + std::to_string(rank) + ",alpha=16,targets=" + lora_targets(rng, c.family);
       if (chance(rng, 0.2)) c.lora += ",norms=train";
+    }
+    c.precision = pick(rng, kPrecisions);
+    c.activation_checkpointing = chance(rng, 0.4);
+    c.grad_accum = chance(rng, 0.2) ? 2 : 1;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<DecoderCase> moe_sweep(uint64_t seed, size_t count) {
+  static const std::vector<std::string> kFamilies = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2"};
+  static const std::vector<Precision> kPrecisions = {Precision::Fp32, Precision::Bf16, Precision::Bf16Pure};
+  SplitMix64 rng(seed);
+  std::vector<DecoderCase> cases;
+  for (size_t index = 0; index < count; ++index) {
+    DecoderCase c;
+    c.id = case_id('e', index);
+    c.family = pick(rng, kFamilies);
+    c.layers = rng.int_between(1, 3);
+    draw_moe(rng, c);
+    c.vocab = rng.int_between(32, 1000);
+    c.tied = chance(rng, 0.2);
+    c.batch = rng.int_between(1, 4);
+    c.seq = rng.int_between(2, 40);
+    while (c.batch * c.seq * c.top_k < c.experts) ++c.seq;  // every expert a token at even balance
+    if (chance(rng, 0.15)) c.expert_balance = std::min(2.0, static_cast<double>(c.experts) / c.top_k);
+    c.optimizer = pick(rng, all_optimizers());
+    if (chance(rng, 0.5)) {
+      int64_t rank = pick<int64_t>(rng, {1, 2, 4, 8});
+      const std::string targets = moe_lora_targets(rng, c);
+      if (targets.size() >= 4 && targets.compare(targets.size() - 4, 4, "gate") == 0)
+        rank = std::min(rank, c.experts);  // the router is experts wide
+      c.lora = "r=" + std::to_string(rank) + ",alpha=16,targets=" + targets;
     }
     c.precision = pick(rng, kPrecisions);
     c.activation_checkpointing = chance(rng, 0.4);

@@ -16,6 +16,7 @@
 #include <map>
 
 #include "graph/builder.h"
+#include "models/moe.h"
 #include "models/transformers.h"
 
 namespace dnncast::models {
@@ -114,6 +115,51 @@ int llama_mlp(GraphBuilder& b, const std::string& mlp, int y, const TransformerS
   return b.linear(mlp + "down_proj", b.mul(mlp + "gate_times_up", gate, up), size.hidden, size.mlp_bias);
 }
 
+// deepseek_v2's multi-head latent attention (DeepseekV2Attention): q from q_proj, or through the low-rank q_a_proj,
+// q_a_layernorm and q_b_proj; k and v from one compressed projection (kv_a_proj_with_mqa: kv_lora_rank + the rotary
+// part shared by every head), normed and expanded by kv_b_proj; rotary on the qk_rope_head_dim part of q and on the
+// shared k part, which is repeated to every head (HF expands it, a view; here a copy, RepeatInterleave) and
+// concatenated after the non-rotary part; v is v_head_dim wide. Returns N x L x heads * v_head_dim.
+int latent_attention(GraphBuilder& b, const std::string& attn, int y, const TransformerSize& size) {
+  const int64_t heads = size.heads, nope = size.qk_nope_dim, rope = size.qk_rope_dim, value = size.v_head_dim;
+  const int64_t q_width = nope + rope;
+  const Attrs norm{{"eps", size.eps}};
+  auto slice = [&](const std::string& name, int x, int64_t start, int64_t end) {
+    return b.op(name, "Slice", {x}, {{"axis", int64_t{-1}}, {"start", start}, {"end", end}});
+  };
+  int q = -1;
+  if (size.q_lora_rank > 0) {
+    q = b.linear(attn + "q_a_proj", y, size.q_lora_rank, size.bias);
+    q = b.op(attn + "q_a_layernorm", "RMSNorm", {q}, norm);
+    q = b.linear(attn + "q_b_proj", q, heads * q_width, false);
+  } else {
+    q = b.linear(attn + "q_proj", y, heads * q_width, false);
+  }
+  q = to_heads(b, attn + "q", q, heads, q_width);
+  const int q_pass = slice(attn + "q_pass", q, 0, nope);
+  int q_rot = slice(attn + "q_rot", q, nope, q_width);
+  const int compressed = b.linear(attn + "kv_a_proj_with_mqa", y, size.kv_lora_rank + rope, size.bias);
+  int kv = slice(attn + "k_pass", compressed, 0, size.kv_lora_rank);
+  int k_rot = slice(attn + "k_rot", compressed, size.kv_lora_rank, size.kv_lora_rank + rope);
+  kv = b.op(attn + "kv_a_layernorm", "RMSNorm", {kv}, norm);
+  kv = to_heads(b, attn + "kv", b.linear(attn + "kv_b_proj", kv, heads * (nope + value), false), heads, nope + value);
+  const int k_nope = slice(attn + "k_nope", kv, 0, nope);
+  const int v = slice(attn + "value_states", kv, nope, nope + value);
+  k_rot = to_heads(b, attn + "k_rot", k_rot, 1, rope);
+  const Attrs rotary{{"theta", size.rope_theta}};
+  q_rot = b.op(attn + "rotary_q", "RotaryEmbedding", {q_rot}, rotary);
+  k_rot = b.op(attn + "rotary_k", "RotaryEmbedding", {k_rot}, rotary);
+  k_rot = b.op(attn + "expand_k_rot", "RepeatInterleave", {k_rot}, {{"axis", int64_t{1}}, {"repeats", heads}});
+  const int query = b.concat(attn + "query_states", {q_pass, q_rot}, -1);
+  const int key = b.concat(attn + "key_states", {k_nope, k_rot}, -1);
+  Attrs attention{{"causal", int64_t{1}}, {"dropout_p", size.attention_dropout}};
+  if (size.attention_scale > 0) attention["scale"] = size.attention_scale;
+  int out = b.op(attn + "attention", "ScaledDotProductAttention", {query, key, v}, attention);
+  out = b.op(attn + "merge_heads", "Permute", {out},
+             {{"dims", std::vector<int64_t>{0, 2, 1, 3}}, {"contiguous", int64_t{1}}});
+  return b.op(attn + "merge_view", "Flatten", {out}, {{"start_dim", int64_t{2}}});
+}
+
 // A scalar times x (gemma's embedding scale, the soft-capping's division and product).
 int scaled(GraphBuilder& b, const std::string& name, int x, double factor) {
   return b.op(name, "Mul", {x}, {{"scalar", factor}});
@@ -135,16 +181,20 @@ Graph llama_graph(const TransformerSize& size, const ModelSpec& spec) {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     const std::string attn = prefix + "self_attn.";
     int y = rms(b, prefix + "input_layernorm", x);
-    const Qkv qkv = llama_qkv(b, attn, y, size);
-    TransformerSize at = size;
-    if ((size.alternate_window && layer % 2 != 0) || layer < size.window_first_layer)
-      at.sliding_window = 0;  // gemma2: the even layers slide; qwen: the layers from max_window_layers on
-    y = rotary_attention(b, attn, qkv.q, qkv.k, qkv.v, at);
+    if (size.kv_lora_rank > 0) {
+      y = latent_attention(b, attn, y, size);
+    } else {
+      const Qkv qkv = llama_qkv(b, attn, y, size);
+      TransformerSize at = size;
+      if ((size.alternate_window && layer % 2 != 0) || layer < size.window_first_layer)
+        at.sliding_window = 0;  // gemma2: the even layers slide; qwen: the layers from max_window_layers on
+      y = rotary_attention(b, attn, qkv.q, qkv.k, qkv.v, at);
+    }
     y = b.linear(attn + "o_proj", y, size.hidden, size.bias && size.o_proj_bias);
     if (size.sandwich_norm) y = rms(b, prefix + "post_attention_layernorm", y);
     x = b.add(prefix + "add_1", x, maybe_dropout(b, prefix + "resid_attn_dropout", y, size.dropout));
     y = rms(b, prefix + (size.sandwich_norm ? "pre_feedforward_layernorm" : "post_attention_layernorm"), x);
-    y = llama_mlp(b, prefix + "mlp.", y, size);
+    y = sparse_layer(size, layer) ? moe_mlp(b, prefix, y, size) : llama_mlp(b, prefix + "mlp.", y, size);
     if (size.sandwich_norm) y = rms(b, prefix + "post_feedforward_layernorm", y);
     x = b.add(prefix + "add_2", x, maybe_dropout(b, prefix + "resid_mlp_dropout", y, size.dropout));
   }

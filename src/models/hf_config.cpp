@@ -13,7 +13,9 @@ namespace dnncast::models {
 namespace {
 
 // The model_type values build_hf_config builds.
-const char* const kConfigFamilies = "gpt2, bert, opt, gpt_neox, llama, mistral, qwen2, qwen3, gemma, gemma2, phi3";
+const char* const kConfigFamilies =
+    "gpt2, bert, opt, gpt_neox, llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, gemma, gemma2, phi3, "
+    "deepseek_v2";
 
 // The most transformer layers a config.json may ask for.
 constexpr int64_t kMaxConfigLayers = 10000;
@@ -36,6 +38,14 @@ class Fields {
   int64_t size_or(const char* key, int64_t fallback) const {
     const nlohmann::json* value = optional(key);
     return value == nullptr ? fallback : positive(key, *value);
+  }
+  // A count that may be 0 (first_k_dense_replace, n_shared_experts), at most 2^24.
+  int64_t count_or(const char* key, int64_t fallback) const {
+    const nlohmann::json* value = optional(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_number_integer() || value->get<int64_t>() < 0 || value->get<int64_t>() > (int64_t{1} << 24))
+      fail(key, "expected a non-negative integer (at most 2^24), got " + value->dump());
+    return value->get<int64_t>();
   }
   // A non-negative number below `limit` (rope_theta reaches 5e5 and more; rates and eps stay below 1e3).
   double number_or(const char* key, double fallback, double limit = 1e3) const {
@@ -182,11 +192,11 @@ TransformerSize llama_size(const Fields& fields, const std::string& type) {
   size.family = type;
   const bool gemma = type == "gemma" || type == "gemma2";
   size.vocab = fields.size("vocab_size");
-  const int64_t positions = type == "mistral" ? 4096 * 32
-                            : type == "phi3"  ? 4096
-                            : gemma           ? 8192
-                            : type == "llama" ? 2048
-                                              : 32768;
+  const int64_t positions = type == "mistral" || type == "mixtral" ? 4096 * 32
+                            : type == "phi3"                       ? 4096
+                            : gemma                                ? 8192
+                            : type == "llama"                      ? 2048
+                                                                   : 32768;
   size.positions = fields.size_or("max_position_embeddings", positions);
   size.hidden = fields.size("hidden_size");
   size.heads = fields.size("num_attention_heads");
@@ -195,14 +205,14 @@ TransformerSize llama_size(const Fields& fields, const std::string& type) {
   size.kv_heads = fields.size_or("num_key_value_heads", size.heads);
   if (fields.has("head_dim"))
     size.head_dim = fields.size("head_dim");  // q is heads * head_dim wide, not necessarily hidden_size
-  else if (gemma || type == "qwen3")
+  else if (gemma || type == "qwen3" || type == "qwen3_moe")
     size.head_dim = gemma ? 256 : 128;  // GemmaConfig's, Qwen3Config's default
   else
     check_heads(fields, "num_attention_heads", size);
   if (size.heads % size.kv_heads != 0)
     fields.fail("num_key_value_heads", std::to_string(size.kv_heads) + " key/value heads do not divide the " +
                                            std::to_string(size.heads) + " attention heads (num_attention_heads)");
-  size.eps = fields.number_or("rms_norm_eps", type == "phi3" ? 1e-5 : 1e-6);
+  size.eps = fields.number_or("rms_norm_eps", type == "phi3" || type == "mixtral" ? 1e-5 : 1e-6);
   size.rope_theta = fields.number_or("rope_theta", 10000.0, 1e12);
   if (fields.has("rope_scaling") && !fields.object_or_null("rope_scaling"))
     fields.fail("rope_scaling", "expected an object or null");  // it scales rotary's frequencies: no size changes
@@ -219,7 +229,8 @@ TransformerSize llama_size(const Fields& fields, const std::string& type) {
   } else {
     size.activation = fields.activation("hidden_act", "silu", true);
   }
-  if (type == "mistral" || type == "phi3") size.sliding_window = fields.size_or("sliding_window", 0);
+  if (type == "mistral" || type == "phi3" || type == "mixtral")
+    size.sliding_window = fields.size_or("sliding_window", 0);
   return size;
 }
 
@@ -227,7 +238,7 @@ TransformerSize llama_size(const Fields& fields, const std::string& type) {
 // where use_sliding_window is set, on the layers from max_window_layers on.
 TransformerSize qwen_size(const Fields& fields, const std::string& type) {
   TransformerSize size = llama_size(fields, type);
-  if (type == "qwen2") {
+  if (type == "qwen2" || type == "qwen2_moe") {
     size.bias = true;  // Qwen2Attention: q, k, v with biases, o_proj without
     size.o_proj_bias = false;
   } else {
@@ -236,6 +247,92 @@ TransformerSize qwen_size(const Fields& fields, const std::string& type) {
   if (fields.flag_or("use_sliding_window", false)) {
     size.sliding_window = fields.size_or("sliding_window", 4096);
     size.window_first_layer = fields.size_or("max_window_layers", 28);
+  }
+  return size;
+}
+
+// The routed experts' fields the MoE configs share: how many, how many a token takes, each one's width.
+void read_experts(const Fields& fields, TransformerSize& size, const char* count_key, const char* width_key) {
+  size.experts = fields.size(count_key);
+  size.experts_per_token = fields.size("num_experts_per_tok");
+  if (size.experts_per_token > size.experts)
+    fields.fail("num_experts_per_tok", std::to_string(size.experts_per_token) + " experts a token, of " +
+                                           std::to_string(size.experts) + " (" + count_key + ")");
+  size.expert_mlp = width_key == nullptr ? size.mlp : fields.size(width_key);
+}
+
+// MixtralConfig: Mistral's attention, every layer a block_sparse_moe of num_local_experts SwiGLU experts
+// (w1, w3, w2) of intermediate_size, top num_experts_per_tok, the weights normalized to sum to one.
+TransformerSize mixtral_size(const Fields& fields) {
+  TransformerSize size = llama_size(fields, "mixtral");
+  size.moe_style = "mixtral";
+  size.rope_theta = fields.number_or("rope_theta", 1e6, 1e12);
+  read_experts(fields, size, "num_local_experts", nullptr);
+  size.normalize_topk = true;
+  return size;
+}
+
+// Qwen2MoeConfig / Qwen3MoeConfig: Qwen2's (biased q, k, v) or Qwen3's (per-head q/k norms) attention; the layers
+// with (layer + 1) % decoder_sparse_step == 0 and not in mlp_only_layers take num_experts experts of
+// moe_intermediate_size (qwen2_moe also a shared expert of shared_expert_intermediate_size behind a sigmoid gate),
+// the others a dense MLP of intermediate_size.
+TransformerSize qwen_moe_size(const Fields& fields, const nlohmann::json& config, const std::string& type) {
+  TransformerSize size = qwen_size(fields, type);
+  size.moe_style = "qwen2_moe";
+  read_experts(fields, size, "num_experts", "moe_intermediate_size");
+  size.normalize_topk = fields.flag_or("norm_topk_prob", false);
+  size.sparse_step = fields.size_or("decoder_sparse_step", 1);
+  if (type == "qwen2_moe") {
+    size.shared_expert_mlp = fields.count_or("shared_expert_intermediate_size", 0);
+    size.shared_expert_gate = size.shared_expert_mlp > 0;
+  }
+  auto found = config.find("mlp_only_layers");
+  if (found != config.end() && !found->is_null()) {
+    if (!found->is_array()) fields.fail("mlp_only_layers", "expected a list of layer indices");
+    for (const nlohmann::json& layer : *found) {
+      if (!layer.is_number_integer() || layer.get<int64_t>() < 0 || layer.get<int64_t>() >= size.layers)
+        fields.fail("mlp_only_layers", "expected layer indices below " + std::to_string(size.layers) + ", got " +
+                                           cut_for_message(layer.dump()));
+      size.dense_layers.push_back(layer.get<int64_t>());
+    }
+  }
+  return size;
+}
+
+// DeepseekV2Config: multi-head latent attention (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+// v_head_dim; models/decoders.cpp), the first first_k_dense_replace layers dense (intermediate_size), the others with
+// layer % moe_layer_freq == 0 n_routed_experts experts of moe_intermediate_size, top num_experts_per_tok, and
+// n_shared_experts of the same width as one shared MLP. The softmax scale: q_head_dim^-0.5, times yarn's mscale
+// squared where rope_scaling has mscale_all_dim. topk_method group_limited_greedy routes within groups of experts:
+// the balance assumption stands in for it as for greedy.
+TransformerSize deepseek_size(const Fields& fields, const nlohmann::json& config) {
+  TransformerSize size = llama_size(fields, "deepseek_v2");
+  size.moe_style = "deepseek_v2";
+  size.q_lora_rank = fields.count_or("q_lora_rank", 0);
+  size.kv_lora_rank = fields.size("kv_lora_rank");
+  size.qk_nope_dim = fields.size("qk_nope_head_dim");
+  size.qk_rope_dim = fields.size("qk_rope_head_dim");
+  size.v_head_dim = fields.size("v_head_dim");
+  if (size.qk_rope_dim % 2 != 0) fields.fail("qk_rope_head_dim", "rotary needs an even width");
+  size.kv_heads = size.heads;
+  size.head_dim = 0;
+  double scale = 1.0 / std::sqrt(static_cast<double>(size.qk_nope_dim + size.qk_rope_dim));
+  auto rope = config.find("rope_scaling");
+  if (rope != config.end() && rope->is_object()) {
+    const double all_dim = rope->value("mscale_all_dim", 0.0), factor = rope->value("factor", 1.0);
+    if (all_dim > 0 && factor > 1) {
+      const double mscale = 0.1 * all_dim * std::log(factor) + 1.0;
+      scale *= mscale * mscale;
+    }
+  }
+  size.attention_scale = scale;
+  if (fields.has("n_routed_experts")) {
+    read_experts(fields, size, "n_routed_experts", "moe_intermediate_size");
+    size.normalize_topk = size.experts_per_token > 1 && fields.flag_or("norm_topk_prob", false);
+    if (!size.normalize_topk) size.routed_scale = fields.number_or("routed_scaling_factor", 1.0, 1e6);
+    size.first_dense_layers = fields.count_or("first_k_dense_replace", 0);
+    size.sparse_step = fields.size_or("moe_layer_freq", 1);
+    size.shared_expert_mlp = fields.count_or("n_shared_experts", 0) * size.expert_mlp;
   }
   return size;
 }
@@ -329,6 +426,12 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
     size = llama_size(fields, type);
   } else if (type == "qwen2" || type == "qwen3") {
     size = qwen_size(fields, type);
+  } else if (type == "mixtral") {
+    size = mixtral_size(fields);
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    size = qwen_moe_size(fields, config, type);
+  } else if (type == "deepseek_v2") {
+    size = deepseek_size(fields, config);
   } else if (type == "gemma" || type == "gemma2") {
     size = gemma_size(fields, type);
   } else if (type == "phi3") {
@@ -344,6 +447,9 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) name.resize(name.size() - 5);
   }
   size.name = name;
+  if (spec.expert_balance != 1.0 && size.experts == 0)
+    throw InputError(source + ": --expert-balance applies to a mixture of experts; this " + type + " config has none");
+  size.expert_balance = spec.expert_balance;
   ModelSpec at = spec;
   if (at.batch == 0) at.batch = 1;
   if (!at.input.empty())

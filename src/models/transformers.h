@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 #include "models/zoo.h"
@@ -47,6 +48,21 @@ struct TransformerSize {
   double embed_dropout = 0;        // phi3: embd_pdrop
   int64_t window_first_layer = 0;  // qwen2, qwen3: the first layer of sliding_window (max_window_layers)
   std::string gelu_approximate;    // gemma, gemma2: "tanh" (gelu_pytorch_tanh); "" = exact
+  // Mixtures of experts (models/moe.h): mixtral, qwen2_moe, qwen3_moe, deepseek_v2.
+  std::string moe_style;              // "mixtral" (block_sparse_moe, w1/w2/w3), "qwen2_moe", "deepseek_v2"; "" = dense
+  int64_t experts = 0;                // routed experts of a sparse layer
+  int64_t experts_per_token = 0;      // top-k
+  int64_t expert_mlp = 0;             // each routed expert's intermediate width (moe_intermediate_size)
+  int64_t shared_expert_mlp = 0;      // the shared expert's width (qwen2_moe; deepseek: n_shared_experts x expert_mlp)
+  bool shared_expert_gate = false;    // qwen2_moe: sigmoid(shared_expert_gate(x)) * shared_expert(x)
+  bool normalize_topk = false;        // the top-k weights divided by their sum (mixtral always; norm_topk_prob)
+  double routed_scale = 1.0;          // deepseek_v2: routed_scaling_factor
+  int64_t first_dense_layers = 0;     // deepseek_v2: first_k_dense_replace (dense MLP of `mlp` width)
+  int64_t sparse_step = 1;            // qwen2_moe, qwen3_moe: decoder_sparse_step
+  std::vector<int64_t> dense_layers;  // qwen2_moe, qwen3_moe: mlp_only_layers
+  double expert_balance = 1.0;        // ModelSpec::expert_balance
+  // deepseek_v2's multi-head latent attention (kv_lora_rank > 0):
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
 };
 
 // InputError when spec.seq_len is past the model's `positions`.

@@ -18,6 +18,8 @@ struct ModelSpec {
   bool allow_unknown_ops = false;  // ONNX files: unsupported ops become elementwise nodes (import/onnx.h)
   std::string lora = "";  // "" or LoRA fine-tuning, "r=16,alpha=32,targets=q,v" (graph/lora.h; load_model applies it)
   std::string quantize = "";  // "" or "nf4" | "int8": QLoRA's quantized frozen base weights (graph/quantize.h)
+  // Mixtures of experts: the busiest expert's routed tokens over the mean (1 = balanced; models/moe.h).
+  double expert_balance = 1.0;
   // "" or "eager": attention as libtorch's math path (the S x S scores kept); "sdpa": PyTorch 2's fused
   // scaled_dot_product_attention on CUDA (no S x S matrix kept; load_model marks every attention node fused=1).
   std::string attention = "";

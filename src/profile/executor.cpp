@@ -60,6 +60,7 @@ std::map<std::string, OpImpl> make_impls() {
   add_shape_impls(impls);
   add_attention_impls(impls);
   add_input_loss_impls(impls);
+  add_moe_impls(impls);
   return impls;
 }
 

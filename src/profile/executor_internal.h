@@ -355,5 +355,6 @@ void add_elementwise_pool_impls(std::map<std::string, OpImpl>& impls);
 void add_shape_impls(std::map<std::string, OpImpl>& impls);
 void add_attention_impls(std::map<std::string, OpImpl>& impls);
 void add_input_loss_impls(std::map<std::string, OpImpl>& impls);
+void add_moe_impls(std::map<std::string, OpImpl>& impls);
 
 }  // namespace dnncast::profile::detail

@@ -147,6 +147,19 @@ class Fields {
     if (!has(name)) return std::nullopt;
     return integer(name, std::nullopt, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   }
+  // A number as given (JSON, or a query's decimal text), its range checked by the caller; none when absent.
+  std::optional<double> any_number(const std::string& name) {
+    if (!has(name)) return std::nullopt;
+    const json& value = object_.at(name);
+    if (value.is_number()) return value.get<double>();
+    if (from_query_ && value.is_string()) {
+      const std::string text = value.get<std::string>();
+      char* end = nullptr;
+      const double number = text.size() <= 32 ? std::strtod(text.c_str(), &end) : 0.0;
+      if (end != nullptr && end != text.c_str() && *end == '\0' && std::isfinite(number)) return number;
+    }
+    throw InputError("field " + quote(name) + ": expected a number, got " + shown(value));
+  }
   int64_t required_integer(const std::string& name) {
     return integer(name, std::nullopt, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   }
@@ -289,9 +302,9 @@ class Fields {
 };
 
 // The model fields every forecast route shares.
-const std::vector<std::string> kModelFields = {"model",         "graph",         "batch", "input", "seq",
-                                               "classes",       "allow_unknown", "name",  "lora",  "attention",
-                                               "checkpointing", "quantize",      "config"};
+const std::vector<std::string> kModelFields = {"model",         "graph",         "batch",  "input",         "seq",
+                                               "classes",       "allow_unknown", "name",   "lora",          "attention",
+                                               "checkpointing", "quantize",      "config", "expert_balance"};
 
 std::vector<std::string> with_model_fields(std::vector<std::string> more) {
   std::vector<std::string> all = kModelFields;
@@ -304,7 +317,7 @@ std::string spec_key(const models::ModelSpec& spec) {
   for (int64_t dim : spec.input) key += std::to_string(dim) + "x";
   return key + "|s" + std::to_string(spec.seq_len) + "|c" + std::to_string(spec.num_classes) + "|u" +
          (spec.allow_unknown_ops ? "1" : "0") + "|l" + spec.lora + "|q" + spec.quantize + "|a" + spec.attention + "|k" +
-         (spec.checkpointing ? "1" : "0");
+         (spec.checkpointing ? "1" : "0") + "|e" + std::to_string(spec.expert_balance);
 }
 
 // The model at `batch` (none: the source's own): field "model" (a zoo name or synthetic:SEED), "graph" (graph JSON
@@ -321,6 +334,7 @@ args.allow_unknown = fields.flag("allow_unknown");
 if (fields.has("lora")) args.lora = fields.text("lora", "");              // LoRA fine-tuning, as --lora (graph/lora.h)
 if (fields.has("quantize")) args.quantize = fields.text("quantize", "");  // nf4 | int8, as --quantize
 if (fields.has("attention")) args.attention = fields.text("attention", "");  // eager | sdpa, as --attention
+args.expert_balance = fields.any_number("expert_balance");                   // as --expert-balance
 args.checkpointing = fields.flag("checkpointing");                           // as --checkpointing
 const bool onnx = is_onnx_body(request), graph = fields.has("graph"), named = fields.has("model");
 const bool config = fields.has("config");
@@ -476,9 +490,10 @@ HttpResponse predict(Api& api, const HttpRequest& request) {
 }
 
 HttpResponse memory_route(Api& api, const HttpRequest& request) {
-  Fields fields(request, with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits",
-                                            "max_batch_bytes", "batch_cap", "cuda_context", "timeline", "sharding",
-                                            "gpus", "gpus_per_node", "max_seq_bytes", "grad_accum"}));
+  Fields fields(request,
+                with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits", "max_batch_bytes",
+                                   "batch_cap", "cuda_context", "timeline", "sharding", "gpus", "gpus_per_node",
+                                   "max_seq_bytes", "grad_accum", "paged_optimizer"}));
   const import::ModelSource model = read_model(api, fields, request, fields.any_integer("batch").value_or(1));
   forecast::MemoryOptions options;
   options.optimizer = fields.text("optimizer", "sgd");
@@ -498,6 +513,7 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   // Checked by make_memory_request, with the message the CLI and Python give.
   options.grad_accum =
       fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  options.paged_optimizer = fields.flag("paged_optimizer");
   fields.finish();
   const forecast::MemoryRequest memory_request = forecast::make_memory_request(model, options, OptionStyle::Field);
   return {200, answer_text(to_json(forecast::forecast_memory(memory_request)), 2), "application/json"};

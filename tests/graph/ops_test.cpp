@@ -380,6 +380,37 @@ const std::vector<OpCase>& op_cases() {
          {0, 0, 2 * 80, 0, 80 * F, 240 * F, 0},
          "",
          "lambda x: x[:, :, None].expand(2, 2, 3, 5, 4).reshape(2, 6, 5, 4)"},
+        // TopKRouting: softmax in fp32 over 4 experts, the top 2, normalized: fwd 5 per logit, bwd 3; reads the logits,
+        // writes the fp32 probabilities and the weights; saves the probabilities, the int64 indices and, normalized,
+        // the top-k values and their row sums (DivBackward0). The hidden states give only the type.
+        {"topk_routing",
+         "TopKRouting",
+         {f32({2, 5, 4}), f32({2, 5, 8})},
+         {{"top_k", I{2}}, {"normalize", I{1}}},
+         {2, 5, 2},
+         {0, 5 * 40, 3 * 40, 0, 40 * F, 40 * F + 20 * F, 40 * F + 20 * L + 20 * F + 10 * F},
+         "",
+         "TopKRouting(2)"},
+        // ExpertGather: 3 of the 10 tokens' rows (positions 8-10 of 10 x 2 slots: tokens 8, 9, 0); a copy each way,
+        // nothing saved but the index (the node's buffer).
+        {"expert_gather",
+         "ExpertGather",
+         {f32({2, 5, 8})},
+         {{"start", I{8}}, {"count", I{3}}, {"top_k", I{2}}},
+         {3, 8},
+         {0, 0, 24, 0, 24 * F, 24 * F, 0},
+         "",
+         ""},
+        // ExpertCombine: the expert's 3 rows weighted and added into the 10 x 8 sum: fwd 2 per row element, bwd 3;
+        // saves the expert's output, its 3 weights and the weighted output (IndexAddBackward0's source).
+        {"expert_combine",
+         "ExpertCombine",
+         {f32({3, 8}), f32({2, 5, 2}), f32({10, 8})},
+         {{"start", I{8}}, {"count", I{3}}},
+         {10, 8},
+         {0, 2 * 24, 3 * 24, 0, 2 * 24 * F, 24 * F, 24 * F + 3 * F + 24 * F},
+         "",
+         ""},
         // RotaryEmbedding: 3 FLOPs per rotated element each way; reads x and the L x r cos and sin tables;
         // saves cos and sin.
         {"rotary_full",
@@ -1003,6 +1034,14 @@ class RMSNorm(nn.Module):
         self.weight, self.eps = nn.Parameter(torch.ones(width)), eps
     def forward(self, x):
         return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+class TopKRouting(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+    def forward(self, logits, hidden):
+        weights = torch.topk(F.softmax(logits, dim=-1, dtype=torch.float), self.k, dim=-1).values
+        return (weights / weights.sum(-1, keepdim=True)).to(hidden.dtype)
 
 class Rotary(nn.Module):
     def __init__(self, rotary_dim, theta=10000.0):

@@ -17,6 +17,7 @@
 namespace dnncast::memory {
 namespace {
 
+constexpr int64_t kF32Bytes = 4;
 const std::string kConfigs = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs";
 
 Graph tinyllama(const std::string& lora, const std::string& quantize) {
@@ -97,6 +98,31 @@ TEST(QloraMemory, ParametersShrinkByTheLayoutAndEachLinearDequantizesTwice) {
   EXPECT_EQ(backward, linears - 3);
   EXPECT_EQ(booked, dequantized - (64 * 64 + 2 * 64 * 32) * 2);  // layer 0: q 64 -> 64, k and v 64 -> 32
   EXPECT_LT(report.peak_total_bytes, full.peak_total_bytes);
+}
+
+// Paged optimizer states (bitsandbytes' paged AdamW): the Adam moments of every trainable parameter leave the caching
+// allocator for unified memory. The paged bytes are the two fp32 moments of the trainable parameters, counted from the
+// graph, and the allocator's peak (in the second iteration, when the states exist) drops by them up to its 512-byte
+// block rounding; on the CPU the option is refused.
+TEST(QloraMemory, PagedOptimizerStatesLeaveTheCachingAllocator) {
+  const Graph graph = tinyllama("r=8,targets=q,k,v,o,gate,up,down", "nf4");
+  MemoryConfig config;
+  config.device = Device::Cuda;
+  config.optimizer = Optimizer::AdamW;
+  config.precision = Precision::Bf16;
+  const MemoryReport resident = simulate_memory(graph, config);
+  config.paged_optimizer = true;
+  const MemoryReport paged = simulate_memory(graph, config);
+  const int64_t moments = 2 * kF32Bytes * trainable_parameter_count(graph);
+  EXPECT_EQ(resident.cuda.paged_bytes, 0);
+  EXPECT_EQ(paged.cuda.paged_bytes, moments);
+  int64_t tensors = 0;
+  for (int index = 0; index < graph.size(); ++index) tensors += graph.node(index).op == "Linear" ? 2 : 0;
+  const int64_t dropped = resident.peak_allocated_bytes - paged.peak_allocated_bytes;
+  EXPECT_GE(dropped, moments);
+  EXPECT_LE(dropped, moments + 512 * tensors);
+  EXPECT_LE(paged.required_bytes, resident.required_bytes);  // reserved in 2 MiB segments: may not move here
+  EXPECT_EQ(paged.peak_bytes, resident.peak_bytes);          // the CPU tracker's count: every byte, wherever it lives
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 // 2,024,517,888 plus 256,000 x width embeddings); Phi-3-mini 3,821,079,552; Phi-4-mini 3,836,021,760; Llama-3.2-1B
 // 1,235,814,400; SmolLM2-135M 134,515,008); GPT-2's config gives the zoo's gpt2_small layer for layer; Llama-2-7B's
 // forward FLOPs are 2 x parameters x tokens plus attention; a bad config is one line naming its file and field.
+// Issue 47's mixtures of experts: Mixtral-8x7B 46,702,792,704; Qwen1.5-MoE-A2.7B, Qwen3-30B-A3B, DeepSeek-V2-Lite and
+// DeepSeek-V2 at their model cards' 14.3B, 30.5B, 15.7B and 236B.
 #include "models/hf_config.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +23,7 @@
 
 #include "core/error.h"
 #include "graph/op_registry.h"
+#include "models/moe.h"
 #include "models/zoo.h"
 #include "python_run.h"
 
@@ -51,7 +54,7 @@ TEST(HfConfig, ParametersEqualTheTorchReferenceAndThePublishedFigures) {
   std::vector<std::string> paths;
   for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) paths.push_back(entry.path().string());
   std::sort(paths.begin(), paths.end());
-  ASSERT_GE(paths.size(), 19u);
+  ASSERT_GE(paths.size(), 24u);
   std::string arguments = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_reference.py";
   for (const std::string& path : paths) arguments += " " + path;
   const std::string output = python_test::run_python_command(arguments);
@@ -71,6 +74,16 @@ TEST(HfConfig, ParametersEqualTheTorchReferenceAndThePublishedFigures) {
       {"phi-3-mini-4k.json", 3821079552}, {"phi-4-mini.json", 3836021760},       {"llama-3.2-1b.json", 1235814400},
       {"smollm2-135m.json", 134515008}};
   for (const auto& [name, figure] : published) EXPECT_EQ(reference[kConfigs + "/" + name], figure) << name;
+  // The mixtures of experts: Mixtral-8x7B's count is published to the parameter (its safetensors index); the others
+  // as their model cards round them (Qwen1.5-MoE-A2.7B 14.3B, Qwen3-30B-A3B 30.5B, DeepSeek-V2-Lite 15.7B,
+  // DeepSeek-V2 236B): within half the last digit.
+  EXPECT_EQ(reference[kConfigs + "/mixtral-8x7b.json"], 46702792704);
+  const std::map<std::string, std::pair<double, double>> rounded = {{"qwen1.5-moe-a2.7b.json", {14.3e9, 0.05e9}},
+                                                                    {"qwen3-30b-a3b.json", {30.5e9, 0.05e9}},
+                                                                    {"deepseek-v2-lite.json", {15.7e9, 0.05e9}},
+                                                                    {"deepseek-v2.json", {236e9, 0.5e9}}};
+  for (const auto& [name, figure] : rounded)
+    EXPECT_NEAR(static_cast<double>(reference[kConfigs + "/" + name]), figure.first, figure.second) << name;
 }
 
 TEST(HfConfig, Gpt2ConfigIsTheZoosGpt2SmallLayerForLayer) {
@@ -200,6 +213,79 @@ TEST(HfConfig, Llama2ForwardFlopsAreTwiceParametersPerTokenPlusAttention) {
   EXPECT_NEAR(static_cast<double>(flops) / (2 * static_cast<double>(params) * tokens + attention), 1.0, 0.03);
 }
 
+// A mixture of experts: every expert's parameters, the routed tokens' FLOPs. Mixtral-8x7B's forward multiplies
+// 2 x the parameters a token meets (12.9B of 46.7B: attention, the router, two of eight experts; Mistral AI's
+// "12.9B active") per token, plus attention's scores; each expert takes tokens x 2 / 8 rows at even balance.
+TEST(HfConfig, MixturesOfExpertsRouteTheirTokensAndHoldEveryExpert) {
+  ModelSpec spec;
+  spec.batch = 1;
+  spec.seq_len = 512;
+  const std::string path = kConfigs + "/mixtral-8x7b.json";
+  const Graph mixtral = build_hf_config(read_json(path), spec, path);
+  int64_t linear_macs = 0, params = 0;
+  for (int index = 0; index < mixtral.size(); ++index) {
+    const OpCost cost = node_cost(mixtral, index);
+    params += cost.params;
+    if (mixtral.node(index).op == "Linear") linear_macs += cost.macs;
+  }
+  ASSERT_EQ(params, 46702792704);
+  const int64_t tokens = 512, hidden = 4096, embedding = 32000 * hidden;
+  const int64_t attention = 2 * hidden * hidden + 2 * hidden * 1024;  // q, o; k, v of 8 heads x 128
+  const int64_t active = 32 * (attention + 8 * hidden + 2 * 3 * hidden * 14336) + embedding;  // + the LM head
+  EXPECT_EQ(linear_macs, active * tokens);
+  EXPECT_NEAR(static_cast<double>(active + embedding + 32 * 2 * hidden + hidden), 12.9e9, 0.05e9);
+  const int expert = mixtral.find("model.layers.31.block_sparse_moe.experts.7.tokens");
+  ASSERT_GE(expert, 0);
+  EXPECT_EQ(mixtral.node(expert).shape, (TensorShape{tokens * 2 / 8, hidden}));
+  EXPECT_GE(mixtral.find("model.layers.0.block_sparse_moe.experts.0.w3"), 0);
+
+  // DeepSeek-V2-Lite: the first layer dense, then 64 routed experts and two shared ones as one 2 x 1408 MLP.
+  const std::string lite_path = kConfigs + "/deepseek-v2-lite.json";
+  const Graph lite = build_hf_config(read_json(lite_path), spec, lite_path);
+  EXPECT_GE(lite.find("model.layers.0.mlp.gate_proj"), 0);
+  EXPECT_LT(lite.find("model.layers.0.mlp.experts.0.tokens"), 0);
+  EXPECT_EQ(lite.node(lite.find("model.layers.1.mlp.shared_experts.up_proj")).shape, (TensorShape{1, tokens, 2816}));
+  EXPECT_EQ(lite.node(lite.find("model.layers.1.self_attn.key_states")).shape, (TensorShape{1, 16, tokens, 192}));
+  EXPECT_EQ(lite.node(lite.find("model.layers.1.self_attn.attention")).shape, (TensorShape{1, 16, tokens, 128}));
+
+  // A skewed router (--expert-balance 3): the busiest expert takes three times the mean, the rest share the others.
+  ModelSpec skewed = spec;
+  skewed.expert_balance = 3.0;
+  const Graph hot = build_hf_config(read_json(path), skewed, path);
+  EXPECT_EQ(hot.node(hot.find("model.layers.0.block_sparse_moe.experts.0.tokens")).shape[0], 3 * tokens * 2 / 8);
+  // 1,024 slots - 384 = 640 = 7 x 91 + 3: the next three take 92.
+  EXPECT_EQ(hot.node(hot.find("model.layers.0.block_sparse_moe.experts.1.tokens")).shape[0], 92);
+  EXPECT_EQ(hot.node(hot.find("model.layers.0.block_sparse_moe.experts.7.tokens")).shape[0], 91);
+}
+
+TEST(HfConfig, ExpertSharesCoverEverySlotOnce) {
+  for (const double balance : {1.0, 1.5, 2.0, 4.0}) {
+    const std::vector<ExpertShare> shares = expert_shares(37, 2, 8, balance, "test");
+    int64_t next = 0;
+    for (const ExpertShare& share : shares) {
+      EXPECT_EQ(share.start, next);
+      EXPECT_GE(share.count, 1);
+      EXPECT_LE(share.count, 37);  // no expert twice for one token
+      next += share.count;
+    }
+    EXPECT_EQ(next, 74) << balance;
+  }
+  EXPECT_EQ(expert_shares(37, 2, 8, 1.0, "test")[0].count, 10);  // 74 = 8 x 9 + 2: the first two take 10
+  EXPECT_EQ(expert_shares(37, 2, 8, 1.0, "test")[7].count, 9);
+  auto message = [](int64_t tokens, double balance) {
+    try {
+      expert_shares(tokens, 2, 8, balance, "m.json");
+    } catch (const InputError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(3, 1.0).find("m.json: 3 tokens x top-2 = 6 routed slots are fewer than the 8 experts"),
+            std::string::npos);
+  EXPECT_NE(message(37, 0.5).find("m.json: expert balance 0.5"), std::string::npos);
+  EXPECT_NE(message(37, 5.0).find("from 1 (balanced) to 4"), std::string::npos);
+}
+
 TEST(HfConfig, ABadConfigNamesItsField) {
   nlohmann::json gpt2 = read_json(kConfigs + "/gpt2.json");
   ModelSpec spec;
@@ -228,7 +314,8 @@ TEST(HfConfig, ABadConfigNamesItsField) {
   falcon["model_type"] = "falcon";
   EXPECT_EQ(message(falcon),
             "config.json: field 'model_type': 'falcon' is not a family dnncast builds from a config "
-            "(gpt2, bert, opt, gpt_neox, llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)");
+            "(gpt2, bert, opt, gpt_neox, llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, gemma, gemma2, "
+            "phi3, deepseek_v2)");
   nlohmann::json mistral = read_json(kConfigs + "/mistral-7b-v0.1.json");
   nlohmann::json groups = mistral;
   groups["num_key_value_heads"] = 5;

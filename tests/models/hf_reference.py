@@ -2,7 +2,8 @@
 """The parameter count of a Hugging Face config's model, built from torch.nn modules on the meta device as
 Hugging Face's modeling_gpt2.py, modeling_bert.py, modeling_opt.py, modeling_llama.py (and Mistral's, the same
 layers), modeling_gpt_neox.py, modeling_qwen2.py, modeling_qwen3.py, modeling_gemma.py, modeling_gemma2.py and
-modeling_phi3.py build it (tied weights counted once), for tests/models/hf_config_test.cpp to hold
+modeling_phi3.py, and for the mixtures of experts modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py
+and DeepSeek-V2's modeling_deepseek.py build it (tied weights counted once), for tests/models/hf_config_test.cpp to hold
 dnncast's graph against. On the meta device a 7B model costs no memory. No transformers package is needed.
 Rotary position embeddings own no parameters (their inverse frequencies are a buffer), so they do not appear.
 
@@ -132,6 +133,76 @@ def llama_shaped(config):
     return nn.ModuleList(parts)
 
 
+def swiglu(d, inner):
+    return [linear(d, inner, False), linear(d, inner, False), linear(inner, d, False)]  # gate, up, down (w1, w3, w2)
+
+
+class MoEGate(nn.Module):
+    """DeepSeek-V2's router: a bare weight of experts x hidden, not an nn.Linear."""
+
+    def __init__(self, experts, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(experts, d, **META))
+
+
+def mixture(config):
+    """MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV2ForCausalLM: every expert of every
+    sparse layer, the router, the shared expert(s) and their gate; DeepSeek-V2's multi-head latent attention."""
+    kind = config["model_type"]
+    d, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    layers = config["num_hidden_layers"]
+    tokens = nn.Embedding(vocab, d, **META)
+    parts = [tokens]
+    for index in range(layers):
+        if kind == "deepseek_v2":
+            nope, rope, value = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
+            rank, q_rank = config["kv_lora_rank"], config.get("q_lora_rank")
+            bias = config.get("attention_bias", False)
+            if q_rank:
+                attention = [linear(d, q_rank, bias), RMSNorm(q_rank), linear(q_rank, heads * (nope + rope), False)]
+            else:
+                attention = [linear(d, heads * (nope + rope), False)]
+            attention += [linear(d, rank + rope, bias), RMSNorm(rank), linear(rank, heads * (nope + value), False),
+                          linear(heads * value, d, bias)]
+            sparse = (config.get("n_routed_experts") is not None and index >= config.get("first_k_dense_replace", 0)
+                      and index % config.get("moe_layer_freq", 1) == 0)
+            experts, width = config.get("n_routed_experts"), config.get("moe_intermediate_size")
+            shared = config.get("n_shared_experts") or 0
+            if sparse:
+                mlp = [MoEGate(experts, d)] + [m for _ in range(experts) for m in swiglu(d, width)]
+                if shared:
+                    mlp += swiglu(d, shared * width)
+            else:
+                mlp = swiglu(d, inner)
+        else:
+            head = config.get("head_dim") or (128 if kind == "qwen3_moe" else d // heads)
+            qkv_bias = kind == "qwen2_moe" or config.get("attention_bias", False)
+            attention = [linear(d, heads * head, qkv_bias), linear(d, kv_heads * head, qkv_bias),
+                         linear(d, kv_heads * head, qkv_bias), linear(heads * head, d, False)]
+            if kind == "qwen3_moe":
+                attention += [RMSNorm(head), RMSNorm(head)]
+            if kind == "mixtral":
+                experts, width, sparse = config["num_local_experts"], inner, True
+            else:
+                experts, width = config["num_experts"], config["moe_intermediate_size"]
+                sparse = (index not in (config.get("mlp_only_layers") or [])
+                          and (index + 1) % config.get("decoder_sparse_step", 1) == 0)
+            if sparse:
+                mlp = [linear(d, experts, False)] + [m for _ in range(experts) for m in swiglu(d, width)]
+                if kind == "qwen2_moe" and config.get("shared_expert_intermediate_size"):
+                    mlp += swiglu(d, config["shared_expert_intermediate_size"]) + [linear(d, 1, False)]
+            else:
+                mlp = swiglu(d, inner)
+        parts += [RMSNorm(d), RMSNorm(d)] + attention + mlp
+    lm_head = linear(d, vocab, bias=False)
+    if config.get("tie_word_embeddings", False):
+        lm_head.weight = tokens.weight
+    parts += [RMSNorm(d), lm_head]
+    return nn.ModuleList(parts)
+
+
 def gpt_neox(config):
     """GPTNeoXForCausalLM: fused query_key_value with bias, LayerNorms, GELU MLP, embed_out untied by default."""
     d, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
@@ -156,5 +227,6 @@ for path in sys.argv[1:]:
         config = json.load(file)
     builders = {"gpt2": gpt2, "bert": bert, "opt": opt, "llama": llama, "mistral": llama, "gpt_neox": gpt_neox,
                 "qwen2": llama_shaped, "qwen3": llama_shaped, "gemma": llama_shaped, "gemma2": llama_shaped,
-                "phi3": llama_shaped}
+                "phi3": llama_shaped, "mixtral": mixture, "qwen2_moe": mixture, "qwen3_moe": mixture,
+                "deepseek_v2": mixture}
     print(path, count(builders[config["model_type"]](config)))

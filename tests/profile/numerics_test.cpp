@@ -310,6 +310,26 @@ TEST(Numerics, OneModelPerZooFamilyMatchesPyTorch) {
   for (const Result& r : results) expect_match(r);
 }
 
+// Mixtures of experts (models/moe.h), small: a mixtral, a qwen2_moe with a gated shared expert and a deepseek_v2 with
+// latent attention, a dense first layer and shared experts; the experts' sums chained by index_add_ as the executor
+// runs them, against the interpreter's out-of-place index_put of each expert's weighted rows.
+TEST(Numerics, MixturesOfExpertsMatchPyTorch) {
+  std::vector<Case> cases;
+  for (const char* config : {"mixtral-small", "qwen2-moe-small", "deepseek-v2-small"}) {
+    const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
+    std::ifstream file(path);
+    models::ModelSpec spec;
+    spec.batch = 2;
+    spec.seq_len = 6;
+    cases.push_back(
+        {config, models::build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
+  }
+  std::vector<Result> results = run_cases(cases);
+  print_results(results);
+  ASSERT_EQ(results.size(), cases.size());
+  for (const Result& r : results) expect_match(r);
+}
+
 // The rotary decoders of a Hugging Face config (models/decoders.cpp), small: a llama with grouped-query attention,
 // head_dim, biases and a tied LM head, and a gpt_neox with partial rotary and the sequential residual, each against
 // the interpreter's torch.nn.functional reading of the same graph.
@@ -530,6 +550,10 @@ std::vector<OpCase> op_cases() {
       {"rmsnorm", "RMSNorm", {f32({2, 5, 8})}, {{"eps", 1e-5}}},
       {"rotary_full", "RotaryEmbedding", {f32({2, 3, 5, 8})}, {}},
       {"rotary_partial_theta", "RotaryEmbedding", {f32({2, 2, 6, 8})}, {{"rotary_dim", I{4}}, {"theta", 500.0}}},
+      {"topk_routing", "TopKRouting", {f32({2, 5, 4}), f32({2, 5, 8})}, {{"top_k", I{2}}, {"normalize", I{1}}}},
+      {"topk_routing_scaled", "TopKRouting", {f32({2, 3, 6}), f32({2, 3, 4})}, {{"top_k", I{3}}, {"scale", 2.5}}},
+      {"expert_gather", "ExpertGather", {f32({2, 5, 8})}, {{"start", I{8}}, {"count", I{3}}, {"top_k", I{2}}}},
+      {"expert_combine_first", "ExpertCombine", {f32({3, 8}), f32({2, 5, 2})}, {{"start", I{8}}, {"count", I{3}}}},
       {"repeat_interleave_heads", "RepeatInterleave", {f32({2, 2, 5, 4})}, {{"axis", I{1}}, {"repeats", I{3}}}},
       {"layer_scale_channels", "LayerScale", {f32({2, 6, 3, 3})}, {}},
       {"layer_scale_last_axis", "LayerScale", {f32({2, 5, 8})}, {{"axis", I{-1}}}},

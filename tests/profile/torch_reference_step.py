@@ -209,6 +209,23 @@ class Interpreter:
             return rotary(x[0], a.get("rotary_dim", x[0].shape[-1]), a.get("theta", 10000.0))
         if op == "RepeatInterleave":
             return torch.repeat_interleave(x[0], a["repeats"], dim=a["axis"])
+        if op == "TopKRouting":  # as Hugging Face's sparse MoE blocks route (src/graph/ops_moe.cpp)
+            probabilities = F.softmax(x[0], dim=-1, dtype=torch.float)
+            weights, _ = torch.topk(probabilities, a["top_k"], dim=-1)
+            if a.get("normalize", 0):
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+            return (weights * a.get("scale", 1.0)).to(x[1].dtype)
+        if op in ("ExpertGather", "ExpertCombine"):
+            # Positions start .. start + count of the T x top_k routed slots: token p mod T, slot p // T.
+            rows = x[1].shape[:-1].numel() if op == "ExpertCombine" else x[0].shape[:-1].numel()
+            k = x[1].shape[-1] if op == "ExpertCombine" else a["top_k"]
+            positions = range(a["start"], a["start"] + a["count"])
+            tokens = torch.tensor([p % rows for p in positions])
+            if op == "ExpertGather":
+                return x[0].reshape(rows, -1)[tokens]
+            weights = x[1].reshape(rows, k)[tokens, torch.tensor([p // rows for p in positions])]
+            total = x[2] if len(x) > 2 else torch.zeros(rows, x[0].shape[-1], dtype=x[1].dtype)
+            return total.index_put((tokens,), x[0] * weights[:, None], accumulate=True)
         if op == "LayerScale":
             axis = a.get("axis", 1) % x[0].dim()
             gamma = self.param(name)
@@ -269,7 +286,10 @@ class Interpreter:
             q, k, v = x
             if a.get("dropout_p", 0) != 0:
                 raise ValueError("%s: dropout_p %s (the dump runs with 0)" % (name, a.get("dropout_p")))
-            scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            for unread in ("softcap", "window"):
+                if a.get(unread, 0):
+                    raise ValueError("%s: the interpreter lacks attention's %s" % (name, unread))
+            scores = torch.matmul(q, k.transpose(-2, -1)) * a.get("scale", 1.0 / math.sqrt(q.shape[-1]))
             if a.get("causal", 0):
                 future = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).triu(1)
                 scores = scores.masked_fill(future, float("-inf"))

@@ -51,6 +51,11 @@ CASES = [
     ("QLoRA GPU time", "predict", {"model": "gpt2_small", "batch": 4, "seq": 64, "device": "t4",
                                    "lora": "r=4,targets=c_attn", "quantize": "int8"}),
     ("quantized without LoRA", "memory", {"model": "gpt2_small", "seq": 64, "quantize": "nf4"}),
+    ("paged optimizer states", "memory", {"model": "gpt2_small", "batch": 2, "seq": 64, "device": "a100-40gb",
+                                          "optimizer": "adamw", "paged_optimizer": True}),
+    ("paged optimizer states on the CPU", "memory", {"model": "gpt2_small", "seq": 64, "paged_optimizer": True}),
+    ("expert balance on a dense model", "memory", {"model": "gpt2_small", "seq": 64, "expert_balance": 2}),
+    ("expert balance below 1", "inspect", {"model": "gpt2_small", "seq": 64, "expert_balance": 0.5}),
     ("LoRA target matching nothing", "predict", {"model": "gpt2_small", "batch": 4, "seq": 32, "device": "t4",
                                                   "lora": "r=8,targets=q,v"}),
     ("epoch in tokens on a GPU", "predict", {"model": "gpt2_small", "batch": 8, "seq": 512, "device": "a100-80gb",
@@ -111,7 +116,8 @@ CASES = [
 ]
 FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
         "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq",
-        "epoch_tokens": "--epoch-tokens", "grad_accum": "--grad-accum", "multi_gpu": "--multi-gpu"}
+        "epoch_tokens": "--epoch-tokens", "grad_accum": "--grad-accum", "multi_gpu": "--multi-gpu",
+        "paged_optimizer": "--paged-optimizer", "expert_balance": "--expert-balance"}
 KEYWORD = {"input": "input_shape"}
 
 

@@ -132,6 +132,13 @@ TEST(DecoderMemorySweep, IssueFortySevenFamiliesAgainstTheProfiler) {
   check_sweep(dnncast::models::family_sweep(), "FamilySweep", "family_sweep.csv");
 }
 
+// Issue 47's mixtures of experts (models/decoder_sweep.h, moe_sweep): mixtral, qwen2_moe, qwen3_moe and deepseek_v2
+// with routers, experts on their balanced (or skewed) tokens, shared experts, latent attention, LoRA and every
+// training mode, 200 more decoders.
+TEST(DecoderMemorySweep, MixturesOfExpertsAgainstTheProfiler) {
+  check_sweep(dnncast::models::moe_sweep(), "MoeSweep", "moe_sweep.csv");
+}
+
 #else
 
 TEST(DecoderMemorySweep, NeedsLibtorch) { GTEST_SKIP() << "built without libtorch: no profiler to compare with"; }
