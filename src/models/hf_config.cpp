@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "core/error.h"
@@ -459,7 +460,19 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
   if (type == "bert") return build_bert(size, at);
   if (type == "opt") return build_opt(size, at);
   if (type == "gpt_neox") return build_gpt_neox(size, at);
-  return build_llama(size, at);
+  Graph graph = build_llama(size, at);
+  if (size.experts > 0) {
+    char balance[32];
+    std::snprintf(balance, sizeof(balance), "%g", size.expert_balance);
+    graph.notes.push_back(
+        "mixture of experts, " + std::to_string(size.experts) + " experts, top " +
+        std::to_string(size.experts_per_token) + ": the tokens each expert takes follow the balance assumption (" +
+        (size.expert_balance == 1.0 ? std::string("an even share")
+                                    : std::string("the busiest ") + balance + "x the mean") +
+        " of the tokens x top-k, not a trained router's choices; --expert-balance asks about a skewed one); every "
+        "expert's weights, gradients and optimizer states count, the activations and time follow the routed tokens");
+  }
+  return graph;
 }
 
 }  // namespace dnncast::models
