@@ -320,7 +320,15 @@ TransformerSize deepseek_size(const Fields& fields, const nlohmann::json& config
   double scale = 1.0 / std::sqrt(static_cast<double>(size.qk_nope_dim + size.qk_rope_dim));
   auto rope = config.find("rope_scaling");
   if (rope != config.end() && rope->is_object()) {
-    const double all_dim = rope->value("mscale_all_dim", 0.0), factor = rope->value("factor", 1.0);
+    auto number = [&](const char* key, double fallback) {
+      auto found = rope->find(key);
+      if (found == rope->end() || found->is_null()) return fallback;
+      if (!found->is_number() || !(found->get<double>() >= 0 && found->get<double>() < 1e6))
+        fields.fail("rope_scaling", std::string("'") + key + "': expected a non-negative number, got " +
+                                        cut_for_message(found->dump()));
+      return found->get<double>();
+    };
+    const double all_dim = number("mscale_all_dim", 0.0), factor = number("factor", 1.0);
     if (all_dim > 0 && factor > 1) {
       const double mscale = 0.1 * all_dim * std::log(factor) + 1.0;
       scale *= mscale * mscale;

@@ -70,7 +70,9 @@ std::vector<ExpertShare> expert_shares(int64_t tokens, int64_t top_k, int64_t ex
 bool sparse_layer(const TransformerSize& size, int64_t layer) {
   if (size.experts <= 0 || layer < size.first_dense_layers) return false;
   if (std::find(size.dense_layers.begin(), size.dense_layers.end(), layer) != size.dense_layers.end()) return false;
-  return (layer + 1) % std::max<int64_t>(size.sparse_step, 1) == 0;
+  const int64_t step = std::max<int64_t>(size.sparse_step, 1);
+  // DeepseekV2: layer_idx % moe_layer_freq == 0; Qwen2Moe / Qwen3Moe: (layer_idx + 1) % decoder_sparse_step == 0.
+  return size.moe_style == "deepseek_v2" ? layer % step == 0 : (layer + 1) % step == 0;
 }
 
 int moe_mlp(GraphBuilder& b, const std::string& prefix, int y, const TransformerSize& size) {

@@ -258,6 +258,31 @@ TEST(HfConfig, MixturesOfExpertsRouteTheirTokensAndHoldEveryExpert) {
   EXPECT_EQ(hot.node(hot.find("model.layers.0.block_sparse_moe.experts.7.tokens")).shape[0], 91);
 }
 
+// Which layers are sparse, as each modeling file decides: DeepseekV2 layer >= first_k_dense_replace and
+// layer % moe_layer_freq == 0; Qwen2Moe (layer + 1) % decoder_sparse_step == 0 and not in mlp_only_layers.
+TEST(HfConfig, SparseLayersFollowEachFamilysRule) {
+  ModelSpec spec;
+  spec.seq_len = 16;
+  auto sparse = [&](const nlohmann::json& config) {
+    const Graph graph = build_hf_config(config, spec, "moe.json");
+    std::vector<int> layers;
+    for (int layer = 0; layer < 5; ++layer)
+      if (graph.find("model.layers." + std::to_string(layer) + ".mlp.experts.0.tokens") >= 0) layers.push_back(layer);
+    return layers;
+  };
+  nlohmann::json deepseek = read_json(kConfigs + "/deepseek-v2-small.json");
+  deepseek["num_hidden_layers"] = 5;
+  deepseek["moe_layer_freq"] = 2;
+  EXPECT_EQ(sparse(deepseek), (std::vector<int>{2, 4}));
+  nlohmann::json qwen = read_json(kConfigs + "/qwen2-moe-small.json");
+  qwen["num_hidden_layers"] = 5;
+  qwen["decoder_sparse_step"] = 2;
+  qwen["mlp_only_layers"] = {3};
+  EXPECT_EQ(sparse(qwen), (std::vector<int>{1}));
+  deepseek["rope_scaling"]["factor"] = "forty";
+  EXPECT_THROW(build_hf_config(deepseek, spec, "moe.json"), InputError);
+}
+
 TEST(HfConfig, ExpertSharesCoverEverySlotOnce) {
   for (const double balance : {1.0, 1.5, 2.0, 4.0}) {
     const std::vector<ExpertShare> shares = expert_shares(37, 2, 8, balance, "test");
