@@ -93,6 +93,9 @@ void print_table(const forecast::Inspection& summary) {
     std::cout << label << std::string(label.size() < 28 ? 28 - label.size() : 1, ' ') << value << "\n";
   };
   total_line("Parameters:", grouped(total.params) + " (" + human_count(total.params) + ")");
+  if (summary.active_params != total.params)
+    total_line("Active a token:", grouped(summary.active_params) + " (" + human_count(summary.active_params) +
+                                      "; top-k of each layer's experts)");
   total_line("Parameter bytes:", format_bytes(total.param_bytes, ByteStyle::Significant));
   total_line("Buffers (running stats):", grouped(total.buffers));
   total_line("MACs (forward):", human_count(total.macs));

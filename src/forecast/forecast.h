@@ -217,6 +217,9 @@ struct Inspection {
   // Saved tensors counted once each: a layer's output kept by itself and by its consumers
   // (a conv's input is the ReLU output the ReLU also keeps) is one tensor in memory.
   int64_t saved_bytes_distinct = 0;
+  // The parameters one token meets: all of them but, in a mixture of experts, only top-k of each layer's experts
+  // (Mixtral-8x7B: 12.9B of 46.7B). Equal to total.params for a dense model.
+  int64_t active_params = 0;
   std::vector<std::string> import_notes;  // the graph's notes (Graph::notes): an ONNX file exported for inference
   std::string gpu;                        // the catalogued GPU the layer times are for; "" for none
   // With a GPU: forward and backward milliseconds summed by LayerRow::gpu_kind.

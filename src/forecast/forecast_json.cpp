@@ -222,6 +222,7 @@ json to_json(const Inspection& inspection) {
               {"batch", inspection.batch},
               {"input", inspection.input},
               {"params", total.params},
+              {"active_params", inspection.active_params},
               {"param_bytes", total.param_bytes},
               {"buffers", total.buffers},
               {"macs", total.macs},

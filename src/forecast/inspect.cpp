@@ -1,6 +1,7 @@
 // Per-layer costs of a graph (forecast.h): output shapes, parameters, MACs, FLOPs, activation
 // bytes and bytes kept for backward, with totals.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -47,6 +48,32 @@ void add_to_total(const LayerRow& row, LayerRow& total) {
   total.saved_bytes += row.saved_bytes;
 }
 
+// The parameters a token meets (Inspection::active_params): each mixture-of-experts block's experts (the nodes under
+// BLOCK.experts., adapters included) count top_k / experts of their parameters, as the block's router
+// (BLOCK.routing_weights, models/moe.h) picks top_k of them; everything else counts whole.
+int64_t active_parameters(const Graph& graph, const std::vector<LayerRow>& rows, int64_t total) {
+  std::map<std::string, std::pair<int64_t, int64_t>> routers;  // block -> top_k, experts
+  for (const Node& node : graph.nodes())
+    if (node.op == "TopKRouting") {
+      const std::string block = node.name.substr(0, node.name.size() - std::string("routing_weights").size());
+      routers[block] = {node.attr_int("top_k"), graph.node(node.inputs[0]).shape.dims.back()};
+    }
+  if (routers.empty()) return total;
+  std::map<std::string, int64_t> expert_params;  // block -> its experts' parameters
+  for (const LayerRow& row : rows) {
+    const size_t at = row.name.find(".experts.");
+    if (at != std::string::npos && row.params > 0) expert_params[row.name.substr(0, at + 1)] += row.params;
+  }
+  int64_t active = total;
+  for (const auto& [block, params] : expert_params) {
+    auto router = routers.find(block);
+    if (router == routers.end()) continue;
+    const auto [top_k, experts] = router->second;
+    active -= params - params / experts * top_k;
+  }
+  return active;
+}
+
 }  // namespace
 
 Inspection inspect(const Graph& graph) {
@@ -78,6 +105,7 @@ Inspection inspect(const Graph& graph) {
     add_to_total(row, inspection.total);
     inspection.layers.push_back(std::move(row));
   }
+  inspection.active_params = active_parameters(graph, inspection.layers, inspection.total.params);
   return inspection;
 }
 
