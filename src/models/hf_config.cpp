@@ -20,6 +20,9 @@ const char* const kConfigFamilies =
 
 // The most transformer layers a config.json may ask for.
 constexpr int64_t kMaxConfigLayers = 10000;
+// The most experts of a mixture's layer, and of all its layers together (read_experts).
+constexpr int64_t kMaxExperts = 4096;
+constexpr int64_t kMaxExpertMlps = 32768;  // about 20 KB of graph and trace each: 0.7 GB
 
 // One config file's fields, read with the file and the field named in every error.
 class Fields {
@@ -255,6 +258,15 @@ TransformerSize qwen_size(const Fields& fields, const std::string& type) {
 // The routed experts' fields the MoE configs share: how many, how many a token takes, each one's width.
 void read_experts(const Fields& fields, TransformerSize& size, const char* count_key, const char* width_key) {
   size.experts = fields.size(count_key);
+  // Each expert is its own nodes (models/moe.h): a bound on the graph, far above the published configs (DeepSeek-V3
+  // 256 experts x 58 sparse layers = 14,848; Qwen3-235B-A22B 128 x 94).
+  if (size.experts > kMaxExperts)
+    fields.fail(count_key, std::to_string(size.experts) + " experts, more than " + std::to_string(kMaxExperts) +
+                               " (the largest published configs have 256)");
+  if (size.experts * size.layers > kMaxExpertMlps)
+    fields.fail(count_key, std::to_string(size.experts) + " experts x " + std::to_string(size.layers) +
+                               " layers, more than " + std::to_string(kMaxExpertMlps) +
+                               " expert MLPs in all (DeepSeek-V3 has 14,848)");
   size.experts_per_token = fields.size("num_experts_per_tok");
   if (size.experts_per_token > size.experts)
     fields.fail("num_experts_per_tok", std::to_string(size.experts_per_token) + " experts a token, of " +
