@@ -1,5 +1,7 @@
 #include "memory/allocators.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace dnncast::memory {
@@ -24,6 +26,53 @@ int64_t CudaCachingAllocatorModel::segment_size(int64_t rounded) {
   return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
+size_t CudaCachingAllocatorModel::FreePool::run_at_or_past(const Key& key) const {
+  auto found = std::lower_bound(runs_.begin(), runs_.end(), key,
+                                [](const std::vector<Key>& run, const Key& sought) { return run.back() < sought; });
+  return static_cast<size_t>(found - runs_.begin());
+}
+
+void CudaCachingAllocatorModel::FreePool::erase_at(size_t run, std::vector<Key>::iterator position) {
+  std::vector<Key>& keys = runs_[run];
+  keys.erase(position);
+  if (keys.empty()) runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(run));
+}
+
+int CudaCachingAllocatorModel::FreePool::take_best_fit(int64_t size) {
+  const Key smallest{size, -1, -1};
+  const size_t run = run_at_or_past(smallest);
+  if (run == runs_.size()) return -1;
+  std::vector<Key>& keys = runs_[run];
+  auto found = std::lower_bound(keys.begin(), keys.end(), smallest);
+  const int id = found->id;
+  erase_at(run, found);
+  return id;
+}
+
+void CudaCachingAllocatorModel::FreePool::insert(const Key& key) {
+  if (runs_.empty()) {
+    runs_.push_back({key});
+    return;
+  }
+  const size_t run = std::min(run_at_or_past(key), runs_.size() - 1);
+  std::vector<Key>& keys = runs_[run];
+  keys.insert(std::lower_bound(keys.begin(), keys.end(), key), key);
+  if (keys.size() <= kMaxRun) return;
+  // A full run splits in two halves.
+  std::vector<Key> upper(keys.begin() + static_cast<std::ptrdiff_t>(kMaxRun / 2), keys.end());
+  keys.resize(kMaxRun / 2);
+  runs_.insert(runs_.begin() + static_cast<std::ptrdiff_t>(run) + 1, std::move(upper));
+}
+
+void CudaCachingAllocatorModel::FreePool::erase(const Key& key) {
+  const size_t run = run_at_or_past(key);
+  DNNCAST_ASSERT(run < runs_.size());
+  std::vector<Key>& keys = runs_[run];
+  auto found = std::lower_bound(keys.begin(), keys.end(), key);
+  DNNCAST_ASSERT(found != keys.end() && found->id == key.id);
+  erase_at(run, found);
+}
+
 int CudaCachingAllocatorModel::new_block(const Block& block) {
   if (!free_block_ids_.empty()) {
     int id = free_block_ids_.back();
@@ -38,13 +87,8 @@ int CudaCachingAllocatorModel::new_block(const Block& block) {
 void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
   const int64_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
-  std::set<Key>& free_blocks = pool(small);
-  int id = -1;
-  auto found = free_blocks.lower_bound(Key{size, -1, -1});
-  if (found != free_blocks.end()) {
-    id = found->id;
-    free_blocks.erase(found);
-  } else {
+  int id = pool(small).take_best_fit(size);
+  if (id < 0) {
     Block segment;
     segment.address = next_address_;
     segment.size = segment_size(size);

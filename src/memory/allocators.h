@@ -2,8 +2,8 @@
 // holds. Internal to src/memory.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -41,13 +41,29 @@ class CudaCachingAllocatorModel {
     int id = -1;
     bool operator<(const Key& other) const { return size != other.size ? size < other.size : address < other.address; }
   };
-  std::set<Key>& pool(bool small) { return small ? small_free_ : large_free_; }
+  // A pool's free blocks in Key order, as a short list of sorted runs of at most kMaxRun keys: a pool holds a few
+  // hundred blocks (Llama-2-7B's training step: under 450), where a binary search and a move of a few contiguous
+  // keys beat a std::set's node allocation and rebalancing (the allocator model a quarter faster), and the runs
+  // bound the move.
+  class FreePool {
+   public:
+    int take_best_fit(int64_t size);  // the id of the best-fitting block, removed from the pool; -1 when none fits
+    void insert(const Key& key);
+    void erase(const Key& key);
+
+   private:
+    static constexpr size_t kMaxRun = 64;
+    size_t run_at_or_past(const Key& key) const;  // the first run whose last key is not below `key`
+    void erase_at(size_t run, std::vector<Key>::iterator position);
+    std::vector<std::vector<Key>> runs_;
+  };
+  FreePool& pool(bool small) { return small ? small_free_ : large_free_; }
   int new_block(const Block& block);
 
   std::vector<Block> blocks_;
   std::vector<int> free_block_ids_;
   std::vector<int> block_of_buffer_;
-  std::set<Key> small_free_, large_free_;
+  FreePool small_free_, large_free_;
   int64_t next_address_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, segments_ = 0;
 };
