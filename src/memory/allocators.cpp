@@ -118,8 +118,8 @@ void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
   Block& owner = blocks_[static_cast<size_t>(id)];
   owner.allocated = true;
   allocated_ += owner.size;
-  if (static_cast<size_t>(buffer) >= block_of_buffer_.size())
-    block_of_buffer_.resize(static_cast<size_t>(buffer) + 1, -1);
+  if (static_cast<size_t>(buffer) >= block_of_buffer_.size())  // ids come dense and rising: grown by doubling
+    block_of_buffer_.resize(std::max(static_cast<size_t>(buffer) + 1, 2 * block_of_buffer_.size()), -1);
   block_of_buffer_[static_cast<size_t>(buffer)] = id;
 }
 
