@@ -26,51 +26,50 @@ int64_t CudaCachingAllocatorModel::segment_size(int64_t rounded) {
   return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
-size_t CudaCachingAllocatorModel::FreePool::run_at_or_past(const Key& key) const {
-  auto found = std::lower_bound(runs_.begin(), runs_.end(), key,
-                                [](const std::vector<Key>& run, const Key& sought) { return run.back() < sought; });
-  return static_cast<size_t>(found - runs_.begin());
-}
-
-void CudaCachingAllocatorModel::FreePool::erase_at(size_t run, std::vector<Key>::iterator position) {
-  std::vector<Key>& keys = runs_[run];
-  keys.erase(position);
-  if (keys.empty()) runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(run));
+void CudaCachingAllocatorModel::FreePool::drop_size(size_t at) {
+  sizes_.erase(sizes_.begin() + static_cast<std::ptrdiff_t>(at));
+  spare_.push_back(std::move(by_size_[at]));
+  by_size_.erase(by_size_.begin() + static_cast<std::ptrdiff_t>(at));
 }
 
 int CudaCachingAllocatorModel::FreePool::take_best_fit(int64_t size) {
-  const Key smallest{size, -1, -1};
-  const size_t run = run_at_or_past(smallest);
-  if (run == runs_.size()) return -1;
-  std::vector<Key>& keys = runs_[run];
-  auto found = std::lower_bound(keys.begin(), keys.end(), smallest);
-  const int id = found->id;
-  erase_at(run, found);
+  const auto at = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
+  if (at == sizes_.size()) return -1;
+  std::vector<Entry>& blocks = by_size_[at];
+  const int id = blocks.back().id;  // the lowest address
+  blocks.pop_back();
+  if (blocks.empty()) drop_size(at);
   return id;
 }
 
 void CudaCachingAllocatorModel::FreePool::insert(const Key& key) {
-  if (runs_.empty()) {
-    runs_.push_back({key});
-    return;
+  auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
+  const auto at = static_cast<size_t>(found - sizes_.begin());
+  if (found == sizes_.end() || *found != key.size) {
+    sizes_.insert(found, key.size);
+    std::vector<Entry> blocks;
+    if (!spare_.empty()) {
+      blocks = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    by_size_.insert(by_size_.begin() + static_cast<std::ptrdiff_t>(at), std::move(blocks));
   }
-  const size_t run = std::min(run_at_or_past(key), runs_.size() - 1);
-  std::vector<Key>& keys = runs_[run];
-  keys.insert(std::lower_bound(keys.begin(), keys.end(), key), key);
-  if (keys.size() <= kMaxRun) return;
-  // A full run splits in two halves.
-  std::vector<Key> upper(keys.begin() + static_cast<std::ptrdiff_t>(kMaxRun / 2), keys.end());
-  keys.resize(kMaxRun / 2);
-  runs_.insert(runs_.begin() + static_cast<std::ptrdiff_t>(run) + 1, std::move(upper));
+  std::vector<Entry>& blocks = by_size_[at];
+  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+                                [](const Entry& entry, int64_t address) { return entry.address > address; });
+  blocks.insert(place, Entry{key.address, key.id});
 }
 
 void CudaCachingAllocatorModel::FreePool::erase(const Key& key) {
-  const size_t run = run_at_or_past(key);
-  DNNCAST_ASSERT(run < runs_.size());
-  std::vector<Key>& keys = runs_[run];
-  auto found = std::lower_bound(keys.begin(), keys.end(), key);
-  DNNCAST_ASSERT(found != keys.end() && found->id == key.id);
-  erase_at(run, found);
+  auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
+  DNNCAST_ASSERT(found != sizes_.end() && *found == key.size);
+  const auto at = static_cast<size_t>(found - sizes_.begin());
+  std::vector<Entry>& blocks = by_size_[at];
+  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+                                [](const Entry& entry, int64_t address) { return entry.address > address; });
+  DNNCAST_ASSERT(place != blocks.end() && place->id == key.id);
+  blocks.erase(place);
+  if (blocks.empty()) drop_size(at);
 }
 
 int CudaCachingAllocatorModel::new_block(const Block& block) {
