@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <queue>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/checked.h"
 #include "core/error.h"
@@ -64,7 +66,9 @@ std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<i
 
 int Graph::add(Node node) {
   if (node.name.empty()) throw InputError("a node of op " + quote(node.op) + " has no name");
-  if (index_by_name_.count(node.name)) throw InputError("duplicate node name " + quote(node.name));
+  // One search of the name index: its hint places the new name (a transformer's names share long prefixes).
+  const auto at = index_by_name_.lower_bound(node.name);
+  if (at != index_by_name_.end() && at->first == node.name) throw InputError("duplicate node name " + quote(node.name));
   for (int input : node.inputs) {
     if (input < 0 || input >= size())
       throw InputError(where(node) + ": input index " + std::to_string(input) + " does not precede it");
@@ -74,7 +78,7 @@ int Graph::add(Node node) {
         "more than " + std::to_string(kMaxGraphNodes) +
         " nodes in one graph, more than dnncast forecasts (about 1 GB of memory per request at that size)");
   int index = size();
-  index_by_name_[node.name] = index;
+  index_by_name_.emplace_hint(at, node.name, index);
   nodes_.push_back(std::move(node));
   return index;
 }
@@ -85,17 +89,24 @@ int Graph::find(const std::string& node_name) const {
 }
 
 std::vector<std::vector<int>> Graph::consumers() const {
+  // Counted first, so that each list is allocated once: every simulation asks for them (a few times).
+  std::vector<size_t> counts(nodes_.size(), 0);
+  for (const Node& node : nodes_)
+    for (int input : node.inputs) ++counts[static_cast<size_t>(input)];
   std::vector<std::vector<int>> result(nodes_.size());
+  for (size_t index = 0; index < nodes_.size(); ++index) result[index].reserve(counts[index]);
   for (int index = 0; index < size(); ++index)
     for (int input : nodes_[static_cast<size_t>(index)].inputs) result[static_cast<size_t>(input)].push_back(index);
   return result;
 }
 
 std::vector<int> Graph::outputs() const {
+  std::vector<char> consumed(nodes_.size(), 0);
+  for (const Node& node : nodes_)
+    for (int input : node.inputs) consumed[static_cast<size_t>(input)] = 1;
   std::vector<int> result;
-  auto users = consumers();
   for (int index = 0; index < size(); ++index)
-    if (users[static_cast<size_t>(index)].empty()) result.push_back(index);
+    if (!consumed[static_cast<size_t>(index)]) result.push_back(index);
   return result;
 }
 
@@ -194,11 +205,10 @@ void Graph::validate_inferred() {
 void Graph::check_nodes() const {
   if (nodes_.empty()) throw InputError("graph " + quote(name) + " has no nodes");
   if (inputs().empty()) throw InputError("graph " + quote(name) + " has no Input node");
-  std::map<std::string, int> seen;
-  for (int index = 0; index < size(); ++index) {
-    const Node& node = nodes_[static_cast<size_t>(index)];
-    if (!seen.emplace(node.name, index).second) throw InputError("duplicate node name " + quote(node.name));
-  }
+  std::unordered_set<std::string_view> seen;  // hashed: a transformer's names share long prefixes
+  seen.reserve(nodes_.size());
+  for (const Node& node : nodes_)
+    if (!seen.insert(node.name).second) throw InputError("duplicate node name " + quote(node.name));
 }
 
 void Graph::check_ties() const {

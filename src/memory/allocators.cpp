@@ -1,5 +1,7 @@
 #include "memory/allocators.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace dnncast::memory {
@@ -24,6 +26,52 @@ int64_t CudaCachingAllocatorModel::segment_size(int64_t rounded) {
   return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
+void CudaCachingAllocatorModel::FreePool::drop_size(size_t at) {
+  sizes_.erase(sizes_.begin() + static_cast<std::ptrdiff_t>(at));
+  spare_.push_back(std::move(by_size_[at]));
+  by_size_.erase(by_size_.begin() + static_cast<std::ptrdiff_t>(at));
+}
+
+int CudaCachingAllocatorModel::FreePool::take_best_fit(int64_t size) {
+  const auto at = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
+  if (at == sizes_.size()) return -1;
+  std::vector<Entry>& blocks = by_size_[at];
+  const int id = blocks.back().id;  // the lowest address
+  blocks.pop_back();
+  if (blocks.empty()) drop_size(at);
+  return id;
+}
+
+void CudaCachingAllocatorModel::FreePool::insert(const Key& key) {
+  auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
+  const auto at = static_cast<size_t>(found - sizes_.begin());
+  if (found == sizes_.end() || *found != key.size) {
+    sizes_.insert(found, key.size);
+    std::vector<Entry> blocks;
+    if (!spare_.empty()) {
+      blocks = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    by_size_.insert(by_size_.begin() + static_cast<std::ptrdiff_t>(at), std::move(blocks));
+  }
+  std::vector<Entry>& blocks = by_size_[at];
+  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+                                [](const Entry& entry, int64_t address) { return entry.address > address; });
+  blocks.insert(place, Entry{key.address, key.id});
+}
+
+void CudaCachingAllocatorModel::FreePool::erase(const Key& key) {
+  auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
+  DNNCAST_ASSERT(found != sizes_.end() && *found == key.size);
+  const auto at = static_cast<size_t>(found - sizes_.begin());
+  std::vector<Entry>& blocks = by_size_[at];
+  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+                                [](const Entry& entry, int64_t address) { return entry.address > address; });
+  DNNCAST_ASSERT(place != blocks.end() && place->id == key.id);
+  blocks.erase(place);
+  if (blocks.empty()) drop_size(at);
+}
+
 int CudaCachingAllocatorModel::new_block(const Block& block) {
   if (!free_block_ids_.empty()) {
     int id = free_block_ids_.back();
@@ -38,13 +86,8 @@ int CudaCachingAllocatorModel::new_block(const Block& block) {
 void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
   const int64_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
-  std::set<Key>& free_blocks = pool(small);
-  int id = -1;
-  auto found = free_blocks.lower_bound(Key{size, -1, -1});
-  if (found != free_blocks.end()) {
-    id = found->id;
-    free_blocks.erase(found);
-  } else {
+  int id = pool(small).take_best_fit(size);
+  if (id < 0) {
     Block segment;
     segment.address = next_address_;
     segment.size = segment_size(size);
@@ -74,8 +117,8 @@ void CudaCachingAllocatorModel::malloc(int buffer, int64_t bytes) {
   Block& owner = blocks_[static_cast<size_t>(id)];
   owner.allocated = true;
   allocated_ += owner.size;
-  if (static_cast<size_t>(buffer) >= block_of_buffer_.size())
-    block_of_buffer_.resize(static_cast<size_t>(buffer) + 1, -1);
+  if (static_cast<size_t>(buffer) >= block_of_buffer_.size())  // ids come dense and rising: grown by doubling
+    block_of_buffer_.resize(std::max(static_cast<size_t>(buffer) + 1, 2 * block_of_buffer_.size()), -1);
   block_of_buffer_[static_cast<size_t>(buffer)] = id;
 }
 

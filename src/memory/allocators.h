@@ -2,8 +2,8 @@
 // holds. Internal to src/memory.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -34,20 +34,39 @@ class CudaCachingAllocatorModel {
     int prev = -1, next = -1;  // neighbours in the same segment
     bool small = false, allocated = false;
   };
-  // A free block in its pool: best fit is the first at or past (size, 0); the id finds the block without a second
-  // index by address.
+  // A free block in its pool (the id finds the block without a second index by address).
   struct Key {
     int64_t size = 0, address = 0;
     int id = -1;
-    bool operator<(const Key& other) const { return size != other.size ? size < other.size : address < other.address; }
   };
-  std::set<Key>& pool(bool small) { return small ? small_free_ : large_free_; }
+  // A pool's free blocks by size: the sizes present in order, each with its blocks by falling address (the
+  // lowest last). Best fit is the smallest size at or past the request, then its lowest address, as the order of
+  // (size, address) gives it. A training step asks for few sizes (Llama-2-7B's QLoRA step: 20 rounded ones) while
+  // a pool holds hundreds of blocks, so that is a binary search over a short array and a pop, where a std::set
+  // of (size, address) paid a node allocation and a rebalancing for every change.
+  class FreePool {
+   public:
+    int take_best_fit(int64_t size);  // the id of the best-fitting block, removed from the pool; -1 when none fits
+    void insert(const Key& key);
+    void erase(const Key& key);
+
+   private:
+    struct Entry {
+      int64_t address = 0;
+      int id = -1;
+    };
+    void drop_size(size_t at);                 // an emptied size
+    std::vector<int64_t> sizes_;               // rising
+    std::vector<std::vector<Entry>> by_size_;  // per size: falling address
+    std::vector<std::vector<Entry>> spare_;    // emptied lists, kept for the next new size (no allocation)
+  };
+  FreePool& pool(bool small) { return small ? small_free_ : large_free_; }
   int new_block(const Block& block);
 
   std::vector<Block> blocks_;
   std::vector<int> free_block_ids_;
   std::vector<int> block_of_buffer_;
-  std::set<Key> small_free_, large_free_;
+  FreePool small_free_, large_free_;
   int64_t next_address_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, segments_ = 0;
 };

@@ -369,16 +369,26 @@ class Trace {
   Trace(const Graph& graph, const TraceOptions& options)
       : graph_(graph), options_(options), cpu_(options.device != Device::Cuda), consumers_(graph.consumers()) {
     is_output_.assign(static_cast<size_t>(graph.size()), false);
-    outputs_ = graph.outputs();
+    for (int index = 0; index < graph.size(); ++index)  // Graph::outputs(), from the consumers at hand
+      if (consumers_[static_cast<size_t>(index)].empty()) outputs_.push_back(index);
     for (int output : outputs_) is_output_[static_cast<size_t>(output)] = true;
     inplace_safe_ = inplace_safe_nodes(graph);
+    // Each op's definition and recipe looked up by name once, not once per node (a transformer repeats a dozen
+    // ops over a thousand nodes).
+    std::map<std::string, std::pair<const OpDef*, const OpRecipe*>> by_op;
     for (const Node& node : graph.nodes()) {
-      auto found = recipes().find(OpRegistry::instance().get(node.op).memory_recipe);
-      DNNCAST_ASSERT(found != recipes().end());  // every registered op has one (op_completeness_test)
-      recipes_.push_back(&found->second);
+      auto [known, added] = by_op.try_emplace(node.op);
+      if (added) {
+        const OpDef& def = OpRegistry::instance().get(node.op);
+        auto found = recipes().find(def.memory_recipe);
+        DNNCAST_ASSERT(found != recipes().end());  // every registered op has one (op_completeness_test)
+        known->second = {&def, &found->second};
+      }
+      defs_.push_back(known->second.first);
+      recipes_.push_back(known->second.second);
       // An activation: which tensor autograd keeps, as the op declares it (graph/ops_activation.cpp).
       bool saves_result = false;
-      if (found->second.run == &Trace::run_activation) {
+      if (recipes_.back()->run == &Trace::run_activation) {
         const std::vector<SavedTensor> kept = node_cost(graph, static_cast<int>(saves_result_.size())).saved;
         DNNCAST_ASSERT(kept.size() == 1);
         saves_result = kept[0].kind == SavedTensor::Kind::Output;
@@ -489,7 +499,7 @@ class Trace {
       const Node& node = graph_.node(static_cast<int>(index));
       elems_[index] = pure_ && node.dtype == DType::F32 ? 2 : dtype_bytes(node.dtype);
       if (!amp_ || node.op == "Input" || node.dtype == DType::I64) continue;
-      const std::string& recipe = OpRegistry::instance().get(node.op).memory_recipe;
+      const std::string& recipe = defs_[index]->memory_recipe;
       int64_t widest = 0;
       for (int producer : node.inputs) widest = std::max(widest, elems_[static_cast<size_t>(producer)]);
       if (node.op == "Linear" || node.op == "MatMul" || node.op == "ScaledDotProductAttention" || recipe == "conv")
@@ -1347,6 +1357,7 @@ class Trace {
   std::vector<int> outputs_;
   std::vector<bool> inplace_safe_;
   std::vector<const OpRecipe*> recipes_;  // per node
+  std::vector<const OpDef*> defs_;        // per node: its op's definition
   std::vector<bool> saves_result_;        // per node: an activation that keeps its output for backward
   Program program_;
   std::vector<Parameter> params_;
