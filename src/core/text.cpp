@@ -67,6 +67,12 @@ std::string valid_utf8(const std::string& text) {
   return out;
 }
 
+std::string shown_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 std::string cut_for_message(const std::string& text, size_t limit) {
   if (text.size() <= limit) return text;
   size_t cut = limit;

@@ -20,6 +20,9 @@ std::string cut_for_message(const std::string& text, size_t limit = kQuoteLimit)
 // The longest error message a front end (CLI, serve, Python) passes on whole; longer ones are cut as above.
 inline constexpr size_t kMessageLimit = 2000;
 
+// A number as a message shows it (%g: 0.5, 3, 1e+09), not std::to_string's 0.500000.
+std::string shown_number(double value);
+
 // Whether `text` begins / ends with the other string.
 inline bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 inline bool ends_with(const std::string& text, const std::string& suffix) {

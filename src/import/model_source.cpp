@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,13 +27,6 @@
 namespace dnncast::import {
 
 namespace {
-
-// A number as a message shows it (%g: 0.5, 3, 1e+09).
-std::string shown_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", value);
-  return text;
-}
 
 // Beyond these, element and FLOP counts of the larger models would overflow 64-bit integers.
 constexpr int64_t kMaxInputElements = int64_t{1} << 34;

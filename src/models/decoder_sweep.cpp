@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/rng.h"
+#include "core/text.h"
 #include "graph/checkpoint.h"
 #include "graph/lora.h"
 #include "models/hf_config.h"
@@ -386,8 +387,7 @@ std::vector<DecoderCase> moe_sweep(uint64_t seed, size_t count) {
     if (chance(rng, 0.5)) {
       int64_t rank = pick<int64_t>(rng, {1, 2, 4, 8});
       const std::string targets = moe_lora_targets(rng, c);
-      if (targets.size() >= 4 && targets.compare(targets.size() - 4, 4, "gate") == 0)
-        rank = std::min(rank, c.experts);  // the router is experts wide
+      if (ends_with(targets, "gate")) rank = std::min(rank, c.experts);  // the router is experts wide
       c.lora = "r=" + std::to_string(rank) + ",alpha=16,targets=" + targets;
     }
     c.precision = pick(rng, kPrecisions);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <vector>
 
 #include "core/error.h"
@@ -482,13 +481,11 @@ Graph build_hf_config(const nlohmann::json& config, const ModelSpec& spec, const
   if (type == "gpt_neox") return build_gpt_neox(size, at);
   Graph graph = build_llama(size, at);
   if (size.experts > 0) {
-    char balance[32];
-    std::snprintf(balance, sizeof(balance), "%g", size.expert_balance);
     graph.notes.push_back(
         "mixture of experts, " + std::to_string(size.experts) + " experts, top " +
         std::to_string(size.experts_per_token) + ": the tokens each expert takes follow the balance assumption (" +
         (size.expert_balance == 1.0 ? std::string("an even share")
-                                    : std::string("the busiest ") + balance + "x the mean") +
+                                    : "the busiest " + shown_number(size.expert_balance) + "x the mean") +
         " of the tokens x top-k, not a trained router's choices; --expert-balance asks about a skewed one); every "
         "expert's weights, gradients and optimizer states count, the activations and time follow the routed tokens");
   }

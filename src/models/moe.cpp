@@ -2,22 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace dnncast::models {
 
 namespace {
-
-// A number as a message shows it: 0.5, 4, 2.67 (%g), not std::to_string's 0.500000.
-std::string shown(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g", value);
-  return text;
-}
 
 using Attrs = std::map<std::string, AttrValue>;
 
@@ -44,8 +37,8 @@ std::vector<ExpertShare> expert_shares(int64_t tokens, int64_t top_k, int64_t ex
                      std::to_string((experts + top_k - 1) / top_k) + " tokens a step)");
   const double most = static_cast<double>(experts) / static_cast<double>(top_k);
   if (!(balance >= 1.0 && balance <= most))
-    throw InputError(source + ": expert balance " + shown(balance) + ": expected the busiest expert's tokens " +
-                     "over the mean, from 1 (balanced) to " + shown(most) + " (every token to the same " +
+    throw InputError(source + ": expert balance " + shown_number(balance) + ": expected the busiest expert's tokens " +
+                     "over the mean, from 1 (balanced) to " + shown_number(most) + " (every token to the same " +
                      std::to_string(top_k) + " experts)");
   std::vector<int64_t> counts(static_cast<size_t>(experts), slots / experts);
   for (int64_t e = 0; e < slots % experts; ++e) ++counts[static_cast<size_t>(e)];

@@ -310,17 +310,15 @@ TEST(Numerics, OneModelPerZooFamilyMatchesPyTorch) {
   for (const Result& r : results) expect_match(r);
 }
 
-// Mixtures of experts (models/moe.h), small: a mixtral, a qwen2_moe with a gated shared expert and a deepseek_v2 with
-// latent attention, a dense first layer and shared experts; the experts' sums chained by index_add_ as the executor
-// runs them, against the interpreter's out-of-place index_put of each expert's weighted rows.
-TEST(Numerics, MixturesOfExpertsMatchPyTorch) {
+// Configs of tests/models/hf_configs at batch 2 x `seq`, each against the interpreter's reading of the same graph.
+void expect_configs_match(const std::vector<std::string>& configs, int64_t seq) {
   std::vector<Case> cases;
-  for (const char* config : {"mixtral-small", "qwen2-moe-small", "deepseek-v2-small"}) {
+  for (const std::string& config : configs) {
     const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
     std::ifstream file(path);
     models::ModelSpec spec;
     spec.batch = 2;
-    spec.seq_len = 6;
+    spec.seq_len = seq;
     cases.push_back(
         {config, models::build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
   }
@@ -330,25 +328,17 @@ TEST(Numerics, MixturesOfExpertsMatchPyTorch) {
   for (const Result& r : results) expect_match(r);
 }
 
+// Mixtures of experts (models/moe.h), small: a mixtral, a qwen2_moe with a gated shared expert and a deepseek_v2 with
+// latent attention, a dense first layer and shared experts; the experts' sums chained by index_add_ as the executor
+// runs them, against the interpreter's out-of-place index_put of each expert's weighted rows.
+TEST(Numerics, MixturesOfExpertsMatchPyTorch) {
+  expect_configs_match({"mixtral-small", "qwen2-moe-small", "deepseek-v2-small"}, 6);
+}
+
 // The rotary decoders of a Hugging Face config (models/decoders.cpp), small: a llama with grouped-query attention,
 // head_dim, biases and a tied LM head, and a gpt_neox with partial rotary and the sequential residual, each against
 // the interpreter's torch.nn.functional reading of the same graph.
-TEST(Numerics, RotaryDecodersMatchPyTorch) {
-  std::vector<Case> cases;
-  for (const char* config : {"llama-small-tied", "gpt-neox-sequential"}) {
-    const std::string path = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/" + config + ".json";
-    std::ifstream file(path);
-    models::ModelSpec spec;
-    spec.batch = 2;
-    spec.seq_len = 8;
-    cases.push_back(
-        {config, models::build_hf_config(json::parse(file), spec, path), "interpreter", "", json::object(), ""});
-  }
-  std::vector<Result> results = run_cases(cases);
-  print_results(results);
-  ASSERT_EQ(results.size(), cases.size());
-  for (const Result& r : results) expect_match(r);
-}
+TEST(Numerics, RotaryDecodersMatchPyTorch) { expect_configs_match({"llama-small-tied", "gpt-neox-sequential"}, 8); }
 
 // LoRA (graph/lora.h) on the small llama: base weights frozen (no gradient on either side), the adapters' A and B
 // gradients against the interpreter, which reads frozen=1 as requires_grad False and the scaling as x * scalar.
