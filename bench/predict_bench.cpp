@@ -284,6 +284,27 @@ BENCHMARK(BM_GpuForecastGpt2Config)->Unit(benchmark::kMicrosecond);
 void BM_GpuForecastLlama2Config(benchmark::State& state) { gpu_config_forecast(state, "llama-2-7b-hf.json", 2048); }
 BENCHMARK(BM_GpuForecastLlama2Config)->Unit(benchmark::kMicrosecond);
 
+// `predict llama-2-70b-hf.json --gpus 8 --parallel tp=8 --device a100-40gb --precision bf16` (issue 48's goal: under
+// 10 ms): the config read and the graph built, each node's tensor-parallel part found, the GPU's share timed by the
+// per-kernel model, the all-reduces by the collective model; a new batch each time.
+void BM_ParallelForecastLlama70bTp8(benchmark::State& state) {
+  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
+  gpu::GpuForecastRequest request;
+  request.model.name = std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-2-70b-hf.json";
+  request.model.spec.seq_len = 4096;
+  request.gpu = hardware::shipped_catalogue().gpu("a100-40gb");
+  request.precision = gpu::GpuPrecision::Bf16;
+  request.optimizer = Optimizer::AdamW;
+  request.parallel = gpu::parse_parallel("tp=8", 8, 1, 8);
+  int64_t batch = 1;
+  for (auto _ : state) {
+    request.model.spec.batch = batch;
+    batch = batch % 8 + 1;
+    benchmark::DoNotOptimize(gpu::forecast_gpu(request, calibration).time_ms);
+  }
+}
+BENCHMARK(BM_ParallelForecastLlama70bTp8)->Unit(benchmark::kMillisecond);
+
 // `memory CONFIG --device GPU` for a 7B Hugging Face config (issue 35's goal: under 10 ms): the config read and
 // parsed, the graph built (LoRA applied), the training step simulated through the caching-allocator model and
 // the GPU's overheads; a new batch each time. Arg 1: also one GPU's share under FSDP over 8 GPUs.

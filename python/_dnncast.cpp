@@ -203,9 +203,12 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& predictor_dir, const std::string& host_isa, const std::string& framework, bool max_batch,
          const std::string& phase, int64_t grad_accum, int64_t epoch_tokens,
          const std::optional<std::string>& attention, const std::optional<std::string>& quantize,
-         std::optional<double> expert_balance) {
+         std::optional<double> expert_balance, int64_t gpus, const std::string& parallel, int64_t micro_batches,
+         int64_t gpus_per_node) {
         // host_isa is parsed inside the call, where its error becomes a ValueError
         dnncast::forecast::PredictOptions options;
+        options.gpus = gpus, options.micro_batches = micro_batches, options.gpus_per_node = gpus_per_node;
+        options.parallel = parallel;
         options.forecast = {
             optimizer, precision, threads, device, epoch_samples, predictor_dir, dnncast::hardware::CpuIsa::Unknown};
         options.framework = framework;
@@ -224,7 +227,8 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("optimizer"), py::arg("precision"),
       py::arg("threads"), py::arg("device"), py::arg("epoch_samples"), py::arg("predictor_dir"), py::arg("host_isa"),
       py::arg("framework"), py::arg("max_batch"), py::arg("phase"), py::arg("grad_accum"), py::arg("epoch_tokens"),
-      py::arg("attention"), py::arg("quantize"), py::arg("expert_balance"));
+      py::arg("attention"), py::arg("quantize"), py::arg("expert_balance"), py::arg("gpus"), py::arg("parallel"),
+      py::arg("micro_batches"), py::arg("gpus_per_node"));
   module.def(
       "memory",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,

@@ -291,7 +291,8 @@ def inspect(model, input_shape=None, batch=None, seq=None, classes=None, allow_u
 def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, device=None, epoch_samples=None,
             seq=None, classes=None, precision="fp32", predictor=None, host_isa=None, allow_unknown=False,
             opset=None, framework="pytorch", max_batch=False, phase="train", lora=None, checkpointing=False,
-            grad_accum=1, epoch_tokens=None, attention=None, quantize=None, expert_balance=None):
+            grad_accum=1, epoch_tokens=None, attention=None, quantize=None, expert_balance=None, gpus=1, parallel=None,
+            micro_batches=1, gpus_per_node=8):
     """Time per iteration (with its 90% interval), per epoch (epoch_samples, or epoch_tokens with seq) and peak memory of
     training, from a trained predictor set: `dnncast predict --json`.
 
@@ -303,7 +304,9 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
     quantize: "nf4" | "int8" with lora, as the CLI's --quantize (a GPU device only). checkpointing: activation checkpointing per transformer block, as the CLI's --checkpointing. grad_accum:
     forward-backward passes of the batch per optimizer step (gradient accumulation), as the CLI's --grad-accum.
     expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
-    the CLI's --expert-balance.
+    the CLI's --expert-balance. gpus, parallel ("dp", "tp", "pp" or degrees "tp=2,pp=2"), micro_batches,
+    gpus_per_node: training on several GPUs of a GPU device, batch being each data-parallel replica's, as the CLI's
+    --gpus, --parallel, --micro-batches and --gpus-per-node.
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
@@ -314,7 +317,9 @@ def predict(model, batch, input_shape=None, optimizer="sgd", threads=None, devic
                                       _int(threads, "threads"), _text(device, "device"), _int(epoch_samples, "epoch_samples"),
                                       _text(predictor, "predictor"), _text(host_isa, "host_isa"), _text(framework, "framework", "pytorch"), bool(max_batch), _text(phase, "phase", "train"),
                                       _int(grad_accum, "grad_accum"), _int(epoch_tokens, "epoch_tokens"),
-                                      attention, quantize, _balance(expert_balance))
+                                      attention, quantize, _balance(expert_balance), _int(gpus, "gpus"),
+                                      _text(parallel, "parallel"), _int(micro_batches, "micro_batches"),
+                                      _int(gpus_per_node, "gpus_per_node"))
     return _result(text, "Forecast", name, note)
 
 
@@ -355,7 +360,9 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
     states in CUDA unified memory (bitsandbytes' paged optimizers), not counted in what must fit, as the CLI's
     --paged-optimizer.
     expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
-    the CLI's --expert-balance.
+    the CLI's --expert-balance. gpus, parallel ("dp", "tp", "pp" or degrees "tp=2,pp=2"), micro_batches,
+    gpus_per_node: training on several GPUs of a GPU device, batch being each data-parallel replica's, as the CLI's
+    --gpus, --parallel, --micro-batches and --gpus-per-node.
     """
     optimizer_name = _optimizer_name(optimizer)
     fits_text, limit_text = _bytes(fits, "fits"), _bytes(max_batch_bytes, "max_batch_bytes")
@@ -422,7 +429,9 @@ def compare(model, batch, input_shape=None, seq=None, classes=None, precision="f
     multi_gpu: also instances with several GPUs, batch per GPU, sharing the model by sharding ("ddp" by default,
     "zero1", "zero2", "zero3", "fsdp", "hsdp"): one GPU's memory and the collectives' time, a model.
     expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
-    the CLI's --expert-balance.
+    the CLI's --expert-balance. gpus, parallel ("dp", "tp", "pp" or degrees "tp=2,pp=2"), micro_batches,
+    gpus_per_node: training on several GPUs of a GPU device, batch being each data-parallel replica's, as the CLI's
+    --gpus, --parallel, --micro-batches and --gpus-per-node.
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):

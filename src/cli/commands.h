@@ -31,6 +31,7 @@ int run_devices(const Args& args);                // devices [--instances]: the 
 int run_calibrate_gpu_kernels(const Args& args);  // fit and judge the per-kernel GPU model
 int run_calibrate_gpus(const Args& args);         // fit and judge the GPU time model on the public tables
 int run_calibrate_gpu_memory(const Args& args);   // fit and judge the GPU memory model on GPUMemNet's measurements
+int run_calibrate_collectives(const Args& args);  // fit the NCCL collective model to Vidur's measured times
 int run_compare(const Args& args);                // compare MODEL --batch N: time and cost per cloud instance
 int run_schedule(const Args& args);               // schedule JOBS --cluster C: place jobs on GPUs (genetic algorithm)
 int run_schedule_study(const Args& args);         // the scheduler against the exact optimum, baselines, a replay

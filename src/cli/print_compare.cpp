@@ -61,7 +61,7 @@ void print_comparison(const decide::Comparison& comparison) {
       "time interval.\n");
   if (multi)
     std::printf(
-        "comm_ms: the collectives of --sharding %s per iteration at the link's peak, after compute (no overlap; "
+        "comm_ms: the collectives of --sharding %s per iteration by the collective model, after compute (no overlap; "
         "a model); shard '-': one GPU.\n",
         comparison.sharding.c_str());
   if (comparison.fits_nowhere)

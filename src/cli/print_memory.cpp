@@ -116,14 +116,13 @@ static void print_sharded(const memory::ShardedMemory& sharded, const std::strin
   row("communication buckets", sharded.bucket_bytes);
   for (const std::string& note : sharded.notes) std::printf("  note: %s\n", note.c_str());
   for (const memory::Collective& collective : sharded.collectives) {
-    if (link_gbs > 0 && !collective.crosses_nodes)
-      std::printf("  step: %-44s %11s per GPU, %8.2f ms at %s's %.0f GB/s\n", collective.what.c_str(),
-                  format_bytes(collective.bytes).c_str(), 1e3 * memory::link_seconds(collective.bytes, link_gbs),
-                  link.c_str(), link_gbs);
+    if (collective.seconds)
+      std::printf("  step: %-44s %11s per GPU, %8.2f ms on %s's %.0f GB/s%s (collective model)\n",
+                  collective.what.c_str(), format_bytes(collective.bytes).c_str(), 1e3 * *collective.seconds,
+                  link.c_str(), link_gbs, collective.crosses_nodes ? " and InfiniBand between nodes" : "");
     else
-      std::printf("  step: %-44s %11s per GPU, %s\n", collective.what.c_str(), format_bytes(collective.bytes).c_str(),
-                  collective.crosses_nodes ? "between nodes (their network is not catalogued: not timed)"
-                                           : "(no link catalogued for this GPU: not timed)");
+      std::printf("  step: %-44s %11s per GPU, (no link catalogued for this GPU: not timed)\n", collective.what.c_str(),
+                  format_bytes(collective.bytes).c_str());
   }
 }
 

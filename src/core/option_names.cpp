@@ -31,6 +31,8 @@ std::string option_name(const std::string& keyword, OptionStyle style) {
                                         {"sharding", "--sharding", nullptr},
                                         {"gpus", "--gpus", nullptr},
                                         {"gpus_per_node", "--gpus-per-node", nullptr},
+                                        {"parallel", "--parallel", nullptr},
+                                        {"micro_batches", "--micro-batches", nullptr},
                                         {"max_seq_bytes", "--max-seq", nullptr},
                                         {"epoch_tokens", "--epoch-tokens", nullptr},
                                         {"epoch_samples", "--epoch-samples", nullptr},

@@ -102,8 +102,9 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
     notes.push_back(std::string("multi-GPU instances: --batch is per GPU; --sharding ") +
                     memory::sharding_name(sharding) +
                     ": one GPU's memory as `dnncast memory --gpus N --sharding` gives it, and an iteration is the "
-                    "one-GPU compute plus the ring collectives at the link's peak (data/hardware/gpu_links.csv), "
-                    "not overlapped with compute (a model, not a measurement)");
+                    "one-GPU compute plus the ring collectives timed by the collective model on the GPU's link "
+                    "(data/hardware/collectives.csv, data/hardware/gpu_links.csv), not overlapped with compute (a "
+                    "model, not a measurement)");
     if (sharding == memory::Sharding::Hsdp)
       notes.push_back("hsdp: an instance is one node, so it shards among its GPUs as fsdp does");
   }

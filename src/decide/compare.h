@@ -7,9 +7,9 @@
 // iterations each; without, kIterationsWithoutEpochs iterations (a unit to compare by, not a run).
 // Multi-GPU instances (multi_gpu): `batch` is per GPU and the GPUs train under `sharding` (ddp by default;
 // memory/sharding.h): one GPU's memory is the sharded per-GPU peak (what `dnncast memory --gpus N --sharding S`
-// gives), and an iteration is the one-GPU forecast's compute plus the step's ring collectives at the instance
-// GPU's link peak (data/hardware/gpu_links.csv), with no overlap between the two: a model, not a measurement.
-// An instance is one node: hsdp shards within it, as fsdp. One-GPU instances are as without multi_gpu.
+// gives), and an iteration is the one-GPU forecast's compute plus the step's ring collectives on the instance
+// GPU's link (gpu/collectives.h; data/hardware/gpu_links.csv), with no overlap between the two: a model, not a
+// measurement. An instance is one node: hsdp shards within it, as fsdp. One-GPU instances are as without multi_gpu.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +48,7 @@ struct CompareRow {
   double time_ms = 0, time_ms_low = 0, time_ms_high = 0;
   double compute_ms = 0;  // one GPU's step (the GPU forecast)
   // Several GPUs: how they share the model ("" on one GPU), the bytes each GPU sends per step in the ring
-  // collectives, and their time at the link's peak (none when gpu_links.csv lacks the GPU's link: not counted).
+  // collectives, and their time by the collective model (none when gpu_links.csv lacks the GPU's link: not counted).
   std::string sharding, link;
   int64_t collective_bytes = 0;
   std::optional<double> collective_ms;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "decide/compare.h"
+#include "gpu/parallel.h"
 #include "import/model_source.h"
 
 namespace dnncast::decide {
@@ -54,12 +55,17 @@ MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sh
     try {
       const memory::ShardedMemory sharded = per_gpu_bytes(request.forecast.model.spec.batch, plan);
       step.required_bytes = sharded.required_bytes;
+      // Each collective by the collective model (gpu/collectives.h) on the instance's one node.
+      std::vector<memory::Collective> collectives = sharded.collectives;
+      gpu::time_collectives(collectives, gpu, instance.gpu_count);
       double seconds = 0;
-      for (const memory::Collective& collective : sharded.collectives) {
+      bool timed = true;
+      for (const memory::Collective& collective : collectives) {
         step.collective_bytes += collective.bytes;
-        seconds += memory::link_seconds(collective.bytes, step.link_gbs);
+        timed = timed && collective.seconds.has_value();
+        seconds += collective.seconds.value_or(0);
       }
-      if (step.link_gbs > 0) step.collective_ms = 1e3 * seconds;
+      if (timed) step.collective_ms = 1e3 * seconds;
       if (forecast->device_memory_bytes) {
         step.fits = sharded.required_bytes <= *forecast->device_memory_bytes;
         step.max_batch =

@@ -155,36 +155,38 @@ json to_json(const MemoryForecast& forecast) {
 json to_json(const memory::ShardedMemory& sharded, const std::string& link, double link_gbs) {
   json collectives = json::array();
   double seconds = 0;
+  bool all_timed = true;
   for (const memory::Collective& collective : sharded.collectives) {
-    const bool timed = link_gbs > 0 && !collective.crosses_nodes;
-    const double s = timed ? memory::link_seconds(collective.bytes, link_gbs) : 0;
-    seconds += s;
+    seconds += collective.seconds.value_or(0);
+    all_timed = all_timed && collective.seconds.has_value();
     collectives.push_back({{"what", collective.what},
                            {"bytes_per_gpu", collective.bytes},
+                           {"buffer_bytes", collective.buffer_bytes},
+                           {"gpus", collective.gpus},
                            {"crosses_nodes", collective.crosses_nodes},
-                           {"ms_at_link_peak", timed ? json(1e3 * s) : json(nullptr)}});
+                           {"ms", collective.seconds ? json(1e3 * *collective.seconds) : json(nullptr)}});
   }
-  bool all_timed = link_gbs > 0;
-  for (const memory::Collective& collective : sharded.collectives) all_timed = all_timed && !collective.crosses_nodes;
-  return {{"strategy", memory::sharding_name(sharded.plan.strategy)},
-          {"gpus", sharded.plan.gpus},
-          {"gpus_per_node", sharded.plan.gpus_per_node},
-          {"shard_degree", sharded.shard_degree},
-          {"per_gpu",
-           {{"parameter_bytes", sharded.parameter_bytes},
-            {"gradient_bytes", sharded.gradient_bytes},
-            {"optimizer_state_bytes", sharded.optimizer_state_bytes},
-            {"activation_and_other_bytes", sharded.other_bytes},
-            {"gathered_bytes", sharded.gathered_bytes},
-            {"bucket_bytes", sharded.bucket_bytes},
-            {"tensor_bytes", sharded.tensor_bytes},
-            {"required_bytes", sharded.required_bytes}}},
-          {"link", link.empty() ? json(nullptr) : json(link)},
-          {"link_gbs_per_direction", link_gbs > 0 ? json(link_gbs) : json(nullptr)},
-          {"collectives", collectives},
-          {"collectives_ms_at_link_peak", all_timed ? json(1e3 * seconds) : json(nullptr)},
-          {"model", "a model, not a measurement (memory/sharding.h)"},
-          {"notes", sharded.notes}};
+  return {
+      {"strategy", memory::sharding_name(sharded.plan.strategy)},
+      {"gpus", sharded.plan.gpus},
+      {"gpus_per_node", sharded.plan.gpus_per_node},
+      {"shard_degree", sharded.shard_degree},
+      {"per_gpu",
+       {{"parameter_bytes", sharded.parameter_bytes},
+        {"gradient_bytes", sharded.gradient_bytes},
+        {"optimizer_state_bytes", sharded.optimizer_state_bytes},
+        {"activation_and_other_bytes", sharded.other_bytes},
+        {"gathered_bytes", sharded.gathered_bytes},
+        {"bucket_bytes", sharded.bucket_bytes},
+        {"tensor_bytes", sharded.tensor_bytes},
+        {"required_bytes", sharded.required_bytes}}},
+      {"link", link.empty() ? json(nullptr) : json(link)},
+      {"link_gbs_per_direction", link_gbs > 0 ? json(link_gbs) : json(nullptr)},
+      {"collectives", collectives},
+      {"collectives_ms", all_timed && !collectives.empty() ? json(1e3 * seconds) : json(nullptr)},
+      {"collective_model", "data/hardware/collectives.csv (gpu/collectives.h): NCCL's ring, no overlap with compute"},
+      {"model", "a model, not a measurement (memory/sharding.h)"},
+      {"notes", sharded.notes}};
 }
 
 namespace {
@@ -248,40 +250,88 @@ json to_json(const Inspection& inspection) {
   return doc;
 }
 
+namespace {
+
+nlohmann::ordered_json memory_json(const gpu::ParallelMemory& memory) {
+  return {{"stage", memory.stage},
+          {"in_flight", memory.in_flight},
+          {"parameter_bytes", memory.parameter_bytes},
+          {"gradient_bytes", memory.gradient_bytes},
+          {"optimizer_state_bytes", memory.optimizer_state_bytes},
+          {"activation_bytes", memory.activation_bytes},
+          {"bucket_bytes", memory.bucket_bytes},
+          {"tensor_bytes", memory.tensor_bytes},
+          {"required_bytes", memory.required_bytes}};
+}
+
+nlohmann::ordered_json to_json(const gpu::ParallelTiming& timing) {
+  nlohmann::ordered_json collectives = nlohmann::ordered_json::array();
+  for (const gpu::CollectiveCost& collective : timing.collectives)
+    collectives.push_back({{"what", collective.what},
+                           {"kind", gpu::name(collective.kind)},
+                           {"bytes", collective.bytes},
+                           {"gpus", collective.gpus},
+                           {"count", collective.count},
+                           {"ms", collective.ms}});
+  return {{"gpus", timing.plan.gpus()},
+          {"dp", timing.plan.dp},
+          {"tp", timing.plan.tp},
+          {"pp", timing.plan.pp},
+          {"micro_batches", timing.plan.micro_batches},
+          {"gpus_per_node", timing.plan.gpus_per_node},
+          {"micro_batch", timing.micro_batch},
+          {"global_batch", timing.global_batch},
+          {"compute_ms", timing.compute_ms},
+          {"bubble_ms", timing.bubble_ms},
+          {"exposed_comm_ms", timing.exposed_comm_ms},
+          {"optimizer_ms", timing.optimizer_ms},
+          {"links_known", timing.links_known},
+          {"collectives", collectives},
+          {"memory", timing.memory ? memory_json(*timing.memory) : nlohmann::ordered_json(nullptr)}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json to_json(const gpu::GpuForecast& forecast) {
   using nlohmann::ordered_json;
   auto optional = [](const auto& value) { return value ? ordered_json(*value) : ordered_json(nullptr); };
-  return {{"model", forecast.model},
-          {"graph", forecast.graph},
-          {"device", forecast.device},
-          {"device_name", forecast.device_name},
-          {"batch", forecast.batch},
-          {"input", forecast.input},
-          {"optimizer", name(forecast.optimizer)},
-          {"precision", name(forecast.precision)},
-          {"framework", name(forecast.framework)},
-          {"phase", name(forecast.phase)},
-          {"time_model", forecast.time_model},
-          {"time_ms", forecast.time_ms},
-          {"time_ms_low", forecast.time_ms_low},
-          {"time_ms_high", forecast.time_ms_high},
-          {"roofline_ms", forecast.roofline_ms},
-          {"epoch_s", optional(forecast.epoch_s)},
-          {"epoch_samples", forecast.epoch_samples},
-          {"epoch_iterations", forecast.epoch_iterations},
-          {"memory_forecast_bytes", optional(forecast.memory_forecast_bytes)},
-          {"required_bytes", optional(forecast.required_bytes)},
-          {"device_memory_bytes", optional(forecast.device_memory_bytes)},
-          {"fits", optional(forecast.fits)},
-          {"max_batch", optional(forecast.max_batch)},
-          {"memory_source", forecast.required_bytes
-                                ? "simulator (cuda caching allocator) + fitted contexts, workspaces and reserve (as "
-                                  "nvidia-smi shows it: memory_forecast_bytes) + the measured margin (required_bytes, "
-                                  "what fits is judged on; data/hardware/gpu_memory_calibration.csv)"
-                                : ""},
-          {"basis", forecast.basis},
-          {"basis_detail", forecast.basis_detail},
-          {"notes", forecast.notes}};
+  ordered_json doc = {
+      {"model", forecast.model},
+      {"graph", forecast.graph},
+      {"device", forecast.device},
+      {"device_name", forecast.device_name},
+      {"batch", forecast.batch},
+      {"input", forecast.input},
+      {"optimizer", name(forecast.optimizer)},
+      {"precision", name(forecast.precision)},
+      {"framework", name(forecast.framework)},
+      {"phase", name(forecast.phase)},
+      {"time_model", forecast.time_model},
+      {"time_ms", forecast.time_ms},
+      {"time_ms_low", forecast.time_ms_low},
+      {"time_ms_high", forecast.time_ms_high},
+      {"roofline_ms", forecast.roofline_ms},
+      {"epoch_s", optional(forecast.epoch_s)},
+      {"epoch_samples", forecast.epoch_samples},
+      {"epoch_iterations", forecast.epoch_iterations},
+      {"memory_forecast_bytes", optional(forecast.memory_forecast_bytes)},
+      {"required_bytes", optional(forecast.required_bytes)},
+      {"device_memory_bytes", optional(forecast.device_memory_bytes)},
+      {"fits", optional(forecast.fits)},
+      {"max_batch", optional(forecast.max_batch)},
+      {"memory_source", forecast.required_bytes
+                            ? "simulator (cuda caching allocator) + fitted contexts, workspaces and reserve (as "
+                              "nvidia-smi shows it: memory_forecast_bytes) + the measured margin (required_bytes, "
+                              "what fits is judged on; data/hardware/gpu_memory_calibration.csv)"
+                            : ""},
+      {"basis", forecast.basis},
+      {"basis_detail", forecast.basis_detail},
+      {"notes", forecast.notes}};
+  if (forecast.parallel) {
+    doc["roofline_ms"] = nullptr;
+    doc["parallel"] = to_json(*forecast.parallel);
+  }
+  return doc;
 }
 
 }  // namespace dnncast::forecast

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "forecast/forecast.h"
+#include "gpu/parallel.h"
 #include "graph/op_registry.h"
 #include "hardware/catalogue.h"
 #include "import/model_source.h"
@@ -30,7 +31,11 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
     return sharded ? memory::shard_memory(report, graph, request.sharding, request.config).required_bytes
                    : report.required_bytes;
   };
-  if (sharded) result.sharded = memory::shard_memory(result.report, result.graph, request.sharding, request.config);
+  if (sharded) {
+    result.sharded = memory::shard_memory(result.report, result.graph, request.sharding, request.config);
+    if (request.device.gpu)
+      gpu::time_collectives(result.sharded->collectives, *request.device.gpu, request.sharding.gpus_per_node);
+  }
   const int64_t required = sharded ? result.sharded->required_bytes : result.report.required_bytes;
   result.fits_limit = request.fits_limit;
   result.fits = request.fits_limit > 0 && required <= request.fits_limit;

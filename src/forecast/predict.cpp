@@ -26,6 +26,14 @@ gpu::GpuForecastRequest make_gpu_request(const import::ModelSource& model, const
     throw InputError(option_name("grad_accum", style) +
                      " applies only to the train phase (a full step with the optimizer)");
   request.grad_accum = options.forecast.grad_accum;
+  const gpu::ParallelNames names{option_name("gpus", style), option_name("parallel", style),
+                                 option_name("micro_batches", style), option_name("gpus_per_node", style)};
+  if (options.parallel.empty() && (options.gpus != 1 || options.micro_batches != 1 || options.gpus_per_node != 8))
+    throw InputError(names.gpus + ", " + names.micro_batches + " and " + names.gpus_per_node + " need " +
+                     names.parallel + ": dp, tp, pp or degrees such as tp=2,pp=2");
+  if (!options.parallel.empty())
+    request.parallel =
+        gpu::parse_parallel(options.parallel, options.gpus, options.micro_batches, options.gpus_per_node, names);
   return request;
 }
 
@@ -79,10 +87,15 @@ Prediction predict(const import::ModelSource& model, const PredictOptions& given
     return prediction;
   }
   if (options.framework != "pytorch" || options.max_batch || !options.calibration_file.empty() ||
-      options.phase != "train")
+      options.phase != "train" || !options.parallel.empty() || options.gpus != 1 || options.micro_batches != 1 ||
+      options.gpus_per_node != 8)
     throw InputError(option_name(options.max_batch                ? "max_batch"
                                  : options.framework != "pytorch" ? "framework"
                                  : options.phase != "train"       ? "phase"
+                                 : !options.parallel.empty()      ? "parallel"
+                                 : options.gpus != 1              ? "gpus"
+                                 : options.micro_batches != 1     ? "micro_batches"
+                                 : options.gpus_per_node != 8     ? "gpus_per_node"
                                                                   : "calibration",
                                  style) +
                      " applies only to a GPU of `dnncast devices` as " + device_option);

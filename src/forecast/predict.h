@@ -22,6 +22,9 @@ struct PredictOptions {
   int64_t epoch_tokens = 0;           // > 0: the epoch in tokens, as ceil(tokens / seq) samples (sequence models)
   std::string calibration_file;       // a catalogued GPU only: "" = the shipped calibration
   std::vector<std::string> catalogue_files;  // extra catalogue files (docs/DEVICES.md)
+  // A catalogued GPU only: several GPUs (gpu/parallel_plan.h): "dp", "tp", "pp" or degrees "tp=2,pp=2".
+  int64_t gpus = 1, micro_batches = 1, gpus_per_node = 8;
+  std::string parallel;
 };
 
 struct Prediction {

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "gpu/gpu_memory.h"
 #include "gpu/half_kernels.h"
+#include "gpu/parallel.h"
 #include "graph/checkpoint.h"
 #include "graph/op_helpers.h"
 #include "graph/op_registry.h"
@@ -137,12 +138,13 @@ const std::string& name(Framework framework) {
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
-GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, GpuPhase phase) {
-  return gpu_work(graph, precision, optimizer, phase == GpuPhase::Train, phase != GpuPhase::Inference);
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, GpuPhase phase,
+                 const GraphShare& share) {
+  return gpu_work(graph, precision, optimizer, phase == GpuPhase::Train, phase != GpuPhase::Inference, share);
 }
 
 GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step,
-                 bool with_backward) {
+                 bool with_backward, const GraphShare& share) {
   with_optimizer_step = with_optimizer_step && with_backward;
   // Autocast runs activations in 16 bits; fp32 master weights stay for the optimizer.
   const double activation_scale = precision == GpuPrecision::Fp16 || precision == GpuPrecision::Bf16 ? 0.5 : 1.0;
@@ -174,14 +176,23 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
     const Node& node = graph.nodes()[index];
     const OpDef& def = registry.get(node.op);
     if (def.category == "input") continue;
-    const OpCost cost = node_cost(graph, static_cast<int>(index));
-    const double bytes = activation_scale * static_cast<double>(cost.bytes_read + cost.bytes_written);
+    const NodePart part = share.parts.empty() ? NodePart::Whole : share.parts[index];
+    if (part == NodePart::Skip) continue;
+    const double fraction = part == NodePart::Whole ? 1.0 : 1.0 / share.tp;  // this GPU's share of the node's work
+    OpCost cost = node_cost(graph, static_cast<int>(index));
+    if (part != NodePart::Whole) {
+      cost.flops_fwd = static_cast<int64_t>(static_cast<double>(cost.flops_fwd) * fraction);
+      cost.flops_bwd = static_cast<int64_t>(static_cast<double>(cost.flops_bwd) * fraction);
+      cost.params = static_cast<int64_t>(static_cast<double>(cost.params) * fraction);
+      cost.frozen_params = static_cast<int64_t>(static_cast<double>(cost.frozen_params) * fraction);
+    }
+    const double bytes = activation_scale * fraction * static_cast<double>(cost.bytes_read + cost.bytes_written);
     if (cost.params > cost.frozen_params) {  // what the optimizer updates: frozen weights take no step
       params += cost.params - cost.frozen_params;
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
-    NodeKernels shaped = node_kernels(graph, static_cast<int>(index));
+    NodeKernels shaped = node_kernels(graph, static_cast<int>(index), part, share.tp);
     if (activation_scale != 1.0) {
       // Under autocast the GEMMs, norms' inputs and elementwise kernels move 2-byte data; softmax runs in fp32.
       for (auto* kernels : {&shaped.forward, &shaped.backward})
@@ -565,6 +576,69 @@ void set_basis(const GpuCalibration& calibration, const hardware::GpuSpec& gpu, 
       "efficiencies; the interval is the leave-one-GPU-out spread";
 }
 
+void set_epoch(const GpuForecastRequest& request, int64_t samples, GpuForecast& result) {
+  if (request.epoch_samples <= 0) return;
+  result.epoch_samples = request.epoch_samples;
+  result.epoch_iterations = (request.epoch_samples + samples - 1) / samples;
+  result.epoch_s = static_cast<double>(result.epoch_iterations) * result.time_ms / 1e3;
+}
+
+// The batch a forecast's graph is built at: the request's, or on several GPUs one micro-batch of one replica's.
+int64_t micro_batch_of(const GpuForecastRequest& request) {
+  const int64_t batch = request.model.spec.batch;
+  if (request.parallel.gpus() == 1) return batch;
+  if (batch % request.parallel.micro_batches != 0)
+    throw InputError("--batch " + std::to_string(batch) + " is not a multiple of --micro-batches " +
+                     std::to_string(request.parallel.micro_batches));
+  return batch / request.parallel.micro_batches;
+}
+
+// Several GPUs (parallel.h): the batch is each replica's, cut into micro-batches (`micro` one of them); memory is not
+// forecast yet.
+void forecast_parallel(const GpuForecastRequest& request, const GpuCalibration& calibration, const Graph& micro,
+                       GpuForecast& result) {
+  const ParallelPlan& plan = request.parallel;
+  const int64_t batch = request.model.spec.batch;
+  if (request.framework != Framework::PyTorch)
+    throw InputError("--gpus with --parallel: only PyTorch training is timed on several GPUs");
+  if (request.phase != GpuPhase::Train)
+    throw InputError("--gpus with --parallel: only the train phase (a full step) is timed on several GPUs");
+  if (request.grad_accum > 1)
+    throw InputError("--gpus with --parallel: give micro-batches with --micro-batches, not --grad-accum");
+  ParallelTiming timing = time_parallel(micro, plan, request.gpu, request.precision, request.optimizer, calibration);
+  timing.micro_batch = micro_batch_of(request);
+  timing.global_batch = batch * plan.dp;
+  result.time_model = "per-kernel, several GPUs";
+  result.time_ms = timing.time_ms;
+  result.time_ms_low = result.time_ms * calibration.interval_low;
+  result.time_ms_high = result.time_ms * calibration.interval_high;
+  set_epoch(request, timing.global_batch, result);
+  set_basis(calibration, request.gpu, result);
+  for (const std::string& note : timing.notes) result.notes.push_back(note);
+  result.notes.push_back(
+      "several GPUs: " + describe(plan) + ", batch " + std::to_string(batch) + " per data-parallel replica (" +
+      std::to_string(timing.global_batch) +
+      " per iteration); collectives from the measured-collective model (data/hardware/collectives.csv); the "
+      "interval is the one-GPU model's");
+  try {
+    const memory::MemoryReport single = memory::simulate_memory(micro, gpu_forecast_memory_config(request));
+    timing.memory = parallel_memory(single, micro, plan);
+    result.required_bytes = timing.memory->required_bytes;
+    if (request.gpu.memory_gib) {
+      result.device_memory_bytes = gpu_memory_bytes(request.gpu);
+      result.fits = *result.required_bytes <= *result.device_memory_bytes;
+    }
+    result.notes.push_back(
+        "memory per GPU: one micro-batch's simulated step re-divided by the plan (parameters, gradients and optimizer "
+        "states of the GPU's share; activations of its nodes times the micro-batches in flight); a model, not a "
+        "measurement");
+  } catch (const InputError& error) {
+    result.notes.push_back(std::string("memory not forecast: ") + error.what());
+  }
+  if (request.max_batch) result.notes.push_back("--max-batch is not searched on several GPUs");
+  result.parallel = std::move(timing);
+}
+
 }  // namespace
 
 memory::MemoryConfig gpu_forecast_memory_config(const GpuForecastRequest& request) {
@@ -586,7 +660,8 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration
   if (request.epoch_samples < 0) throw InputError("--epoch-samples must be positive");
   DNNCAST_ASSERT(!request.gpu.name.empty());  // resolved where the request was made
   const hardware::GpuSpec& gpu = request.gpu;
-  const Graph graph = request.model.build();
+  // Several GPUs: the graph of one micro-batch of one data-parallel replica.
+  const Graph graph = request.model.build_at_batch(micro_batch_of(request));
   GpuForecast result;
   result.notes = graph.notes;
   result.model = request.model.name;
@@ -614,6 +689,10 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration
   if (!kernels && request.precision == GpuPrecision::Fp32)
     result.notes.push_back("no per-kernel model in data/hardware/gpu_kernels: timed by the calibrated curves");
   const GpuKernelModel* half_kernels = shipped_half_kernel_model();
+  if (request.parallel.gpus() > 1) {
+    forecast_parallel(request, calibration, graph, result);
+    return result;
+  }
   const GpuWork work = gpu_work(graph, request.precision, request.optimizer, request.phase);
   const GpuTiming timing =
       time_on_gpu(work, gpu, request.precision, request.framework, calibration, kernels, half_kernels);
@@ -640,12 +719,7 @@ GpuForecast forecast_gpu(const GpuForecastRequest& request, const GpuCalibration
   }
   result.time_ms_low = result.time_ms * calibration.interval_low;
   result.time_ms_high = result.time_ms * calibration.interval_high;
-  if (request.epoch_samples > 0) {
-    result.epoch_samples = request.epoch_samples;
-    const int64_t samples = result.batch * std::max<int64_t>(request.grad_accum, 1);  // per optimizer step
-    result.epoch_iterations = (request.epoch_samples + samples - 1) / samples;
-    result.epoch_s = static_cast<double>(result.epoch_iterations) * result.time_ms / 1e3;
-  }
+  set_epoch(request, result.batch * std::max<int64_t>(request.grad_accum, 1), result);  // samples per optimizer step
   set_basis(calibration, gpu, result);
   if (request.framework == Framework::TensorFlow)
     result.notes.push_back(

@@ -18,6 +18,7 @@
 
 #include "core/training_setup.h"
 #include "gpu/kernel_model.h"
+#include "gpu/parallel_plan.h"
 #include "graph/graph.h"
 #include "hardware/catalogue.h"
 #include "import/model_source.h"
@@ -95,9 +96,16 @@ struct GpuWork {
   // The same iteration as the per-kernel model sees it (kernel_model.h): identical kernels merged.
   std::vector<std::pair<KernelShape, int64_t>> shaped;
 };
+// One GPU's share of a graph under tensor / pipeline parallelism (gpu/parallel.h): each node's part (empty: every node
+// whole) and the tensor-parallel degree a split part divides by; the optimizer steps the parameters of its share.
+struct GraphShare {
+  std::vector<NodePart> parts;
+  double tp = 1;
+};
 GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step = true,
-                 bool with_backward = true);
-GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, GpuPhase phase);
+                 bool with_backward = true, const GraphShare& share = {});
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, GpuPhase phase,
+                 const GraphShare& share = {});
 
 struct GpuTiming {
   double time_ms = 0;      // calibrated forecast per iteration
@@ -155,6 +163,8 @@ struct GpuForecastRequest {
   std::vector<std::string> catalogue_files;  // --catalogue
   std::string calibration_file;              // "": the shipped calibration
   int64_t grad_accum = 1;  // train phase: grad_accum forward-backward passes and one optimizer step per iteration
+  // Several GPUs (parallel_plan.h): the batch is each data-parallel replica's, cut into the plan's micro-batches.
+  ParallelPlan parallel;
 };
 
 struct GpuForecast {
@@ -180,7 +190,8 @@ struct GpuForecast {
   // the measured margin), the GPU's memory.
   std::optional<int64_t> memory_forecast_bytes, required_bytes, device_memory_bytes;
   std::optional<bool> fits;
-  std::optional<int64_t> max_batch;  // with request.max_batch (0: batch 1 does not fit)
+  std::optional<int64_t> max_batch;        // with request.max_batch (0: batch 1 does not fit)
+  std::optional<ParallelTiming> parallel;  // several GPUs: the iteration's parts on the busiest GPU
   std::vector<std::string> notes;
 };
 

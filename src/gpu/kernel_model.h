@@ -65,6 +65,13 @@ struct NodeKernels {
 };
 NodeKernels node_kernels(const Graph& graph, int node_index);
 
+// One GPU's part of a node when a tensor-parallel group of `tp` GPUs shares it (gpu/parallel.h): the whole node (run
+// on every GPU alike), none of it (another pipeline stage's), 1/tp of its work (a tensor split over the GPUs:
+// attention heads, an MLP's hidden units), or a Linear split Megatron's way, by its output features (column) or by
+// its input features (row).
+enum class NodePart : uint8_t { Whole, Skip, Split, Column, Row };
+NodeKernels node_kernels(const Graph& graph, int node_index, NodePart part, double tp);
+
 // What a node's GPU time counts as, in the kinds NeuSight's per-node labels are compared by (issue 45,
 // scripts/neusight-nodes.py): "gemm" (Linear, MatMul), "conv", "attention" (the attention op and every other node
 // of an attention block: head splits, merges, its dropout), "norm", "activation", "embedding", "loss",

@@ -20,8 +20,11 @@ double rows_before_last(const TensorShape& shape) {
   return static_cast<double>(shape.numel()) / std::max(1.0, dim(shape, -1));
 }
 
-void linear_kernels(const OpView& view, NodeKernels& out) {
-  const double k = dim(view.in(0), -1), m = rows_before_last(view.in(0)), n = dim(view.node.shape, -1);
+// `column` / `row`: one GPU's share of a Linear split over `tp` GPUs by its output / input features.
+void linear_kernels(const OpView& view, NodeKernels& out, NodePart part = NodePart::Whole, double tp = 1) {
+  double k = dim(view.in(0), -1), m = rows_before_last(view.in(0)), n = dim(view.node.shape, -1);
+  if (part == NodePart::Column) n /= tp;
+  if (part == NodePart::Row) k /= tp;
   out.forward.push_back(gemm_kernel(1, m, n, k, true));
   out.backward.push_back(gemm_kernel(1, m, k, n, true));                           // input gradient: dY . W
   if (!view.node.frozen()) out.backward.push_back(gemm_kernel(1, n, k, m, true));  // weight gradient: dY^T . X
@@ -130,6 +133,20 @@ void apply_eager_kernels(const Graph& graph, int index, const OpView& view, Node
   }
 }
 
+// 1/parts of a kernel's work: its batch of matrices (or its rows) divided, as when attention heads or an MLP's
+// hidden units are split over a tensor-parallel group.
+KernelShape kernel_share(KernelShape kernel, double parts) {
+  if (kernel.family == KernelFamily::Gemm && kernel.batch >= parts) {
+    kernel.batch /= parts;
+  } else if (kernel.family == KernelFamily::Conv) {
+    kernel.batch /= parts, kernel.m /= parts;
+  } else {
+    kernel.m = std::max(1.0, kernel.m / parts);
+  }
+  kernel.flops /= parts, kernel.bytes /= parts;
+  return kernel;
+}
+
 }  // namespace
 
 std::string node_time_kind(const Graph& graph, int index) {
@@ -152,7 +169,9 @@ std::string node_time_kind(const Graph& graph, int index) {
   return "elementwise";
 }
 
-NodeKernels node_kernels(const Graph& graph, int index) {
+NodeKernels node_kernels(const Graph& graph, int index) { return node_kernels(graph, index, NodePart::Whole, 1); }
+
+NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp) {
   const Node& node = graph.nodes()[static_cast<size_t>(index)];
   const OpDef& def = OpRegistry::instance().get(node.op);
   NodeKernels out;
@@ -161,8 +180,9 @@ NodeKernels node_kernels(const Graph& graph, int index) {
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
   if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) return out;  // a view
   const OpView view = view_of(graph, index);
+  if (part == NodePart::Skip) return out;
   if (node.op == "Linear") {
-    linear_kernels(view, out);
+    linear_kernels(view, out, part, tp);
   } else if (node.op == "MatMul") {
     matmul_kernels(view, out);
   } else if (node.op == "ScaledDotProductAttention") {
@@ -189,9 +209,13 @@ NodeKernels node_kernels(const Graph& graph, int index) {
   apply_eager_kernels(graph, index, view, out);
   if (node.op == "Linear" && node.attr_int("bias", 1) != 0 && !node.frozen()) {
     // The bias is added in the GEMM's epilogue (addmm); its gradient is a reduction over the rows.
-    const double outputs = static_cast<double>(node.shape.numel());
+    // Megatron keeps a row-parallel Linear's bias whole; a column-parallel one's is split with its outputs.
+    const double outputs = static_cast<double>(node.shape.numel()) / (part == NodePart::Column ? tp : 1);
     out.backward.push_back(elementwise_kernel(outputs, outputs, 4 * outputs));
   }
+  if (part == NodePart::Split)
+    for (std::vector<KernelShape>* list : {&out.forward, &out.backward})
+      for (KernelShape& kernel : *list) kernel = kernel_share(kernel, tp);
   return out;
 }
 

@@ -44,6 +44,11 @@ int64_t ring_bytes(int64_t bytes, int64_t n, bool all_reduce) {
   return static_cast<int64_t>(share * static_cast<double>(bytes));
 }
 
+// A ring collective of a `buffer` of bytes among `n` GPUs: the bytes each sends.
+Collective ring(const std::string& what, int64_t buffer, int64_t n, bool all_reduce, bool crosses_nodes) {
+  return {what, ring_bytes(buffer, n, all_reduce), crosses_nodes, buffer, n, all_reduce, std::nullopt};
+}
+
 int64_t shard_degree(const ShardingPlan& plan) {
   if (plan.strategy == Sharding::None || plan.strategy == Sharding::Ddp) return 1;
   return plan.strategy == Sharding::Hsdp ? std::min(plan.gpus, plan.gpus_per_node) : plan.gpus;
@@ -207,8 +212,7 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
       out.bucket_bytes = sizes.trainable_bytes;
       out.notes.push_back("ddp: the reducer's buckets hold a second copy of the gradients (" +
                           format_bytes(sizes.trainable_bytes) + "; gradient_as_bucket_view=True would save it)");
-      out.collectives.push_back(
-          {"all-reduce of the gradients", ring_bytes(sizes.trainable_bytes, n, true), multi_node});
+      out.collectives.push_back(ring("all-reduce of the gradients", sizes.trainable_bytes, n, true, multi_node));
       break;
     case Sharding::Zero1:
     case Sharding::Zero2:
@@ -219,10 +223,9 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
                           (s == Sharding::Zero2 ? " and gradients" : "") + " divided by " + std::to_string(k) +
                           "; a reduction bucket of " + format_bytes(bucket) +
                           " (DeepSpeed's reduce_bucket_size, 5e8 elements, at most the trainable parameters)");
+      out.collectives.push_back(ring("reduce-scatter of the gradients", sizes.trainable_bytes, n, false, multi_node));
       out.collectives.push_back(
-          {"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
-      out.collectives.push_back(
-          {"all-gather of the updated parameters", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
+          ring("all-gather of the updated parameters", sizes.trainable_bytes, n, false, multi_node));
       break;
     case Sharding::Zero3:
       out.parameter_bytes = divide_up(peak.parameter_bytes, k);
@@ -234,11 +237,10 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
                           "; two blocks' parameters gathered (" + format_bytes(out.gathered_bytes) +
                           "); DeepSpeed may keep more gathered (stage3_max_live_parameters, 1e9 by default)");
       out.collectives.push_back(
-          {"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
+          ring("all-gather of the parameters, forward", sizes.parameter_bytes, n, false, multi_node));
       out.collectives.push_back(
-          {"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, n, false), multi_node});
-      out.collectives.push_back(
-          {"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, n, false), multi_node});
+          ring("all-gather of the parameters, backward", sizes.parameter_bytes, n, false, multi_node));
+      out.collectives.push_back(ring("reduce-scatter of the gradients", sizes.trainable_bytes, n, false, multi_node));
       break;
     case Sharding::Fsdp:
     case Sharding::Hsdp: {
@@ -254,14 +256,14 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
                           format_bytes(out.gathered_bytes) + ")");
       const bool intra_crosses = s == Sharding::Fsdp && multi_node;
       out.collectives.push_back(
-          {"all-gather of the parameters, forward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});
+          ring("all-gather of the parameters, forward", sizes.parameter_bytes, k, false, intra_crosses));
       out.collectives.push_back(
-          {"all-gather of the parameters, backward", ring_bytes(sizes.parameter_bytes, k, false), intra_crosses});
+          ring("all-gather of the parameters, backward", sizes.parameter_bytes, k, false, intra_crosses));
       out.collectives.push_back(
-          {"reduce-scatter of the gradients", ring_bytes(sizes.trainable_bytes, k, false), intra_crosses});
+          ring("reduce-scatter of the gradients", sizes.trainable_bytes, k, false, intra_crosses));
       if (s == Sharding::Hsdp && n > k)
-        out.collectives.push_back({"all-reduce of the gradient shards across nodes",
-                                   ring_bytes(divide_up(sizes.trainable_bytes, k), n / k, true), true});
+        out.collectives.push_back(ring("all-reduce of the gradient shards across nodes",
+                                       divide_up(sizes.trainable_bytes, k), n / k, true, true));
       break;
     }
   }
@@ -271,25 +273,25 @@ ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const
   }
   out.tensor_bytes = out.parameter_bytes + out.gradient_bytes + out.optimizer_state_bytes + out.other_bytes +
                      out.gathered_bytes + out.bucket_bytes;
-  if (single.device == Device::Cuda) {
-    // The allocator's rounding and reserve grow and shrink with the tensors; workspaces and context do not.
-    const CudaMemoryParts& parts = single.cuda;
-    const MemoryBreakdown& top = single.at_peak;
-    const int64_t top_total = top.parameter_bytes + top.state_bytes + top.gradient_bytes + top.optimizer_state_bytes +
-                              top.activation_bytes + top.transient_bytes;
-    const double scale = top_total > 0 ? static_cast<double>(out.tensor_bytes) / static_cast<double>(top_total) : 1;
-    const int64_t total = static_cast<int64_t>(scale * static_cast<double>(parts.tensor_bytes + parts.reserve_bytes)) +
-                          parts.workspace_bytes + parts.cudnn_workspace_bytes + parts.context_bytes +
-                          parts.cudnn_context_bytes;
-    // The margin is a share of the total, measured on one GPU's runs: it scales with the share.
-    const double margin = parts.total_bytes() > 0
-                              ? static_cast<double>(parts.margin_bytes) / static_cast<double>(parts.total_bytes())
-                              : 0;
-    out.required_bytes = total + static_cast<int64_t>(std::llround(margin * static_cast<double>(total)));
-  } else {
-    out.required_bytes = out.tensor_bytes;
-  }
+  out.required_bytes = required_bytes_for(single, out.tensor_bytes);
   return out;
+}
+
+int64_t required_bytes_for(const MemoryReport& single, int64_t tensor_bytes) {
+  if (single.device != Device::Cuda) return tensor_bytes;
+  // The allocator's rounding and reserve grow and shrink with the tensors; workspaces and context do not.
+  const CudaMemoryParts& parts = single.cuda;
+  const MemoryBreakdown& top = single.at_peak;
+  const int64_t top_total = top.parameter_bytes + top.state_bytes + top.gradient_bytes + top.optimizer_state_bytes +
+                            top.activation_bytes + top.transient_bytes;
+  const double scale = top_total > 0 ? static_cast<double>(tensor_bytes) / static_cast<double>(top_total) : 1;
+  const int64_t total = static_cast<int64_t>(scale * static_cast<double>(parts.tensor_bytes + parts.reserve_bytes)) +
+                        parts.workspace_bytes + parts.cudnn_workspace_bytes + parts.context_bytes +
+                        parts.cudnn_context_bytes;
+  // The margin is a share of the total, measured on one GPU's runs: it scales with the share.
+  const double margin =
+      parts.total_bytes() > 0 ? static_cast<double>(parts.margin_bytes) / static_cast<double>(parts.total_bytes()) : 0;
+  return total + static_cast<int64_t>(std::llround(margin * static_cast<double>(total)));
 }
 
 double link_seconds(int64_t bytes, double gbs) { return gbs > 0 ? static_cast<double>(bytes) / (gbs * 1e9) : 0; }

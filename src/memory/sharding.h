@@ -72,6 +72,12 @@ struct Collective {
   std::string what;   // "all-reduce of the gradients"
   int64_t bytes = 0;  // sent by each GPU per step
   bool crosses_nodes = false;
+  int64_t buffer_bytes = 0;  // the whole buffer (all-gather's output, reduce-scatter's input, what is all-reduced)
+  int64_t gpus = 0;          // in the ring
+  bool all_reduce = false;   // else an all-gather or a reduce-scatter (the same ring traffic)
+  // Its time by the collective model on the GPU's link (gpu::time_collectives, gpu/parallel.h); none: not timed (no
+  // GPU, or no link catalogued for it).
+  std::optional<double> seconds;
 };
 
 struct ShardedMemory {
@@ -92,6 +98,11 @@ struct ShardedMemory {
 // `single`: the simulation of one GPU's step at its batch. `precision` fixes the parameter element size.
 ShardedMemory shard_memory(const MemoryReport& single, const Graph& graph, const ShardingPlan& plan,
                            const TrainingSetup& setup);
+
+// What must fit on one GPU whose tensors at the peak come to `tensor_bytes`, from the one-device simulation `single`:
+// on CUDA the allocator's rounding and reserve scaled with the tensors, its workspaces and contexts as they are, and
+// the measured margin's share; elsewhere the tensors.
+int64_t required_bytes_for(const MemoryReport& single, int64_t tensor_bytes);
 
 // Seconds of `bytes` over a link of `gbs` GB/s per direction (1e9 bytes).
 double link_seconds(int64_t bytes, double gbs);

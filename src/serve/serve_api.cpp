@@ -467,9 +467,16 @@ HttpResponse inspect_route(Api& api, const HttpRequest& request) {
 
 HttpResponse predict(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"optimizer", "precision", "threads", "device", "epoch_samples", "host_isa",
-                                            "framework", "max_batch", "phase", "epoch_tokens", "grad_accum"}));
+                                            "framework", "max_batch", "phase", "epoch_tokens", "grad_accum", "gpus",
+                                            "parallel", "micro_batches", "gpus_per_node"}));
   const import::ModelSource model = read_model(api, fields, request, fields.required_integer("batch"));
   forecast::PredictOptions options;
+  // Ranges checked by gpu::parse_parallel, with the message the CLI and Python give.
+  constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+  options.gpus = fields.integer("gpus", 1, std::numeric_limits<int64_t>::min(), kAny);
+  options.parallel = fields.text("parallel", "");
+  options.micro_batches = fields.integer("micro_batches", 1, std::numeric_limits<int64_t>::min(), kAny);
+  options.gpus_per_node = fields.integer("gpus_per_node", 8, std::numeric_limits<int64_t>::min(), kAny);
   // Checked by the request makers, with the message the CLI and Python give.
   options.forecast.grad_accum =
       fields.integer("grad_accum", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());

@@ -1,7 +1,7 @@
 // `dnncast compare --multi-gpu --sharding S` (decide/compare.h, issue 35): a multi-GPU row's memory is what
 // `dnncast memory --gpus N --sharding S --device GPU` gives one GPU (forecast_memory, run here apart), its
-// collectives are memory's, timed at the instance GPU's link, and sharding lets a model that fits no single GPU
-// fit on an instance of several.
+// collectives are memory's, timed by the collective model on the instance GPU's link, and sharding lets a model that
+// fits no single GPU fit on an instance of several.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -66,11 +66,18 @@ TEST(CompareMultiGpu, PerGpuMemoryAndCollectivesAreMemorysUnderEachSharding) {
     EXPECT_EQ(*eight.required_bytes, memory.sharded->required_bytes) << sharding;
     EXPECT_EQ(eight.fits, memory.fits) << sharding;
     int64_t bytes = 0;
-    for (const memory::Collective& collective : memory.sharded->collectives) bytes += collective.bytes;
+    double seconds = 0;
+    for (const memory::Collective& collective : memory.sharded->collectives) {
+      bytes += collective.bytes;
+      ASSERT_TRUE(collective.seconds.has_value()) << collective.what;
+      seconds += *collective.seconds;
+      // NCCL's ring on the link: never faster than its bytes at the link's peak.
+      EXPECT_GE(*collective.seconds, memory::link_seconds(collective.bytes, memory.link_gbs)) << collective.what;
+    }
     EXPECT_EQ(eight.collective_bytes, bytes) << sharding;
     EXPECT_GT(bytes, 0) << sharding;
     ASSERT_TRUE(eight.collective_ms.has_value());
-    EXPECT_DOUBLE_EQ(*eight.collective_ms, 1e3 * memory::link_seconds(bytes, memory.link_gbs)) << sharding;
+    EXPECT_DOUBLE_EQ(*eight.collective_ms, 1e3 * seconds) << sharding;
     EXPECT_EQ(eight.sharding, sharding);
     EXPECT_EQ(eight.link, memory.link);
     // No overlap: the iteration is the one-GPU compute plus the collectives.
@@ -116,7 +123,9 @@ TEST(CompareMultiGpu, CollectiveTimeGrowsWithParametersAndFallsWithLinkBandwidth
   EXPECT_EQ(nvlink.collective_bytes, pcie.collective_bytes);
   EXPECT_EQ(nvlink.link, "nvlink3");
   EXPECT_EQ(pcie.link, "pcie3");
-  EXPECT_NEAR(*pcie.collective_ms / *nvlink.collective_ms, 300.0 / 16.0, 1e-9);
+  // The bandwidth term scales with the link; the ring's per-step latency, the same on both, narrows the ratio a little.
+  EXPECT_LT(*pcie.collective_ms / *nvlink.collective_ms, 300.0 / 16.0);
+  EXPECT_GT(*pcie.collective_ms / *nvlink.collective_ms, 0.9 * 300.0 / 16.0);
   // More GPUs in a ring: each sends a larger share (2(N-1)/N of the gradients).
   EXPECT_GT(row_of(both, "t4", 8).collective_bytes, row_of(both, "t4", 4).collective_bytes);
 }

@@ -53,6 +53,16 @@ CASES = [
     ("quantized without LoRA", "memory", {"model": "gpt2_small", "seq": 64, "quantize": "nf4"}),
     ("paged optimizer states", "memory", {"model": "gpt2_small", "batch": 2, "seq": 64, "device": "a100-40gb",
                                           "optimizer": "adamw", "paged_optimizer": True}),
+    ("tensor and pipeline parallel", "predict", {"model": "gpt2_small", "batch": 8, "seq": 128, "device": "a100-40gb",
+                                                 "optimizer": "adamw", "gpus": 8, "parallel": "tp=2,pp=2",
+                                                 "micro_batches": 4}),
+    ("data parallel", "predict", {"model": "gpt2_small", "batch": 2, "seq": 128, "device": "a100-40gb", "gpus": 4,
+                                  "parallel": "dp"}),
+    ("parallel degrees not dividing the GPUs", "predict", {"model": "gpt2_small", "batch": 2, "seq": 64,
+                                                           "device": "a100-40gb", "gpus": 4, "parallel": "tp=3"}),
+    ("several GPUs without a plan", "predict", {"model": "gpt2_small", "batch": 2, "seq": 64, "device": "a100-40gb",
+                                                "gpus": 4}),
+    ("parallel on the CPU", "predict", {"model": "gpt2_small", "batch": 2, "seq": 64, "gpus": 2, "parallel": "dp"}),
     ("paged optimizer states on the CPU", "memory", {"model": "gpt2_small", "seq": 64, "paged_optimizer": True}),
     ("expert balance on a dense model", "memory", {"model": "gpt2_small", "seq": 64, "expert_balance": 2}),
     ("expert balance below 1", "inspect", {"model": "gpt2_small", "seq": 64, "expert_balance": 0.5}),
@@ -117,7 +127,8 @@ CASES = [
 FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
         "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq",
         "epoch_tokens": "--epoch-tokens", "grad_accum": "--grad-accum", "multi_gpu": "--multi-gpu",
-        "paged_optimizer": "--paged-optimizer", "expert_balance": "--expert-balance"}
+        "paged_optimizer": "--paged-optimizer", "expert_balance": "--expert-balance",
+        "micro_batches": "--micro-batches"}
 KEYWORD = {"input": "input_shape"}
 
 
