@@ -239,7 +239,7 @@ PYBIND11_MODULE(_dnncast, module) {
          bool timeline, const std::string& measure_command, const std::string& sharding, int64_t gpus,
          int64_t gpus_per_node, const std::string& max_seq_bytes, const std::optional<std::string>& attention,
          int64_t grad_accum, const std::optional<std::string>& quantize, std::optional<double> expert_balance,
-         bool paged_optimizer) {
+         bool paged_optimizer, const std::string& parallel, int64_t micro_batches) {
         // isa is parsed inside the call, as host_isa above; no event log (the CLI's --events)
         dnncast::forecast::MemoryOptions options;
         options.optimizer = optimizer;
@@ -258,6 +258,8 @@ PYBIND11_MODULE(_dnncast, module) {
         options.max_seq = max_seq_bytes;
         options.grad_accum = grad_accum;
         options.paged_optimizer = paged_optimizer;
+        options.parallel = parallel;
+        options.micro_batches = micro_batches;
         JsonAndNote result = guarded([&] {
           return memory_json(model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing,
                                         attention, quantize, expert_balance),
@@ -270,7 +272,8 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("device"), py::arg("threads"), py::arg("fits"), py::arg("max_batch_bytes"), py::arg("batch_cap"),
       py::arg("cuda_context"), py::arg("isa"), py::arg("timeline"), py::arg("measure_command"), py::arg("sharding"),
       py::arg("gpus"), py::arg("gpus_per_node"), py::arg("max_seq_bytes"), py::arg("attention"), py::arg("grad_accum"),
-      py::arg("quantize"), py::arg("expert_balance"), py::arg("paged_optimizer"));
+      py::arg("quantize"), py::arg("expert_balance"), py::arg("paged_optimizer"), py::arg("parallel"),
+      py::arg("micro_batches"));
   module.def(
       "compare",
       [](const std::string& model, std::optional<int64_t> batch, const std::vector<int64_t>& input,
@@ -279,7 +282,8 @@ PYBIND11_MODULE(_dnncast, module) {
          const std::string& optimizer, const std::string& precision, const std::string& framework,
          const std::string& phase, int64_t epochs, int64_t epoch_samples, const std::vector<std::string>& providers,
          const std::vector<std::string>& gpus, bool spot, bool multi_gpu, const std::string& sharding,
-         const std::optional<std::string>& quantize, std::optional<double> expert_balance) {
+         const std::optional<std::string>& quantize, std::optional<double> expert_balance,
+         const std::string& parallel) {
         dnncast::forecast::PredictOptions options;
         options.forecast.optimizer = optimizer;
         options.forecast.precision = precision;
@@ -293,6 +297,7 @@ PYBIND11_MODULE(_dnncast, module) {
         request.spot = spot;
         request.multi_gpu = multi_gpu;
         request.sharding = sharding;
+        request.parallel = parallel;
         return guarded([&] {
           return compare_json(model_args(model, batch, input, seq, classes, allow_unknown, lora, checkpointing,
                                          attention, quantize, expert_balance),
@@ -303,5 +308,5 @@ PYBIND11_MODULE(_dnncast, module) {
       py::arg("allow_unknown"), py::arg("lora"), py::arg("checkpointing"), py::arg("attention"), py::arg("optimizer"),
       py::arg("precision"), py::arg("framework"), py::arg("phase"), py::arg("epochs"), py::arg("epoch_samples"),
       py::arg("providers"), py::arg("gpus"), py::arg("spot"), py::arg("multi_gpu"), py::arg("sharding"),
-      py::arg("quantize"), py::arg("expert_balance"));
+      py::arg("quantize"), py::arg("expert_balance"), py::arg("parallel"));
 }

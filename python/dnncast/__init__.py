@@ -345,7 +345,7 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
            max_batch_bytes=None, seq=None, classes=None, precision="fp32", batch_cap=1 << 20,
            cuda_context=None, isa=None, timeline=False, allow_unknown=False, opset=None, lora=None,
            checkpointing=False, grad_accum=1, sharding=None, gpus=1, gpus_per_node=8, max_seq_bytes=None,
-           attention=None, quantize=None, expert_balance=None, paged_optimizer=False):
+           attention=None, quantize=None, expert_balance=None, paged_optimizer=False, parallel=None, micro_batches=1):
     """Simulated peak memory of training, its breakdown at the peak, whether it fits (fits: bytes,
     e.g. 24 * 2**30 or "24GiB", or "gpu": the device's memory), the largest batch (max_batch_bytes) and the
     longest sequence (max_seq_bytes) that fit: `dnncast memory --json`. sharding ("ddp", "zero1", "zero2",
@@ -382,7 +382,8 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                     ("--grad-accum", _int(grad_accum, "grad_accum"), 1),
                     ("--sharding", sharding, None), ("--gpus", _int(gpus, "gpus"), 1),
                     ("--gpus-per-node", _int(gpus_per_node, "gpus_per_node"), 8), ("--max-seq", seq_limit_text, None),
-                    ("--attention", attention, None), ("--paged-optimizer", bool(paged_optimizer), False)]
+                    ("--attention", attention, None), ("--paged-optimizer", bool(paged_optimizer), False),
+                    ("--parallel", parallel, None), ("--micro-batches", _int(micro_batches, "micro_batches"), 1)]
         # A module's temporary file is gone when the caller reads the remedy: name the file that
         # torch.onnx.export of the module would write instead.
         command = _memory_command(name + ".onnx", batch_size, shape, seq_len, class_count, settings) if is_module else ""
@@ -393,7 +394,8 @@ def memory(model, batch=1, input_shape=None, optimizer="sgd", device="cpu", thre
                                      bool(timeline), command, _text(sharding, "sharding"), _int(gpus, "gpus"),
                                      _int(gpus_per_node, "gpus_per_node"), seq_limit_text, attention,
                                      _int(grad_accum, "grad_accum"), quantize, _balance(expert_balance),
-                                     bool(paged_optimizer))
+                                     bool(paged_optimizer), _text(parallel, "parallel"),
+                                     _int(micro_batches, "micro_batches"))
     return _result(text, "MemoryForecast", name, note)
 
 
@@ -421,17 +423,17 @@ def _names(value, keyword):
 def compare(model, batch, input_shape=None, seq=None, classes=None, precision="fp32", framework="pytorch",
             optimizer="sgd", phase="train", epochs=1, epoch_samples=None, provider=None, gpus=None, spot=False,
             multi_gpu=False, sharding=None, allow_unknown=False, opset=None, lora=None, checkpointing=False,
-            attention=None, quantize=None, expert_balance=None):
+            attention=None, quantize=None, expert_balance=None, parallel=None):
     """Which cloud instance trains the model fastest and which cheapest: per instance of the catalogue, time and
     cost of the run, whether it fits and the Pareto front: `dnncast compare --json` (docs/COMPARE.md).
 
     provider, gpus: filters, a list or comma-separated text ("aws,gcp", "a100-80gb"); spot: spot prices.
     multi_gpu: also instances with several GPUs, batch per GPU, sharing the model by sharding ("ddp" by default,
     "zero1", "zero2", "zero3", "fsdp", "hsdp"): one GPU's memory and the collectives' time, a model.
+    parallel (with multi_gpu, in place of sharding): "dp", "tp", "pp", degrees ("tp=2") or "auto", each instance's
+    fastest plan that fits, timed as predict's parallel plans are (the CLI's --parallel).
     expert_balance: a mixture of experts' busiest expert's routed tokens over the mean (default 1, balanced), as
-    the CLI's --expert-balance. gpus, parallel ("dp", "tp", "pp" or degrees "tp=2,pp=2"), micro_batches,
-    gpus_per_node: training on several GPUs of a GPU device, batch being each data-parallel replica's, as the CLI's
-    --gpus, --parallel, --micro-batches and --gpus-per-node.
+    the CLI's --expert-balance.
     """
     optimizer_name = _optimizer_name(optimizer)
     with _model_source(model, input_shape, opset) as (source, name, is_module):
@@ -441,5 +443,5 @@ def compare(model, batch, input_shape=None, seq=None, classes=None, precision="f
                                 _text(precision, "precision", "fp32"), _text(framework, "framework", "pytorch"), _text(phase, "phase", "train"), _int(epochs, "epochs"),
                                 _int(epoch_samples, "epoch_samples"), _names(provider, "provider"),
                                 _names(gpus, "gpus"), bool(spot), bool(multi_gpu), _text(sharding, "sharding"),
-                                quantize, _balance(expert_balance))
+                                quantize, _balance(expert_balance), _text(parallel, "parallel"))
     return _result(text, "Comparison", name)

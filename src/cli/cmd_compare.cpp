@@ -53,7 +53,10 @@ int run_compare(const Args& args) {
   app.add_option("--gpus", gpus, "only these GPUs, comma-separated catalogue names or aliases (t4,a100-80gb)");
   app.add_flag("--spot", spot, "spot prices; instances without one are left out");
   app.add_flag("--multi-gpu", multi_gpu, "also instances with several GPUs (--batch per GPU; see --sharding)");
-  std::string sharding;
+  std::string sharding, parallel;
+  app.add_option("--parallel", parallel,
+                 "with --multi-gpu, in place of --sharding: dp, tp, pp, degrees (tp=2: dp the rest) or auto (each "
+                 "instance's fastest plan that fits), timed as `predict --parallel`");
   app.add_option("--sharding", sharding,
                  memory::sharding_names() +
                      " (default ddp): how a multi-GPU instance's GPUs share the model; "
@@ -81,6 +84,7 @@ int run_compare(const Args& args) {
   request.spot = spot;
   request.multi_gpu = multi_gpu;
   request.sharding = sharding;
+  request.parallel = parallel;
 
   const decide::Comparison comparison = decide::compare(request);
   if (app.count("--html") > 0) report::write_html(comparison, html);

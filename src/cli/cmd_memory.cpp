@@ -61,12 +61,9 @@ int run_memory(const Args& args) {
   app.add_option("--max-seq", options.max_seq,
                  "longest sequence (at --batch) whose training fits in this many bytes, or `gpu` (sequence models)")
       ->check(byte_size_or_gpu());
-  app.add_option("--gpus", options.gpus,
-                 "data-parallel GPUs (with --sharding; default 1): memory and collectives per GPU");
-  app.add_option(
-      "--sharding", options.sharding,
-      memory::sharding_names() + ": how --gpus share the model (memory/sharding.h; a model, not a measurement)");
-  app.add_option("--gpus-per-node", options.gpus_per_node, "GPUs per machine: hsdp shards within one (default 8)");
+  ParallelFlags parallel;
+  parallel.add_to(app, "GPUs (with --sharding or --parallel; default 1): memory and collectives per GPU");
+  app.add_option("--sharding", options.sharding, memory::sharding_names() + ": how --gpus replicas share the model");
   app.add_option("--batch-cap", options.batch_cap, "largest batch --max-batch tries (default 1048576)");
   app.add_option(
          "--cuda-context", options.cuda_context,
@@ -93,6 +90,8 @@ int run_memory(const Args& args) {
           " (default: this host's, after ONEDNN_MAX_CPU_ISA; with --check-db, each environment's recorded one)");
 
   if (!parse_args(app, args, "memory")) return 0;
+  options.gpus = parallel.gpus, options.micro_batches = parallel.micro_batches;
+  options.gpus_per_node = parallel.gpus_per_node, options.parallel = parallel.parallel;
   check_name_option(app, "--device", options.device);
   const hardware::CpuIsa isa = isa_text.empty() ? hardware::CpuIsa::Unknown : parse_isa_option(isa_text, "--isa");
   options.isa = isa;

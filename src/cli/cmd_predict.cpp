@@ -59,14 +59,8 @@ int run_predict(const Args& args) {
   int64_t grad_accum = 1;
   app.add_option("--grad-accum", grad_accum,
                  "gradient accumulation: K forward-backward passes of the batch per optimizer step (default 1)");
-  int64_t gpus = 1, micro_batches = 1, gpus_per_node = 8;
-  std::string parallel;
-  app.add_option("--gpus", gpus, "GPU model: train on this many GPUs (with --parallel)");
-  app.add_option("--parallel", parallel,
-                 "GPU model: how --gpus share training: dp, tp, pp, or degrees such as tp=2,pp=2 (dp takes the rest); "
-                 "--batch is each data-parallel replica's (docs/GPU.md)");
-  app.add_option("--micro-batches", micro_batches, "GPU model: a pipeline's micro-batches per iteration (default 1)");
-  app.add_option("--gpus-per-node", gpus_per_node, "GPU model: GPUs per machine (default 8)");
+  ParallelFlags parallel;
+  parallel.add_to(app, "GPU model: train on this many GPUs (with --parallel)");
   bool no_host_check = false;
   app.add_flag("--no-host-check", no_host_check,
                "this host's CPU: do not measure the shipped data's probe configurations here (once per boot; "
@@ -100,8 +94,8 @@ int run_predict(const Args& args) {
   options.epoch_tokens = epoch_tokens;
   options.calibration_file = calibration_file;
   options.catalogue_files = catalogue_files;
-  options.gpus = gpus, options.micro_batches = micro_batches, options.gpus_per_node = gpus_per_node;
-  options.parallel = parallel;
+  options.gpus = parallel.gpus, options.micro_batches = parallel.micro_batches;
+  options.gpus_per_node = parallel.gpus_per_node, options.parallel = parallel.parallel;
   const forecast::Prediction result = forecast::predict(model_options.source(model, batch), options, OptionStyle::Flag);
   // Always said, --json or not (stdout keeps the JSON): one line.
   const std::string note = forecast::prediction_note(result);

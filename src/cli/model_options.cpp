@@ -74,6 +74,16 @@ std::string isa_list() {
   return text;
 }
 
+void ParallelFlags::add_to(CLI::App& app, const std::string& gpus_help) {
+  app.add_option("--gpus", gpus, gpus_help);
+  app.add_option("--parallel", parallel,
+                 "GPU: how --gpus share training: dp, tp, pp, or degrees such as tp=2,pp=2 (dp takes the rest); "
+                 "--batch is each data-parallel replica's (docs/GPU.md \"Several GPUs\")");
+  app.add_option("--micro-batches", micro_batches,
+                 "with --parallel: a pipeline's micro-batches per iteration (default 1)");
+  app.add_option("--gpus-per-node", gpus_per_node, "GPUs per machine (default 8)");
+}
+
 hardware::CpuIsa parse_isa_option(const std::string& text, const std::string& option) {
   hardware::CpuIsa isa = hardware::parse_isa(text);
   if (isa == hardware::CpuIsa::Unknown)

@@ -40,6 +40,15 @@ class ModelOptions {
   CLI::Option* attention_option_ = nullptr;
 };
 
+// --gpus, --parallel, --micro-batches and --gpus-per-node (predict, memory): training on several GPUs
+// (gpu/parallel_plan.h), checked by gpu::parse_parallel as serve and Python are.
+struct ParallelFlags {
+  int64_t gpus = 1, micro_batches = 1, gpus_per_node = 8;
+  std::string parallel;
+  // `gpus_help`: what --gpus means to the command.
+  void add_to(CLI::App& app, const std::string& gpus_help);
+};
+
 // "3x224x224" -> {3, 224, 224}; throws InputError naming --input otherwise.
 std::vector<int64_t> parse_image_input(const std::string& text);
 

@@ -59,7 +59,11 @@ void print_comparison(const decide::Comparison& comparison) {
   std::printf(
       "; * on the cost-versus-time Pareto front (among those that fit); usd_high: at the top of the 90%% "
       "time interval.\n");
-  if (multi)
+  if (multi && comparison.sharding.rfind("parallel ", 0) == 0)
+    std::printf(
+        "shard: each multi-GPU row's plan (tp, pp, dp degrees); comm_ms: its collectives left exposed; "
+        "'-': one GPU.\n");
+  else if (multi)
     std::printf(
         "comm_ms: the collectives of --sharding %s per iteration by the collective model, after compute (no overlap; "
         "a model); shard '-': one GPU.\n",

@@ -126,6 +126,23 @@ static void print_sharded(const memory::ShardedMemory& sharded, const std::strin
   }
 }
 
+// One GPU's share under a data, tensor or pipeline parallel plan (gpu/parallel.h).
+static void print_parallel(const gpu::ParallelMemory& memory, const gpu::ParallelPlan& plan) {
+  std::printf(
+      "%s over %lld GPUs: one GPU holds %s (stage %d, %lld micro-batch%s in flight; a model, not a "
+      "measurement)\n",
+      gpu::describe(plan).c_str(), static_cast<long long>(plan.gpus()), format_bytes(memory.required_bytes).c_str(),
+      memory.stage, static_cast<long long>(memory.in_flight), memory.in_flight == 1 ? "" : "es");
+  auto row = [](const char* label, int64_t bytes) {
+    std::printf("  %-34s %11s\n", label, format_bytes(bytes).c_str());
+  };
+  row("parameters", memory.parameter_bytes);
+  row("gradients", memory.gradient_bytes);
+  row("optimizer state", memory.optimizer_state_bytes);
+  row("activations, inputs, temporaries", memory.activation_bytes);
+  row("DDP's gradient buckets", memory.bucket_bytes);
+}
+
 void print_memory(const forecast::MemoryForecast& forecast, const Measured& measured) {
   const memory::MemoryReport& report = forecast.report;
   const int64_t simulated_peak = simulated_profiler_peak(report);
@@ -165,8 +182,11 @@ void print_memory(const forecast::MemoryForecast& forecast, const Measured& meas
   print_row("activations (kept for backward)", b.activation_bytes, report.peak_total_bytes);
   print_row("transient (grads, workspaces)", b.transient_bytes, report.peak_total_bytes);
   if (forecast.sharded) print_sharded(*forecast.sharded, forecast.link, forecast.link_gbs);
-  const int64_t required = forecast.sharded ? forecast.sharded->required_bytes : report.required_bytes;
-  const char* per = forecast.sharded ? " per GPU" : "";
+  if (forecast.parallel) print_parallel(*forecast.parallel, forecast.parallel_plan);
+  const int64_t required = forecast.parallel  ? forecast.parallel->required_bytes
+                           : forecast.sharded ? forecast.sharded->required_bytes
+                                              : report.required_bytes;
+  const char* per = forecast.sharded || forecast.parallel ? " per GPU" : "";
   if (forecast.fits_limit > 0)
     std::printf("fits in %s%s: %s (needs %s)\n", format_bytes(forecast.fits_limit).c_str(), per,
                 forecast.fits ? "yes" : "no", format_bytes(required).c_str());

@@ -97,7 +97,16 @@ std::vector<hardware::CloudInstance> select_instances(const CompareRequest& requ
   if (multi_gpu_left_out > 0)
     notes.push_back(plural(multi_gpu_left_out, "instance") +
                     " with more than one GPU left out (--multi-gpu adds them)");
-  if (request.multi_gpu) {
+  if (request.multi_gpu && !request.parallel.empty()) {
+    notes.push_back("multi-GPU instances: --batch is per GPU (batch x GPUs samples per iteration); --parallel " +
+                    request.parallel +
+                    (request.parallel == "auto" ? ": each instance's fastest plan that fits (tp and pp powers of two, "
+                                                  "dp the rest)"
+                                                : std::string()) +
+                    ", timed as `predict --gpus N --parallel` times it (DDP's buckets overlapped with backward, "
+                    "tensor-parallel all-reduces, a pipeline's bubble, micro-batches of --batch); shard: the plan, "
+                    "comm_ms: the collectives left exposed (a model, not a measurement)");
+  } else if (request.multi_gpu) {
     const memory::Sharding sharding = requested_sharding(request);
     notes.push_back(std::string("multi-GPU instances: --batch is per GPU; --sharding ") +
                     memory::sharding_name(sharding) +
@@ -150,7 +159,17 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
   row.fits = forecast.fits;
   row.max_batch = forecast.max_batch;
   row.collective_ms = 0;
-  if (step) {
+  if (step && step->time_ms) {
+    // A parallel plan: the iteration as gpu/parallel.h times it (exposed collectives, pipeline bubble included).
+    row.sharding = step->plan;
+    row.link = step->link;
+    row.collective_bytes = step->collective_bytes;
+    row.collective_ms = step->collective_ms;
+    row.required_bytes = step->required_bytes;
+    row.fits = step->fits;
+    row.max_batch = std::nullopt;
+    row.compute_ms = step->compute_ms;
+  } else if (step) {
     // The collectives run after the compute (no overlap); untimed ones (no link catalogued) are not counted.
     row.sharding = memory::sharding_name(step->sharding);
     row.link = step->link;
@@ -164,6 +183,11 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
   row.time_ms = forecast.time_ms + collective_ms;
   row.time_ms_low = forecast.time_ms_low + collective_ms;
   row.time_ms_high = forecast.time_ms_high + collective_ms;
+  if (step && step->time_ms) {
+    row.time_ms = *step->time_ms;
+    row.time_ms_low = row.time_ms * step->low_ratio;
+    row.time_ms_high = row.time_ms * step->high_ratio;
+  }
   row.iterations = run_iterations(request.forecast.model.spec.batch, instance.gpu_count, request.epochs,
                                   request.forecast.epoch_samples);
   if (request.forecast.epoch_samples > 0)
@@ -198,7 +222,9 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
   comparison.epoch_samples = request.forecast.epoch_samples;
   comparison.spot = request.spot;
   comparison.multi_gpu = request.multi_gpu;
-  if (request.multi_gpu) comparison.sharding = memory::sharding_name(requested_sharding(request));
+  if (request.multi_gpu)
+    comparison.sharding =
+        request.parallel.empty() ? memory::sharding_name(requested_sharding(request)) : "parallel " + request.parallel;
   if (!forecasts.empty()) {
     comparison.graph = forecasts.front().graph;
     comparison.input = forecasts.front().input;
@@ -217,6 +243,10 @@ Comparison assemble_comparison(const CompareRequest& request, const std::vector<
       auto sharded = steps.find({instance.gpu, instance.gpu_count});
       DNNCAST_ASSERT(sharded != steps.end());  // compare() shards every multi-GPU instance it forecasts
       step = &sharded->second;
+      if (!step->refused.empty()) {
+        comparison.left_out.push_back({instance.provider, instance.instance_type, instance.gpu, step->refused});
+        continue;
+      }
     }
     comparison.rows.push_back(make_row(request, instance, *found->second, step));
     bases.insert(found->second->basis);

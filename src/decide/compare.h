@@ -37,6 +37,10 @@ struct CompareRequest {
   bool spot = false;                   // spot prices; instances without one are left out
   bool multi_gpu = false;              // also instances with more than one GPU
   std::string sharding;                // with multi_gpu: "ddp", "zero3"... (memory/sharding.h); "": ddp
+  // With multi_gpu, in place of sharding: how each multi-GPU instance's GPUs train (gpu/parallel_plan.h): "dp", "tp",
+  // "pp", degrees ("tp=2", dp the rest), or "auto": every plan of the instance's GPU count, the fastest that fits.
+  // The samples per iteration stay batch x GPUs; a pipeline runs micro-batches of `batch`.
+  std::string parallel;
 };
 
 struct CompareRow {
@@ -112,6 +116,12 @@ struct MultiGpuStep {
   std::string link;                       // "nvlink3", "pcie4"; "" not catalogued
   double link_gbs = 0;                    // per direction; 0: not catalogued
   std::optional<double> collective_ms;
+  // Under a parallel plan (CompareRequest::parallel): the plan ("tp4", "tp2pp2dp2"), the iteration's time by
+  // gpu/parallel.h (compute, bubble, exposed collectives, optimizer), its compute part, and the interval's ratios.
+  std::string plan;
+  std::optional<double> time_ms;
+  std::string refused;  // why no plan runs on the instance (its rows are left out with it)
+  double compute_ms = 0, low_ratio = 1, high_ratio = 1;
 };
 using MultiGpuSteps = std::map<std::pair<std::string, int64_t>, MultiGpuStep>;  // (GPU, GPUs) -> step
 

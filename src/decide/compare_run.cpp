@@ -81,6 +81,75 @@ MultiGpuSteps shard_instances(const CompareRequest& request, memory::Sharding sh
   return steps;
 }
 
+// The plans of `gpus` GPUs that `parallel` names: itself, or for "auto" every tensor-parallel degree (a power of two,
+// at most 8) and pipeline degree (a power of two) that divide them, data parallel the rest.
+std::vector<std::string> candidate_plans(const std::string& parallel, int64_t gpus) {
+  if (parallel != "auto") return {parallel};
+  std::vector<std::string> plans;
+  for (int64_t tp = 1; tp <= std::min<int64_t>(gpus, 8); tp *= 2)
+    for (int64_t pp = 1; tp * pp <= gpus; pp *= 2)
+      if (gpus % (tp * pp) == 0) plans.push_back("tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp));
+  return plans;
+}
+
+std::string short_plan(const gpu::ParallelPlan& plan) {
+  std::string text;
+  if (plan.tp > 1) text += "tp" + std::to_string(plan.tp);
+  if (plan.pp > 1) text += "pp" + std::to_string(plan.pp);
+  if (plan.dp > 1) text += "dp" + std::to_string(plan.dp);
+  return text;
+}
+
+// Each multi-GPU instance under the request's parallel plan (or, for "auto", the fastest of its plans that fits):
+// the iteration as gpu/parallel.h times it at batch x GPUs samples, a pipeline's micro-batches of `batch`.
+MultiGpuSteps plan_instances(const CompareRequest& request, const std::vector<hardware::CloudInstance>& instances,
+                             const hardware::Catalogue& catalogue, const std::vector<gpu::GpuForecast>& forecasts,
+                             const gpu::GpuCalibration& calibration) {
+  MultiGpuSteps steps;
+  const int64_t batch = request.forecast.model.spec.batch;
+  for (const hardware::CloudInstance& instance : instances) {
+    const int64_t gpus = instance.gpu_count;
+    if (gpus < 2 || steps.count({instance.gpu, gpus})) continue;
+    if (std::none_of(forecasts.begin(), forecasts.end(),
+                     [&](const gpu::GpuForecast& one) { return one.device == instance.gpu; }))
+      continue;  // left out, with the forecast's reason
+    const hardware::GpuSpec& gpu = catalogue.gpu(instance.gpu);
+    MultiGpuStep best;
+    for (const std::string& text : candidate_plans(request.parallel, gpus)) {
+      try {
+        gpu::GpuForecastRequest one = request.forecast;
+        one.gpu = gpu;
+        one.max_batch = false;
+        one.parallel = gpu::parse_parallel(text, gpus, 1, gpus, {"GPUs", "--parallel"});  // one node
+        one.parallel.micro_batches = one.parallel.pp > 1 ? one.parallel.tp * one.parallel.pp : 1;
+        one.model.spec.batch = batch * one.parallel.tp * one.parallel.pp;
+        const gpu::GpuForecast forecast = gpu::forecast_gpu(one, calibration);
+        const gpu::ParallelTiming& timing = *forecast.parallel;
+        MultiGpuStep step;
+        step.plan = short_plan(one.parallel);
+        step.time_ms = forecast.time_ms;
+        step.low_ratio = forecast.time_ms > 0 ? forecast.time_ms_low / forecast.time_ms : 1;
+        step.high_ratio = forecast.time_ms > 0 ? forecast.time_ms_high / forecast.time_ms : 1;
+        step.compute_ms = timing.compute_ms + timing.optimizer_ms + timing.bubble_ms;
+        if (timing.links_known) step.collective_ms = timing.exposed_comm_ms;
+        for (const gpu::CollectiveCost& collective : timing.collectives)
+          step.collective_bytes += static_cast<int64_t>(collective.bytes * static_cast<double>(collective.count));
+        step.required_bytes = forecast.required_bytes;
+        step.fits = forecast.fits;
+        step.link = gpu.link;
+        step.link_gbs = gpu.link_gbs.value_or(0);
+        const bool fits = step.fits.value_or(true), best_fits = best.fits.value_or(true);
+        if (!best.time_ms || (fits && !best_fits) || (fits == best_fits && *step.time_ms < *best.time_ms)) best = step;
+      } catch (const InputError& error) {
+        if (best.refused.empty()) best.refused = error.what();
+      }
+    }
+    if (best.time_ms) best.refused.clear();
+    steps[{instance.gpu, gpus}] = best;
+  }
+  return steps;
+}
+
 }  // namespace
 
 Comparison compare(const CompareRequest& request) {
@@ -125,8 +194,19 @@ Comparison compare(const CompareRequest& request, const hardware::Catalogue& cat
   }
   // The same error on every GPU is the model's or the request's: report it as it is.
   if (forecasts.empty()) throw *first_failure;
-  const MultiGpuSteps steps =
-      request.multi_gpu ? shard_instances(request, sharding, instances, catalogue, forecasts) : MultiGpuSteps{};
+  if (!request.parallel.empty() && !request.multi_gpu)
+    throw InputError("--parallel " + request.parallel +
+                     " needs --multi-gpu: it applies to the instances with more "
+                     "than one GPU");
+  if (!request.parallel.empty() && !request.sharding.empty())
+    throw InputError("give --sharding or --parallel, not both");
+  const MultiGpuSteps steps = !request.multi_gpu ? MultiGpuSteps{}
+                              : request.parallel.empty()
+                                  ? shard_instances(request, sharding, instances, catalogue, forecasts)
+                                  : plan_instances(request, instances, catalogue, forecasts, calibration);
+  if (!steps.empty() &&
+      std::all_of(steps.begin(), steps.end(), [](const auto& step) { return !step.second.refused.empty(); }))
+    throw InputError(steps.begin()->second.refused);
   Comparison comparison = assemble_comparison(request, instances, forecasts, failures, steps);
   for (const auto& failure : failures) {
     const std::string& gpu = failure.first;  // a named copy: C++17 lambdas cannot capture structured bindings

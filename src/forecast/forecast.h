@@ -16,6 +16,7 @@
 #include "forecast/host_match.h"
 #include "forecast/predictor.h"
 #include "gpu/gpu_memory.h"
+#include "gpu/parallel_plan.h"
 #include "graph/graph.h"
 #include "hardware/isa.h"
 #include "import/model_source.h"
@@ -106,8 +107,11 @@ struct MemoryRequest {
   std::optional<gpu::GpuMemoryCalibration> gpu_memory;  // a catalogued GPU: the overheads config holds
   bool context_measured = false;                        // the context was given (--cuda-context), not fitted
   memory::ShardingPlan sharding;                        // several GPUs: the memory of one (memory/sharding.h)
-  int64_t seq_limit = 0;                                // > 0: the longest sequence that fits in this many bytes
-  int64_t seq_cap = int64_t{1} << 20;                   // the longest sequence that search tries
+  // Several GPUs under data, tensor or pipeline parallelism (gpu/parallel_plan.h): the batch is each data-parallel
+  // replica's, simulated one micro-batch at a time.
+  gpu::ParallelPlan parallel;
+  int64_t seq_limit = 0;               // > 0: the longest sequence that fits in this many bytes
+  int64_t seq_cap = int64_t{1} << 20;  // the longest sequence that search tries
 };
 
 struct MemoryForecast {
@@ -135,9 +139,11 @@ struct MemoryForecast {
   // are counted); --json "simulation_notes", the CLI's stderr.
   std::vector<std::string> simulation_notes;
   std::optional<memory::ShardedMemory> sharded;  // with a sharding plan: one GPU's memory, which fits is judged on
-  std::string link;                              // the catalogued GPU's link between GPUs ("nvlink4"), "" unknown
-  double link_gbs = 0;                           // GB/s per direction; 0 unknown
-  int64_t seq = 0;                               // the sequence length simulated (sequence models), else 0
+  std::optional<gpu::ParallelMemory> parallel;   // with a parallel plan: the same (gpu/parallel.h)
+  gpu::ParallelPlan parallel_plan;
+  std::string link;     // the catalogued GPU's link between GPUs ("nvlink4"), "" unknown
+  double link_gbs = 0;  // GB/s per direction; 0 unknown
+  int64_t seq = 0;      // the sequence length simulated (sequence models), else 0
   int64_t seq_limit = 0;
   memory::MaxBatchResult max_seq;  // with seq_limit: batch = the longest sequence
   std::string max_seq_refused;     // why a longer sequence was refused by the model itself, "" none
@@ -178,6 +184,8 @@ struct MemoryOptions {
   int64_t batch_cap = int64_t{1} << 20;
   std::string measure_command;  // "": memory_measure_command()'s
   std::string sharding;         // "" none, "ddp", "zero1"... (memory/sharding.h)
+  std::string parallel;         // "" none, "dp", "tp", "pp", "tp=2,pp=2" (gpu/parallel_plan.h)
+  int64_t micro_batches = 1;    // with parallel: a pipeline's micro-batches
   int64_t gpus = 1, gpus_per_node = 8;
   std::string max_seq;           // bytes with units, or "": the longest sequence that fits
   int64_t grad_accum = 1;        // gradient accumulation: micro-batches per optimizer step (checked here)

@@ -68,6 +68,18 @@ json timeline_json(const MemoryForecast& forecast) {
   return entries;
 }
 
+nlohmann::ordered_json memory_json(const gpu::ParallelMemory& memory) {
+  return {{"stage", memory.stage},
+          {"in_flight", memory.in_flight},
+          {"parameter_bytes", memory.parameter_bytes},
+          {"gradient_bytes", memory.gradient_bytes},
+          {"optimizer_state_bytes", memory.optimizer_state_bytes},
+          {"activation_bytes", memory.activation_bytes},
+          {"bucket_bytes", memory.bucket_bytes},
+          {"tensor_bytes", memory.tensor_bytes},
+          {"required_bytes", memory.required_bytes}};
+}
+
 }  // namespace
 
 json to_json(const MemoryForecast& forecast) {
@@ -146,6 +158,14 @@ json to_json(const MemoryForecast& forecast) {
     if (refused) doc["max_seq"]["longer_refused"] = forecast.max_seq_refused;
   }
   if (forecast.sharded) doc["sharding"] = to_json(*forecast.sharded, forecast.link, forecast.link_gbs);
+  if (forecast.parallel) {
+    doc["parallel"] = memory_json(*forecast.parallel);
+    doc["parallel"]["plan"] = {{"gpus", forecast.parallel_plan.gpus()},
+                               {"dp", forecast.parallel_plan.dp},
+                               {"tp", forecast.parallel_plan.tp},
+                               {"pp", forecast.parallel_plan.pp},
+                               {"micro_batches", forecast.parallel_plan.micro_batches}};
+  }
   if (forecast.config.keep_timeline) doc["timeline"] = timeline_json(forecast);
   if (!forecast.graph.notes.empty()) doc["import_notes"] = forecast.graph.notes;
   if (!forecast.simulation_notes.empty()) doc["simulation_notes"] = forecast.simulation_notes;
@@ -251,18 +271,6 @@ json to_json(const Inspection& inspection) {
 }
 
 namespace {
-
-nlohmann::ordered_json memory_json(const gpu::ParallelMemory& memory) {
-  return {{"stage", memory.stage},
-          {"in_flight", memory.in_flight},
-          {"parameter_bytes", memory.parameter_bytes},
-          {"gradient_bytes", memory.gradient_bytes},
-          {"optimizer_state_bytes", memory.optimizer_state_bytes},
-          {"activation_bytes", memory.activation_bytes},
-          {"bucket_bytes", memory.bucket_bytes},
-          {"tensor_bytes", memory.tensor_bytes},
-          {"required_bytes", memory.required_bytes}};
-}
 
 nlohmann::ordered_json to_json(const gpu::ParallelTiming& timing) {
   nlohmann::ordered_json collectives = nlohmann::ordered_json::array();

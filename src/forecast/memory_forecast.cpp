@@ -18,7 +18,13 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   result.model = request.model.name;
   result.batch = request.model.spec.batch;
   result.config = request.config;
-  result.graph = request.model.build();
+  const bool parallel = request.parallel.gpus() > 1;
+  if (parallel && result.batch % request.parallel.micro_batches != 0)
+    throw InputError("batch " + std::to_string(result.batch) + " is not a multiple of the micro-batches " +
+                     std::to_string(request.parallel.micro_batches));
+  // Several GPUs under a parallel plan: one micro-batch of one replica is simulated.
+  result.graph =
+      parallel ? request.model.build_at_batch(result.batch / request.parallel.micro_batches) : request.model.build();
   result.report = memory::simulate_memory(result.graph, request.config);
   if (request.config.device == Device::Cpu &&
       (request.config.precision == Precision::Bf16 || request.config.precision == Precision::Bf16Pure))
@@ -31,12 +37,18 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
     return sharded ? memory::shard_memory(report, graph, request.sharding, request.config).required_bytes
                    : report.required_bytes;
   };
+  if (parallel) {
+    result.parallel = gpu::parallel_memory(result.report, result.graph, request.parallel);
+    result.parallel_plan = request.parallel;
+  }
   if (sharded) {
     result.sharded = memory::shard_memory(result.report, result.graph, request.sharding, request.config);
     if (request.device.gpu)
       gpu::time_collectives(result.sharded->collectives, *request.device.gpu, request.sharding.gpus_per_node);
   }
-  const int64_t required = sharded ? result.sharded->required_bytes : result.report.required_bytes;
+  const int64_t required = parallel  ? result.parallel->required_bytes
+                           : sharded ? result.sharded->required_bytes
+                                     : result.report.required_bytes;
   result.fits_limit = request.fits_limit;
   result.fits = request.fits_limit > 0 && required <= request.fits_limit;
   result.batch_limit = request.batch_limit;

@@ -106,15 +106,32 @@ MemoryRequest make_memory_request(const import::ModelSource& model, const Memory
   if (!options.max_batch.empty()) request.batch_limit = limit_bytes(options.max_batch, "max_batch_bytes");
   if (!options.max_seq.empty()) request.seq_limit = limit_bytes(options.max_seq, "max_seq_bytes");
   request.batch_cap = options.batch_cap;
-  request.sharding.gpus = options.gpus;
-  request.sharding.gpus_per_node = options.gpus_per_node;
-  if (!options.sharding.empty())
-    request.sharding.strategy = memory::parse_sharding(options.sharding, option_name("sharding", style));
-  memory::check_sharding_plan(request.sharding, {option_name("sharding", style), option_name("gpus", style),
-                                                 option_name("gpus_per_node", style)});
-  if (request.sharding.strategy != memory::Sharding::None && config.device != Device::Cuda)
-    throw InputError(option_name("sharding", style) + " " + options.sharding + ": multi-GPU memory needs " +
-                     option_name("device", style) + " cuda or a catalogued GPU");
+  if (!options.parallel.empty()) {
+    if (!options.sharding.empty())
+      throw InputError("give " + option_name("sharding", style) + " or " + option_name("parallel", style) +
+                       ", not both (ZeRO and FSDP with tensor or pipeline parallelism are not modelled)");
+    if (config.device != Device::Cuda)
+      throw InputError(option_name("parallel", style) + " " + options.parallel + ": multi-GPU memory needs " +
+                       option_name("device", style) + " cuda or a catalogued GPU");
+    if (request.batch_limit > 0 || request.seq_limit > 0)
+      throw InputError(option_name(request.batch_limit > 0 ? "max_batch_bytes" : "max_seq_bytes", style) +
+                       " is not searched under " + option_name("parallel", style));
+    request.parallel = gpu::parse_parallel(options.parallel, options.gpus, options.micro_batches, options.gpus_per_node,
+                                           {option_name("gpus", style), option_name("parallel", style),
+                                            option_name("micro_batches", style), option_name("gpus_per_node", style)});
+  } else {
+    if (options.micro_batches != 1)
+      throw InputError(option_name("micro_batches", style) + " needs " + option_name("parallel", style) + " pp");
+    request.sharding.gpus = options.gpus;
+    request.sharding.gpus_per_node = options.gpus_per_node;
+    if (!options.sharding.empty())
+      request.sharding.strategy = memory::parse_sharding(options.sharding, option_name("sharding", style));
+    memory::check_sharding_plan(request.sharding, {option_name("sharding", style), option_name("gpus", style),
+                                                   option_name("gpus_per_node", style)});
+    if (request.sharding.strategy != memory::Sharding::None && config.device != Device::Cuda)
+      throw InputError(option_name("sharding", style) + " " + options.sharding + ": multi-GPU memory needs " +
+                       option_name("device", style) + " cuda or a catalogued GPU");
+  }
   request.measure_command =
       options.measure_command.empty() ? memory_measure_command(model, options) : options.measure_command;
   return request;

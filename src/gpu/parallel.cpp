@@ -29,6 +29,13 @@ int64_t parse_degree(const std::string& text, const std::string& what) {
   return value;
 }
 
+// The share of a node's parameters one GPU of a tensor-parallel group holds: split nodes' 1/tp, and the vocabulary-
+// parallel embedding's 1/tp too (it runs whole: each GPU looks its rows up and the output is all-reduced).
+double parameter_share(const Node& node, NodePart part, double tp) {
+  if (part != NodePart::Whole || (node.op == "Embedding" && memory::block_of(node) < 0)) return 1.0 / tp;
+  return 1.0;
+}
+
 bool is_head(const Graph& graph, int index, const std::vector<std::vector<int>>& consumers) {
   const Node& node = graph.node(index);
   if (node.op != "Linear" || memory::block_of(node) >= 0 || node.shape.rank() == 0) return false;
@@ -235,7 +242,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
   // Per stage: forward, backward, tensor-parallel collectives per micro-batch; the send to the next stage.
   struct Stage {
     std::array<double, 3> time{};
-    double tp_ms = 0, send_ms = 0, grad_bytes = 0;
+    double tp_ms = 0, send_ms = 0;
     std::vector<bool> nodes;
   };
   std::vector<Stage> per_stage(static_cast<size_t>(plan.pp));
@@ -248,10 +255,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
     stage.nodes[static_cast<size_t>(index)] = true;
     const Node& node = micro.node(index);
     if (registry.get(node.op).category == "input") continue;
-    const OpCost cost = node_cost(micro, index);
     const NodePart part = parts[static_cast<size_t>(index)];
-    stage.grad_bytes +=
-        4.0 * static_cast<double>(cost.params - cost.frozen_params) / (part == NodePart::Whole ? 1 : tp);
     if (plan.tp == 1) continue;
     if (part == NodePart::Row) {
       auto& [bytes, count] = tp_collectives["forward all-reduce of a row-parallel Linear's output"];
@@ -338,8 +342,8 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
         for (size_t index = 0; index < nodes.size(); ++index) {
           if (!nodes[index]) continue;
           const OpCost cost = node_cost(micro, static_cast<int>(index));
-          pending +=
-              4.0 * static_cast<double>(cost.params - cost.frozen_params) / (parts[index] == NodePart::Whole ? 1 : tp);
+          pending += 4.0 * static_cast<double>(cost.params - cost.frozen_params) *
+                     parameter_share(micro.node(static_cast<int>(index)), parts[index], tp);
         }
         while (pending >= bucket) launch(bucket), pending -= bucket, bucket = kBucketBytes;
       }
@@ -382,14 +386,15 @@ ParallelMemory parallel_memory(const memory::MemoryReport& single, const Graph& 
   Share total;
   for (int index = 0; index < micro.size(); ++index) {
     const OpCost cost = node_cost(micro, index);
-    const double fraction =
-        parts[static_cast<size_t>(index)] == NodePart::Whole ? 1.0 : 1.0 / static_cast<double>(plan.tp);
+    const NodePart part = parts[static_cast<size_t>(index)];
+    const double fraction = part == NodePart::Whole ? 1.0 : 1.0 / static_cast<double>(plan.tp);
+    const double params = parameter_share(micro.node(index), part, static_cast<double>(plan.tp));
     double saved = 0;
     for (const SavedTensor& tensor : cost.saved) saved += static_cast<double>(tensor.bytes);
     const Share node{static_cast<double>(cost.params), static_cast<double>(cost.params - cost.frozen_params), saved};
     Share& stage = shares[static_cast<size_t>(stages[static_cast<size_t>(index)])];
-    stage.parameters += fraction * node.parameters, total.parameters += node.parameters;
-    stage.trainable += fraction * node.trainable, total.trainable += node.trainable;
+    stage.parameters += params * node.parameters, total.parameters += node.parameters;
+    stage.trainable += params * node.trainable, total.trainable += node.trainable;
     stage.saved += fraction * node.saved, total.saved += node.saved;
   }
   auto part = [](int64_t bytes, double share, double whole) {

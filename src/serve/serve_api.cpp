@@ -500,7 +500,7 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   Fields fields(request,
                 with_model_fields({"optimizer", "precision", "device", "threads", "isa", "fits", "max_batch_bytes",
                                    "batch_cap", "cuda_context", "timeline", "sharding", "gpus", "gpus_per_node",
-                                   "max_seq_bytes", "grad_accum", "paged_optimizer"}));
+                                   "max_seq_bytes", "grad_accum", "paged_optimizer", "parallel", "micro_batches"}));
   const import::ModelSource model = read_model(api, fields, request, fields.any_integer("batch").value_or(1));
   forecast::MemoryOptions options;
   options.optimizer = fields.text("optimizer", "sgd");
@@ -516,6 +516,10 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
   options.sharding = fields.text("sharding", "");
   options.gpus = fields.integer("gpus", 1, 1, 1'000'000);
   options.gpus_per_node = fields.integer("gpus_per_node", 8, 1, 1024);
+  options.parallel = fields.text("parallel", "");
+  // Checked by gpu::parse_parallel, with the message the CLI and Python give.
+  options.micro_batches =
+      fields.integer("micro_batches", 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   options.max_seq = fields.text("max_seq_bytes", "");
   // Checked by make_memory_request, with the message the CLI and Python give.
   options.grad_accum =
@@ -528,7 +532,7 @@ HttpResponse memory_route(Api& api, const HttpRequest& request) {
 
 HttpResponse compare_route(Api& api, const HttpRequest& request) {
   Fields fields(request, with_model_fields({"precision", "framework", "optimizer", "epochs", "epoch_samples",
-                                            "provider", "gpus", "spot", "multi_gpu", "sharding", "phase"}));
+                                            "provider", "gpus", "spot", "multi_gpu", "sharding", "phase", "parallel"}));
   const import::ModelSource model = read_model(api, fields, request, fields.required_integer("batch"));
   forecast::PredictOptions options;
   options.forecast.precision = fields.text("precision", "fp32");
@@ -544,6 +548,7 @@ HttpResponse compare_route(Api& api, const HttpRequest& request) {
   compare_request.spot = fields.flag("spot");
   compare_request.multi_gpu = fields.flag("multi_gpu");
   compare_request.sharding = fields.text("sharding", "");
+  compare_request.parallel = fields.text("parallel", "");
   fields.finish();
   return {200, answer_text(to_json(decide::compare(compare_request)), 2), "application/json"};
 }

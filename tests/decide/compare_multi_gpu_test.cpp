@@ -173,3 +173,52 @@ TEST(CompareMultiGpu, ShardingIsRefusedWithoutMultiGpuUnknownOrWithNoInstanceToS
 
 }  // namespace
 }  // namespace dnncast::decide
+
+namespace dnncast::decide {
+namespace {
+
+// --parallel auto: each multi-GPU instance's fastest plan among those that fit, the same row the plan gives when named.
+TEST(CompareMultiGpu, ParallelAutoTakesTheFastestPlanThatFits) {
+  CompareRequest request = multi_gpu_request(kTinyLlama, 1, 256, "", {"t4"}, {"aws"});
+  request.parallel = "auto";
+  const Comparison automatic = compare(request);
+  const CompareRow& chosen = row_of(automatic, "t4", 8);
+  ASSERT_EQ(chosen.fits, true);  // under DDP no T4 instance fits (AModelThatFitsNoT4UnderDdp... above)
+  double fastest = 0;
+  std::string fastest_plan;
+  for (const std::string plan : {"tp=1,pp=1", "tp=2,pp=1", "tp=4,pp=1", "tp=8,pp=1", "tp=1,pp=2", "tp=2,pp=2",
+                                 "tp=4,pp=2", "tp=1,pp=4", "tp=2,pp=4", "tp=1,pp=8"}) {
+    request.parallel = plan;
+    Comparison named;
+    try {
+      named = compare(request);
+    } catch (const InputError&) {
+      continue;  // runs on no instance (TinyLlama's 4 key-value heads over 8 GPUs)
+    }
+    const CompareRow* row = nullptr;
+    for (const CompareRow& one : named.rows)
+      if (one.gpu == "t4" && one.gpu_count == 8) row = &one;
+    if (row == nullptr || !row->fits.value_or(false)) continue;  // refused (heads) or does not fit
+    if (fastest_plan.empty() || row->time_ms < fastest) fastest = row->time_ms, fastest_plan = row->sharding;
+  }
+  ASSERT_FALSE(fastest_plan.empty());
+  EXPECT_EQ(chosen.sharding, fastest_plan);
+  EXPECT_DOUBLE_EQ(chosen.time_ms, fastest);
+}
+
+TEST(CompareMultiGpu, ParallelPlansAreRefusedInOneLine) {
+  CompareRequest cnn = multi_gpu_request("resnet18", 8, 0, "", {"a100-80gb"}, {"lambda"});
+  cnn.forecast.model.spec.seq_len = 0;
+  cnn.parallel = "tp";
+  EXPECT_THROW(compare(cnn), InputError);  // no transformer block on any instance
+  CompareRequest both = multi_gpu_request("gpt2_small", 2, 64, "zero3", {"a100-80gb"}, {"lambda"});
+  both.parallel = "auto";
+  EXPECT_THROW(compare(both), InputError);
+  CompareRequest single = multi_gpu_request("gpt2_small", 2, 64, "", {"a100-80gb"}, {"lambda"});
+  single.multi_gpu = false;
+  single.parallel = "dp";
+  EXPECT_THROW(compare(single), InputError);
+}
+
+}  // namespace
+}  // namespace dnncast::decide

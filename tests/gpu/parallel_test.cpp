@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "gpu/gpu_forecast.h"
+#include "gpu/gpu_memory.h"
 #include "graph/op_registry.h"
 #include "hardware/catalogue.h"
 #include "import/model_source.h"
@@ -190,6 +191,36 @@ TEST_F(ParallelTime, PipelineBubbleShrinksWithMicroBatches) {
   EXPECT_GT(whole.bubble_ms, whole.compute_ms / 2);  // one micro-batch: three stages of four wait
   EXPECT_LT(micro.bubble_ms, whole.bubble_ms / 4);
   EXPECT_LT(micro.time_ms, 0.8 * whole.time_ms);
+}
+
+// One GPU's memory: tensor parallelism over 2 divides every block's matrices and the vocabulary-parallel embedding,
+// not the norms and position embedding (GPT-2 small: 124,439,808 parameters, 768 x 1024 of them positions and
+// 2 x 768 per norm, 25 norms); a 4-stage pipeline's first stage holds 3 blocks and the embeddings, and with 4
+// micro-batches the activations of all 4 in flight, the last stage those of 1.
+TEST_F(ParallelTime, MemoryPerGpuDividesWhatThePlanSplits) {
+  const Graph graph = model("gpt2_small", 128, 2);
+  memory::MemoryConfig config = gpu_memory_config(load_gpu_memory_calibration(), Optimizer::AdamW);
+  const memory::MemoryReport single = memory::simulate_memory(graph, config);
+  ParallelPlan tp;
+  tp.tp = 2;
+  const ParallelMemory split = parallel_memory(single, graph, tp);
+  const double whole = 768.0 * 1024 + 25 * 2 * 768, total = 124439808;
+  // What the simulation holds of the parameters at the chosen peak, re-divided: (total - whole) / 2 + whole.
+  const double expected = (total - whole) / 2 + whole;
+  int64_t one_gpu_parameters = 0;
+  for (const memory::MemoryBreakdown& peak : single.phase_peaks)
+    one_gpu_parameters = std::max(one_gpu_parameters, peak.parameter_bytes);
+  EXPECT_NEAR(static_cast<double>(split.parameter_bytes) / static_cast<double>(one_gpu_parameters), expected / total,
+              0.002);
+  EXPECT_LT(split.required_bytes, single.required_bytes);
+  ParallelPlan pp;
+  pp.pp = 4;
+  pp.micro_batches = 4;
+  const ParallelMemory stage = parallel_memory(single, graph, pp);
+  EXPECT_EQ(stage.stage, 0);
+  EXPECT_EQ(stage.in_flight, 4);
+  EXPECT_GT(stage.parameter_bytes, one_gpu_parameters / 4);
+  EXPECT_LT(stage.parameter_bytes, one_gpu_parameters / 2);
 }
 
 // NeuSight's published 4-GPU Megatron-LM iterations of GPT-2 Large on an A100 SXM4 40GB node (fp32, AdamW; the label's
