@@ -143,17 +143,18 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
   return gpu_work(graph, precision, optimizer, phase == GpuPhase::Train, phase != GpuPhase::Inference, share);
 }
 
-GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step,
-                 bool with_backward, const GraphShare& share) {
-  with_optimizer_step = with_optimizer_step && with_backward;
-  // Autocast runs activations in 16 bits; fp32 master weights stay for the optimizer.
-  const double activation_scale = precision == GpuPrecision::Fp16 || precision == GpuPrecision::Bf16 ? 0.5 : 1.0;
+namespace {
+
+// Kernels as gpu_work collects them: identical ones merged, by class for the curves and by shape for the per-kernel
+// model.
+struct KernelCounts {
   std::map<std::tuple<int, double, double>, int64_t> merged;
-  auto add = [&](GpuKernel::Class kind, double flops, double bytes, int64_t count) {
+  std::map<std::array<double, 12>, std::pair<KernelShape, int64_t>> shaped;
+
+  void add(GpuKernel::Class kind, double flops, double bytes, int64_t count) {
     merged[{static_cast<int>(kind), flops, bytes}] += count;
-  };
-  std::map<std::array<double, 12>, std::pair<KernelShape, int64_t>> shaped_kernels;
-  auto add_shaped = [&](const KernelShape& kernel) {
+  }
+  void add_shaped(const KernelShape& kernel, int64_t count = 1) {
     const std::array<double, 12> key = {static_cast<double>(kernel.family),
                                         kernel.batch,
                                         kernel.m,
@@ -166,10 +167,34 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
                                         kernel.padding,
                                         kernel.flops,
                                         kernel.bytes};
-    auto& [shape, count] = shaped_kernels[key];
+    auto& [shape, counted] = shaped[key];
     shape = kernel;
-    ++count;
-  };
+    counted += count;
+  }
+  void add_all(const KernelCounts& other) {
+    for (const auto& [key, count] : other.merged) merged[key] += count;
+    for (const auto& [key, shape] : other.shaped) add_shaped(shape.first, shape.second);
+  }
+  GpuWork work() const {
+    GpuWork out;
+    for (const auto& [key, shape] : shaped) out.shaped.push_back(shape);
+    for (const auto& [key, count] : merged) {
+      out.kernels.push_back(
+          {static_cast<GpuKernel::Class>(std::get<0>(key)), std::get<1>(key), std::get<2>(key), count});
+      out.kernel_count += count;
+    }
+    return out;
+  }
+};
+
+// One pass over the graph: the forward kernels, the backward ones (a checkpointed block's forward again included),
+// the optimizer step's.
+std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision precision, Optimizer optimizer,
+                                          const GraphShare& share) {
+  // Autocast runs activations in 16 bits; fp32 master weights stay for the optimizer.
+  const double activation_scale = precision == GpuPrecision::Fp16 || precision == GpuPrecision::Bf16 ? 0.5 : 1.0;
+  std::array<KernelCounts, 3> counts;
+  KernelCounts &forward = counts[0], &backward = counts[1], &step = counts[2];
   int64_t param_tensors = 0, params = 0;
   const OpRegistry& registry = OpRegistry::instance();
   for (size_t index = 0; index < graph.nodes().size(); ++index) {
@@ -206,43 +231,54 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
       }
     }
     // A checkpointed block (graph/checkpoint.h) runs its forward once more in the backward pass.
-    const int forward_passes = with_backward && checkpoint_block(node) >= 0 ? 2 : 1;
-    for (int pass = 0; pass < forward_passes; ++pass)
-      for (const KernelShape& kernel : shaped.forward) add_shaped(kernel);
-    if (with_backward)
-      for (const KernelShape& kernel : shaped.backward) add_shaped(kernel);
+    const bool recompute = checkpoint_block(node) >= 0;
+    for (const KernelShape& kernel : shaped.forward) {
+      forward.add_shaped(kernel);
+      if (recompute) backward.add_shaped(kernel);
+    }
+    for (const KernelShape& kernel : shaped.backward) backward.add_shaped(kernel);
     if (is_matrix_category(def.category)) {
       const GpuKernel::Class kind = def.category != "conv" ? GpuKernel::Class::Gemm
                                     : winograd_shaped(view_of(graph, static_cast<int>(index)))
                                         ? GpuKernel::Class::Conv3x3
                                         : GpuKernel::Class::Conv;
-      add(kind, static_cast<double>(cost.flops_fwd), bytes, forward_passes);
-      if (cost.flops_bwd > 0 && with_backward)
-        add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight grads
+      forward.add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
+      if (recompute) backward.add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
+      if (cost.flops_bwd > 0) backward.add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight
     } else {
-      add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, forward_passes);
+      forward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
+      if (recompute) backward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
       // Backward reads the output gradient and what was saved, writes the input gradient.
-      if (with_backward) add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
+      backward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
     }
   }
-  if (with_optimizer_step && param_tensors > 0) {
+  if (param_tensors > 0) {
     // Reads parameter, gradient and each state tensor, writes parameter and states (fp32).
     const int states = optimizer_state_per_param(optimizer);
     const double bytes_per_param = 4.0 * (3 + 2 * states);
     const double per_tensor = bytes_per_param * static_cast<double>(params) / static_cast<double>(param_tensors);
-    add(GpuKernel::Class::Memory, 0, per_tensor, param_tensors * (1 + states));
+    step.add(GpuKernel::Class::Memory, 0, per_tensor, param_tensors * (1 + states));
     const double elements = static_cast<double>(params) / static_cast<double>(param_tensors);
-    for (int64_t pass = 0; pass < param_tensors * (1 + states); ++pass)
-      add_shaped(elementwise_kernel(elements, 2 * elements, per_tensor / static_cast<double>(1 + states)));
+    step.add_shaped(elementwise_kernel(elements, 2 * elements, per_tensor / static_cast<double>(1 + states)),
+                    param_tensors * (1 + states));
   }
-  GpuWork work;
-  for (const auto& [key, shaped] : shaped_kernels) work.shaped.push_back(shaped);
-  for (const auto& [key, count] : merged) {
-    work.kernels.push_back(
-        {static_cast<GpuKernel::Class>(std::get<0>(key)), std::get<1>(key), std::get<2>(key), count});
-    work.kernel_count += count;
-  }
-  return work;
+  return counts;
+}
+
+}  // namespace
+
+GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step,
+                 bool with_backward, const GraphShare& share) {
+  std::array<KernelCounts, 3> counts = kernel_counts(graph, precision, optimizer, share);
+  if (with_backward) counts[0].add_all(counts[1]);
+  if (with_backward && with_optimizer_step) counts[0].add_all(counts[2]);
+  return counts[0].work();
+}
+
+std::array<GpuWork, 3> gpu_work_parts(const Graph& graph, GpuPrecision precision, Optimizer optimizer,
+                                      const GraphShare& share) {
+  const std::array<KernelCounts, 3> counts = kernel_counts(graph, precision, optimizer, share);
+  return {counts[0].work(), counts[1].work(), counts[2].work()};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -621,7 +657,9 @@ void forecast_parallel(const GpuForecastRequest& request, const GpuCalibration& 
       " per iteration); collectives from the measured-collective model (data/hardware/collectives.csv); the "
       "interval is the one-GPU model's");
   try {
-    const memory::MemoryReport single = memory::simulate_memory(micro, gpu_forecast_memory_config(request));
+    memory::MemoryConfig config = gpu_forecast_memory_config(request);
+    config.keep_timeline = config.keep_events = false;  // the phases' peaks are what the plan re-divides
+    const memory::MemoryReport single = memory::simulate_memory(micro, config);
     timing.memory = parallel_memory(single, micro, plan);
     result.required_bytes = timing.memory->required_bytes;
     if (request.gpu.memory_gib) {

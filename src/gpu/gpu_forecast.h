@@ -11,6 +11,7 @@
 // CUDA caching-allocator model plus the overheads of gpu_memory.h (what nvidia-smi shows).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -106,6 +107,10 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
                  bool with_backward = true, const GraphShare& share = {});
 GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, GpuPhase phase,
                  const GraphShare& share = {});
+// The same iteration in one pass, apart: its forward kernels, its backward ones (a checkpointed block's forward again
+// included) and its optimizer step's. gpu_work's phases are their unions.
+std::array<GpuWork, 3> gpu_work_parts(const Graph& graph, GpuPrecision precision, Optimizer optimizer,
+                                      const GraphShare& share = {});
 
 struct GpuTiming {
   double time_ms = 0;      // calibrated forecast per iteration

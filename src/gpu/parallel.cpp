@@ -187,10 +187,10 @@ struct Timer {
   const GpuCalibration& calibration;
   double overhead_ms = 0;
 
-  double ms(const GraphShare& share, GpuPhase phase) const {
-    const GpuTiming timing =
-        time_on_gpu(gpu_work(graph, precision, optimizer, phase, share), gpu, precision, Framework::PyTorch,
-                    calibration, shipped_kernel_model(), shipped_half_kernel_model());
+  // The kernels' time, without the per-iteration overhead.
+  double ms(const GpuWork& work) const {
+    const GpuTiming timing = time_on_gpu(work, gpu, precision, Framework::PyTorch, calibration, shipped_kernel_model(),
+                                         shipped_half_kernel_model());
     return timing.time_ms - overhead_ms;
   }
   // Forward, backward and optimizer time of the nodes `keep` selects, each with its part.
@@ -198,9 +198,8 @@ struct Timer {
     GraphShare share{parts, tp};
     for (size_t index = 0; index < keep.size(); ++index)
       if (!keep[index]) share.parts[index] = NodePart::Skip;
-    const double forward = ms(share, GpuPhase::Inference), both = ms(share, GpuPhase::ForwardBackward),
-                 train = ms(share, GpuPhase::Train);
-    return {forward, both - forward, train - both};
+    const std::array<GpuWork, 3> work = gpu_work_parts(graph, precision, optimizer, share);
+    return {ms(work[0]), ms(work[1]), ms(work[2])};
   }
 };
 
@@ -227,7 +226,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
   const std::vector<NodePart> parts = tensor_parallel_parts(micro, plan.tp);
   const std::vector<int> stages = pipeline_stages(micro, plan.pp);
   Timer timer{micro, gpu, precision, optimizer, calibration};
-  timer.overhead_ms = timer.ms(GraphShare{std::vector<NodePart>(parts.size(), NodePart::Skip), 1}, GpuPhase::Train);
+  timer.overhead_ms = timer.ms(GpuWork{});
   const double tp = static_cast<double>(plan.tp), elem = element_bytes(precision);
   const OpRegistry& registry = OpRegistry::instance();
   auto numel = [&](int index) { return static_cast<double>(micro.node(index).shape.numel()); };
