@@ -241,7 +241,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
   // Per stage: forward, backward, tensor-parallel collectives per micro-batch; the send to the next stage.
   struct Stage {
     std::array<double, 3> time{};
-    double tp_ms = 0, send_ms = 0;
+    double tp_ms = 0, send_bytes = 0, send_ms = 0;
     std::vector<bool> nodes;
   };
   std::vector<Stage> per_stage(static_cast<size_t>(plan.pp));
@@ -281,7 +281,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
     if (registry.get(micro.node(index).op).category == "input") continue;
     int to = from;
     for (int consumer : consumers[static_cast<size_t>(index)]) to = std::max(to, stages[static_cast<size_t>(consumer)]);
-    for (int stage = from; stage < to; ++stage) per_stage[static_cast<size_t>(stage)].send_ms += numel(index) * elem;
+    for (int stage = from; stage < to; ++stage) per_stage[static_cast<size_t>(stage)].send_bytes += numel(index) * elem;
   }
   double bottleneck = 0, fill = 0, forward_backward = 0, optimizer_ms = 0;
   // Pipeline neighbours sit tp x dp ranks apart: in one node while that fits.
@@ -289,13 +289,11 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
   for (size_t s = 0; s < per_stage.size(); ++s) {
     Stage& stage = per_stage[s];
     stage.time = timer.phases(parts, tp, stage.nodes);
-    const double bytes = stage.send_ms;
-    stage.send_ms = 0;
+    // Per micro-batch: the activations sent on and their gradients sent back.
     if (s + 1 < per_stage.size())
-      stage.send_ms = 2 *
-                      add("pipeline: activations to stage " + std::to_string(s + 1) + " and their gradients back",
-                          CollectiveKind::SendRecv, bytes, 2, 2 * plan.micro_batches, send_per_node) /
-                      (2 * micro_batches);
+      stage.send_ms = add("pipeline: activations to stage " + std::to_string(s + 1) + " and their gradients back",
+                          CollectiveKind::SendRecv, stage.send_bytes, 2, 2 * plan.micro_batches, send_per_node) /
+                      micro_batches;
     const double step = stage.time[0] + stage.time[1] + stage.tp_ms + stage.send_ms;
     fill += step;
     if (step > bottleneck) {
