@@ -77,6 +77,10 @@ struct OpDef {
   //   reads (graph/inplace.h), and whether its own output is such a fresh tensor.
   bool runs_inplace = false;
   bool fresh_output = false;
+  // - its attributes were sized by the batch the graph was built at (a mixture of experts' token shares,
+  //   models/moe.h): another batch builds such a graph anew rather than inferring its shapes again
+  //   (import::ModelSource::rebatch).
+  bool sized_by_batch = false;
 
   // The feature kind of a node of this op: kind(view), else feature_kind, else the op name.
   std::string feature_kind_of(const OpView& view) const {

@@ -72,6 +72,7 @@ OpDef gather_op() {
   OpDef gather;
   gather.name = "ExpertGather";
   gather.memory_recipe = "expert_gather";
+  gather.sized_by_batch = true;  // start and count: its share of the tokens
   gather.feature_kind = "Slice";
   gather.category = "shape";
   gather.required_attrs = {"start", "count", "top_k"};
@@ -95,6 +96,7 @@ OpDef combine_op() {
   OpDef combine;
   combine.name = "ExpertCombine";
   combine.memory_recipe = "expert_combine";
+  combine.sized_by_batch = true;  // start and count: its share of the tokens
   combine.feature_kind = "Add";
   combine.category = "elementwise";
   combine.min_inputs = 2;
