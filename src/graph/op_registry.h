@@ -22,7 +22,9 @@ struct OpView {
   DType in_dtype(int index) const { return inputs.at(static_cast<size_t>(index))->dtype; }
   // InputError("node 'name' (Op): message")
   [[noreturn]] void fail(const std::string& message) const;
-  void check(bool condition, const std::string& message) const {
+  // A fixed message; a message built of parts is built only on failure: `if (!condition) view.fail(parts)` (every
+  // shape rule runs for every node of every forecast).
+  void check(bool condition, const char* message) const {
     if (!condition) fail(message);
   }
 };
