@@ -231,11 +231,11 @@ Graph load_base_model(const std::string& source, const models::ModelSpec& spec) 
 // every attention node marked fused (graph/ops_attention.cpp).
 Graph with_lora(Graph graph, const models::ModelSpec& spec) {
   if (!spec.lora.empty()) graph = apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
-  if (!spec.quantize.empty()) graph = apply_quantization(graph, spec.quantize);
+  if (!spec.quantize.empty()) graph = apply_quantization(std::move(graph), spec.quantize);
   if (spec.expert_balance != 1.0 && std::none_of(graph.nodes().begin(), graph.nodes().end(),
                                                  [](const Node& node) { return node.op == "TopKRouting"; }))
     throw InputError("expert balance: " + quote(graph.name) + " is no mixture of experts (it has no router)");
-  if (spec.checkpointing) graph = apply_checkpointing(graph);
+  if (spec.checkpointing) graph = apply_checkpointing(std::move(graph));
   if (spec.attention == "sdpa") {
     bool any = false;
     for (Node& node : graph.mutable_nodes())
