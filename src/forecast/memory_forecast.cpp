@@ -68,10 +68,14 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   search.keep_events = false;
   auto required_at = [&](const Graph& graph) { return required_of(graph, memory::simulate_memory(graph, search)); };
   if (request.batch_limit > 0) {
-    // The requested batch was simulated above: the search takes its bytes rather than simulating it again.
+    // The requested batch was simulated above: the search takes its bytes rather than simulating it again. Each
+    // other batch resizes one copy of the graph rather than building it anew (ModelSource::rebatch).
+    Graph resized = result.graph;
     result.max_batch = memory::largest_fitting(
         [&](int64_t candidate) {
-          return candidate == result.batch ? required : required_at(request.model.build_at_batch(candidate));
+          if (candidate == result.batch) return required;
+          request.model.rebatch(resized, candidate);
+          return required_at(resized);
         },
         request.batch_limit, request.batch_cap);
   }

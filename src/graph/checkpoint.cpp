@@ -15,16 +15,15 @@ bool has_blocks(const Graph& graph) {
   return false;
 }
 
-Graph apply_checkpointing(const Graph& graph, const std::string& what) {
+Graph apply_checkpointing(Graph graph, const std::string& what) {
   if (!has_blocks(graph))
     throw InputError(what + ": " + quote(graph.name) +
                      " has no transformer blocks to checkpoint (the decoders and encoders of the zoo and of "
                      "config.json files have them)");
-  Graph copy = graph;
-  for (Node& node : copy.mutable_nodes())
+  for (Node& node : graph.mutable_nodes())
     if (node.has_attr("block")) node.attrs["checkpoint"] = int64_t{1};
-  checkpoint_segments(copy);  // a graph JSON's labels may be out of order
-  return copy;
+  checkpoint_segments(graph);  // a graph JSON's labels may be out of order
+  return graph;
 }
 
 std::vector<CheckpointSegment> checkpoint_segments(const Graph& graph) {

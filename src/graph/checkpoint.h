@@ -31,8 +31,9 @@ inline int64_t checkpoint_block(const Node& node) {
 bool has_blocks(const Graph& graph);
 
 // The graph with every node of a block marked checkpoint=1. Throws InputError when the graph has no blocks
-// ("--checkpointing: 'resnet50' has no transformer blocks to checkpoint ...") naming `what`.
-Graph apply_checkpointing(const Graph& graph, const std::string& what = "checkpointing");
+// ("--checkpointing: 'resnet50' has no transformer blocks to checkpoint ...") naming `what`. Taken by value, as
+// apply_quantization.
+Graph apply_checkpointing(Graph graph, const std::string& what = "checkpointing");
 
 // The checkpointed blocks of a graph, in graph order (empty when none). Throws InputError when a block's nodes
 // are not contiguous, or hold an Input or a loss.

@@ -64,8 +64,8 @@ inline SavedTensor saved_extra(int64_t bytes, const std::string& what) {
 // Axis in [-rank, rank) -> [0, rank); InputError naming the node otherwise.
 inline int normalize_axis(const OpView& view, int64_t axis, int rank) {
   int64_t normal = axis < 0 ? axis + rank : axis;
-  view.check(normal >= 0 && normal < rank,
-             "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  if (!(normal >= 0 && normal < rank))
+    view.fail("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
   return static_cast<int>(normal);
 }
 
@@ -77,8 +77,9 @@ inline std::vector<int64_t> broadcast_dims(const OpView& view, const std::vector
   for (size_t axis = 0; axis < rank; ++axis) {
     int64_t left = axis < rank - left_dims.size() ? 1 : left_dims[axis - (rank - left_dims.size())];
     int64_t right = axis < rank - right_dims.size() ? 1 : right_dims[axis - (rank - right_dims.size())];
-    view.check(left == right || left == 1 || right == 1, "cannot broadcast " + TensorShape(left_dims).to_string() +
-                                                             " with " + TensorShape(right_dims).to_string());
+    if (!(left == right || left == 1 || right == 1))
+      view.fail("cannot broadcast " + TensorShape(left_dims).to_string() + " with " +
+                TensorShape(right_dims).to_string());
     dims[axis] = std::max(left, right);
   }
   return dims;

@@ -22,7 +22,9 @@ struct OpView {
   DType in_dtype(int index) const { return inputs.at(static_cast<size_t>(index))->dtype; }
   // InputError("node 'name' (Op): message")
   [[noreturn]] void fail(const std::string& message) const;
-  void check(bool condition, const std::string& message) const {
+  // A fixed message; a message built of parts is built only on failure: `if (!condition) view.fail(parts)` (every
+  // shape rule runs for every node of every forecast).
+  void check(bool condition, const char* message) const {
     if (!condition) fail(message);
   }
 };
@@ -77,6 +79,10 @@ struct OpDef {
   //   reads (graph/inplace.h), and whether its own output is such a fresh tensor.
   bool runs_inplace = false;
   bool fresh_output = false;
+  // - its attributes were sized by the batch the graph was built at (a mixture of experts' token shares,
+  //   models/moe.h): another batch builds such a graph anew rather than inferring its shapes again
+  //   (import::ModelSource::rebatch).
+  bool sized_by_batch = false;
 
   // The feature kind of a node of this op: kind(view), else feature_kind, else the op name.
   std::string feature_kind_of(const OpView& view) const {

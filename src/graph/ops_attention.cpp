@@ -58,11 +58,11 @@ AttentionGeometry attention_geometry(const OpView& view) {
   const TensorShape& q = view.in(0);
   const TensorShape& k = view.in(1);
   const TensorShape& v = view.in(2);
-  view.check(q[0] == k[0] && q[0] == v[0] && q[1] == k[1] && q[1] == v[1],
-             "q " + q.to_string() + ", k " + k.to_string() + ", v " + v.to_string() +
-                 " must agree in batch and heads (N x heads x L x d)");
-  view.check(q[3] == k[3], "q " + q.to_string() + " and k " + k.to_string() + " differ in head size");
-  view.check(k[2] == v[2], "k " + k.to_string() + " and v " + v.to_string() + " differ in length");
+  if (!(q[0] == k[0] && q[0] == v[0] && q[1] == k[1] && q[1] == v[1]))
+    view.fail("q " + q.to_string() + ", k " + k.to_string() + ", v " + v.to_string() +
+              " must agree in batch and heads (N x heads x L x d)");
+  if (q[3] != k[3]) view.fail("q " + q.to_string() + " and k " + k.to_string() + " differ in head size");
+  if (k[2] != v[2]) view.fail("k " + k.to_string() + " and v " + v.to_string() + " differ in length");
   AttentionGeometry g;
   g.batch_heads = checked_mul(q[0], q[1]);
   g.query_len = q[2];
@@ -88,9 +88,10 @@ OpDef matmul_op() {
   matmul.shape = [](const OpView& view) {
     const TensorShape& a = view.in(0);
     const TensorShape& b = view.in(1);
-    view.check(a.rank() >= 2 && b.rank() >= 2,
-               "expected inputs of rank 2 or more, got " + a.to_string() + " and " + b.to_string());
-    view.check(a.dims.back() == b[b.rank() - 2], "inner dimensions differ: " + a.to_string() + " @ " + b.to_string());
+    if (!(a.rank() >= 2 && b.rank() >= 2))
+      view.fail("expected inputs of rank 2 or more, got " + a.to_string() + " and " + b.to_string());
+    if (a.dims.back() != b[b.rank() - 2])
+      view.fail("inner dimensions differ: " + a.to_string() + " @ " + b.to_string());
     std::vector<int64_t> batch = ops::broadcast_dims(view, std::vector<int64_t>(a.dims.begin(), a.dims.end() - 2),
                                                      std::vector<int64_t>(b.dims.begin(), b.dims.end() - 2));
     batch.push_back(a[a.rank() - 2]);
@@ -152,8 +153,8 @@ OpDef embedding_op() {
   embedding.category = "embedding";
   embedding.required_attrs = {"num_embeddings", "embedding_dim"};
   embedding.shape = [](const OpView& view) {
-    view.check(view.in_dtype(0) == DType::I64,
-               std::string("expected i64 indices, got ") + dtype_name(view.in_dtype(0)) + " input");
+    if (view.in_dtype(0) != DType::I64)
+      view.fail(std::string("expected i64 indices, got ") + dtype_name(view.in_dtype(0)) + " input");
     int64_t rows = view.node.attr_int("num_embeddings");
     int64_t dim = view.node.attr_int("embedding_dim");
     view.check(rows > 0 && dim > 0, "num_embeddings and embedding_dim must be positive");
@@ -241,8 +242,9 @@ OpDef position_op() {
     ops::require_rank(view, 0, 3);
     int64_t length = view.node.attr_int("length");
     view.check(length > 0, "length must be positive");
-    view.check(view.in(0)[1] <= length, "sequence of " + std::to_string(view.in(0)[1]) +
-                                            " positions exceeds the table's " + std::to_string(length));
+    if (view.in(0)[1] > length)
+      view.fail("sequence of " + std::to_string(view.in(0)[1]) + " positions exceeds the table's " +
+                std::to_string(length));
     return view.in(0);
   };
   position.cost = [](const OpView& view) {
@@ -294,9 +296,9 @@ OpDef rotary_op() {
     ops::require_rank(view, 0, 4);
     int64_t head_dim = view.in(0)[3];
     int64_t rotary_dim = view.node.attr_int("rotary_dim", head_dim);
-    view.check(rotary_dim > 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0,
-               "rotary_dim " + std::to_string(rotary_dim) + " must be even and in [2, " + std::to_string(head_dim) +
-                   "] (the head size)");
+    if (!(rotary_dim > 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0))
+      view.fail("rotary_dim " + std::to_string(rotary_dim) + " must be even and in [2, " + std::to_string(head_dim) +
+                "] (the head size)");
     view.check(view.node.attr_float("theta", 10000.0) > 0.0, "theta must be positive");
     return view.in(0);
   };

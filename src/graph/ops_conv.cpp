@@ -70,11 +70,11 @@ void register_conv_ops(OpRegistry& registry) {
     const TensorShape& in = view.in(0);
     int64_t height = ops::window_out(in[2], g.kernel[0], g.stride[0], g.padding[0], g.dilation[0], false);
     int64_t width = ops::window_out(in[3], g.kernel[1], g.stride[1], g.padding[1], g.dilation[1], false);
-    view.check(height > 0 && width > 0, "kernel " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
-                                            std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) +
-                                            " larger than the padded input " +
-                                            std::to_string(in[2] + 2 * g.padding[0]) + "x" +
-                                            std::to_string(in[3] + 2 * g.padding[1]) + " of " + in.to_string());
+    if (!(height > 0 && width > 0))
+      view.fail("kernel " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
+                std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) + " larger than the padded input " +
+                std::to_string(in[2] + 2 * g.padding[0]) + "x" + std::to_string(in[3] + 2 * g.padding[1]) + " of " +
+                in.to_string());
     return TensorShape{in[0], g.out_channels, height, width};
   };
   conv.cost = [](const OpView& view) {
@@ -110,7 +110,7 @@ void register_conv_ops(OpRegistry& registry) {
       dims[axis] = checked_sum({checked_mul(in[2 + axis] - 1, g.stride[axis]), checked_mul(-2, g.padding[axis]),
                                 checked_mul(g.dilation[axis], g.kernel[axis] - 1), extra[axis], 1});
     }
-    view.check(dims[0] > 0 && dims[1] > 0, "padding too large for the input " + in.to_string());
+    if (!(dims[0] > 0 && dims[1] > 0)) view.fail("padding too large for the input " + in.to_string());
     return TensorShape{in[0], g.out_channels, dims[0], dims[1]};
   };
   deconv.cost = [](const OpView& view) {

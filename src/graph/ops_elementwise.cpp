@@ -22,8 +22,8 @@ TensorShape broadcast(const OpView& view) {
     for (size_t axis = 0; axis < rank; ++axis) {
       int64_t left = axis < rank - out.dims.size() ? 1 : out.dims[axis - (rank - out.dims.size())];
       int64_t right = axis < rank - other.dims.size() ? 1 : other.dims[axis - (rank - other.dims.size())];
-      view.check(left == right || left == 1 || right == 1,
-                 "cannot broadcast " + out.to_string() + " with " + other.to_string());
+      if (!(left == right || left == 1 || right == 1))
+        view.fail("cannot broadcast " + out.to_string() + " with " + other.to_string());
       dims[axis] = std::max(left, right);
     }
     out.dims = dims;

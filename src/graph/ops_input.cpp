@@ -15,7 +15,8 @@ void register_input_ops(OpRegistry& registry) {
   input.shape = [](const OpView& view) {
     TensorShape shape(view.node.attr_ints("shape"));
     view.check(shape.rank() >= 1, "shape must have at least one dimension");
-    for (int64_t dim : shape.dims) view.check(dim > 0, "shape " + shape.to_string() + " has a non-positive dimension");
+    for (int64_t dim : shape.dims)
+      if (dim <= 0) view.fail("shape " + shape.to_string() + " has a non-positive dimension");
     return shape;
   };
   input.dtype = [](const OpView& view) {

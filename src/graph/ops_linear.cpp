@@ -20,7 +20,7 @@ void register_linear_ops(OpRegistry& registry) {
   linear.category = "linear";
   linear.required_attrs = {"out_features"};
   linear.shape = [](const OpView& view) {
-    view.check(view.in(0).rank() >= 2, "expected an input of rank 2 or more, got " + view.in(0).to_string());
+    if (view.in(0).rank() < 2) view.fail("expected an input of rank 2 or more, got " + view.in(0).to_string());
     int64_t out_features = view.node.attr_int("out_features");
     view.check(out_features > 0, "out_features must be positive");
     view.node.attr_str("tied_to", "");  // type check; the target is checked by Graph::validate

@@ -18,7 +18,7 @@ void register_loss_ops(OpRegistry& registry) {
   cross_entropy.feature_kind = "Loss";
   cross_entropy.category = "loss";
   cross_entropy.shape = [](const OpView& view) {
-    view.check(view.in(0).rank() >= 2, "expected logits N x C, got " + view.in(0).to_string());
+    if (view.in(0).rank() < 2) view.fail("expected logits N x C, got " + view.in(0).to_string());
     return TensorShape{};
   };
   cross_entropy.dtype = [](const OpView&) { return DType::F32; };
@@ -44,8 +44,9 @@ void register_loss_ops(OpRegistry& registry) {
   mse.max_inputs = 2;
   mse.shape = [](const OpView& view) {
     if (view.inputs.size() == 2)
-      view.check(view.in(0) == view.in(1),
-                 "prediction " + view.in(0).to_string() + " and target " + view.in(1).to_string() + " differ in shape");
+      if (view.in(0) != view.in(1))
+        view.fail("prediction " + view.in(0).to_string() + " and target " + view.in(1).to_string() +
+                  " differ in shape");
     return TensorShape{};
   };
   mse.dtype = [](const OpView&) { return DType::F32; };

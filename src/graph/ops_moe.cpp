@@ -23,11 +23,11 @@ int64_t token_count(const TensorShape& shape) { return shape.numel() / std::max<
 void check_positions(const OpView& view, int64_t tokens, int64_t top_k) {
   const int64_t start = view.node.attr_int("start"), count = view.node.attr_int("count");
   view.check(top_k > 0, "top_k must be positive");
-  view.check(count > 0 && count <= tokens,
-             "an expert takes 1 to " + std::to_string(tokens) + " tokens, got " + std::to_string(count));
-  view.check(start >= 0 && start + count <= checked_mul(tokens, top_k),
-             "positions [" + std::to_string(start) + ", " + std::to_string(start + count) + ") outside the " +
-                 std::to_string(tokens * top_k) + " routed slots");
+  if (!(count > 0 && count <= tokens))
+    view.fail("an expert takes 1 to " + std::to_string(tokens) + " tokens, got " + std::to_string(count));
+  if (!(start >= 0 && start + count <= checked_mul(tokens, top_k)))
+    view.fail("positions [" + std::to_string(start) + ", " + std::to_string(start + count) + ") outside the " +
+              std::to_string(tokens * top_k) + " routed slots");
 }
 
 OpDef routing_op() {
@@ -42,8 +42,8 @@ OpDef routing_op() {
   routing.shape = [](const OpView& view) {
     TensorShape out = view.in(0);
     const int64_t experts = out.dims.back(), top_k = view.node.attr_int("top_k");
-    view.check(top_k > 0 && top_k <= experts,
-               "top_k " + std::to_string(top_k) + " of " + std::to_string(experts) + " experts");
+    if (!(top_k > 0 && top_k <= experts))
+      view.fail("top_k " + std::to_string(top_k) + " of " + std::to_string(experts) + " experts");
     view.check(token_count(view.in(1)) == token_count(out), "router logits and hidden states differ in tokens");
     out.dims.back() = top_k;
     return out;
@@ -72,12 +72,13 @@ OpDef gather_op() {
   OpDef gather;
   gather.name = "ExpertGather";
   gather.memory_recipe = "expert_gather";
+  gather.sized_by_batch = true;  // start and count: its share of the tokens
   gather.feature_kind = "Slice";
   gather.category = "shape";
   gather.required_attrs = {"start", "count", "top_k"};
   gather.shape = [](const OpView& view) {
     const TensorShape& in = view.in(0);
-    view.check(in.rank() >= 2, "expected the hidden states (tokens x width), got " + in.to_string());
+    if (in.rank() < 2) view.fail("expected the hidden states (tokens x width), got " + in.to_string());
     check_positions(view, token_count(in), view.node.attr_int("top_k"));
     return TensorShape{view.node.attr_int("count"), in.dims.back()};
   };
@@ -95,6 +96,7 @@ OpDef combine_op() {
   OpDef combine;
   combine.name = "ExpertCombine";
   combine.memory_recipe = "expert_combine";
+  combine.sized_by_batch = true;  // start and count: its share of the tokens
   combine.feature_kind = "Add";
   combine.category = "elementwise";
   combine.min_inputs = 2;
@@ -105,12 +107,12 @@ OpDef combine_op() {
   combine.shape = [](const OpView& view) {
     const TensorShape& output = view.in(0);
     const TensorShape& weights = view.in(1);
-    view.check(output.rank() == 2 && output[0] == view.node.attr_int("count"),
-               "expected the expert's output (count x width), got " + output.to_string());
+    if (!(output.rank() == 2 && output[0] == view.node.attr_int("count")))
+      view.fail("expected the expert's output (count x width), got " + output.to_string());
     check_positions(view, token_count(weights), weights.dims.back());
     TensorShape out{token_count(weights), output[1]};
     if (view.inputs.size() == 3)
-      view.check(view.in(2) == out, "the sum so far is " + view.in(2).to_string() + ", expected " + out.to_string());
+      if (view.in(2) != out) view.fail("the sum so far is " + view.in(2).to_string() + ", expected " + out.to_string());
     return out;
   };
   combine.dtype = [](const OpView& view) { return view.in_dtype(1); };

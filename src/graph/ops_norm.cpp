@@ -55,14 +55,14 @@ void register_norm_ops(OpRegistry& registry) {
     const TensorShape& in = view.in(0);
     std::vector<int64_t> normalized = view.node.attr_ints("normalized_shape");
     view.check(!normalized.empty(), "normalized_shape is empty");
-    view.check(
-        in.rank() >= static_cast<int>(normalized.size()),
-        "normalized_shape " + TensorShape(normalized).to_string() + " has more axes than the input " + in.to_string());
+    if (in.rank() < static_cast<int>(normalized.size()))
+      view.fail("normalized_shape " + TensorShape(normalized).to_string() + " has more axes than the input " +
+                in.to_string());
     size_t offset = in.dims.size() - normalized.size();
     for (size_t axis = 0; axis < normalized.size(); ++axis)
-      view.check(in.dims[offset + axis] == normalized[axis], "normalized_shape " + TensorShape(normalized).to_string() +
-                                                                 " does not match the last dimensions of the input " +
-                                                                 in.to_string());
+      if (in.dims[offset + axis] != normalized[axis])
+        view.fail("normalized_shape " + TensorShape(normalized).to_string() +
+                  " does not match the last dimensions of the input " + in.to_string());
     view.check(view.node.attr_float("eps", 1e-5) >= 0.0, "eps must be non-negative");
     return in;
   };
@@ -90,11 +90,11 @@ void register_norm_ops(OpRegistry& registry) {
   groupnorm.required_attrs = {"groups"};
   groupnorm.shape = [](const OpView& view) {
     const TensorShape& in = view.in(0);
-    view.check(in.rank() >= 2, "expected an input N x C x ..., got " + in.to_string());
+    if (in.rank() < 2) view.fail("expected an input N x C x ..., got " + in.to_string());
     int64_t groups = view.node.attr_int("groups");
     view.check(groups > 0, "groups must be positive");
-    view.check(in[1] % groups == 0,
-               "channels " + std::to_string(in[1]) + " not divisible by groups " + std::to_string(groups));
+    if (in[1] % groups != 0)
+      view.fail("channels " + std::to_string(in[1]) + " not divisible by groups " + std::to_string(groups));
     view.check(view.node.attr_float("eps", 1e-5) >= 0.0, "eps must be non-negative");
     return in;
   };

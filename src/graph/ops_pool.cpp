@@ -39,10 +39,11 @@ TensorShape pool_shape(const OpView& view) {
   const TensorShape& in = view.in(0);
   int64_t height = ops::window_out(in[2], g.kernel[0], g.stride[0], g.padding[0], g.dilation[0], g.ceil_mode);
   int64_t width = ops::window_out(in[3], g.kernel[1], g.stride[1], g.padding[1], g.dilation[1], g.ceil_mode);
-  view.check(height > 0 && width > 0, "pooling window " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
-                                          std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) +
-                                          " larger than the padded input " + std::to_string(in[2] + 2 * g.padding[0]) +
-                                          "x" + std::to_string(in[3] + 2 * g.padding[1]) + " of " + in.to_string());
+  if (!(height > 0 && width > 0))
+    view.fail("pooling window " + std::to_string(g.dilation[0] * (g.kernel[0] - 1) + 1) + "x" +
+              std::to_string(g.dilation[1] * (g.kernel[1] - 1) + 1) + " larger than the padded input " +
+              std::to_string(in[2] + 2 * g.padding[0]) + "x" + std::to_string(in[3] + 2 * g.padding[1]) + " of " +
+              in.to_string());
   return TensorShape{in[0], in[1], height, width};
 }
 

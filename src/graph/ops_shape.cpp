@@ -36,14 +36,14 @@ OpCost view_cost(const OpView& view) {
 
 TensorShape permuted(const OpView& view, const std::vector<int64_t>& dims) {
   const TensorShape& in = view.in(0);
-  view.check(static_cast<int>(dims.size()) == in.rank(), "permutation " + TensorShape(dims).to_string() + " has " +
-                                                             std::to_string(dims.size()) + " axes, input " +
-                                                             in.to_string() + " has " + std::to_string(in.rank()));
+  if (static_cast<int>(dims.size()) != in.rank())
+    view.fail("permutation " + TensorShape(dims).to_string() + " has " + std::to_string(dims.size()) + " axes, input " +
+              in.to_string() + " has " + std::to_string(in.rank()));
   std::vector<bool> used(dims.size(), false);
   TensorShape out;
   for (int64_t axis : dims) {
     int normal = normalize_axis(view, axis, in.rank());
-    view.check(!used[static_cast<size_t>(normal)], "axis " + std::to_string(axis) + " repeated in the permutation");
+    if (used[static_cast<size_t>(normal)]) view.fail("axis " + std::to_string(axis) + " repeated in the permutation");
     used[static_cast<size_t>(normal)] = true;
     out.dims.push_back(in[normal]);
   }
@@ -86,8 +86,9 @@ OpDef concat_op() {
       const TensorShape& other = view.in(static_cast<int>(index));
       bool same = other.rank() == out.rank();
       for (int dim = 0; same && dim < out.rank(); ++dim) same = dim == axis || other[dim] == out[dim];
-      view.check(same, "input " + std::to_string(index) + " shape " + other.to_string() + " does not match " +
-                           view.in(0).to_string() + " outside axis " + std::to_string(axis));
+      if (!same)
+        view.fail("input " + std::to_string(index) + " shape " + other.to_string() + " does not match " +
+                  view.in(0).to_string() + " outside axis " + std::to_string(axis));
       out.dims[static_cast<size_t>(axis)] += other[axis];
     }
     return out;
@@ -110,32 +111,33 @@ OpDef reshape_op() {
     int64_t known = 1;
     for (size_t axis = 0; axis < dims.size(); ++axis) {
       if (dims[axis] == -1) {
-        view.check(inferred < 0, "attribute 'shape' " + TensorShape(dims).to_string() + " has more than one -1");
+        if (inferred >= 0) view.fail("attribute 'shape' " + TensorShape(dims).to_string() + " has more than one -1");
         inferred = static_cast<int>(axis);
         continue;
       }
       if (dims[axis] == 0) {
-        view.check(static_cast<int>(axis) < in.rank(), "shape entry 0 at position " + std::to_string(axis) +
-                                                           " but the input " + in.to_string() + " has rank " +
-                                                           std::to_string(in.rank()));
+        if (static_cast<int>(axis) >= in.rank())
+          view.fail("shape entry 0 at position " + std::to_string(axis) + " but the input " + in.to_string() +
+                    " has rank " + std::to_string(in.rank()));
         dims[axis] = in[static_cast<int>(axis)];
       }
-      view.check(dims[axis] > 0, "shape entry " + std::to_string(dims[axis]) + " must be positive, 0 or -1");
+      if (dims[axis] <= 0) view.fail("shape entry " + std::to_string(dims[axis]) + " must be positive, 0 or -1");
       // known never exceeds the input's elements, so the product cannot wrap (a wrap to 0 was a SIGFPE).
-      view.check(dims[axis] <= in.numel() / known, "cannot reshape " + in.to_string() + " (" +
-                                                       std::to_string(in.numel()) + " elements) into " +
-                                                       TensorShape(view.node.attr_ints("shape")).to_string());
+      if (dims[axis] > in.numel() / known)
+        view.fail("cannot reshape " + in.to_string() + " (" + std::to_string(in.numel()) + " elements) into " +
+                  TensorShape(view.node.attr_ints("shape")).to_string());
       known *= dims[axis];
     }
     if (inferred >= 0) {
-      view.check(in.numel() % known == 0, "cannot reshape " + in.to_string() + " (" + std::to_string(in.numel()) +
-                                              " elements) with -1 and " + std::to_string(known) + " known");
+      if (in.numel() % known != 0)
+        view.fail("cannot reshape " + in.to_string() + " (" + std::to_string(in.numel()) + " elements) with -1 and " +
+                  std::to_string(known) + " known");
       dims[static_cast<size_t>(inferred)] = in.numel() / known;
     }
     TensorShape out(dims);
-    view.check(out.numel() == in.numel(), "cannot reshape " + in.to_string() + " (" + std::to_string(in.numel()) +
-                                              " elements) into " + out.to_string() + " (" +
-                                              std::to_string(out.numel()) + ")");
+    if (out.numel() != in.numel())
+      view.fail("cannot reshape " + in.to_string() + " (" + std::to_string(in.numel()) + " elements) into " +
+                out.to_string() + " (" + std::to_string(out.numel()) + ")");
     return out;
   };
   reshape.cost = [](const OpView&) { return OpCost{}; };
@@ -188,10 +190,10 @@ OpDef slice_op() {
     if (start < 0) start += size;
     if (end < 0) end += size;
     end = std::min(end, size);
-    view.check(start >= 0 && start < end, "empty or out-of-range slice [" +
-                                              std::to_string(view.node.attr_int("start")) + ", " +
-                                              std::to_string(view.node.attr_int("end")) + ") of axis " +
-                                              std::to_string(axis) + " (size " + std::to_string(size) + ")");
+    if (!(start >= 0 && start < end))
+      view.fail("empty or out-of-range slice [" + std::to_string(view.node.attr_int("start")) + ", " +
+                std::to_string(view.node.attr_int("end")) + ") of axis " + std::to_string(axis) + " (size " +
+                std::to_string(size) + ")");
     out.dims[static_cast<size_t>(axis)] = end - start;
     return out;
   };
@@ -210,8 +212,8 @@ OpDef shuffle_op() {
     int64_t groups = view.node.attr_int("groups");
     int64_t channels = view.in(0)[1];
     view.check(groups > 0, "groups must be positive");
-    view.check(channels % groups == 0,
-               "channels " + std::to_string(channels) + " not divisible by groups " + std::to_string(groups));
+    if (channels % groups != 0)
+      view.fail("channels " + std::to_string(channels) + " not divisible by groups " + std::to_string(groups));
     return view.in(0);
   };
   shuffle.cost = copy_cost;

@@ -28,14 +28,13 @@ int64_t quantized_weight_bytes(int64_t numel, int64_t out_features, const std::s
   return (numel + 1) / 2 + blocks + nested * 4 + 4;  // packed codes, 8-bit absmax, fp32 absmax, fp32 offset
 }
 
-Graph apply_quantization(const Graph& graph, const std::string& kind) {
+Graph apply_quantization(Graph graph, const std::string& kind) {
   std::vector<bool> output(static_cast<size_t>(graph.size()), false);
   for (int index : graph.outputs()) output[static_cast<size_t>(index)] = true;
   bool any_frozen = false;
   int quantized = 0;
-  Graph result = graph;
-  for (int index = 0; index < result.size(); ++index) {
-    Node& node = result.mutable_nodes()[static_cast<size_t>(index)];
+  for (int index = 0; index < graph.size(); ++index) {
+    Node& node = graph.mutable_nodes()[static_cast<size_t>(index)];
     any_frozen = any_frozen || node.frozen();
     if (node.op != "Linear" || !node.frozen() || is_adapter(node.name) || output[static_cast<size_t>(index)] ||
         node.has_attr("tied_to"))
@@ -49,10 +48,10 @@ Graph apply_quantization(const Graph& graph, const std::string& kind) {
                      "LoRA fine-tune: give --lora too)");
   if (quantized == 0)
     throw InputError("quantize " + quote(kind) + ": " + quote(graph.name) + " has no frozen Linear to quantize");
-  result.notes.push_back("base weights quantized " + kind +
-                         " as bitsandbytes stores them (no measurement: bitsandbytes is not in Debian and runs on "
-                         "CUDA only; layout and dequantization from its code, graph/quantize.h)");
-  return result;
+  graph.notes.push_back("base weights quantized " + kind +
+                        " as bitsandbytes stores them (no measurement: bitsandbytes is not in Debian and runs on "
+                        "CUDA only; layout and dequantization from its code, graph/quantize.h)");
+  return graph;
 }
 
 }  // namespace dnncast

@@ -26,7 +26,8 @@ int64_t quantized_weight_bytes(int64_t numel, int64_t out_features, const std::s
 
 // The graph with every frozen Linear but the LM head (the Linear whose output is a graph output) and LoRA's
 // adapters marked quantize=KIND. InputError where nothing is frozen (quantized weights cannot be trained: give a
-// LoRA fine-tune) or no Linear is left to quantize. `graph` must be shape-inferred; so is the result.
-Graph apply_quantization(const Graph& graph, const std::string& kind);
+// LoRA fine-tune) or no Linear is left to quantize. `graph` must be shape-inferred; so is the result. Taken by value:
+// a caller done with its graph moves it in rather than copying every node.
+Graph apply_quantization(Graph graph, const std::string& kind);
 
 }  // namespace dnncast

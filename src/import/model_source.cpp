@@ -15,6 +15,7 @@
 #include "core/text.h"
 #include "graph/checkpoint.h"
 #include "graph/lora.h"
+#include "graph/op_registry.h"
 #include "graph/quantize.h"
 #include "import/graph_json.h"
 #include "import/hub_cache.h"
@@ -230,11 +231,11 @@ Graph load_base_model(const std::string& source, const models::ModelSpec& spec) 
 // every attention node marked fused (graph/ops_attention.cpp).
 Graph with_lora(Graph graph, const models::ModelSpec& spec) {
   if (!spec.lora.empty()) graph = apply_lora(graph, parse_lora(spec.lora, "lora " + quote(spec.lora)));
-  if (!spec.quantize.empty()) graph = apply_quantization(graph, spec.quantize);
+  if (!spec.quantize.empty()) graph = apply_quantization(std::move(graph), spec.quantize);
   if (spec.expert_balance != 1.0 && std::none_of(graph.nodes().begin(), graph.nodes().end(),
                                                  [](const Node& node) { return node.op == "TopKRouting"; }))
     throw InputError("expert balance: " + quote(graph.name) + " is no mixture of experts (it has no router)");
-  if (spec.checkpointing) graph = apply_checkpointing(graph);
+  if (spec.checkpointing) graph = apply_checkpointing(std::move(graph));
   if (spec.attention == "sdpa") {
     bool any = false;
     for (Node& node : graph.mutable_nodes())
@@ -244,7 +245,36 @@ Graph with_lora(Graph graph, const models::ModelSpec& spec) {
   return graph;
 }
 
+// Sets the batch of `graph`'s inputs and infers its shapes again; false (the graph half done) where that might differ
+// from a build at that batch: an op whose attributes the batch sized, or a build that might refuse the batch (past
+// the smallest of the size limits check_size applies, or a shape rule's refusal).
+bool resized_to_batch(Graph& graph, int64_t batch) {
+  const OpRegistry& registry = OpRegistry::instance();
+  for (const Node& node : graph.nodes())
+    if (registry.get(node.op).sized_by_batch) return false;
+  for (int index : graph.inputs()) {
+    Node& node = graph.mutable_nodes()[static_cast<size_t>(index)];
+    std::vector<int64_t> shape = node.shape.dims;
+    if (shape.empty() || bounded_product(batch, {shape.begin() + 1, shape.end()}, kMaxTokens) < 0) return false;
+    shape[0] = batch;
+    node.attrs["shape"] = shape;
+  }
+  try {
+    graph.infer_shapes();
+  } catch (const InputError&) {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool ModelSource::rebatch(Graph& graph, int64_t batch) const {
+  const bool built_here = !builder && model_source_kind(name) != ModelSourceKind::Onnx;
+  if (built_here && resized_to_batch(graph, batch)) return true;
+  graph = build_at_batch(batch);
+  return false;
+}
 
 Graph load_model(const std::string& source, const models::ModelSpec& spec) {
   check_spec(spec);

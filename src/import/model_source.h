@@ -63,6 +63,12 @@ struct ModelSource {
     at.batch = batch;
     return build(at);
   }
+  // `graph` (this source's graph at some batch) made what build_at_batch(batch) returns: its inputs' batch set and
+  // its shapes inferred again, several times faster than a build (a search over batches), where that is exactly
+  // what a build gives; built anew where the batch may enter more than the inputs (a builder given, an ONNX file,
+  // an op sized by the batch: OpDef::sized_by_batch) or where a size limit or a shape rule might refuse it (so
+  // that the refusal is the build's own). Returns whether it resized the graph (false: built anew).
+  bool rebatch(Graph& graph, int64_t batch) const;
 };
 
 // What a user gave about a model, as a front end reads it (the CLI's options, serve's fields, Python's keywords),
