@@ -101,19 +101,20 @@ static void print_cuda_parts(const forecast::MemoryForecast& forecast) {
 }
 
 // One GPU's share under a multi-GPU plan (memory/sharding.h), and the collectives of a step.
+static void print_part(const char* label, int64_t bytes) {
+  std::printf("  %-34s %11s\n", label, format_bytes(bytes).c_str());
+}
+
 static void print_sharded(const memory::ShardedMemory& sharded, const std::string& link, double link_gbs) {
   std::printf("%s over %lld GPUs (%lld per node): one GPU holds %s (a model, not a measurement)\n",
               memory::sharding_name(sharded.plan.strategy), static_cast<long long>(sharded.plan.gpus),
               static_cast<long long>(sharded.plan.gpus_per_node), format_bytes(sharded.required_bytes).c_str());
-  auto row = [](const char* label, int64_t bytes) {
-    std::printf("  %-34s %11s\n", label, format_bytes(bytes).c_str());
-  };
-  row("parameters", sharded.parameter_bytes);
-  row("gradients", sharded.gradient_bytes);
-  row("optimizer state", sharded.optimizer_state_bytes);
-  row("activations, inputs, temporaries", sharded.other_bytes);
-  row("gathered from other GPUs", sharded.gathered_bytes);
-  row("communication buckets", sharded.bucket_bytes);
+  print_part("parameters", sharded.parameter_bytes);
+  print_part("gradients", sharded.gradient_bytes);
+  print_part("optimizer state", sharded.optimizer_state_bytes);
+  print_part("activations, inputs, temporaries", sharded.other_bytes);
+  print_part("gathered from other GPUs", sharded.gathered_bytes);
+  print_part("communication buckets", sharded.bucket_bytes);
   for (const std::string& note : sharded.notes) std::printf("  note: %s\n", note.c_str());
   for (const memory::Collective& collective : sharded.collectives) {
     if (collective.seconds)
@@ -133,14 +134,11 @@ static void print_parallel(const gpu::ParallelMemory& memory, const gpu::Paralle
       "measurement)\n",
       gpu::describe(plan).c_str(), static_cast<long long>(plan.gpus()), format_bytes(memory.required_bytes).c_str(),
       memory.stage, static_cast<long long>(memory.in_flight), memory.in_flight == 1 ? "" : "es");
-  auto row = [](const char* label, int64_t bytes) {
-    std::printf("  %-34s %11s\n", label, format_bytes(bytes).c_str());
-  };
-  row("parameters", memory.parameter_bytes);
-  row("gradients", memory.gradient_bytes);
-  row("optimizer state", memory.optimizer_state_bytes);
-  row("activations, inputs, temporaries", memory.activation_bytes);
-  row("DDP's gradient buckets", memory.bucket_bytes);
+  print_part("parameters", memory.parameter_bytes);
+  print_part("gradients", memory.gradient_bytes);
+  print_part("optimizer state", memory.optimizer_state_bytes);
+  print_part("activations, inputs, temporaries", memory.activation_bytes);
+  print_part("DDP's gradient buckets", memory.bucket_bytes);
 }
 
 void print_memory(const forecast::MemoryForecast& forecast, const Measured& measured) {

@@ -159,19 +159,11 @@ CompareRow make_row(const CompareRequest& request, const hardware::CloudInstance
   row.fits = forecast.fits;
   row.max_batch = forecast.max_batch;
   row.collective_ms = 0;
-  if (step && step->time_ms) {
-    // A parallel plan: the iteration as gpu/parallel.h times it (exposed collectives, pipeline bubble included).
-    row.sharding = step->plan;
-    row.link = step->link;
-    row.collective_bytes = step->collective_bytes;
-    row.collective_ms = step->collective_ms;
-    row.required_bytes = step->required_bytes;
-    row.fits = step->fits;
-    row.max_batch = std::nullopt;
-    row.compute_ms = step->compute_ms;
-  } else if (step) {
-    // The collectives run after the compute (no overlap); untimed ones (no link catalogued) are not counted.
-    row.sharding = memory::sharding_name(step->sharding);
+  if (step) {
+    // A sharding: the collectives run after the compute (no overlap); untimed ones (no link catalogued) are not
+    // counted. A parallel plan: the iteration as gpu/parallel.h times it (exposed collectives, bubble included).
+    row.sharding = step->time_ms ? step->plan : memory::sharding_name(step->sharding);
+    if (step->time_ms) row.compute_ms = step->compute_ms;
     row.link = step->link;
     row.collective_bytes = step->collective_bytes;
     row.collective_ms = step->collective_ms;
