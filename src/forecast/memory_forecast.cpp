@@ -13,6 +13,16 @@
 
 namespace dnncast::forecast {
 
+namespace {
+// What one more sample is expected to add to a step's bytes: the activations and temporaries live at its peak, per
+// sample (the max-batch search's first line; the parameters, gradients and states do not grow with the batch).
+double bytes_per_sample(const memory::MemoryReport& report, int64_t batch) {
+  if (batch < 1) return 0;
+  return static_cast<double>(report.at_peak.activation_bytes + report.at_peak.transient_bytes) /
+         static_cast<double>(batch);
+}
+}  // namespace
+
 MemoryForecast forecast_memory(const MemoryRequest& request) {
   MemoryForecast result;
   result.model = request.model.name;
@@ -77,7 +87,7 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
           request.model.rebatch(resized, candidate);
           return required_at(resized);
         },
-        request.batch_limit, request.batch_cap);
+        request.batch_limit, request.batch_cap, bytes_per_sample(result.report, result.batch));
   }
   const bool sequence_model =
       !result.graph.inputs().empty() && result.graph.node(result.graph.inputs().front()).dtype == DType::I64;

@@ -207,7 +207,8 @@ MemoryReport simulate_memory(const Graph& graph, const MemoryConfig& config) {
   return report;
 }
 
-MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, int64_t limit_bytes, int64_t cap) {
+MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, int64_t limit_bytes, int64_t cap,
+                               double bytes_per_unit) {
   if (limit_bytes <= 0) throw InputError("memory limit must be positive");
   if (cap < 1) throw InputError("batch cap must be at least 1");
   MaxBatchResult result;
@@ -234,6 +235,8 @@ MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, 
       guess = static_cast<double>(fits) + static_cast<double>(fails - fits) *
                                               static_cast<double>(limit_bytes - fits_bytes) /
                                               static_cast<double>(fails_bytes - fits_bytes);
+    } else if (fails == 0 && before == 0 && bytes_per_unit > 0) {
+      guess = static_cast<double>(fits) + static_cast<double>(limit_bytes - fits_bytes) / bytes_per_unit;
     } else if (fails == 0 && before > 0 && fits_bytes > before_bytes) {
       guess = static_cast<double>(fits) + static_cast<double>(fits - before) *
                                               static_cast<double>(limit_bytes - fits_bytes) /

@@ -161,6 +161,12 @@ MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const
                          int64_t limit_bytes, int64_t batch_cap = int64_t{1} << 20);
 // The same search over any size whose `required` bytes do not fall as it grows (a batch, a sequence
 // length; a sharded forecast's bytes per GPU): the largest value in [1, cap] that fits (batch = the value).
-MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, int64_t limit_bytes, int64_t cap);
+// `bytes_per_unit` > 0, what one more unit is expected to add (a simulated step's activations and temporaries
+// per sample), draws the first line from value 1 alone: one simulation fewer where it holds. Where the bytes rise
+// with the value the answer does not depend on it, only the number of simulations; where the caching allocator's
+// segments make them dip (a batch that fits past one that does not), either answer is a value that fits with the
+// next one failing.
+MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, int64_t limit_bytes, int64_t cap,
+                               double bytes_per_unit = 0);
 
 }  // namespace dnncast::memory

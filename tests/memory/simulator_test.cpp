@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
+#include <set>
 
 #include "core/error.h"
 #include "graph/builder.h"
@@ -216,6 +218,125 @@ TEST(MaxBatch, BracketsTheLimit) {
   EXPECT_EQ(simulate_memory(build(result.batch + 1), config).required_bytes, result.next_required_bytes);
   EXPECT_EQ(max_batch(build, config, kMiB).batch, 0);                   // not even the parameters fit
   EXPECT_EQ(max_batch(build, config, int64_t{1} << 40, 16).batch, 16);  // capped
+}
+
+TEST(MaxBatch, AHintedSlopeSavesASimulationAndKeepsTheAnswer) {
+  // Bytes exactly linear in the batch: 3 GiB fixed, 700 MiB per sample, 24 GiB available (batch 30 fits, 31 not).
+  int64_t calls = 0;
+  auto required = [&](int64_t batch) {
+    ++calls;
+    return 3 * 1024 * kMiB + batch * 700 * kMiB;
+  };
+  const int64_t limit = 24 * 1024 * kMiB;
+  const MaxBatchResult plain = largest_fitting(required, limit, 1 << 20);
+  const MaxBatchResult hinted = largest_fitting(required, limit, 1 << 20, 700.0 * kMiB);
+  EXPECT_EQ(plain.batch, 30);
+  EXPECT_EQ(hinted.batch, 30);
+  EXPECT_EQ(hinted.simulations, 3);  // 1, the line's 30, then 31
+  EXPECT_EQ(plain.simulations, 4);   // 1, 2, then the line through them: 30 and 31
+  EXPECT_EQ(calls, plain.simulations + hinted.simulations);
+  // A hint far off either way still brackets the same answer.
+  EXPECT_EQ(largest_fitting(required, limit, 1 << 20, 7.0 * kMiB).batch, 30);
+  EXPECT_EQ(largest_fitting(required, limit, 1 << 20, 70000.0 * kMiB).batch, 30);
+}
+
+// The caching allocator model against a plain reimplementation of the same policy (every block in a map by
+// address, each pool's free blocks in an ordered set of (size, address)), over random sequences that free many
+// blocks of one size: the reserved and allocated bytes after every step must agree, and so every best-fit choice.
+class ReferenceAllocator {
+ public:
+  void malloc(int buffer, int64_t bytes) {
+    const int64_t size = CudaCachingAllocatorModel::round_size(bytes);
+    const bool small = size <= kMiB;
+    std::set<std::pair<int64_t, int64_t>>& pool = small ? small_ : large_;
+    auto best = pool.lower_bound({size, -1});
+    int64_t address;
+    if (best == pool.end()) {
+      address = next_;
+      const int64_t segment = CudaCachingAllocatorModel::segment_size(size);
+      next_ += segment;
+      reserved_ += segment;
+      blocks_[address] = {segment, false, small, segment_id_++};
+    } else {
+      address = best->second;
+      pool.erase(best);
+    }
+    Block& block = blocks_[address];
+    const int64_t remaining = block.size - size;
+    if (small ? remaining >= 512 : remaining > kMiB) {
+      blocks_[address + size] = {remaining, false, small, block.segment};
+      pool.insert({remaining, address + size});
+      block.size = size;
+    }
+    block.allocated = true;
+    allocated_ += block.size;
+    address_of_[buffer] = address;
+  }
+  void free(int buffer) {
+    auto at = blocks_.find(address_of_.at(buffer));
+    at->second.allocated = false;
+    allocated_ -= at->second.size;
+    std::set<std::pair<int64_t, int64_t>>& pool = at->second.small ? small_ : large_;
+    if (at != blocks_.begin()) {
+      auto left = std::prev(at);
+      if (!left->second.allocated && left->second.segment == at->second.segment) {
+        pool.erase({left->second.size, left->first});
+        left->second.size += at->second.size;
+        blocks_.erase(at);
+        at = left;
+      }
+    }
+    auto right = std::next(at);
+    if (right != blocks_.end() && !right->second.allocated && right->second.segment == at->second.segment) {
+      pool.erase({right->second.size, right->first});
+      at->second.size += right->second.size;
+      blocks_.erase(right);
+    }
+    pool.insert({at->second.size, at->first});
+  }
+  int64_t allocated() const { return allocated_; }
+  int64_t reserved() const { return reserved_; }
+
+ private:
+  struct Block {
+    int64_t size = 0;
+    bool allocated = false, small = false;
+    int64_t segment = 0;
+  };
+  std::map<int64_t, Block> blocks_;
+  std::set<std::pair<int64_t, int64_t>> small_, large_;
+  std::map<int, int64_t> address_of_;
+  int64_t next_ = 0, reserved_ = 0, allocated_ = 0, segment_id_ = 0;
+};
+
+TEST(CudaAllocatorModel, AgreesWithAPlainReimplementationOnRandomSteps) {
+  const std::vector<int64_t> sizes = {100, 512, 4096, 128 * 1024, 600 * 1024, 3 * kMiB, 12 * kMiB, 40 * kMiB};
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 random(seed);
+    CudaCachingAllocatorModel model;
+    ReferenceAllocator reference;
+    std::vector<int> live;
+    int next_buffer = 0;
+    for (int step = 0; step < 4000; ++step) {
+      const bool allocate = live.empty() || random() % 100 < 55;
+      if (allocate) {
+        int64_t bytes = sizes[random() % sizes.size()];
+        if (random() % 4 == 0) bytes = 1 + static_cast<int64_t>(random() % static_cast<uint64_t>(bytes));
+        model.malloc(next_buffer, bytes);
+        reference.malloc(next_buffer, bytes);
+        live.push_back(next_buffer++);
+      } else {
+        // Mostly the oldest or the newest live buffer (a step frees in order), sometimes any.
+        const uint64_t pick = random() % 10;
+        const size_t at = pick < 4 ? 0 : pick < 8 ? live.size() - 1 : random() % live.size();
+        model.free(live[at]);
+        reference.free(live[at]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(at));
+      }
+      ASSERT_EQ(model.allocated_bytes(), reference.allocated()) << "seed " << seed << " step " << step;
+      ASSERT_EQ(model.reserved_bytes(), reference.reserved()) << "seed " << seed << " step " << step;
+    }
+  }
 }
 
 // --- the convolution backend rules (ATen's use_mkldnn, oneDNN's blocked formats) -------------------
