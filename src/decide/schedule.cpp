@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -115,9 +116,12 @@ void Problem::check() const {
   DNNCAST_ASSERT(node.empty() || static_cast<int64_t>(node.size()) == gpus());
   for (int64_t type : gpu_type) DNNCAST_ASSERT(type >= 0 && type < types);
   // A node's GPUs are consecutive: a node index, once left, does not come back.
+  std::set<int64_t> left;
   for (int64_t gpu = 1; gpu < static_cast<int64_t>(node.size()); ++gpu)
-    if (node[gpu] != node[gpu - 1])
-      DNNCAST_ASSERT(std::find(node.begin(), node.begin() + gpu, node[gpu]) == node.begin() + gpu);
+    if (node[gpu] != node[gpu - 1]) {
+      left.insert(node[gpu - 1]);
+      DNNCAST_ASSERT(left.count(node[gpu]) == 0);
+    }
   for (int64_t job = 0; job < jobs; ++job) {
     DNNCAST_ASSERT(arrival_s[job] >= 0 && weight[job] > 0);
     DNNCAST_ASSERT(needs(job) >= 1 && needs(job) <= std::max<int64_t>(gpus(), 1));

@@ -184,6 +184,7 @@ std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) 
       label += " (" + quote(list[index].at("name").get<std::string>()) + ")";
     const Fields fields(list[index], label, known);
     JobSpec job;
+    job.where = label;
     job.name = fields.has("name") ? fields.text("name", true) : "job" + std::to_string(index + 1);
     if (!names.insert(job.name).second) throw InputError(label + ": the name " + quote(job.name) + " is taken");
     job.model = fields.text("model", true);
@@ -355,9 +356,9 @@ std::vector<int64_t> add_cluster(const ScheduleRequest& request, const hardware:
   const int64_t largest = *std::max_element(largest_node.begin(), largest_node.end());
   for (const JobSpec& job : request.jobs)
     if (job.gpus > largest)
-      throw InputError("job " + quote(job.name) + ": field 'gpus' " + std::to_string(job.gpus) +
-                       ": no node of the cluster has that many GPUs (the largest has " + std::to_string(largest) +
-                       "; a job of several GPUs runs within one node)");
+      throw InputError((job.where.empty() ? "job " + quote(job.name) : job.where) + ": field 'gpus' " +
+                       std::to_string(job.gpus) + ": no node of the cluster has that many GPUs (the largest has " +
+                       std::to_string(largest) + "; a job of several GPUs runs within one node)");
   for (const GpuType& type : result.types) {
     if (type.price_source == "none")
       result.notes.push_back(type.gpu + ": no price in the cluster file or the price snapshot: its GPU time costs $0");

@@ -42,6 +42,7 @@ struct JobSpec {
   int64_t epochs = 0, samples = 0;  // when given that way
   double priority = 1, arrival_s = 0;
   std::optional<double> deadline_s;
+  std::string where;           // "jobs.json: job 2 ('gpt')": where parse_jobs read it, for messages
   int64_t gpus = 1;            // its gang: that many GPUs of one node and one type
   gpu::ParallelPlan parallel;  // how they share the work (gpus_per_node = gpus: the gang is one node's)
 };

@@ -130,7 +130,8 @@ TEST(ScheduleGangJobs, AGangLargerThanEveryNodeOrAnImpossibleSplitIsRefused) {
     FAIL();
   } catch (const InputError& error) {
     EXPECT_STREQ(error.what(),
-                 "job 'gpt': field 'gpus' 3: no node of the cluster has that many GPUs (the largest has 2; a job of "
+                 "jobs.json: job 1 ('gpt'): field 'gpus' 3: no node of the cluster has that many GPUs (the largest has "
+                 "2; a job of "
                  "several GPUs runs within one node)");
   }
   // GPT-2 small's 12 heads do not split over 8 GPUs: the same on every GPU type, so the schedule's error.

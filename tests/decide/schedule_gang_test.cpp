@@ -180,6 +180,13 @@ TEST(ScheduleGang, BlocksAreAlignedWithinOneNodeOfOneType) {
   const std::vector<bool> expected{true, false, false, true, false, false, false};
   for (int64_t gpu = 0; gpu < problem.gpus(); ++gpu) EXPECT_EQ(problem.can_start(0, gpu), expected[gpu]) << gpu;
   EXPECT_FALSE(problem.can_start(0, -1));
+  // A caller's bugs, asserted: a gang that no node holds, a node whose GPUs are not consecutive.
+  Problem no_place = problem;
+  no_place.gpus_needed = {4};
+  EXPECT_THROW(no_place.check(), InternalError);
+  Problem scattered = problem;
+  scattered.node = {0, 0, 0, 1, 1, 0, 2};
+  EXPECT_THROW(scattered.check(), InternalError);
 }
 
 TEST(ScheduleGang, EverySolverPlacesGangsOnValidBlocks) {
