@@ -170,6 +170,17 @@ def build_cases(tmp):
         Case("device_52mb", serve=("predict", {"model": "resnet18", "batch": 2, "device": "x" * 52_000_000})),
         Case("seed_negative", cli=["schedule", jobs, "--cluster", cluster, "--seed", "-1"],
              serve=("schedule", {"jobs": jobs_list, "cluster": cluster_object, "seed": -1})),
+    ]
+    # Issue 48's jobs of several GPUs: a gang of none, of more GPUs than any node, an unknown plan.
+    for label, fields in (("gpus_zero", {"gpus": 0}), ("gpus_past_nodes", {"gpus": 64}),
+                          ("parallel_unknown", {"gpus": 2, "parallel": "xp"})):
+        gang_jobs = [dict(jobs_list[0], **fields)] + jobs_list[1:]
+        path = os.path.join(tmp, f"jobs_{label}.json")
+        with open(path, "w") as handle:
+            json.dump({"jobs": gang_jobs}, handle)
+        cases.append(Case(f"schedule_{label}", cli=["schedule", path, "--cluster", cluster],
+                          serve=("schedule", {"jobs": gang_jobs, "cluster": cluster_object})))
+    cases += [
         Case("calibrate_minutes_tiny", cli=["calibrate", "gpt2_small", "--seq", "16", "--batch", "1", "--minutes",
                                             "1e-300", "--out", os.path.join(tmp, "calibration_tiny")]),
         Case("model_path", serve=("predict", {"model": "../../etc/passwd", "batch": 2})),

@@ -66,16 +66,26 @@ std::string format_schedule(const decide::Schedule& schedule) {
     const int64_t gpu_a = schedule.genetic.plan.gpu[a], gpu_b = schedule.genetic.plan.gpu[b];
     return gpu_a != gpu_b ? gpu_a < gpu_b : timeline.start_s[a] < timeline.start_s[b];
   });
-  appendf(out, "  %-4s %-16s %-14s %6s %-20s %10s %10s %10s %9s\n", "mark", "job", "model", "batch", "gpu", "start",
-          "end", "duration", "peak GiB");
+  // A column for the jobs' GPUs and plans when some job runs on several.
+  bool gangs = false;
+  for (int64_t job : schedule.placed_jobs) gangs = gangs || schedule.jobs[job].gpus > 1;
+  appendf(out, "  %-4s %-16s %-14s %6s %-20s%s %10s %10s %10s %9s\n", "mark", "job", "model", "batch", "gpu",
+          gangs ? " gpus          " : "", "start", "end", "duration", "peak GiB");
   for (size_t index : order) {
     const int64_t job = schedule.placed_jobs[index];
     const decide::JobSpec& spec = schedule.jobs[job];
     const decide::ClusterGpu& gpu = schedule.gpus[schedule.genetic.plan.gpu[index]];
     const decide::JobOnType& on = schedule.forecasts[job][gpu.type];
-    const std::string gpu_text = gpu.label() + " " + schedule.types[gpu.type].gpu;
-    appendf(out, "  %-4c %-16s %-14s %6lld %-20s %10s %10s %10s %9.1f\n", job_mark(index), spec.name.c_str(),
-            spec.model.c_str(), static_cast<long long>(spec.spec.batch), gpu_text.c_str(),
+    const std::string gpu_text = gpu.gang_label(spec.gpus) + " " + schedule.types[gpu.type].gpu;
+    std::string gang_text;
+    if (gangs) {
+      char text[64];
+      std::snprintf(text, sizeof text, " %-14s",
+                    (spec.gpus > 1 ? std::to_string(spec.gpus) + ", " + decide::plan_label(spec) : "1").c_str());
+      gang_text = text;
+    }
+    appendf(out, "  %-4c %-16s %-14s %6lld %-20s%s %10s %10s %10s %9.1f\n", job_mark(index), spec.name.c_str(),
+            spec.model.c_str(), static_cast<long long>(spec.spec.batch), gpu_text.c_str(), gang_text.c_str(),
             hours(timeline.start_s[index]).c_str(), hours(timeline.end_s[index]).c_str(),
             hours(timeline.end_s[index] - timeline.start_s[index]).c_str(),
             on.required_bytes ? static_cast<double>(*on.required_bytes) / (1 << 30) : 0.0);
@@ -89,7 +99,10 @@ std::string format_schedule(const decide::Schedule& schedule) {
   for (size_t gpu = 0; gpu < schedule.gpus.size(); ++gpu) {
     std::string row(kGanttColumns, '.');
     for (size_t index = 0; index < schedule.placed_jobs.size(); ++index) {
-      if (schedule.genetic.plan.gpu[index] != static_cast<int64_t>(gpu)) continue;
+      // A gang's mark on each of its GPUs.
+      const int64_t first = schedule.genetic.plan.gpu[index];
+      if (static_cast<int64_t>(gpu) < first || static_cast<int64_t>(gpu) >= first + schedule.problem.needs(index))
+        continue;
       for (int column = 0; column < kGanttColumns; ++column) {
         const double middle = (column + 0.5) * span / kGanttColumns;
         if (middle >= timeline.start_s[index] && middle < timeline.end_s[index]) row[column] = job_mark(index);

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -16,49 +17,60 @@ namespace {
 
 constexpr std::array<const char*, 3> kObjectiveNames{"makespan", "mean-jct", "cost"};
 
-// Per job, the GPUs it fits, in cluster order.
-std::vector<std::vector<int64_t>> fitting_gpus(const Problem& problem) {
-  std::vector<std::vector<int64_t>> fitting(static_cast<size_t>(problem.jobs));
+// Per job, the first GPUs of the gangs it may run on (can_start), in cluster order: for a one-GPU job, the
+// GPUs it fits.
+std::vector<std::vector<int64_t>> placements(const Problem& problem) {
+  std::vector<std::vector<int64_t>> places(static_cast<size_t>(problem.jobs));
   for (int64_t job = 0; job < problem.jobs; ++job)
     for (int64_t gpu = 0; gpu < problem.gpus(); ++gpu)
-      if (problem.fits(job, problem.gpu_type[gpu])) fitting[job].push_back(gpu);
-  return fitting;
+      if (problem.can_start(job, gpu)) places[job].push_back(gpu);
+  return places;
 }
 
-// The jobs of each GPU in running order: ascending (key, index).
-std::vector<std::vector<int64_t>> queues(const Problem& problem, const Plan& plan) {
+// The jobs in starting order: ascending (key, index).
+std::vector<int64_t> key_order(const Problem& problem, const Plan& plan) {
   std::vector<int64_t> order(static_cast<size_t>(problem.jobs));
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),
             [&](int64_t a, int64_t b) { return plan.key[a] != plan.key[b] ? plan.key[a] < plan.key[b] : a < b; });
-  std::vector<std::vector<int64_t>> by_gpu(static_cast<size_t>(problem.gpus()));
-  for (int64_t job : order) by_gpu[plan.gpu[job]].push_back(job);
-  return by_gpu;
+  return order;
 }
 
-// Greedy list scheduling: jobs in `order`, each appended to the fitting GPU where it ends first (or, with
-// by_start, where it starts first), ties to the lower GPU index, timed with `duration_on_type`; keys are
-// the placement order, so play() reproduces the greedy's times.
+// When a job may start on the gang from `first`: its arrival, or the latest free time of the gang's GPUs.
+double gang_start(const std::vector<double>& free_s, int64_t first, int64_t gpus, double arrival_s) {
+  double start = arrival_s;
+  for (int64_t gpu = first; gpu < first + gpus; ++gpu) start = std::max(free_s[gpu], start);
+  return start;
+}
+
+// Whether the gangs of two jobs share a GPU.
+bool overlap(const Problem& problem, const Plan& plan, int64_t a, int64_t b) {
+  return plan.gpu[a] < plan.gpu[b] + problem.needs(b) && plan.gpu[b] < plan.gpu[a] + problem.needs(a);
+}
+
+// Greedy list scheduling: jobs in `order`, each appended to the place (a fitting GPU, or a gang's block)
+// where it ends first (or, with by_start, where it starts first), ties to the lower GPU index, timed with
+// `duration_on_type`; keys are the placement order, so play() reproduces the greedy's times.
 template <typename Duration>
 Plan list_schedule(const Problem& problem, const std::vector<int64_t>& order, Duration duration_on_type,
                    bool by_start = false) {
   Plan plan{std::vector<int64_t>(problem.jobs, -1), std::vector<double>(problem.jobs, 0)};
+  const auto places = placements(problem);
   std::vector<double> free_s(static_cast<size_t>(problem.gpus()), 0);
   for (size_t position = 0; position < order.size(); ++position) {
-    const int64_t job = order[position];
+    const int64_t job = order[position], gang = problem.needs(job);
     int64_t best_gpu = -1;
     double best = kNoFit, best_end = kNoFit;
-    for (int64_t gpu = 0; gpu < problem.gpus(); ++gpu) {
-      const int64_t type = problem.gpu_type[gpu];
-      if (!problem.fits(job, type)) continue;
-      const double start = std::max(free_s[gpu], problem.arrival_s[job]);
+    for (int64_t first : places[job]) {
+      const int64_t type = problem.gpu_type[first];
+      const double start = gang_start(free_s, first, gang, problem.arrival_s[job]);
       const double end = start + duration_on_type(job, type);
-      if ((by_start ? start : end) < best) best = by_start ? start : end, best_end = end, best_gpu = gpu;
+      if ((by_start ? start : end) < best) best = by_start ? start : end, best_end = end, best_gpu = first;
     }
     DNNCAST_ASSERT(best_gpu >= 0);
     plan.gpu[job] = best_gpu;
     plan.key[job] = static_cast<double>(position);
-    free_s[best_gpu] = best_end;
+    std::fill(free_s.begin() + best_gpu, free_s.begin() + best_gpu + gang, best_end);
   }
   return plan;
 }
@@ -82,24 +94,41 @@ const std::string& name(Objective objective) {
   return names[static_cast<size_t>(objective)];
 }
 
+bool Problem::can_start(int64_t job, int64_t first_gpu) const {
+  const int64_t gang = needs(job);
+  if (first_gpu < 0 || first_gpu + gang > gpus() || !fits(job, gpu_type[first_gpu])) return false;
+  if (gang == 1) return true;
+  const int64_t own = node_of(first_gpu);
+  int64_t node_first = first_gpu;
+  while (node_first > 0 && node_of(node_first - 1) == own) --node_first;
+  if ((first_gpu - node_first) % gang != 0) return false;
+  for (int64_t gpu = first_gpu + 1; gpu < first_gpu + gang; ++gpu)
+    if (node_of(gpu) != own || gpu_type[gpu] != gpu_type[first_gpu]) return false;
+  return true;
+}
+
 void Problem::check() const {
   DNNCAST_ASSERT(jobs >= 0 && types >= 1);
   DNNCAST_ASSERT(static_cast<int64_t>(duration_s.size()) == jobs * types);
   DNNCAST_ASSERT(static_cast<int64_t>(arrival_s.size()) == jobs && static_cast<int64_t>(weight.size()) == jobs);
   DNNCAST_ASSERT(static_cast<int64_t>(price_per_hour.size()) == types);
-  std::vector<bool> present(static_cast<size_t>(types), false);
-  for (int64_t type : gpu_type) {
-    DNNCAST_ASSERT(type >= 0 && type < types);
-    present[type] = true;
-  }
+  DNNCAST_ASSERT(gpus_needed.empty() || static_cast<int64_t>(gpus_needed.size()) == jobs);
+  DNNCAST_ASSERT(node.empty() || static_cast<int64_t>(node.size()) == gpus());
+  for (int64_t type : gpu_type) DNNCAST_ASSERT(type >= 0 && type < types);
+  // A node's GPUs are consecutive: a node index, once left, does not come back.
+  std::set<int64_t> left;
+  for (int64_t gpu = 1; gpu < static_cast<int64_t>(node.size()); ++gpu)
+    if (node[gpu] != node[gpu - 1]) {
+      left.insert(node[gpu - 1]);
+      DNNCAST_ASSERT(left.count(node[gpu]) == 0);
+    }
   for (int64_t job = 0; job < jobs; ++job) {
     DNNCAST_ASSERT(arrival_s[job] >= 0 && weight[job] > 0);
-    bool fits_somewhere = false;
-    for (int64_t type = 0; type < types; ++type) {
-      DNNCAST_ASSERT(duration(job, type) >= 0);
-      fits_somewhere = fits_somewhere || (present[type] && fits(job, type));
-    }
-    DNNCAST_ASSERT(fits_somewhere);
+    DNNCAST_ASSERT(needs(job) >= 1 && needs(job) <= std::max<int64_t>(gpus(), 1));
+    for (int64_t type = 0; type < types; ++type) DNNCAST_ASSERT(duration(job, type) >= 0);
+    bool placeable = false;
+    for (int64_t gpu = 0; gpu < gpus() && !placeable; ++gpu) placeable = can_start(job, gpu);
+    DNNCAST_ASSERT(placeable);
   }
 }
 
@@ -124,21 +153,35 @@ Timeline play(const Problem& problem, const Plan& plan, const std::vector<double
   Timeline timeline;
   timeline.start_s.assign(problem.jobs, 0);
   timeline.end_s.assign(problem.jobs, 0);
+  // The jobs start in key order, each on all the GPUs of its gang at once.
+  const std::vector<int64_t> order = key_order(problem, plan);
+  std::vector<double> free_s(static_cast<size_t>(problem.gpus()), 0);
+  for (int64_t job : order) {
+    const int64_t first = plan.gpu[job], gang = problem.needs(job);
+    DNNCAST_ASSERT(first >= 0 && first + gang <= problem.gpus());
+    const int64_t type = problem.gpu_type[first];
+    for (int64_t gpu = first + 1; gpu < first + gang; ++gpu)
+      DNNCAST_ASSERT(problem.gpu_type[gpu] == type && problem.node_of(gpu) == problem.node_of(first));
+    const double duration = duration_s[job * problem.types + type];
+    DNNCAST_ASSERT(duration < kNoFit);
+    timeline.start_s[job] = gang_start(free_s, first, gang, problem.arrival_s[job]);
+    timeline.end_s[job] = timeline.start_s[job] + duration;
+    std::fill(free_s.begin() + first, free_s.begin() + first + gang, timeline.end_s[job]);
+  }
+  // The sums GPU by GPU (of each job's first GPU), in key order on each: the order one-GPU schedules have
+  // always been summed in, so that their totals stay the same to the last bit.
+  std::vector<std::vector<int64_t>> by_gpu(static_cast<size_t>(problem.gpus()));
+  for (int64_t job : order) by_gpu[plan.gpu[job]].push_back(job);
   double weighted_jct = 0, weights = 0;
-  for (const std::vector<int64_t>& queue : queues(problem, plan)) {
-    double free_s = 0;
+  for (const std::vector<int64_t>& queue : by_gpu)
     for (int64_t job : queue) {
       const int64_t type = problem.gpu_type[plan.gpu[job]];
-      const double duration = duration_s[job * problem.types + type];
-      DNNCAST_ASSERT(duration < kNoFit);
-      timeline.start_s[job] = std::max(free_s, problem.arrival_s[job]);
-      timeline.end_s[job] = free_s = timeline.start_s[job] + duration;
-      timeline.makespan_s = std::max(timeline.makespan_s, free_s);
-      weighted_jct += problem.weight[job] * (free_s - problem.arrival_s[job]);
+      const double duration = duration_s[job * problem.types + type], end = timeline.end_s[job];
+      timeline.makespan_s = std::max(timeline.makespan_s, end);
+      weighted_jct += problem.weight[job] * (end - problem.arrival_s[job]);
       weights += problem.weight[job];
-      timeline.cost_usd += duration / 3600 * problem.price_per_hour[type];
+      timeline.cost_usd += duration / 3600 * problem.price_per_hour[type] * static_cast<double>(problem.needs(job));
     }
-  }
   timeline.mean_jct_s = weights > 0 ? weighted_jct / weights : 0;
   return timeline;
 }
@@ -193,10 +236,10 @@ Plan heterogeneity_agnostic(const Problem& problem) {
 
 Plan random_plan(const Problem& problem, uint64_t seed) {
   SplitMix64 rng(seed);
-  const auto fitting = fitting_gpus(problem);
+  const auto places = placements(problem);
   Plan plan{std::vector<int64_t>(problem.jobs), std::vector<double>(problem.jobs)};
   for (int64_t job = 0; job < problem.jobs; ++job) {
-    plan.gpu[job] = fitting[job][rng.below(fitting[job].size())];
+    plan.gpu[job] = places[job][rng.below(places[job].size())];
     plan.key[job] = rng.unit();
   }
   return plan;
@@ -215,11 +258,7 @@ struct Individual {
 class Genetic {
  public:
   Genetic(const Problem& problem, Objective objective, const GaOptions& options)
-      : problem_(problem),
-        objective_(objective),
-        options_(options),
-        rng_(options.seed),
-        fitting_(fitting_gpus(problem)) {}
+      : problem_(problem), objective_(objective), options_(options), rng_(options.seed), places_(placements(problem)) {}
 
   GaResult run() {
     std::vector<Individual> population;
@@ -280,23 +319,34 @@ class Genetic {
     return child;
   }
 
-  // The GPU among those `job` fits whose queue (without the job) ends first: the move a list scheduler
-  // would make.
+  // The place among those `job` may take (a GPU it fits, or a gang's block) whose queue (without the job)
+  // ends first: the move a list scheduler would make.
   int64_t least_loaded(const Plan& plan, int64_t job) {
     std::vector<double> busy(static_cast<size_t>(problem_.gpus()), 0);
-    for (int64_t other = 0; other < problem_.jobs; ++other)
-      if (other != job) busy[plan.gpu[other]] += problem_.duration(other, problem_.gpu_type[plan.gpu[other]]);
+    for (int64_t other = 0; other < problem_.jobs; ++other) {
+      if (other == job) continue;
+      const double duration = problem_.duration(other, problem_.gpu_type[plan.gpu[other]]);
+      for (int64_t gpu = plan.gpu[other]; gpu < plan.gpu[other] + problem_.needs(other); ++gpu) busy[gpu] += duration;
+    }
     // Cost: the cheapest run first, then the earliest end.
-    int64_t best = fitting_[job].front();
+    int64_t best = places_[job].front();
     Score best_score{kNoFit, kNoFit};
-    for (int64_t gpu : fitting_[job]) {
-      const int64_t type = problem_.gpu_type[gpu];
-      const double duration = problem_.duration(job, type), end = busy[gpu] + duration;
+    for (int64_t first : places_[job]) {
+      const int64_t type = problem_.gpu_type[first];
+      const double duration = problem_.duration(job, type);
+      const double end = gang_start(busy, first, problem_.needs(job), 0) + duration;
       const Score candidate =
-          objective_ == Objective::Cost ? Score{duration * problem_.price_per_hour[type], end} : Score{end, 0};
-      if (candidate < best_score) best_score = candidate, best = gpu;
+          objective_ == Objective::Cost
+              ? Score{duration * problem_.price_per_hour[type] * static_cast<double>(problem_.needs(job)), end}
+              : Score{end, 0};
+      if (candidate < best_score) best_score = candidate, best = first;
     }
     return best;
+  }
+
+  // Whether jobs `a` and `b` may exchange their places.
+  bool swappable(const Plan& plan, int64_t a, int64_t b) const {
+    return problem_.can_start(a, plan.gpu[b]) && problem_.can_start(b, plan.gpu[a]);
   }
 
   void mutate(Plan& plan) {
@@ -305,14 +355,12 @@ class Genetic {
     for (int64_t move = 0; move < moves; ++move) {
       const int64_t job = static_cast<int64_t>(rng_.below(problem_.jobs));
       switch (rng_.below(4)) {
-        case 0:  // another GPU it fits
-          plan.gpu[job] = fitting_[job][rng_.below(fitting_[job].size())];
+        case 0:  // another GPU it fits (a gang: another block)
+          plan.gpu[job] = places_[job][rng_.below(places_[job].size())];
           break;
-        case 1: {  // two jobs exchange GPUs where each fits the other's
+        case 1: {  // two jobs exchange places where each may take the other's
           const int64_t other = static_cast<int64_t>(rng_.below(problem_.jobs));
-          if (problem_.fits(job, problem_.gpu_type[plan.gpu[other]]) &&
-              problem_.fits(other, problem_.gpu_type[plan.gpu[job]]))
-            std::swap(plan.gpu[job], plan.gpu[other]);
+          if (swappable(plan, job, other)) std::swap(plan.gpu[job], plan.gpu[other]);
           break;
         }
         case 2:  // another place in its GPU's order
@@ -325,7 +373,7 @@ class Genetic {
   }
 
   // First-improvement descent over moves of one job to another GPU and swaps of two jobs' GPUs, tried
-  // for the jobs on the GPU that ends last (makespan) or for jobs drawn at random (the other
+  // for the jobs that share a GPU with the job that ends last (makespan) or for jobs drawn at random (the other
   // objectives), swaps with partners drawn at random; at most kDescentEvaluations plays per call.
   Individual descend(Individual best) {
     constexpr int64_t kDescentEvaluations = 1500, kSampled = 16;
@@ -340,14 +388,14 @@ class Genetic {
         for (int64_t job = 1; job < problem_.jobs; ++job)
           if (timeline.end_s[job] > timeline.end_s[critical]) critical = job;
         for (int64_t job = 0; job < problem_.jobs; ++job)
-          if (best.plan.gpu[job] == best.plan.gpu[critical]) candidates.push_back(job);
+          if (overlap(problem_, best.plan, job, critical)) candidates.push_back(job);
       } else {
         for (int64_t draw = 0; draw < std::min(kSampled, problem_.jobs); ++draw)
           candidates.push_back(static_cast<int64_t>(rng_.below(problem_.jobs)));
       }
       for (size_t index = 0; index < candidates.size() && !improved && evaluations_ < budget_end; ++index) {
         const int64_t job = candidates[index];
-        for (int64_t gpu : fitting_[job]) {
+        for (int64_t gpu : places_[job]) {
           if (gpu == best.plan.gpu[job]) continue;
           Plan trial = best.plan;
           trial.gpu[job] = gpu;
@@ -358,10 +406,7 @@ class Genetic {
         }
         for (int64_t draw = 0; draw < kSampled && !improved; ++draw) {
           const int64_t other = static_cast<int64_t>(rng_.below(problem_.jobs));
-          if (best.plan.gpu[other] == best.plan.gpu[job] ||
-              !problem_.fits(job, problem_.gpu_type[best.plan.gpu[other]]) ||
-              !problem_.fits(other, problem_.gpu_type[best.plan.gpu[job]]))
-            continue;
+          if (best.plan.gpu[other] == best.plan.gpu[job] || !swappable(best.plan, job, other)) continue;
           Plan trial = best.plan;
           std::swap(trial.gpu[job], trial.gpu[other]);
           improved = try_replace(best, trial);
@@ -382,7 +427,7 @@ class Genetic {
   Objective objective_;
   GaOptions options_;
   SplitMix64 rng_;
-  std::vector<std::vector<int64_t>> fitting_;
+  std::vector<std::vector<int64_t>> places_;  // per job: placements()
   int64_t evaluations_ = 0;
 };
 
@@ -451,6 +496,10 @@ ExactResult exact(const Problem& problem, Objective objective) {
   if (problem.jobs > kExactMaxJobs)
     throw InputError("the exact solver takes at most " + std::to_string(kExactMaxJobs) + " jobs, not " +
                      std::to_string(problem.jobs));
+  for (int64_t job = 0; job < problem.jobs; ++job)
+    if (problem.needs(job) > 1)
+      throw InputError("the exact solver places one-GPU jobs only; job " + std::to_string(job + 1) + " needs " +
+                       std::to_string(problem.needs(job)) + " GPUs");
   const uint32_t full = (1u << problem.jobs) - 1;
   const size_t subsets = size_t{1} << problem.jobs;
   // Per type and subset, the best single-GPU schedule.

@@ -135,15 +135,44 @@ std::pair<double, std::string> snapshot_price(const hardware::Catalogue& catalog
   return {best, source};
 }
 
+// Why a forecast on several GPUs has no memory per GPU: its note.
+std::string memory_not_forecast(const gpu::GpuForecast& forecast) {
+  const std::string prefix = "memory not forecast";
+  for (const std::string& note : forecast.notes)
+    if (note.rfind(prefix, 0) == 0) return note;
+  return prefix;
+}
+
+// A job's gang: "gpus", "parallel" and "micro_batches", checked by the parser `dnncast predict --gpus` uses.
+void parse_gang(const Fields& fields, JobSpec& job) {
+  job.gpus = fields.has("gpus") ? fields.integer("gpus", true, 1, kMaxGpus) : 1;
+  const int64_t micro_batches = fields.has("micro_batches") ? fields.integer("micro_batches", true, 1, kMaxGpus) : 1;
+  const std::string text = fields.has("parallel") ? fields.text("parallel", true) : "dp";
+  const gpu::ParallelNames names{"field 'gpus'", "field 'parallel'", "field 'micro_batches'", "gpus_per_node"};
+  try {
+    // A gang runs within one node: its collectives never leave it.
+    job.parallel = gpu::parse_parallel(text, job.gpus, micro_batches, job.gpus, names);
+  } catch (const InputError& error) {
+    throw error.with_context(fields.where());
+  }
+  if (job.spec.batch % micro_batches != 0)
+    throw InputError(fields.where() + ": field 'batch' " + std::to_string(job.spec.batch) +
+                     " is not a multiple of field 'micro_batches' " + std::to_string(micro_batches));
+  if (job.gpus > 1 && job.framework != gpu::Framework::PyTorch)
+    throw InputError(fields.where() + ": field 'framework' " + name(job.framework) +
+                     ": only PyTorch training is timed on several GPUs");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Files
 
 std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) {
-  static const std::vector<std::string> known{"name",      "model",     "batch",     "input",      "seq",
-                                              "optimizer", "precision", "framework", "iterations", "epochs",
-                                              "samples",   "priority",  "arrival_s", "deadline_s"};
+  static const std::vector<std::string> known{"name",      "model",        "batch",     "input",      "seq",
+                                              "optimizer", "precision",    "framework", "iterations", "epochs",
+                                              "samples",   "priority",     "arrival_s", "deadline_s", "gpus",
+                                              "parallel",  "micro_batches"};
   const json& list = list_of(document, "jobs", where);
   if (static_cast<int64_t>(list.size()) > kMaxJobs)
     throw InputError(where + ": " + std::to_string(list.size()) + " jobs, more than " + std::to_string(kMaxJobs));
@@ -155,6 +184,7 @@ std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) 
       label += " (" + quote(list[index].at("name").get<std::string>()) + ")";
     const Fields fields(list[index], label, known);
     JobSpec job;
+    job.where = label;
     job.name = fields.has("name") ? fields.text("name", true) : "job" + std::to_string(index + 1);
     if (!names.insert(job.name).second) throw InputError(label + ": the name " + quote(job.name) + " is taken");
     job.model = fields.text("model", true);
@@ -184,6 +214,7 @@ std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) 
     } catch (const InputError& error) {
       throw error.with_context(label);
     }
+    parse_gang(fields, job);
     const bool by_iterations = fields.has("iterations"), by_epochs = fields.has("epochs") || fields.has("samples");
     if (by_iterations == by_epochs) throw InputError(label + ": give either 'iterations' or 'epochs' and 'samples'");
     if (by_iterations) {
@@ -191,7 +222,9 @@ std::vector<JobSpec> parse_jobs(const json& document, const std::string& where) 
     } else {
       job.epochs = fields.integer("epochs", true, 1, 1000000);
       job.samples = fields.integer("samples", true, 1, kMaxTensorElements);
-      const int64_t per_epoch = (job.samples + job.spec.batch - 1) / job.spec.batch;
+      // Each data-parallel replica takes `batch` samples of an iteration.
+      const int64_t global_batch = job.spec.batch * job.parallel.dp;
+      const int64_t per_epoch = (job.samples + global_batch - 1) / global_batch;
       if (per_epoch > kMaxIterations / job.epochs) throw InputError(label + ": more than 2^40 iterations");
       job.iterations = job.epochs * per_epoch;
     }
@@ -231,12 +264,23 @@ std::vector<NodeSpec> read_cluster(const std::string& path) {
   return parse_cluster(read_json(path, "--cluster"), path);
 }
 
+std::string plan_label(const JobSpec& job) {
+  if (job.gpus <= 1) return "1";
+  std::string label;
+  const std::pair<const char*, int64_t> degrees[] = {
+      {"dp", job.parallel.dp}, {"tp", job.parallel.tp}, {"pp", job.parallel.pp}, {"mb", job.parallel.micro_batches}};
+  for (const auto& [axis, degree] : degrees)
+    if (degree > 1) label += (label.empty() ? "" : " ") + std::string(axis) + std::to_string(degree);
+  return label;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Forecasts
 
 const gpu::GpuForecast* ForecastCache::get(const JobSpec& job, const std::string& gpu, std::string& error) {
   const std::string key = job.model + "|" + std::to_string(job.spec.batch) + "|" + input_text(job.spec) + "|" +
-                          name(job.optimizer) + "|" + name(job.precision) + "|" + name(job.framework) + "|" + gpu;
+                          name(job.optimizer) + "|" + name(job.precision) + "|" + name(job.framework) + "|" + gpu +
+                          "|" + std::to_string(job.gpus) + " " + gpu::describe(job.parallel);
   auto found = entries_.find(key);
   if (found != entries_.end()) {
     ++hits_;
@@ -248,6 +292,7 @@ const gpu::GpuForecast* ForecastCache::get(const JobSpec& job, const std::string
     request.precision = job.precision;
     request.memory_precision = job.memory_precision;
     request.framework = job.framework;
+    request.parallel = job.parallel;
     request.gpu = catalogue_.gpu(gpu);
     Entry entry;
     // A model or input no GPU could take is the user's error and propagates; a GPU that lacks the peak
@@ -269,27 +314,19 @@ const gpu::GpuForecast* ForecastCache::get(const JobSpec& job, const std::string
 // ---------------------------------------------------------------------------------------------
 // The schedule
 
-Schedule schedule(const ScheduleRequest& request) {
-  const hardware::Catalogue catalogue = hardware::Catalogue::load(request.catalogue_files);
-  ForecastCache cache(catalogue, gpu::load_gpu_calibration(request.calibration_file));
-  return schedule(request, cache);
-}
+namespace {
 
-Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
-  if (request.jobs.empty()) throw InputError("no jobs to schedule");
-  if (request.nodes.empty()) throw InputError("the cluster has no nodes");
-  const hardware::Catalogue& catalogue = cache.catalogue();
-  Schedule result;
-  result.objective = request.objective;
-  result.jobs = request.jobs;
-  const int64_t hits_before = cache.hits(), misses_before = cache.misses();
-
-  // GPU types in order of first appearance; GPUs in node order.
+// The cluster's GPU types in order of first appearance, its GPUs in node order and the notes on prices into
+// `result`; per type, the GPUs of its largest node. InputError for a job of more GPUs than any node has.
+std::vector<int64_t> add_cluster(const ScheduleRequest& request, const hardware::Catalogue& catalogue,
+                                 Schedule& result) {
   std::map<std::string, int64_t> type_index;
+  std::vector<int64_t> largest_node;
   for (const NodeSpec& node : request.nodes) {
     const hardware::GpuSpec& gpu = catalogue.gpu(node.gpu);
     auto found = type_index.find(gpu.name);
     if (found == type_index.end()) {
+      largest_node.push_back(0);
       GpuType type;
       type.gpu = gpu.name;
       type.gpu_name = gpu.full_name;
@@ -313,7 +350,15 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
       result.gpus.push_back({node.name, index, found->second});
       ++result.types[found->second].count;
     }
+    largest_node[found->second] = std::max(largest_node[found->second], node.count);
   }
+  // A gang runs within one node.
+  const int64_t largest = *std::max_element(largest_node.begin(), largest_node.end());
+  for (const JobSpec& job : request.jobs)
+    if (job.gpus > largest)
+      throw InputError((job.where.empty() ? "job " + quote(job.name) : job.where) + ": field 'gpus' " +
+                       std::to_string(job.gpus) + ": no node of the cluster has that many GPUs (the largest has " +
+                       std::to_string(largest) + "; a job of several GPUs runs within one node)");
   for (const GpuType& type : result.types) {
     if (type.price_source == "none")
       result.notes.push_back(type.gpu + ": no price in the cluster file or the price snapshot: its GPU time costs $0");
@@ -324,6 +369,28 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
                              " per GPU-hour, the lowest on-demand price per GPU: " + type.price_source);
     }
   }
+
+  return largest_node;
+}
+
+}  // namespace
+
+Schedule schedule(const ScheduleRequest& request) {
+  const hardware::Catalogue catalogue = hardware::Catalogue::load(request.catalogue_files);
+  ForecastCache cache(catalogue, gpu::load_gpu_calibration(request.calibration_file));
+  return schedule(request, cache);
+}
+
+Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
+  if (request.jobs.empty()) throw InputError("no jobs to schedule");
+  if (request.nodes.empty()) throw InputError("the cluster has no nodes");
+  const hardware::Catalogue& catalogue = cache.catalogue();
+  Schedule result;
+  result.objective = request.objective;
+  result.jobs = request.jobs;
+  const int64_t hits_before = cache.hits(), misses_before = cache.misses();
+
+  const std::vector<int64_t> largest_node = add_cluster(request, catalogue, result);
 
   // Forecasts: once per distinct (model, configuration, GPU).
   const auto forecast_start = SteadyClock::now();
@@ -350,12 +417,18 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
       on.duration_s = forecast->time_ms / 1e3 * static_cast<double>(spec.iterations);
       on.required_bytes = forecast->required_bytes;
       on.basis = forecast->basis;
-      on.fits = forecast->fits.value_or(false);
-      if (!forecast->fits)
+      on.fits = forecast->fits.value_or(false) && largest_node[type] >= spec.gpus;
+      if (forecast->parallel && !forecast->parallel->memory)
+        on.error = memory_not_forecast(*forecast);
+      else if (!forecast->fits)
         on.error = result.types[type].gpu + ": memory not catalogued";
-      else if (!on.fits)
+      else if (!*forecast->fits)
         on.error = "needs " + format_bytes(static_cast<double>(*forecast->required_bytes)) + " of " +
-                   format_bytes(static_cast<double>(*forecast->device_memory_bytes));
+                   format_bytes(static_cast<double>(*forecast->device_memory_bytes)) +
+                   (spec.gpus > 1 ? " per GPU" : "");
+      else if (!on.fits)
+        on.error = "needs " + std::to_string(spec.gpus) + " GPUs of one node; its largest node has " +
+                   std::to_string(largest_node[type]);
     }
     if (result.inputs.size() <= job) result.inputs.push_back(input_text(spec.spec));
   }
@@ -364,7 +437,12 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
   // The problem of the placeable jobs.
   sched::Problem& problem = result.problem;
   problem.types = types;
-  for (const ClusterGpu& gpu : result.gpus) problem.gpu_type.push_back(gpu.type);
+  for (size_t gpu = 0; gpu < result.gpus.size(); ++gpu) {
+    problem.gpu_type.push_back(result.gpus[gpu].type);
+    // Node names are unique and a node's GPUs consecutive: a new name is a new node.
+    const bool same_node = gpu > 0 && result.gpus[gpu].node == result.gpus[gpu - 1].node;
+    problem.node.push_back(gpu == 0 ? 0 : problem.node.back() + (same_node ? 0 : 1));
+  }
   for (const GpuType& type : result.types) problem.price_per_hour.push_back(type.price_per_hour);
   for (size_t job = 0; job < request.jobs.size(); ++job) {
     bool fits_somewhere = false;
@@ -386,6 +464,7 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
     }
     problem.arrival_s.push_back(request.jobs[job].arrival_s);
     problem.weight.push_back(request.jobs[job].priority);
+    problem.gpus_needed.push_back(request.jobs[job].gpus);
   }
   problem.jobs = static_cast<int64_t>(result.placed_jobs.size());
   result.cache_hits = cache.hits() - hits_before;
@@ -394,6 +473,10 @@ Schedule schedule(const ScheduleRequest& request, ForecastCache& cache) {
   if (request.exact && problem.jobs > sched::kExactMaxJobs)
     throw InputError("--exact takes at most " + std::to_string(sched::kExactMaxJobs) + " placeable jobs, not " +
                      std::to_string(problem.jobs));
+  for (int64_t job : result.placed_jobs)
+    if (request.exact && request.jobs[job].gpus > 1)
+      throw InputError("--exact places one-GPU jobs only: job " + quote(request.jobs[job].name) + " needs " +
+                       std::to_string(request.jobs[job].gpus) + " GPUs");
   if (request.objective == sched::Objective::Cost &&
       std::all_of(result.types.begin(), result.types.end(), [](const GpuType& t) { return t.price_per_hour == 0; }))
     throw InputError("--objective cost: no GPU type has a price (give price_per_hour in the cluster file)");
@@ -462,8 +545,10 @@ nlohmann::ordered_json to_json(const Schedule& schedule) {
                      {"input", schedule.inputs[job]},
                      {"precision", name(spec.precision)},
                      {"iterations", spec.iterations},
-                     {"gpu", gpu.label()},
+                     {"gpu", gpu.gang_label(spec.gpus)},
                      {"gpu_type", schedule.types[gpu.type].gpu},
+                     {"gpus", spec.gpus},
+                     {"parallel", spec.gpus > 1 ? ordered_json(plan_label(spec)) : ordered_json(nullptr)},
                      {"arrival_s", spec.arrival_s},
                      {"start_s", timeline.start_s[index]},
                      {"end_s", timeline.end_s[index]},

@@ -7,7 +7,9 @@
 //   "precision": "amp", "iterations": 5000}, ...]}; per job: model (zoo name, graph JSON or ONNX file,
 //   synthetic:SEED), batch, and either iterations or epochs and samples (per epoch); optional name,
 //   input (CxHxW) or seq (tokens), optimizer, precision, framework, priority (> 0, default 1),
-//   arrival_s (default 0), deadline_s.
+//   arrival_s (default 0), deadline_s, gpus (default 1), parallel ("dp", "tp", "pp" or degrees such as
+//   "tp=2,pp=2"; default "dp"), micro_batches (a pipeline's). A job of several GPUs runs as a gang within one
+//   node; its batch is each data-parallel replica's, as in `dnncast predict --gpus`.
 // CLUSTER.json: {"nodes": [{"name": "n1", "gpu": "a100-80gb", "count": 4, "price_per_hour": 3.0}, ...]};
 //   price_per_hour (USD per GPU) optional: default the lowest on-demand price per GPU of the cloud
 //   snapshot (data/hardware/instances.csv), said in a note.
@@ -40,7 +42,13 @@ struct JobSpec {
   int64_t epochs = 0, samples = 0;  // when given that way
   double priority = 1, arrival_s = 0;
   std::optional<double> deadline_s;
+  std::string where;           // "jobs.json: job 2 ('gpt')": where parse_jobs read it, for messages
+  int64_t gpus = 1;            // its gang: that many GPUs of one node and one type
+  gpu::ParallelPlan parallel;  // how they share the work (gpus_per_node = gpus: the gang is one node's)
 };
+
+// "1" for one GPU; else the plan's degrees above 1 and its micro-batches: "tp4", "dp2 tp2", "pp2 mb8".
+std::string plan_label(const JobSpec& job);
 
 struct NodeSpec {
   std::string name;
@@ -97,6 +105,10 @@ struct ClusterGpu {
   int64_t index = 0;  // within its node
   int64_t type = 0;   // into Schedule::types
   std::string label() const { return node + "/" + std::to_string(index); }
+  // The gang of `count` GPUs that starts here: "dgx/0-3" (count 1: label()).
+  std::string gang_label(int64_t count) const {
+    return count <= 1 ? label() : label() + "-" + std::to_string(index + count - 1);
+  }
 };
 
 struct GpuType {
@@ -107,9 +119,9 @@ struct GpuType {
   std::string price_source;   // "cluster file", "aws p4d.24xlarge (snapshot)", or "none"
 };
 
-// A job's forecast on one GPU type.
+// A job's forecast on one GPU type (a job of several GPUs: its plan's iteration, memory per GPU).
 struct JobOnType {
-  bool fits = false;
+  bool fits = false;  // its memory fits, and (several GPUs) a node of this type has enough GPUs
   std::optional<double> time_ms, duration_s, roofline_ms;  // per iteration; the whole job
   std::optional<int64_t> required_bytes;
   std::string basis;  // "measured", "calibrated", "specs"
@@ -140,8 +152,9 @@ struct Schedule {
   std::vector<std::string> notes;
 };
 
-// Throws InputError: an unknown GPU (naming the closest), a bad model or input, no job that fits, exact
-// asked for more than sched::kExactMaxJobs placeable jobs.
+// Throws InputError: an unknown GPU (naming the closest), a bad model or input (a tensor-parallel split the
+// model does not allow), a job of more GPUs than any node has, no job that fits, exact asked for more than
+// sched::kExactMaxJobs placeable jobs or for a job of several GPUs.
 Schedule schedule(const ScheduleRequest& request);
 Schedule schedule(const ScheduleRequest& request, ForecastCache& cache);
 

@@ -75,17 +75,21 @@ std::string render_schedule_html(const decide::Schedule& schedule) {
   }
   for (size_t index = 0; index < schedule.placed_jobs.size(); ++index) {
     const decide::JobSpec& job = schedule.jobs[schedule.placed_jobs[index]];
-    const double y = top + row_h * static_cast<double>(schedule.genetic.plan.gpu[index]);
     const double x0 = x_of(timeline.start_s[index]), x1 = x_of(timeline.end_s[index]);
-    out << "<rect class=\"job\" x=\"" << number(x0, 2) << "\" y=\"" << y + 2 << "\" width=\""
-        << number(std::max(x1 - x0, 1.0), 2) << "\" height=\"" << row_h - 4 << "\" fill=\""
-        << kPalette[colour[job.model]] << "\" stroke=\"#fff\"><title>"
-        << html_escape(job.name + ": " + job.model + " batch " + std::to_string(job.spec.batch) + ", " +
-                       duration_text(timeline.start_s[index]) + " to " + duration_text(timeline.end_s[index]))
-        << "</title></rect>\n";
-    if (x1 - x0 > 7 * static_cast<double>(job.name.size()))
-      out << "<text x=\"" << number(x0 + 3, 2) << "\" y=\"" << y + 15 << "\" fill=\"#fff\">" << html_escape(job.name)
-          << "</text>\n";
+    // A gang: one bar on each of its GPUs' rows.
+    const int64_t first = schedule.genetic.plan.gpu[index];
+    for (int64_t gpu = first; gpu < first + schedule.problem.needs(static_cast<int64_t>(index)); ++gpu) {
+      const double y = top + row_h * static_cast<double>(gpu);
+      out << "<rect class=\"job\" x=\"" << number(x0, 2) << "\" y=\"" << y + 2 << "\" width=\""
+          << number(std::max(x1 - x0, 1.0), 2) << "\" height=\"" << row_h - 4 << "\" fill=\""
+          << kPalette[colour[job.model]] << "\" stroke=\"#fff\"><title>"
+          << html_escape(job.name + ": " + job.model + " batch " + std::to_string(job.spec.batch) + ", " +
+                         duration_text(timeline.start_s[index]) + " to " + duration_text(timeline.end_s[index]))
+          << "</title></rect>\n";
+      if (x1 - x0 > 7 * static_cast<double>(job.name.size()))
+        out << "<text x=\"" << number(x0 + 3, 2) << "\" y=\"" << y + 15 << "\" fill=\"#fff\">" << html_escape(job.name)
+            << "</text>\n";
+    }
   }
   const double step = tick_step(span);
   const double axis_y = top + row_h * static_cast<double>(schedule.gpus.size()) + 14;
@@ -106,8 +110,9 @@ std::string render_schedule_html(const decide::Schedule& schedule) {
     const decide::JobOnType& on = schedule.forecasts[job][gpu.type];
     out << "<tr class=\"assignment\"><td class=\"l\">" << html_escape(spec.name) << "</td><td class=\"l\">"
         << html_escape(spec.model) << "</td><td>" << spec.spec.batch << "</td><td class=\"l\">"
-        << html_escape(gpu.label() + " " + schedule.types[gpu.type].gpu) << "</td><td>"
-        << html_escape(duration_text(timeline.start_s[index])) << "</td><td>"
+        << html_escape(gpu.gang_label(spec.gpus) + " " + schedule.types[gpu.type].gpu +
+                       (spec.gpus > 1 ? ", " + std::to_string(spec.gpus) + " GPUs " + decide::plan_label(spec) : ""))
+        << "</td><td>" << html_escape(duration_text(timeline.start_s[index])) << "</td><td>"
         << html_escape(duration_text(timeline.end_s[index])) << "</td><td>"
         << (on.required_bytes ? number(static_cast<double>(*on.required_bytes) / (1 << 30), 1) + " GiB" : "?")
         << "</td><td class=\"l\">" << html_escape(on.basis) << "</td></tr>\n";
