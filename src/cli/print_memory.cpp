@@ -189,16 +189,22 @@ void print_memory(const forecast::MemoryForecast& forecast, const Measured& meas
     std::printf("fits in %s%s: %s (needs %s)\n", format_bytes(forecast.fits_limit).c_str(), per,
                 forecast.fits ? "yes" : "no", format_bytes(required).c_str());
   if (forecast.batch_limit > 0) {
+    // Under a parallel plan the batch is each replica's, a whole number of micro-batches, and the bytes per GPU.
+    const int64_t step = forecast.parallel ? forecast.parallel_plan.micro_batches : 1;
+    const std::string what = forecast.parallel
+                                 ? "largest batch per replica in " + format_bytes(forecast.batch_limit) + " per GPU"
+                                 : "largest batch in " + format_bytes(forecast.batch_limit);
+    const std::string next =
+        step == 1 ? std::string("one more") : "batch " + std::to_string(forecast.max_batch.batch + step);
     if (forecast.max_batch.batch == 0)
-      std::printf("largest batch in %s: none (batch 1 needs %s)\n", format_bytes(forecast.batch_limit).c_str(),
+      std::printf("%s: none (batch %lld needs %s)\n", what.c_str(), static_cast<long long>(step),
                   format_bytes(forecast.max_batch.next_required_bytes).c_str());
     else
-      std::printf(
-          "largest batch in %s: %lld (needs %s%s%s)\n", format_bytes(forecast.batch_limit).c_str(),
-          static_cast<long long>(forecast.max_batch.batch), format_bytes(forecast.max_batch.required_bytes).c_str(),
-          forecast.max_batch.next_required_bytes > 0 ? "; one more needs " : "",
-          forecast.max_batch.next_required_bytes > 0 ? format_bytes(forecast.max_batch.next_required_bytes).c_str()
-                                                     : "");
+      std::printf("%s: %lld (needs %s%s)\n", what.c_str(), static_cast<long long>(forecast.max_batch.batch),
+                  format_bytes(forecast.max_batch.required_bytes).c_str(),
+                  forecast.max_batch.next_required_bytes > 0
+                      ? ("; " + next + " needs " + format_bytes(forecast.max_batch.next_required_bytes)).c_str()
+                      : "");
   }
   if (forecast.seq_limit > 0) {
     const memory::MaxBatchResult& seq = forecast.max_seq;

@@ -129,8 +129,10 @@ struct MemoryForecast {
   int64_t fits_limit = 0;
   bool fits = false;  // with fits_limit
   int64_t batch_limit = 0;
-  memory::MaxBatchResult max_batch;  // with batch_limit
-  std::string gpu, gpu_name;         // as the request's
+  // With batch_limit. Under a parallel plan: each data-parallel replica's batch (a whole number of micro-batches),
+  // its bytes per GPU, and next_required_bytes at one more sample per micro-batch.
+  memory::MaxBatchResult max_batch;
+  std::string gpu, gpu_name;  // as the request's
   std::optional<gpu::GpuMemoryCalibration> gpu_memory;
   bool context_measured = false;
   // cuda on a catalogued GPU: which parts are fitted, derived or measured, and to what (gpu_memory_notes)

@@ -1,5 +1,6 @@
 // Simulated memory of training one model (forecast.h): the simulation, the ISA it follows and
 // whether measured runs checked it, whether it fits, and the largest batch that does.
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -76,18 +77,27 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
   memory::MemoryConfig search = request.config;
   search.keep_timeline = false;
   search.keep_events = false;
-  auto required_at = [&](const Graph& graph) { return required_of(graph, memory::simulate_memory(graph, search)); };
+  auto required_at = [&](const Graph& graph) {
+    const memory::MemoryReport report = memory::simulate_memory(graph, search);
+    return parallel ? gpu::parallel_memory(report, graph, request.parallel).required_bytes : required_of(graph, report);
+  };
   if (request.batch_limit > 0) {
     // The requested batch was simulated above: the search takes its bytes rather than simulating it again. Each
-    // other batch resizes one copy of the graph rather than building it anew (ModelSource::rebatch).
+    // other batch resizes one copy of the graph rather than building it anew (ModelSource::rebatch). Under a
+    // parallel plan the search is over the micro-batch (the graph simulated), each replica's batch that many
+    // micro-batches of it.
+    const int64_t micro_batches = parallel ? request.parallel.micro_batches : 1;
+    const int64_t simulated_batch = result.batch / micro_batches;
     Graph resized = result.graph;
     result.max_batch = memory::largest_fitting(
         [&](int64_t candidate) {
-          if (candidate == result.batch) return required;
+          if (candidate == simulated_batch) return required;
           request.model.rebatch(resized, candidate);
           return required_at(resized);
         },
-        request.batch_limit, request.batch_cap, bytes_per_sample(result.report, result.batch));
+        request.batch_limit, std::max<int64_t>(1, request.batch_cap / micro_batches),
+        parallel ? 0 : bytes_per_sample(result.report, result.batch));
+    result.max_batch.batch *= micro_batches;
   }
   const bool sequence_model =
       !result.graph.inputs().empty() && result.graph.node(result.graph.inputs().front()).dtype == DType::I64;

@@ -113,9 +113,9 @@ MemoryRequest make_memory_request(const import::ModelSource& model, const Memory
     if (config.device != Device::Cuda)
       throw InputError(option_name("parallel", style) + " " + options.parallel + ": multi-GPU memory needs " +
                        option_name("device", style) + " cuda or a catalogued GPU");
-    if (request.batch_limit > 0 || request.seq_limit > 0)
-      throw InputError(option_name(request.batch_limit > 0 ? "max_batch_bytes" : "max_seq_bytes", style) +
-                       " is not searched under " + option_name("parallel", style));
+    if (request.seq_limit > 0)
+      throw InputError(option_name("max_seq_bytes", style) + " is not searched under " +
+                       option_name("parallel", style));
     request.parallel = gpu::parse_parallel(options.parallel, options.gpus, options.micro_batches, options.gpus_per_node,
                                            {option_name("gpus", style), option_name("parallel", style),
                                             option_name("micro_batches", style), option_name("gpus_per_node", style)});

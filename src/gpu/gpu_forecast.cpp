@@ -565,6 +565,8 @@ namespace dnncast::gpu {
 
 namespace {
 
+constexpr int64_t kMaxBatchSearched = int64_t{1} << 16;  // --max-batch tries no larger batch
+
 void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSpec& gpu, const Graph& graph,
                         GpuForecast& result) {
   // What nvidia-smi would show (gpu_memory.h), as `dnncast memory --device GPU` forecasts it.
@@ -573,11 +575,14 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
     result.notes.push_back("memory is simulated in " + name(request.memory_precision) +
                            " as `dnncast memory --device GPU --precision` does (unverified on GPUs; the context and "
                            "reserve were fitted on fp32 runs)");
+  double per_sample = 0;  // the step's activations and temporaries per sample: the max-batch search's first line
   try {
     config = gpu_forecast_memory_config(request);
     const memory::MemoryReport report = memory::simulate_memory(graph, config);
     result.memory_forecast_bytes = report.cuda.total_bytes();
     result.required_bytes = report.required_bytes;
+    per_sample = static_cast<double>(report.at_peak.activation_bytes + report.at_peak.transient_bytes) /
+                 static_cast<double>(request.model.spec.batch);
   } catch (const InputError& error) {
     result.notes.push_back(std::string("memory not forecast: ") + error.what());
     return;
@@ -594,8 +599,19 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
   result.device_memory_bytes = gpu_memory_bytes(gpu);
   result.fits = *result.required_bytes <= *result.device_memory_bytes;
   if (!request.max_batch) return;
-  auto build = [&](int64_t batch) { return request.model.build_at_batch(batch); };
-  result.max_batch = memory::max_batch(build, config, *result.device_memory_bytes, int64_t{1} << 16).batch;
+  // The requested batch's bytes are known; each other batch resizes one copy of the graph (ModelSource::rebatch),
+  // the first line drawn from the step's activations per sample (memory::largest_fitting).
+  config.keep_timeline = config.keep_events = false;
+  const int64_t batch = request.model.spec.batch;
+  Graph resized = graph;
+  result.max_batch = memory::largest_fitting(
+                         [&](int64_t candidate) {
+                           if (candidate == batch) return *result.required_bytes;
+                           request.model.rebatch(resized, candidate);
+                           return memory::simulate_memory(resized, config).required_bytes;
+                         },
+                         *result.device_memory_bytes, kMaxBatchSearched, per_sample)
+                         .batch;
 }
 
 void set_basis(const GpuCalibration& calibration, const hardware::GpuSpec& gpu, GpuForecast& result) {
@@ -670,10 +686,24 @@ void forecast_parallel(const GpuForecastRequest& request, const GpuCalibration& 
         "memory per GPU: one micro-batch's simulated step re-divided by the plan (parameters, gradients and optimizer "
         "states of the GPU's share; activations of its nodes times the micro-batches in flight); a model, not a "
         "measurement");
+    if (request.max_batch && result.device_memory_bytes) {
+      // Over the micro-batch: each replica's batch is that many micro-batches of it.
+      const int64_t micro_size = micro_batch_of(request);
+      Graph resized = micro;
+      const memory::MaxBatchResult search = memory::largest_fitting(
+          [&](int64_t candidate) {
+            if (candidate == micro_size) return timing.memory->required_bytes;
+            request.model.rebatch(resized, candidate);
+            return parallel_memory(memory::simulate_memory(resized, config), resized, plan).required_bytes;
+          },
+          *result.device_memory_bytes, std::max<int64_t>(1, kMaxBatchSearched / plan.micro_batches));
+      result.max_batch = search.batch * plan.micro_batches;
+      result.notes.push_back("--max-batch: each data-parallel replica's batch, " + std::to_string(plan.micro_batches) +
+                             " micro-batch(es), memory per GPU as above");
+    }
   } catch (const InputError& error) {
     result.notes.push_back(std::string("memory not forecast: ") + error.what());
   }
-  if (request.max_batch) result.notes.push_back("--max-batch is not searched on several GPUs");
   result.parallel = std::move(timing);
 }
 

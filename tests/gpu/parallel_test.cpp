@@ -14,6 +14,8 @@
 #include <string>
 
 #include "core/error.h"
+#include "forecast/forecast.h"
+#include "forecast/predict.h"
 #include "gpu/gpu_forecast.h"
 #include "gpu/gpu_memory.h"
 #include "graph/op_registry.h"
@@ -257,6 +259,55 @@ TEST_F(ParallelTime, NeuSightA100FortyGigabyteRowsWithinTenPercent) {
     ++rows;
   }
   EXPECT_EQ(rows, 3);
+}
+
+// `--max-batch` under a plan: the largest batch per replica, a whole number of micro-batches, whose memory per GPU
+// fits, found by the search; set beside forecasts made directly at that batch and at the next one the plan takes,
+// and the same answer from `memory` and from `predict`.
+TEST(ParallelMaxBatch, FitsAtTheAnswerAndNotAtTheNextBatchThePlanTakes) {
+  const std::string config = hf_config("tinyllama-1.1b.json");
+  for (const auto& [plan, micro_batches] : std::vector<std::pair<std::string, int64_t>>{{"tp", 1}, {"pp", 4}}) {
+    SCOPED_TRACE(plan);
+    forecast::MemoryOptions options;
+    options.device = "a100-40gb";
+    options.optimizer = "adamw";
+    options.precision = "bf16";
+    options.gpus = 4;
+    options.parallel = plan;
+    options.micro_batches = micro_batches;
+    models::ModelSpec spec;
+    spec.seq_len = 2048;
+    spec.batch = micro_batches;
+    auto at = [&](int64_t batch, bool search) {
+      forecast::MemoryOptions asked = options;
+      if (search) asked.max_batch = "gpu";
+      models::ModelSpec sized = spec;
+      sized.batch = batch;
+      return forecast::forecast_memory(forecast::make_memory_request({config, sized, {}}, asked, OptionStyle::Flag));
+    };
+    const forecast::MemoryForecast searched = at(micro_batches, true);
+    const int64_t largest = searched.max_batch.batch;
+    ASSERT_GT(largest, micro_batches);
+    EXPECT_EQ(largest % micro_batches, 0);
+    const forecast::MemoryForecast fits = at(largest, false), over = at(largest + micro_batches, false);
+    ASSERT_TRUE(fits.parallel && over.parallel);
+    EXPECT_EQ(fits.parallel->required_bytes, searched.max_batch.required_bytes);
+    EXPECT_EQ(over.parallel->required_bytes, searched.max_batch.next_required_bytes);
+    EXPECT_LE(fits.parallel->required_bytes, searched.batch_limit);
+    EXPECT_GT(over.parallel->required_bytes, searched.batch_limit);
+
+    forecast::PredictOptions predict;
+    predict.forecast.device = "a100-40gb";
+    predict.forecast.optimizer = "adamw";
+    predict.forecast.precision = "bf16";
+    predict.gpus = 4;
+    predict.parallel = plan;
+    predict.micro_batches = micro_batches;
+    predict.max_batch = true;
+    const forecast::Prediction answer = forecast::predict({config, spec, {}}, predict, OptionStyle::Flag);
+    ASSERT_TRUE(answer.gpu && answer.gpu->max_batch);
+    EXPECT_EQ(*answer.gpu->max_batch, largest);
+  }
 }
 
 }  // namespace
