@@ -114,15 +114,21 @@ MultiGpuSteps plan_instances(const CompareRequest& request, const std::vector<ha
                      [&](const gpu::GpuForecast& one) { return one.device == instance.gpu; }))
       continue;  // left out, with the forecast's reason
     const hardware::GpuSpec& gpu = catalogue.gpu(instance.gpu);
+    // The plan `text` on this instance, at `batch` samples per GPU.
+    auto request_for = [&](const std::string& text) {
+      gpu::GpuForecastRequest one = request.forecast;
+      one.gpu = gpu;
+      one.max_batch = false;
+      one.parallel = gpu::parse_parallel(text, gpus, 1, gpus, {"GPUs", "--parallel"});  // one node
+      one.parallel.micro_batches = one.parallel.pp > 1 ? one.parallel.tp * one.parallel.pp : 1;
+      one.model.spec.batch = batch * one.parallel.tp * one.parallel.pp;
+      return one;
+    };
     MultiGpuStep best;
+    std::string best_text;
     for (const std::string& text : candidate_plans(request.parallel, gpus)) {
       try {
-        gpu::GpuForecastRequest one = request.forecast;
-        one.gpu = gpu;
-        one.max_batch = false;
-        one.parallel = gpu::parse_parallel(text, gpus, 1, gpus, {"GPUs", "--parallel"});  // one node
-        one.parallel.micro_batches = one.parallel.pp > 1 ? one.parallel.tp * one.parallel.pp : 1;
-        one.model.spec.batch = batch * one.parallel.tp * one.parallel.pp;
+        const gpu::GpuForecastRequest one = request_for(text);
         const gpu::GpuForecast forecast = gpu::forecast_gpu(one, calibration);
         const gpu::ParallelTiming& timing = *forecast.parallel;
         MultiGpuStep step;
@@ -139,12 +145,24 @@ MultiGpuSteps plan_instances(const CompareRequest& request, const std::vector<ha
         step.link = gpu.link;
         step.link_gbs = gpu.link_gbs.value_or(0);
         const bool fits = step.fits.value_or(true), best_fits = best.fits.value_or(true);
-        if (!best.time_ms || (fits && !best_fits) || (fits == best_fits && *step.time_ms < *best.time_ms)) best = step;
+        if (!best.time_ms || (fits && !best_fits) || (fits == best_fits && *step.time_ms < *best.time_ms))
+          best = step, best_text = text;
       } catch (const InputError& error) {
         if (best.refused.empty()) best.refused = error.what();
       }
     }
-    if (best.time_ms) best.refused.clear();
+    if (best.time_ms) {
+      best.refused.clear();
+      // The largest batch per GPU under the plan kept: its replica's largest over the replica's GPUs (tp x pp).
+      gpu::GpuForecastRequest one = request_for(best_text);
+      one.max_batch = true;
+      try {
+        const gpu::GpuForecast forecast = gpu::forecast_gpu(one, calibration);
+        if (forecast.max_batch) best.max_batch = *forecast.max_batch / (one.parallel.tp * one.parallel.pp);
+      } catch (const InputError&) {
+        // Left unknown ("-"), as where memory is not forecast.
+      }
+    }
     steps[{instance.gpu, gpus}] = best;
   }
   return steps;

@@ -6,12 +6,16 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "decide/compare.h"
 #include "forecast/forecast.h"
 #include "forecast/predict.h"
+#include "gpu/gpu_forecast.h"
+#include "gpu/parallel_plan.h"
+#include "hardware/catalogue.h"
 
 namespace dnncast::decide {
 namespace {
@@ -204,6 +208,29 @@ TEST(CompareMultiGpu, ParallelAutoTakesTheFastestPlanThatFits) {
   ASSERT_FALSE(fastest_plan.empty());
   EXPECT_EQ(chosen.sharding, fastest_plan);
   EXPECT_DOUBLE_EQ(chosen.time_ms, fastest);
+}
+
+// Under a parallel plan the row's largest batch per GPU is its replica's largest over the replica's GPUs: the plan
+// forecast directly (gpu/gpu_forecast.h, as predict --gpus --parallel) fits at that batch and not at one more per GPU.
+TEST(CompareMultiGpu, AParallelPlansLargestBatchFitsAndTheNextDoesNot) {
+  CompareRequest request = multi_gpu_request(kTinyLlama, 1, 256, "", {"t4"}, {"aws"});
+  request.parallel = "tp=4,pp=1";
+  const Comparison comparison = compare(request);
+  const CompareRow& row = row_of(comparison, "t4", 8);
+  ASSERT_TRUE(row.max_batch.has_value());
+  ASSERT_GT(*row.max_batch, 1);
+  const hardware::Catalogue catalogue = hardware::Catalogue::load({});
+  auto required_at = [&](int64_t per_gpu) {
+    gpu::GpuForecastRequest one = request.forecast;
+    one.gpu = catalogue.gpu("t4");
+    one.parallel = gpu::parse_parallel("tp=4,pp=1", 8, 1, 8, {"GPUs", "--parallel"});
+    one.model.spec.batch = per_gpu * 4;
+    const gpu::GpuForecast forecast = gpu::forecast_gpu(one);
+    return std::make_pair(*forecast.required_bytes, *forecast.device_memory_bytes);
+  };
+  const auto [fits, memory] = required_at(*row.max_batch);
+  EXPECT_LE(fits, memory);
+  EXPECT_GT(required_at(*row.max_batch + 1).first, memory);
 }
 
 TEST(CompareMultiGpu, ParallelPlansAreRefusedInOneLine) {
