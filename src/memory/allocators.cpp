@@ -28,75 +28,47 @@ int64_t CudaCachingAllocatorModel::segment_size(int64_t rounded) {
 
 void CudaCachingAllocatorModel::FreePool::drop_size(size_t at) {
   sizes_.erase(sizes_.begin() + static_cast<std::ptrdiff_t>(at));
-  Blocks emptied = std::move(by_size_[at]);
-  emptied.entries.clear();
-  emptied.head = 0;
-  spare_.push_back(std::move(emptied));
+  spare_.push_back(std::move(by_size_[at]));
   by_size_.erase(by_size_.begin() + static_cast<std::ptrdiff_t>(at));
 }
 
 int CudaCachingAllocatorModel::FreePool::take_best_fit(int64_t size) {
   const auto at = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
   if (at == sizes_.size()) return -1;
-  Blocks& blocks = by_size_[at];
-  const int id = blocks.entries[blocks.head].id;  // the lowest address
-  ++blocks.head;
-  if (blocks.empty()) {
-    drop_size(at);
-  } else if (blocks.head > 64 && 2 * blocks.head > blocks.entries.size()) {
-    // The taken prefix outgrew what is left: drop it once (amortised over the takes that made it).
-    blocks.entries.erase(blocks.entries.begin(), blocks.begin());
-    blocks.head = 0;
-  }
+  std::vector<Entry>& blocks = by_size_[at];
+  const int id = blocks.back().id;  // the lowest address
+  blocks.pop_back();
+  if (blocks.empty()) drop_size(at);
   return id;
 }
-
-namespace {
-template <typename Iterator>
-Iterator by_address(Iterator first, Iterator last, int64_t address) {
-  return std::lower_bound(first, last, address, [](const auto& entry, int64_t value) { return entry.address < value; });
-}
-}  // namespace
 
 void CudaCachingAllocatorModel::FreePool::insert(const Key& key) {
   auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
   const auto at = static_cast<size_t>(found - sizes_.begin());
   if (found == sizes_.end() || *found != key.size) {
     sizes_.insert(found, key.size);
-    Blocks blocks;
+    std::vector<Entry> blocks;
     if (!spare_.empty()) {
       blocks = std::move(spare_.back());
       spare_.pop_back();
     }
     by_size_.insert(by_size_.begin() + static_cast<std::ptrdiff_t>(at), std::move(blocks));
   }
-  Blocks& blocks = by_size_[at];
-  const Entry entry{key.address, key.id};
-  if (blocks.empty() || key.address > blocks.entries.back().address) {
-    blocks.entries.push_back(entry);
-    return;
-  }
-  auto place = by_address(blocks.begin(), blocks.entries.end(), key.address);
-  if (place == blocks.begin() && blocks.head > 0) {
-    --blocks.head;
-    blocks.entries[blocks.head] = entry;
-    return;
-  }
-  blocks.entries.insert(place, entry);
+  std::vector<Entry>& blocks = by_size_[at];
+  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+                                [](const Entry& entry, int64_t address) { return entry.address > address; });
+  blocks.insert(place, Entry{key.address, key.id});
 }
 
 void CudaCachingAllocatorModel::FreePool::erase(const Key& key) {
   auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
   DNNCAST_ASSERT(found != sizes_.end() && *found == key.size);
   const auto at = static_cast<size_t>(found - sizes_.begin());
-  Blocks& blocks = by_size_[at];
-  auto place = by_address(blocks.begin(), blocks.entries.end(), key.address);
-  DNNCAST_ASSERT(place != blocks.entries.end() && place->id == key.id);
-  if (place == blocks.begin()) {
-    ++blocks.head;
-  } else {
-    blocks.entries.erase(place);
-  }
+  std::vector<Entry>& blocks = by_size_[at];
+  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+                                [](const Entry& entry, int64_t address) { return entry.address > address; });
+  DNNCAST_ASSERT(place != blocks.end() && place->id == key.id);
+  blocks.erase(place);
   if (blocks.empty()) drop_size(at);
 }
 

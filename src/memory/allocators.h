@@ -39,13 +39,11 @@ class CudaCachingAllocatorModel {
     int64_t size = 0, address = 0;
     int id = -1;
   };
-  // A pool's free blocks by size: the sizes present in order, each with its blocks by rising address. Best fit is
-  // the smallest size at or past the request, then its lowest address, as the order of (size, address) gives it. A
-  // training step asks for few sizes (Llama-2-7B's QLoRA step: 20 rounded ones) while a pool holds hundreds of
-  // blocks, so that is a binary search over a short array, where a std::set of (size, address) paid a node
-  // allocation and a rebalancing for every change. Each size's list starts at `head`: taking its lowest block moves
-  // the head rather than the rest of the list, and a block freed below every other one goes back under the head;
-  // a step frees its blocks mostly in rising address order, so most insertions land at the end.
+  // A pool's free blocks by size: the sizes present in order, each with its blocks by falling address (the
+  // lowest last). Best fit is the smallest size at or past the request, then its lowest address, as the order of
+  // (size, address) gives it. A training step asks for few sizes (Llama-2-7B's QLoRA step: 20 rounded ones) while
+  // a pool holds hundreds of blocks, so that is a binary search over a short array and a pop, where a std::set
+  // of (size, address) paid a node allocation and a rebalancing for every change.
   class FreePool {
    public:
     int take_best_fit(int64_t size);  // the id of the best-fitting block, removed from the pool; -1 when none fits
@@ -57,16 +55,10 @@ class CudaCachingAllocatorModel {
       int64_t address = 0;
       int id = -1;
     };
-    struct Blocks {
-      std::vector<Entry> entries;  // [head, end): rising address
-      size_t head = 0;
-      bool empty() const { return head == entries.size(); }
-      std::vector<Entry>::iterator begin() { return entries.begin() + static_cast<std::ptrdiff_t>(head); }
-    };
-    void drop_size(size_t at);     // an emptied size
-    std::vector<int64_t> sizes_;   // rising
-    std::vector<Blocks> by_size_;  // per size
-    std::vector<Blocks> spare_;    // emptied lists, kept for the next new size (no allocation)
+    void drop_size(size_t at);                 // an emptied size
+    std::vector<int64_t> sizes_;               // rising
+    std::vector<std::vector<Entry>> by_size_;  // per size: falling address
+    std::vector<std::vector<Entry>> spare_;    // emptied lists, kept for the next new size (no allocation)
   };
   FreePool& pool(bool small) { return small ? small_free_ : large_free_; }
   int new_block(const Block& block);
