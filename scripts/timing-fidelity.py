@@ -9,7 +9,7 @@ median of its rounds' ratios with its distribution-free 95% confidence interval 
 and rounds continue until every interval is within +-TARGET of its median or MAX rounds are spent.
 
     /usr/bin/python3 scripts/timing-fidelity.py [--dnncast build/dnncast] [--rounds-min 8]
-        [--rounds-max 30] [--target 0.05] [--budget 1.5] [--workloads NAME,...] [--json-out FILE]
+        [--rounds-max 30] [--target 0.05] [--budget 1.5] [--set small|real] [--workloads NAME,...] [--json-out FILE]
         [--markdown] [--from-json FILE]
 
 --from-json FILE prints the report of an earlier run's --json-out file without measuring
@@ -44,6 +44,19 @@ WORKLOADS = [
     ("vgg11 b2 64px", "vgg11", 2, "3x64x64"),
     ("resnet50 b4 96px", "resnet50", 4, "3x96x96"),
 ]
+# --set real (issue 52): the sizes users train at, 64-224 px and batch 1-64 across the zoo's families (residual,
+# depthwise, dense, plain, fire modules), the demo's resnet50 b32 224 among them. Pooled as one group.
+REAL = [
+    ("resnet18 b2 224px", "resnet18", 2, "3x224x224"),  # the smallest batch batch norm trains on at 1x1 maps
+    ("resnet18 b32 224px", "resnet18", 32, "3x224x224"),
+    ("resnet50 b32 224px", "resnet50", 32, "3x224x224"),
+    ("mobilenet_v2 b16 224px", "mobilenet_v2", 16, "3x224x224"),
+    ("efficientnet_b0 b8 160px", "efficientnet_b0", 8, "3x160x160"),
+    ("densenet121 b8 128px", "densenet121", 8, "3x128x128"),
+    ("vgg11 b8 128px", "vgg11", 8, "3x128x128"),
+    ("squeezenet1_1 b64 64px", "squeezenet1_1", 64, "3x64x64"),
+]
+WORKLOAD_SETS = {"small": WORKLOADS, "real": REAL}
 
 
 def median(values):
@@ -87,11 +100,13 @@ def run_theirs(args, model, batch, shape):
 
 
 def pool(report):
-    """Every round's ratio of the small workloads, of the large ones, and of all, pooled."""
+    """Every round's ratio of the small workloads, of the large ones, of the real sizes, and of all, pooled."""
     pooled = []
+    measured = [r["workload"] for r in report]
     for label, names in (("small workloads, pooled", [w[0] for w in WORKLOADS[:SMALL]]),
                          ("large workloads, pooled", [w[0] for w in WORKLOADS[SMALL:]]),
-                         ("all workloads, pooled", [w[0] for w in WORKLOADS])):
+                         ("real sizes, pooled", [w[0] for w in REAL]),
+                         ("all workloads, pooled", measured)):
         ratios = [x for r in report if r["workload"] in names and r["rounds"] > 0 for x in r["ratios"]]
         if len(ratios) < 6:
             continue
@@ -131,7 +146,9 @@ def main():
     parser.add_argument("--rounds-max", type=int, default=30)
     parser.add_argument("--target", type=float, default=0.05, help="CI half-width goal, relative (default 0.05)")
     parser.add_argument("--budget", type=float, default=1.5, help="timing budget of each measurement, s")
-    parser.add_argument("--workloads", default="", help="comma-separated workload names (default all)")
+    parser.add_argument("--set", choices=sorted(WORKLOAD_SETS), default="small",
+                        help="small: under 100 ms to a few s an iteration (default); real: 64-224 px, batch 2-64 (issue 52)")
+    parser.add_argument("--workloads", default="", help="comma-separated workload names (default all of the set)")
     parser.add_argument("--json-out", default="")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--from-json", default="", help="report an earlier --json-out file; measure nothing")
@@ -144,9 +161,11 @@ def main():
         return
     if args.rounds_min < 6 or args.rounds_max < args.rounds_min:
         sys.exit("timing-fidelity.py: need 6 <= --rounds-min <= --rounds-max")
-    chosen = [w for w in WORKLOADS if not args.workloads or w[0] in args.workloads.split(",")]
+    workloads = WORKLOAD_SETS[args.set]
+    chosen = [w for w in workloads if not args.workloads or w[0] in args.workloads.split(",")]
     if not chosen:
-        sys.exit("timing-fidelity.py: no workload named %s (known: %s)" % (args.workloads, ", ".join(w[0] for w in WORKLOADS)))
+        sys.exit("timing-fidelity.py: no workload named %s in --set %s (known: %s)" % (
+            args.workloads, args.set, ", ".join(w[0] for w in workloads)))
 
     rows = {w[0]: {"ours": [], "theirs": [], "ratios": []} for w in chosen}
     started = time.time()
