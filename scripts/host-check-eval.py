@@ -6,7 +6,9 @@
 Each configuration (zoo networks the shipped data covers, small enough to time in seconds; none of them a probe of
 the check) is measured here with `dnncast profile` (one thread, its own process) and forecast with `dnncast predict`
 twice: as shipped (--no-host-check) and with this host's check applied (run first with `dnncast host-check` when none
-is cached). Prints per configuration the measurement and both forecasts with their intervals, then the mean relative
+is cached; where a calibration of this host exists, `predict` follows it instead and the column is "calibrated": with
+DNNCAST_CALIBRATIONS pointing at a folder `dnncast calibrate MODEL` wrote, this judges one model's calibration on the
+other configurations). Prints per configuration the measurement and both forecasts with their intervals, then the mean relative
 error, the share inside the 90% interval and how many forecasts said the host is off. --out keeps the rows (TSV) with
 this host's CPU fingerprint in a comment line. Exit 2 on bad usage.
 """
@@ -67,12 +69,15 @@ def main():
         for label, result in (("shipped", shipped), ("checked", checked)):
             row[label] = (result["time_ms"], result["time_ms_low"], result["time_ms_high"],
                           "speed" in (result.get("host_match") or {}))
+        row["by"] = "calibration" if checked.get("calibration") else "host-check"
         rows.append(row)
         print(f"  {model:20s} b{batch:<3d} {shape:10s} {optimizer:5s} measured {row['measured']:8.1f}  shipped "
               f"{row['shipped'][0]:8.1f} [{row['shipped'][1]:7.1f}, {row['shipped'][2]:8.1f}]  checked "
               f"{row['checked'][0]:8.1f} [{row['checked'][1]:7.1f}, {row['checked'][2]:8.1f}]", flush=True)
     if not rows:
         return 1
+    by = sorted({r["by"] for r in rows})
+    print(f"the second forecast follows: {', '.join(by)}")
     for label in ("shipped", "checked"):
         errors = [abs(r[label][0] / r["measured"] - 1) for r in rows]
         inside = sum(r[label][1] <= r["measured"] <= r[label][2] for r in rows)
@@ -88,10 +93,10 @@ def main():
                     f"{env['cpu_model_number']}, isa {env['isa']}, {env['cores']} CPUs; host check {check['ratio']:.3f}x"
                     f" ({check['low']:.3f}-{check['high']:.3f}), checked {check['checked']}\n")
             f.write("model\tbatch\tinput\toptimizer\tmeasured_ms\tshipped_ms\tshipped_low\tshipped_high\tchecked_ms"
-                    "\tchecked_low\tchecked_high\n")
+                    "\tchecked_low\tchecked_high\tchecked_by\n")
             for r in rows:
                 f.write("\t".join(str(v) for v in [r["model"], r["batch"], r["input"], r["optimizer"], r["measured"],
-                                                    *r["shipped"][:3], *r["checked"][:3]]) + "\n")
+                                                    *r["shipped"][:3], *r["checked"][:3], r["by"]]) + "\n")
     return 0
 
 

@@ -14,16 +14,6 @@
 
 namespace dnncast::forecast {
 
-namespace {
-// What one more sample is expected to add to a step's bytes: the activations and temporaries live at its peak, per
-// sample (the max-batch search's first line; the parameters, gradients and states do not grow with the batch).
-double bytes_per_sample(const memory::MemoryReport& report, int64_t batch) {
-  if (batch < 1) return 0;
-  return static_cast<double>(report.at_peak.activation_bytes + report.at_peak.transient_bytes) /
-         static_cast<double>(batch);
-}
-}  // namespace
-
 MemoryForecast forecast_memory(const MemoryRequest& request) {
   MemoryForecast result;
   result.model = request.model.name;
@@ -96,7 +86,7 @@ MemoryForecast forecast_memory(const MemoryRequest& request) {
           return required_at(resized);
         },
         request.batch_limit, std::max<int64_t>(1, request.batch_cap / micro_batches),
-        parallel ? 0 : bytes_per_sample(result.report, result.batch));
+        parallel ? 0 : memory::bytes_per_sample(result.report, result.batch));
     result.max_batch.batch *= micro_batches;
   }
   const bool sequence_model =

@@ -581,8 +581,7 @@ void forecast_memory_on(const GpuForecastRequest& request, const hardware::GpuSp
     const memory::MemoryReport report = memory::simulate_memory(graph, config);
     result.memory_forecast_bytes = report.cuda.total_bytes();
     result.required_bytes = report.required_bytes;
-    per_sample = static_cast<double>(report.at_peak.activation_bytes + report.at_peak.transient_bytes) /
-                 static_cast<double>(request.model.spec.batch);
+    per_sample = memory::bytes_per_sample(report, request.model.spec.batch);
   } catch (const InputError& error) {
     result.notes.push_back(std::string("memory not forecast: ") + error.what());
     return;

@@ -259,6 +259,12 @@ MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, 
   return result;
 }
 
+double bytes_per_sample(const MemoryReport& report, int64_t batch) {
+  if (batch < 1) return 0;
+  return static_cast<double>(report.at_peak.activation_bytes + report.at_peak.transient_bytes) /
+         static_cast<double>(batch);
+}
+
 MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const MemoryConfig& config,
                          int64_t limit_bytes, int64_t batch_cap) {
   return largest_fitting([&](int64_t batch) { return simulate_memory(build(batch), config).required_bytes; },

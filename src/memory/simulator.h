@@ -168,5 +168,9 @@ MaxBatchResult max_batch(const std::function<Graph(int64_t batch)>& build, const
 // next one failing.
 MaxBatchResult largest_fitting(const std::function<int64_t(int64_t)>& required, int64_t limit_bytes, int64_t cap,
                                double bytes_per_unit = 0);
+// What one more sample is expected to add to a step simulated at `batch`: its activations and temporaries live at
+// the peak, per sample (the parameters, gradients and optimizer states do not grow with the batch); 0 for batch < 1.
+// largest_fitting's `bytes_per_unit` for a batch search.
+double bytes_per_sample(const MemoryReport& report, int64_t batch);
 
 }  // namespace dnncast::memory
