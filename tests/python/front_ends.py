@@ -65,6 +65,11 @@ CASES = [
     ("memory per GPU, tensor parallel", "memory", {"model": "gpt2_small", "batch": 4, "seq": 128,
                                                    "device": "a100-40gb", "gpus": 4, "parallel": "tp=2,pp=2",
                                                    "micro_batches": 2, "fits": "gpu"}),
+    ("largest batch per replica under a pipeline", "memory", {"model": "gpt2_small", "batch": 4, "seq": 128,
+                                                             "device": "a100-40gb", "gpus": 4, "parallel": "tp=2,pp=2",
+                                                             "micro_batches": 2, "max_batch_bytes": "gpu"}),
+    ("longest sequence under a plan", "memory", {"model": "gpt2_small", "seq": 64, "device": "a100-40gb", "gpus": 2,
+                                                 "parallel": "tp", "max_seq_bytes": "gpu"}),
     ("memory: sharding and parallel together", "memory", {"model": "gpt2_small", "seq": 64, "device": "a100-40gb",
                                                           "gpus": 4, "parallel": "tp", "sharding": "zero3"}),
     ("parallel on the CPU", "predict", {"model": "gpt2_small", "batch": 2, "seq": 64, "gpus": 2, "parallel": "dp"}),
@@ -130,7 +135,7 @@ CASES = [
     ("sequence length past the limit", "inspect", {"model": "bert_base", "seq": 2 ** 31}),
 ]
 FLAG = {"epoch_samples": "--epoch-samples", "max_batch": "--max-batch", "cuda_context": "--cuda-context",
-        "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq",
+        "gpus_per_node": "--gpus-per-node", "max_seq_bytes": "--max-seq", "max_batch_bytes": "--max-batch",
         "epoch_tokens": "--epoch-tokens", "grad_accum": "--grad-accum", "multi_gpu": "--multi-gpu",
         "paged_optimizer": "--paged-optimizer", "expert_balance": "--expert-balance",
         "micro_batches": "--micro-batches"}
@@ -177,8 +182,13 @@ def python(command, request):
 
 
 def spelled_alike(message):
-    """--max-batch -> max_batch: the option as serve and Python name it (Python's input_shape is serve's input)."""
-    message = re.sub(r"--([a-z][a-z-]*)", lambda match: match.group(1).replace("-", "_"), message)
+    """--max-batch -> max_batch: the option as serve and Python name it (Python's input_shape is serve's input);
+    a flag FLAG spells otherwise (--max-seq) by its key there (max_seq_bytes)."""
+    keys = {}
+    for key, flag in FLAG.items():
+        keys.setdefault(flag, key)  # --max-batch: predict's max_batch (memory's max_batch_bytes is its other use)
+    message = re.sub(r"--([a-z][a-z-]*)",
+                     lambda match: keys.get(match.group(0), match.group(1).replace("-", "_")), message)
     return re.sub(r"\binput_shape\b", "input", message)
 
 
