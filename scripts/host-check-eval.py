@@ -18,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = [  # model, batch, input, optimizer
@@ -34,8 +35,8 @@ CONFIGS = [  # model, batch, input, optimizer
 ]
 
 
-def run_json(command):
-    done = subprocess.run(command, capture_output=True, text=True)
+def run_json(command, env=None):
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)}: {done.stderr.strip()[-300:]}")
     return json.loads(done.stdout)
@@ -54,12 +55,15 @@ def main():
     check = run_json([dnncast, "host-check", "--json"])
     print(f"host check: {check['ratio']:.2f}x (probes {check['low']:.2f}-{check['high']:.2f}x), "
           f"{'off' if check['off'] else 'in line'}; checked {check['checked']}")
+    # "shipped" is the shipped set alone: no calibration of this host either (an empty calibrations folder).
+    empty = tempfile.mkdtemp(prefix="dnncast-no-calibration-")
+    uncalibrated = dict(os.environ, DNNCAST_CALIBRATIONS=empty)
     rows = []
     for model, batch, shape, optimizer in CONFIGS:
         common = [model, "--batch", str(batch), "--input", shape, "--optimizer", optimizer]
         try:
             measured = run_json([dnncast, "profile", *common, "--budget", str(args.budget), "--json"])
-            shipped = run_json([dnncast, "predict", *common, "--no-host-check", "--json"])
+            shipped = run_json([dnncast, "predict", *common, "--no-host-check", "--json"], env=uncalibrated)
             checked = run_json([dnncast, "predict", *common, "--json"])
         except RuntimeError as error:
             print(f"  left out: {error}", file=sys.stderr)
