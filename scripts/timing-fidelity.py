@@ -117,6 +117,24 @@ def pool(report):
     return pooled
 
 
+def host_fingerprint():
+    """The CPU as /proc/cpuinfo names it (model name, cpuid family and model, AVX-512 and AMX flags), for the record."""
+    fields, flags = {}, set()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value
+                if key == "flags":
+                    flags.update(f for f in value.split() if f.startswith(("avx512", "amx")))
+    except OSError:
+        pass
+    return {"cpu": fields.get("model name", "?"), "cpu_family": fields.get("cpu family", "?"),
+            "cpu_model": fields.get("model", "?"), "isa_flags": sorted(flags), "cpus_online": os.cpu_count()}
+
+
 def print_report(document, markdown):
     report, pooled = document["workloads"], document["pooled"]
     if markdown:
@@ -218,7 +236,8 @@ def main():
                        "ratio_min": min(ratios), "ratio_max": max(ratios), "ratios": ratios,
                        "error": row.get("error", "")})
     pooled = pool(report)
-    document = {"pooled": pooled, "target_ci_half_width": args.target, "budget_s": args.budget, "threads": 1,
+    document = {"host": host_fingerprint(), "pooled": pooled, "target_ci_half_width": args.target,
+                "budget_s": args.budget, "threads": 1,
                 "cpus": sorted(os.sched_getaffinity(0)), "seconds": time.time() - started, "workloads": report}
     if args.json_out:
         with open(args.json_out, "w") as out:
