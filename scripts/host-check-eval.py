@@ -56,8 +56,8 @@ def main():
     print(f"host check: {check['ratio']:.2f}x (probes {check['low']:.2f}-{check['high']:.2f}x), "
           f"{'off' if check['off'] else 'in line'}; checked {check['checked']}")
     # "shipped" is the shipped set alone: no calibration of this host either (an empty calibrations folder).
-    empty = tempfile.mkdtemp(prefix="dnncast-no-calibration-")
-    uncalibrated = dict(os.environ, DNNCAST_CALIBRATIONS=empty)
+    empty = tempfile.TemporaryDirectory(prefix="dnncast-no-calibration-")  # removed when main returns
+    uncalibrated = dict(os.environ, DNNCAST_CALIBRATIONS=empty.name)
     rows = []
     for model, batch, shape, optimizer in CONFIGS:
         common = [model, "--batch", str(batch), "--input", shape, "--optimizer", optimizer]
