@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The host check judged on this host (issue 52): CPU forecasts with and without it beside real measurements here.
 
-    scripts/host-check-eval.py [--build BUILD] [--budget SECONDS] [--out FILE.tsv]
+    scripts/host-check-eval.py [--build BUILD] [--budget SECONDS] [--out FILE.tsv] [--measured FILE.tsv]
 
 Each configuration (zoo networks the shipped data covers, small enough to time in seconds; none of them a probe of
 the check) is measured here with `dnncast profile` (one thread, its own process) and forecast with `dnncast predict`
@@ -10,7 +10,9 @@ is cached; where a calibration of this host exists, `predict` follows it instead
 DNNCAST_CALIBRATIONS pointing at a folder `dnncast calibrate MODEL` wrote, this judges one model's calibration on the
 other configurations). Prints per configuration the measurement and both forecasts with their intervals, then the mean relative
 error, the share inside the 90% interval and how many forecasts said the host is off. --out keeps the rows (TSV) with
-this host's CPU fingerprint in a comment line. Exit 2 on bad usage.
+this host's CPU fingerprint in a comment line. --measured FILE.tsv (an earlier --out of this host) takes the
+measurements from there instead of timing them again: the forecasts alone are made anew (a calibration refitted with
+`dnncast calibrate --refit DIR`, judged on the same measurements). Exit 2 on bad usage.
 """
 import argparse
 import json
@@ -47,6 +49,7 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--budget", type=float, default=1.0, help="profile --budget per configuration (s)")
     parser.add_argument("--out", help="write the rows here (TSV)")
+    parser.add_argument("--measured", help="take the measurements from this earlier --out (TSV) of this host")
     args = parser.parse_args()
     dnncast = os.path.join(args.build, "dnncast")
     if not os.path.exists(dnncast):
@@ -58,11 +61,29 @@ def main():
     # "shipped" is the shipped set alone: no calibration of this host either (an empty calibrations folder).
     empty = tempfile.TemporaryDirectory(prefix="dnncast-no-calibration-")  # removed when main returns
     uncalibrated = dict(os.environ, DNNCAST_CALIBRATIONS=empty.name)
+    earlier, header = {}, None
+    if args.measured:
+        try:
+            with open(args.measured) as f:
+                header = f.readline().rstrip("\n")
+                columns = f.readline().rstrip("\n").split("\t")
+                for line in f:
+                    row = dict(zip(columns, line.rstrip("\n").split("\t")))
+                    earlier[(row["model"], int(row["batch"]), row["input"], row["optimizer"])] = float(row["measured_ms"])
+        except (OSError, KeyError, ValueError) as error:
+            print(f"host-check-eval: --measured {args.measured}: not an earlier --out of this script ({error})",
+                  file=sys.stderr)
+            return 2
     rows = []
     for model, batch, shape, optimizer in CONFIGS:
         common = [model, "--batch", str(batch), "--input", shape, "--optimizer", optimizer]
         try:
-            measured = run_json([dnncast, "profile", *common, "--budget", str(args.budget), "--json"])
+            if args.measured:
+                if (model, batch, shape, optimizer) not in earlier:
+                    continue
+                measured = {"time_ms": {"median": earlier[(model, batch, shape, optimizer)]}, "env": None}
+            else:
+                measured = run_json([dnncast, "profile", *common, "--budget", str(args.budget), "--json"])
             shipped = run_json([dnncast, "predict", *common, "--no-host-check", "--json"], env=uncalibrated)
             checked = run_json([dnncast, "predict", *common, "--json"])
         except RuntimeError as error:
@@ -93,9 +114,12 @@ def main():
     if args.out:
         env = rows[0]["env"]
         with open(args.out, "w") as f:
-            f.write(f"# scripts/host-check-eval.py on {env['cpu_model']} cpuid family {env['cpu_family']} model "
-                    f"{env['cpu_model_number']}, isa {env['isa']}, {env['cores']} CPUs; host check {check['ratio']:.3f}x"
-                    f" ({check['low']:.3f}-{check['high']:.3f}), checked {check['checked']}\n")
+            if header is not None:  # the measurements' host, as the earlier file says it
+                f.write(f"{header}; forecasts made again {check['checked']}\n")
+            else:
+                f.write(f"# scripts/host-check-eval.py on {env['cpu_model']} cpuid family {env['cpu_family']} model "
+                        f"{env['cpu_model_number']}, isa {env['isa']}, {env['cores']} CPUs; host check "
+                        f"{check['ratio']:.3f}x ({check['low']:.3f}-{check['high']:.3f}), checked {check['checked']}\n")
             f.write("model\tbatch\tinput\toptimizer\tmeasured_ms\tshipped_ms\tshipped_low\tshipped_high\tchecked_ms"
                     "\tchecked_low\tchecked_high\tchecked_by\n")
             for r in rows:

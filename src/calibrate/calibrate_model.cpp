@@ -14,10 +14,12 @@
 #include <optional>
 #include <set>
 
+#include "calibrate/host_probe.h"
 #include "core/error.h"
 #include "features/featurizer.h"
 #include "forecast/forecast.h"
 #include "forecast/host_calibration.h"
+#include "forecast/host_check.h"
 #include "hardware/hardware.h"
 #include "import/graph_json.h"
 #include "measure/campaign.h"
@@ -125,7 +127,7 @@ void pin_to(const std::vector<int>& cpus) {
 
 // Measures `batch` of the model (its graph JSON at `graph_path`) with the campaign runner into `db_path` (the fit
 // reads every run there back).
-void measure_whole(const std::string& graph_path, int64_t batch, const ModelCalibrateOptions& options,
+void measure_whole(const std::string& graph_path, int64_t batch, int64_t timed, const ModelCalibrateOptions& options,
                    const std::string& db_path, double timeout_s) {
   json plan_document = {
       {"format", "dnncast-plan/1"},
@@ -135,7 +137,7 @@ void measure_whole(const std::string& graph_path, int64_t batch, const ModelCali
        {{"time_budget_s", 1},
         {"warmup_budget_s", 1},
         {"target_rel_ci", 0.05},
-        {"min_iterations", 3},
+        {"min_iterations", timed},
         {"timeout_s", std::max(30.0, timeout_s)}}},
       {"optimizers", {name(options.optimizer)}},
       {"precisions", {"fp32"}},
@@ -149,6 +151,44 @@ void measure_whole(const std::string& graph_path, int64_t batch, const ModelCali
   campaign.out = options.out;
   campaign.progress_bar = 0;
   measure::run_campaign(plan, campaign);
+}
+
+// This host's check (forecast/host_check.h), cached per boot or timed now (seconds), where it set its probes beside
+// `set`: it carries the models this calibration does not time. nullopt where it is switched off or cannot run.
+std::optional<forecast::HostCheck> host_check_for(const forecast::PredictorSet& set, std::FILE* out) {
+  if (!forecast::host_check_enabled()) return std::nullopt;
+  std::optional<forecast::HostCheck> check =
+      forecast::cached_host_check(forecast::host_check_key(forecast::host_environment()));
+  if (!check) {
+    try {
+      std::fprintf(out, "host check: timing %zu small configurations of the shipped data here (once per boot)\n",
+                   forecast::host_check_probes().size());
+      check = run_host_check();
+    } catch (const InputError& error) {
+      std::fprintf(out, "host check: %s; other models keep the calibrated model's layer scales\n", error.what());
+      return std::nullopt;
+    }
+    try {
+      forecast::save_host_check(*check);
+    } catch (const InputError& error) {
+      std::fprintf(out, "host check: not cached (%s)\n", error.what());
+    }
+  }
+  std::error_code error;
+  if (fs::weakly_canonical(check->predictor, error) != fs::weakly_canonical(set.dir, error)) return std::nullopt;
+  return check;
+}
+
+// The host check's fields of a calibration (host_calibration.h): its ratio and its probes' geometric-mean forecast.
+void record_host_check(const forecast::HostCheck& check, forecast::HostCalibration& calibration) {
+  double log_sum = 0;
+  int64_t count = 0;
+  for (const forecast::HostProbe& probe : check.probes)
+    if (probe.forecast_ms > 0) log_sum += std::log(probe.forecast_ms), ++count;
+  if (count == 0 || !(check.ratio > 0)) return;
+  calibration.host_check_ratio = check.ratio;
+  calibration.host_check_source_ms = std::exp(log_sum / static_cast<double>(count));
+  calibration.host_check_checked = check.checked;
 }
 
 // The folder a calibration is kept in: OUT, else the host's under the calibrations root; created.
@@ -191,16 +231,22 @@ void fit_layer_scales(const std::string& db_path, const forecast::PredictorSet& 
     }
 }
 
+// calibration.layer_ms: every layer timed ok in DB_PATH, by its case key.
+void load_layer_ms(const std::string& db_path, forecast::HostCalibration& calibration) {
+  store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
+  for (const records::LayerBenchRecord& record : store.layer_benchmarks(false))
+    if (record.status == "ok" && record.forward_ms && record.backward_ms)
+      calibration.layer_ms[record.key] = *record.forward_ms + *record.backward_ms;
+}
+
 // Every real iteration timed in DB_PATH beside the source forecast scaled by the layer factor, for the
 // whole-iteration shift; each also as a row of `report`. Fills calibration.layer_ms with every timed layer.
 std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const forecast::PredictorSet& set,
                                                forecast::HostCalibration& calibration, json& report) {
   std::vector<forecast::WholeRatio> whole;
   std::map<std::string, std::vector<double>> model_logs;  // architecture hash -> log(measured / adjusted)
+  load_layer_ms(db_path, calibration);
   store::Store store = store::Store::open(db_path, store::Database::Mode::ReadOnly);
-  for (const records::LayerBenchRecord& record : store.layer_benchmarks(false))
-    if (record.status == "ok" && record.forward_ms && record.backward_ms)
-      calibration.layer_ms[record.key] = *record.forward_ms + *record.backward_ms;
   std::map<std::string, std::string> sources;  // network hash -> its graph file
   for (const records::NetworkRecord& network : store.networks(false)) sources[network.hash] = network.source;
   for (const records::RunRecord& run : store.runs()) {
@@ -209,13 +255,18 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
     if (source.rfind("file:", 0) != 0) continue;
     models::ModelSpec spec;
     spec.batch = run.config.batch;
-    const Graph at = import::load_model(source.substr(5), spec);
+    // The graph file calibrate wrote beside its dataset; found there again when the folder has moved (a copy kept).
+    std::string graph_file = source.substr(5);
+    if (const fs::path beside = fs::path(db_path).parent_path() / fs::path(graph_file).filename();
+        !fs::exists(graph_file) && fs::exists(beside))
+      graph_file = beside.string();
+    const Graph at = import::load_model(graph_file, spec);
     features::TrainingConfig at_config = study::training_config_of(run.config);
     const SourceForecast forecast = source_forecast(set, features::layer_sites(at), features::graph_features(at),
                                                     at_config, run.config.input_text());
     double covered = 0;
     const double factor = calibration.layer_factor(at, forecast.sites, forecast.row_ms, &covered);
-    whole.push_back({*run.result.time_ms_median, forecast.time_ms * factor});
+    whole.push_back({*run.result.time_ms_median, forecast.time_ms * factor, forecast.time_ms});
     calibration.whole_ms[forecast::whole_key(at, at_config)] = *run.result.time_ms_median;  // the latest run
     model_logs[at.architecture_hash()].push_back(std::log(*run.result.time_ms_median / (forecast.time_ms * factor)));
     report.push_back({{"model", at.name},
@@ -255,6 +306,7 @@ json calibrate_model(const ModelCalibrateOptions& options) {
     if (!graph_file) throw InputError("cannot write " + graph_path);
   }
   pin_to(options.cpus);
+  const std::optional<forecast::HostCheck> check = host_check_for(set, options.out);
 
   // 1. The model's own layers.
   std::vector<models::LayerCase> cases;
@@ -286,18 +338,26 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   calibration.source_dir = set.dir;
   fit_layer_scales(db_path, set, calibration);
 
-  // 2. Real iterations: the requested batch when they fit what is left, else the largest smaller batch that does.
-  // An iteration is assumed to take up to 1.5x the scaled source forecast (what a real iteration adds to its layers
-  // differs by host: 1.29x on the Intel Xeon), and a measurement about six of them plus a process start.
+  // 2. Real iterations: the requested batch when at least one timed iteration of it fits what is left, else the
+  // largest smaller batch that does (the requested batch's own run makes its forecast its measurement: `make demo`'s
+  // 2 minutes on a host where an iteration takes 17 s, issue 52); three timed iterations where they fit. An iteration
+  // is estimated from the model's layers just timed here (their measured times, the source's rows they do not cover
+  // scaled), times 1.3 for what a real iteration adds to its layers (1.10x on the EPYC, 1.29x on the Intel Xeon); a
+  // measurement adds two warm-up iterations and about 7 s (process start, the first iteration's page faults, the
+  // probes: 91.7 s for 5 iterations of 17.05 s on the Zen 4). It may take what is left of the budget: the probe
+  // layers after it are what gives way.
+  load_layer_ms(db_path, calibration);
+  const double iteration_s =
+      requested.time_ms * calibration.layer_factor(graph, requested.sites, requested.row_ms) * 1.3 / 1000;
   const double left_s = budget_s - seconds_since(start);
   int64_t batch = options.spec.batch;
-  auto cost_s = [&](int64_t at) {
-    return 6 * 1.5 * requested.time_ms * calibration.layer_factor(requested.sites, requested.row_ms) *
-               static_cast<double>(at) / static_cast<double>(options.spec.batch) / 1000 +
-           3;
+  auto timed_fitting = [&](int64_t at) {
+    const double each_s = iteration_s * static_cast<double>(at) / static_cast<double>(options.spec.batch);
+    return each_s > 0 ? static_cast<int64_t>(std::floor((0.95 * left_s - 7) / each_s)) - 2 : 3;
   };
-  while (batch > 1 && cost_s(batch) > 0.8 * left_s) batch = std::max<int64_t>(1, batch / 2);
-  if (cost_s(batch) <= 0.8 * left_s) measure_whole(graph_path, batch, options, db_path, 0.9 * left_s);
+  while (batch > 1 && timed_fitting(batch) < 1) batch = std::max<int64_t>(1, batch / 2);
+  if (const int64_t timed = std::min<int64_t>(3, timed_fitting(batch)); timed >= 1)
+    measure_whole(graph_path, batch, timed, options, db_path, left_s);
 
   // 3. The shared probe layers with the time left (a slice of 5 takes a few seconds).
   const double probe_left_s = budget_s - seconds_since(start) - 10;
@@ -308,6 +368,7 @@ json calibrate_model(const ModelCalibrateOptions& options) {
     probes = measure::run_layer_bench(models::sample_layer_cases(probe_sample_options()), bench);
   }
 
+  if (check) record_host_check(*check, calibration);
   // The fit, on everything this calibration's dataset holds: the layers and real iterations of every model
   // calibrated into this folder so far (a later `calibrate` of another model adds to them).
   fit_layer_scales(db_path, set, calibration);
@@ -334,12 +395,57 @@ json calibrate_model(const ModelCalibrateOptions& options) {
         {"layers_timed_share", covered},
         {"calibrated_ms", calibration.shifted(requested.time_ms * factor)}}},
       {"db", db_path}};
+  if (check)
+    report["host_check"] = {{"ratio", check->ratio},
+                            {"low", check->low},
+                            {"high", check->high},
+                            {"source_ms", calibration.host_check_source_ms},
+                            {"checked", check->checked}};
   if (whole.empty())
     report["note"] =
         "no real iteration fitted the budget: the forecast carries the layers' scale alone (give more --minutes)";
   calibration.report = report;
   calibration.save(out_dir);
   report["dir"] = out_dir;
+  report["kind_scale"] = calibration.kind_scale;
+  report["kind_layers"] = calibration.kind_layers;
+  report["shift"] = {
+      {"map", calibration.shift}, {"log_intercept", calibration.log_intercept}, {"log_slope", calibration.log_slope}};
+  return report;
+}
+
+json refit_calibration(const std::string& dir) {
+  const forecast::HostCalibration before = forecast::HostCalibration::load(dir);
+  const std::string db_path = dir + "/calibration.db";
+  if (!fs::exists(db_path))
+    throw InputError("--refit " + dir + ": no calibration.db there (nothing measured to refit)");
+  forecast::PredictorSet set = load_source_set(before.source_dir);
+  forecast::HostCalibration calibration;
+  calibration.environment = before.environment;
+  calibration.source_dir = set.dir;
+  calibration.host_check_ratio = before.host_check_ratio;
+  calibration.host_check_source_ms = before.host_check_source_ms;
+  calibration.host_check_checked = before.host_check_checked;
+  // A calibration made before it recorded the host check, refitted on its own host: this boot's cached check.
+  if (calibration.host_check_ratio == 0 && forecast::host_check_enabled() &&
+      forecast::host_environment().hash() == before.environment.hash()) {
+    const std::optional<forecast::HostCheck> check =
+        forecast::cached_host_check(forecast::host_check_key(forecast::host_environment()));
+    std::error_code error;
+    if (check && fs::weakly_canonical(check->predictor, error) == fs::weakly_canonical(set.dir, error))
+      record_host_check(*check, calibration);
+  }
+  fit_layer_scales(db_path, set, calibration);
+  json whole_report = json::array();
+  const std::vector<forecast::WholeRatio> whole = whole_ratios(db_path, set, calibration, whole_report);
+  forecast::fit_whole_shift(whole, calibration);
+  calibration.report = before.report;
+  calibration.report["whole_runs"] = whole_report;
+  calibration.report["refitted"] = records::utc_now();
+  calibration.report.erase("dir");
+  calibration.save(dir);
+  json report = calibration.report;
+  report["dir"] = fs::absolute(dir).lexically_normal().string();
   report["kind_scale"] = calibration.kind_scale;
   report["kind_layers"] = calibration.kind_layers;
   report["shift"] = {

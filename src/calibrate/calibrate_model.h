@@ -39,6 +39,11 @@ struct ModelCalibrateOptions {
 // options (before anything is measured), a source set without a layer-wise model, no layer measured ok.
 nlohmann::json calibrate_model(const ModelCalibrateOptions& options);
 
+// `dnncast calibrate --refit DIR`: the fit of a calibration made again from the measurements its folder keeps
+// (calibration.db), as this version of dnncast fits them; nothing is measured. Its report as calibrate_model's, with
+// "refitted". InputError when DIR holds no calibration or no dataset.
+nlohmann::json refit_calibration(const std::string& dir);
+
 struct CrossHostOptions {
   std::string predictor_dir;  // the source set
   std::string db_path;        // the target host's whole-network runs

@@ -123,24 +123,4 @@ int run_calibrate_cross_host(const Args& args) {
   return 0;
 }
 
-bool calibrate_other_form(const Args& args, int& exit_code) {
-  if (!args.empty() && !args.front().empty() && args.front()[0] != '-') {
-    exit_code = run_calibrate_model(args);
-    return true;
-  }
-  for (const std::string& arg : args) {
-    if (arg == "--layer-bench" || arg.rfind("--layer-bench=", 0) == 0) {
-      exit_code = run_calibrate_cross_host(args);
-      return true;
-    }
-    if (arg == "--help" || arg == "-h") {  // the three forms' help, the one a new host needs first
-      run_calibrate_model({"--help"});
-      std::printf("\n");
-      run_calibrate_cross_host({"--help"});
-      std::printf("\n");
-    }
-  }
-  return false;
-}
-
 }  // namespace dnncast::cli

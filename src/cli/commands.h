@@ -22,10 +22,11 @@ int run_memory(const Args& args);
 int run_transfer(const Args& args);
 int run_calibrate(const Args& args);
 // calibrate MODEL --batch N --minutes M (cmd_calibrate_model.cpp): run_calibrate hands a MODEL argument on to it,
-// and --layer-bench to run_calibrate_cross_host.
+// --layer-bench to run_calibrate_cross_host and --refit to run_calibrate_refit (cmd_calibrate_forms.cpp).
 int run_calibrate_model(const Args& args);
 int run_calibrate_cross_host(const Args& args);
-// True when ARGS are one of those two forms (exit_code: its), after printing their help before the plan form's.
+int run_calibrate_refit(const Args& args);
+// True when ARGS are one of those three forms (exit_code: its), after printing their help before the plan form's.
 bool calibrate_other_form(const Args& args, int& exit_code);
 int run_devices(const Args& args);                // devices [--instances]: the GPU catalogue and cloud instances
 int run_calibrate_gpu_kernels(const Args& args);  // fit and judge the per-kernel GPU model

@@ -71,6 +71,20 @@ double HostCalibration::shifted(double adjusted_ms) const {
   return std::exp(log_intercept + log_slope * std::log(adjusted_ms));
 }
 
+double HostCalibration::anchored_ratio(double source_ms) const {
+  if (size_anchors.empty() || !(source_ms > 0)) return 1;
+  const double x = std::log(source_ms);
+  if (x <= std::log(size_anchors.front().first)) return size_anchors.front().second;
+  if (x >= std::log(size_anchors.back().first)) return size_anchors.back().second;
+  for (size_t index = 1; index < size_anchors.size(); ++index) {
+    const double x0 = std::log(size_anchors[index - 1].first), x1 = std::log(size_anchors[index].first);
+    if (x > x1) continue;
+    const double y0 = std::log(size_anchors[index - 1].second), y1 = std::log(size_anchors[index].second);
+    return std::exp(x1 > x0 ? y0 + (x - x0) / (x1 - x0) * (y1 - y0) : y1);
+  }
+  return size_anchors.back().second;
+}
+
 std::string whole_key(const Graph& graph, const features::TrainingConfig& config) {
   std::string inputs;  // every input's shape, batch included (the architecture hash leaves sizes out)
   for (int index : graph.inputs()) inputs += graph.node(index).shape.to_string() + ";";
@@ -90,6 +104,10 @@ json HostCalibration::to_json() const {
                    {"shift", {{"map", shift}, {"log_intercept", log_intercept}, {"log_slope", log_slope}}},
                    {"log_spread", log_spread},
                    {"report", report}};
+  if (host_check_ratio > 0)
+    document["host_check"] = {
+        {"ratio", host_check_ratio}, {"source_ms", host_check_source_ms}, {"checked", host_check_checked}};
+  if (!size_anchors.empty()) document["size_anchors"] = size_anchors;
   return document;
 }
 
@@ -121,6 +139,22 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
     calibration.log_slope = shift.at("log_slope").get<double>();
     calibration.log_spread = document.value("log_spread", 0.0);
     calibration.report = document.value("report", json::object());
+    if (document.contains("host_check")) {
+      calibration.host_check_ratio = document["host_check"].at("ratio").get<double>();
+      calibration.host_check_source_ms = document["host_check"].at("source_ms").get<double>();
+      calibration.host_check_checked = document["host_check"].value("checked", std::string());
+      if (!(calibration.host_check_ratio > 0) || !(calibration.host_check_ratio < 100) ||
+          !(calibration.host_check_source_ms > 0) || !std::isfinite(calibration.host_check_source_ms))
+        throw InputError(where + ": host_check ratio or source_ms is not a positive number (ratio below 100)");
+    }
+    calibration.size_anchors = document.value("size_anchors", std::vector<std::pair<double, double>>{});
+    for (size_t index = 0; index < calibration.size_anchors.size(); ++index) {
+      const auto [source_ms, ratio] = calibration.size_anchors[index];
+      if (!(source_ms > 0) || !std::isfinite(source_ms) || !(ratio > 0) || !(ratio < 100) ||
+          (index > 0 && source_ms < calibration.size_anchors[index - 1].first))
+        throw InputError(where + ": size_anchors[" + std::to_string(index) +
+                         "] is not a positive source time (rising) with a positive ratio below 100");
+    }
     if (calibration.shift != "none" && calibration.shift != "ratio" && calibration.shift != "lms")
       throw InputError(where + ": unknown shift " + quote(calibration.shift) + " (known: none, ratio, lms)");
     if (!calibration.kind_scale.count(kAnyKind)) throw InputError(where + ": kind_scale has no \"*\" entry");
@@ -222,7 +256,29 @@ double loo_log_error(const std::vector<WholeRatio>& runs, bool slope) {
 
 }  // namespace
 
+namespace {
+
+// size_anchors (host_calibration.h): the host check's pooled probes and every run with a source forecast; runs of the
+// same source time (a configuration timed twice) pooled by the geometric mean of their ratios.
+void fit_size_anchors(const std::vector<WholeRatio>& runs, HostCalibration& calibration) {
+  std::map<double, std::vector<double>> logs;  // source ms -> log(measured / source)
+  if (calibration.host_check_ratio > 0 && calibration.host_check_source_ms > 0)
+    logs[calibration.host_check_source_ms].push_back(std::log(calibration.host_check_ratio));
+  for (const WholeRatio& run : runs)
+    if (run.source_ms > 0 && run.measured_ms > 0 && std::isfinite(run.source_ms) && std::isfinite(run.measured_ms))
+      logs[run.source_ms].push_back(std::log(run.measured_ms / run.source_ms));
+  calibration.size_anchors.clear();
+  for (const auto& [source_ms, values] : logs) {
+    double sum = 0;
+    for (double value : values) sum += value;
+    calibration.size_anchors.emplace_back(source_ms, std::exp(sum / static_cast<double>(values.size())));
+  }
+}
+
+}  // namespace
+
 void fit_whole_shift(const std::vector<WholeRatio>& all_runs, HostCalibration& calibration) {
+  fit_size_anchors(all_runs, calibration);
   std::vector<WholeRatio> runs;
   for (const WholeRatio& run : all_runs)
     if (run.measured_ms > 0 && run.adjusted_ms > 0 && std::isfinite(run.measured_ms) && std::isfinite(run.adjusted_ms))

@@ -39,6 +39,7 @@ struct LayerRatio {
 struct WholeRatio {
   double measured_ms = 0;
   double adjusted_ms = 0;  // source forecast x layer_factor
+  double source_ms = 0;    // the source forecast (0: unknown, no size anchor)
 };
 
 struct HostCalibration {
@@ -58,6 +59,18 @@ struct HostCalibration {
   // log(measured / (source x layer_factor)) over its runs. What a real iteration adds to its layers depends on the
   // model's layer mix: its other configurations take this, not the shift fitted over every model calibrated here.
   std::map<std::string, double> model_log_shift;
+  // The host check of this host when the calibration was made (host_check.h: small whole runs of the shipped data
+  // timed here beside the source's forecast of them): their geometric-mean ratio measured / source and the
+  // geometric mean of their source forecasts. 0 where none was recorded.
+  double host_check_ratio = 0, host_check_source_ms = 0;
+  std::string host_check_checked;  // when it was measured, UTC
+  // Whole runs timed on this host as (source forecast ms, measured / source), rising in source ms: the host check's
+  // probes pooled into one anchor, and each real run of a calibrated configuration. A configuration not measured here
+  // takes measured / source interpolated between them in log-log by its own source forecast (flat beyond the ends) for
+  // the share of its time whose layers were not timed here: on two VMs the calibrated model's kind scales carried
+  // other models worse than whole runs of other sizes do (issue 52: a VM 5x faster than the data's host on 224-px
+  // layers, about 1x-2x on small ones; docs/RESULTS.md "Calibrating one model, the others").
+  std::vector<std::pair<double, double>> size_anchors;
   std::string shift = "none";  // "none" (no whole iteration measured), "ratio" or "lms"
   double log_intercept = 0, log_slope = 1;
   // Spread of log(measured / calibrated) expected at configurations the calibration did not
@@ -76,6 +89,8 @@ struct HostCalibration {
                       double* covered = nullptr) const;
   // The shift applied to a source forecast already multiplied by its layer factor.
   double shifted(double adjusted_ms) const;
+  // measured / source at a configuration whose source forecast is source_ms, from size_anchors (1 without any).
+  double anchored_ratio(double source_ms) const;
 
   nlohmann::json to_json() const;
   static HostCalibration from_json(const nlohmann::json& document, const std::string& where);
@@ -107,7 +122,7 @@ inline constexpr int64_t kMinKindLayers = 3;
 void fit_kind_scales(const std::vector<LayerRatio>& ratios, HostCalibration& calibration);
 // The shift from whole iterations: none without any; a ratio (geometric mean); "lms" only from
 // 5 runs on and when its leave-one-out log error beats the ratio's by more than 10% + 0.5 points.
-// Sets log_spread.
+// Sets log_spread. Also sets size_anchors from the runs with a source forecast and the host check's fields.
 void fit_whole_shift(const std::vector<WholeRatio>& runs, HostCalibration& calibration);
 
 // Bench kinds of each site of `sites` (models::layer_kind_of; "" where no kind covers the node).

@@ -57,7 +57,22 @@ TEST(CalibrateModel, TimesTheModelHereAndPredictForecastsWhatItMeasured) {
   forecast = cli_test::run(
       "predict", {"squeezenet1_1", "--batch", "4", "--input", "3x32x32", "--predictor", out, "--json"}, dir.path());
   ASSERT_EQ(forecast.exit_code, 0) << forecast.err;
-  EXPECT_GT(json::parse(forecast.out)["time_ms"].get<double>(), measured);
+  const double batch4_ms = json::parse(forecast.out)["time_ms"].get<double>();
+  EXPECT_GT(batch4_ms, measured);
+
+  // --refit: the same fit again from the folder's measurements, nothing measured; the forecasts stay.
+  cli_test::Result refit = cli_test::run("calibrate", {"--refit", out, "--json"}, dir.path());
+  ASSERT_EQ(refit.exit_code, 0) << refit.err;
+  const json refitted = json::parse(refit.out);
+  EXPECT_EQ(refitted["kind_scale"], report["kind_scale"]);
+  EXPECT_TRUE(refitted.contains("refitted"));
+  forecast = cli_test::run(
+      "predict", {"squeezenet1_1", "--batch", "4", "--input", "3x32x32", "--predictor", out, "--json"}, dir.path());
+  ASSERT_EQ(forecast.exit_code, 0) << forecast.err;
+  EXPECT_NEAR(json::parse(forecast.out)["time_ms"].get<double>(), batch4_ms, 1e-9 * batch4_ms);
+  cli_test::Result missing = cli_test::run("calibrate", {"--refit", dir.path() + "/nothing"}, dir.path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no host calibration at"), std::string::npos) << missing.err;
 #endif
 }
 

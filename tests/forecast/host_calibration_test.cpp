@@ -64,6 +64,31 @@ TEST(HostCalibration, WholeShiftIsARatioUntilASlopeEarnsItsPlace) {
   EXPECT_NEAR(calibration.shifted(50), 100, 2);
 }
 
+// Whole runs of this host at other sizes anchor measured / source (issue 52): the host check's probes pooled, each run
+// of a calibrated configuration; interpolated in log-log between them, flat beyond the ends.
+TEST(HostCalibration, SizeAnchorsInterpolateMeasuredOverSourceInLogLog) {
+  HostCalibration calibration;
+  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(500), 1.0);  // none: the source as it is
+  calibration.host_check_ratio = 0.8;
+  calibration.host_check_source_ms = 100;
+  // Runs as calibrate records them: measured, source x layer factor, source. Two of the same configuration pool.
+  fit_whole_shift({{4000, 5000, 10000}, {16000, 20000, 40000}, {16000 * 1.21, 20000, 40000}}, calibration);
+  ASSERT_EQ(calibration.size_anchors.size(), 3U);
+  EXPECT_DOUBLE_EQ(calibration.size_anchors[0].first, 100);
+  EXPECT_DOUBLE_EQ(calibration.size_anchors[0].second, 0.8);
+  EXPECT_DOUBLE_EQ(calibration.size_anchors[1].second, 0.4);
+  EXPECT_NEAR(calibration.size_anchors[2].second, 0.4 * 1.1, 1e-12);  // sqrt(1.21): the geometric mean
+  // Halfway in log between 100 ms (0.8) and 10 s (0.4): 0.8 x 0.5^0.5.
+  EXPECT_NEAR(calibration.anchored_ratio(1000), 0.8 * std::sqrt(0.5), 1e-12);
+  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(10000), 0.4);
+  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(5), 0.8);       // below the smallest: its ratio
+  EXPECT_NEAR(calibration.anchored_ratio(1e7), 0.44, 1e-12);  // above the largest: its ratio
+  // Runs without a source forecast (the cross-host evaluation's) anchor nothing: the host check alone.
+  fit_whole_shift({{4000, 5000}}, calibration);
+  ASSERT_EQ(calibration.size_anchors.size(), 1U);
+  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(1e6), 0.8);
+}
+
 TEST(HostCalibration, LayerFactorWeighsEachKindByItsShareOfTheSourceTime) {
   features::LayerSites sites;
   features::LayerSite conv, relu;
@@ -115,6 +140,10 @@ TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
   calibration.kind_scale = {{kAnyKind, 0.5}, {"conv", 0.25}};
   calibration.kind_layers = {{kAnyKind, 10}, {"conv", 4}};
   calibration.layer_ms = {{"abc:1x3x8x8", 2.5}};
+  calibration.host_check_ratio = 0.77;
+  calibration.host_check_source_ms = 98.7;
+  calibration.host_check_checked = "2026-12-05T23:29:13Z";
+  calibration.size_anchors = {{98.7, 0.77}, {38778, 0.44}};
   calibration.shift = "ratio";
   calibration.log_intercept = std::log(1.8);
   calibration.log_spread = 0.2;
@@ -144,6 +173,15 @@ TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
   bad = good;
   bad["layer_ms"]["abc:1x3x8x8"] = 0;
   refused(bad, "layer_ms 'abc:1x3x8x8' is not a positive number");
+  bad = good;
+  bad["size_anchors"] = json::array({json::array({100, 0.5}), json::array({50, 0.5})});  // not rising
+  refused(bad, "size_anchors[1] is not a positive source time (rising)");
+  bad = good;
+  bad["size_anchors"][0][1] = 0;
+  refused(bad, "size_anchors[0]");
+  bad = good;
+  bad["host_check"]["source_ms"] = -3;
+  refused(bad, "host_check ratio or source_ms is not a positive number");
   bad = good;
   bad["shift"]["map"] = "magic";
   refused(bad, "unknown shift 'magic'");
@@ -275,6 +313,19 @@ TEST(HostCalibration, AMeasuredConfigurationStaysItsMeasurement) {
   request.predictor_dir = dir.path() + "/host";
   EXPECT_NEAR(forecast(request).time_ms, mobilenet_source.time_ms * 1.5, 1e-9 * mobilenet_source.time_ms);
   EXPECT_GT(source.time_ms, 0);
+  // With whole runs of this host anchoring sizes: a model never timed here (none of its layers either) takes measured /
+  // source at its own source forecast, and keeps the source's interval scaled (no widening).
+  calibration.size_anchors = {{mobilenet_source.time_ms / 10, 0.5}, {mobilenet_source.time_ms * 10, 0.2}};
+  calibration.save(dir.path() + "/host");
+  const Forecast anchored = forecast(request);
+  const double expected = mobilenet_source.time_ms * std::sqrt(0.5 * 0.2);  // halfway in log
+  EXPECT_NEAR(anchored.time_ms, expected, 1e-9 * expected);
+  EXPECT_NEAR(anchored.time_ms_low,
+              std::min(mobilenet_source.time_ms_low * expected / mobilenet_source.time_ms,
+                       expected / std::exp(calibration.log_spread)),
+              1e-9 * expected);
+  EXPECT_NE(anchored.notes.back().find("interpolated at this size between 2 whole runs"), std::string::npos)
+      << anchored.notes.back();
   // A broken entry names itself.
   json document = calibration.to_json();
   document["whole_ms"]["x"] = -1;

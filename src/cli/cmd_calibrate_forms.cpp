@@ -1,0 +1,63 @@
+// `dnncast calibrate --refit DIR`: a host calibration fitted again from the measurements its folder keeps
+// (calibrate/calibrate_model.h refit_calibration), and which of calibrate's forms a command line is.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "calibrate/calibrate_model.h"
+#include "cli/commands.h"
+#include "cli/parse_args.h"
+
+namespace dnncast::cli {
+
+int run_calibrate_refit(const Args& args) {
+  CLI::App app(
+      "Fit a host calibration again from the measurements its folder keeps (calibration.db), as this version of\n"
+      "dnncast fits them: nothing is measured, host.json is rewritten (docs/TRANSFER.md \"Calibrate on this host\").",
+      "dnncast calibrate");
+  std::string dir;
+  bool json = false;
+  app.add_option("--refit", dir, "the calibration's folder (where host.json is)")->required();
+  app.add_flag("--json", json, "print the report as JSON");
+  if (!parse_args(app, args, "calibrate")) return 0;
+  const nlohmann::json report = calibrate::refit_calibration(dir);
+  if (json) {
+    std::cout << report.dump(1) << "\n";
+    return 0;
+  }
+  std::printf("refitted %s from its measurements:\n", report["dir"].get<std::string>().c_str());
+  std::printf("layer scales here over the source's layer model (per kind, time-weighted):");
+  for (const auto& [kind, scale] : report["kind_scale"].items())
+    std::printf(" %s %.3g (%lld)", kind.c_str(), scale.get<double>(), report["kind_layers"][kind].get<long long>());
+  std::printf("\nwhole-iteration shift: %s over %zu real runs\n", report["shift"]["map"].get<std::string>().c_str(),
+              report["whole_runs"].size());
+  return 0;
+}
+
+bool calibrate_other_form(const Args& args, int& exit_code) {
+  if (!args.empty() && !args.front().empty() && args.front()[0] != '-') {
+    exit_code = run_calibrate_model(args);
+    return true;
+  }
+  for (const std::string& arg : args) {
+    if (arg == "--layer-bench" || arg.rfind("--layer-bench=", 0) == 0) {
+      exit_code = run_calibrate_cross_host(args);
+      return true;
+    }
+    if (arg == "--refit" || arg.rfind("--refit=", 0) == 0) {
+      exit_code = run_calibrate_refit(args);
+      return true;
+    }
+    if (arg == "--help" || arg == "-h") {  // the four forms' help, the one a new host needs first
+      run_calibrate_model({"--help"});
+      std::printf("\n");
+      run_calibrate_cross_host({"--help"});
+      std::printf("\n");
+      run_calibrate_refit({"--help"});
+      std::printf("\n");
+    }
+  }
+  return false;
+}
+
+}  // namespace dnncast::cli
