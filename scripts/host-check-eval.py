@@ -15,6 +15,7 @@ measurements from there instead of timing them again: the forecasts alone are ma
 `dnncast calibrate --refit DIR`, judged on the same measurements). Exit 2 on bad usage.
 """
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -115,7 +116,8 @@ def main():
         env = rows[0]["env"]
         with open(args.out, "w") as f:
             if header is not None:  # the measurements' host, as the earlier file says it
-                f.write(f"{header}; forecasts made again {check['checked']}\n")
+                now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+                f.write(f"{header}; forecasts made again {now} (host check {check['ratio']:.3f}x)\n")
             else:
                 f.write(f"# scripts/host-check-eval.py on {env['cpu_model']} cpuid family {env['cpu_family']} model "
                         f"{env['cpu_model_number']}, isa {env['isa']}, {env['cores']} CPUs; host check "

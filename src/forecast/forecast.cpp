@@ -336,7 +336,12 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   result.time_model += ", calibrated on this host";
   result.calibration = calibration.report.value("dir", std::string());
   char text[320];
-  if (anchored)
+  if (anchored && covered < 0.005)
+    std::snprintf(text, sizeof text,
+                  "none of its layers timed here: measured / forecast x%.3g at this size, interpolated between %zu "
+                  "whole runs of this host (the host check's and the calibrated configurations')",
+                  anchor, calibration.size_anchors.size());
+  else if (anchored)
     std::snprintf(text, sizeof text,
                   "layers x%.3g with the shift %s for the %.0f%% of its time timed here; for the rest measured / "
                   "forecast x%.3g, interpolated at this size between %zu whole runs of this host: x%.3g in all",

@@ -324,7 +324,7 @@ TEST(HostCalibration, AMeasuredConfigurationStaysItsMeasurement) {
               std::min(mobilenet_source.time_ms_low * expected / mobilenet_source.time_ms,
                        expected / std::exp(calibration.log_spread)),
               1e-9 * expected);
-  EXPECT_NE(anchored.notes.back().find("interpolated at this size between 2 whole runs"), std::string::npos)
+  EXPECT_NE(anchored.notes.back().find("interpolated between 2 whole runs of this host"), std::string::npos)
       << anchored.notes.back();
   // A broken entry names itself.
   json document = calibration.to_json();
