@@ -7,8 +7,8 @@ EVAL.tsv is a `scripts/host-check-eval.py --out` file (measured, and the shipped
 configuration). The anchors are whole runs of that host: the host check's probes pooled (their geometric-mean ratio
 measured / shipped forecast, at the geometric mean of their shipped forecasts) and each calibrated configuration's
 run (its shipped forecast, its measured median). Each row is forecast as its shipped forecast times measured /
-forecast interpolated in log-log between the anchors by its own shipped forecast (flat beyond the ends), its interval
-the shipped one scaled likewise -- the rule of src/forecast/host_calibration.h (size_anchors) for configurations none
+forecast from the least-squares line through the anchors in log-log at its own shipped forecast (held at the line's
+value at the smallest and largest anchor beyond them), its interval the shipped one scaled likewise -- the rule of src/forecast/host_calibration.h (size_anchors) for configurations none
 of whose layers were timed, written again here to check it and to score hosts whose calibration folder was not kept.
 Prints the MRE, the median measured / forecast and the share inside the interval. Exit 2 on bad usage.
 """
@@ -29,15 +29,15 @@ def parse_pair(text, separator, what):
 
 
 def interpolated(anchors, source_ms):
-    """measured / source at source_ms: anchors (source_ms, ratio) rising, log-log, flat beyond the ends."""
-    x = math.log(source_ms)
-    points = [(math.log(s), math.log(r)) for s, r in anchors]
-    if x <= points[0][0]:
-        return math.exp(points[0][1])
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x <= x1:
-            return math.exp(y0 + (x - x0) / (x1 - x0) * (y1 - y0) if x1 > x0 else y1)
-    return math.exp(points[-1][1])
+    """measured / source at source_ms: the least-squares line through the anchors (source_ms, ratio) in log-log,
+    held at its value at the smallest and largest anchor beyond them."""
+    xs = [math.log(s) for s, _ in anchors]
+    ys = [math.log(r) for _, r in anchors]
+    x = min(max(math.log(source_ms), xs[0]), xs[-1])
+    mean_x, mean_y = statistics.mean(xs), statistics.mean(ys)
+    sxx = sum((a - mean_x) ** 2 for a in xs)
+    slope = sum((a - mean_x) * (b - mean_y) for a, b in zip(xs, ys)) / sxx if sxx > 1e-12 else 0.0
+    return math.exp(mean_y + slope * (x - mean_x))
 
 
 def main():

@@ -565,11 +565,16 @@ json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows,
   std::vector<forecast::WholeRatio> shift_runs, both_runs;
   for (size_t k : whole) {
     taken[k] = 1;
-    shift_runs.push_back({rows.measured[k], rows.source[k]});
+    shift_runs.push_back({rows.measured[k], rows.source[k], rows.source[k]});
     both_runs.push_back({rows.measured[k], layered[k]});
   }
   forecast::HostCalibration shift_only = calibration;
   forecast::fit_whole_shift(shift_runs, shift_only);
+  // The whole runs as size anchors (host_calibration.h size_anchors), as `calibrate MODEL` carries the configurations
+  // none of whose layers it timed: measured / source from the line through them (log-log) at each one's source
+  // forecast.
+  std::vector<double> anchored(count);
+  for (size_t k = 0; k < count; ++k) anchored[k] = rows.source[k] * shift_only.anchored_ratio(rows.source[k]);
   forecast::fit_whole_shift(both_runs, calibration);
   // Each configuration's own layers, as `calibrate MODEL` times them for the model asked about: the probe scales
   // with every layer the target timed in place of its kind's scale (HostCalibration::layer_factor), shifted by
@@ -630,6 +635,7 @@ json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows,
           {"mre_pct",
            {{"none", mre_pct(rows.source, rows.measured, taken)},
             {"shift_only", whole.empty() ? json(nullptr) : json(mre_pct(shifted, rows.measured, taken))},
+            {"anchored", whole.empty() ? json(nullptr) : json(mre_pct(anchored, rows.measured, taken))},
             {"layers_only", mre_pct(layered, rows.measured, taken)},
             {"both", mre_pct(both, rows.measured, taken)}}},
           {"own_layers", own_report},

@@ -338,13 +338,13 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   char text[320];
   if (anchored && covered < 0.005)
     std::snprintf(text, sizeof text,
-                  "none of its layers timed here: measured / forecast x%.3g at this size, interpolated between %zu "
+                  "none of its layers timed here: measured / forecast x%.3g at this size, on the line through %zu "
                   "whole runs of this host (the host check's and the calibrated configurations')",
                   anchor, calibration.size_anchors.size());
   else if (anchored)
     std::snprintf(text, sizeof text,
                   "layers x%.3g with the shift %s for the %.0f%% of its time timed here; for the rest measured / "
-                  "forecast x%.3g, interpolated at this size between %zu whole runs of this host: x%.3g in all",
+                  "forecast x%.3g, at this size on the line through %zu whole runs of this host: x%.3g in all",
                   layer_factor, own_shift ? "of this model's own runs" : calibration.shift.c_str(), 100 * covered,
                   anchor, calibration.size_anchors.size(), scale);
   else

@@ -73,16 +73,16 @@ double HostCalibration::shifted(double adjusted_ms) const {
 
 double HostCalibration::anchored_ratio(double source_ms) const {
   if (size_anchors.empty() || !(source_ms > 0)) return 1;
-  const double x = std::log(source_ms);
-  if (x <= std::log(size_anchors.front().first)) return size_anchors.front().second;
-  if (x >= std::log(size_anchors.back().first)) return size_anchors.back().second;
-  for (size_t index = 1; index < size_anchors.size(); ++index) {
-    const double x0 = std::log(size_anchors[index - 1].first), x1 = std::log(size_anchors[index].first);
-    if (x > x1) continue;
-    const double y0 = std::log(size_anchors[index - 1].second), y1 = std::log(size_anchors[index].second);
-    return std::exp(x1 > x0 ? y0 + (x - x0) / (x1 - x0) * (y1 - y0) : y1);
+  const double low = std::log(size_anchors.front().first), high = std::log(size_anchors.back().first);
+  const double x = std::clamp(std::log(source_ms), low, high);
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [anchor_ms, ratio] : size_anchors) {
+    const double ax = std::log(anchor_ms), ay = std::log(ratio);
+    n += 1, sx += ax, sy += ay, sxx += ax * ax, sxy += ax * ay;
   }
-  return size_anchors.back().second;
+  const double det = n * sxx - sx * sx;
+  const double slope = det > 1e-12 ? (n * sxy - sx * sy) / det : 0;
+  return std::exp((sy - slope * sx) / n + slope * x);
 }
 
 std::string whole_key(const Graph& graph, const features::TrainingConfig& config) {

@@ -66,10 +66,11 @@ struct HostCalibration {
   std::string host_check_checked;  // when it was measured, UTC
   // Whole runs timed on this host as (source forecast ms, measured / source), rising in source ms: the host check's
   // probes pooled into one anchor, and each real run of a calibrated configuration. A configuration not measured here
-  // takes measured / source interpolated between them in log-log by its own source forecast (flat beyond the ends) for
-  // the share of its time whose layers were not timed here: on two VMs the calibrated model's kind scales carried
-  // other models worse than whole runs of other sizes do (issue 52: a VM 5x faster than the data's host on 224-px
-  // layers, about 1x-2x on small ones; docs/RESULTS.md "Calibrating one model, the others").
+  // takes measured / source from the least-squares line through them in log-log at its own source forecast (held at
+  // the line's value at the smallest and largest anchor beyond them; through two anchors, the interpolation between
+  // them) for the share of its time whose layers were not timed here: on two VMs the calibrated model's kind scales
+  // carried other models worse than whole runs of other sizes do (issue 52: a VM 5x faster than the data's host on
+  // 224-px layers, about 1x-2x on small ones; docs/RESULTS.md "Calibrating one model, the others").
   std::vector<std::pair<double, double>> size_anchors;
   std::string shift = "none";  // "none" (no whole iteration measured), "ratio" or "lms"
   double log_intercept = 0, log_slope = 1;
@@ -89,7 +90,9 @@ struct HostCalibration {
                       double* covered = nullptr) const;
   // The shift applied to a source forecast already multiplied by its layer factor.
   double shifted(double adjusted_ms) const;
-  // measured / source at a configuration whose source forecast is source_ms, from size_anchors (1 without any).
+  // measured / source at a configuration whose source forecast is source_ms, from size_anchors (1 without any): the
+  // line rather than a path through every anchor, since one network's run is not its size's ratio (the cross-host
+  // table, docs/RESULTS.md: a path through single runs lost to one ratio on 4 of 6 host pairs, the line won on 4).
   double anchored_ratio(double source_ms) const;
 
   nlohmann::json to_json() const;

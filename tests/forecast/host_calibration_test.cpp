@@ -65,25 +65,29 @@ TEST(HostCalibration, WholeShiftIsARatioUntilASlopeEarnsItsPlace) {
 }
 
 // Whole runs of this host at other sizes anchor measured / source (issue 52): the host check's probes pooled, each run
-// of a calibrated configuration; interpolated in log-log between them, flat beyond the ends.
-TEST(HostCalibration, SizeAnchorsInterpolateMeasuredOverSourceInLogLog) {
+// of a calibrated configuration; a least-squares line in log-log through them, flat beyond the smallest and largest.
+TEST(HostCalibration, SizeAnchorsCarryMeasuredOverSourceByALineInLogLog) {
   HostCalibration calibration;
   EXPECT_DOUBLE_EQ(calibration.anchored_ratio(500), 1.0);  // none: the source as it is
   calibration.host_check_ratio = 0.8;
   calibration.host_check_source_ms = 100;
-  // Runs as calibrate records them: measured, source x layer factor, source. Two of the same configuration pool.
-  fit_whole_shift({{4000, 5000, 10000}, {16000, 20000, 40000}, {16000 * 1.21, 20000, 40000}}, calibration);
+  // Runs as calibrate records them: measured, source x layer factor, source. Two of the same configuration pool by
+  // their geometric mean (0.4 x 1.1 and 0.4 / 1.1: 0.4). The three anchors lie on one line in log-log.
+  const double middle = 0.8 * std::sqrt(0.5);
+  fit_whole_shift({{1000 * middle, 900, 1000}, {4400, 5000, 10000}, {4000 / 1.1, 5000, 10000}}, calibration);
   ASSERT_EQ(calibration.size_anchors.size(), 3U);
   EXPECT_DOUBLE_EQ(calibration.size_anchors[0].first, 100);
   EXPECT_DOUBLE_EQ(calibration.size_anchors[0].second, 0.8);
-  EXPECT_DOUBLE_EQ(calibration.size_anchors[1].second, 0.4);
-  EXPECT_NEAR(calibration.size_anchors[2].second, 0.4 * 1.1, 1e-12);  // sqrt(1.21): the geometric mean
-  // Halfway in log between 100 ms (0.8) and 10 s (0.4): 0.8 x 0.5^0.5.
-  EXPECT_NEAR(calibration.anchored_ratio(1000), 0.8 * std::sqrt(0.5), 1e-12);
-  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(10000), 0.4);
-  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(5), 0.8);       // below the smallest: its ratio
-  EXPECT_NEAR(calibration.anchored_ratio(1e7), 0.44, 1e-12);  // above the largest: its ratio
-  // Runs without a source forecast (the cross-host evaluation's) anchor nothing: the host check alone.
+  EXPECT_NEAR(calibration.size_anchors[2].second, 0.4, 1e-12);
+  EXPECT_NEAR(calibration.anchored_ratio(1000), middle, 1e-12);
+  EXPECT_NEAR(calibration.anchored_ratio(std::sqrt(1000.0 * 10000.0)), 0.8 * std::pow(0.5, 0.75), 1e-12);
+  EXPECT_NEAR(calibration.anchored_ratio(5), 0.8, 1e-12);    // below the smallest: the line's value there
+  EXPECT_NEAR(calibration.anchored_ratio(1e7), 0.4, 1e-12);  // above the largest: likewise
+  // Anchors off one line: the line, not a path through each (one network's run is not its size's ratio).
+  calibration.size_anchors = {{100, 1.0}, {1000, 0.5}, {10000, 1.0}};
+  EXPECT_NEAR(calibration.anchored_ratio(1000), std::pow(0.5, 1.0 / 3), 1e-12);
+  EXPECT_NEAR(calibration.anchored_ratio(100), std::pow(0.5, 1.0 / 3), 1e-12);
+  // Runs without a source forecast (the cross-host evaluation's shift) anchor nothing: the host check alone.
   fit_whole_shift({{4000, 5000}}, calibration);
   ASSERT_EQ(calibration.size_anchors.size(), 1U);
   EXPECT_DOUBLE_EQ(calibration.anchored_ratio(1e6), 0.8);
@@ -324,7 +328,7 @@ TEST(HostCalibration, AMeasuredConfigurationStaysItsMeasurement) {
               std::min(mobilenet_source.time_ms_low * expected / mobilenet_source.time_ms,
                        expected / std::exp(calibration.log_spread)),
               1e-9 * expected);
-  EXPECT_NE(anchored.notes.back().find("interpolated between 2 whole runs of this host"), std::string::npos)
+  EXPECT_NE(anchored.notes.back().find("on the line through 2 whole runs of this host"), std::string::npos)
       << anchored.notes.back();
   // A broken entry names itself.
   json document = calibration.to_json();
