@@ -185,6 +185,15 @@ def build_cases(tmp):
                                             "1e-300", "--out", os.path.join(tmp, "calibration_tiny")]),
         Case("model_path", serve=("predict", {"model": "../../etc/passwd", "batch": 2})),
     ]
+    # `calibrate --refit` (issue 52) on a folder that holds no calibration, and on one whose host.json is broken.
+    broken_calibration = os.path.join(tmp, "calibration_broken")
+    os.makedirs(broken_calibration, exist_ok=True)
+    with open(os.path.join(broken_calibration, "host.json"), "w") as handle:
+        handle.write('{"format": "dnncast-host-calibration/1", "size_anchors": [[100, 0.5], [50, 0.5]]}')
+    cases += [
+        Case("refit_missing", cli=["calibrate", "--refit", os.path.join(tmp, "no_such_calibration")]),
+        Case("refit_broken", cli=["calibrate", "--refit", broken_calibration]),
+    ]
     # Issue 46's timm runs and map, and issue 45's kernel list, given broken.
     timm_bad = os.path.join(tmp, "timm_bad.csv")
     with open(timm_bad, "w") as handle:
