@@ -283,6 +283,8 @@ void forecast_peak(const ForecastRequest& request, const Graph& graph, const Pre
   result.memory_source = set.memory->manifest().learner;
 }
 
+constexpr const char* kUnmatchedWidenNote = "the 90% interval is widened ";
+
 // The source set's forecast carried to this host by its calibration (host_calibration.h), its interval
 // at least the calibration's spread each way.
 Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet& set, const Graph& graph,
@@ -462,7 +464,7 @@ Forecast forecast(const ForecastRequest& request) {
       result.time_ms_high *= kUnmatchedHostWiden;
       char widen[32];
       std::snprintf(widen, sizeof widen, "%g", kUnmatchedHostWiden);
-      result.notes.push_back(std::string("the 90% interval is widened ") + widen +
+      result.notes.push_back(std::string(kUnmatchedWidenNote) + widen +
                              "x each way: the predictor was trained on another CPU");
     }
   }
@@ -470,13 +472,19 @@ Forecast forecast(const ForecastRequest& request) {
   if (!calibration && result.host_match && request.host_check && host_check_enabled() &&
       request.host_isa == hardware::CpuIsa::Unknown && request.device.kind == ForecastDevice::Kind::ThisHost) {
     if (const std::optional<HostCheck> check = cached_host_check(host_check_key(host_environment()));
-        check && check->off() && check->predictor == result.predictor) {          // the set the probes were set beside
-      const double widen = result.host_match->exact ? kUnmatchedHostWiden : 1.0;  // not widened twice
+        check && check->off() && check->predictor == result.predictor) {  // the set the probes were set beside
+      // kHostCheckWiden each way, in place of an unknown CPU's widening where that was applied above.
+      const double widen = result.host_match->exact ? kHostCheckWiden : kHostCheckWiden / kUnmatchedHostWiden;
+      if (!result.host_match->exact)
+        result.notes.erase(
+            std::remove_if(result.notes.begin(), result.notes.end(),
+                           [](const std::string& note) { return note.rfind(kUnmatchedWidenNote, 0) == 0; }),
+            result.notes.end());
       result.time_ms *= check->ratio;
       result.time_ms_low *= check->ratio / widen;
       result.time_ms_high *= check->ratio * widen;
       result.host_match->speed = check->to_json();
-      result.host_match->speed_note = host_check_note(*check, kUnmatchedHostWiden);
+      result.host_match->speed_note = host_check_note(*check, kHostCheckWiden);
       if (result.host_match->remedy.empty())
         result.host_match->remedy =
             calibrate_remedy(request.predictor_dir, request.model.name, result.batch, result.input);
