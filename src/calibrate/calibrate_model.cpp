@@ -153,12 +153,14 @@ void measure_whole(const std::string& graph_path, int64_t batch, int64_t timed, 
   measure::run_campaign(plan, campaign);
 }
 
-// This host's check (forecast/host_check.h), cached per boot or timed now (seconds), where it set its probes beside
-// `set`: it carries the models this calibration does not time. nullopt where it is switched off or cannot run.
-std::optional<forecast::HostCheck> host_check_for(const forecast::PredictorSet& set, std::FILE* out) {
+// This host's check (forecast/host_check.h), cached per boot or timed now (seconds; not under a budget below a
+// minute, which it would take a large part of), where it set its probes beside `set`: it carries the models this
+// calibration does not time. nullopt where it is switched off or cannot run.
+std::optional<forecast::HostCheck> host_check_for(const forecast::PredictorSet& set, double minutes, std::FILE* out) {
   if (!forecast::host_check_enabled()) return std::nullopt;
   std::optional<forecast::HostCheck> check =
       forecast::cached_host_check(forecast::host_check_key(forecast::host_environment()));
+  if (!check && minutes < 1) return std::nullopt;
   if (!check) {
     try {
       std::fprintf(out, "host check: timing %zu small configurations of the shipped data here (once per boot)\n",
@@ -306,7 +308,7 @@ json calibrate_model(const ModelCalibrateOptions& options) {
     if (!graph_file) throw InputError("cannot write " + graph_path);
   }
   pin_to(options.cpus);
-  const std::optional<forecast::HostCheck> check = host_check_for(set, options.out);
+  const std::optional<forecast::HostCheck> check = host_check_for(set, options.minutes, options.out);
 
   // 1. The model's own layers.
   std::vector<models::LayerCase> cases;
