@@ -254,10 +254,6 @@ double loo_log_error(const std::vector<WholeRatio>& runs, bool slope) {
   return total / static_cast<double>(runs.size());
 }
 
-}  // namespace
-
-namespace {
-
 // size_anchors (host_calibration.h): the host check's pooled probes and every run with a source forecast; runs of the
 // same source time (a configuration timed twice) pooled by the geometric mean of their ratios.
 void fit_size_anchors(const std::vector<WholeRatio>& runs, HostCalibration& calibration) {
