@@ -153,6 +153,12 @@ void measure_whole(const std::string& graph_path, int64_t batch, int64_t timed, 
   measure::run_campaign(plan, campaign);
 }
 
+// Whether the host check set its probes beside `set` (the same predictor folder, however named).
+bool checked_against(const forecast::HostCheck& check, const forecast::PredictorSet& set) {
+  std::error_code error;
+  return fs::weakly_canonical(check.predictor, error) == fs::weakly_canonical(set.dir, error);
+}
+
 // This host's check (forecast/host_check.h), cached per boot or timed now (seconds; not under a budget below a
 // minute, which it would take a large part of), where it set its probes beside `set`: it carries the models this
 // calibration does not time. nullopt where it is switched off or cannot run.
@@ -176,8 +182,7 @@ std::optional<forecast::HostCheck> host_check_for(const forecast::PredictorSet& 
       std::fprintf(out, "host check: not cached (%s)\n", error.what());
     }
   }
-  std::error_code error;
-  if (fs::weakly_canonical(check->predictor, error) != fs::weakly_canonical(set.dir, error)) return std::nullopt;
+  if (!checked_against(*check, set)) return std::nullopt;
   return check;
 }
 
@@ -287,6 +292,25 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
   return whole;
 }
 
+// The fit on everything DB_PATH holds (the layers and real iterations of every model calibrated into its folder so
+// far): the kind scales, then the whole-iteration shift and the size anchors. Returns the whole runs, one report row
+// each.
+json fit_from_dataset(const std::string& db_path, const forecast::PredictorSet& set,
+                      forecast::HostCalibration& calibration) {
+  fit_layer_scales(db_path, set, calibration);
+  json whole_report = json::array();
+  forecast::fit_whole_shift(whole_ratios(db_path, set, calibration, whole_report), calibration);
+  return whole_report;
+}
+
+// What a fitted calibration adds to the report printed (not kept in its file's report).
+void add_fitted(const forecast::HostCalibration& calibration, json& report) {
+  report["kind_scale"] = calibration.kind_scale;
+  report["kind_layers"] = calibration.kind_layers;
+  report["shift"] = {
+      {"map", calibration.shift}, {"log_intercept", calibration.log_intercept}, {"log_slope", calibration.log_slope}};
+}
+
 }  // namespace
 
 json calibrate_model(const ModelCalibrateOptions& options) {
@@ -371,12 +395,8 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   }
 
   if (check) record_host_check(*check, calibration);
-  // The fit, on everything this calibration's dataset holds: the layers and real iterations of every model
-  // calibrated into this folder so far (a later `calibrate` of another model adds to them).
-  fit_layer_scales(db_path, set, calibration);
-  json whole_report = json::array();
-  const std::vector<forecast::WholeRatio> whole = whole_ratios(db_path, set, calibration, whole_report);
-  forecast::fit_whole_shift(whole, calibration);
+  // The fit, on everything this calibration's dataset holds (a later `calibrate` of another model adds to it).
+  const json whole_report = fit_from_dataset(db_path, set, calibration);
   double covered = 0;
   const double factor = calibration.layer_factor(graph, requested.sites, requested.row_ms, &covered);
   json report = {
@@ -403,16 +423,13 @@ json calibrate_model(const ModelCalibrateOptions& options) {
                             {"high", check->high},
                             {"source_ms", calibration.host_check_source_ms},
                             {"checked", check->checked}};
-  if (whole.empty())
+  if (whole_report.empty())
     report["note"] =
         "no real iteration fitted the budget: the forecast carries the layers' scale alone (give more --minutes)";
   calibration.report = report;
   calibration.save(out_dir);
   report["dir"] = out_dir;
-  report["kind_scale"] = calibration.kind_scale;
-  report["kind_layers"] = calibration.kind_layers;
-  report["shift"] = {
-      {"map", calibration.shift}, {"log_intercept", calibration.log_intercept}, {"log_slope", calibration.log_slope}};
+  add_fitted(calibration, report);
   return report;
 }
 
@@ -433,25 +450,16 @@ json refit_calibration(const std::string& dir) {
       forecast::host_environment().hash() == before.environment.hash()) {
     const std::optional<forecast::HostCheck> check =
         forecast::cached_host_check(forecast::host_check_key(forecast::host_environment()));
-    std::error_code error;
-    if (check && fs::weakly_canonical(check->predictor, error) == fs::weakly_canonical(set.dir, error))
-      record_host_check(*check, calibration);
+    if (check && checked_against(*check, set)) record_host_check(*check, calibration);
   }
-  fit_layer_scales(db_path, set, calibration);
-  json whole_report = json::array();
-  const std::vector<forecast::WholeRatio> whole = whole_ratios(db_path, set, calibration, whole_report);
-  forecast::fit_whole_shift(whole, calibration);
   calibration.report = before.report;
-  calibration.report["whole_runs"] = whole_report;
+  calibration.report["whole_runs"] = fit_from_dataset(db_path, set, calibration);
   calibration.report["refitted"] = records::utc_now();
   calibration.report.erase("dir");
   calibration.save(dir);
   json report = calibration.report;
   report["dir"] = fs::absolute(dir).lexically_normal().string();
-  report["kind_scale"] = calibration.kind_scale;
-  report["kind_layers"] = calibration.kind_layers;
-  report["shift"] = {
-      {"map", calibration.shift}, {"log_intercept", calibration.log_intercept}, {"log_slope", calibration.log_slope}};
+  add_fitted(calibration, report);
   return report;
 }
 
