@@ -196,6 +196,22 @@ void record_host_check(const forecast::HostCheck& check, forecast::HostCalibrati
   calibration.host_check_ratio = check.ratio;
   calibration.host_check_source_ms = std::exp(log_sum / static_cast<double>(count));
   calibration.host_check_checked = check.checked;
+  // Each probe apart with its network's arithmetic intensity (the mix anchors); none where a probe will not build.
+  calibration.host_check_probes.clear();
+  for (const forecast::HostProbe& probe : check.probes) {
+    if (!(probe.forecast_ms > 0 && probe.measured_ms > 0)) continue;
+    try {
+      models::ModelSpec spec;
+      spec.batch = probe.batch;
+      spec.input = records::parse_input_text(probe.input);
+      const double intensity = forecast::arithmetic_intensity(import::load_model(probe.model, spec));
+      if (intensity > 0)
+        calibration.host_check_probes.push_back({probe.forecast_ms, probe.measured_ms / probe.forecast_ms, intensity});
+    } catch (const InputError&) {
+      calibration.host_check_probes.clear();
+      return;
+    }
+  }
 }
 
 // The folder a calibration is kept in: OUT, else the host's under the calibrations root; created.
@@ -273,7 +289,8 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
                                                     at_config, run.config.input_text());
     double covered = 0;
     const double factor = calibration.layer_factor(at, forecast.sites, forecast.row_ms, &covered);
-    whole.push_back({*run.result.time_ms_median, forecast.time_ms * factor, forecast.time_ms});
+    whole.push_back(
+        {*run.result.time_ms_median, forecast.time_ms * factor, forecast.time_ms, forecast::arithmetic_intensity(at)});
     calibration.whole_ms[forecast::whole_key(at, at_config)] = *run.result.time_ms_median;  // the latest run
     model_logs[at.architecture_hash()].push_back(std::log(*run.result.time_ms_median / (forecast.time_ms * factor)));
     report.push_back({{"model", at.name},
@@ -368,13 +385,15 @@ json calibrate_model(const ModelCalibrateOptions& options) {
   // largest smaller batch that does (the requested batch's own run makes its forecast its measurement: `make demo`'s
   // 2 minutes on a host where an iteration takes 17 s, issue 52); three timed iterations where they fit. An iteration
   // is estimated from the model's layers just timed here (their measured times, the source's rows they do not cover
-  // scaled), times 1.3 for what a real iteration adds to its layers (1.10x on the EPYC, 1.29x on the Intel Xeon); a
-  // measurement adds two warm-up iterations and about 7 s (process start, the first iteration's page faults, the
-  // probes: 91.7 s for 5 iterations of 17.05 s on the Zen 4). It may take what is left of the budget: the probe
-  // layers after it are what gives way.
+  // scaled) times 1.3 for what a real iteration adds to its layers (1.10x on the EPYC, 1.29x on the Intel Xeon), and
+  // sized at 1.3x that again: a real iteration has run at up to 1.71x its layers (the Zen 4's AVX2 dispatch, 15.2 s
+  // against 8.9 s), and a run cut by its timeout is lost whole (`make demo` there, session 34). A measurement adds
+  // two warm-up iterations and about 7 s (process start, the first iteration's page faults, the probes: 91.7 s for
+  // 5 iterations of 17.05 s on the Zen 4). It may take what is left of the budget: the probe layers after it are
+  // what gives way.
   load_layer_ms(db_path, calibration);
   const double iteration_s =
-      requested.time_ms * calibration.layer_factor(graph, requested.sites, requested.row_ms) * 1.3 / 1000;
+      requested.time_ms * calibration.layer_factor(graph, requested.sites, requested.row_ms) * 1.3 * 1.3 / 1000;
   const double left_s = budget_s - seconds_since(start);
   int64_t batch = options.spec.batch;
   auto timed_fitting = [&](int64_t at) {
@@ -445,12 +464,16 @@ json refit_calibration(const std::string& dir) {
   calibration.host_check_ratio = before.host_check_ratio;
   calibration.host_check_source_ms = before.host_check_source_ms;
   calibration.host_check_checked = before.host_check_checked;
-  // A calibration made before it recorded the host check, refitted on its own host: this boot's cached check.
-  if (calibration.host_check_ratio == 0 && forecast::host_check_enabled() &&
+  calibration.host_check_probes = before.host_check_probes;
+  // A calibration made before it recorded the host check (or its probes one by one), refitted on its own host: this
+  // boot's cached check (for the probes, the same check it recorded).
+  if (calibration.host_check_probes.empty() && forecast::host_check_enabled() &&
       forecast::host_environment().hash() == before.environment.hash()) {
     const std::optional<forecast::HostCheck> check =
         forecast::cached_host_check(forecast::host_check_key(forecast::host_environment()));
-    if (check && checked_against(*check, set)) record_host_check(*check, calibration);
+    if (check && checked_against(*check, set) &&
+        (calibration.host_check_ratio == 0 || check->checked == calibration.host_check_checked))
+      record_host_check(*check, calibration);
   }
   calibration.report = before.report;
   calibration.report["whole_runs"] = fit_from_dataset(db_path, set, calibration);

@@ -319,7 +319,11 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   // configuration's time whose layers were not timed here, the layers timed here the rest, blended in log
   // (host_calibration.h size_anchors).
   const bool anchored = !calibration.size_anchors.empty() && time.value > 0 && value > 0;
-  const double anchor = anchored ? calibration.anchored_ratio(time.value) : 1.0;
+  const char* anchored_by = "size";
+  const double anchor =
+      anchored ? calibration.anchored_ratio(time.value, arithmetic_intensity(graph), &anchored_by) : 1.0;
+  const size_t anchors =
+      std::string(anchored_by) == "size" ? calibration.size_anchors.size() : calibration.mix_anchors.size();
   if (anchored) {
     const double share = std::clamp(covered, 0.0, 1.0);
     value = time.value * std::exp(share * std::log(value / time.value) + (1 - share) * std::log(anchor));
@@ -340,15 +344,15 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   char text[320];
   if (anchored && covered < 0.005)
     std::snprintf(text, sizeof text,
-                  "none of its layers timed here: measured / forecast x%.3g at this size, on the line through %zu "
-                  "whole runs of this host (the host check's and the calibrated configurations')",
-                  anchor, calibration.size_anchors.size());
+                  "none of its layers timed here: measured / forecast x%.3g, by its %s from %zu whole runs of this "
+                  "host (the host check's and the calibrated configurations')",
+                  anchor, anchored_by, anchors);
   else if (anchored)
     std::snprintf(text, sizeof text,
                   "layers x%.3g with the shift %s for the %.0f%% of its time timed here; for the rest measured / "
-                  "forecast x%.3g, at this size on the line through %zu whole runs of this host: x%.3g in all",
+                  "forecast x%.3g, by its %s from %zu whole runs of this host: x%.3g in all",
                   layer_factor, own_shift ? "of this model's own runs" : calibration.shift.c_str(), 100 * covered,
-                  anchor, calibration.size_anchors.size(), scale);
+                  anchor, anchored_by, anchors, scale);
   else
     std::snprintf(text, sizeof text,
                   "layers x%.3g (%.0f%% of their time timed here), whole-iteration shift %s: x%.3g in all; interval "

@@ -12,12 +12,118 @@
 #include "core/json_limits.h"
 #include "forecast/host_match.h"
 #include "forecast/predictor.h"
+#include "graph/op_registry.h"
 #include "models/layer_cases.h"
 
 namespace dnncast::forecast {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+namespace {
+
+// The plane of mix_anchors at (log intensity u, log source ms v), clamped to the anchors' range; nullopt where they
+// do not make one (too few, or less than a factor of 2 between the lowest and highest intensity).
+std::optional<double> mix_plane(const std::vector<MixAnchor>& anchors, double source_ms, double intensity) {
+  if (anchors.size() < kMinMixAnchors || !(intensity > 0) || !(source_ms > 0)) return std::nullopt;
+  double u_low = INFINITY, u_high = -INFINITY, v_low = INFINITY, v_high = -INFINITY;
+  for (const MixAnchor& anchor : anchors) {
+    if (!(anchor.intensity > 0) || !(anchor.source_ms > 0) || !(anchor.ratio > 0)) return std::nullopt;
+    u_low = std::min(u_low, std::log(anchor.intensity)), u_high = std::max(u_high, std::log(anchor.intensity));
+    v_low = std::min(v_low, std::log(anchor.source_ms)), v_high = std::max(v_high, std::log(anchor.source_ms));
+  }
+  if (u_high - u_low < std::log(2.0)) return std::nullopt;
+  // Normal equations of y = a + b u + c v with kMixRidge added to the slopes' diagonal; u and v centred.
+  double mean_u = 0, mean_v = 0, mean_y = 0;
+  const double n = static_cast<double>(anchors.size());
+  for (const MixAnchor& anchor : anchors)
+    mean_u += std::log(anchor.intensity) / n, mean_v += std::log(anchor.source_ms) / n,
+        mean_y += std::log(anchor.ratio) / n;
+  double suu = kMixRidge, svv = kMixRidge, suv = 0, suy = 0, svy = 0;
+  for (const MixAnchor& anchor : anchors) {
+    const double u = std::log(anchor.intensity) - mean_u, v = std::log(anchor.source_ms) - mean_v,
+                 y = std::log(anchor.ratio) - mean_y;
+    suu += u * u, svv += v * v, suv += u * v, suy += u * y, svy += v * y;
+  }
+  const double det = suu * svv - suv * suv;
+  if (!(det > 1e-12)) return std::nullopt;
+  const double b = (suy * svv - svy * suv) / det, c = (svy * suu - suy * suv) / det;
+  const double u = std::clamp(std::log(intensity), u_low, u_high) - mean_u;
+  const double v = std::clamp(std::log(source_ms), v_low, v_high) - mean_v;
+  return std::exp(mean_y + b * u + c * v);
+}
+
+// document[key]: [[source_ms, ratio, intensity], ...], each positive (ratio below 100); none where absent.
+std::vector<MixAnchor> mix_anchors_from(const json& document, const char* key, const std::string& where) {
+  std::vector<MixAnchor> anchors;
+  if (!document.contains(key)) return anchors;
+  for (const json& item : document.at(key)) {
+    const bool triple =
+        item.is_array() && item.size() == 3 && item[0].is_number() && item[1].is_number() && item[2].is_number();
+    const MixAnchor anchor =
+        triple ? MixAnchor{item[0].get<double>(), item[1].get<double>(), item[2].get<double>()} : MixAnchor{0, 0, 0};
+    if (!triple || !(anchor.source_ms > 0) || !std::isfinite(anchor.source_ms) || !(anchor.ratio > 0) ||
+        !(anchor.ratio < 100) || !(anchor.intensity > 0) || !std::isfinite(anchor.intensity))
+      throw InputError(where + ": " + key + "[" + std::to_string(anchors.size()) +
+                       "] is not [source ms, ratio below 100, intensity], each positive");
+    anchors.push_back(anchor);
+  }
+  return anchors;
+}
+
+// Leave-one-out mean |log(measured / fitted)| of a ratio (slope false) or a log-linear map.
+double loo_log_error(const std::vector<WholeRatio>& runs, bool slope) {
+  double total = 0;
+  for (size_t out = 0; out < runs.size(); ++out) {
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if (k == out) continue;
+      const double x = std::log(runs[k].adjusted_ms), y = std::log(runs[k].measured_ms);
+      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    const double x = std::log(runs[out].adjusted_ms), y = std::log(runs[out].measured_ms);
+    double fitted = 0;
+    if (slope && n * sxx - sx * sx > 1e-12) {
+      const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+      fitted = (sy - b * sx) / n + b * x;
+    } else {
+      fitted = x + (sy - sx) / n;
+    }
+    total += std::abs(y - fitted);
+  }
+  return total / static_cast<double>(runs.size());
+}
+
+// size_anchors (host_calibration.h): the host check's pooled probes and every run with a source forecast; runs of the
+// same source time (a configuration timed twice) pooled by the geometric mean of their ratios.
+void fit_size_anchors(const std::vector<WholeRatio>& runs, HostCalibration& calibration) {
+  std::map<double, std::vector<double>> logs;  // source ms -> log(measured / source)
+  if (calibration.host_check_ratio > 0 && calibration.host_check_source_ms > 0)
+    logs[calibration.host_check_source_ms].push_back(std::log(calibration.host_check_ratio));
+  for (const WholeRatio& run : runs)
+    if (run.source_ms > 0 && run.measured_ms > 0 && std::isfinite(run.source_ms) && std::isfinite(run.measured_ms))
+      logs[run.source_ms].push_back(std::log(run.measured_ms / run.source_ms));
+  calibration.size_anchors.clear();
+  for (const auto& [source_ms, values] : logs) {
+    double sum = 0;
+    for (double value : values) sum += value;
+    calibration.size_anchors.emplace_back(source_ms, std::exp(sum / static_cast<double>(values.size())));
+  }
+  // The mix anchors: each probe apart, and the runs of known intensity (one configuration's runs pooled).
+  calibration.mix_anchors = calibration.host_check_probes;
+  std::map<std::pair<double, double>, std::vector<double>> mixed;  // (source ms, intensity) -> log ratios
+  for (const WholeRatio& run : runs)
+    if (run.source_ms > 0 && run.measured_ms > 0 && run.intensity > 0 && std::isfinite(run.source_ms) &&
+        std::isfinite(run.measured_ms))
+      mixed[{run.source_ms, run.intensity}].push_back(std::log(run.measured_ms / run.source_ms));
+  for (const auto& [at, values] : mixed) {
+    double sum = 0;
+    for (double value : values) sum += value;
+    calibration.mix_anchors.push_back({at.first, std::exp(sum / static_cast<double>(values.size())), at.second});
+  }
+}
+
+}  // namespace
 
 double HostCalibration::scale_of(const std::string& kind) const {
   auto found = kind_scale.find(kind);
@@ -71,7 +177,12 @@ double HostCalibration::shifted(double adjusted_ms) const {
   return std::exp(log_intercept + log_slope * std::log(adjusted_ms));
 }
 
-double HostCalibration::anchored_ratio(double source_ms) const {
+double HostCalibration::anchored_ratio(double source_ms, double intensity, const char** how) const {
+  if (how) *how = "size";
+  if (const std::optional<double> plane = mix_plane(mix_anchors, source_ms, intensity)) {
+    if (how) *how = "size and intensity";
+    return *plane;
+  }
   if (size_anchors.empty() || !(source_ms > 0)) return 1;
   const double low = std::log(size_anchors.front().first), high = std::log(size_anchors.back().first);
   const double x = std::clamp(std::log(source_ms), low, high);
@@ -83,6 +194,16 @@ double HostCalibration::anchored_ratio(double source_ms) const {
   const double det = n * sxx - sx * sx;
   const double slope = det > 1e-12 ? (n * sxy - sx * sy) / det : 0;
   return std::exp((sy - slope * sx) / n + slope * x);
+}
+
+double arithmetic_intensity(const Graph& graph) {
+  double flops = 0, bytes = 0;
+  for (int index = 0; index < graph.size(); ++index) {
+    const OpCost cost = node_cost(graph, index);
+    flops += static_cast<double>(cost.flops_fwd + cost.flops_bwd);
+    bytes += static_cast<double>(graph.node(index).shape.numel() * dtype_bytes(graph.node(index).dtype));
+  }
+  return bytes > 0 ? flops / bytes : 0;
 }
 
 std::string whole_key(const Graph& graph, const features::TrainingConfig& config) {
@@ -104,10 +225,18 @@ json HostCalibration::to_json() const {
                    {"shift", {{"map", shift}, {"log_intercept", log_intercept}, {"log_slope", log_slope}}},
                    {"log_spread", log_spread},
                    {"report", report}};
-  if (host_check_ratio > 0)
+  auto triples = [](const std::vector<MixAnchor>& anchors) {
+    json list = json::array();
+    for (const MixAnchor& anchor : anchors) list.push_back({anchor.source_ms, anchor.ratio, anchor.intensity});
+    return list;
+  };
+  if (host_check_ratio > 0) {
     document["host_check"] = {
         {"ratio", host_check_ratio}, {"source_ms", host_check_source_ms}, {"checked", host_check_checked}};
+    if (!host_check_probes.empty()) document["host_check"]["probes"] = triples(host_check_probes);
+  }
   if (!size_anchors.empty()) document["size_anchors"] = size_anchors;
+  if (!mix_anchors.empty()) document["mix_anchors"] = triples(mix_anchors);
   return document;
 }
 
@@ -146,6 +275,7 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
       if (!(calibration.host_check_ratio > 0) || !(calibration.host_check_ratio < 100) ||
           !(calibration.host_check_source_ms > 0) || !std::isfinite(calibration.host_check_source_ms))
         throw InputError(where + ": host_check ratio or source_ms is not a positive number (ratio below 100)");
+      calibration.host_check_probes = mix_anchors_from(document["host_check"], "probes", where + ": host_check");
     }
     calibration.size_anchors = document.value("size_anchors", std::vector<std::pair<double, double>>{});
     for (size_t index = 0; index < calibration.size_anchors.size(); ++index) {
@@ -155,6 +285,7 @@ HostCalibration HostCalibration::from_json(const json& document, const std::stri
         throw InputError(where + ": size_anchors[" + std::to_string(index) +
                          "] is not a positive source time (rising) with a positive ratio below 100");
     }
+    calibration.mix_anchors = mix_anchors_from(document, "mix_anchors", where);
     if (calibration.shift != "none" && calibration.shift != "ratio" && calibration.shift != "lms")
       throw InputError(where + ": unknown shift " + quote(calibration.shift) + " (known: none, ratio, lms)");
     if (!calibration.kind_scale.count(kAnyKind)) throw InputError(where + ": kind_scale has no \"*\" entry");
@@ -228,50 +359,6 @@ void fit_kind_scales(const std::vector<LayerRatio>& ratios, HostCalibration& cal
     calibration.kind_layers[kind] = sum.layers;
   }
 }
-
-namespace {
-
-// Leave-one-out mean |log(measured / fitted)| of a ratio (slope false) or a log-linear map.
-double loo_log_error(const std::vector<WholeRatio>& runs, bool slope) {
-  double total = 0;
-  for (size_t out = 0; out < runs.size(); ++out) {
-    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (size_t k = 0; k < runs.size(); ++k) {
-      if (k == out) continue;
-      const double x = std::log(runs[k].adjusted_ms), y = std::log(runs[k].measured_ms);
-      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
-    }
-    const double x = std::log(runs[out].adjusted_ms), y = std::log(runs[out].measured_ms);
-    double fitted = 0;
-    if (slope && n * sxx - sx * sx > 1e-12) {
-      const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-      fitted = (sy - b * sx) / n + b * x;
-    } else {
-      fitted = x + (sy - sx) / n;
-    }
-    total += std::abs(y - fitted);
-  }
-  return total / static_cast<double>(runs.size());
-}
-
-// size_anchors (host_calibration.h): the host check's pooled probes and every run with a source forecast; runs of the
-// same source time (a configuration timed twice) pooled by the geometric mean of their ratios.
-void fit_size_anchors(const std::vector<WholeRatio>& runs, HostCalibration& calibration) {
-  std::map<double, std::vector<double>> logs;  // source ms -> log(measured / source)
-  if (calibration.host_check_ratio > 0 && calibration.host_check_source_ms > 0)
-    logs[calibration.host_check_source_ms].push_back(std::log(calibration.host_check_ratio));
-  for (const WholeRatio& run : runs)
-    if (run.source_ms > 0 && run.measured_ms > 0 && std::isfinite(run.source_ms) && std::isfinite(run.measured_ms))
-      logs[run.source_ms].push_back(std::log(run.measured_ms / run.source_ms));
-  calibration.size_anchors.clear();
-  for (const auto& [source_ms, values] : logs) {
-    double sum = 0;
-    for (double value : values) sum += value;
-    calibration.size_anchors.emplace_back(source_ms, std::exp(sum / static_cast<double>(values.size())));
-  }
-}
-
-}  // namespace
 
 void fit_whole_shift(const std::vector<WholeRatio>& all_runs, HostCalibration& calibration) {
   fit_size_anchors(all_runs, calibration);

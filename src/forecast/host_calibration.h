@@ -40,7 +40,20 @@ struct WholeRatio {
   double measured_ms = 0;
   double adjusted_ms = 0;  // source forecast x layer_factor
   double source_ms = 0;    // the source forecast (0: unknown, no size anchor)
+  double intensity = 0;    // arithmetic_intensity() of the configuration (0: unknown)
 };
+
+// A whole run timed here as a mix anchor (HostCalibration::mix_anchors).
+struct MixAnchor {
+  double source_ms = 0;  // the source forecast
+  double ratio = 1;      // measured / source
+  double intensity = 0;  // arithmetic_intensity() of the configuration
+};
+
+// Training FLOPs (forward and backward) per byte of activations, over every node of `graph`: how much of a step is
+// arithmetic rather than memory traffic. Batch and image size leave it nearly unchanged; the network sets it (issue
+// 52, session 34: the depthwise, dense and fire networks 18-100, resnet50 164, resnet18/34 and vgg 326-907).
+double arithmetic_intensity(const Graph& graph);
 
 struct HostCalibration {
   records::EnvironmentRecord environment;      // this host, as host_environment() records it
@@ -63,7 +76,8 @@ struct HostCalibration {
   // timed here beside the source's forecast of them): their geometric-mean ratio measured / source and the
   // geometric mean of their source forecasts. 0 where none was recorded.
   double host_check_ratio = 0, host_check_source_ms = 0;
-  std::string host_check_checked;  // when it was measured, UTC
+  std::string host_check_checked;            // when it was measured, UTC
+  std::vector<MixAnchor> host_check_probes;  // each probe of that check (none in calibrations before session 34)
   // Whole runs timed on this host as (source forecast ms, measured / source), rising in source ms: the host check's
   // probes pooled into one anchor, and each real run of a calibrated configuration. A configuration not measured here
   // takes measured / source from the least-squares line through them in log-log at its own source forecast (held at
@@ -72,6 +86,13 @@ struct HostCalibration {
   // carried other models worse than whole runs of other sizes do (issue 52: a VM 5x faster than the data's host on
   // 224-px layers, about 1x-2x on small ones; docs/RESULTS.md "Calibrating one model, the others").
   std::vector<std::pair<double, double>> size_anchors;
+  // The same whole runs with the arithmetic intensity of their network, each host-check probe apart: where at least
+  // kMinMixAnchors of them span a factor of 2 in intensity, a configuration takes measured / source from the
+  // least-squares plane log(ratio) = a + b log(intensity) + c log(source ms) through them (b and c held towards 0 by
+  // kMixRidge; both held at the anchors' range) in place of the line in size. On the Zen 4 of session 34 the networks
+  // of high intensity (resnet18/34, vgg, alexnet, wide_resnet) ran at 0.36-0.62x the source forecast and those of low
+  // intensity (depthwise, dense, fire) at 0.74-1.17x, at every size: a line in size alone cannot tell them apart.
+  std::vector<MixAnchor> mix_anchors;
   std::string shift = "none";  // "none" (no whole iteration measured), "ratio" or "lms"
   double log_intercept = 0, log_slope = 1;
   // Spread of log(measured / calibrated) expected at configurations the calibration did not
@@ -93,7 +114,9 @@ struct HostCalibration {
   // measured / source at a configuration whose source forecast is source_ms, from size_anchors (1 without any): the
   // line rather than a path through every anchor, since one network's run is not its size's ratio (the cross-host
   // table, docs/RESULTS.md: a path through single runs lost to one ratio on 4 of 6 host pairs, the line won on 4).
-  double anchored_ratio(double source_ms) const;
+  // With the configuration's arithmetic intensity (> 0) and mix anchors that span it, from the plane in intensity and
+  // size (mix_anchors above); `how` (when given) says which: "size" or "size and intensity".
+  double anchored_ratio(double source_ms, double intensity = 0, const char** how = nullptr) const;
 
   nlohmann::json to_json() const;
   static HostCalibration from_json(const nlohmann::json& document, const std::string& where);
@@ -113,6 +136,10 @@ inline constexpr double kMeasuredLogSpread = 0.122;  // log(1.13)
 // give no leave-one-out error to size it: an assumption, checked by the share of the other configurations inside it
 // in the cross-host evaluation (docs/RESULTS.md "Calibrating on this host", last column).
 inline constexpr double kCalibratedLogSpread = 0.30;
+// Mix anchors (HostCalibration::mix_anchors): how many make a plane, and the ridge on its two slopes (in the sums of
+// squared log errors; at 0.1 the 24 configurations of session 34's Zen 4 gave 19.8%, at 0 19.7%, at 1 21.0%).
+inline constexpr size_t kMinMixAnchors = 4;
+inline constexpr double kMixRidge = 0.1;
 // Uncalibrated on a host no predictor was trained on: the forecast's 90% interval is widened by this
 // factor each way. The shipped set carried as is to the two other CPU kinds of data/ (`calibrate --from-db
 // ... --json`, uncalibrated.within_interval_pct_by_widen; docs/RESULTS.md "Calibrating on this host"):

@@ -93,6 +93,50 @@ TEST(HostCalibration, SizeAnchorsCarryMeasuredOverSourceByALineInLogLog) {
   EXPECT_DOUBLE_EQ(calibration.anchored_ratio(1e6), 0.8);
 }
 
+// Whole runs with their network's arithmetic intensity (issue 52, session 34): a plane in log intensity and log size
+// through them tells a network of dense 3x3 convolutions from a depthwise one of the same size.
+TEST(HostCalibration, MixAnchorsCarryMeasuredOverSourceByIntensityAndSize) {
+  HostCalibration calibration;
+  // Anchors exactly on log r = log 0.5 - 0.4 (log I - log 100) + 0.1 (log S - log 1000), spread wide enough that the
+  // ridge (kMixRidge) moves the slopes by under 1%.
+  auto on_plane = [](double intensity, double source_ms) {
+    return 0.5 * std::pow(intensity / 100, -0.4) * std::pow(source_ms / 1000, 0.1);
+  };
+  for (const auto& [intensity, source_ms] :
+       std::vector<std::pair<double, double>>{{10, 30}, {1000, 30}, {10, 30000}, {1000, 30000}, {100, 1000}})
+    calibration.mix_anchors.push_back({source_ms, on_plane(intensity, source_ms), intensity});
+  const char* how = nullptr;
+  EXPECT_NEAR(calibration.anchored_ratio(300, 50, &how) / on_plane(50, 300), 1, 0.02);
+  EXPECT_STREQ(how, "size and intensity");
+  EXPECT_NEAR(calibration.anchored_ratio(5000, 400) / on_plane(400, 5000), 1, 0.02);
+  // The dense network runs faster here than the depthwise one of the same source time.
+  EXPECT_LT(calibration.anchored_ratio(500, 330), calibration.anchored_ratio(500, 30));
+  // Beyond the anchors' intensities and sizes: the plane's value at their edge.
+  EXPECT_NEAR(calibration.anchored_ratio(1e7, 1e5), calibration.anchored_ratio(30000, 1000), 1e-12);
+  // Unknown intensity, or anchors within a factor of 2 of one intensity: the line in size (size_anchors; none here).
+  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(500, 0, &how), 1.0);
+  EXPECT_STREQ(how, "size");
+  HostCalibration narrow = calibration;
+  for (MixAnchor& anchor : narrow.mix_anchors) anchor.intensity = 100 + anchor.source_ms / 1000;
+  EXPECT_DOUBLE_EQ(narrow.anchored_ratio(500, 100, &how), 1.0);
+  EXPECT_STREQ(how, "size");
+
+  // fit_whole_shift: the host check's probes one by one, then the runs of known intensity (one configuration's runs
+  // pooled by their geometric mean); a run without an intensity anchors the size line alone.
+  HostCalibration fitted;
+  fitted.host_check_ratio = 0.7;
+  fitted.host_check_source_ms = 100;
+  fitted.host_check_probes = {{280, 0.38, 326}, {93, 0.98, 30}, {26, 1.07, 52}, {139, 0.88, 327}};
+  fit_whole_shift({{0.44 * 1.1 * 38778, 9000, 38778, 164}, {0.44 / 1.1 * 38778, 9000, 38778, 164}, {500, 600, 1000}},
+                  fitted);
+  ASSERT_EQ(fitted.mix_anchors.size(), 5U);
+  EXPECT_NEAR(fitted.mix_anchors[4].ratio, 0.44, 1e-12);
+  EXPECT_DOUBLE_EQ(fitted.mix_anchors[4].intensity, 164);
+  EXPECT_EQ(fitted.size_anchors.size(), 3U);        // the pooled check, the 1000 ms run, the 38778 ms configuration
+  EXPECT_LT(fitted.anchored_ratio(333, 326), 0.6);  // a resnet18 of 333 ms: the dense probes' speed here
+  EXPECT_GT(fitted.anchored_ratio(389, 25), 0.8);   // a mobilenet_v2 of 389 ms: the depthwise probe's
+}
+
 TEST(HostCalibration, LayerFactorWeighsEachKindByItsShareOfTheSourceTime) {
   features::LayerSites sites;
   features::LayerSite conv, relu;
@@ -148,6 +192,8 @@ TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
   calibration.host_check_source_ms = 98.7;
   calibration.host_check_checked = "2026-12-05T23:29:13Z";
   calibration.size_anchors = {{98.7, 0.77}, {38778, 0.44}};
+  calibration.host_check_probes = {{278.9, 0.38, 326.2}, {92.9, 0.98, 30.5}};
+  calibration.mix_anchors = {{278.9, 0.38, 326.2}, {92.9, 0.98, 30.5}, {38778, 0.44, 164}};
   calibration.shift = "ratio";
   calibration.log_intercept = std::log(1.8);
   calibration.log_spread = 0.2;
@@ -183,6 +229,12 @@ TEST(HostCalibration, FileRoundTripsAndRefusesNonsense) {
   bad = good;
   bad["size_anchors"][0][1] = 0;
   refused(bad, "size_anchors[0]");
+  bad = good;
+  bad["mix_anchors"][1] = json::array({92.9, 0.98});  // no intensity
+  refused(bad, "mix_anchors[1] is not [source ms, ratio below 100, intensity]");
+  bad = good;
+  bad["host_check"]["probes"][0][2] = "dense";
+  refused(bad, "host_check: probes[0] is not");
   bad = good;
   bad["host_check"]["source_ms"] = -3;
   refused(bad, "host_check ratio or source_ms is not a positive number");
@@ -328,7 +380,7 @@ TEST(HostCalibration, AMeasuredConfigurationStaysItsMeasurement) {
               std::min(mobilenet_source.time_ms_low * expected / mobilenet_source.time_ms,
                        expected / std::exp(calibration.log_spread)),
               1e-9 * expected);
-  EXPECT_NE(anchored.notes.back().find("on the line through 2 whole runs of this host"), std::string::npos)
+  EXPECT_NE(anchored.notes.back().find("by its size from 2 whole runs of this host"), std::string::npos)
       << anchored.notes.back();
   // A broken entry names itself.
   json document = calibration.to_json();
