@@ -34,8 +34,8 @@ declare -A SET=([epyc]=data/predictors/amd-epyc-2cpu [zen3]=$WORK/set-zen3 [inte
 declare -A RUNS=([epyc]=$WORK/dnncast-cpu2.db [zen3]=$WORK/dnncast-zen3-avx2.db [intel]=$WORK/intel-xeon.db)
 declare -A LAYERS=([epyc]=$WORK/layers-epyc-avx512.db [zen3]=$WORK/layers-zen3-avx2.db [intel]=$WORK/layers-intel-xeon.db)
 
-echo "| source -> target | target configurations (noise floor) | none | calibrate --budget 20 | whole runs 2 / 5 / 10 min | whole runs as size anchors 2 / 5 / 10 min | + probe layers, 5 min | own layers + whole runs, 5 min | inside the 90% interval: none (widened) / 5 min |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| source -> target | target configurations (noise floor) | none | calibrate --budget 20 | whole runs 2 / 5 / 10 min | whole runs as size anchors 2 / 5 / 10 min | by intensity and size 2 / 5 / 10 min | + probe layers, 5 min | own layers + whole runs, 5 min | inside the 90% interval: none (widened) / 5 min |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for source in epyc zen3 intel; do
   for target in epyc zen3 intel; do
     [ "$source" = "$target" ] && continue
@@ -52,10 +52,12 @@ shift = " / ".join("%.1f%%" % b[m]["mre_pct"]["shift_only"] if b[m]["mre_pct"]["
                    for m in (2.0, 5.0, 10.0))
 anchored = " / ".join("%.1f%%" % b[m]["mre_pct"]["anchored"] if b[m]["mre_pct"]["anchored"] is not None else "-"
                       for m in (2.0, 5.0, 10.0))
+mixed = " / ".join("%.1f%%" % b[m]["mre_pct"]["mixed"] if b[m]["mre_pct"]["mixed"] is not None else "-"
+                   for m in (2.0, 5.0, 10.0))
 own = b[5.0]["own_layers"] or None
 own_cell = "%.1f%% on %d (none %.1f%%)" % (own["mre_pct"], own["scored"], own["none_mre_pct"]) if own else "-"
-print("| %s -> %s | %d (%.1f%%) | %.1f%% | %s | %s | %s | %.1f%% | %s | %.0f%% / %.0f%% |" % (
-    source, target, r["samples"], r["noise_floor_pct"], r["uncalibrated"]["mre_pct"], budget20, shift, anchored,
+print("| %s -> %s | %d (%.1f%%) | %.1f%% | %s | %s | %s | %s | %.1f%% | %s | %.0f%% / %.0f%% |" % (
+    source, target, r["samples"], r["noise_floor_pct"], r["uncalibrated"]["mre_pct"], budget20, shift, anchored, mixed,
     b[5.0]["mre_pct"]["both"], own_cell, r["uncalibrated"]["within_interval_pct"], b[5.0]["within_interval_pct"]))
 EOF
   done

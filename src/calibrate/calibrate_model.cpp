@@ -596,9 +596,12 @@ json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows,
   const std::vector<size_t> whole = spanning_runs(rows.source, rows.cost, budget_s - layers_s, whole_s);
   std::vector<char> taken(count, 0);
   std::vector<forecast::WholeRatio> shift_runs, both_runs;
+  std::vector<double> intensity(count, 0);  // 0 where the configuration is not a zoo network's
+  for (size_t k = 0; k < count; ++k)
+    if (rows.graphs[k]) intensity[k] = forecast::arithmetic_intensity(*rows.graphs[k]);
   for (size_t k : whole) {
     taken[k] = 1;
-    shift_runs.push_back({rows.measured[k], rows.source[k], rows.source[k]});
+    shift_runs.push_back({rows.measured[k], rows.source[k], rows.source[k], intensity[k]});
     both_runs.push_back({rows.measured[k], layered[k]});
   }
   forecast::HostCalibration shift_only = calibration;
@@ -606,8 +609,13 @@ json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows,
   // The whole runs as size anchors (host_calibration.h size_anchors), as `calibrate MODEL` carries the configurations
   // none of whose layers it timed: measured / source from the line through them (log-log) at each one's source
   // forecast.
-  std::vector<double> anchored(count);
-  for (size_t k = 0; k < count; ++k) anchored[k] = rows.source[k] * shift_only.anchored_ratio(rows.source[k]);
+  // The same runs as mix anchors (a plane in arithmetic intensity and size, host_calibration.h mix_anchors) where
+  // they make one, else the size line.
+  std::vector<double> anchored(count), mixed(count);
+  for (size_t k = 0; k < count; ++k) {
+    anchored[k] = rows.source[k] * shift_only.anchored_ratio(rows.source[k]);
+    mixed[k] = rows.source[k] * shift_only.anchored_ratio(rows.source[k], intensity[k]);
+  }
   forecast::fit_whole_shift(both_runs, calibration);
   // Each configuration's own layers, as `calibrate MODEL` times them for the model asked about: the probe scales
   // with every layer the target timed in place of its kind's scale (HostCalibration::layer_factor), shifted by
@@ -669,6 +677,7 @@ json budget_result(const forecast::PredictorSet& set, const CrossHostRows& rows,
            {{"none", mre_pct(rows.source, rows.measured, taken)},
             {"shift_only", whole.empty() ? json(nullptr) : json(mre_pct(shifted, rows.measured, taken))},
             {"anchored", whole.empty() ? json(nullptr) : json(mre_pct(anchored, rows.measured, taken))},
+            {"mixed", whole.empty() ? json(nullptr) : json(mre_pct(mixed, rows.measured, taken))},
             {"layers_only", mre_pct(layered, rows.measured, taken)},
             {"both", mre_pct(both, rows.measured, taken)}}},
           {"own_layers", own_report},
