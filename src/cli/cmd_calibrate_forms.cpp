@@ -10,6 +10,15 @@
 
 namespace dnncast::cli {
 
+void print_anchors(const nlohmann::json& report) {
+  if (!report.contains("anchors") || report["anchors"]["whole_runs"].get<size_t>() == 0) return;
+  const nlohmann::json& anchors = report["anchors"];
+  const size_t probes = anchors["host_check_probes"].get<size_t>();
+  std::printf("other configurations: measured / source by %s from %zu whole runs of this host%s\n",
+              anchors["by"].get<std::string>().c_str(), anchors["whole_runs"].get<size_t>(),
+              probes > 0 ? (" (the host check's " + std::to_string(probes) + " probes among them)").c_str() : "");
+}
+
 int run_calibrate_refit(const Args& args) {
   CLI::App app(
       "Fit a host calibration again from the measurements its folder keeps (calibration.db), as this version of\n"
@@ -31,6 +40,7 @@ int run_calibrate_refit(const Args& args) {
     std::printf(" %s %.3g (%lld)", kind.c_str(), scale.get<double>(), report["kind_layers"][kind].get<long long>());
   std::printf("\nwhole-iteration shift: %s over %zu real runs\n", report["shift"]["map"].get<std::string>().c_str(),
               report["whole_runs"].size());
+  print_anchors(report);
   return 0;
 }
 

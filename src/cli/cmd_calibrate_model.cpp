@@ -72,6 +72,7 @@ int run_calibrate_model(const Args& args) {
   std::printf("whole-iteration shift: %s; forecast here %.4g ms (the source's %.4g ms)\n",
               report["shift"]["map"].get<std::string>().c_str(), requested["calibrated_ms"].get<double>(),
               requested["source_ms"].get<double>());
+  print_anchors(report);
   std::printf("wrote %s: `dnncast predict` on this host uses it from now on\n",
               report["dir"].get<std::string>().c_str());
   return 0;

@@ -2,6 +2,7 @@
 // bad input is thrown as InputError and becomes one line on stderr and exit code 2 in main().
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ int run_calibrate_cross_host(const Args& args);
 int run_calibrate_refit(const Args& args);
 // True when ARGS are one of those three forms (exit_code: its), after printing their help before the plan form's.
 bool calibrate_other_form(const Args& args, int& exit_code);
+// The line of a calibration's report saying how it carries the configurations it did not measure (its "anchors").
+void print_anchors(const nlohmann::json& report);
 int run_devices(const Args& args);                // devices [--instances]: the GPU catalogue and cloud instances
 int run_calibrate_gpu_kernels(const Args& args);  // fit and judge the per-kernel GPU model
 int run_calibrate_gpus(const Args& args);         // fit and judge the GPU time model on the public tables
