@@ -1,5 +1,8 @@
 #include "core/csv.h"
 
+#include <cmath>
+#include <stdexcept>
+
 #include "core/error.h"
 
 namespace dnncast {
@@ -12,6 +15,24 @@ std::string csv_quote(const std::string& field) {
     quoted += c;
   }
   return quoted + "\"";
+}
+
+bool read_key_value_record(std::istream& in, const std::string& path, std::vector<std::string>& fields, int64_t& line,
+                           double& value, std::string& where) {
+  while (read_csv_record(in, fields, line)) {
+    if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
+    where = path + " line " + std::to_string(line);
+    if (fields.size() < 2) throw InputError(where + ": expected key,value,detail");
+    try {
+      size_t used = 0;
+      value = std::stod(fields[1], &used);
+      if (used != fields[1].size() || !std::isfinite(value) || value < 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
+    }
+    return true;
+  }
+  return false;
 }
 
 void write_csv_record(std::ostream& out, const std::vector<std::string>& fields) {

@@ -17,6 +17,12 @@ namespace dnncast {
 // the record starts on.
 bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t& line);
 
+// The next record of a key,value[,detail] table (data/hardware's gpu_calibration.csv, gpu_memory_calibration.csv):
+// blank and '#' records and the "key" header skipped; `value` its second field, a finite non-negative number;
+// `where` "PATH line N". False at the end; InputError naming the line for a short record or another value.
+bool read_key_value_record(std::istream& in, const std::string& path, std::vector<std::string>& fields, int64_t& line,
+                           double& value, std::string& where);
+
 // `field` as one CSV field: unchanged unless it holds a comma, quote, CR or LF, then quoted.
 std::string csv_quote(const std::string& field);
 // One record: the fields quoted as needed, separated by commas, ended by "\n".

@@ -491,18 +491,9 @@ GpuCalibration load_gpu_calibration(const std::string& given) {
   std::vector<std::string> fields;
   int64_t line = 0;
   std::map<std::string, bool> seen;
-  while (read_csv_record(in, fields, line)) {
-    if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
-    const std::string where = path + " line " + std::to_string(line);
-    if (fields.size() < 2) throw InputError(where + ": expected key,value,detail");
-    double value = 0;
-    try {
-      size_t used = 0;
-      value = std::stod(fields[1], &used);
-      if (used != fields[1].size() || !std::isfinite(value) || value < 0) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
-    }
+  double value = 0;
+  std::string where;
+  while (read_key_value_record(in, path, fields, line, value, where)) {
     if (fields[0].rfind("gpu:", 0) == 0) {
       calibration.gpus.push_back(
           {fields[0].substr(4), {static_cast<int64_t>(value), fields.size() > 2 ? fields[2] : ""}});

@@ -56,18 +56,9 @@ GpuMemoryCalibration load_gpu_memory_calibration(const std::string& given) {
       if (key == name) return true;
     return false;
   };
-  while (read_csv_record(in, fields, line)) {
-    if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
-    const std::string where = path + " line " + std::to_string(line);
-    if (fields.size() < 2) throw InputError(where + ": expected key,value,detail");
-    double value = 0;
-    try {
-      size_t used = 0;
-      value = std::stod(fields[1], &used);
-      if (used != fields[1].size() || !std::isfinite(value) || value < 0) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw InputError(where + ": " + quote(fields[1]) + " is not a non-negative number");
-    }
+  double value = 0;
+  std::string where;
+  while (read_key_value_record(in, path, fields, line, value, where)) {
     if (!known(fields[0]))
       throw InputError(where + ": unknown key " + quote(fields[0]) +
                        " (context_bytes, workspace_bytes, reserve_fraction, cudnn_context_bytes, "

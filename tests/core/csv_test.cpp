@@ -65,5 +65,29 @@ TEST(Csv, UnterminatedQuoteNamesTheLineItStartsOn) {
   }
 }
 
+// The key,value[,detail] tables of data/hardware: comments, blank records and the header skipped, each value a finite
+// non-negative number, a bad one named by its line.
+TEST(Csv, KeyValueRecordsSkipCommentsAndNameABadLine) {
+  std::istringstream in("# fitted on ...\nkey,value,detail\n\nalpha_us,2.18,\"fitted, on the A40\"\nbeta,-1\n");
+  std::vector<std::string> fields;
+  int64_t line = 0;
+  double value = 0;
+  std::string where;
+  ASSERT_TRUE(read_key_value_record(in, "t.csv", fields, line, value, where));
+  EXPECT_EQ(fields[0], "alpha_us");
+  EXPECT_DOUBLE_EQ(value, 2.18);
+  EXPECT_EQ(fields[2], "fitted, on the A40");
+  EXPECT_EQ(where, "t.csv line 4");
+  try {
+    read_key_value_record(in, "t.csv", fields, line, value, where);
+    ADD_FAILURE() << "a negative value was read";
+  } catch (const InputError& error) {
+    EXPECT_STREQ(error.what(), "t.csv line 5: '-1' is not a non-negative number");
+  }
+  std::istringstream short_record("key,value\nalpha\n"), empty("# nothing\n");
+  EXPECT_THROW(read_key_value_record(short_record, "t.csv", fields, line = 0, value, where), InputError);
+  EXPECT_FALSE(read_key_value_record(empty, "t.csv", fields, line = 0, value, where));
+}
+
 }  // namespace
 }  // namespace dnncast
