@@ -17,7 +17,8 @@ With the host check's probes one by one (--probe, each with its network's arithm
 activation byte, as `dnncast inspect --json` totals them) and the runs' intensities, it replays the mix anchors too
 (host_calibration.h mix_anchors, session 34): the least-squares plane log(ratio) = a + b log(intensity) + c
 log(source ms), its two slopes held towards 0 by a ridge of 0.1, both inputs clamped to the anchors' range; each
-row's intensity from `BUILD/dnncast inspect MODEL --batch B --input I --json`. Exit 2 on bad usage.
+row's intensity from `BUILD/dnncast inspect MODEL --batch B --input I --json`; its interval x/1.50..x1.50
+(kMixLogSpread, session 35). Each rule also prints the width 90% of its rows needed. Exit 2 on bad usage.
 """
 import argparse
 import math
@@ -28,6 +29,7 @@ import subprocess
 import sys
 
 RIDGE = 0.1  # kMixRidge (src/forecast/host_calibration.h)
+MIX_SPREAD = 0.405  # kMixLogSpread: the plane's 90% interval, x/1.50..x1.50
 
 
 def parse_pair(text, separator, what):
@@ -91,7 +93,9 @@ def intensity_of(build, model, batch, input_text):
     return (document["flops_fwd"] + document["flops_bwd"]) / document["activation_bytes"]
 
 
-def score(label, rows, scale_of):
+def score(label, rows, scale_of, spread=None):
+    """MRE and the share inside the interval: the shipped one scaled, or x/exp(spread)..x exp(spread) where given.
+    Also the 90th percentile (nearest rank) of |log(measured / forecast)|, the width a 90% interval would need."""
     errors, ratios, inside = [], [], 0
     for row in rows:
         measured, shipped, low, high = row["values"]
@@ -99,10 +103,17 @@ def score(label, rows, scale_of):
         forecast = shipped * scale
         errors.append(abs(forecast / measured - 1))
         ratios.append(measured / forecast)
-        inside += low * scale <= measured <= high * scale
+        if spread is None:
+            inside += low * scale <= measured <= high * scale
+        else:
+            inside += forecast * math.exp(-spread) <= measured <= forecast * math.exp(spread)
+    logs = sorted(abs(math.log(ratio)) for ratio in ratios)
+    needed = math.exp(logs[math.ceil(0.9 * len(logs)) - 1])
+    interval = "scaled" if spread is None else f"x{math.exp(spread):.2f} each way"
     print(f"{label}  MRE {100 * statistics.mean(errors):.1f}%, median measured/forecast "
-          f"{statistics.geometric_mean(ratios):.2f}, inside the 90% interval {inside}/{len(rows)} "
-          f"({100 * inside / len(rows):.0f}%), largest error {100 * max(errors):.0f}%")
+          f"{statistics.geometric_mean(ratios):.2f}, inside the 90% interval ({interval}) {inside}/{len(rows)} "
+          f"({100 * inside / len(rows):.0f}%), largest error {100 * max(errors):.0f}%, 90% of errors within "
+          f"x{needed:.2f}")
 
 
 def main():
@@ -149,7 +160,7 @@ def main():
             print("anchor-replay: the mix anchors do not make a plane (fewer than 4, or less than a factor of 2 "
                   "between their intensities)", file=sys.stderr)
             return 2
-        score("mix     ", rows, lambda row, shipped: plane(mix, shipped, row["intensity"]))
+        score("mix     ", rows, lambda row, shipped: plane(mix, shipped, row["intensity"]), MIX_SPREAD)
     return 0
 
 

@@ -322,12 +322,11 @@ json fit_from_dataset(const std::string& db_path, const forecast::PredictorSet& 
 
 // What a fitted calibration adds to the report printed (not kept in its file's report).
 void add_fitted(const forecast::HostCalibration& calibration, json& report) {
-  const char* by = "size";
-  calibration.anchored_ratio(100, 100, &by);  // which rule carries the others (the plane needs no particular point)
-  report["anchors"] = {
-      {"by", by},
-      {"whole_runs", std::string(by) == "size" ? calibration.size_anchors.size() : calibration.mix_anchors.size()},
-      {"host_check_probes", calibration.host_check_probes.size()}};
+  // Which rule carries the others (a network's intensity given: the plane needs no particular one).
+  const forecast::HostCalibration::Anchoring anchoring = calibration.anchoring(100);
+  report["anchors"] = {{"by", anchoring.by},
+                       {"whole_runs", anchoring.runs},
+                       {"host_check_probes", calibration.host_check_probes.size()}};
   report["kind_scale"] = calibration.kind_scale;
   report["kind_layers"] = calibration.kind_layers;
   report["shift"] = {

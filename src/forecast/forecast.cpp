@@ -41,7 +41,7 @@ std::string predictor_set_dir(const ForecastRequest& request, std::vector<std::s
     calibration->report["dir"] = request.predictor_dir;
     return calibration->source_dir;
   }
-  if (request.predictor_dir.empty() && request.host_isa == hardware::CpuIsa::Unknown &&
+  if (request.predictor_dir.empty() && request.use_calibration && request.host_isa == hardware::CpuIsa::Unknown &&
       request.device.kind == ForecastDevice::Kind::ThisHost) {
     if (std::optional<std::string> dir = find_host_calibration(default_calibration_root(), host_environment())) {
       calibration.emplace(HostCalibration::load(*dir));
@@ -319,48 +319,57 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   // configuration's time whose layers were not timed here, the layers timed here the rest, blended in log
   // (host_calibration.h size_anchors).
   const bool anchored = !calibration.size_anchors.empty() && time.value > 0 && value > 0;
-  const char* anchored_by = "size";
-  const double anchor =
-      anchored ? calibration.anchored_ratio(time.value, arithmetic_intensity(graph), &anchored_by) : 1.0;
-  const size_t anchors =
-      std::string(anchored_by) == "size" ? calibration.size_anchors.size() : calibration.mix_anchors.size();
-  if (anchored) {
-    const double share = std::clamp(covered, 0.0, 1.0);
-    value = time.value * std::exp(share * std::log(value / time.value) + (1 - share) * std::log(anchor));
-  }
+  const double intensity = anchored ? arithmetic_intensity(graph) : 0;
+  const HostCalibration::Anchoring anchoring = calibration.anchoring(intensity);
+  const double anchor = anchored ? calibration.anchored_ratio(time.value, intensity) : 1.0;
+  const double share = std::clamp(covered, 0.0, 1.0);
+  if (anchored) value = time.value * std::exp(share * std::log(value / time.value) + (1 - share) * std::log(anchor));
   const double scale = time.value > 0 ? value / time.value : 1.0;
   const double spread = std::exp(calibration.log_spread);
-  // What the calibration has not seen keeps the uncertainty of carrying the data to this host: the share of the
-  // configuration's time whose layers were not timed here widens the interval as for an unknown host
-  // (kUnmatchedHostWiden to the power of that share; issue 52: another model's configurations, layers of other
-  // sizes, run 2-3x off the kind scales on a VM whose large layers gained more than its small ones).
-  // Where whole runs of this host anchor the rest, the source's own interval (scaled) held 43 of 48 configurations on
-  // two VMs (90%; docs/RESULTS.md): no widening.
-  const double widen = anchored ? 1.0 : std::pow(kUnmatchedHostWiden, std::clamp(1.0 - covered, 0.0, 1.0));
-  time = {value, std::min(time.low * scale, value / spread) / widen,
-          std::max(time.high * scale, value * spread) * widen};
+  const double widen = anchored ? 1.0 : std::pow(kUnmatchedHostWiden, 1.0 - share);
+  if (anchored && anchoring.plane()) {
+    // The plane's own error measured on two hosts (kMixLogSpread) for the share not timed here, the calibration's
+    // spread for the rest: the source's interval, made for the data's host, says nothing of this one.
+    const double width = std::max(calibration.log_spread, share * calibration.log_spread + (1 - share) * kMixLogSpread);
+    time = {value, value * std::exp(-width), value * std::exp(width)};
+  } else {
+    // What the calibration has not seen keeps the uncertainty of carrying the data to this host: the share of the
+    // configuration's time whose layers were not timed here widens the interval as for an unknown host
+    // (kUnmatchedHostWiden to the power of that share; issue 52: another model's configurations, layers of other
+    // sizes, run 2-3x off the kind scales on a VM whose large layers gained more than its small ones).
+    // Where whole runs of this host anchor the rest by the size line, the source's own interval (scaled) held 43 of
+    // 48 configurations on two VMs (90%; docs/RESULTS.md): no widening.
+    time = {value, std::min(time.low * scale, value / spread) / widen,
+            std::max(time.high * scale, value * spread) * widen};
+  }
   result.time_model += ", calibrated on this host";
   result.calibration = calibration.report.value("dir", std::string());
-  char text[320];
+  char text[400];
   if (anchored && covered < 0.005)
     std::snprintf(text, sizeof text,
                   "none of its layers timed here: measured / forecast x%.3g, by its %s from %zu whole runs of this "
                   "host (the host check's and the calibrated configurations')",
-                  anchor, anchored_by, anchors);
+                  anchor, anchoring.by, anchoring.runs);
   else if (anchored)
     std::snprintf(text, sizeof text,
                   "layers x%.3g with the shift %s for the %.0f%% of its time timed here; for the rest measured / "
                   "forecast x%.3g, by its %s from %zu whole runs of this host: x%.3g in all",
                   layer_factor, own_shift ? "of this model's own runs" : calibration.shift.c_str(), 100 * covered,
-                  anchor, anchored_by, anchors, scale);
+                  anchor, anchoring.by, anchoring.runs, scale);
   else
     std::snprintf(text, sizeof text,
                   "layers x%.3g (%.0f%% of their time timed here), whole-iteration shift %s: x%.3g in all; interval "
                   "widened x%.2g each way for the rest",
                   layer_factor, 100 * covered, own_shift ? "this model's own" : calibration.shift.c_str(), scale,
                   widen);
-  result.notes.push_back("calibrated on this host (" + result.calibration + ", " +
-                         calibration.report.value("created", std::string("undated")) + "): " + text);
+  std::string note = "calibrated on this host (" + result.calibration + ", " +
+                     calibration.report.value("created", std::string("undated")) + "): " + text;
+  if (anchored && anchoring.plane()) {
+    std::snprintf(text, sizeof text, "; interval x%.2f each way (the plane's error where it was measured)",
+                  time.high / time.value);
+    note += text;
+  }
+  result.notes.push_back(note);
   return time;
 }
 

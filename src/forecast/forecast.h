@@ -46,6 +46,9 @@ struct ForecastRequest {
   // Apply this host's cached host check (host_check.h) where the forecast is for this host's CPU; the check itself
   // switches off with DNNCAST_HOST_CHECK=off. The probes' own forecasts are made without it.
   bool host_check = true;
+  // Follow this host's calibration (`dnncast calibrate`, found in DNNCAST_CALIBRATIONS) where one exists; false: the
+  // shipped set as it is (the host check's probes compare this host with the data, not with its calibration).
+  bool use_calibration = true;
 };
 
 struct Forecast {

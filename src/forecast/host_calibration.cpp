@@ -96,31 +96,36 @@ double loo_log_error(const std::vector<WholeRatio>& runs, bool slope) {
 
 // size_anchors (host_calibration.h): the host check's pooled probes and every run with a source forecast; runs of the
 // same source time (a configuration timed twice) pooled by the geometric mean of their ratios.
+// Each key's ratios pooled by their geometric mean (given as logs), in key order: emit(key, ratio).
+template <typename Key, typename Emit>
+void pool_ratios(const std::map<Key, std::vector<double>>& logs, Emit emit) {
+  for (const auto& [key, values] : logs) {
+    double sum = 0;
+    for (double value : values) sum += value;
+    emit(key, std::exp(sum / static_cast<double>(values.size())));
+  }
+}
+
 void fit_size_anchors(const std::vector<WholeRatio>& runs, HostCalibration& calibration) {
+  auto usable = [](const WholeRatio& run) {
+    return run.source_ms > 0 && run.measured_ms > 0 && std::isfinite(run.source_ms) && std::isfinite(run.measured_ms);
+  };
   std::map<double, std::vector<double>> logs;  // source ms -> log(measured / source)
   if (calibration.host_check_ratio > 0 && calibration.host_check_source_ms > 0)
     logs[calibration.host_check_source_ms].push_back(std::log(calibration.host_check_ratio));
   for (const WholeRatio& run : runs)
-    if (run.source_ms > 0 && run.measured_ms > 0 && std::isfinite(run.source_ms) && std::isfinite(run.measured_ms))
-      logs[run.source_ms].push_back(std::log(run.measured_ms / run.source_ms));
+    if (usable(run)) logs[run.source_ms].push_back(std::log(run.measured_ms / run.source_ms));
   calibration.size_anchors.clear();
-  for (const auto& [source_ms, values] : logs) {
-    double sum = 0;
-    for (double value : values) sum += value;
-    calibration.size_anchors.emplace_back(source_ms, std::exp(sum / static_cast<double>(values.size())));
-  }
+  pool_ratios(logs, [&](double source_ms, double ratio) { calibration.size_anchors.emplace_back(source_ms, ratio); });
   // The mix anchors: each probe apart, and the runs of known intensity (one configuration's runs pooled).
   calibration.mix_anchors = calibration.host_check_probes;
   std::map<std::pair<double, double>, std::vector<double>> mixed;  // (source ms, intensity) -> log ratios
   for (const WholeRatio& run : runs)
-    if (run.source_ms > 0 && run.measured_ms > 0 && run.intensity > 0 && std::isfinite(run.source_ms) &&
-        std::isfinite(run.measured_ms))
+    if (usable(run) && run.intensity > 0)
       mixed[{run.source_ms, run.intensity}].push_back(std::log(run.measured_ms / run.source_ms));
-  for (const auto& [at, values] : mixed) {
-    double sum = 0;
-    for (double value : values) sum += value;
-    calibration.mix_anchors.push_back({at.first, std::exp(sum / static_cast<double>(values.size())), at.second});
-  }
+  pool_ratios(mixed, [&](const std::pair<double, double>& at, double ratio) {
+    calibration.mix_anchors.push_back({at.first, ratio, at.second});
+  });
 }
 
 }  // namespace
@@ -177,12 +182,14 @@ double HostCalibration::shifted(double adjusted_ms) const {
   return std::exp(log_intercept + log_slope * std::log(adjusted_ms));
 }
 
-double HostCalibration::anchored_ratio(double source_ms, double intensity, const char** how) const {
-  if (how) *how = "size";
-  if (const std::optional<double> plane = mix_plane(mix_anchors, source_ms, intensity)) {
-    if (how) *how = "size and intensity";
-    return *plane;
-  }
+HostCalibration::Anchoring HostCalibration::anchoring(double intensity) const {
+  // The plane's existence depends on the anchors and a known intensity, not on the point asked about.
+  if (mix_plane(mix_anchors, 1, intensity)) return {"size and intensity", mix_anchors.size()};
+  return {"size", size_anchors.size()};
+}
+
+double HostCalibration::anchored_ratio(double source_ms, double intensity) const {
+  if (const std::optional<double> plane = mix_plane(mix_anchors, source_ms, intensity)) return *plane;
   if (size_anchors.empty() || !(source_ms > 0)) return 1;
   const double low = std::log(size_anchors.front().first), high = std::log(size_anchors.back().first);
   const double x = std::clamp(std::log(source_ms), low, high);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "features/layer_features.h"
@@ -114,9 +115,17 @@ struct HostCalibration {
   // measured / source at a configuration whose source forecast is source_ms, from size_anchors (1 without any): the
   // line rather than a path through every anchor, since one network's run is not its size's ratio (the cross-host
   // table, docs/RESULTS.md: a path through single runs lost to one ratio on 4 of 6 host pairs, the line won on 4).
-  // With the configuration's arithmetic intensity (> 0) and mix anchors that span it, from the plane in intensity and
-  // size (mix_anchors above); `how` (when given) says which: "size" or "size and intensity".
-  double anchored_ratio(double source_ms, double intensity = 0, const char** how = nullptr) const;
+  // With the configuration's arithmetic intensity (> 0) and mix anchors that make a plane, from the plane in intensity
+  // and size (mix_anchors above); anchoring() says which.
+  double anchored_ratio(double source_ms, double intensity = 0) const;
+  // Which rule anchored_ratio applies at this intensity (0: none known) and through how many whole runs: "size and
+  // intensity" (the plane), "size" (the line; runs 0 where there are no size anchors either).
+  struct Anchoring {
+    const char* by;
+    size_t runs;
+    bool plane() const { return std::string_view(by) != "size"; }
+  };
+  Anchoring anchoring(double intensity) const;
 
   nlohmann::json to_json() const;
   static HostCalibration from_json(const nlohmann::json& document, const std::string& where);
@@ -140,6 +149,13 @@ inline constexpr double kCalibratedLogSpread = 0.30;
 // squared log errors; at 0.1 the 24 configurations of session 34's Zen 4 gave 19.8%, at 0 19.7%, at 1 21.0%).
 inline constexpr size_t kMinMixAnchors = 4;
 inline constexpr double kMixRidge = 0.1;
+// The 90% interval of a configuration carried by the plane (its share of time not timed here): x/1.50..x1.50. The
+// 90th percentile of |log(measured / plane)| over the 24 configurations of session 34's Zen 4 is log(1.50) on the
+// AVX-512 dispatch and log(1.51) on the AVX2 one (`scripts/anchor-replay.py ... --probe ...` prints it); x1.50 holds
+// 21 of 24 on each, and each dispatch's width held 22 and 21 of the other's 24 (docs/RESULTS.md, session 35). The
+// source's own interval, scaled, held 24 of 24 on both: x1.6 each way there, x4 on the AVX2 host, whose fingerprint
+// no shipped data has.
+inline constexpr double kMixLogSpread = 0.405;  // log(1.50)
 // Uncalibrated on a host no predictor was trained on: the forecast's 90% interval is widened by this
 // factor each way. The shipped set carried as is to the two other CPU kinds of data/ (`calibrate --from-db
 // ... --json`, uncalibrated.within_interval_pct_by_widen; docs/RESULTS.md "Calibrating on this host"):

@@ -25,6 +25,16 @@ using nlohmann::json;
 
 const std::string kCpuSet = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu";
 
+// A request for a zoo model at batch B and 3 x size x size from the source set.
+ForecastRequest source_request(const std::string& model, int64_t batch, int64_t size) {
+  ForecastRequest request;
+  request.model.name = model;
+  request.model.spec.batch = batch;
+  request.model.spec.input = {3, size, size};
+  request.predictor_dir = kCpuSet;
+  return request;
+}
+
 TEST(HostCalibration, KindScalesAreTimeWeightedGeometricMeans) {
   std::vector<LayerRatio> ratios{{"conv", 9, 3}, {"conv", 1, 1}, {"conv", 2, 1}, {"bn", 4, 1}, {"bn", 4, 1}};
   HostCalibration calibration;
@@ -105,21 +115,23 @@ TEST(HostCalibration, MixAnchorsCarryMeasuredOverSourceByIntensityAndSize) {
   for (const auto& [intensity, source_ms] :
        std::vector<std::pair<double, double>>{{10, 30}, {1000, 30}, {10, 30000}, {1000, 30000}, {100, 1000}})
     calibration.mix_anchors.push_back({source_ms, on_plane(intensity, source_ms), intensity});
-  const char* how = nullptr;
-  EXPECT_NEAR(calibration.anchored_ratio(300, 50, &how) / on_plane(50, 300), 1, 0.02);
-  EXPECT_STREQ(how, "size and intensity");
+  EXPECT_NEAR(calibration.anchored_ratio(300, 50) / on_plane(50, 300), 1, 0.02);
+  EXPECT_STREQ(calibration.anchoring(50).by, "size and intensity");
+  EXPECT_TRUE(calibration.anchoring(50).plane());
+  EXPECT_EQ(calibration.anchoring(50).runs, 5U);
   EXPECT_NEAR(calibration.anchored_ratio(5000, 400) / on_plane(400, 5000), 1, 0.02);
   // The dense network runs faster here than the depthwise one of the same source time.
   EXPECT_LT(calibration.anchored_ratio(500, 330), calibration.anchored_ratio(500, 30));
   // Beyond the anchors' intensities and sizes: the plane's value at their edge.
   EXPECT_NEAR(calibration.anchored_ratio(1e7, 1e5), calibration.anchored_ratio(30000, 1000), 1e-12);
   // Unknown intensity, or anchors within a factor of 2 of one intensity: the line in size (size_anchors; none here).
-  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(500, 0, &how), 1.0);
-  EXPECT_STREQ(how, "size");
+  EXPECT_DOUBLE_EQ(calibration.anchored_ratio(500, 0), 1.0);
+  EXPECT_STREQ(calibration.anchoring(0).by, "size");
+  EXPECT_EQ(calibration.anchoring(0).runs, 0U);
   HostCalibration narrow = calibration;
   for (MixAnchor& anchor : narrow.mix_anchors) anchor.intensity = 100 + anchor.source_ms / 1000;
-  EXPECT_DOUBLE_EQ(narrow.anchored_ratio(500, 100, &how), 1.0);
-  EXPECT_STREQ(how, "size");
+  EXPECT_DOUBLE_EQ(narrow.anchored_ratio(500, 100), 1.0);
+  EXPECT_FALSE(narrow.anchoring(100).plane());
 
   // fit_whole_shift: the host check's probes one by one, then the runs of known intensity (one configuration's runs
   // pooled by their geometric mean); a run without an intensity anchors the size line alone.
@@ -278,11 +290,7 @@ TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
   calibration.log_spread = 0.1;
   calibration.save(dir.path() + "/host");
 
-  ForecastRequest request;
-  request.model.name = "resnet18";
-  request.model.spec.batch = 8;
-  request.model.spec.input = {3, 64, 64};
-  request.predictor_dir = kCpuSet;
+  ForecastRequest request = source_request("resnet18", 8, 64);
   const Forecast source = forecast(request);
   request.predictor_dir = dir.path() + "/host";
   const Forecast calibrated = forecast(request);
@@ -320,6 +328,66 @@ TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
   setenv("DNNCAST_CALIBRATIONS", saved.c_str(), 1);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(json::parse(result.out).contains("calibration"));
+
+  // In process: found without a predictor folder, unless the request asks for the shipped set as it is (the host
+  // check's probes, calibrate/host_probe.cpp).
+  ForecastRequest found;
+  found.model = request.model;
+  found.host_check = false;
+  setenv("DNNCAST_CALIBRATIONS", (dir.path() + "/none").c_str(), 1);
+  const Forecast shipped = forecast(found);
+  setenv("DNNCAST_CALIBRATIONS", dir.path().c_str(), 1);
+  const Forecast followed = forecast(found);
+  found.use_calibration = false;
+  const Forecast unadapted = forecast(found);
+  setenv("DNNCAST_CALIBRATIONS", saved.c_str(), 1);
+  EXPECT_EQ(followed.calibration, dir.path() + "/host");
+  EXPECT_TRUE(unadapted.calibration.empty());
+  EXPECT_DOUBLE_EQ(unadapted.time_ms, shipped.time_ms);
+  EXPECT_NE(unadapted.time_ms, followed.time_ms);
+}
+
+// Whole runs of this host that make a plane in intensity and size carry a configuration none of whose layers were
+// timed here, and its interval is the plane's own error (kMixLogSpread each way), not the source's interval scaled:
+// that one, made for the data's host, held every configuration on session 34's hosts (x4 wide on the AVX2 one).
+TEST(HostCalibration, APlaneOfWholeRunsSetsTheIntervalByItsOwnError) {
+  cli_test::ScratchDir dir("host_calibration_plane");
+  ASSERT_TRUE(dir.ok());
+  HostCalibration calibration;
+  calibration.environment = host_environment();
+  calibration.source_dir = kCpuSet;
+  calibration.kind_scale = {{kAnyKind, 0.5}};
+  calibration.log_spread = 0.1;
+  calibration.size_anchors = {{100, 0.7}, {1000, 0.6}};
+  calibration.mix_anchors = {{280, 0.38, 326}, {93, 0.98, 30}, {26, 1.07, 52}, {139, 0.88, 327}, {38778, 0.44, 164}};
+  calibration.save(dir.path() + "/host");
+
+  ForecastRequest request = source_request("mobilenet_v2", 4, 64);
+  const Forecast source = forecast(request);
+  request.predictor_dir = dir.path() + "/host";
+  const Forecast calibrated = forecast(request);
+  const double intensity = arithmetic_intensity(import::load_model("mobilenet_v2", request.model.spec));
+  ASSERT_TRUE(calibration.anchoring(intensity).plane());
+  const double ratio = calibration.anchored_ratio(source.time_ms, intensity);
+  EXPECT_NEAR(calibrated.time_ms, source.time_ms * ratio, 1e-9 * source.time_ms);
+  EXPECT_NEAR(calibrated.time_ms_low, calibrated.time_ms * std::exp(-kMixLogSpread), 1e-9 * source.time_ms);
+  EXPECT_NEAR(calibrated.time_ms_high, calibrated.time_ms * std::exp(kMixLogSpread), 1e-9 * source.time_ms);
+  EXPECT_LT(calibrated.time_ms_high / calibrated.time_ms_low, source.time_ms_high / source.time_ms_low);
+  bool said = false;
+  for (const std::string& note : calibrated.notes)
+    said |= note.find("by its size and intensity from 5 whole runs") != std::string::npos &&
+            note.find("interval x1.50 each way") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  // Four anchors too close in intensity make no plane: the line in size, and the source's interval scaled.
+  for (MixAnchor& anchor : calibration.mix_anchors) anchor.intensity = 100;
+  calibration.save(dir.path() + "/line");
+  request.predictor_dir = dir.path() + "/line";
+  const Forecast lined = forecast(request);
+  const double scale = lined.time_ms / source.time_ms;
+  EXPECT_NEAR(scale, calibration.anchored_ratio(source.time_ms), 1e-9);
+  EXPECT_NEAR(lined.time_ms_high, std::max(source.time_ms_high * scale, lined.time_ms * std::exp(0.1)),
+              1e-9 * source.time_ms);
 }
 
 // Issue 52: a configuration whose real iterations were timed here is forecast as its measurement, whatever the shift
