@@ -94,8 +94,6 @@ double loo_log_error(const std::vector<WholeRatio>& runs, bool slope) {
   return total / static_cast<double>(runs.size());
 }
 
-// size_anchors (host_calibration.h): the host check's pooled probes and every run with a source forecast; runs of the
-// same source time (a configuration timed twice) pooled by the geometric mean of their ratios.
 // Each key's ratios pooled by their geometric mean (given as logs), in key order: emit(key, ratio).
 template <typename Key, typename Emit>
 void pool_ratios(const std::map<Key, std::vector<double>>& logs, Emit emit) {
@@ -106,6 +104,8 @@ void pool_ratios(const std::map<Key, std::vector<double>>& logs, Emit emit) {
   }
 }
 
+// size_anchors (host_calibration.h): the host check's pooled probes and every run with a source forecast; runs of the
+// same source time (a configuration timed twice) pooled by the geometric mean of their ratios.
 void fit_size_anchors(const std::vector<WholeRatio>& runs, HostCalibration& calibration) {
   auto usable = [](const WholeRatio& run) {
     return run.source_ms > 0 && run.measured_ms > 0 && std::isfinite(run.source_ms) && std::isfinite(run.measured_ms);
