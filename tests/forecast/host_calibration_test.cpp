@@ -25,6 +25,15 @@ using nlohmann::json;
 
 const std::string kCpuSet = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu";
 
+// A calibration of this host over the source set, with one scale for every layer kind.
+HostCalibration this_host_calibration(double any_kind_scale) {
+  HostCalibration calibration;
+  calibration.environment = host_environment();
+  calibration.source_dir = kCpuSet;
+  calibration.kind_scale = {{kAnyKind, any_kind_scale}};
+  return calibration;
+}
+
 // A request for a zoo model at batch B and 3 x size x size from the source set.
 ForecastRequest source_request(const std::string& model, int64_t batch, int64_t size) {
   ForecastRequest request;
@@ -281,10 +290,7 @@ TEST(HostCalibration, FoundForThisHostOnly) {
 TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
   cli_test::ScratchDir dir("host_calibration_predict");
   ASSERT_TRUE(dir.ok());
-  HostCalibration calibration;
-  calibration.environment = host_environment();
-  calibration.source_dir = kCpuSet;
-  calibration.kind_scale = {{kAnyKind, 0.5}};  // every layer half as long here...
+  HostCalibration calibration = this_host_calibration(0.5);  // every layer half as long here...
   calibration.shift = "ratio";
   calibration.log_intercept = std::log(3.0);  // ...and real iterations three times the layers' share
   calibration.log_spread = 0.1;
@@ -353,10 +359,7 @@ TEST(HostCalibration, PredictAppliesItsFactorToTheSourceForecast) {
 TEST(HostCalibration, APlaneOfWholeRunsSetsTheIntervalByItsOwnError) {
   cli_test::ScratchDir dir("host_calibration_plane");
   ASSERT_TRUE(dir.ok());
-  HostCalibration calibration;
-  calibration.environment = host_environment();
-  calibration.source_dir = kCpuSet;
-  calibration.kind_scale = {{kAnyKind, 0.5}};
+  HostCalibration calibration = this_host_calibration(0.5);
   calibration.log_spread = 0.1;
   calibration.size_anchors = {{100, 0.7}, {1000, 0.6}};
   calibration.mix_anchors = {{280, 0.38, 326}, {93, 0.98, 30}, {26, 1.07, 52}, {139, 0.88, 327}, {38778, 0.44, 164}};
@@ -402,10 +405,7 @@ TEST(HostCalibration, AMeasuredConfigurationStaysItsMeasurement) {
   spec.input = {3, 64, 64};
   features::TrainingConfig config;
   config.batch = 8;
-  HostCalibration calibration;
-  calibration.environment = host_environment();
-  calibration.source_dir = kCpuSet;
-  calibration.kind_scale = {{kAnyKind, 0.5}};
+  HostCalibration calibration = this_host_calibration(0.5);
   calibration.shift = "ratio";
   calibration.log_intercept = std::log(3.0);
   const Graph resnet18 = import::load_model("resnet18", spec);
