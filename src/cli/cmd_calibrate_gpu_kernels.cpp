@@ -1,5 +1,6 @@
-// `dnncast calibrate-gpu-kernels [--ops DIR] [--leave-one-out] [--labels FILE] [--configs DIR] [--out DIR]`:
-// fits the per-kernel GPU time model (gpu/kernel_model.h) to NeuSight's per-kernel measurements and judges it
+// `dnncast calibrate-gpu-kernels [--ops DIR] [--deepbench FILE|none] [--leave-one-out] [--labels FILE] [--configs DIR]
+// [--out DIR]`: fits the per-kernel GPU time model (gpu/kernel_model.h) to NeuSight's per-kernel measurements and
+// DeepBench's training convolutions (forward and both gradients) and judges it
 // as NeuSight was judged: per kernel with each GPU held out, and end to end on its transformer labels (the
 // training GPUs' rows with their GPU held out, the test GPUs' rows with the fit that never saw them).
 #include <CLI/CLI.hpp>
@@ -40,8 +41,7 @@ int run_half(const std::string& vidur_dir, const hardware::Catalogue& catalogue,
         static_cast<long long>(training_rows), tables.dir.c_str(),
         score_test_gpus
             ? "the test GPUs A100 80GB and H100 scored, as asked"
-            : (std::to_string(tables.held_out) + " rows of the test GPUs A100 80GB and H100 left out").c_str(),
-        "gpu", "family", "rows", "per-kernel", "curves", "roofline");
+            : (std::to_string(tables.held_out) + " rows of the test GPUs A100 80GB and H100 left out").c_str());
   result["errors"] = print_half_kernel_errors(gpu::judge_half_kernels(tables, catalogue, calibration, rounds), print);
   if (!out.empty()) {
     std::vector<gpu::KernelMeasurement> training;
@@ -67,12 +67,15 @@ int run_calibrate_gpu_kernels(const Args& args) {
       "and judge it per kernel (each GPU held out) and end to end on NeuSight's transformer labels. The rows of\n"
       "its test GPUs (H100, L4, A100 80GB) are never fitted on. --out writes the model `predict --device` reads.",
       "dnncast calibrate-gpu-kernels");
-  std::string ops_dir, labels, configs, out;
+  std::string ops_dir, labels, configs, out, deepbench;
   std::vector<std::string> catalogue_files;
   std::string vidur_dir;
   bool leave_out = false, as_json = false, show_rows = false, score_test_gpus = false, half = false;
   int rounds = 200, stride = 1;
   app.add_option("--ops", ops_dir, "NeuSight's ops/train folder (default: ../shared/data/public/neusight/ops/train)");
+  app.add_option("--deepbench", deepbench,
+                 "DeepBench's training convolutions, forward and both gradients (default: "
+                 "../shared/data/public/gpu_benchmarks/deepbench_conv_train_fp32.csv), or none");
   app.add_option("--catalogue", catalogue_files, "extra catalogue file (docs/DEVICES.md)");
   app.add_flag("--leave-one-out", leave_out, "judge per kernel with each GPU held out (and the labels of those GPUs)");
   app.add_option("--labels", labels,
@@ -92,23 +95,27 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpu-kernels")) return 0;
   if (half) {
-    if (!labels.empty() || leave_out || !ops_dir.empty())
-      throw InputError("--half judges Vidur's fp16 kernels: --ops, --labels and --leave-one-out are fp32's");
+    if (!labels.empty() || leave_out || !ops_dir.empty() || !deepbench.empty())
+      throw InputError(
+          "--half judges Vidur's fp16 kernels: --ops, --deepbench, --labels and --leave-one-out are fp32's");
     return run_half(vidur_dir, hardware::Catalogue::load(catalogue_files), rounds, score_test_gpus, out, as_json);
   }
   if (!labels.empty() && configs.empty()) throw InputError("--labels needs --configs (neusight/model_configs)");
   const hardware::Catalogue catalogue = hardware::Catalogue::load(catalogue_files);
-  const gpu::KernelTables tables = gpu::load_kernel_tables(catalogue, ops_dir);
+  gpu::KernelTables tables = gpu::load_kernel_tables(catalogue, ops_dir);
+  const size_t neusight_rows = tables.rows.size();
   const bool print = !as_json;
-  ordered_json result = {
-      {"ops", tables.dir}, {"rows", tables.rows.size()}, {"held_out_test_gpu_rows", tables.held_out}};
+  ordered_json result = {{"ops", tables.dir}, {"rows", tables.rows.size()}};
   if (print)
     std::printf("%zu kernel measurements from %s (%lld rows of the test GPUs H100, L4, A100 80GB left out)\n",
-                tables.rows.size(), tables.dir.c_str(), static_cast<long long>(tables.held_out));
+                neusight_rows, tables.dir.c_str(), static_cast<long long>(tables.held_out));
+  const gpu::DeepBenchLoad deep = add_deepbench(deepbench, catalogue, tables, print, result);
+  result["held_out_test_gpu_rows"] = tables.held_out;
   gpu::KernelLeaveOneOut held;
   if (leave_out) {
     held = gpu::leave_one_gpu_out(tables, catalogue, rounds, stride);
     result["leave_one_gpu_out"] = print_kernel_errors(held, print);
+    result["deepbench_conv_passes"] = print_conv_passes(held, print);
   }
   gpu::GpuKernelModel full;
   if (!out.empty() || !labels.empty()) {
@@ -126,8 +133,10 @@ int run_calibrate_gpu_kernels(const Args& args) {
   }
   if (!out.empty()) {
     full.save(out, "dnncast per-kernel GPU model (docs/GPU.md): written by `dnncast calibrate-gpu-kernels --out " +
-                       out + "` from " + std::to_string(tables.rows.size()) +
-                       " NeuSight kernel rows (P4, P100, T4, V100, A100 40GB; no row of H100, L4 or A100 80GB)");
+                       out + "` from " + std::to_string(neusight_rows) +
+                       " NeuSight kernel rows (P4, P100, T4, V100, A100 40GB) and " + std::to_string(deep.rows) +
+                       " DeepBench convolution passes (V100, P100, T4, GTX 1080 Ti, TITAN Xp, TITAN X Pascal); no "
+                       "row of H100, L4 or A100 80GB");
     if (print) std::printf("wrote %s\n", out.c_str());
   }
   if (as_json) std::cout << result.dump(2) << "\n";

@@ -116,21 +116,74 @@ ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print)
   std::map<gpu::KernelFamily, std::array<double, 3>> sums;  // model, roofline, GPUs
   for (const gpu::KernelFamilyError& error : held.errors) {
     if (print)
-      std::printf("  %-16s %-12s %6lld rows  %6.1f%% | %6.1f%%\n", error.gpu.c_str(), gpu::name(error.family).c_str(),
-                  static_cast<long long>(error.rows), 100 * error.model_mre, 100 * error.roofline_mre);
+      std::printf("  %-16s %-12s %-10s %6lld rows  %6.1f%% | %6.1f%%\n", error.gpu.c_str(),
+                  gpu::name(error.family).c_str(), error.source.c_str(), static_cast<long long>(error.rows),
+                  100 * error.model_mre, 100 * error.roofline_mre);
     rows.push_back({{"gpu", error.gpu},
                     {"family", gpu::name(error.family)},
+                    {"source", error.source},
                     {"rows", error.rows},
                     {"model_mre", error.model_mre},
                     {"roofline_mre", error.roofline_mre}});
+    if (error.source != "neusight") continue;  // the means are over NeuSight's rows, as before DeepBench's
     sums[error.family] = {sums[error.family][0] + error.model_mre, sums[error.family][1] + error.roofline_mre,
                           sums[error.family][2] + 1};
   }
   if (print)
     for (const auto& [family, sum] : sums)
-      std::printf("  mean over GPUs   %-12s              %6.1f%% | %6.1f%%\n", gpu::name(family).c_str(),
+      std::printf("  mean over GPUs   %-12s neusight              %6.1f%% | %6.1f%%\n", gpu::name(family).c_str(),
                   100 * sum[0] / sum[2], 100 * sum[1] / sum[2]);
   return rows;
+}
+
+gpu::DeepBenchLoad add_deepbench(const std::string& path, const hardware::Catalogue& catalogue,
+                                 gpu::KernelTables& tables, bool print, ordered_json& result) {
+  const std::string file = path.empty() ? gpu::default_deepbench_convolutions() : path;
+  if (file.empty())
+    std::fprintf(stderr,
+                 "calibrate-gpu-kernels: DeepBench's convolutions not found (../shared/data/public/gpu_benchmarks): "
+                 "fitting NeuSight's rows alone; --deepbench FILE names them\n");
+  gpu::DeepBenchLoad deep;
+  if (!file.empty() && file != "none") deep = gpu::load_deepbench_convolutions(catalogue, file, tables);
+  result["deepbench"] = file;
+  result["deepbench_rows"] = deep.rows;
+  for (const auto& [reason, count] : deep.skipped) result["deepbench_skipped"][reason] = count;
+  if (print && (deep.rows > 0 || !deep.skipped.empty())) {
+    std::printf("%lld convolution passes (forward, input and weight gradients) from %s; left out:\n",
+                static_cast<long long>(deep.rows), file.c_str());
+    for (const auto& [reason, count] : deep.skipped)
+      std::printf("  %4lld  %s\n", static_cast<long long>(count), reason.c_str());
+  }
+  return deep;
+}
+
+ordered_json print_conv_passes(const gpu::KernelLeaveOneOut& held, bool print) {
+  ordered_json passes = ordered_json::array();
+  if (held.conv_passes.empty()) return passes;
+  if (print)
+    std::printf(
+        "\nDeepBench's convolutions by pass, each GPU held out (mean relative error of the busy time: model | "
+        "every pass priced as its forward shape by NeuSight's forward rows alone, as before | roofline)\n");
+  std::map<gpu::ConvPass, std::array<double, 4>> pass_sums;  // model, forward shape, roofline, GPUs
+  for (const gpu::ConvPassError& pass : held.conv_passes) {
+    if (print)
+      std::printf("  %-16s %-12s %4lld rows  %6.1f%% | %6.1f%% | %6.1f%%\n", pass.gpu.c_str(),
+                  gpu::name(pass.pass).c_str(), static_cast<long long>(pass.rows), 100 * pass.model_mre,
+                  100 * pass.forward_shape_mre, 100 * pass.roofline_mre);
+    auto& sum = pass_sums[pass.pass];
+    sum = {sum[0] + pass.model_mre, sum[1] + pass.forward_shape_mre, sum[2] + pass.roofline_mre, sum[3] + 1};
+  }
+  for (const auto& [pass, sum] : pass_sums) {
+    if (print)
+      std::printf("  mean over GPUs   %-12s            %6.1f%% | %6.1f%% | %6.1f%%\n", gpu::name(pass).c_str(),
+                  100 * sum[0] / sum[3], 100 * sum[1] / sum[3], 100 * sum[2] / sum[3]);
+    passes.push_back({{"pass", gpu::name(pass)},
+                      {"gpus", sum[3]},
+                      {"model_mre", sum[0] / sum[3]},
+                      {"forward_shape_mre", sum[1] / sum[3]},
+                      {"roofline_mre", sum[2] / sum[3]}});
+  }
+  return passes;
 }
 
 ordered_json print_transformer_labels(const std::string& labels, const std::string& configs,

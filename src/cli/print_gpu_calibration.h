@@ -19,6 +19,12 @@ nlohmann::ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu:
 void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration);
 // calibrate-gpu-kernels: the per-kernel errors with each GPU held out, by GPU and family (printed when `print`).
 nlohmann::ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print);
+// calibrate-gpu-kernels: DeepBench's convolution passes added to `tables` from `path` (empty: the public file, when
+// found; "none": not read), what was read and left out printed and put in `result`.
+gpu::DeepBenchLoad add_deepbench(const std::string& path, const hardware::Catalogue& catalogue,
+                                 gpu::KernelTables& tables, bool print, nlohmann::ordered_json& result);
+// ... and DeepBench's convolutions by pass against pricing every pass as its forward shape (empty without them).
+nlohmann::ordered_json print_conv_passes(const gpu::KernelLeaveOneOut& held, bool print);
 // calibrate-gpu-kernels --half: the half-precision model's, the curves' and the roofline's errors by GPU and family.
 nlohmann::ordered_json print_half_kernel_errors(const std::vector<gpu::HalfKernelError>& errors, bool print);
 // calibrate-gpu-kernels --labels: NeuSight's end-to-end transformer labels forecast by the kernel model (training

@@ -149,18 +149,20 @@ namespace {
 // model.
 struct KernelCounts {
   std::map<std::tuple<int, double, double>, int64_t> merged;
-  std::map<std::array<double, 12>, std::pair<KernelShape, int64_t>> shaped;
+  std::map<std::array<double, 14>, std::pair<KernelShape, int64_t>> shaped;
 
   void add(GpuKernel::Class kind, double flops, double bytes, int64_t count) {
     merged[{static_cast<int>(kind), flops, bytes}] += count;
   }
   void add_shaped(const KernelShape& kernel, int64_t count = 1) {
-    const std::array<double, 12> key = {static_cast<double>(kernel.family),
+    const std::array<double, 14> key = {static_cast<double>(kernel.family),
+                                        static_cast<double>(kernel.pass),
                                         kernel.batch,
                                         kernel.m,
                                         kernel.n,
                                         kernel.k,
                                         kernel.channels,
+                                        kernel.out_channels,
                                         kernel.kernel,
                                         kernel.size,
                                         kernel.stride,

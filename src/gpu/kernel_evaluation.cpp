@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "core/csv.h"
@@ -25,21 +27,51 @@ KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::
       if (row.gpu != held && seen[static_cast<size_t>(row.shape.family)]++ % stride == 0) train.push_back(row);
     GpuKernelModel model = GpuKernelModel::fit(train, catalogue, rounds);
     const KernelDevice device = kernel_device(catalogue.gpu(held));
-    std::array<KernelFamilyError, kKernelFamilies> errors;
+    std::map<std::pair<KernelFamily, std::string>, KernelFamilyError> errors;
+    std::array<ConvPassError, 3> passes;
+    std::unique_ptr<GpuKernelModel> forward_only;  // fitted when the GPU has DeepBench rows
     for (const KernelMeasurement& row : tables.rows) {
       if (row.gpu != held) continue;
-      KernelFamilyError& error = errors[static_cast<size_t>(row.shape.family)];
+      const std::string source = row.group.empty() ? "neusight" : row.group;
+      KernelFamilyError& error = errors[{row.shape.family, source}];
       error.gpu = held;
       error.family = row.shape.family;
+      error.source = source;
       ++error.rows;
-      error.model_mre += std::abs(model.timed_alone_seconds(row.shape, device, held) / row.seconds - 1);
-      error.roofline_mre += std::abs(roofline_seconds(row.shape, device) / row.seconds - 1);
+      const double model_s =
+          row.timed_alone ? model.timed_alone_seconds(row.shape, device, held) : model.seconds(row.shape, device);
+      const double roofline_s = roofline_seconds(row.shape, device);
+      error.model_mre += std::abs(model_s / row.seconds - 1);
+      error.roofline_mre += std::abs(roofline_s / row.seconds - 1);
+      if (row.timed_alone || row.shape.family != KernelFamily::Conv) continue;
+      if (!forward_only) {
+        std::vector<KernelMeasurement> alone;
+        for (const KernelMeasurement& other : tables.rows)
+          if (other.gpu != held && other.timed_alone && other.shape.family == KernelFamily::Conv)
+            alone.push_back(other);
+        forward_only = std::make_unique<GpuKernelModel>(GpuKernelModel::fit(alone, catalogue, rounds));
+      }
+      const KernelShape& shape = row.shape;
+      const KernelShape forward = conv_kernel(shape.batch, shape.channels, shape.out_channels, shape.kernel, shape.size,
+                                              shape.stride, shape.padding, ConvPass::Forward);
+      ConvPassError& pass = passes[static_cast<size_t>(shape.pass)];
+      pass.gpu = held;
+      pass.pass = shape.pass;
+      ++pass.rows;
+      pass.model_mre += std::abs(model_s / row.seconds - 1);
+      pass.forward_shape_mre += std::abs(forward_only->seconds(forward, device) / row.seconds - 1);
+      pass.roofline_mre += std::abs(roofline_s / row.seconds - 1);
     }
-    for (KernelFamilyError& error : errors) {
-      if (error.rows == 0) continue;
+    for (auto& [key, error] : errors) {
       error.model_mre /= static_cast<double>(error.rows);
       error.roofline_mre /= static_cast<double>(error.rows);
       result.errors.push_back(error);
+    }
+    for (ConvPassError& pass : passes) {
+      if (pass.rows == 0) continue;
+      for (double* sum : {&pass.model_mre, &pass.forward_shape_mre, &pass.roofline_mre})
+        *sum /= static_cast<double>(pass.rows);
+      result.conv_passes.push_back(pass);
     }
     result.models.emplace(held, std::move(model));
   }

@@ -17,14 +17,25 @@ namespace dnncast::gpu {
 
 // Mean relative error of one kernel family on one held-out GPU: the model (its busy time plus the launch floor
 // of the GPUs it was fitted on, as the tables time a kernel alone) and the plain roofline.
+// Rows queued back to back (DeepBench's) are judged on the busy time alone, and apart ("deepbench").
 struct KernelFamilyError {
   std::string gpu;
   KernelFamily family = KernelFamily::Gemm;
+  std::string source = "neusight";  // the rows' KernelMeasurement::group, "neusight" when it has none
   int64_t rows = 0;
   double model_mre = 0, roofline_mre = 0;
 };
+// DeepBench's convolutions of the held-out GPU by pass: the model, and as dnncast priced them before the passes
+// were told apart (every pass the forward shape, by a model fitted on NeuSight's forward rows alone, the GPU out).
+struct ConvPassError {
+  std::string gpu;
+  ConvPass pass = ConvPass::Forward;
+  int64_t rows = 0;
+  double model_mre = 0, forward_shape_mre = 0, roofline_mre = 0;
+};
 struct KernelLeaveOneOut {
   std::vector<KernelFamilyError> errors;
+  std::vector<ConvPassError> conv_passes;        // empty without DeepBench rows
   std::map<std::string, GpuKernelModel> models;  // held-out GPU -> the model fitted without it
 };
 // `stride` > 1 fits on every stride-th row of each family (a quicker check); errors are over all rows.

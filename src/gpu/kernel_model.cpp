@@ -79,16 +79,33 @@ KernelShape gemm_kernel(double batch, double m, double n, double k, bool shared_
   return shape;
 }
 
+const std::string& name(ConvPass pass) {
+  static const std::array<std::string, 3> names = {"forward", "input-grad", "weight-grad"};
+  return names[static_cast<size_t>(pass)];
+}
+
 KernelShape conv_kernel(double batch, double channels, double out_channels, double kernel, double size, double stride,
-                        double padding) {
+                        double padding, ConvPass pass) {
   KernelShape shape;
   shape.family = KernelFamily::Conv;
   shape.batch = batch, shape.channels = channels, shape.out_channels = out_channels;
   shape.kernel = kernel, shape.size = size, shape.stride = stride, shape.padding = padding;
+  shape.pass = pass;
   const double out = std::max(1.0, std::floor((size + 2 * padding - kernel) / stride) + 1);
-  shape.m = batch * out * out, shape.n = out_channels, shape.k = channels * kernel * kernel;
-  shape.flops = 2 * shape.m * shape.n * shape.k;
-  shape.bytes = 4 * (batch * channels * size * size + out_channels * shape.k + shape.m * shape.n);
+  const double taps = channels * kernel * kernel;  // weights per output channel
+  shape.flops = 2 * batch * out * out * out_channels * taps;
+  shape.bytes = 4 * (batch * channels * size * size + out_channels * taps + batch * out * out * out_channels);
+  switch (pass) {
+    case ConvPass::Forward:
+      shape.m = batch * out * out, shape.n = out_channels, shape.k = taps;
+      break;
+    case ConvPass::InputGrad:
+      shape.m = batch * size * size, shape.n = channels, shape.k = out_channels * kernel * kernel;
+      break;
+    case ConvPass::WeightGrad:
+      shape.m = out_channels, shape.n = taps, shape.k = batch * out * out;
+      break;
+  }
   return shape;
 }
 
@@ -141,7 +158,8 @@ std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice&
       break;
     case KernelFamily::Conv:
       gemm_features(1, shape.m, shape.n, shape.k, shape, device, out);
-      for (double value : {shape.kernel, shape.stride, log2_of(shape.size), log2_of(shape.channels)})
+      for (double value :
+           {shape.kernel, shape.stride, log2_of(shape.size), log2_of(shape.channels), static_cast<double>(shape.pass)})
         out.push_back(static_cast<float>(value));
       break;
     default:
@@ -258,11 +276,12 @@ GpuKernelModel GpuKernelModel::fit(const std::vector<KernelMeasurement>& rows, c
     std::vector<double>& floors = model.floors_[static_cast<size_t>(family)];
     floors.assign(model.gpus_.size(), 0);
     if (mine.size() < 50) continue;
-    // The launch floor of each GPU: 0.9 x the 1st percentile of its latencies in this family.
+    // The launch floor of each GPU: 0.9 x the 1st percentile of its latencies in this family, timed alone (a
+    // queued call's latency has no floor in it).
     for (size_t gpu = 0; gpu < model.gpus_.size(); ++gpu) {
       std::vector<double> times;
       for (const KernelMeasurement* row : mine)
-        if (row->gpu == model.gpus_[gpu]) times.push_back(row->seconds);
+        if (row->gpu == model.gpus_[gpu] && row->timed_alone) times.push_back(row->seconds);
       if (times.empty()) continue;
       std::sort(times.begin(), times.end());
       floors[gpu] = 0.9 * times[times.size() / 100];
@@ -278,7 +297,7 @@ GpuKernelModel GpuKernelModel::fit(const std::vector<KernelMeasurement>& rows, c
         x(static_cast<Eigen::Index>(index), column) = features[static_cast<size_t>(column)];
       const size_t gpu =
           static_cast<size_t>(std::find(model.gpus_.begin(), model.gpus_.end(), row.gpu) - model.gpus_.begin());
-      const double busy = std::max(row.seconds - floors[gpu], 0.25 * row.seconds);
+      const double busy = row.timed_alone ? std::max(row.seconds - floors[gpu], 0.25 * row.seconds) : row.seconds;
       y(static_cast<Eigen::Index>(index)) = std::log(busy / roofline_seconds(row.shape, device));
     }
     auto learner = learn::make_learner(

@@ -13,18 +13,21 @@
 // latency less the GPU's launch floor
 // (what a kernel of no work took when timed alone), so that kernels queued back to back in a training step
 // add their work, not their floors. The forecast is the roofline time times the predicted ratio (never
-// below the roofline but for 3x3 convolutions, which cuDNN runs as Winograd). The public convolutions are
-// all 3x3: other kernel sizes get the family's utilisation of the same implicit GEMM, at least the roofline. Fitted by
-// `dnncast calibrate-gpu-kernels`; shipped in data/hardware/gpu_kernels/.
+// below the roofline but for 3x3 convolutions, which cuDNN runs as Winograd). NeuSight's convolutions are all 3x3
+// forward passes; DeepBench's training convolutions (1x1, strided, 5x5, 7x7; forward, input gradient and weight
+// gradient, queued calls: their latency is the busy time) add the other kernel sizes and both backward passes, each
+// pass its own implicit GEMM and a feature. Fitted by `dnncast calibrate-gpu-kernels`; shipped in
+// data/hardware/gpu_kernels/.
 //
-// What rests on no per-kernel measurement, and is said where it is used: backward kernels (costed as the
-// GEMMs / convolutions of the same shapes they run), depthwise and grouped convolutions (PyTorch runs them
+// What rests on no per-kernel measurement, and is said where it is used: GEMM backward kernels (costed as the
+// GEMMs of the shapes they run), depthwise and grouped convolutions (PyTorch runs them
 // outside cuDNN's GEMM paths: costed as memory-bound elementwise work), tensor-core precisions (the
 // calibrated curves of gpu_forecast.h), and the test GPUs of NeuSight's protocol, whose rows no fit sees.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,18 +46,23 @@ inline constexpr int kKernelFamilies = 5;
 const std::string& name(KernelFamily family);  // "gemm", "conv", "norm", "softmax", "elementwise"
 
 // One kernel as the model sees it. Gemm: batch x (m x k) . (k x n). Conv: the input batch, channels, square
-// kernel, input size, stride, padding (m, n, k are its implicit GEMM: batch*out^2, out channels, in*kernel^2).
-// Norm, softmax: rows x cols. Elementwise: m elements. flops and bytes: the work and traffic (fp32).
+// kernel, input size, stride, padding, and which pass (m, n, k are that pass's implicit GEMM: forward batch*out^2,
+// out channels, in*kernel^2; input gradient batch*in^2, in channels, out*kernel^2; weight gradient out channels,
+// in*kernel^2, batch*out^2). Norm, softmax: rows x cols. Elementwise: m elements. flops and bytes: the work and
+// traffic (fp32); a convolution's three passes do the same multiply-adds over the same three tensors.
+enum class ConvPass : uint8_t { Forward, InputGrad, WeightGrad };
+const std::string& name(ConvPass pass);  // "forward", "input-grad", "weight-grad"
 struct KernelShape {
   KernelFamily family = KernelFamily::Elementwise;
   double batch = 1, m = 1, n = 1, k = 1;
   double channels = 0, out_channels = 0, kernel = 0, size = 0, stride = 1, padding = 0;  // Conv only
+  ConvPass pass = ConvPass::Forward;                                                     // Conv only
   double flops = 0, bytes = 0;
 };
 
 KernelShape gemm_kernel(double batch, double m, double n, double k, bool shared_b = false);
 KernelShape conv_kernel(double batch, double channels, double out_channels, double kernel, double size, double stride,
-                        double padding);
+                        double padding, ConvPass pass = ConvPass::Forward);
 KernelShape row_kernel(KernelFamily family, double rows, double cols, double flops_per_element,
                        double bytes_per_element);
 KernelShape elementwise_kernel(double elements, double flops, double bytes);
@@ -94,6 +102,9 @@ struct KernelMeasurement {
   std::string gpu;
   double seconds = 0;
   std::string group;  // what it was measured for (Vidur's rows: the model), for leave-one-group-out
+  // Timed as one call alone, its launch floor in it (NeuSight's, Vidur's); false: the mean of calls queued back to
+  // back, the floor hidden behind the previous call (DeepBench's), so the latency is the busy time.
+  bool timed_alone = true;
 };
 
 // The fitted ensembles, one per family, and each training GPU's launch floor.
@@ -146,6 +157,20 @@ struct KernelTables {
 };
 KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std::string& dir = "");
 std::string default_kernel_tables_dir();
+
+// DeepBench's fp32 training convolutions (../shared/data/public/gpu_benchmarks/deepbench_conv_train_fp32.csv): each
+// row's forward, input-gradient and weight-gradient times on its NVIDIA GPUs, appended to `tables` as queued
+// (timed_alone false) Conv rows of the catalogue's GPUs. Its V100 and P100 are filed under the catalogue's
+// V100 PCIe 32GB and P100 PCIe, NeuSight's (DeepBench does not name the form factor), so that leaving a GPU out leaves
+// its chip out. Rows of non-square kernels, inputs, strides or padding, and GPUs the catalogue lacks (the M40), are
+// counted in `skipped`. InputError names a malformed file and line.
+struct DeepBenchLoad {
+  int64_t rows = 0;                        // measurements added
+  std::map<std::string, int64_t> skipped;  // reason -> measurements
+};
+DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, const std::string& path,
+                                          KernelTables& tables);
+std::string default_deepbench_convolutions();  // "" when the public folder is not found
 // $VARIABLE, else the nearest shared/data/public/RELATIVE beside or above the executable's folder; "" when neither.
 std::string shared_public_dir(const char* variable, const std::string& relative);
 // The text of a table file; a .xz file through `xz -dc` (xz-utils is part of every Debian system). InputError

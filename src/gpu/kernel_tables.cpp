@@ -1,6 +1,8 @@
 // NeuSight's per-kernel measurements (kernel_model.h load_kernel_tables): ops/train/OP/GPU.csv[.xz], one
-// kernel call a row, fp32, latency in ms (../shared/data/public/neusight/README.md).
+// kernel call a row, fp32, latency in ms (../shared/data/public/neusight/README.md); and DeepBench's training
+// convolutions, each pass of each row a kernel (load_deepbench_convolutions).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,8 +17,6 @@
 namespace dnncast::gpu {
 
 namespace fs = std::filesystem;
-
-namespace {}  // namespace
 
 std::string table_text(const std::string& name) {
   const fs::path path(name);
@@ -147,6 +147,96 @@ KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std:
     }
   }
   return tables;
+}
+
+std::string default_deepbench_convolutions() {
+  const std::string dir = shared_public_dir("DNNCAST_PUBLIC_DATA", "gpu_benchmarks");
+  if (dir.empty()) return "";
+  const fs::path path = fs::path(dir) / "deepbench_conv_train_fp32.csv";
+  std::error_code error;
+  return fs::is_regular_file(path, error) ? path.string() : "";
+}
+
+DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, const std::string& path,
+                                          KernelTables& tables) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read " + quote(path));
+  // DeepBench's device column prefixes, and the catalogue GPU each is filed under (kernel_model.h).
+  static const std::vector<std::pair<std::string, std::string>> devices = {{"V100", "v100-32gb"},
+                                                                           {"P100", "p100"},
+                                                                           {"1080Ti", "gtx1080ti"},
+                                                                           {"TitanXp", "titan-xp"},
+                                                                           {"T4", "t4"},
+                                                                           {"M40", "m40"},
+                                                                           {"TitanX_Pascal", "titan-x-pascal"}};
+  static const std::array<std::pair<const char*, ConvPass>, 3> passes = {{{"_fwd_ms", ConvPass::Forward},
+                                                                          {"_bwd_data_ms", ConvPass::InputGrad},
+                                                                          {"_bwd_filter_ms", ConvPass::WeightGrad}}};
+  DeepBenchLoad load;
+  std::vector<std::string> header, fields;
+  int64_t line = 0;
+  while (read_csv_record(in, header, line))
+    if (!header.empty() && !header[0].empty() && header[0][0] != '#') break;
+  if (header.empty() || header[0] != "W") throw InputError(path + ": no header row starting with W,H,C,N,K");
+  auto column = [&](const std::string& name) -> int {
+    const auto at = std::find(header.begin(), header.end(), name);
+    return at == header.end() ? -1 : static_cast<int>(at - header.begin());
+  };
+  while (read_csv_record(in, fields, line)) {
+    if (fields.empty() || (fields.size() == 1 && fields[0].empty())) continue;
+    const std::string where = path + " line " + std::to_string(line);
+    auto get = [&](const char* name) { return number(header, fields, name, where); };
+    const double width = get("W"), height = get("H"), channels = get("C"), batch = get("N"), out = get("K"),
+                 kernel_w = get("filter_w"), kernel_h = get("filter_h"), stride_w = get("stride_w"),
+                 stride_h = get("stride_h");
+    auto pad = [&](const char* name) {
+      const int at = column(name);
+      if (at < 0 || static_cast<size_t>(at) >= fields.size()) throw InputError(where + ": no column " + name);
+      char* end = nullptr;
+      const double value = std::strtod(fields[static_cast<size_t>(at)].c_str(), &end);
+      if (end == fields[static_cast<size_t>(at)].c_str() || *end != '\0' || value < 0)
+        throw InputError(where + ": column " + name + " is " + quote(fields[static_cast<size_t>(at)]) +
+                         ", not a number of at least 0");
+      return value;
+    };
+    const double pad_w = pad("pad_w"), pad_h = pad("pad_h");
+    const bool square = width == height && kernel_w == kernel_h && stride_w == stride_h && pad_w == pad_h;
+    for (const auto& [prefix, listed] : devices) {
+      const hardware::GpuSpec* gpu = catalogue.find(listed);
+      for (const auto& [suffix, pass] : passes) {
+        const int at = column(prefix + suffix);
+        if (at < 0) continue;
+        const std::string& text = static_cast<size_t>(at) < fields.size() ? fields[static_cast<size_t>(at)] : "";
+        if (text.empty()) continue;  // N/A (the first layer's input gradient) or not run
+        char* end = nullptr;
+        const double ms = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !(ms > 0))
+          throw InputError(where + ": column " + header[static_cast<size_t>(at)] + " is " + quote(text) +
+                           ", not a positive number");
+        if (!gpu) {
+          ++load.skipped[prefix + ": not in the catalogue"];
+          continue;
+        }
+        if (!square) {
+          ++load.skipped["non-square kernel, input, stride or padding"];
+          continue;
+        }
+        if (is_held_out_test_gpu(gpu->name)) {
+          ++tables.held_out;
+          continue;
+        }
+        KernelMeasurement row;
+        row.shape = conv_kernel(batch, channels, out, kernel_w, width, stride_w, pad_w, pass);
+        row.gpu = gpu->name;
+        row.seconds = ms * 1e-3;
+        row.group = "deepbench";
+        row.timed_alone = false;
+        tables.rows.push_back(row);
+        ++load.rows;
+      }
+    }
+  }
+  return load;
 }
 
 }  // namespace dnncast::gpu

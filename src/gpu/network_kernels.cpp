@@ -80,7 +80,10 @@ void attention_kernels(const OpView& view, NodeKernels& out) {
   out.backward.push_back(elementwise_kernel(heads * l * d, heads * l * d, 8 * heads * l * d));
 }
 
-bool conv_kernels(const OpView& view, const OpCost& cost, NodeKernels& out) {
+// A dense convolution as cuDNN runs it: the forward pass, then the input gradient (none for a convolution of the
+// graph's input, which requires no gradient) and the weight gradient (none for frozen weights), each its own
+// implicit GEMM.
+bool conv_kernels(const OpView& view, const OpCost& cost, bool input_grad, NodeKernels& out) {
   const TensorShape& x = view.in(0);
   if (x.rank() != 4 || view.node.op != "Conv2d") return false;
   const auto kernel = ops::pair_attr(view, "kernel", 1), stride = ops::pair_attr(view, "stride", 1),
@@ -88,10 +91,14 @@ bool conv_kernels(const OpView& view, const OpCost& cost, NodeKernels& out) {
   if (view.node.attr_int("groups", 1) != 1 || kernel[0] != kernel[1] || stride[0] != stride[1] || x[2] != x[3] ||
       padding[0] != padding[1])
     return false;
-  const KernelShape shape = conv_kernel(dim(x, 0), dim(x, 1), dim(view.node.shape, 1), static_cast<double>(kernel[0]),
-                                        dim(x, 2), static_cast<double>(stride[0]), static_cast<double>(padding[0]));
-  out.forward.push_back(shape);
-  if (cost.flops_bwd > 0) out.backward.insert(out.backward.end(), 2, shape);  // data and weight gradients
+  auto pass = [&](ConvPass which) {
+    return conv_kernel(dim(x, 0), dim(x, 1), dim(view.node.shape, 1), static_cast<double>(kernel[0]), dim(x, 2),
+                       static_cast<double>(stride[0]), static_cast<double>(padding[0]), which);
+  };
+  out.forward.push_back(pass(ConvPass::Forward));
+  if (cost.flops_bwd <= 0) return true;
+  if (input_grad) out.backward.push_back(pass(ConvPass::InputGrad));
+  if (!view.node.frozen()) out.backward.push_back(pass(ConvPass::WeightGrad));
   return true;
 }
 
@@ -139,7 +146,8 @@ KernelShape kernel_share(KernelShape kernel, double parts) {
   if (kernel.family == KernelFamily::Gemm && kernel.batch >= parts) {
     kernel.batch /= parts;
   } else if (kernel.family == KernelFamily::Conv) {
-    kernel.batch /= parts, kernel.m /= parts;
+    kernel.batch /= parts;
+    (kernel.pass == ConvPass::WeightGrad ? kernel.k : kernel.m) /= parts;  // the batch is the weight gradient's k
   } else {
     kernel.m = std::max(1.0, kernel.m / parts);
   }
@@ -187,7 +195,7 @@ NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp
     matmul_kernels(view, out);
   } else if (node.op == "ScaledDotProductAttention") {
     attention_kernels(view, out);
-  } else if (def.category == "conv" && conv_kernels(view, cost, out)) {
+  } else if (def.category == "conv" && conv_kernels(view, cost, graph.node(node.inputs.at(0)).op != "Input", out)) {
   } else {
     // Depthwise / grouped convolutions and every other op: memory-bound, traffic and work from the op's cost.
     const TensorShape& shape = node.shape;

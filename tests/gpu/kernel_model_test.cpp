@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -62,6 +63,90 @@ TEST(KernelModel, LearnedOnFourGpusItBeatsTheRooflineOnTheFifth) {
   }
 }
 
+// DeepBench's training convolutions: forward, input-gradient and weight-gradient times of each row on each NVIDIA GPU
+// the catalogue has, as published (its V100 and P100 under NeuSight's entries); the M40 and the non-square rows out.
+TEST(KernelModel, DeepBenchsConvolutionsLoadPassByPass) {
+  const std::string path = default_deepbench_convolutions();
+  if (path.empty()) GTEST_SKIP() << "no ../shared/data/public/gpu_benchmarks/deepbench_conv_train_fp32.csv";
+  KernelTables tables;
+  const DeepBenchLoad load = load_deepbench_convolutions(catalogue(), path, tables);
+  ASSERT_EQ(load.rows, static_cast<int64_t>(tables.rows.size()));
+  std::map<std::string, std::array<int64_t, 3>> by_gpu;
+  for (const KernelMeasurement& row : tables.rows) {
+    EXPECT_FALSE(row.timed_alone);
+    EXPECT_EQ(row.shape.family, KernelFamily::Conv);
+    ++by_gpu[row.gpu][static_cast<size_t>(row.shape.pass)];
+  }
+  EXPECT_EQ(by_gpu.size(), 6u);
+  for (const char* gpu : {"v100-32gb", "p100", "t4", "gtx1080ti", "titan-xp", "titan-x-pascal"})
+    for (int pass = 0; pass < 3; ++pass) EXPECT_GT(by_gpu[gpu][static_cast<size_t>(pass)], 40) << gpu << " " << pass;
+  EXPECT_GT(load.skipped.at("M40: not in the catalogue"), 100);
+  EXPECT_GT(load.skipped.at("non-square kernel, input, stride or padding"), 50);
+  // ResNet's 1x1 stride-2 projection at 28 px, 512 -> 1024 channels, batch 16 (DeepBench's row
+  // 28,28,512,16,1024,1,1,0,0,2,2,Resnet): its three passes on the V100 as the published table prints them.
+  std::map<ConvPass, double> v100_ms;
+  for (const KernelMeasurement& row : tables.rows)
+    if (row.gpu == "v100-32gb" && row.shape.size == 28 && row.shape.channels == 512 && row.shape.batch == 16 &&
+        row.shape.out_channels == 1024 && row.shape.kernel == 1 && row.shape.stride == 2)
+      v100_ms[row.shape.pass] = row.seconds * 1e3;
+  ASSERT_EQ(v100_ms.size(), 3u);
+  EXPECT_DOUBLE_EQ(v100_ms[ConvPass::Forward], 0.334);
+  EXPECT_DOUBLE_EQ(v100_ms[ConvPass::InputGrad], 0.477);
+  EXPECT_DOUBLE_EQ(v100_ms[ConvPass::WeightGrad], 0.376);
+  // a malformed time names its file and line
+  const fs::path bad = fs::temp_directory_path() / ("dnncast-deepbench-" + std::to_string(::getpid()) + ".csv");
+  {
+    std::ofstream out(bad);
+    out << "# source: a test\nW,H,C,N,K,filter_w,filter_h,pad_w,pad_h,stride_w,stride_h,app,T4_fwd_ms\n"
+        << "7,7,32,1,32,3,3,1,1,1,1,x,0.01\n7,7,32,1,32,3,3,1,1,1,1,x,soon\n";
+  }
+  KernelTables ignored;
+  try {
+    load_deepbench_convolutions(catalogue(), bad.string(), ignored);
+    ADD_FAILURE() << "a time 'soon' was read";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("line 4"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("T4_fwd_ms"), std::string::npos) << error.what();
+  }
+  fs::remove(bad);
+}
+
+// On a GPU no fit saw (the GTX 1080 Ti, in DeepBench's table alone), DeepBench's gradients of the other GPUs price
+// its convolutions' backward passes closer to its published times than the forward shape did before.
+TEST(KernelModel, TheGradientsOfOtherGpusPriceAnUnseenGpusBackwardPasses) {
+  const std::string path = default_deepbench_convolutions();
+  if (!tables() || path.empty()) GTEST_SKIP() << "no ../shared/data/public (NeuSight's ops, DeepBench's convolutions)";
+  KernelTables deep;
+  load_deepbench_convolutions(catalogue(), path, deep);
+  std::vector<KernelMeasurement> forward_rows, all_rows;
+  int64_t index = 0;
+  for (const KernelMeasurement& row : tables()->rows)
+    if (row.shape.family == KernelFamily::Conv && index++ % 4 == 0) forward_rows.push_back(row);
+  all_rows = forward_rows;
+  for (const KernelMeasurement& row : deep.rows)
+    if (row.gpu != "gtx1080ti") all_rows.push_back(row);
+  const GpuKernelModel before = GpuKernelModel::fit(forward_rows, catalogue(), 80);
+  const GpuKernelModel after = GpuKernelModel::fit(all_rows, catalogue(), 80);
+  const KernelDevice device = kernel_device(catalogue().gpu("gtx1080ti"));
+  std::array<double, 3> before_error{}, after_error{}, rows{};
+  for (const KernelMeasurement& row : deep.rows) {
+    if (row.gpu != "gtx1080ti") continue;
+    const KernelShape& shape = row.shape;
+    const KernelShape forward = conv_kernel(shape.batch, shape.channels, shape.out_channels, shape.kernel, shape.size,
+                                            shape.stride, shape.padding, ConvPass::Forward);
+    const size_t pass = static_cast<size_t>(shape.pass);
+    before_error[pass] += std::abs(before.seconds(forward, device) / row.seconds - 1);
+    after_error[pass] += std::abs(after.seconds(shape, device) / row.seconds - 1);
+    ++rows[pass];
+  }
+  for (ConvPass pass : {ConvPass::InputGrad, ConvPass::WeightGrad}) {
+    const size_t at = static_cast<size_t>(pass);
+    ASSERT_GT(rows[at], 40) << name(pass);
+    EXPECT_LT(after_error[at] / rows[at], 0.8 * before_error[at] / rows[at]) << name(pass);
+    EXPECT_LT(after_error[at] / rows[at], 0.35) << name(pass);
+  }
+}
+
 TEST(KernelModel, NoFitSeesATestGpuOfNeuSightsProtocol) {
   for (const char* gpu : {"h100-sxm", "h100-pcie", "l4", "a100-80gb", "a100-80gb-pcie"})
     EXPECT_TRUE(is_held_out_test_gpu(catalogue().gpu(gpu).name)) << gpu;
@@ -71,10 +156,13 @@ TEST(KernelModel, NoFitSeesATestGpuOfNeuSightsProtocol) {
   row.gpu = "l4";
   row.seconds = 1e-4;
   EXPECT_THROW(GpuKernelModel::fit({row}, catalogue(), 1), InputError);
-  // The shipped fit: five training GPUs, none of the test GPUs.
+  // The shipped fit: eight training GPUs, none of the test GPUs.
   const GpuKernelModel shipped = GpuKernelModel::load();
   const std::set<std::string> gpus(shipped.gpus().begin(), shipped.gpus().end());
-  EXPECT_EQ(gpus, (std::set<std::string>{"a100-40gb-pcie", "p100", "p4", "t4", "v100-32gb"}));
+  // NeuSight's five training GPUs, and DeepBench's three Pascal GeForce / TITAN cards (its V100, P100 and T4 are filed
+  // under NeuSight's).
+  EXPECT_EQ(gpus, (std::set<std::string>{"a100-40gb-pcie", "p100", "p4", "t4", "v100-32gb", "gtx1080ti", "titan-xp",
+                                         "titan-x-pascal"}));
   for (int family = 0; family < kKernelFamilies; ++family)
     EXPECT_TRUE(shipped.has(static_cast<KernelFamily>(family))) << family;
   if (tables()) {
@@ -105,6 +193,47 @@ TEST(KernelModel, ANodesKernelsCarryItsFlops) {
   }
   EXPECT_GT(linear, 40);
   EXPECT_EQ(attention, 12);
+}
+
+// A dense convolution runs three implicit GEMMs of the same multiply-adds (graph/ops_conv.cpp counts them): the
+// forward, the input gradient and the weight gradient -- but the network's first convolution has no input gradient
+// (an image requires none), and each pass is its own GEMM shape.
+TEST(KernelModel, AConvolutionsPassesCarryItsFlops) {
+  models::ModelSpec spec;
+  spec.batch = 4;
+  const Graph graph = import::load_model("resnet50", spec);
+  int convs = 0, first = 0;
+  for (int index = 0; index < static_cast<int>(graph.nodes().size()); ++index) {
+    const Node& node = graph.nodes()[static_cast<size_t>(index)];
+    if (node.op != "Conv2d") continue;
+    const double macs = static_cast<double>(node_cost(graph, index).macs);
+    const NodeKernels kernels = node_kernels(graph, index);
+    ASSERT_EQ(kernels.forward.size(), 1u) << node.name;
+    EXPECT_EQ(kernels.forward[0].pass, ConvPass::Forward);
+    EXPECT_DOUBLE_EQ(kernels.forward[0].flops, 2 * macs) << node.name;
+    const bool image = graph.node(node.inputs[0]).op == "Input";
+    ASSERT_EQ(kernels.backward.size(), image ? 1u : 2u) << node.name;
+    EXPECT_EQ(kernels.backward.back().pass, ConvPass::WeightGrad) << node.name;
+    if (!image) {
+      EXPECT_EQ(kernels.backward.front().pass, ConvPass::InputGrad) << node.name;
+    }
+    // Each pass's GEMM: the weight gradient sums over the output positions (its k), the input gradient produces the
+    // input's positions (its m), so its product is the MACs scaled by input over output positions.
+    const double positions_in = static_cast<double>(graph.node(node.inputs[0]).shape.numel()) /
+                                static_cast<double>(graph.node(node.inputs[0]).shape[1]),
+                 positions_out = static_cast<double>(node.shape.numel()) / static_cast<double>(node.shape[1]);
+    EXPECT_DOUBLE_EQ(kernels.forward[0].m * kernels.forward[0].n * kernels.forward[0].k, macs) << node.name;
+    for (const KernelShape& shape : kernels.backward) {
+      EXPECT_DOUBLE_EQ(shape.flops, 2 * macs) << node.name << " " << name(shape.pass);
+      EXPECT_DOUBLE_EQ(shape.m * shape.n * shape.k,
+                       shape.pass == ConvPass::InputGrad ? macs * positions_in / positions_out : macs)
+          << node.name << " " << name(shape.pass);
+    }
+    first += image ? 1 : 0;
+    ++convs;
+  }
+  EXPECT_EQ(convs, 53);
+  EXPECT_EQ(first, 1);
 }
 
 // Issue 37: a forecast predicts all its kernels at once, each family's rows walking the trees together: each the
