@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -13,10 +14,39 @@
 #include "core/error.h"
 #include "core/stats.h"
 #include "gpu/gpu_calibration.h"
+#include "gpu/kernel_evaluation.h"
 
 namespace dnncast::cli {
 
 using nlohmann::ordered_json;
+
+namespace {
+
+// The per-kernel model refitted without each GPU of the tables that it was fitted on (NeuSight's kernels and
+// DeepBench's convolutions, where found), for the held-out GPU's fold; none when the kernel tables are not found.
+std::map<std::string, gpu::GpuKernelModel> kernel_folds_of(const gpu::CalibrationSet& set,
+                                                           const hardware::Catalogue& catalogue, bool print) {
+  if (gpu::default_kernel_tables_dir().empty()) {
+    std::fprintf(stderr,
+                 "calibrate-gpus: no per-kernel tables (../shared/data/public/neusight/ops/train): a held-out GPU "
+                 "keeps the shipped per-kernel model, which may have seen its kernels\n");
+    return {};
+  }
+  gpu::KernelTables tables = gpu::load_kernel_tables(catalogue);
+  if (const std::string deepbench = gpu::default_deepbench_convolutions(); !deepbench.empty())
+    gpu::load_deepbench_convolutions(catalogue, deepbench, tables);
+  std::vector<std::string> gpus;
+  for (const gpu::PublicMeasurement& row : set.rows()) gpus.push_back(row.gpu);
+  std::map<std::string, gpu::GpuKernelModel> folds = gpu::kernel_folds(tables, catalogue, gpus);
+  if (print && !folds.empty()) {
+    std::printf("per-kernel model refitted without the held-out GPU for");
+    for (const auto& [gpu, model] : folds) std::printf(" %s", gpu.c_str());
+    std::printf("\n");
+  }
+  return folds;
+}
+
+}  // namespace
 
 int run_calibrate_gpus(const Args& args) {
   CLI::App app(
@@ -69,7 +99,9 @@ int run_calibrate_gpus(const Args& args) {
   const bool by_gpu = leave_out == "gpu" || leave_out == "both" || !out.empty() || !residuals.empty();
   gpu::HeldOut held_gpu, held_model;
   if (by_gpu) {
-    const gpu::HeldOut& held = held_gpu = gpu::leave_one_out(set, "gpu");
+    const std::map<std::string, gpu::GpuKernelModel> folds = kernel_folds_of(set, catalogue, print);
+    const gpu::HeldOut& held = held_gpu =
+        folds.empty() ? gpu::leave_one_out(set, "gpu") : gpu::leave_one_gpu_out(set, catalogue, folds);
     if (leave_out == "gpu" || leave_out == "both") result["leave_one_gpu_out"] = print_held_out(set, held, print);
     // The interval from the training GPUs' rows alone: NeuSight's test GPUs (H100 in every form, L4, A100 80GB)
     // are in no fit, the interval included.

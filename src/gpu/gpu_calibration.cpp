@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <tuple>
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "gpu/kernel_model.h"
 #include "import/model_source.h"
 
 namespace fs = std::filesystem;
@@ -429,8 +431,10 @@ GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<
   return calibration;
 }
 
-HeldOut leave_one_out(const CalibrationSet& set, const std::string& group) {
-  if (group != "gpu" && group != "model") throw InputError("leave-one-out group " + quote(group) + ": gpu or model");
+namespace {
+
+HeldOut held_out_by(const CalibrationSet& set, const std::string& group,
+                    const std::function<const CalibrationSet&(const std::string&)>& fold_set) {
   auto key = [&](size_t index) { return group == "gpu" ? set.row(index).gpu : set.row(index).model; };
   std::set<std::string> groups;
   for (size_t index = 0; index < set.size(); ++index) groups.insert(key(index));
@@ -439,17 +443,36 @@ HeldOut leave_one_out(const CalibrationSet& set, const std::string& group) {
   held.forecast_ms.assign(set.size(), 0);
   held.roofline_ms.assign(set.size(), 0);
   for (const std::string& name : groups) {
+    const CalibrationSet& fold = fold_set(name);
     std::vector<bool> use(set.size());
     for (size_t index = 0; index < set.size(); ++index) use[index] = key(index) != name;
-    const GpuCalibration calibration = fit_gpu_calibration(set, use);
+    const GpuCalibration calibration = fit_gpu_calibration(fold, use);
     for (size_t index = 0; index < set.size(); ++index) {
       if (use[index]) continue;
-      const GpuTiming timing = set.time(index, calibration);
+      const GpuTiming timing = fold.time(index, calibration);
       held.forecast_ms[index] = timing.time_ms;
       held.roofline_ms[index] = timing.roofline_ms;
     }
   }
   return held;
+}
+
+}  // namespace
+
+HeldOut leave_one_out(const CalibrationSet& set, const std::string& group) {
+  if (group != "gpu" && group != "model") throw InputError("leave-one-out group " + quote(group) + ": gpu or model");
+  return held_out_by(set, group, [&](const std::string&) -> const CalibrationSet& { return set; });
+}
+
+HeldOut leave_one_gpu_out(const CalibrationSet& set, const hardware::Catalogue& catalogue,
+                          const std::map<std::string, GpuKernelModel>& folds) {
+  std::unique_ptr<CalibrationSet> current;
+  return held_out_by(set, "gpu", [&](const std::string& gpu) -> const CalibrationSet& {
+    const auto at = folds.find(gpu);
+    if (at == folds.end()) return set;
+    current = std::make_unique<CalibrationSet>(set.rows(), catalogue, &at->second);
+    return *current;
+  });
 }
 
 // The tables' own noise floor: rows of one GPU, model, batch, precision and framework measured more than

@@ -57,6 +57,7 @@ class CalibrationSet {
                  const GpuKernelModel* kernels = shipped_kernel_model());
   size_t size() const { return rows_.size(); }
   const PublicMeasurement& row(size_t index) const { return rows_[index]; }
+  const std::vector<PublicMeasurement>& rows() const { return rows_; }
   bool per_kernel(size_t index) const { return busy_[index] != nullptr; }  // timed by the per-kernel model
   // Forecast and plain roofline of one row under `calibration`.
   GpuTiming time(size_t index, const GpuCalibration& calibration) const;
@@ -78,6 +79,11 @@ struct HeldOut {
   std::vector<double> forecast_ms, roofline_ms;  // per row of the set
 };
 HeldOut leave_one_out(const CalibrationSet& set, const std::string& group);
+// By GPU, each GPU the per-kernel model was fitted on timed in its fold -- its rows judged and the others' fitted --
+// by the per-kernel model fitted without it (`folds`: GPU -> that model, kernel_evaluation.h kernel_folds), as
+// NeuSight's protocol holds a GPU out of every fit.
+HeldOut leave_one_gpu_out(const CalibrationSet& set, const hardware::Catalogue& catalogue,
+                          const std::map<std::string, GpuKernelModel>& folds);
 
 // The tables' own noise floor: rows of one GPU, model, batch, precision and framework measured more than
 // once, each row's mean relative deviation from its group's mean, and how many rows that is.

@@ -78,6 +78,21 @@ KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::
   return result;
 }
 
+std::map<std::string, GpuKernelModel> kernel_folds(const KernelTables& tables, const hardware::Catalogue& catalogue,
+                                                   const std::vector<std::string>& gpus, int rounds) {
+  std::set<std::string> fitted;  // the GPUs the tables have rows of: the others' folds keep the shipped model
+  for (const KernelMeasurement& row : tables.rows) fitted.insert(row.gpu);
+  std::map<std::string, GpuKernelModel> folds;
+  for (const std::string& gpu : std::set<std::string>(gpus.begin(), gpus.end())) {
+    if (!fitted.count(gpu)) continue;
+    std::vector<KernelMeasurement> rest;
+    for (const KernelMeasurement& row : tables.rows)
+      if (row.gpu != gpu) rest.push_back(row);
+    folds.emplace(gpu, GpuKernelModel::fit(rest, catalogue, rounds));
+  }
+  return folds;
+}
+
 std::vector<TransformerLabel> load_transformer_labels(const hardware::Catalogue& catalogue, const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot read " + quote(path));

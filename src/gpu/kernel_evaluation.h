@@ -42,6 +42,11 @@ struct KernelLeaveOneOut {
 KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::Catalogue& catalogue, int rounds,
                                     int stride = 1);
 
+// For each of `gpus` that `tables` has rows of, the model fitted on every other GPU's rows (the per-kernel model of
+// that GPU's fold when an end-to-end table holds it out: gpu_calibration.h leave_one_gpu_out).
+std::map<std::string, GpuKernelModel> kernel_folds(const KernelTables& tables, const hardware::Catalogue& catalogue,
+                                                   const std::vector<std::string>& gpus, int rounds = 200);
+
 // One end-to-end row of ../shared/data/public/gpu_benchmarks/neusight_transformer_latency_labels.csv.
 struct TransformerLabel {
   std::string gpu, gpu_listed, model;
