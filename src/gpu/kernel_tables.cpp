@@ -3,6 +3,7 @@
 // convolutions, each pass of each row a kernel (load_deepbench_convolutions).
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -59,7 +60,7 @@ double number(const std::vector<std::string>& header, const std::vector<std::str
     if (header[index] != column) continue;
     char* end = nullptr;
     const double value = std::strtod(fields[index].c_str(), &end);
-    if (end == fields[index].c_str() || *end != '\0' ||
+    if (end == fields[index].c_str() || *end != '\0' || !std::isfinite(value) ||
         !(value > 0 || (value == 0 && std::string(column) == "Padding")))
       throw InputError(where + ": column " + column + " is " + quote(fields[index]) + ", not a positive number");
     return value;
@@ -194,7 +195,7 @@ DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, 
       if (at < 0 || static_cast<size_t>(at) >= fields.size()) throw InputError(where + ": no column " + name);
       char* end = nullptr;
       const double value = std::strtod(fields[static_cast<size_t>(at)].c_str(), &end);
-      if (end == fields[static_cast<size_t>(at)].c_str() || *end != '\0' || value < 0)
+      if (end == fields[static_cast<size_t>(at)].c_str() || *end != '\0' || !std::isfinite(value) || value < 0)
         throw InputError(where + ": column " + name + " is " + quote(fields[static_cast<size_t>(at)]) +
                          ", not a number of at least 0");
       return value;
@@ -210,7 +211,7 @@ DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, 
         if (text.empty()) continue;  // N/A (the first layer's input gradient) or not run
         char* end = nullptr;
         const double ms = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !(ms > 0))
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(ms) || !(ms > 0))
           throw InputError(where + ": column " + header[static_cast<size_t>(at)] + " is " + quote(text) +
                            ", not a positive number");
         if (!gpu) {

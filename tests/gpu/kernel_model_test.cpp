@@ -102,6 +102,19 @@ TEST(KernelModel, DeepBenchsConvolutionsLoadPassByPass) {
     out << "# source: a test\nW,H,C,N,K,filter_w,filter_h,pad_w,pad_h,stride_w,stride_h,app,T4_fwd_ms\n"
         << "7,7,32,1,32,3,3,1,1,1,1,x,0.01\n7,7,32,1,32,3,3,1,1,1,1,x,soon\n";
   }
+  KernelTables unread;
+  for (const char* time : {"inf", "-0.1", "nan"}) {
+    std::ofstream out(bad);
+    out << "W,H,C,N,K,filter_w,filter_h,pad_w,pad_h,stride_w,stride_h,app,T4_fwd_ms\n7,7,32,1,32,3,3,1,1,1,1,x," << time
+        << "\n";
+    out.close();
+    EXPECT_THROW(load_deepbench_convolutions(catalogue(), bad.string(), unread), InputError) << time;
+  }
+  {
+    std::ofstream out(bad);
+    out << "# source: a test\nW,H,C,N,K,filter_w,filter_h,pad_w,pad_h,stride_w,stride_h,app,T4_fwd_ms\n"
+        << "7,7,32,1,32,3,3,1,1,1,1,x,0.01\n7,7,32,1,32,3,3,1,1,1,1,x,soon\n";
+  }
   KernelTables ignored;
   try {
     load_deepbench_convolutions(catalogue(), bad.string(), ignored);
