@@ -54,15 +54,18 @@ const std::map<std::string, ElementCost>& element_costs() {
   return costs;
 }
 
-double number(const std::vector<std::string>& header, const std::vector<std::string>& fields, const char* column,
+// The column's value: a finite number above 0 (a padding may be 0). InputError names the file, line and column.
+double number(const std::vector<std::string>& header, const std::vector<std::string>& fields, const std::string& column,
               const std::string& where) {
+  const bool padding = column == "Padding" || column == "pad_w" || column == "pad_h";
   for (size_t index = 0; index < header.size() && index < fields.size(); ++index) {
     if (header[index] != column) continue;
     char* end = nullptr;
     const double value = std::strtod(fields[index].c_str(), &end);
     if (end == fields[index].c_str() || *end != '\0' || !std::isfinite(value) ||
-        !(value > 0 || (value == 0 && std::string(column) == "Padding")))
-      throw InputError(where + ": column " + column + " is " + quote(fields[index]) + ", not a positive number");
+        !(value > 0 || (value == 0 && padding)))
+      throw InputError(where + ": column " + column + " is " + quote(fields[index]) + ", not a " +
+                       (padding ? "number of at least 0" : "positive number"));
     return value;
   }
   throw InputError(where + ": no column " + column);
@@ -190,30 +193,16 @@ DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, 
     const double width = get("W"), height = get("H"), channels = get("C"), batch = get("N"), out = get("K"),
                  kernel_w = get("filter_w"), kernel_h = get("filter_h"), stride_w = get("stride_w"),
                  stride_h = get("stride_h");
-    auto pad = [&](const char* name) {
-      const int at = column(name);
-      if (at < 0 || static_cast<size_t>(at) >= fields.size()) throw InputError(where + ": no column " + name);
-      char* end = nullptr;
-      const double value = std::strtod(fields[static_cast<size_t>(at)].c_str(), &end);
-      if (end == fields[static_cast<size_t>(at)].c_str() || *end != '\0' || !std::isfinite(value) || value < 0)
-        throw InputError(where + ": column " + name + " is " + quote(fields[static_cast<size_t>(at)]) +
-                         ", not a number of at least 0");
-      return value;
-    };
-    const double pad_w = pad("pad_w"), pad_h = pad("pad_h");
+    const double pad_w = get("pad_w"), pad_h = get("pad_h");
     const bool square = width == height && kernel_w == kernel_h && stride_w == stride_h && pad_w == pad_h;
     for (const auto& [prefix, listed] : devices) {
       const hardware::GpuSpec* gpu = catalogue.find(listed);
       for (const auto& [suffix, pass] : passes) {
         const int at = column(prefix + suffix);
         if (at < 0) continue;
-        const std::string& text = static_cast<size_t>(at) < fields.size() ? fields[static_cast<size_t>(at)] : "";
-        if (text.empty()) continue;  // N/A (the first layer's input gradient) or not run
-        char* end = nullptr;
-        const double ms = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !std::isfinite(ms) || !(ms > 0))
-          throw InputError(where + ": column " + header[static_cast<size_t>(at)] + " is " + quote(text) +
-                           ", not a positive number");
+        if (static_cast<size_t>(at) >= fields.size() || fields[static_cast<size_t>(at)].empty())
+          continue;  // N/A (the first layer's input gradient) or not run
+        const double ms = number(header, fields, header[static_cast<size_t>(at)], where);
         if (!gpu) {
           ++load.skipped[prefix + ": not in the catalogue"];
           continue;
