@@ -20,11 +20,17 @@ struct Errors {
 
 }  // namespace
 
-ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print) {
+ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print,
+                            bool score_test_gpus) {
   std::map<std::string, Errors> by, by_framework;
   Errors all;
+  int64_t unscored = 0;
   for (size_t index = 0; index < set.size(); ++index) {
     const gpu::PublicMeasurement& row = set.row(index);
+    if (!score_test_gpus && gpu::is_held_out_test_gpu(row.gpu)) {
+      ++unscored;
+      continue;
+    }
     Errors& errors = by[held.group == "gpu" ? row.gpu : row.model];
     const double forecast = std::abs(held.forecast_ms[index] / row.measured_ms - 1);
     const double roofline = std::abs(held.roofline_ms[index] / row.measured_ms - 1);
@@ -67,7 +73,13 @@ ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& 
       std::printf("  %-20s %5lld  %8.1f%%  %8.1f%%  (rows of this framework)\n", framework.c_str(),
                   static_cast<long long>(e.rows), 100 * mre, 100 * roof);
   }
+  if (print && unscored > 0)
+    std::printf(
+        "  %lld rows of the test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB) not scored: "
+        "--score-test-gpus scores them, once\n",
+        static_cast<long long>(unscored));
   return {{"group", held.group},
+          {"test_gpu_rows_not_scored", unscored},
           {"rows", rows},
           {"frameworks", frameworks},
           {"mre_rows", mre_rows},
@@ -77,11 +89,12 @@ ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& 
           {"below_roofline", below}};
 }
 
-void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration) {
+void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration, bool score_test_gpus) {
   std::printf("  %-15s %5s %-16s %-13s %5s %-5s %-10s %10s %10s %10s\n", "table", "line", "gpu", "model", "batch",
               "prec", "framework", "measured", "forecast", "roofline");
   for (size_t index = 0; index < set.size(); ++index) {
     const gpu::PublicMeasurement& row = set.row(index);
+    if (!score_test_gpus && gpu::is_held_out_test_gpu(row.gpu)) continue;
     const gpu::GpuTiming timing = set.time(index, calibration);
     std::printf("  %-15s %5lld %-16s %-13s %5lld %-5s %-10s %10.2f %10.2f %10.2f\n", row.table.c_str(),
                 static_cast<long long>(row.line), row.gpu.c_str(), row.model.c_str(),
@@ -250,7 +263,8 @@ ordered_json print_transformer_labels(const std::string& labels, const std::stri
                   test_train[2], 100 * test_train[0] / test_train[2], 100 * test_train[1] / test_train[2]);
     if (unscored > 0)
       std::printf(
-          "  %lld rows of the test GPUs (H100, L4, A100 80GB) not scored: --score-test-gpus scores them, once\n",
+          "  %lld rows of the test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB) not scored: "
+          "--score-test-gpus scores them, once\n",
           static_cast<long long>(unscored));
   }
   if (test_train[2] > 0)

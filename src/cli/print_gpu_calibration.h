@@ -14,9 +14,11 @@ namespace dnncast::cli {
 
 // Mean relative errors of held-out forecasts and of the roofline, by the group's key (GPU or model), by
 // framework and overall; printed when `print`, returned as calibrate-gpus --json has them.
-nlohmann::ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print);
+// The rows of NeuSight's test GPUs (gpu::is_held_out_test_gpu) are scored only with `score_test_gpus`.
+nlohmann::ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print,
+                                      bool score_test_gpus);
 // Every row: measured, the fit on all rows, the plain roofline.
-void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration);
+void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration, bool score_test_gpus);
 // calibrate-gpu-kernels: the per-kernel errors with each GPU held out, by GPU and family (printed when `print`).
 nlohmann::ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print);
 // calibrate-gpu-kernels: DeepBench's convolution passes added to `tables` from `path` (empty: the public file, when

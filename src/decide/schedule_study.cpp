@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/stats.h"
+#include "gpu/kernel_model.h"
 
 namespace dnncast::decide {
 
@@ -226,7 +227,9 @@ ForecastErrors load_forecast_errors(const std::string& path_given) {
     row.held_gpu_ms = column("held_gpu_ms");
     row.held_model_ms = column("held_model_ms");
     row.roofline_ms = column("roofline_ms");
-    if (!row.broken()) {
+    // NeuSight's test GPUs' rows are no evidence of the forecast's error to draw from (they are scored once, when
+    // asked: `calibrate-gpus --score-test-gpus`).
+    if (!row.broken() && !gpu::is_held_out_test_gpu(row.gpu)) {
       errors.calibrated.push_back(std::log(row.measured_ms / row.held_model_ms));
       errors.specs.push_back(std::log(row.measured_ms / row.held_gpu_ms));
     }

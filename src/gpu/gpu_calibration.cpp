@@ -122,6 +122,10 @@ void load_lambda_tf(const Table& table, Collector& collect) {
     row.precision = table.get(fields, "precision", line) == "fp16" ? GpuPrecision::Fp16
                     : tf32                                         ? GpuPrecision::Tf32
                                                                    : GpuPrecision::Fp32;
+    const std::string& xla = table.get(fields, "xla", line);
+    if (xla != "yes" && xla != "no")
+      throw InputError(table.path + " line " + std::to_string(line) + ": xla must be yes or no, got " + quote(xla));
+    row.xla = xla == "yes";
     row.spec.batch = static_cast<int64_t>(table.number(fields, "batch_size", line));
     row.measured_ms = table.number(fields, "ms_per_iter_derived", line);
     const std::string& model = table.get(fields, "model", line);
@@ -475,14 +479,15 @@ HeldOut leave_one_gpu_out(const CalibrationSet& set, const hardware::Catalogue& 
   });
 }
 
-// The tables' own noise floor: rows of one GPU, model, batch, precision and framework measured more than
-// once (other systems, software versions), each row's relative deviation from its group's mean.
+// The tables' own noise floor: rows of one GPU, model, batch, precision and framework (TensorFlow with XLA or
+// without) measured more than once (other systems, software versions), each row's relative deviation from its
+// group's mean.
 std::pair<double, int64_t> duplicate_spread(const CalibrationSet& set) {
   std::map<std::string, std::vector<double>> groups;
   for (size_t index = 0; index < set.size(); ++index) {
     const PublicMeasurement& row = set.row(index);
     groups[row.table + "/" + row.gpu + "/" + row.model + "/" + std::to_string(row.spec.batch) + "/" +
-           name(row.precision) + "/" + name(row.framework)]
+           name(row.precision) + "/" + name(row.framework) + (row.xla ? "+xla" : "")]
         .push_back(row.measured_ms);
   }
   double sum = 0;

@@ -176,7 +176,11 @@ int kernel_feature_count(KernelFamily family) {
 }
 
 bool is_held_out_test_gpu(const std::string& name) {
-  return name.rfind("h100", 0) == 0 || name == "l4" || name.rfind("a100-80gb", 0) == 0;
+  // NeuSight's test GPUs: the H100 in every form and the chips of its family (GH200's GPU is an H100, the H200 an
+  // H100 with more memory), the L4, the A100 80GB.
+  for (const char* prefix : {"h100", "h200", "gh200", "a100-80gb"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return name == "l4";
 }
 
 // ---------------------------------------------------------------------------------------------

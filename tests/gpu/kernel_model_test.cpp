@@ -196,9 +196,17 @@ TEST(KernelModel, TheTablesHeldOutByGpuRefitThePerKernelModelWithoutIt) {
 }
 
 TEST(KernelModel, NoFitSeesATestGpuOfNeuSightsProtocol) {
-  for (const char* gpu : {"h100-sxm", "h100-pcie", "l4", "a100-80gb", "a100-80gb-pcie"})
+  // The H100 in every form and the chips of its family (the GH200's GPU and the H200 are H100s), the L4, the A100
+  // 80GB: every Hopper GPU of the catalogue among them.
+  for (const char* gpu : {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "gh200", "l4", "a100-80gb", "a100-80gb-pcie"})
     EXPECT_TRUE(is_held_out_test_gpu(catalogue().gpu(gpu).name)) << gpu;
+  for (const hardware::GpuSpec& gpu : catalogue().gpus())
+    if (gpu.architecture == "Hopper") EXPECT_TRUE(is_held_out_test_gpu(gpu.name)) << gpu.name;
   EXPECT_FALSE(is_held_out_test_gpu("a100-40gb-pcie"));
+  EXPECT_FALSE(is_held_out_test_gpu("a100-40gb"));
+  // Nor the end-to-end calibration: the shipped file names the GPUs whose rows it was fitted on.
+  for (const auto& [gpu, coverage] : load_gpu_calibration().gpus)
+    EXPECT_FALSE(is_held_out_test_gpu(gpu)) << gpu << " is in the shipped calibration's fit";
   KernelMeasurement row;
   row.shape = gemm_kernel(1, 512, 512, 512);
   row.gpu = "l4";
