@@ -88,8 +88,7 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_flag("--rows", show_rows, "print every label row");
   app.add_flag("--score-test-gpus", score_test_gpus,
                "also score the labels of NeuSight's test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB): "
-               "once, when asked; never tune on "
-               "them");
+               "once, when asked; never tune on them");
   app.add_flag("--half", half,
                "the half-precision model instead, from Vidur's fp16 kernels: judged per family (the A40 with each "
                "model held out), --out writes data/hardware/gpu_kernels_fp16");

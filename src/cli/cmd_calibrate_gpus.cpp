@@ -113,8 +113,8 @@ int run_calibrate_gpus(const Args& args) {
         folds.empty() ? gpu::leave_one_out(set, "gpu") : gpu::leave_one_gpu_out(set, catalogue, folds);
     if (leave_out == "gpu" || leave_out == "both")
       result["leave_one_gpu_out"] = print_held_out(set, held, print, score_test_gpus);
-    // The interval from the training GPUs' rows alone: NeuSight's test GPUs (H100 in every form, L4, A100 80GB)
-    // are in no fit, the interval included.
+    // The interval from the training GPUs' rows alone: NeuSight's test GPUs (the H100 in every form and its
+    // family, L4, A100 80GB) are in no fit, the interval included.
     std::vector<double> ratios;
     for (size_t index = 0; index < set.size(); ++index)
       if (!gpu::is_held_out_test_gpu(set.row(index).gpu))

@@ -33,9 +33,9 @@ struct PublicMeasurement {
   GpuPrecision precision = GpuPrecision::Fp32;
   Framework framework = Framework::PyTorch;
   bool with_optimizer_step = true;
-  // lambda_tf: run with XLA's auto-clustering (its xla column). Another program than the same row without (1.07-1.77x
-  // faster on the same system), so no repeat of it for the tables' noise floor; the time model does not tell them
-  // apart.
+  // lambda_tf: run with XLA's auto-clustering (its xla column). Another program than the same row without (on the
+  // same system the step without XLA takes 0.98-1.77x the step with it: scripts/xla-pairs.py), so no repeat of it for
+  // the tables' noise floor; the time model does not tell them apart.
   bool xla = false;
   double measured_ms = 0;  // per iteration
 };

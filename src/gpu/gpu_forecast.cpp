@@ -263,6 +263,18 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
     const double elements = static_cast<double>(params) / static_cast<double>(param_tensors);
     step.add_shaped(elementwise_kernel(elements, 2 * elements, per_tensor / static_cast<double>(1 + states)),
                     param_tensors * (1 + states));
+    if (precision == GpuPrecision::Fp16) {
+      // fp16 autocast trains behind a loss scaler (torch.cuda.amp.GradScaler; TensorFlow's loss scale): before the
+      // step every fp32 gradient is checked for inf / nan and unscaled in place (read and written once), by
+      // multi-tensor kernels of at most 110 tensors and 320 blocks of 65,536 elements each (PyTorch's
+      // multi_tensor_apply). bf16 needs no scaler.
+      const double total = static_cast<double>(params);
+      const int64_t launches =
+          std::max<int64_t>({1, (param_tensors + 109) / 110, static_cast<int64_t>(std::ceil(total / (65536.0 * 320)))});
+      const double per_launch = total / static_cast<double>(launches);
+      step.add(GpuKernel::Class::Memory, 0, 8 * per_launch, launches);
+      step.add_shaped(elementwise_kernel(per_launch, 2 * per_launch, 8 * per_launch), launches);
+    }
   }
   return counts;
 }

@@ -13,6 +13,8 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "decide/schedule_study.h"
+#include "gpu/kernel_model.h"
 
 namespace dnncast::decide::sched {
 namespace {
@@ -212,5 +214,22 @@ TEST(Schedule, ObjectiveNamesRoundTripAndUnknownOnesAreRefused) {
   }
 }
 
+TEST(ScheduleStudy, DrawsNoErrorFromATestGpusRow) {
+  // NeuSight's test GPUs (the H100 and its family, L4, A100 80GB) are in no fit and no error distribution: the
+  // replay's draws are the shipped residuals' other rows, broken runs left out.
+  const ForecastErrors errors = load_forecast_errors();
+  size_t test_rows = 0, drawn = 0;
+  for (const ResidualRow& row : errors.rows) {
+    if (gpu::is_held_out_test_gpu(row.gpu))
+      ++test_rows;
+    else if (!row.broken())
+      ++drawn;
+  }
+  EXPECT_GT(test_rows, 0u);
+  EXPECT_EQ(errors.calibrated.size(), drawn);
+  EXPECT_EQ(errors.specs.size(), drawn);
+}
+
 }  // namespace
+
 }  // namespace dnncast::decide::sched

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "forecast/forecast.h"
 #include "gpu/gpu_calibration.h"
+#include "graph/op_registry.h"
 #include "import/model_source.h"
 
 namespace dnncast::gpu {
@@ -52,6 +53,30 @@ TEST(GpuWork, KernelsCarryEveryFlopOfTheGraph) {
   // The optimizer step adds memory-bound kernels only.
   const GpuWork with_step = gpu_work(graph, GpuPrecision::Fp32, Optimizer::Sgd, true);
   EXPECT_GT(with_step.kernel_count, work.kernel_count);
+}
+
+TEST(GpuWork, Fp16StepsUnscaleEveryGradientOnceAndBf16OnesDoNot) {
+  // GradScaler's unscale before an fp16 autocast step reads and writes each fp32 gradient once, in multi-tensor
+  // launches of at most 110 tensors; a bf16 step has no scaler. Checked against the op registry's count of the
+  // trainable parameters, which the step's own code does not use.
+  models::ModelSpec spec;
+  spec.batch = 2;
+  spec.seq_len = 128;
+  const Graph graph = import::load_model("gpt2_small", spec);
+  const double params = static_cast<double>(trainable_parameter_count(graph));
+  ASSERT_GT(params, 1e8);
+  auto step_of = [&](GpuPrecision precision) { return gpu_work_parts(graph, precision, Optimizer::AdamW)[2]; };
+  auto bytes_and_launches = [](const GpuWork& work) {
+    double bytes = 0;
+    for (const GpuKernel& kernel : work.kernels) bytes += kernel.bytes * static_cast<double>(kernel.count);
+    return std::make_pair(bytes, work.kernel_count);
+  };
+  const auto [fp16_bytes, fp16_launches] = bytes_and_launches(step_of(GpuPrecision::Fp16));
+  const auto [bf16_bytes, bf16_launches] = bytes_and_launches(step_of(GpuPrecision::Bf16));
+  EXPECT_NEAR(fp16_bytes - bf16_bytes, 8 * params, 1e-6 * params);
+  // 124 M parameters: the 320 blocks of 65,536 elements per launch bound it, not the tensor count.
+  EXPECT_EQ(fp16_launches - bf16_launches, static_cast<int64_t>(std::ceil(params / (65536.0 * 320))));
+  EXPECT_EQ(bytes_and_launches(step_of(GpuPrecision::Tf32)).first, bf16_bytes);
 }
 
 TEST(GpuCalibration, ShippedFileIsAFreshFitOfThePublicTables) {
