@@ -43,11 +43,6 @@ def strip_host(name):
     return name[:-3] if name.endswith(" V1") else name
 
 
-def test_gpu(name):
-    return name.startswith("h100") or name.startswith("gh200") or name.startswith("h200") or name == "l4" or \
-        name.startswith("a100-80gb")
-
-
 def predict(dnncast, config, row, precision, hardware=None):
     env = dict(os.environ)
     if hardware:
@@ -108,7 +103,8 @@ def main():
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
         device = after["device"]
-        if test_gpu(device) and not args.score_test_gpus:
+        test = specs[device]["neusight_test_gpu"]  # dnncast's own rule (`devices --json`)
+        if test and not args.score_test_gpus:
             held_out += 1  # timed, never looked at
             continue
         spec = specs[device]
@@ -121,7 +117,7 @@ def main():
         measured = float(r["ms_per_iter_derived"])
         results.append({"gpu": device, "model": r["model"], "precision": precision, "batch": int(r["batch_size"]),
                         "measured": measured, "after": after["time_ms"], "model_used": after["time_model"],
-                        "before": before["time_ms"] if before else None, "test": test_gpu(device)})
+                        "before": before["time_ms"] if before else None, "test": test})
     if args.rows:
         print(f"{'gpu':16s} {'model':17s} {'prec':5s} {'batch':>5s} {'measured':>9s} {'before':>9s} {'after':>9s}"
               f" {'error':>7s}  timed by")

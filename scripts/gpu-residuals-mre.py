@@ -3,22 +3,31 @@
 
 Reads the held-out forecasts a residuals file records (each row's GPU held out of the fit, and its model) and prints
 their mean relative error over the rows of the training GPUs, over those GPUs and per framework, leaving out the rows
-of NeuSight's test GPUs (the H100 and its family: GH200, H200; the L4; the A100 80GB), as `dnncast calibrate-gpus`
-does without --score-test-gpus. With it an older file (`git show COMMIT:data/hardware/gpu_forecast_residuals.csv`)
-is scored on the same rows as the shipped one:
+of NeuSight's test GPUs, as `dnncast calibrate-gpus` does without --score-test-gpus (which GPUs those are, dnncast
+says: `devices --json`, each GPU's neusight_test_gpu; DNNCAST names the binary, build/dnncast by default). With it an
+older file (`git show COMMIT:data/hardware/gpu_forecast_residuals.csv`) is scored on the same rows as the shipped one:
 
     scripts/gpu-residuals-mre.py [FILE ...]     (default data/hardware/gpu_forecast_residuals.csv)
 """
 import csv
+import json
 import os
+import subprocess
 import sys
 from collections import defaultdict
 
-TEST_PREFIXES = ("h100", "h200", "gh200", "a100-80gb")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+DNNCAST = os.environ.get("DNNCAST", os.path.join(ROOT, "build", "dnncast"))
+try:
+    TEST_GPUS = {gpu["name"] for gpu in json.loads(subprocess.run(
+        [DNNCAST, "devices", "--json"], capture_output=True, text=True, check=True).stdout)["gpus"]
+        if gpu["neusight_test_gpu"]}
+except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as error:
+    sys.exit(f"gpu-residuals-mre: cannot ask {DNNCAST} which GPUs are test GPUs: {error}")
 
 
 def is_test_gpu(name):
-    return name.startswith(TEST_PREFIXES) or name == "l4"
+    return name in TEST_GPUS
 
 
 def score(path):
@@ -43,6 +52,5 @@ def score(path):
               f"{100 * per_group:.1f}% over {len(by_group)} {group}s; {frameworks}")
 
 
-for path in sys.argv[1:] or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "hardware",
-                                          "gpu_forecast_residuals.csv")]:
+for path in sys.argv[1:] or [os.path.join(ROOT, "data", "hardware", "gpu_forecast_residuals.csv")]:
     score(path)

@@ -15,6 +15,7 @@
 #include "gpu/gpu_calibration.h"
 #include "gpu/half_kernels.h"
 #include "gpu/kernel_evaluation.h"
+#include "gpu/kernel_model.h"
 
 namespace dnncast::cli {
 
@@ -63,10 +64,10 @@ int run_half(const std::string& vidur_dir, const hardware::Catalogue& catalogue,
 
 int run_calibrate_gpu_kernels(const Args& args) {
   CLI::App app(
-      "Fit the per-kernel GPU time model to NeuSight's per-kernel measurements (../shared/data/public/neusight/ops)\n"
-      "and judge it per kernel (each GPU held out) and end to end on NeuSight's transformer labels. The rows of\n"
-      "its test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB) are never fitted on. --out writes the model "
-      "`predict --device` reads.",
+      std::string("Fit the per-kernel GPU time model to NeuSight's per-kernel measurements "
+                  "(../shared/data/public/neusight/ops)\nand judge it per kernel (each GPU held out) and end to end on "
+                  "NeuSight's transformer labels. The rows of\nits test GPUs (") +
+          gpu::kTestGpusInWords + ") are never fitted on. --out writes the model `predict --device` reads.",
       "dnncast calibrate-gpu-kernels");
   std::string ops_dir, labels, configs, out, deepbench;
   std::vector<std::string> catalogue_files;
@@ -87,8 +88,8 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_option("--out", out, "write the model fitted on every row here (data/hardware/gpu_kernels)");
   app.add_flag("--rows", show_rows, "print every label row");
   app.add_flag("--score-test-gpus", score_test_gpus,
-               "also score the labels of NeuSight's test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB): "
-               "once, when asked; never tune on them");
+               std::string("also score the labels of NeuSight's test GPUs (") + gpu::kTestGpusInWords +
+                   "): once, when asked; never tune on them");
   app.add_flag("--half", half,
                "the half-precision model instead, from Vidur's fp16 kernels: judged per family (the A40 with each "
                "model held out), --out writes data/hardware/gpu_kernels_fp16");

@@ -15,6 +15,7 @@
 #include "core/stats.h"
 #include "gpu/gpu_calibration.h"
 #include "gpu/kernel_evaluation.h"
+#include "gpu/kernel_model.h"
 
 namespace dnncast::cli {
 
@@ -59,8 +60,8 @@ int run_calibrate_gpus(const Args& args) {
   bool as_json = false, show_rows = false, score_test_gpus = false;
   app.add_flag("--rows", show_rows, "print every row: measured, fitted forecast, roofline");
   app.add_flag("--score-test-gpus", score_test_gpus,
-               "also score the rows of NeuSight's test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB), "
-               "which no fit sees: once, when asked; never tune on them");
+               std::string("also score the rows of NeuSight's test GPUs (") + gpu::kTestGpusInWords +
+                   "), which no fit sees: once, when asked; never tune on them");
   app.add_option("--public", public_dir, "folder of the public tables (default: ../shared/data/public/gpu_benchmarks)");
   app.add_option("--catalogue", catalogue_files, "extra catalogue file (docs/DEVICES.md)");
   app.add_option("--leave-one-out", leave_out, "gpu, model or both: evaluate on held-out groups");
@@ -84,18 +85,16 @@ int run_calibrate_gpus(const Args& args) {
   }
   for (const auto& [reason, count] : tables.skipped) result["skipped"][reason] = count;
   gpu::GpuCalibration calibration = gpu::fit_gpu_calibration(set);
+  // The rows every score below is over (the test GPUs' only with --score-test-gpus), chosen once.
+  const std::vector<size_t> scored = set.scored_rows(score_test_gpus);
   double in_sample = 0;
-  int64_t scored = 0;
-  for (size_t index = 0; index < set.size(); ++index) {
-    if (!score_test_gpus && gpu::is_held_out_test_gpu(set.row(index).gpu)) continue;
+  for (size_t index : scored)
     in_sample += std::abs(set.time(index, calibration).time_ms / set.row(index).measured_ms - 1);
-    ++scored;
-  }
-  in_sample /= static_cast<double>(std::max<int64_t>(scored, 1));
+  in_sample /= static_cast<double>(std::max<size_t>(scored.size(), 1));
   const auto [spread, spread_rows] = gpu::duplicate_spread(set);
   if (print) {
     std::printf("fit on every training GPU's rows: in-sample MRE %.1f%% over %lld%s\n", 100 * in_sample,
-                static_cast<long long>(scored),
+                static_cast<long long>(scored.size()),
                 score_test_gpus ? " (the test GPUs' rows, never fitted, included)" : "");
     std::printf(
         "noise floor of the tables: %lld rows measured more than once deviate %.1f%% (mean) from their "
@@ -103,7 +102,7 @@ int run_calibrate_gpus(const Args& args) {
         static_cast<long long>(spread_rows), 100 * spread);
   }
   result["noise_floor"] = {{"rows", spread_rows}, {"mean_relative_deviation", spread}};
-  if (print && show_rows) print_rows(set, calibration, score_test_gpus);
+  if (print && show_rows) print_rows(set, calibration, scored);
   result["in_sample_mre"] = in_sample;
   const bool by_gpu = leave_out == "gpu" || leave_out == "both" || !out.empty() || !residuals.empty();
   gpu::HeldOut held_gpu, held_model;
@@ -112,19 +111,16 @@ int run_calibrate_gpus(const Args& args) {
     const gpu::HeldOut& held = held_gpu =
         folds.empty() ? gpu::leave_one_out(set, "gpu") : gpu::leave_one_gpu_out(set, catalogue, folds);
     if (leave_out == "gpu" || leave_out == "both")
-      result["leave_one_gpu_out"] = print_held_out(set, held, print, score_test_gpus);
-    // The interval from the training GPUs' rows alone: NeuSight's test GPUs (the H100 in every form and its
-    // family, L4, A100 80GB) are in no fit, the interval included.
+      result["leave_one_gpu_out"] = print_held_out(set, held, print, scored);
+    // The interval from the training GPUs' rows alone: NeuSight's test GPUs are in no fit, the interval included.
     std::vector<double> ratios;
-    for (size_t index = 0; index < set.size(); ++index)
-      if (!gpu::is_held_out_test_gpu(set.row(index).gpu))
-        ratios.push_back(set.row(index).measured_ms / held.forecast_ms[index]);
+    for (size_t index : set.scored_rows()) ratios.push_back(set.row(index).measured_ms / held.forecast_ms[index]);
     calibration.interval_low = quantile_low_plus_step(ratios, 0.05);
     calibration.interval_high = quantile_low_plus_step(ratios, 0.95);
   }
   if (leave_out == "model" || leave_out == "both" || !residuals.empty()) held_model = gpu::leave_one_out(set, "model");
   if (leave_out == "model" || leave_out == "both")
-    result["leave_one_model_out"] = print_held_out(set, held_model, print, score_test_gpus);
+    result["leave_one_model_out"] = print_held_out(set, held_model, print, scored);
   if (!residuals.empty()) {
     gpu::write_residuals(set, calibration, held_gpu, held_model, residuals);
     if (print) std::printf("wrote %s\n", residuals.c_str());
@@ -135,7 +131,8 @@ int run_calibrate_gpus(const Args& args) {
                                    out + "` from " + std::to_string(set.size()) +
                                    " rows of ../shared/data/public/gpu_benchmarks; interval = 5th/95th percentile of "
                                    "measured/forecast when each GPU was held out, over the rows of GPUs other than "
-                                   "NeuSight's test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB)");
+                                   "NeuSight's test GPUs (" +
+                                   gpu::kTestGpusInWords + ")");
     if (print) std::printf("wrote %s\n", out.c_str());
   }
   if (as_json) std::cout << result.dump(2) << "\n";

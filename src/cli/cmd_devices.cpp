@@ -12,6 +12,7 @@
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "decide/catalogue_json.h"
+#include "gpu/kernel_model.h"
 #include "hardware/catalogue.h"
 
 namespace dnncast::cli {
@@ -55,6 +56,10 @@ void print_gpus(const hardware::Catalogue& catalogue) {
       catalogue.gpus().size());
   for (size_t index = 0; index < catalogue.files().size(); ++index)
     std::printf("%s%s", index == 0 ? "" : ", ", catalogue.files()[index].c_str());
+  std::printf("\nNeuSight's test GPUs (%s), in no fit dnncast ships, so their forecasts are blind:",
+              gpu::kTestGpusInWords);
+  for (const hardware::GpuSpec& gpu : catalogue.gpus())
+    if (gpu::is_held_out_test_gpu(gpu.name)) std::printf(" %s", gpu.name.c_str());
   std::printf("\n");
 }
 

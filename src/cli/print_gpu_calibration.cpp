@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "gpu/kernel_model.h"
+
 namespace dnncast::cli {
 
 using nlohmann::ordered_json;
@@ -21,16 +23,12 @@ struct Errors {
 }  // namespace
 
 ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print,
-                            bool score_test_gpus) {
+                            const std::vector<size_t>& scored) {
   std::map<std::string, Errors> by, by_framework;
   Errors all;
-  int64_t unscored = 0;
-  for (size_t index = 0; index < set.size(); ++index) {
+  const auto unscored = static_cast<int64_t>(set.size() - scored.size());
+  for (size_t index : scored) {
     const gpu::PublicMeasurement& row = set.row(index);
-    if (!score_test_gpus && gpu::is_held_out_test_gpu(row.gpu)) {
-      ++unscored;
-      continue;
-    }
     Errors& errors = by[held.group == "gpu" ? row.gpu : row.model];
     const double forecast = std::abs(held.forecast_ms[index] / row.measured_ms - 1);
     const double roofline = std::abs(held.roofline_ms[index] / row.measured_ms - 1);
@@ -74,10 +72,8 @@ ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& 
                   static_cast<long long>(e.rows), 100 * mre, 100 * roof);
   }
   if (print && unscored > 0)
-    std::printf(
-        "  %lld rows of the test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB) not scored: "
-        "--score-test-gpus scores them, once\n",
-        static_cast<long long>(unscored));
+    std::printf("  %lld rows of the test GPUs (%s) not scored: --score-test-gpus scores them, once\n",
+                static_cast<long long>(unscored), gpu::kTestGpusInWords);
   return {{"group", held.group},
           {"test_gpu_rows_not_scored", unscored},
           {"rows", rows},
@@ -89,12 +85,12 @@ ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& 
           {"below_roofline", below}};
 }
 
-void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration, bool score_test_gpus) {
+void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration,
+                const std::vector<size_t>& scored) {
   std::printf("  %-15s %5s %-16s %-13s %5s %-5s %-10s %10s %10s %10s\n", "table", "line", "gpu", "model", "batch",
               "prec", "framework", "measured", "forecast", "roofline");
-  for (size_t index = 0; index < set.size(); ++index) {
+  for (size_t index : scored) {
     const gpu::PublicMeasurement& row = set.row(index);
-    if (!score_test_gpus && gpu::is_held_out_test_gpu(row.gpu)) continue;
     const gpu::GpuTiming timing = set.time(index, calibration);
     std::printf("  %-15s %5lld %-16s %-13s %5lld %-5s %-10s %10.2f %10.2f %10.2f\n", row.table.c_str(),
                 static_cast<long long>(row.line), row.gpu.c_str(), row.model.c_str(),
@@ -262,10 +258,8 @@ ordered_json print_transformer_labels(const std::string& labels, const std::stri
       std::printf("  the test GPUs' %.0f training rows: %.1f%% (roofline %.1f%%; NeuSight 7.1%% on its 19)\n",
                   test_train[2], 100 * test_train[0] / test_train[2], 100 * test_train[1] / test_train[2]);
     if (unscored > 0)
-      std::printf(
-          "  %lld rows of the test GPUs (the H100 and its family: GH200, H200; L4; A100 80GB) not scored: "
-          "--score-test-gpus scores them, once\n",
-          static_cast<long long>(unscored));
+      std::printf("  %lld rows of the test GPUs (%s) not scored: --score-test-gpus scores them, once\n",
+                  static_cast<long long>(unscored), gpu::kTestGpusInWords);
   }
   if (test_train[2] > 0)
     result["test_gpus_training_rows"] = {{"rows", test_train[2]},

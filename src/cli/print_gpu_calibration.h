@@ -14,11 +14,13 @@ namespace dnncast::cli {
 
 // Mean relative errors of held-out forecasts and of the roofline, by the group's key (GPU or model), by
 // framework and overall; printed when `print`, returned as calibrate-gpus --json has them.
-// The rows of NeuSight's test GPUs (gpu::is_held_out_test_gpu) are scored only with `score_test_gpus`.
+// Over the rows `scored` (CalibrationSet::scored_rows: NeuSight's test GPUs only when asked); the set's other rows
+// are counted as the test GPUs' rows not scored.
 nlohmann::ordered_json print_held_out(const gpu::CalibrationSet& set, const gpu::HeldOut& held, bool print,
-                                      bool score_test_gpus);
-// Every row: measured, the fit on all rows, the plain roofline.
-void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration, bool score_test_gpus);
+                                      const std::vector<size_t>& scored);
+// The rows `scored`: measured, the fit on all rows, the plain roofline.
+void print_rows(const gpu::CalibrationSet& set, const gpu::GpuCalibration& calibration,
+                const std::vector<size_t>& scored);
 // calibrate-gpu-kernels: the per-kernel errors with each GPU held out, by GPU and family (printed when `print`).
 nlohmann::ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print);
 // calibrate-gpu-kernels: DeepBench's convolution passes added to `tables` from `path` (empty: the public file, when

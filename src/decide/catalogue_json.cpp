@@ -3,6 +3,8 @@
 
 #include <optional>
 
+#include "gpu/kernel_model.h"
+
 namespace dnncast::decide {
 
 namespace {
@@ -98,6 +100,8 @@ ordered_json to_json(const hardware::GpuSpec& gpu) {
           {"sm_count", or_null(gpu.sm_count)},
           {"l2_mib", or_null(gpu.l2_mib)},
           {"tdp_w", or_null(gpu.tdp_w)},
+          // A GPU of NeuSight's test set: no fit dnncast ships read a measurement of it, so its forecasts are blind.
+          {"neusight_test_gpu", gpu::is_held_out_test_gpu(gpu.name)},
           {"from_gpu_specs", references},
           {"source_url", gpu.source_url},
           {"date", gpu.date},

@@ -384,11 +384,18 @@ Point nelder_mead(const std::function<double(const Point&)>& f, Point start, dou
 
 }  // namespace
 
-GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<bool>& use) {
+std::vector<size_t> CalibrationSet::scored_rows(bool with_test_gpus) const {
   std::vector<size_t> rows;
-  // The test GPUs of NeuSight's protocol (H100, L4, A100 80GB) are judged, never fitted on.
-  for (size_t index = 0; index < set.size(); ++index)
-    if ((use.empty() || use[index]) && !is_held_out_test_gpu(set.row(index).gpu)) rows.push_back(index);
+  for (size_t index = 0; index < rows_.size(); ++index)
+    if (with_test_gpus || !is_held_out_test_gpu(rows_[index].gpu)) rows.push_back(index);
+  return rows;
+}
+
+GpuCalibration fit_gpu_calibration(const CalibrationSet& set, const std::vector<bool>& use) {
+  // The test GPUs of NeuSight's protocol are judged, never fitted on.
+  std::vector<size_t> rows;
+  for (size_t index : set.scored_rows())
+    if (use.empty() || use[index]) rows.push_back(index);
   if (rows.empty()) throw InputError("no public measurements to calibrate on");
   bool tensorflow = false, torch7 = false, fp32_curves = false;
   for (size_t index : rows) {

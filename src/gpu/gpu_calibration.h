@@ -63,6 +63,9 @@ class CalibrationSet {
   const PublicMeasurement& row(size_t index) const { return rows_[index]; }
   const std::vector<PublicMeasurement>& rows() const { return rows_; }
   bool per_kernel(size_t index) const { return busy_[index] != nullptr; }  // timed by the per-kernel model
+  // The rows a fit, an interval or a score takes, in order: every row of a training GPU, and the rows of NeuSight's
+  // test GPUs (is_held_out_test_gpu) only with `with_test_gpus` (a score asked for once, never a fit).
+  std::vector<size_t> scored_rows(bool with_test_gpus = false) const;
   // Forecast and plain roofline of one row under `calibration`.
   GpuTiming time(size_t index, const GpuCalibration& calibration) const;
 

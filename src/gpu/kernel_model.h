@@ -145,8 +145,11 @@ class GpuKernelModel {
   std::string source_;
 };
 
-// NeuSight's test GPUs (H100, L4, A100 80GB, any form factor): left out of every fit that is shipped.
+// NeuSight's test GPUs (the H100 in every form and the chips of its family, the L4, the A100 80GB): left out of every
+// fit that is shipped and of the forecast interval, scored only when asked (`--score-test-gpus`).
 bool is_held_out_test_gpu(const std::string& catalogue_name);
+// The same GPUs in words, for help texts, messages and file headers.
+inline constexpr const char* kTestGpusInWords = "the H100 and its family: GH200, H200; L4; A100 80GB";
 
 // NeuSight's ops folder (ops/train/OP/GPU.csv[.xz]): every NVIDIA kernel row, mapped to the catalogue.
 // Rows of test GPUs are counted in `held_out` and left out. InputError names a malformed file and line.

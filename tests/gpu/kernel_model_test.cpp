@@ -201,7 +201,9 @@ TEST(KernelModel, NoFitSeesATestGpuOfNeuSightsProtocol) {
   for (const char* gpu : {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "gh200", "l4", "a100-80gb", "a100-80gb-pcie"})
     EXPECT_TRUE(is_held_out_test_gpu(catalogue().gpu(gpu).name)) << gpu;
   for (const hardware::GpuSpec& gpu : catalogue().gpus())
-    if (gpu.architecture == "Hopper") EXPECT_TRUE(is_held_out_test_gpu(gpu.name)) << gpu.name;
+    if (gpu.architecture == "Hopper") {
+      EXPECT_TRUE(is_held_out_test_gpu(gpu.name)) << gpu.name;
+    }
   EXPECT_FALSE(is_held_out_test_gpu("a100-40gb-pcie"));
   EXPECT_FALSE(is_held_out_test_gpu("a100-40gb"));
   // Nor the end-to-end calibration: the shipped file names the GPUs whose rows it was fitted on.

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "cli_run.h"
 
@@ -36,6 +37,34 @@ TEST(DevicesCli, JsonHasOneRowPerCatalogueGpu) {
     EXPECT_TRUE(gpu["fp32_tflops"].is_null() || gpu["fp32_tflops"].get<double>() > 0) << gpu["name"];
   }
   EXPECT_TRUE(names.count("a100-40gb") && names.count("h100-sxm") && names.count("rtx2080ti") && names.count("mi300x"));
+}
+
+// NeuSight's protocol, read off the catalogue's own columns rather than off the names: every Hopper GPU (the H100 in
+// each form, GH200, H200), the L4 and the 80 GB A100s are test GPUs, flagged in --json and listed under the table.
+TEST(DevicesCli, FlagsNeuSightsTestGpusByChipNotByName) {
+  ScratchDir dir("devices");
+  Result result = run("devices", {"--json"}, dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Result table = run("devices", {}, dir.path());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  // "NeuSight's test GPUs (...), in no fit ...: a100-80gb a100-80gb-pcie ..." -- the names after the last colon.
+  const size_t line = table.out.find("NeuSight's test GPUs");
+  ASSERT_NE(line, std::string::npos) << table.out;
+  std::string names = table.out.substr(line, table.out.find('\n', line) - line);
+  std::istringstream words(names.substr(names.rfind(':') + 1));
+  std::set<std::string> listed;
+  for (std::string word; words >> word;) listed.insert(word);
+  int flagged = 0;
+  const nlohmann::json out = nlohmann::json::parse(result.out);
+  for (const auto& gpu : out["gpus"]) {
+    const std::string name = gpu["name"].get<std::string>();
+    const bool a100_80 = name.rfind("a100", 0) == 0 && !gpu["memory_gib"].is_null() && gpu["memory_gib"] == 80.0;
+    const bool expected = gpu["architecture"] == "Hopper" || name == "l4" || a100_80;
+    EXPECT_EQ(gpu["neusight_test_gpu"].get<bool>(), expected) << name;
+    EXPECT_EQ(listed.count(name), expected ? 1u : 0u) << name;
+    flagged += expected;
+  }
+  EXPECT_EQ(flagged, 8);  // a100-80gb(-pcie), gh200, h100-nvl/-pcie/-sxm, h200, l4
 }
 
 TEST(DevicesCli, InstancesJoinCatalogueGpus) {
