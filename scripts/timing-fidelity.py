@@ -57,6 +57,10 @@ REAL = [
     ("squeezenet1_1 b64 64px", "squeezenet1_1", 64, "3x64x64"),
 ]
 WORKLOAD_SETS = {"small": WORKLOADS, "real": REAL}
+# Settings both sides inherit from this process, recorded with the figures: oneDNN's and ATen's dispatch
+# (`ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2` runs the AVX2 kernels) and glibc's malloc tunables, which
+# decide how many of a step's large tensors come fresh from the kernel (docs/MEASUREMENT.md, "the page faults").
+ENVIRONMENT = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "GLIBC_TUNABLES", "OMP_NUM_THREADS")
 
 
 def median(values):
@@ -236,7 +240,10 @@ def main():
                        "ratio_min": min(ratios), "ratio_max": max(ratios), "ratios": ratios,
                        "error": row.get("error", "")})
     pooled = pool(report)
-    document = {"host": host_fingerprint(), "pooled": pooled, "target_ci_half_width": args.target,
+    # What both sides inherit that changes their kernels or their memory (the dispatch, glibc's malloc settings).
+    environment = {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}
+    document = {"host": host_fingerprint(), "environment": environment, "pooled": pooled,
+                "target_ci_half_width": args.target,
                 "budget_s": args.budget, "threads": 1,
                 "cpus": sorted(os.sched_getaffinity(0)), "seconds": time.time() - started, "workloads": report}
     if args.json_out:
