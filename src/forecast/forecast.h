@@ -218,6 +218,12 @@ struct LayerRow {
   double gpu_forward_ms = 0, gpu_backward_ms = 0;
   double gpu_recompute_ms = 0;  // of gpu_backward_ms: the forward run again for activation checkpointing
   std::string gpu_kind;         // gpu::node_time_kind: gemm, attention, norm, ... ("" without a GPU)
+  // Its kernels as the GPU model lists them (gpu::node_kernels): family, work and traffic of each.
+  struct Kernel {
+    std::string family;  // gemm, conv, norm, softmax, elementwise
+    double flops = 0, bytes = 0;
+  };
+  std::vector<Kernel> gpu_forward_kernels, gpu_backward_kernels;
 };
 
 struct Inspection {

@@ -227,6 +227,12 @@ json layer_json(const LayerRow& row, bool gpu) {
     doc["gpu_backward_ms"] = row.gpu_backward_ms;
     doc["gpu_recompute_ms"] = row.gpu_recompute_ms;
     doc["gpu_kind"] = row.gpu_kind;
+    json kernels = {{"forward", json::array()}, {"backward", json::array()}};
+    for (const auto& [phase, list] :
+         {std::pair{"forward", &row.gpu_forward_kernels}, std::pair{"backward", &row.gpu_backward_kernels}})
+      for (const LayerRow::Kernel& kernel : *list)
+        kernels[phase].push_back({{"family", kernel.family}, {"flops", kernel.flops}, {"bytes", kernel.bytes}});
+    doc["gpu_kernels"] = kernels;
   }
   return doc;
 }

@@ -123,14 +123,21 @@ Inspection inspect(const Graph& graph, const ForecastDevice& on) {
     return 1e3 * seconds;
   };
   inspection.gpu = gpu.name;
+  const std::vector<std::vector<double>> sums = gpu::gradient_sums(graph);
   for (int index = 0; index < graph.size(); ++index) {
-    const gpu::NodeKernels kernels = gpu::node_kernels(graph, index);
+    gpu::NodeKernels kernels = gpu::node_kernels(graph, index);
+    for (double elements : sums[static_cast<size_t>(index)])
+      kernels.backward.push_back(gpu::gradient_sum_kernel(elements));
     LayerRow& row = inspection.layers[static_cast<size_t>(index)];
     row.gpu_forward_ms = milliseconds(kernels.forward);
     // A checkpointed block's layer runs its forward once more in the backward pass, as predict times it (gpu_work).
     if (checkpoint_block(graph.node(index)) >= 0) row.gpu_recompute_ms = row.gpu_forward_ms;
     row.gpu_backward_ms = milliseconds(kernels.backward) + row.gpu_recompute_ms;
     row.gpu_kind = gpu::node_time_kind(graph, index);
+    for (const auto& [shapes, list] : {std::pair{&kernels.forward, &row.gpu_forward_kernels},
+                                       std::pair{&kernels.backward, &row.gpu_backward_kernels}})
+      for (const gpu::KernelShape& kernel : *shapes)
+        list->push_back({gpu::name(kernel.family), kernel.flops, kernel.bytes});
     if (!row.gpu_kind.empty()) {
       std::array<double, 2>& by_kind = inspection.gpu_by_kind[row.gpu_kind];
       by_kind[0] += row.gpu_forward_ms;

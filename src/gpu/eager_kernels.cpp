@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <utility>
 
 #include "core/csv.h"
@@ -48,8 +49,8 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
       row.backward = fields[2] == "backward";
       row.operand = fields[3];
       if (row.operand != "scores" && row.operand != "query" && row.operand != "output" && row.operand != "input" &&
-          row.operand != "weight")
-        throw InputError("operand must be scores, query, output, input or weight, got " + quote(row.operand));
+          row.operand != "rows" && row.operand != "weight")
+        throw InputError("operand must be scores, query, output, input, rows or weight, got " + quote(row.operand));
       const double count = parse_bounded_number(fields[4], "count", 1e6);
       if (count < 1 || count > 64 || count != static_cast<double>(static_cast<int>(count)))
         throw InputError("count must be a whole number from 1 to 64, got " + quote(fields[4]));
@@ -61,8 +62,9 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
       row.replaces = fields[7] == "replace";
       row.condition = fields[8];
       if (!row.condition.empty() && row.condition != "dropout" && row.condition != "causal" &&
-          row.condition != "softcap")
-        throw InputError("if must be empty, dropout, causal or softcap, got " + quote(row.condition));
+          row.condition != "softcap" && row.condition != "batched" && row.condition != "kv_views")
+        throw InputError("if must be empty, dropout, causal, softcap, batched or kv_views, got " +
+                         quote(row.condition));
       row.what = fields[9];
       rows.push_back(std::move(row));
     } catch (const InputError& error) {
@@ -83,7 +85,11 @@ const std::vector<const EagerKernel*>& eager_kernels(const std::string& family, 
     const std::string path = default_eager_kernels_path();
     if (path.empty() || !std::filesystem::exists(path)) return built;
     built.rows = load_eager_kernels(path);
-    for (const EagerKernel& row : built.rows) built.by_key[{row.family, row.op}].push_back(&row);
+    for (const EagerKernel& row : built.rows) {  // "llama;mistral": the same code in each family's modeling file
+      std::istringstream families(row.family);
+      for (std::string family; std::getline(families, family, ';');)
+        if (!family.empty()) built.by_key[{family, row.op}].push_back(&row);
+    }
     // A family's list carries the "*" rows of its op too, merged once here rather than per lookup.
     for (auto& [key, list] : built.by_key) {
       if (key.first == "*") continue;

@@ -12,14 +12,16 @@
 namespace dnncast::gpu {
 
 struct EagerKernel {
-  std::string family;  // the graph's family, or "*" for every family
+  std::string family;  // the graph's family, several separated by ';', or "*" for every family
   std::string op;      // the IR op
   bool backward = false;
-  std::string operand;  // scores | query | output | input | weight
+  std::string operand;  // scores | query | output | input | rows (the input's, its last dimension reduced) | weight
   int count = 1;
   double bytes_per_element = 0, flops_per_element = 0;
-  bool replaces = false;  // the family's rows of this op replace its default elementwise kernels
-  std::string condition;  // "" | dropout | causal
+  bool replaces = false;  // the family's rows of this op replace its default elementwise and norm kernels
+  // "" | dropout | causal | softcap | batched (the attention's batch over 1) | kv_views (batched, and keys and values
+  // not from repeat_kv)
+  std::string condition;
   std::string what;
 };
 

@@ -199,14 +199,20 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
   KernelCounts &forward = counts[0], &backward = counts[1], &step = counts[2];
   int64_t param_tensors = 0, params = 0;
   const OpRegistry& registry = OpRegistry::instance();
+  // Which outputs require a gradient, and per node this GPU's share of it, for autograd's gradient sums (added
+  // after the pass: where they fall depends on every consumer).
+  std::vector<char> requires_grad(graph.nodes().size(), 0);
+  std::vector<double> share_of(graph.nodes().size(), 0);
   for (size_t index = 0; index < graph.nodes().size(); ++index) {
     const Node& node = graph.nodes()[index];
     const OpDef& def = registry.get(node.op);
     if (def.category == "input") continue;
+    OpCost cost = node_cost(graph, static_cast<int>(index));
+    requires_grad[index] = requires_gradient(node, cost, requires_grad) ? 1 : 0;
     const NodePart part = share.parts.empty() ? NodePart::Whole : share.parts[index];
     if (part == NodePart::Skip) continue;
     const double fraction = part == NodePart::Whole ? 1.0 : 1.0 / share.tp;  // this GPU's share of the node's work
-    OpCost cost = node_cost(graph, static_cast<int>(index));
+    share_of[index] = fraction;
     if (part != NodePart::Whole) {
       cost.flops_fwd = static_cast<int64_t>(static_cast<double>(cost.flops_fwd) * fraction);
       cost.flops_bwd = static_cast<int64_t>(static_cast<double>(cost.flops_bwd) * fraction);
@@ -218,8 +224,14 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
       params += cost.params - cost.frozen_params;
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
-    if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view
     NodeKernels shaped = node_kernels(graph, static_cast<int>(index), part, share.tp);
+    if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most a copy of its gradient
+      for (KernelShape& kernel : shaped.backward) {
+        if (activation_scale != 1.0) kernel.bytes *= activation_scale;
+        backward.add_shaped(kernel);
+      }
+      continue;
+    }
     if (activation_scale != 1.0) {
       // Under autocast the GEMMs, norms' inputs and elementwise kernels move 2-byte data; softmax runs in fp32.
       for (auto* kernels : {&shaped.forward, &shaped.backward})
@@ -254,6 +266,14 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
       backward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
     }
   }
+  const std::vector<std::vector<double>> sums = gradient_sums(graph, requires_grad);
+  for (size_t index = 0; index < sums.size(); ++index)
+    for (double elements : sums[index])
+      if (share_of[index] > 0) {
+        KernelShape sum = gradient_sum_kernel(share_of[index] * elements);
+        sum.bytes *= activation_scale;
+        backward.add_shaped(sum);
+      }
   if (param_tensors > 0) {
     // Reads parameter, gradient and each state tensor, writes parameter and states (fp32).
     const int states = optimizer_state_per_param(optimizer);

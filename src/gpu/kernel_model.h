@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/op_registry.h"
 #include "hardware/catalogue.h"
 
 namespace dnncast::learn {
@@ -79,6 +80,18 @@ NodeKernels node_kernels(const Graph& graph, int node_index);
 // its input features (row).
 enum class NodePart : uint8_t { Whole, Skip, Split, Column, Row };
 NodeKernels node_kernels(const Graph& graph, int node_index, NodePart part, double tp);
+// Per node, the gradient sums autograd runs right after its backward, as elementwise kernels (fp32: read two
+// gradients, write their sum): a tensor that requires a gradient and feeds several nodes (a residual stream, q, k
+// and v's shared input) has its gradients added as the second and later ones arrive. Backward runs in reverse, so
+// each consumer but the last in forward order adds one; the earliest consumer is where PyTorch's trace shows it.
+std::vector<std::vector<double>> gradient_sums(const Graph& graph);  // per node, the elements of each sum
+// The same, given which nodes' outputs require a gradient (requires_gradient, node by node in order), as a caller
+// that has each node's cost at hand knows.
+std::vector<std::vector<double>> gradient_sums(const Graph& graph, const std::vector<char>& requires_grad);
+// Whether a node's output requires a gradient: a float output of a node with weights to train, or of one reading
+// such an output (`requires_grad`: the earlier nodes').
+bool requires_gradient(const Node& node, const OpCost& cost, const std::vector<char>& requires_grad);
+KernelShape gradient_sum_kernel(double elements);
 
 // What a node's GPU time counts as, in the kinds NeuSight's per-node labels are compared by (issue 45,
 // scripts/neusight-nodes.py): "gemm" (Linear, MatMul), "conv", "attention" (the attention op and every other node

@@ -110,21 +110,31 @@ void apply_eager_kernels(const Graph& graph, int index, const OpView& view, Node
   const bool attention = view.node.op == "ScaledDotProductAttention";
   if (attention && view.node.attr_int("fused", 0) != 0) return;  // PyTorch 2's fused kernels: none of these
   const bool replace = std::any_of(rows.begin(), rows.end(), [](const EagerKernel* row) { return row->replaces; });
-  if (replace)
+  if (replace)  // the GEMMs and the softmax stay
     for (std::vector<KernelShape>* list : {&out.forward, &out.backward})
       list->erase(std::remove_if(list->begin(), list->end(),
-                                 [](const KernelShape& k) { return k.family == KernelFamily::Elementwise; }),
+                                 [](const KernelShape& k) {
+                                   return k.family == KernelFamily::Elementwise || k.family == KernelFamily::Norm;
+                                 }),
                   list->end());
   const bool causal = view.node.attr_int("causal", 0) != 0;
   const bool dropout = view.node.attr_float("dropout_p", 0.0) > 0;
   const bool softcap = view.node.attr_float("softcap", 0.0) > 0;
+  // More than one sequence: the heads of a permuted projection (batch x heads x L x d laid out as batch x L x heads x
+  // d) cannot be merged into one batch of matrices without a copy, which the batched GEMM makes (at batch 1 they can).
+  // kv_views: so are the keys and values, straight from their head split rather than from repeat_kv's copy.
+  const bool batched = attention && dim(view.in(0), 0) > 1;
+  const bool kv_views = batched && graph.node(view.node.inputs.at(1)).op != "RepeatInterleave";
   for (const EagerKernel* row : rows) {
     if ((row->condition == "causal" && !causal) || (row->condition == "dropout" && !dropout) ||
-        (row->condition == "softcap" && !softcap))
+        (row->condition == "softcap" && !softcap) || (row->condition == "batched" && !batched) ||
+        (row->condition == "kv_views" && !kv_views))
       continue;
     double elements = static_cast<double>(view.node.shape.numel());
     if (row->operand == "input" || (row->operand == "query" && attention)) {
       elements = static_cast<double>(view.in(0).numel());
+    } else if (row->operand == "rows") {
+      elements = rows_before_last(view.in(0));  // a norm's statistics: one per row of its input
     } else if (row->operand == "scores" && attention) {
       const TensorShape& q = view.in(0);
       elements = dim(q, 0) * dim(q, 1) * dim(q, 2) * dim(view.in(1), 2);
@@ -157,6 +167,50 @@ KernelShape kernel_share(KernelShape kernel, double parts) {
 
 }  // namespace
 
+KernelShape gradient_sum_kernel(double elements) { return elementwise_kernel(elements, elements, 12 * elements); }
+
+bool requires_gradient(const Node& node, const OpCost& cost, const std::vector<char>& requires_grad) {
+  if (node.dtype == DType::I64) return false;
+  if (cost.params > cost.frozen_params) return true;
+  return std::any_of(node.inputs.begin(), node.inputs.end(),
+                     [&](int producer) { return requires_grad[static_cast<size_t>(producer)] != 0; });
+}
+
+std::vector<std::vector<double>> gradient_sums(const Graph& graph) {
+  std::vector<char> requires_grad(static_cast<size_t>(graph.size()), 0);
+  for (size_t index = 0; index < requires_grad.size(); ++index) {
+    const Node& node = graph.nodes()[index];
+    if (OpRegistry::instance().get(node.op).category == "input") continue;
+    requires_grad[index] = requires_gradient(node, node_cost(graph, static_cast<int>(index)), requires_grad) ? 1 : 0;
+  }
+  return gradient_sums(graph, requires_grad);
+}
+
+std::vector<std::vector<double>> gradient_sums(const Graph& graph, const std::vector<char>& requires_grad) {
+  const auto count = static_cast<size_t>(graph.size());
+  std::vector<int> last_consumer(count, -1);
+  for (size_t index = 0; index < count; ++index)
+    if (requires_grad[index] != 0)
+      for (int producer : graph.nodes()[index].inputs)
+        last_consumer[static_cast<size_t>(producer)] = static_cast<int>(index);
+  std::vector<std::vector<double>> sums(count);
+  for (size_t index = 0; index < count; ++index) {
+    if (requires_grad[index] == 0) continue;
+    const std::vector<int>& inputs = graph.nodes()[index].inputs;
+    for (size_t position = 0; position < inputs.size(); ++position) {
+      const auto producer = static_cast<size_t>(inputs[position]);
+      if (requires_grad[producer] == 0) continue;
+      // The last use of the producer's output is its last consumer's last input slot holding it.
+      const bool last_use = last_consumer[producer] == static_cast<int>(index) &&
+                            std::find(inputs.begin() + static_cast<std::ptrdiff_t>(position) + 1, inputs.end(),
+                                      inputs[position]) == inputs.end();
+      if (last_use) continue;
+      sums[index].push_back(static_cast<double>(graph.nodes()[producer].shape.numel()));
+    }
+  }
+  return sums;
+}
+
 std::string node_time_kind(const Graph& graph, int index) {
   const Node& node = graph.node(index);
   const OpDef& def = OpRegistry::instance().get(node.op);
@@ -186,7 +240,16 @@ NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp
   if (def.category == "input") return out;
   const OpCost cost = node_cost(graph, index);
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
-  if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) return out;  // a view
+  if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view
+    // A permuted view hands its input a permuted gradient, which the op before it copies to read it whole (the view
+    // of a head split: ViewBackward0's reshape; a GEMM's input): one copy, traced in PyTorch's eager backward
+    // (scripts/eager-kernels-trace.py).
+    if (node.op == "Permute" || node.op == "Transpose") {
+      const double elements = static_cast<double>(node.shape.numel()) / (part == NodePart::Whole ? 1 : tp);
+      if (part != NodePart::Skip) out.backward.push_back(elementwise_kernel(elements, 0, 8 * elements));
+    }
+    return out;
+  }
   const OpView view = view_of(graph, index);
   if (part == NodePart::Skip) return out;
   if (node.op == "Linear") {
@@ -211,8 +274,20 @@ NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp
       return row_kernel(family, rows, cols, flops / std::max(1.0, elements), traffic / std::max(1.0, elements));
     };
     out.forward.push_back(shaped(static_cast<double>(cost.flops_fwd), bytes));
-    if (cost.flops_bwd > 0 || def.category != "loss")
-      out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd), 2 * bytes));
+    // Autograd's AddBackward0 hands the gradient to both inputs of a sum of equal shapes without a kernel, and a
+    // permute made contiguous (.contiguous()'s clone) hands back a permuted view of it: no kernel either way.
+    const bool passes_gradient = (node.op == "Add" && view.in(0).dims == view.in(1).dims) ||
+                                 (node.op == "Permute" && node.attr_int("contiguous", 0) != 0);
+    // An activation's backward reads the gradient and what it kept, and writes one (silu_backward, threshold_backward:
+    // 1.5 times the forward's traffic); a product of two tensors computes each input's gradient in its own kernel.
+    const bool two_gradients = node.op == "Mul" && node.inputs.size() == 2 && view.in(0).dims == view.in(1).dims;
+    if (two_gradients) {
+      out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) / 2, bytes));
+      out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) / 2, bytes));
+    } else if ((cost.flops_bwd > 0 || def.category != "loss") && !passes_gradient) {
+      out.backward.push_back(
+          shaped(static_cast<double>(cost.flops_bwd), (def.category == "activation" ? 1.5 : 2) * bytes));
+    }
   }
   apply_eager_kernels(graph, index, view, out);
   if (node.op == "Linear" && node.attr_int("bias", 1) != 0 && !node.frozen()) {

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "gpu/kernel_model.h"
 #include "import/model_source.h"
+#include "python_run.h"
 
 namespace dnncast::gpu {
 namespace {
@@ -156,6 +157,47 @@ TEST(EagerKernels, Gpt2GeluIsWhatNeuSightMeasuredOnAV100) {
   for (const auto* list : {&kernels.forward, &kernels.backward})
     for (const KernelShape& shape : *list) forecast += model.seconds(shape, device) * 1e3;
   EXPECT_NEAR(forecast / gelu, 1.0, 0.15) << "forecast " << forecast << " ms, measured " << gelu << " ms";
+}
+
+// A llama-shaped layer as Hugging Face's eager code runs it, traced op by op through PyTorch's own dispatcher on this
+// CPU (scripts/eager-kernels-trace.py: a TorchDispatchMode, autograd's own functions for the backward), against the
+// kernels `dnncast inspect --json` lists for the same nodes: every node's memory-bound kernels the same in number and
+// within 10% in bytes, forward and backward. Two layers: one of multi-head attention at batch 2 (q, k, v and the
+// output's gradient copied for the batched GEMMs), one of grouped-query attention (repeat_kv) at batch 3.
+TEST(EagerKernels, ALlamaLayerLaunchesWhatPyTorchsDispatcherRuns) {
+  const std::string script = std::string(DNNCAST_SOURCE_DIR) + "/scripts/eager-kernels-trace.py --check --dnncast " +
+                             DNNCAST_BINARY_DIR + "/dnncast";
+  for (const std::string size : {"", " --hidden 128 --heads 8 --kv-heads 2 --seq 48 --batch 3 --intermediate 344"}) {
+    const std::string output = python_test::run_python_command(script + size);
+    EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << size << "\n" << output;
+    EXPECT_NE(output.find("\n0 node phases depart"), std::string::npos) << size << "\n" << output;
+    // It compared something: RMSNorm's six forward kernels (pow, mean, add, rsqrt and two products).
+    EXPECT_NE(output.find("input_layernorm                              forward     6 /  6"), std::string::npos)
+        << output;
+  }
+}
+
+// Autograd sums the gradients of a tensor several nodes read, as the later ones arrive: the residual stream and the
+// normalized input that q, k and v share. One sum per consumer but the last; none where nothing needs a gradient.
+TEST(EagerKernels, GradientsOfASharedTensorAreSummedOncePerExtraConsumer) {
+  models::ModelSpec spec;
+  spec.batch = 2;
+  spec.seq_len = 16;
+  const Graph graph =
+      import::load_model(std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/llama-2-7b-hf.json", spec);
+  const std::vector<std::vector<double>> sums = gradient_sums(graph);
+  auto count_at = [&](const std::string& suffix) {
+    return sums.at(static_cast<size_t>(node_named(graph, suffix))).size();
+  };
+  EXPECT_EQ(count_at("layers.0.self_attn.q_proj"), 1u);  // q, k and v read the norm's output: two sums
+  EXPECT_EQ(count_at("layers.0.self_attn.k_proj"), 1u);
+  EXPECT_EQ(count_at("layers.0.self_attn.v_proj"), 0u);
+  EXPECT_EQ(count_at("layers.0.post_attention_layernorm"), 1u);  // the residual stream, also read by add_2
+  EXPECT_EQ(count_at("layers.0.add_2"), 0u);
+  EXPECT_EQ(count_at("model.embed_tokens"), 0u);  // its input is token ids
+  // The embedding's output feeds layer 0's norm and its first residual add: one sum, of the hidden states.
+  EXPECT_EQ(count_at("layers.0.input_layernorm"), 1u);
+  EXPECT_DOUBLE_EQ(sums.at(static_cast<size_t>(node_named(graph, "layers.0.input_layernorm"))).at(0), 2.0 * 16 * 4096);
 }
 
 TEST(EagerKernels, AMalformedFileNamesFileAndLine) {

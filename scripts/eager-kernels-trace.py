@@ -1,0 +1,293 @@
+#!/usr/bin/python3
+"""The kernels PyTorch eager launches for each node of a llama-shaped decoder layer, traced on this CPU, beside the
+kernels dnncast's GPU model times for the same nodes (issue 45; docs/GPU.md, "The per-kernel model").
+
+The layer is written as Hugging Face's eager code runs it (LlamaRMSNorm, apply_rotary_pos_emb with rotate_half,
+eager_attention_forward with its additive causal mask, the SwiGLU MLP; fp32, training, attention dropout 0), at a
+small size. A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
+at a time: what an op calls inside itself is not seen (aten::mean is one kernel on a GPU, whatever it calls on a
+CPU). An op is a kernel unless it only makes a view (its output shares an input's storage and it writes nothing),
+allocates, or has no tensor output, or reads nothing but single elements (the Python scalars ATen wraps launch
+nothing on a GPU). Forward kernels belong to the node whose region runs them; backward kernels to the node whose
+forward made the autograd function running (a pre-hook on each function, set as the forward leaves each node), and
+a gradient sum to the function after which autograd adds it. A kernel's bytes are those of its tensor arguments and
+outputs, fp32, a broadcast argument counted once.
+
+dnncast's side is `dnncast inspect CONFIG --seq S --batch B --device a100-40gb --json`: each layer's gpu_kernels.
+Only memory-bound kernels are compared (GEMMs are timed as GEMMs either way): per node and phase, their count and
+bytes.
+
+    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--kv-heads N] [--rows] [--check]
+
+--check exits 1 when a node's count differs, or its bytes by more than --tolerance (default 10%).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+GEMM_OPS = {"mm", "bmm", "addmm", "baddbmm"}
+# Ops that allocate and write nothing (or only metadata): no kernel.
+# Composite ops whose kernels the mode does not see one by one: slice_backward is zeros of the input's size and a copy
+# of the gradient into its slice (two kernels: the zeros written, the slice read and written).
+TWO_KERNELS = {"slice_backward", "select_backward"}
+NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh", "is_same_size",
+             "_local_scalar_dense", "detach", "alias"}
+
+
+def numel(shape):
+    return math.prod(shape) if shape else 1
+
+
+class Size:
+    def __init__(self, batch, seq, hidden, heads, kv_heads, intermediate):
+        self.batch, self.seq, self.hidden, self.heads, self.kv_heads = batch, seq, hidden, heads, kv_heads
+        self.head_dim, self.intermediate = hidden // heads, intermediate
+
+
+def config_json(size):
+    """A one-layer LlamaConfig of this size, as dnncast reads it."""
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": size.hidden,
+            "intermediate_size": size.intermediate, "num_attention_heads": size.heads,
+            "num_key_value_heads": size.kv_heads, "num_hidden_layers": 1, "vocab_size": 128,
+            "max_position_embeddings": 4 * size.seq, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+            "tie_word_embeddings": False}
+
+
+def llama_layer(torch, size, state, tag):
+    """Layer 0 of a LlamaForCausalLM as transformers' eager code runs it, each node's region named as dnncast names
+    the node (state["node"] while it runs; tag(name, output) marks its autograd functions). Returns (forward
+    function, its input, the parameters)."""
+    import torch.nn.functional as F
+    n, s, h, heads, kv, d, inter = (size.batch, size.seq, size.hidden, size.heads, size.kv_heads, size.head_dim,
+                                    size.intermediate)
+    torch.manual_seed(0)
+
+    def weight(*shape):
+        return (torch.randn(*shape) * 0.05).requires_grad_()
+
+    w = {"ln1": torch.ones(h, requires_grad=True), "ln2": torch.ones(h, requires_grad=True),
+         "q": weight(heads * d, h), "k": weight(kv * d, h), "v": weight(kv * d, h), "o": weight(h, heads * d),
+         "gate": weight(inter, h), "up": weight(inter, h), "down": weight(h, inter)}
+    # LlamaRotaryEmbedding runs once per model forward (cos and sin, batch x seq x head_dim), as does the 4-D causal
+    # mask of the eager path: inputs to the layer here.
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2).float() / d))
+    freqs = torch.outer(torch.arange(s).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos().expand(n, s, d).contiguous(), emb.sin().expand(n, s, d).contiguous()
+    mask = torch.full((s, s), torch.finfo(torch.float32).min).triu(1).expand(n, 1, s, s).contiguous()
+
+    def node(name, compute):
+        state["node"] = "model.layers.0." + name
+        value = compute()
+        tag(state["node"], value)
+        return value
+
+    def rms_norm(x, gain):  # LlamaRMSNorm.forward
+        input_dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + 1e-5)
+        return gain * x.to(input_dtype)
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def rotary(x):  # apply_rotary_pos_emb, one of q and k (unsqueeze_dim 1)
+        return (x * cos.unsqueeze(1)) + (rotate_half(x) * sin.unsqueeze(1))
+
+    def repeat_kv(x, n_rep):
+        b, k_heads, length, dim = x.shape
+        x = x[:, :, None, :, :].expand(b, k_heads, n_rep, length, dim)
+        return x.reshape(b, k_heads * n_rep, length, dim)
+
+    def attention(q, k, v):  # eager_attention_forward (attention_dropout 0.0)
+        scores = torch.matmul(q, k.transpose(2, 3)) * d ** -0.5
+        scores = scores + mask[:, :, :, : k.shape[-2]]
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        probs = F.dropout(probs, p=0.0, training=True)
+        return torch.matmul(probs, v)
+
+    def forward(x):
+        y = node("input_layernorm", lambda: rms_norm(x, w["ln1"]))
+        parts = {}
+        for name, key, count in (("q_proj", "q", heads), ("k_proj", "k", kv), ("v_proj", "v", kv)):
+            p = node("self_attn." + name, lambda: F.linear(y, w[key]))
+            p = node("self_attn." + name + "_view", lambda: p.view(n, s, count, d))
+            parts[key] = node("self_attn." + name + "_heads", lambda: p.transpose(1, 2))
+        q = node("self_attn.rotary_q", lambda: rotary(parts["q"]))
+        k = node("self_attn.rotary_k", lambda: rotary(parts["k"]))
+        v = parts["v"]
+        if kv != heads:
+            k = node("self_attn.repeat_k", lambda: repeat_kv(k, heads // kv))
+            v = node("self_attn.repeat_v", lambda: repeat_kv(v, heads // kv))
+        a = node("self_attn.attention", lambda: attention(q, k, v))
+        a = node("self_attn.merge_heads", lambda: a.transpose(1, 2).contiguous())
+        a = node("self_attn.merge_view", lambda: a.reshape(n, s, -1))
+        a = node("self_attn.o_proj", lambda: F.linear(a, w["o"]))
+        x = node("add_1", lambda: x + a)
+        y = node("post_attention_layernorm", lambda: rms_norm(x, w["ln2"]))
+        gate = node("mlp.gate_proj", lambda: F.linear(y, w["gate"]))
+        gate = node("mlp.act_fn", lambda: F.silu(gate))
+        up = node("mlp.up_proj", lambda: F.linear(y, w["up"]))
+        m = node("mlp.gate_times_up", lambda: gate * up)
+        m = node("mlp.down_proj", lambda: F.linear(m, w["down"]))
+        return node("add_2", lambda: x + m)
+
+    # The layer's input comes from the embedding (a leaf here), its output's gradient from the next layer.
+    return forward, torch.randn(n, s, h, requires_grad=True), list(w.values())
+
+
+def trace(size):
+    """{node: {"forward"|"backward": [(aten op, bytes, gemm)]}} of one forward and one backward of the layer."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+    from torch.utils._python_dispatch import TorchDispatchMode
+    torch.set_num_threads(1)
+    nodes = defaultdict(lambda: {"forward": [], "backward": []})
+    state = {"phase": "forward", "node": "?"}
+
+    def distinct(tensor):  # elements a kernel reads once: a broadcast (stride 0) dimension is read once
+        return math.prod(size for size, stride in zip(tensor.shape, tensor.stride()) if stride != 0)
+
+    def storage(tensor):
+        return tensor.storage().data_ptr() if tensor.numel() > 0 else None
+
+    class Kernels(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__
+            inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+            outputs = [a for a in tree_flatten(out)[0] if isinstance(a, torch.Tensor)]
+            in_place = name.endswith("_")
+            shared = {storage(t) for t in inputs} - {None}
+            view = not in_place and outputs and all(storage(t) in shared for t in outputs)
+            if name in NO_KERNEL or not outputs or view or max(t.numel() for t in inputs + outputs) <= 1:
+                return out
+            written = 0 if in_place else sum(t.numel() * t.element_size() for t in outputs)
+            read = sum(distinct(t) * t.element_size() for t in inputs if t.numel() > 1)
+            if name in ("fill", "zero", "fill_", "zero_"):
+                read = 0 if in_place else read  # in place: writes its one argument (counted as read above)
+            kernels = nodes[state["node"]][state["phase"]]
+            if name in TWO_KERNELS:
+                kernels.append(("aten::zero_", written, False))
+                kernels.append(("aten::copy_", 2 * read, False))
+            else:
+                kernels.append(("aten::" + name, read + written, name in GEMM_OPS))
+            return out
+
+    def enter(name):
+        def hook(grad_outputs):
+            state["node"] = name
+        return hook
+
+    def tag(name, value):
+        """Marks the autograd functions the node's region made (those not marked by an earlier node) as its own."""
+        pending = [value.grad_fn] if value.grad_fn is not None else []
+        while pending:
+            function = pending.pop()
+            if function is None or "node" in function.metadata:
+                continue
+            function.metadata["node"] = name
+            function.register_prehook(enter(name))
+            pending.extend(next_function for next_function, _ in function.next_functions)
+
+    forward, x, params = llama_layer(torch, size, state, tag)
+    with Kernels():
+        out = forward(x)
+    grad = torch.randn_like(out)
+    state["phase"], state["node"] = "backward", "?"
+    with Kernels():
+        torch.autograd.grad(out, [x] + params, grad)
+    # The view of a head split (.view(...).transpose(1, 2)) copies the permuted gradient in its ViewBackward0;
+    # dnncast books that copy on the permute after it (network_kernels.cpp).
+    for node in list(nodes):
+        if node.endswith("_proj_view"):
+            nodes[node[:-len("_view")] + "_heads"]["backward"] += nodes[node]["backward"]
+            nodes[node]["backward"] = []
+    return nodes
+
+
+def dnncast_kernels(dnncast, size):
+    """{node: {"forward"|"backward": [(family, bytes)]}} from `dnncast inspect --json` of the same layer."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "llama-tiny.json")
+        with open(path, "w") as out:
+            json.dump(config_json(size), out)
+        done = subprocess.run([dnncast, "inspect", path, "--seq", str(size.seq), "--batch", str(size.batch),
+                               "--device", "a100-40gb", "--json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit("eager-kernels-trace: dnncast inspect failed: " + done.stderr.strip())
+    nodes = {}
+    for layer in json.loads(done.stdout)["layers"]:
+        kernels = layer.get("gpu_kernels")
+        if kernels is None:
+            sys.exit("eager-kernels-trace: dnncast inspect --json gives no gpu_kernels per layer (an older dnncast?)")
+        nodes[layer["name"]] = {phase: [(k["family"], k["bytes"]) for k in kernels[phase]]
+                                for phase in ("forward", "backward")}
+    return nodes
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dnncast", default=os.path.join(ROOT, "build", "dnncast"))
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=32)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--kv-heads", type=int, default=4)
+    parser.add_argument("--intermediate", type=int, default=160)
+    parser.add_argument("--rows", action="store_true", help="every kernel of every node")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a node departs")
+    parser.add_argument("--tolerance", type=float, default=0.10)
+    args = parser.parse_args()
+    size = Size(args.batch, args.seq, args.hidden, args.heads, args.kv_heads, args.intermediate)
+    traced = trace(size)
+    ours = dnncast_kernels(args.dnncast, size)
+    print(f"llama layer 0, batch {size.batch}, seq {size.seq}, hidden {size.hidden}, heads {size.heads} "
+          f"(kv {size.kv_heads}), fp32: memory-bound kernels per node, PyTorch eager traced on this CPU / dnncast")
+    print(f"  {'node':44s} {'phase':8s} {'kernels':>9s} {'bytes (KiB)':>19s} {'GEMMs':>7s}")
+    departures = 0
+    totals = defaultdict(lambda: [0, 0, 0.0, 0.0])  # phase -> traced count, dnncast count, their bytes
+    for node in list(ours):
+        if not node.startswith("model.layers.0."):
+            continue
+        for phase in ("forward", "backward"):
+            theirs = [k for k in traced.get(node, {}).get(phase, []) if not k[2]]
+            mine = [k for k in ours[node][phase] if k[0] != "gemm"]
+            gemms = (sum(1 for k in traced.get(node, {}).get(phase, []) if k[2]),
+                     sum(1 for k in ours[node][phase] if k[0] == "gemm"))
+            if not theirs and not mine and gemms == (0, 0):
+                continue
+            bytes_theirs, bytes_mine = sum(k[1] for k in theirs), sum(k[1] for k in mine)
+            for slot, value in enumerate((len(theirs), len(mine), bytes_theirs, bytes_mine)):
+                totals[phase][slot] += value
+            off = len(theirs) != len(mine) or abs(bytes_mine - bytes_theirs) > args.tolerance * max(bytes_theirs, 1)
+            departures += off
+            print(f"  {node[len('model.layers.0.'):]:44s} {phase:8s} {len(theirs):4d} /{len(mine):3d} "
+                  f"{bytes_theirs / 1024:9.1f} /{bytes_mine / 1024:8.1f} {gemms[0]:3d} /{gemms[1]:2d}"
+                  f"{'   <- departs' if off else ''}")
+            if args.rows:
+                print("      traced: " + ", ".join(f"{n[6:]} {b / 1024:.1f}" for n, b, g in theirs))
+    unattributed = traced.get("?", {"forward": [], "backward": []})
+    for phase in ("forward", "backward"):
+        if unattributed[phase]:
+            departures += 1
+            print(f"  not attributed to a node ({phase}): " + ", ".join(n for n, b, g in unattributed[phase]))
+    for phase, (count_theirs, count_mine, bytes_theirs, bytes_mine) in totals.items():
+        print(f"  {'the layer':44s} {phase:8s} {count_theirs:4d} /{count_mine:3d} {bytes_theirs / 1024:9.1f} /"
+              f"{bytes_mine / 1024:8.1f}")
+    print(f"{departures} node phases depart")
+    if args.check and departures:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
