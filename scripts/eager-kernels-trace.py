@@ -4,7 +4,8 @@ kernels dnncast's GPU model times for the same nodes (issue 45; docs/GPU.md, "Th
 
 The layer is written as Hugging Face's eager code runs it (LlamaRMSNorm, apply_rotary_pos_emb with rotate_half,
 eager_attention_forward with its additive causal mask, the SwiGLU MLP; fp32, training, attention dropout 0), at a
-small size. A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
+small size. --family phi3 runs Phi3's instead: one qkv_proj sliced into q, k and v (three SliceBackward0s and the
+sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
 at a time: what an op calls inside itself is not seen (aten::mean is one kernel on a GPU, whatever it calls on a
 CPU). An op is a kernel unless it only makes a view (its output shares an input's storage and it writes nothing),
 allocates, or has no tensor output, or reads nothing but single elements (the Python scalars ATen wraps launch
@@ -17,7 +18,7 @@ dnncast's side is `dnncast inspect CONFIG --seq S --batch B --device a100-40gb -
 Only memory-bound kernels are compared (GEMMs are timed as GEMMs either way): per node and phase, their count and
 bytes.
 
-    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--kv-heads N] [--rows] [--check]
+    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3] [--kv-heads N] [--rows] [--check]
 
 --check exits 1 when a node's count differs, or its bytes by more than --tolerance (default 10%).
 """
@@ -46,14 +47,16 @@ def numel(shape):
 
 
 class Size:
-    def __init__(self, batch, seq, hidden, heads, kv_heads, intermediate):
+    def __init__(self, family, batch, seq, hidden, heads, kv_heads, intermediate):
+        self.family, self.fused = family, family == "phi3"
         self.batch, self.seq, self.hidden, self.heads, self.kv_heads = batch, seq, hidden, heads, kv_heads
         self.head_dim, self.intermediate = hidden // heads, intermediate
 
 
 def config_json(size):
-    """A one-layer LlamaConfig of this size, as dnncast reads it."""
-    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": size.hidden,
+    """A one-layer LlamaConfig (Phi3Config) of this size, as dnncast reads it."""
+    architecture = "Phi3ForCausalLM" if size.fused else "LlamaForCausalLM"
+    return {"model_type": size.family, "architectures": [architecture], "hidden_size": size.hidden,
             "intermediate_size": size.intermediate, "num_attention_heads": size.heads,
             "num_key_value_heads": size.kv_heads, "num_hidden_layers": 1, "vocab_size": 128,
             "max_position_embeddings": 4 * size.seq, "rms_norm_eps": 1e-5, "hidden_act": "silu",
@@ -73,8 +76,14 @@ def llama_layer(torch, size, state, tag):
         return (torch.randn(*shape) * 0.05).requires_grad_()
 
     w = {"ln1": torch.ones(h, requires_grad=True), "ln2": torch.ones(h, requires_grad=True),
-         "q": weight(heads * d, h), "k": weight(kv * d, h), "v": weight(kv * d, h), "o": weight(h, heads * d),
-         "gate": weight(inter, h), "up": weight(inter, h), "down": weight(h, inter)}
+         "o": weight(h, heads * d), "down": weight(h, inter)}
+    if size.fused:
+        w.update({"qkv": weight((heads + 2 * kv) * d, h), "gate_up": weight(2 * inter, h)})
+    else:
+        w.update({"q": weight(heads * d, h), "k": weight(kv * d, h), "v": weight(kv * d, h),
+                  "gate": weight(inter, h), "up": weight(inter, h)})
+    # Phi3Attention's slices of qkv_proj's output: q, then k, then v.
+    bounds = {"q": (0, heads * d), "k": (heads * d, (heads + kv) * d), "v": ((heads + kv) * d, (heads + 2 * kv) * d)}
     # LlamaRotaryEmbedding runs once per model forward (cos and sin, batch x seq x head_dim), as does the 4-D causal
     # mask of the eager path: inputs to the layer here.
     inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2).float() / d))
@@ -118,8 +127,13 @@ def llama_layer(torch, size, state, tag):
     def forward(x):
         y = node("input_layernorm", lambda: rms_norm(x, w["ln1"]))
         parts = {}
+        if size.fused:
+            qkv = node("self_attn.qkv_proj", lambda: F.linear(y, w["qkv"]))
         for name, key, count in (("q_proj", "q", heads), ("k_proj", "k", kv), ("v_proj", "v", kv)):
-            p = node("self_attn." + name, lambda: F.linear(y, w[key]))
+            if size.fused:
+                p = node("self_attn." + name, lambda: qkv[..., bounds[key][0]:bounds[key][1]])
+            else:
+                p = node("self_attn." + name, lambda: F.linear(y, w[key]))
             p = node("self_attn." + name + "_view", lambda: p.view(n, s, count, d))
             parts[key] = node("self_attn." + name + "_heads", lambda: p.transpose(1, 2))
         q = node("self_attn.rotary_q", lambda: rotary(parts["q"]))
@@ -134,6 +148,13 @@ def llama_layer(torch, size, state, tag):
         a = node("self_attn.o_proj", lambda: F.linear(a, w["o"]))
         x = node("add_1", lambda: x + a)
         y = node("post_attention_layernorm", lambda: rms_norm(x, w["ln2"]))
+        if size.fused:  # Phi3MLP: up_states * act(gate), gate and up chunked from one projection
+            gate_up = node("mlp.gate_up_proj", lambda: F.linear(y, w["gate_up"]))
+            gate, up = node("mlp.gate", lambda: gate_up.chunk(2, dim=-1))
+            gate = node("mlp.activation_fn", lambda: F.silu(gate))
+            m = node("mlp.up_times_gate", lambda: up * gate)
+            m = node("mlp.down_proj", lambda: F.linear(m, w["down"]))
+            return node("add_2", lambda: x + m)
         gate = node("mlp.gate_proj", lambda: F.linear(y, w["gate"]))
         gate = node("mlp.act_fn", lambda: F.silu(gate))
         up = node("mlp.up_proj", lambda: F.linear(y, w["up"]))
@@ -190,6 +211,7 @@ def trace(size):
 
     def tag(name, value):
         """Marks the autograd functions the node's region made (those not marked by an earlier node) as its own."""
+        value = value[0] if isinstance(value, tuple) else value  # a split's parts share one function
         pending = [value.grad_fn] if value.grad_fn is not None else []
         while pending:
             function = pending.pop()
@@ -218,7 +240,7 @@ def trace(size):
 def dnncast_kernels(dnncast, size):
     """{node: {"forward"|"backward": [(family, bytes)]}} from `dnncast inspect --json` of the same layer."""
     with tempfile.TemporaryDirectory() as scratch:
-        path = os.path.join(scratch, "llama-tiny.json")
+        path = os.path.join(scratch, size.family + "-tiny.json")
         with open(path, "w") as out:
             json.dump(config_json(size), out)
         done = subprocess.run([dnncast, "inspect", path, "--seq", str(size.seq), "--batch", str(size.batch),
@@ -238,6 +260,7 @@ def dnncast_kernels(dnncast, size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dnncast", default=os.path.join(ROOT, "build", "dnncast"))
+    parser.add_argument("--family", choices=("llama", "phi3"), default="llama")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)
@@ -248,10 +271,10 @@ def main():
     parser.add_argument("--check", action="store_true", help="exit 1 when a node departs")
     parser.add_argument("--tolerance", type=float, default=0.10)
     args = parser.parse_args()
-    size = Size(args.batch, args.seq, args.hidden, args.heads, args.kv_heads, args.intermediate)
+    size = Size(args.family, args.batch, args.seq, args.hidden, args.heads, args.kv_heads, args.intermediate)
     traced = trace(size)
     ours = dnncast_kernels(args.dnncast, size)
-    print(f"llama layer 0, batch {size.batch}, seq {size.seq}, hidden {size.hidden}, heads {size.heads} "
+    print(f"{size.family} layer 0, batch {size.batch}, seq {size.seq}, hidden {size.hidden}, heads {size.heads} "
           f"(kv {size.kv_heads}), fp32: memory-bound kernels per node, PyTorch eager traced on this CPU / dnncast")
     print(f"  {'node':44s} {'phase':8s} {'kernels':>9s} {'bytes (KiB)':>19s} {'GEMMs':>7s}")
     departures = 0

@@ -49,8 +49,9 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
       row.backward = fields[2] == "backward";
       row.operand = fields[3];
       if (row.operand != "scores" && row.operand != "query" && row.operand != "output" && row.operand != "input" &&
-          row.operand != "rows" && row.operand != "weight")
-        throw InputError("operand must be scores, query, output, input, rows or weight, got " + quote(row.operand));
+          row.operand != "rows" && row.operand != "weight" && row.operand != "output_and_input")
+        throw InputError("operand must be scores, query, output, input, rows, weight or output_and_input, got " +
+                         quote(row.operand));
       const double count = parse_bounded_number(fields[4], "count", 1e6);
       if (count < 1 || count > 64 || count != static_cast<double>(static_cast<int>(count)))
         throw InputError("count must be a whole number from 1 to 64, got " + quote(fields[4]));

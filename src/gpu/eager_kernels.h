@@ -15,7 +15,10 @@ struct EagerKernel {
   std::string family;  // the graph's family, several separated by ';', or "*" for every family
   std::string op;      // the IR op
   bool backward = false;
-  std::string operand;  // scores | query | output | input | rows (the input's, its last dimension reduced) | weight
+  // scores | query | output | input | rows (the input's, its last dimension reduced) | weight | output_and_input (a
+  // kernel over the output whose bytes_per_element count over the output's and the input's elements both: a copy
+  // from one size to another)
+  std::string operand;
   int count = 1;
   double bytes_per_element = 0, flops_per_element = 0;
   bool replaces = false;  // the family's rows of this op replace its default elementwise and norm kernels

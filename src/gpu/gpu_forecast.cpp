@@ -207,12 +207,14 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
     const Node& node = graph.nodes()[index];
     const OpDef& def = registry.get(node.op);
     if (def.category == "input") continue;
-    OpCost cost = node_cost(graph, static_cast<int>(index));
-    requires_grad[index] = requires_gradient(node, cost, requires_grad) ? 1 : 0;
+    const OpCost node_work = node_cost(graph, static_cast<int>(index));
+    const bool gradient = requires_gradient(node, node_work, requires_grad);
+    requires_grad[index] = gradient ? 1 : 0;
     const NodePart part = share.parts.empty() ? NodePart::Whole : share.parts[index];
     if (part == NodePart::Skip) continue;
     const double fraction = part == NodePart::Whole ? 1.0 : 1.0 / share.tp;  // this GPU's share of the node's work
     share_of[index] = fraction;
+    OpCost cost = node_work;
     if (part != NodePart::Whole) {
       cost.flops_fwd = static_cast<int64_t>(static_cast<double>(cost.flops_fwd) * fraction);
       cost.flops_bwd = static_cast<int64_t>(static_cast<double>(cost.flops_bwd) * fraction);
@@ -224,14 +226,8 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
       params += cost.params - cost.frozen_params;
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
-    NodeKernels shaped = node_kernels(graph, static_cast<int>(index), part, share.tp);
-    if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most a copy of its gradient
-      for (KernelShape& kernel : shaped.backward) {
-        if (activation_scale != 1.0) kernel.bytes *= activation_scale;
-        backward.add_shaped(kernel);
-      }
-      continue;
-    }
+    NodeKernels shaped = node_kernels(graph, static_cast<int>(index), node_work, part, share.tp);
+    if (!gradient) shaped.backward.clear();  // autograd runs no backward for an output no gradient reaches
     if (activation_scale != 1.0) {
       // Under autocast the GEMMs, norms' inputs and elementwise kernels move 2-byte data; softmax runs in fp32.
       for (auto* kernels : {&shaped.forward, &shaped.backward})
@@ -251,6 +247,7 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
       if (recompute) backward.add_shaped(kernel);
     }
     for (const KernelShape& kernel : shaped.backward) backward.add_shaped(kernel);
+    if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view: no curve-timed work
     if (is_matrix_category(def.category)) {
       const GpuKernel::Class kind = def.category != "conv" ? GpuKernel::Class::Gemm
                                     : winograd_shaped(view_of(graph, static_cast<int>(index)))
@@ -258,12 +255,13 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
                                         : GpuKernel::Class::Conv;
       forward.add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
       if (recompute) backward.add(kind, static_cast<double>(cost.flops_fwd), bytes, 1);
-      if (cost.flops_bwd > 0) backward.add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight
+      if (cost.flops_bwd > 0 && gradient)
+        backward.add(kind, static_cast<double>(cost.flops_bwd) / 2, bytes, 2);  // data, weight
     } else {
       forward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
       if (recompute) backward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_fwd), bytes, 1);
       // Backward reads the output gradient and what was saved, writes the input gradient.
-      backward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
+      if (gradient) backward.add(GpuKernel::Class::Memory, static_cast<double>(cost.flops_bwd), 2 * bytes, 1);
     }
   }
   const std::vector<std::vector<double>> sums = gradient_sums(graph, requires_grad);

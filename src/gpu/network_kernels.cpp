@@ -104,7 +104,7 @@ bool conv_kernels(const OpView& view, const OpCost& cost, bool input_grad, NodeK
 
 // The family's eager kernels of this op (eager_kernels.h): the defaults' elementwise kernels dropped where a row
 // replaces them, each row's kernels added over its operand.
-void apply_eager_kernels(const Graph& graph, int index, const OpView& view, NodeKernels& out) {
+void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& cost, NodeKernels& out) {
   const std::vector<const EagerKernel*>& rows = eager_kernels(graph.family, view.node.op);
   if (rows.empty()) return;
   const bool attention = view.node.op == "ScaledDotProductAttention";
@@ -140,13 +140,15 @@ void apply_eager_kernels(const Graph& graph, int index, const OpView& view, Node
       elements = dim(q, 0) * dim(q, 1) * dim(q, 2) * dim(view.in(1), 2);
     } else if (row->operand == "weight") {
       if (view.node.frozen()) continue;  // no weight gradient
-      elements = static_cast<double>(node_cost(graph, index).params);
+      elements = static_cast<double>(cost.params);
     }
+    const double byte_elements =  // what bytes_per_element counts over
+        elements + (row->operand == "output_and_input" ? static_cast<double>(view.in(0).numel()) : 0);
     if (elements <= 0) continue;
     std::vector<KernelShape>& list = row->backward ? out.backward : out.forward;
     for (int copy = 0; copy < row->count; ++copy)
       list.push_back(
-          elementwise_kernel(elements, row->flops_per_element * elements, row->bytes_per_element * elements));
+          elementwise_kernel(elements, row->flops_per_element * elements, row->bytes_per_element * byte_elements));
   }
 }
 
@@ -188,14 +190,27 @@ std::vector<std::vector<double>> gradient_sums(const Graph& graph) {
 
 std::vector<std::vector<double>> gradient_sums(const Graph& graph, const std::vector<char>& requires_grad) {
   const auto count = static_cast<size_t>(graph.size());
+  // The parts of one split hand their input a single gradient (SplitBackward0's cat): only the first part counts as
+  // a use of it.
+  std::vector<int> first_part(count, -1);
+  for (size_t index = 0; index < count; ++index) {
+    const Node& node = graph.nodes()[index];
+    if (node.split_part() && first_part[static_cast<size_t>(node.inputs.at(0))] < 0)
+      first_part[static_cast<size_t>(node.inputs.at(0))] = static_cast<int>(index);
+  }
+  auto counted = [&](size_t index) {
+    const Node& node = graph.nodes()[index];
+    return requires_grad[index] != 0 &&
+           (!node.split_part() || first_part[static_cast<size_t>(node.inputs.at(0))] == static_cast<int>(index));
+  };
   std::vector<int> last_consumer(count, -1);
   for (size_t index = 0; index < count; ++index)
-    if (requires_grad[index] != 0)
+    if (counted(index))
       for (int producer : graph.nodes()[index].inputs)
         last_consumer[static_cast<size_t>(producer)] = static_cast<int>(index);
   std::vector<std::vector<double>> sums(count);
   for (size_t index = 0; index < count; ++index) {
-    if (requires_grad[index] == 0) continue;
+    if (!counted(index)) continue;
     const std::vector<int>& inputs = graph.nodes()[index].inputs;
     for (size_t position = 0; position < inputs.size(); ++position) {
       const auto producer = static_cast<size_t>(inputs[position]);
@@ -234,24 +249,37 @@ std::string node_time_kind(const Graph& graph, int index) {
 NodeKernels node_kernels(const Graph& graph, int index) { return node_kernels(graph, index, NodePart::Whole, 1); }
 
 NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp) {
+  if (OpRegistry::instance().get(graph.node(index).op).category == "input") return {};
+  return node_kernels(graph, index, node_cost(graph, index), part, tp);
+}
+
+NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, NodePart part, double tp) {
   const Node& node = graph.nodes()[static_cast<size_t>(index)];
   const OpDef& def = OpRegistry::instance().get(node.op);
   NodeKernels out;
-  if (def.category == "input") return out;
-  const OpCost cost = node_cost(graph, index);
+  if (def.category == "input" || part == NodePart::Skip) return out;
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
-  if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view
-    // A permuted view hands its input a permuted gradient, which the op before it copies to read it whole (the view
-    // of a head split: ViewBackward0's reshape; a GEMM's input): one copy, traced in PyTorch's eager backward
-    // (scripts/eager-kernels-trace.py).
+  if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most kernels of its gradient
+    const double elements = static_cast<double>(node.shape.numel());
     if (node.op == "Permute" || node.op == "Transpose") {
-      const double elements = static_cast<double>(node.shape.numel()) / (part == NodePart::Whole ? 1 : tp);
-      if (part != NodePart::Skip) out.backward.push_back(elementwise_kernel(elements, 0, 8 * elements));
+      // A permuted view hands its input a permuted gradient, which the op before it copies to read it whole (the
+      // view of a head split: ViewBackward0's reshape; a GEMM's input): one copy, traced in PyTorch's eager backward
+      // (scripts/eager-kernels-trace.py).
+      out.backward.push_back(elementwise_kernel(elements, 0, 8 * elements));
+    } else if (node.op == "Slice") {
+      const double whole = static_cast<double>(graph.node(node.inputs.at(0)).shape.numel());
+      if (!node.split_part()) {  // SliceBackward0: zeros of the input's size, then the part's gradient copied in
+        out.backward.push_back(elementwise_kernel(whole, 0, 4 * whole));
+        out.backward.push_back(elementwise_kernel(elements, 0, 8 * elements));
+      } else if (node.attr_int("start") == 0) {  // a split's parts: one cat of their gradients, booked at the first
+        out.backward.push_back(elementwise_kernel(whole, 0, 8 * whole));
+      }
     }
+    if (part == NodePart::Split)
+      for (KernelShape& kernel : out.backward) kernel = kernel_share(kernel, tp);
     return out;
   }
   const OpView view = view_of(graph, index);
-  if (part == NodePart::Skip) return out;
   if (node.op == "Linear") {
     linear_kernels(view, out, part, tp);
   } else if (node.op == "MatMul") {
@@ -289,7 +317,7 @@ NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp
           shaped(static_cast<double>(cost.flops_bwd), (def.category == "activation" ? 1.5 : 2) * bytes));
     }
   }
-  apply_eager_kernels(graph, index, view, out);
+  apply_eager_kernels(graph, view, cost, out);
   if (node.op == "Linear" && node.attr_int("bias", 1) != 0 && !node.frozen()) {
     // The bias is added in the GEMM's epilogue (addmm); its gradient is a reduction over the rows.
     // Megatron keeps a row-parallel Linear's bias whole; a column-parallel one's is split with its outputs.

@@ -286,7 +286,9 @@ std::string Graph::architecture_hash() const {
       text << "rank=" << node.attr_ints("shape", {}).size() << ";";
     } else {
       for (const auto& [key, value] : node.attrs) {
-        if (key == "block") continue;  // which transformer layer a node belongs to: a label, not architecture
+        // Which transformer layer a node belongs to, and whether a slice came from a split or an index: labels of
+        // how PyTorch runs it, not architecture (the forward computes the same; stored hashes stay valid).
+        if (key == "block" || key == "split") continue;
         text << key << '=';
         std::visit(
             [&text](const auto& v) {

@@ -34,7 +34,12 @@ struct Node {
   // Attr frozen=1 on an op with parameters: its weights do not require grad (no weight gradient, no optimizer
   // state; the input gradient still flows). A tied weight is frozen or not with the node that owns it.
   bool frozen() const { return attr_int("frozen", 0) != 0; }
+  // Attr split=1 on a Slice (kSplitPart): one part of a torch.split or chunk of its input, whose parts' gradients
+  // autograd joins in one cat (SplitBackward0). A Slice without it indexes its input on its own (SliceBackward0,
+  // SelectBackward0: zeros of the input's size, the part's gradient copied in).
+  bool split_part() const { return op == "Slice" && attr_int("split", 0) != 0; }
 };
+inline const std::pair<const std::string, AttrValue> kSplitPart{"split", int64_t{1}};
 
 class Graph {
  public:

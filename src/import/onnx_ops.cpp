@@ -251,7 +251,7 @@ struct Translator {
     int64_t start = 0;
     for (size_t part = 0; part < parts.size(); ++part) {
       if (parts[part] <= 0 || start + parts[part] > size) fail("split sizes do not add up to " + std::to_string(size));
-      bind(emit("Slice", {x}, {{"axis", axis}, {"start", start}, {"end", start + parts[part]}},
+      bind(emit("Slice", {x}, {{"axis", axis}, {"start", start}, {"end", start + parts[part]}, kSplitPart},
                 "#" + std::to_string(part)),
            static_cast<int>(part));
       start += parts[part];

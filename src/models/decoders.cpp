@@ -102,10 +102,10 @@ int llama_mlp(GraphBuilder& b, const std::string& mlp, int y, const TransformerS
   if (!size.gelu_approximate.empty()) act["approximate"] = size.gelu_approximate;
   if (size.fused_projections) {
     const int gate_up = b.linear(mlp + "gate_up_proj", y, 2 * size.mlp, size.mlp_bias);
-    int gate =
-        b.op(mlp + "gate", "Slice", {gate_up}, {{"axis", int64_t{-1}}, {"start", int64_t{0}}, {"end", size.mlp}});
-    const int up =
-        b.op(mlp + "up", "Slice", {gate_up}, {{"axis", int64_t{-1}}, {"start", size.mlp}, {"end", 2 * size.mlp}});
+    int gate = b.op(mlp + "gate", "Slice", {gate_up},
+                    {{"axis", int64_t{-1}}, {"start", int64_t{0}}, {"end", size.mlp}, kSplitPart});
+    const int up = b.op(mlp + "up", "Slice", {gate_up},
+                        {{"axis", int64_t{-1}}, {"start", size.mlp}, {"end", 2 * size.mlp}, kSplitPart});
     gate = b.op(mlp + "activation_fn", size.activation, {gate}, act);
     return b.linear(mlp + "down_proj", b.mul(mlp + "up_times_gate", up, gate), size.hidden, size.mlp_bias);
   }
@@ -125,7 +125,7 @@ int latent_attention(GraphBuilder& b, const std::string& attn, int y, const Tran
   const int64_t q_width = nope + rope;
   const Attrs norm{{"eps", size.eps}};
   auto slice = [&](const std::string& name, int x, int64_t start, int64_t end) {
-    return b.op(name, "Slice", {x}, {{"axis", int64_t{-1}}, {"start", start}, {"end", end}});
+    return b.op(name, "Slice", {x}, {{"axis", int64_t{-1}}, {"start", start}, {"end", end}, kSplitPart});
   };
   int q = -1;
   if (size.q_lora_rank > 0) {
@@ -227,8 +227,9 @@ Graph neox_graph(const TransformerSize& size, const ModelSpec& spec) {
     int parts[3];
     const char* names[3] = {"query", "key", "value"};
     for (int part = 0; part < 3; ++part)
-      parts[part] = b.op(attn + names[part], "Slice", {qkv},
-                         {{"axis", int64_t{-1}}, {"start", part * head_dim}, {"end", (part + 1) * head_dim}});
+      parts[part] =
+          b.op(attn + names[part], "Slice", {qkv},
+               {{"axis", int64_t{-1}}, {"start", part * head_dim}, {"end", (part + 1) * head_dim}, kSplitPart});
     y = rotary_attention(b, attn, parts[0], parts[1], parts[2], size);
     y = b.linear(attn + "dense", y, hidden, size.bias);
     y = maybe_dropout(b, prefix + "post_attention_dropout", y, size.dropout);

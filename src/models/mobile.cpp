@@ -185,8 +185,10 @@ int shufflenet_unit(GraphBuilder& b, const std::string& prefix, int x, int64_t o
     left = b.act(prefix + ".branch1.4", "ReLU", left);
   } else {
     int64_t half = in_channels / 2;
-    left = b.op(prefix + ".chunk.0", "Slice", {x}, {{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", half}});
-    right = b.op(prefix + ".chunk.1", "Slice", {x}, {{"axis", int64_t{1}}, {"start", half}, {"end", in_channels}});
+    left = b.op(prefix + ".chunk.0", "Slice", {x},
+                {{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", half}, kSplitPart});
+    right = b.op(prefix + ".chunk.1", "Slice", {x},
+                 {{"axis", int64_t{1}}, {"start", half}, {"end", in_channels}, kSplitPart});
   }
   right = b.conv(prefix + ".branch2.0", right, branch_features, 1, 1, 0, 1, false);
   right = b.batchnorm(prefix + ".branch2.1", right);

@@ -180,7 +180,7 @@ Graph gpt2_graph(const TransformerSize& size, const ModelSpec& spec) {
     const char* names[3] = {"query", "key", "value"};
     for (int part = 0; part < 3; ++part) {
       int slice = b.op(attn + names[part], "Slice", {qkv},
-                       {{"axis", int64_t{-1}}, {"start", part * hidden}, {"end", (part + 1) * hidden}});
+                       {{"axis", int64_t{-1}}, {"start", part * hidden}, {"end", (part + 1) * hidden}, kSplitPart});
       parts[part] = split_heads(b, attn + names[part], slice, heads, hidden);
     }
     y = attention(b, attn + "attention", parts[0], parts[1], parts[2], true, size.attention_dropout);

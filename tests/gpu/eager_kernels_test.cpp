@@ -163,11 +163,14 @@ TEST(EagerKernels, Gpt2GeluIsWhatNeuSightMeasuredOnAV100) {
 // CPU (scripts/eager-kernels-trace.py: a TorchDispatchMode, autograd's own functions for the backward), against the
 // kernels `dnncast inspect --json` lists for the same nodes: every node's memory-bound kernels the same in number and
 // within 10% in bytes, forward and backward. Two layers: one of multi-head attention at batch 2 (q, k, v and the
-// output's gradient copied for the batched GEMMs), one of grouped-query attention (repeat_kv) at batch 3.
+// output's gradient copied for the batched GEMMs), one of grouped-query attention (repeat_kv) at batch 3. And a Phi3
+// layer: q, k and v sliced from one projection (each SliceBackward0 zeros the projection's size and copies its part
+// in; two sums join them), gate and up chunked from another (one SplitBackward0: a cat).
 TEST(EagerKernels, ALlamaLayerLaunchesWhatPyTorchsDispatcherRuns) {
   const std::string script = std::string(DNNCAST_SOURCE_DIR) + "/scripts/eager-kernels-trace.py --check --dnncast " +
                              DNNCAST_BINARY_DIR + "/dnncast";
-  for (const std::string size : {"", " --hidden 128 --heads 8 --kv-heads 2 --seq 48 --batch 3 --intermediate 344"}) {
+  for (const std::string size : {"", " --hidden 128 --heads 8 --kv-heads 2 --seq 48 --batch 3 --intermediate 344",
+                                 " --family phi3 --kv-heads 2"}) {
     const std::string output = python_test::run_python_command(script + size);
     EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << size << "\n" << output;
     EXPECT_NE(output.find("\n0 node phases depart"), std::string::npos) << size << "\n" << output;
@@ -198,6 +201,39 @@ TEST(EagerKernels, GradientsOfASharedTensorAreSummedOncePerExtraConsumer) {
   // The embedding's output feeds layer 0's norm and its first residual add: one sum, of the hidden states.
   EXPECT_EQ(count_at("layers.0.input_layernorm"), 1u);
   EXPECT_DOUBLE_EQ(sums.at(static_cast<size_t>(node_named(graph, "layers.0.input_layernorm"))).at(0), 2.0 * 16 * 4096);
+}
+
+// GPT-2's c_attn output split into query, key and value (torch.split): autograd joins the three parts' gradients in
+// one cat (SplitBackward0: read them, write c_attn's output gradient), not in two sums as for tensors read whole.
+TEST(EagerKernels, TheGradientsOfASplitsPartsAreJoinedByOneCat) {
+  models::ModelSpec spec;
+  spec.batch = 2;
+  spec.seq_len = 16;
+  const Graph graph = import::load_model(std::string(DNNCAST_SOURCE_DIR) + "/tests/models/hf_configs/gpt2.json", spec);
+  const std::vector<std::vector<double>> sums = gradient_sums(graph);
+  const double whole = 2.0 * 16 * 3 * 768;  // c_attn's output
+  double cat_bytes = 0;
+  int cats = 0;
+  for (const char* part : {"h.0.attn.query", "h.0.attn.key", "h.0.attn.value"}) {
+    const int index = node_named(graph, part);
+    ASSERT_EQ(graph.node(index).op, "Slice") << part;
+    EXPECT_TRUE(sums.at(static_cast<size_t>(index)).empty()) << part;
+    for (const KernelShape& kernel : node_kernels(graph, index).backward) cat_bytes += kernel.bytes, ++cats;
+  }
+  EXPECT_EQ(cats, 1);
+  EXPECT_DOUBLE_EQ(cat_bytes, 8 * whole);
+  // Without the label the parts are indexed one by one (SliceBackward0 each: zeros of c_attn's size, the part copied
+  // in; two sums join them), and the architecture's hash is the same: the forward computes the same.
+  Graph indexed = graph;
+  for (Node& node : indexed.mutable_nodes()) node.attrs.erase("split");
+  cat_bytes = 0, cats = 0;
+  for (const char* part : {"h.0.attn.query", "h.0.attn.key", "h.0.attn.value"})
+    for (const KernelShape& kernel : node_kernels(indexed, node_named(indexed, part)).backward)
+      cat_bytes += kernel.bytes, ++cats;
+  EXPECT_EQ(cats, 6);
+  EXPECT_DOUBLE_EQ(cat_bytes, 3 * 4 * whole + 8 * whole);
+  EXPECT_EQ(gradient_sums(indexed).at(static_cast<size_t>(node_named(indexed, "h.0.attn.query"))).size(), 1u);
+  EXPECT_EQ(indexed.architecture_hash(), graph.architecture_hash());
 }
 
 TEST(EagerKernels, AMalformedFileNamesFileAndLine) {
