@@ -5,7 +5,9 @@ kernels dnncast's GPU model times for the same nodes (issue 45; docs/GPU.md, "Th
 The layer is written as Hugging Face's eager code runs it (LlamaRMSNorm, apply_rotary_pos_emb with rotate_half,
 eager_attention_forward with its additive causal mask, the SwiGLU MLP; fp32, training, attention dropout 0), at a
 small size. --family phi3 runs Phi3's instead: one qkv_proj sliced into q, k and v (three SliceBackward0s and the
-sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
+sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). --family gpt2 runs
+GPT2Block's (LayerNorm, Conv1D's addmm, c_attn split into q, k and v, GPT2Attention._attn with its scale and
+torch.where causal mask, _merge_heads, NewGELUActivation; dropout 0). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
 at a time: what an op calls inside itself is not seen (aten::mean is one kernel on a GPU, whatever it calls on a
 CPU). An op is a kernel unless it only makes a view (its output shares an input's storage and it writes nothing),
 allocates, or has no tensor output, or reads nothing but single elements (the Python scalars ATen wraps launch
@@ -18,7 +20,8 @@ dnncast's side is `dnncast inspect CONFIG --seq S --batch B --device a100-40gb -
 Only memory-bound kernels are compared (GEMMs are timed as GEMMs either way): per node and phase, their count and
 bytes.
 
-    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3] [--kv-heads N] [--rows] [--check]
+    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gpt2] [--kv-heads N] [--rows]
+                                   [--check]
 
 --check exits 1 when a node's count differs, or its bytes by more than --tolerance (default 10%).
 """
@@ -38,6 +41,9 @@ GEMM_OPS = {"mm", "bmm", "addmm", "baddbmm"}
 # Composite ops whose kernels the mode does not see one by one: slice_backward is zeros of the input's size and a copy
 # of the gradient into its slice (two kernels: the zeros written, the slice read and written).
 TWO_KERNELS = {"slice_backward", "select_backward"}
+# native_layer_norm_backward is one op here and two kernels on a GPU (CUDA's layer_norm_grad_input_kernel, then
+# GammaBetaBackward for the weight's and bias's gradients, reading the gradient and the input again).
+LAYER_NORM_BACKWARD = "native_layer_norm_backward"
 NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh", "is_same_size",
              "_local_scalar_dense", "detach", "alias"}
 
@@ -53,8 +59,17 @@ class Size:
         self.head_dim, self.intermediate = hidden // heads, intermediate
 
 
+def layer_prefix(size):
+    return "transformer.h.0." if size.family == "gpt2" else "model.layers.0."
+
+
 def config_json(size):
-    """A one-layer LlamaConfig (Phi3Config) of this size, as dnncast reads it."""
+    """A one-layer LlamaConfig (Phi3Config, GPT2Config) of this size, as dnncast reads it."""
+    if size.family == "gpt2":
+        return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": size.hidden,
+                "n_head": size.heads, "n_layer": 1, "n_positions": 4 * size.seq, "vocab_size": 128,
+                "n_inner": size.intermediate, "activation_function": "gelu_new", "resid_pdrop": 0.0,
+                "embd_pdrop": 0.0, "attn_pdrop": 0.0, "layer_norm_epsilon": 1e-5}
     architecture = "Phi3ForCausalLM" if size.fused else "LlamaForCausalLM"
     return {"model_type": size.family, "architectures": [architecture], "hidden_size": size.hidden,
             "intermediate_size": size.intermediate, "num_attention_heads": size.heads,
@@ -166,6 +181,65 @@ def llama_layer(torch, size, state, tag):
     return forward, torch.randn(n, s, h, requires_grad=True), list(w.values())
 
 
+def gpt2_layer(torch, size, state, tag):
+    """Layer 0 of a GPT2LMHeadModel as transformers' eager code runs it (GPT2Block with dropout 0), each node's region
+    named as dnncast names the node. Returns (forward function, its input, the parameters)."""
+    import torch.nn.functional as F
+    n, s, h, heads, d, inter = size.batch, size.seq, size.hidden, size.heads, size.head_dim, size.intermediate
+    torch.manual_seed(0)
+
+    def weight(*shape):
+        return (torch.randn(*shape) * 0.05).requires_grad_()
+
+    w = {"ln1": torch.ones(h, requires_grad=True), "ln1_b": torch.zeros(h, requires_grad=True),
+         "ln2": torch.ones(h, requires_grad=True), "ln2_b": torch.zeros(h, requires_grad=True),
+         "attn": weight(h, 3 * h), "attn_b": weight(3 * h), "proj": weight(h, h), "proj_b": weight(h),
+         "fc": weight(h, inter), "fc_b": weight(inter), "fc_proj": weight(inter, h), "fc_proj_b": weight(h)}
+    causal = torch.tril(torch.ones((4 * s, 4 * s), dtype=torch.bool)).view(1, 1, 4 * s, 4 * s)  # GPT2Attention.bias
+
+    def node(name, compute):
+        state["node"] = "transformer.h.0." + name
+        value = compute()
+        tag(state["node"], value)
+        return value
+
+    def conv1d(x, key):  # Conv1D.forward
+        size_out = x.size()[:-1] + (w[key].size(-1),)
+        return torch.addmm(w[key + "_b"], x.view(-1, x.size(-1)), w[key]).view(size_out)
+
+    def attn(query, key, value):  # GPT2Attention._attn
+        weights = torch.matmul(query, key.transpose(-1, -2))
+        weights = weights / torch.full([], value.size(-1) ** 0.5, dtype=weights.dtype)
+        q_len, k_len = query.size(-2), key.size(-2)
+        mask = causal[:, :, k_len - q_len:k_len, :k_len]
+        weights = torch.where(mask, weights.to(weights.dtype), torch.full([], torch.finfo(weights.dtype).min))
+        weights = F.softmax(weights, dim=-1).type(value.dtype)
+        return torch.matmul(weights, value)
+
+    def gelu_new(x):  # NewGELUActivation
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    def forward(x):
+        y = node("ln_1", lambda: F.layer_norm(x, (h,), w["ln1"], w["ln1_b"], 1e-5))
+        qkv = node("attn.c_attn", lambda: conv1d(y, "attn"))
+        parts = dict(zip(("query", "key", "value"), node("attn.query", lambda: qkv.split(h, dim=2))))
+        for name in ("query", "key", "value"):  # _split_heads
+            p = node("attn." + name + "_view", lambda: parts[name].view(n, s, heads, d))
+            parts[name] = node("attn." + name + "_heads", lambda: p.permute(0, 2, 1, 3))
+        a = node("attn.attention", lambda: attn(parts["query"], parts["key"], parts["value"]))
+        a = node("attn.merge_heads", lambda: a.permute(0, 2, 1, 3).contiguous())  # _merge_heads
+        a = node("attn.merge_view", lambda: a.view(n, s, h))
+        a = node("attn.c_proj", lambda: conv1d(a, "proj"))
+        x = node("add_1", lambda: a + x)
+        y = node("ln_2", lambda: F.layer_norm(x, (h,), w["ln2"], w["ln2_b"], 1e-5))
+        m = node("mlp.c_fc", lambda: conv1d(y, "fc"))
+        m = node("mlp.act", lambda: gelu_new(m))
+        m = node("mlp.c_proj", lambda: conv1d(m, "fc_proj"))
+        return node("add_2", lambda: x + m)
+
+    return forward, torch.randn(n, s, h, requires_grad=True), list(w.values())
+
+
 def trace(size):
     """{node: {"forward"|"backward": [(aten op, bytes, gemm)]}} of one forward and one backward of the layer."""
     import torch
@@ -197,7 +271,11 @@ def trace(size):
             if name in ("fill", "zero", "fill_", "zero_"):
                 read = 0 if in_place else read  # in place: writes its one argument (counted as read above)
             kernels = nodes[state["node"]][state["phase"]]
-            if name in TWO_KERNELS:
+            if name == LAYER_NORM_BACKWARD and len(outputs) == 3:
+                grad_input = outputs[0].numel() * outputs[0].element_size()
+                kernels.append(("aten::layer_norm_grad_input", read + grad_input, False))
+                kernels.append(("aten::gamma_beta_backward", read + written - grad_input, False))
+            elif name in TWO_KERNELS:
                 kernels.append(("aten::zero_", written, False))
                 kernels.append(("aten::copy_", 2 * read, False))
             else:
@@ -221,7 +299,7 @@ def trace(size):
             function.register_prehook(enter(name))
             pending.extend(next_function for next_function, _ in function.next_functions)
 
-    forward, x, params = llama_layer(torch, size, state, tag)
+    forward, x, params = (gpt2_layer if size.family == "gpt2" else llama_layer)(torch, size, state, tag)
     with Kernels():
         out = forward(x)
     grad = torch.randn_like(out)
@@ -231,7 +309,7 @@ def trace(size):
     # The view of a head split (.view(...).transpose(1, 2)) copies the permuted gradient in its ViewBackward0;
     # dnncast books that copy on the permute after it (network_kernels.cpp).
     for node in list(nodes):
-        if node.endswith("_proj_view"):
+        if node.endswith("_view") and not node.endswith(".merge_view"):
             nodes[node[:-len("_view")] + "_heads"]["backward"] += nodes[node]["backward"]
             nodes[node]["backward"] = []
     return nodes
@@ -260,7 +338,7 @@ def dnncast_kernels(dnncast, size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dnncast", default=os.path.join(ROOT, "build", "dnncast"))
-    parser.add_argument("--family", choices=("llama", "phi3"), default="llama")
+    parser.add_argument("--family", choices=("llama", "phi3", "gpt2"), default="llama")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)
@@ -280,7 +358,7 @@ def main():
     departures = 0
     totals = defaultdict(lambda: [0, 0, 0.0, 0.0])  # phase -> traced count, dnncast count, their bytes
     for node in list(ours):
-        if not node.startswith("model.layers.0."):
+        if not node.startswith(layer_prefix(size)):
             continue
         for phase in ("forward", "backward"):
             theirs = [k for k in traced.get(node, {}).get(phase, []) if not k[2]]
@@ -294,7 +372,7 @@ def main():
                 totals[phase][slot] += value
             off = len(theirs) != len(mine) or abs(bytes_mine - bytes_theirs) > args.tolerance * max(bytes_theirs, 1)
             departures += off
-            print(f"  {node[len('model.layers.0.'):]:44s} {phase:8s} {len(theirs):4d} /{len(mine):3d} "
+            print(f"  {node[len(layer_prefix(size)):]:44s} {phase:8s} {len(theirs):4d} /{len(mine):3d} "
                   f"{bytes_theirs / 1024:9.1f} /{bytes_mine / 1024:8.1f} {gemms[0]:3d} /{gemms[1]:2d}"
                   f"{'   <- departs' if off else ''}")
             if args.rows:

@@ -152,6 +152,21 @@ void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& c
   }
 }
 
+// Whether every consumer of a node reads it as an attention's keys (input 1), and something does. Consumers come
+// later in the graph, and a head split's soon after it: the scan stops at the first other use.
+bool attention_key_only(const Graph& graph, int index) {
+  bool consumed = false;
+  for (int later = index + 1; later < graph.size(); ++later) {
+    const Node& node = graph.node(later);
+    for (size_t position = 0; position < node.inputs.size(); ++position) {
+      if (node.inputs[position] != index) continue;
+      if (node.op != "ScaledDotProductAttention" || position != 1) return false;
+      consumed = true;
+    }
+  }
+  return consumed;
+}
+
 // 1/parts of a kernel's work: its batch of matrices (or its rows) divided, as when attention heads or an MLP's
 // hidden units are split over a tensor-parallel group.
 KernelShape kernel_share(KernelShape kernel, double parts) {
@@ -261,10 +276,11 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
   if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most kernels of its gradient
     const double elements = static_cast<double>(node.shape.numel());
-    if (node.op == "Permute" || node.op == "Transpose") {
+    if ((node.op == "Permute" || node.op == "Transpose") && !attention_key_only(graph, index)) {
       // A permuted view hands its input a permuted gradient, which the op before it copies to read it whole (the
       // view of a head split: ViewBackward0's reshape; a GEMM's input): one copy, traced in PyTorch's eager backward
-      // (scripts/eager-kernels-trace.py).
+      // (scripts/eager-kernels-trace.py). Not for keys read straight by the attention's q k^T: their gradient comes
+      // out of that GEMM transposed, which undoes the permute without a copy (traced: GPT-2's).
       out.backward.push_back(elementwise_kernel(elements, 0, 8 * elements));
     } else if (node.op == "Slice") {
       const double whole = static_cast<double>(graph.node(node.inputs.at(0)).shape.numel());
@@ -312,6 +328,12 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
     if (two_gradients) {
       out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) / 2, bytes));
       out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) / 2, bytes));
+    } else if (node.op == "LayerNorm") {
+      // CUDA's layer norm backward: the input's gradient (reads the gradient and the input, writes one), then the
+      // weight's and bias's, reduced over the rows (reads both again) when they are trained.
+      const bool affine_grad = cost.params > cost.frozen_params;
+      out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) * (affine_grad ? 7.0 / 9 : 1), 1.5 * bytes));
+      if (affine_grad) out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) * 2.0 / 9, bytes));
     } else if ((cost.flops_bwd > 0 || def.category != "loss") && !passes_gradient) {
       out.backward.push_back(
           shaped(static_cast<double>(cost.flops_bwd), (def.category == "activation" ? 1.5 : 2) * bytes));

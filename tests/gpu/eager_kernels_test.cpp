@@ -51,24 +51,26 @@ double bytes_of(const std::vector<KernelShape>& kernels, KernelFamily family) {
 }
 
 // GPT2Attention._attn in training (dropout on, causal): forward the scale (8 B), torch.where (9 B) and the dropout
-// (9 B) over the S x S scores; backward the dropout's (9), softmax's (12), where's (9) and the scale's (8).
+// (9 B) over the S x S scores; backward the dropout's (9), softmax's (12), where's (9) and the scale's (8). At batch 2
+// the batched GEMMs copy q, k and v forward and the output's gradient backward (8 B each over q's size).
 TEST(EagerKernels, Gpt2AttentionStreamsItsScoresOncePerKernel) {
   const Graph graph = gpt2(128, 2);
   const int index = node_named(graph, "h.0.attn.attention");
   ASSERT_GE(index, 0);
   const NodeKernels kernels = node_kernels(graph, index);
-  const double scores = 2.0 * 12 * 128 * 128;
-  EXPECT_DOUBLE_EQ(bytes_of(kernels.forward, KernelFamily::Elementwise), (8 + 9 + 9) * scores);
-  EXPECT_DOUBLE_EQ(bytes_of(kernels.backward, KernelFamily::Elementwise), (9 + 12 + 9 + 8) * scores);
+  const double scores = 2.0 * 12 * 128 * 128, query = 2.0 * 128 * 768;
+  EXPECT_DOUBLE_EQ(bytes_of(kernels.forward, KernelFamily::Elementwise), (8 + 9 + 9) * scores + 3 * 8 * query);
+  EXPECT_DOUBLE_EQ(bytes_of(kernels.backward, KernelFamily::Elementwise), (9 + 12 + 9 + 8) * scores + 8 * query);
   // The fused path launches none of them.
   const Graph fused = gpt2(128, 2, "sdpa");
   const NodeKernels none = node_kernels(fused, node_named(fused, "h.0.attn.attention"));
   EXPECT_DOUBLE_EQ(
       bytes_of(none.forward, KernelFamily::Elementwise) + bytes_of(none.backward, KernelFamily::Elementwise), 0.0);
-  // gelu_new: eight kernels forward, ten backward, over the MLP's 4 x hidden activations.
+  // gelu_new: eight kernels forward, eleven backward (pow's backward is three), over the MLP's 4 x hidden
+  // activations.
   const NodeKernels gelu = node_kernels(graph, node_named(graph, "h.0.mlp.act"));
   EXPECT_EQ(gelu.forward.size(), 8u);
-  EXPECT_EQ(gelu.backward.size(), 10u);
+  EXPECT_EQ(gelu.backward.size(), 11u);
 }
 
 // Gemma 2's soft-capped scores add the division, tanh and product over the S x S scores each way (rows "softcap");
@@ -165,18 +167,26 @@ TEST(EagerKernels, Gpt2GeluIsWhatNeuSightMeasuredOnAV100) {
 // within 10% in bytes, forward and backward. Two layers: one of multi-head attention at batch 2 (q, k, v and the
 // output's gradient copied for the batched GEMMs), one of grouped-query attention (repeat_kv) at batch 3. And a Phi3
 // layer: q, k and v sliced from one projection (each SliceBackward0 zeros the projection's size and copies its part
-// in; two sums join them), gate and up chunked from another (one SplitBackward0: a cat).
-TEST(EagerKernels, ALlamaLayerLaunchesWhatPyTorchsDispatcherRuns) {
+// in; two sums join them), gate and up chunked from another (one SplitBackward0: a cat). And a GPT-2 block at batch 2
+// and 1 (c_attn split; the keys' gradient back from q k^T without a copy; LayerNorm's backward two kernels on a GPU;
+// gelu_new eight kernels forward, eleven backward).
+TEST(EagerKernels, DecoderLayersLaunchWhatPyTorchsDispatcherRuns) {
   const std::string script = std::string(DNNCAST_SOURCE_DIR) + "/scripts/eager-kernels-trace.py --check --dnncast " +
                              DNNCAST_BINARY_DIR + "/dnncast";
-  for (const std::string size : {"", " --hidden 128 --heads 8 --kv-heads 2 --seq 48 --batch 3 --intermediate 344",
-                                 " --family phi3 --kv-heads 2"}) {
+  // It compared something: RMSNorm's six forward kernels (pow, mean, add, rsqrt and two products), gelu_new's eight.
+  const std::string rms_norm = "input_layernorm                              forward     6 /  6",
+                    gelu_new = "mlp.act                                      backward   11 / 11";
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"", rms_norm},
+      {" --hidden 128 --heads 8 --kv-heads 2 --seq 48 --batch 3 --intermediate 344", rms_norm},
+      {" --family phi3 --kv-heads 2", rms_norm},
+      {" --family gpt2", gelu_new},
+      {" --family gpt2 --batch 1", gelu_new}};
+  for (const auto& [size, compared] : runs) {
     const std::string output = python_test::run_python_command(script + size);
     EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << size << "\n" << output;
     EXPECT_NE(output.find("\n0 node phases depart"), std::string::npos) << size << "\n" << output;
-    // It compared something: RMSNorm's six forward kernels (pow, mean, add, rsqrt and two products).
-    EXPECT_NE(output.find("input_layernorm                              forward     6 /  6"), std::string::npos)
-        << output;
+    EXPECT_NE(output.find(compared), std::string::npos) << size << "\n" << output;
   }
 }
 
