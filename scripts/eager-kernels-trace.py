@@ -7,7 +7,8 @@ eager_attention_forward with its additive causal mask, the SwiGLU MLP; fp32, tra
 small size. --family phi3 runs Phi3's instead: one qkv_proj sliced into q, k and v (three SliceBackward0s and the
 sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). --family gpt2 runs
 GPT2Block's (LayerNorm, Conv1D's addmm, c_attn split into q, k and v, GPT2Attention._attn with its scale and
-torch.where causal mask, _merge_heads, NewGELUActivation; dropout 0). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
+torch.where causal mask, _merge_heads, NewGELUActivation; dropout 0). --family bert runs BertLayer's (separate q, k
+and v projections, transpose_for_scores, the scale and the extended mask added to the scores, erf GELU, post-norm). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
 at a time: what an op calls inside itself is not seen (aten::mean is one kernel on a GPU, whatever it calls on a
 CPU). An op is a kernel unless it only makes a view (its output shares an input's storage and it writes nothing),
 allocates, or has no tensor output, or reads nothing but single elements (the Python scalars ATen wraps launch
@@ -20,7 +21,7 @@ dnncast's side is `dnncast inspect CONFIG --seq S --batch B --device a100-40gb -
 Only memory-bound kernels are compared (GEMMs are timed as GEMMs either way): per node and phase, their count and
 bytes.
 
-    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gpt2] [--kv-heads N] [--rows]
+    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gpt2|bert] [--kv-heads N] [--rows]
                                    [--check]
 
 --check exits 1 when a node's count differs, or its bytes by more than --tolerance (default 10%).
@@ -60,7 +61,7 @@ class Size:
 
 
 def layer_prefix(size):
-    return "transformer.h.0." if size.family == "gpt2" else "model.layers.0."
+    return {"gpt2": "transformer.h.0.", "bert": "encoder.layer.0."}.get(size.family, "model.layers.0.")
 
 
 def config_json(size):
@@ -70,6 +71,12 @@ def config_json(size):
                 "n_head": size.heads, "n_layer": 1, "n_positions": 4 * size.seq, "vocab_size": 128,
                 "n_inner": size.intermediate, "activation_function": "gelu_new", "resid_pdrop": 0.0,
                 "embd_pdrop": 0.0, "attn_pdrop": 0.0, "layer_norm_epsilon": 1e-5}
+    if size.family == "bert":
+        return {"model_type": "bert", "architectures": ["BertForMaskedLM"], "hidden_size": size.hidden,
+                "num_attention_heads": size.heads, "num_hidden_layers": 1, "intermediate_size": size.intermediate,
+                "max_position_embeddings": 4 * size.seq, "type_vocab_size": 2, "vocab_size": 128,
+                "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+                "layer_norm_eps": 1e-12}
     architecture = "Phi3ForCausalLM" if size.fused else "LlamaForCausalLM"
     return {"model_type": size.family, "architectures": [architecture], "hidden_size": size.hidden,
             "intermediate_size": size.intermediate, "num_attention_heads": size.heads,
@@ -240,6 +247,58 @@ def gpt2_layer(torch, size, state, tag):
     return forward, torch.randn(n, s, h, requires_grad=True), list(w.values())
 
 
+def bert_layer(torch, size, state, tag):
+    """Layer 0 of a BertForMaskedLM as transformers' eager code runs it (BertLayer with dropout 0), each node's region
+    named as dnncast names the node. Returns (forward function, its input, the parameters)."""
+    import torch.nn.functional as F
+    n, s, h, heads, d, inter = size.batch, size.seq, size.hidden, size.heads, size.head_dim, size.intermediate
+    torch.manual_seed(0)
+
+    def weight(*shape):
+        return (torch.randn(*shape) * 0.05).requires_grad_()
+
+    w = {}
+    for key, shape in (("query", (h, h)), ("key", (h, h)), ("value", (h, h)), ("attn_out", (h, h)),
+                       ("inter", (inter, h)), ("out", (h, inter))):
+        w[key], w[key + "_b"] = weight(*shape), weight(shape[0])
+    for key in ("ln1", "ln2"):
+        w[key], w[key + "_b"] = torch.ones(h, requires_grad=True), torch.zeros(h, requires_grad=True)
+    # BertModel's extended attention mask, made once per model forward: (1 - mask) * min, batch x 1 x 1 x seq.
+    mask = torch.zeros(n, 1, 1, s)
+
+    def node(name, compute):
+        state["node"] = "encoder.layer.0." + name
+        value = compute()
+        tag(state["node"], value)
+        return value
+
+    def forward(x):
+        parts = {}
+        for name in ("query", "key", "value"):  # BertSelfAttention's projections and transpose_for_scores
+            p = node("attention.self." + name, lambda: F.linear(x, w[name], w[name + "_b"]))
+            p = node("attention.self." + name + "_view", lambda: p.view(n, s, heads, d))
+            parts[name] = node("attention.self." + name + "_heads", lambda: p.permute(0, 2, 1, 3))
+
+        def attention():
+            scores = torch.matmul(parts["query"], parts["key"].transpose(-1, -2))
+            scores = scores / math.sqrt(d)
+            scores = scores + mask
+            return torch.matmul(F.softmax(scores, dim=-1), parts["value"])
+        a = node("attention.self.attention", attention)
+        a = node("attention.self.merge_heads", lambda: a.permute(0, 2, 1, 3).contiguous())
+        a = node("attention.self.merge_view", lambda: a.view(n, s, h))
+        a = node("attention.output.dense", lambda: F.linear(a, w["attn_out"], w["attn_out_b"]))
+        a = node("attention.output.add", lambda: a + x)  # BertSelfOutput: LayerNorm(hidden_states + input_tensor)
+        y = node("attention.output.LayerNorm", lambda: F.layer_norm(a, (h,), w["ln1"], w["ln1_b"], 1e-12))
+        m = node("intermediate.dense", lambda: F.linear(y, w["inter"], w["inter_b"]))
+        m = node("intermediate.intermediate_act_fn", lambda: F.gelu(m))
+        m = node("output.dense", lambda: F.linear(m, w["out"], w["out_b"]))
+        m = node("output.add", lambda: m + y)
+        return node("output.LayerNorm", lambda: F.layer_norm(m, (h,), w["ln2"], w["ln2_b"], 1e-12))
+
+    return forward, torch.randn(n, s, h, requires_grad=True), list(w.values())
+
+
 def trace(size):
     """{node: {"forward"|"backward": [(aten op, bytes, gemm)]}} of one forward and one backward of the layer."""
     import torch
@@ -289,6 +348,7 @@ def trace(size):
 
     def tag(name, value):
         """Marks the autograd functions the node's region made (those not marked by an earlier node) as its own."""
+        nodes[name]  # the node is listed, kernels or not
         value = value[0] if isinstance(value, tuple) else value  # a split's parts share one function
         pending = [value.grad_fn] if value.grad_fn is not None else []
         while pending:
@@ -299,19 +359,25 @@ def trace(size):
             function.register_prehook(enter(name))
             pending.extend(next_function for next_function, _ in function.next_functions)
 
-    forward, x, params = (gpt2_layer if size.family == "gpt2" else llama_layer)(torch, size, state, tag)
+    layer = {"gpt2": gpt2_layer, "bert": bert_layer}.get(size.family, llama_layer)
+    forward, x, params = layer(torch, size, state, tag)
     with Kernels():
         out = forward(x)
     grad = torch.randn_like(out)
     state["phase"], state["node"] = "backward", "?"
     with Kernels():
         torch.autograd.grad(out, [x] + params, grad)
-    # The view of a head split (.view(...).transpose(1, 2)) copies the permuted gradient in its ViewBackward0;
-    # dnncast books that copy on the permute after it (network_kernels.cpp).
+    # The view of a head split (.view(...).transpose(1, 2)) copies the permuted gradient in its ViewBackward0, or the
+    # projection before it does, to flatten it (BERT's keys, whose gradient comes back transposed and survives the
+    # view); dnncast books that copy on the permute after the view (network_kernels.cpp).
     for node in list(nodes):
         if node.endswith("_view") and not node.endswith(".merge_view"):
             nodes[node[:-len("_view")] + "_heads"]["backward"] += nodes[node]["backward"]
             nodes[node]["backward"] = []
+            projection = nodes.get(node[:-len("_view")], {"backward": []})["backward"]
+            copies = [k for k in projection if k[0] == "aten::clone"]
+            nodes[node[:-len("_view")] + "_heads"]["backward"] += copies
+            projection[:] = [k for k in projection if k[0] != "aten::clone"]
     return nodes
 
 
@@ -338,7 +404,7 @@ def dnncast_kernels(dnncast, size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dnncast", default=os.path.join(ROOT, "build", "dnncast"))
-    parser.add_argument("--family", choices=("llama", "phi3", "gpt2"), default="llama")
+    parser.add_argument("--family", choices=("llama", "phi3", "gpt2", "bert"), default="llama")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)

@@ -167,6 +167,15 @@ bool attention_key_only(const Graph& graph, int index) {
   return consumed;
 }
 
+// A head split of keys read only by the attention's q k^T: their gradient leaves that GEMM transposed, which undoes
+// the permute, so it reaches the projection uncopied when a split's cat takes it as it is (GPT-2's c_attn) or when
+// there is one sequence; a projection of its own flattens it over several with a copy (BERT's key: traced).
+bool key_gradient_uncopied(const Graph& graph, int index) {
+  int source = graph.node(index).inputs.at(0);
+  if (graph.node(source).op == "Reshape") source = graph.node(source).inputs.at(0);
+  return (graph.node(source).split_part() || dim(graph.node(index).shape, 0) == 1) && attention_key_only(graph, index);
+}
+
 // 1/parts of a kernel's work: its batch of matrices (or its rows) divided, as when attention heads or an MLP's
 // hidden units are split over a tensor-parallel group.
 KernelShape kernel_share(KernelShape kernel, double parts) {
@@ -276,11 +285,10 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
   if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most kernels of its gradient
     const double elements = static_cast<double>(node.shape.numel());
-    if ((node.op == "Permute" || node.op == "Transpose") && !attention_key_only(graph, index)) {
+    if ((node.op == "Permute" || node.op == "Transpose") && !key_gradient_uncopied(graph, index)) {
       // A permuted view hands its input a permuted gradient, which the op before it copies to read it whole (the
       // view of a head split: ViewBackward0's reshape; a GEMM's input): one copy, traced in PyTorch's eager backward
-      // (scripts/eager-kernels-trace.py). Not for keys read straight by the attention's q k^T: their gradient comes
-      // out of that GEMM transposed, which undoes the permute without a copy (traced: GPT-2's).
+      // (scripts/eager-kernels-trace.py).
       out.backward.push_back(elementwise_kernel(elements, 0, 8 * elements));
     } else if (node.op == "Slice") {
       const double whole = static_cast<double>(graph.node(node.inputs.at(0)).shape.numel());

@@ -167,21 +167,25 @@ TEST(EagerKernels, Gpt2GeluIsWhatNeuSightMeasuredOnAV100) {
 // within 10% in bytes, forward and backward. Two layers: one of multi-head attention at batch 2 (q, k, v and the
 // output's gradient copied for the batched GEMMs), one of grouped-query attention (repeat_kv) at batch 3. And a Phi3
 // layer: q, k and v sliced from one projection (each SliceBackward0 zeros the projection's size and copies its part
-// in; two sums join them), gate and up chunked from another (one SplitBackward0: a cat). And a GPT-2 block at batch 2
+// in; two sums join them), gate and up chunked from another (one SplitBackward0: a cat). A GPT-2 block at batch 2
 // and 1 (c_attn split; the keys' gradient back from q k^T without a copy; LayerNorm's backward two kernels on a GPU;
-// gelu_new eight kernels forward, eleven backward).
+// gelu_new eight kernels forward, eleven backward). A BERT layer at batch 2 and 1 (its key projection copies the
+// keys' transposed gradient to flatten it over several sequences only).
 TEST(EagerKernels, DecoderLayersLaunchWhatPyTorchsDispatcherRuns) {
   const std::string script = std::string(DNNCAST_SOURCE_DIR) + "/scripts/eager-kernels-trace.py --check --dnncast " +
                              DNNCAST_BINARY_DIR + "/dnncast";
   // It compared something: RMSNorm's six forward kernels (pow, mean, add, rsqrt and two products), gelu_new's eight.
   const std::string rms_norm = "input_layernorm                              forward     6 /  6",
-                    gelu_new = "mlp.act                                      backward   11 / 11";
+                    gelu_new = "mlp.act                                      backward   11 / 11",
+                    layer_norm = "attention.output.LayerNorm                   backward    2 /  2";
   const std::vector<std::pair<std::string, std::string>> runs = {
       {"", rms_norm},
       {" --hidden 128 --heads 8 --kv-heads 2 --seq 48 --batch 3 --intermediate 344", rms_norm},
       {" --family phi3 --kv-heads 2", rms_norm},
       {" --family gpt2", gelu_new},
-      {" --family gpt2 --batch 1", gelu_new}};
+      {" --family gpt2 --batch 1", gelu_new},
+      {" --family bert", layer_norm},
+      {" --family bert --batch 1", layer_norm}};
   for (const auto& [size, compared] : runs) {
     const std::string output = python_test::run_python_command(script + size);
     EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << size << "\n" << output;
