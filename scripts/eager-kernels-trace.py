@@ -8,7 +8,9 @@ small size. --family phi3 runs Phi3's instead: one qkv_proj sliced into q, k and
 sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). --family gpt2 runs
 GPT2Block's (LayerNorm, Conv1D's addmm, c_attn split into q, k and v, GPT2Attention._attn with its scale and
 torch.where causal mask, _merge_heads, NewGELUActivation; dropout 0). --family bert runs BertLayer's (separate q, k
-and v projections, transpose_for_scores, the scale and the extended mask added to the scores, erf GELU, post-norm). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
+and v projections, transpose_for_scores, the scale and the extended mask added to the scores, erf GELU, post-norm).
+--family opt runs OPTDecoderLayer's (q scaled, _shape's contiguous copies, bmm, the causal mask added and clamped by
+torch.max, ReLU, pre-norm). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
 at a time: what an op calls inside itself is not seen (aten::mean is one kernel on a GPU, whatever it calls on a
 CPU). An op is a kernel unless it only makes a view (its output shares an input's storage and it writes nothing),
 allocates, or has no tensor output, or reads nothing but single elements (the Python scalars ATen wraps launch
@@ -21,7 +23,7 @@ dnncast's side is `dnncast inspect CONFIG --seq S --batch B --device a100-40gb -
 Only memory-bound kernels are compared (GEMMs are timed as GEMMs either way): per node and phase, their count and
 bytes.
 
-    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gpt2|bert] [--kv-heads N] [--rows]
+    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gpt2|bert|opt] [--kv-heads N] [--rows]
                                    [--check]
 
 --check exits 1 when a node's count differs, or its bytes by more than --tolerance (default 10%).
@@ -61,7 +63,8 @@ class Size:
 
 
 def layer_prefix(size):
-    return {"gpt2": "transformer.h.0.", "bert": "encoder.layer.0."}.get(size.family, "model.layers.0.")
+    return {"gpt2": "transformer.h.0.", "bert": "encoder.layer.0.", "opt": "model.decoder.layers.0."}.get(
+        size.family, "model.layers.0.")
 
 
 def config_json(size):
@@ -77,6 +80,12 @@ def config_json(size):
                 "max_position_embeddings": 4 * size.seq, "type_vocab_size": 2, "vocab_size": 128,
                 "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
                 "layer_norm_eps": 1e-12}
+    if size.family == "opt":
+        return {"model_type": "opt", "architectures": ["OPTForCausalLM"], "hidden_size": size.hidden,
+                "num_attention_heads": size.heads, "num_hidden_layers": 1, "ffn_dim": size.intermediate,
+                "max_position_embeddings": 4 * size.seq, "vocab_size": 128, "word_embed_proj_dim": size.hidden,
+                "activation_function": "relu", "do_layer_norm_before": True, "enable_bias": True, "dropout": 0.0,
+                "attention_dropout": 0.0}
     architecture = "Phi3ForCausalLM" if size.fused else "LlamaForCausalLM"
     return {"model_type": size.family, "architectures": [architecture], "hidden_size": size.hidden,
             "intermediate_size": size.intermediate, "num_attention_heads": size.heads,
@@ -299,6 +308,62 @@ def bert_layer(torch, size, state, tag):
     return forward, torch.randn(n, s, h, requires_grad=True), list(w.values())
 
 
+def opt_layer(torch, size, state, tag):
+    """Layer 0 of an OPTForCausalLM as transformers' eager code runs it (OPTDecoderLayer, pre-norm, dropout 0), each
+    node's region named as dnncast names the node; the attention's region runs OPTAttention's scale of q and
+    _shape's contiguous copies, which dnncast books on the attention. Returns (forward function, its input, the
+    parameters)."""
+    import torch.nn.functional as F
+    n, s, h, heads, d, inter = size.batch, size.seq, size.hidden, size.heads, size.head_dim, size.intermediate
+    torch.manual_seed(0)
+
+    def weight(*shape):
+        return (torch.randn(*shape) * 0.05).requires_grad_()
+
+    w = {}
+    for key, shape in (("q", (h, h)), ("k", (h, h)), ("v", (h, h)), ("out", (h, h)), ("fc1", (inter, h)),
+                       ("fc2", (h, inter))):
+        w[key], w[key + "_b"] = weight(*shape), weight(shape[0])
+    for key in ("ln1", "ln2"):
+        w[key], w[key + "_b"] = torch.ones(h, requires_grad=True), torch.zeros(h, requires_grad=True)
+    # OPTDecoder's 4-D causal mask, made once per model forward: batch x 1 x seq x seq.
+    mask = torch.full((s, s), torch.finfo(torch.float32).min).triu(1).expand(n, 1, s, s).contiguous()
+
+    def node(name, compute):
+        state["node"] = "model.decoder.layers.0." + name
+        value = compute()
+        tag(state["node"], value)
+        return value
+
+    def forward(x):
+        y = node("self_attn_layer_norm", lambda: F.layer_norm(x, (h,), w["ln1"], w["ln1_b"]))
+        parts = {}
+        for key in ("q", "k", "v"):
+            p = node("self_attn." + key + "_proj", lambda: F.linear(y, w[key], w[key + "_b"]))
+            p = node("self_attn." + key + "_proj_view", lambda: p.view(n, s, heads, d))
+            parts[key] = node("self_attn." + key + "_proj_heads", lambda: p.transpose(1, 2))
+
+        def attention():  # OPTAttention.forward between the projections and out_proj
+            q = (parts["q"] * d ** -0.5).contiguous().view(n * heads, s, d)
+            k = parts["k"].contiguous().view(n * heads, s, d)
+            v = parts["v"].contiguous().view(n * heads, s, d)
+            weights = torch.bmm(q, k.transpose(1, 2)).view(n, heads, s, s) + mask
+            weights = torch.max(weights, torch.tensor(torch.finfo(weights.dtype).min)).view(n * heads, s, s)
+            return torch.bmm(F.softmax(weights, dim=-1), v).view(n, heads, s, d)
+        a = node("self_attn.attention", attention)
+        a = node("self_attn.merge_heads", lambda: a.transpose(1, 2).contiguous())
+        a = node("self_attn.merge_view", lambda: a.reshape(n, s, h))
+        a = node("self_attn.out_proj", lambda: F.linear(a, w["out"], w["out_b"]))
+        x = node("add_1", lambda: x + a)
+        y = node("final_layer_norm", lambda: F.layer_norm(x, (h,), w["ln2"], w["ln2_b"]))
+        m = node("fc1", lambda: F.linear(y, w["fc1"], w["fc1_b"]))
+        m = node("activation_fn", lambda: F.relu(m))
+        m = node("fc2", lambda: F.linear(m, w["fc2"], w["fc2_b"]))
+        return node("add_2", lambda: x + m)
+
+    return forward, torch.randn(n, s, h, requires_grad=True), list(w.values())
+
+
 def trace(size):
     """{node: {"forward"|"backward": [(aten op, bytes, gemm)]}} of one forward and one backward of the layer."""
     import torch
@@ -359,7 +424,7 @@ def trace(size):
             function.register_prehook(enter(name))
             pending.extend(next_function for next_function, _ in function.next_functions)
 
-    layer = {"gpt2": gpt2_layer, "bert": bert_layer}.get(size.family, llama_layer)
+    layer = {"gpt2": gpt2_layer, "bert": bert_layer, "opt": opt_layer}.get(size.family, llama_layer)
     forward, x, params = layer(torch, size, state, tag)
     with Kernels():
         out = forward(x)
@@ -404,7 +469,7 @@ def dnncast_kernels(dnncast, size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dnncast", default=os.path.join(ROOT, "build", "dnncast"))
-    parser.add_argument("--family", choices=("llama", "phi3", "gpt2", "bert"), default="llama")
+    parser.add_argument("--family", choices=("llama", "phi3", "gpt2", "bert", "opt"), default="llama")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)

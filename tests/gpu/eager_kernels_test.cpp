@@ -170,7 +170,8 @@ TEST(EagerKernels, Gpt2GeluIsWhatNeuSightMeasuredOnAV100) {
 // in; two sums join them), gate and up chunked from another (one SplitBackward0: a cat). A GPT-2 block at batch 2
 // and 1 (c_attn split; the keys' gradient back from q k^T without a copy; LayerNorm's backward two kernels on a GPU;
 // gelu_new eight kernels forward, eleven backward). A BERT layer at batch 2 and 1 (its key projection copies the
-// keys' transposed gradient to flatten it over several sequences only).
+// keys' transposed gradient to flatten it over several sequences only). An OPT layer at batch 2 (torch.max's backward
+// five kernels; _shape's copies' gradients pass back through the head split's view).
 TEST(EagerKernels, DecoderLayersLaunchWhatPyTorchsDispatcherRuns) {
   const std::string script = std::string(DNNCAST_SOURCE_DIR) + "/scripts/eager-kernels-trace.py --check --dnncast " +
                              DNNCAST_BINARY_DIR + "/dnncast";
@@ -185,7 +186,8 @@ TEST(EagerKernels, DecoderLayersLaunchWhatPyTorchsDispatcherRuns) {
       {" --family gpt2", gelu_new},
       {" --family gpt2 --batch 1", gelu_new},
       {" --family bert", layer_norm},
-      {" --family bert --batch 1", layer_norm}};
+      {" --family bert --batch 1", layer_norm},
+      {" --family opt", "self_attn.attention                          backward    8 /  8"}};
   for (const auto& [size, compared] : runs) {
     const std::string output = python_test::run_python_command(script + size);
     EXPECT_EQ(output.rfind("FAILED", 0), std::string::npos) << size << "\n" << output;
