@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "core/csv.h"
@@ -48,10 +49,19 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
         throw InputError("phase must be forward or backward, got " + quote(fields[2]));
       row.backward = fields[2] == "backward";
       row.operand = fields[3];
-      if (row.operand != "scores" && row.operand != "query" && row.operand != "output" && row.operand != "input" &&
-          row.operand != "rows" && row.operand != "weight" && row.operand != "output_and_input")
+      static const std::map<std::string, EagerKernel::Operand> operands = {
+          {"scores", EagerKernel::Operand::Scores},
+          {"query", EagerKernel::Operand::Query},
+          {"output", EagerKernel::Operand::Output},
+          {"input", EagerKernel::Operand::Input},
+          {"rows", EagerKernel::Operand::Rows},
+          {"weight", EagerKernel::Operand::Weight},
+          {"output_and_input", EagerKernel::Operand::OutputAndInput}};
+      const auto operand = operands.find(row.operand);
+      if (operand == operands.end())
         throw InputError("operand must be scores, query, output, input, rows, weight or output_and_input, got " +
                          quote(row.operand));
+      row.operand_kind = operand->second;
       const double count = parse_bounded_number(fields[4], "count", 1e6);
       if (count < 1 || count > 64 || count != static_cast<double>(static_cast<int>(count)))
         throw InputError("count must be a whole number from 1 to 64, got " + quote(fields[4]));
@@ -62,10 +72,15 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
         throw InputError("mode must be replace or add, got " + quote(fields[7]));
       row.replaces = fields[7] == "replace";
       row.condition = fields[8];
-      if (!row.condition.empty() && row.condition != "dropout" && row.condition != "causal" &&
-          row.condition != "softcap" && row.condition != "batched" && row.condition != "kv_views")
+      static const std::map<std::string, EagerKernel::Condition> conditions = {
+          {"", EagerKernel::Condition::Always},         {"dropout", EagerKernel::Condition::Dropout},
+          {"causal", EagerKernel::Condition::Causal},   {"softcap", EagerKernel::Condition::Softcap},
+          {"batched", EagerKernel::Condition::Batched}, {"kv_views", EagerKernel::Condition::KvViews}};
+      const auto condition = conditions.find(row.condition);
+      if (condition == conditions.end())
         throw InputError("if must be empty, dropout, causal, softcap, batched or kv_views, got " +
                          quote(row.condition));
+      row.condition_kind = condition->second;
       row.what = fields[9];
       rows.push_back(std::move(row));
     } catch (const InputError& error) {
@@ -76,10 +91,24 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
   return rows;
 }
 
+namespace {
+// (family, op) keys looked up as views of the caller's strings: no copies on the per-node path.
+struct ByFamilyAndOp {
+  using is_transparent = void;
+  using Key = std::pair<std::string_view, std::string_view>;
+  static Key view(const std::pair<std::string, std::string>& key) { return {key.first, key.second}; }
+  static Key view(const Key& key) { return key; }
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return view(a) < view(b);
+  }
+};
+}  // namespace
+
 const std::vector<const EagerKernel*>& eager_kernels(const std::string& family, const std::string& op) {
   struct Index {
     std::vector<EagerKernel> rows;
-    std::map<std::pair<std::string, std::string>, std::vector<const EagerKernel*>> by_key;
+    std::map<std::pair<std::string, std::string>, std::vector<const EagerKernel*>, ByFamilyAndOp> by_key;
   };
   static const Index index = [] {
     Index built;
@@ -94,14 +123,14 @@ const std::vector<const EagerKernel*>& eager_kernels(const std::string& family, 
     // A family's list carries the "*" rows of its op too, merged once here rather than per lookup.
     for (auto& [key, list] : built.by_key) {
       if (key.first == "*") continue;
-      const auto every = built.by_key.find({"*", key.second});
+      const auto every = built.by_key.find(ByFamilyAndOp::Key{"*", key.second});
       if (every != built.by_key.end()) list.insert(list.end(), every->second.begin(), every->second.end());
     }
     return built;
   }();
   static const std::vector<const EagerKernel*> none;
-  auto found = index.by_key.find({family, op});
-  if (found == index.by_key.end()) found = index.by_key.find({"*", op});
+  auto found = index.by_key.find(ByFamilyAndOp::Key{family, op});
+  if (found == index.by_key.end()) found = index.by_key.find(ByFamilyAndOp::Key{"*", op});
   return found == index.by_key.end() ? none : found->second;
 }
 

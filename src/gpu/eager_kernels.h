@@ -6,6 +6,7 @@
 // that node_kernels (kernel_model.h) reads.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,16 @@ struct EagerKernel {
   // kernel over the output whose bytes_per_element count over the output's and the input's elements both: a copy
   // from one size to another)
   std::string operand;
+  enum class Operand : uint8_t { Scores, Query, Output, Input, Rows, Weight, OutputAndInput };
+  Operand operand_kind = Operand::Output;  // the same, parsed
   int count = 1;
   double bytes_per_element = 0, flops_per_element = 0;
   bool replaces = false;  // the family's rows of this op replace its default elementwise and norm kernels
   // "" | dropout | causal | softcap | batched (the attention's batch over 1) | kv_views (batched, and keys and values
   // not from repeat_kv)
   std::string condition;
+  enum class Condition : uint8_t { Always, Dropout, Causal, Softcap, Batched, KvViews };
+  Condition condition_kind = Condition::Always;  // the same, parsed
   std::string what;
 };
 

@@ -125,25 +125,30 @@ void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& c
   // kv_views: so are the keys and values, straight from their head split rather than from repeat_kv's copy.
   const bool batched = attention && dim(view.in(0), 0) > 1;
   const bool kv_views = batched && graph.node(view.node.inputs.at(1)).op != "RepeatInterleave";
+  using Operand = EagerKernel::Operand;
+  using Condition = EagerKernel::Condition;
+  const double output_elements = static_cast<double>(view.node.shape.numel());
   for (const EagerKernel* row : rows) {
-    if ((row->condition == "causal" && !causal) || (row->condition == "dropout" && !dropout) ||
-        (row->condition == "softcap" && !softcap) || (row->condition == "batched" && !batched) ||
-        (row->condition == "kv_views" && !kv_views))
+    const Condition condition = row->condition_kind;
+    if ((condition == Condition::Causal && !causal) || (condition == Condition::Dropout && !dropout) ||
+        (condition == Condition::Softcap && !softcap) || (condition == Condition::Batched && !batched) ||
+        (condition == Condition::KvViews && !kv_views))
       continue;
-    double elements = static_cast<double>(view.node.shape.numel());
-    if (row->operand == "input" || (row->operand == "query" && attention)) {
+    const Operand operand = row->operand_kind;
+    double elements = output_elements;
+    if (operand == Operand::Input || (operand == Operand::Query && attention)) {
       elements = static_cast<double>(view.in(0).numel());
-    } else if (row->operand == "rows") {
+    } else if (operand == Operand::Rows) {
       elements = rows_before_last(view.in(0));  // a norm's statistics: one per row of its input
-    } else if (row->operand == "scores" && attention) {
+    } else if (operand == Operand::Scores && attention) {
       const TensorShape& q = view.in(0);
       elements = dim(q, 0) * dim(q, 1) * dim(q, 2) * dim(view.in(1), 2);
-    } else if (row->operand == "weight") {
+    } else if (operand == Operand::Weight) {
       if (view.node.frozen()) continue;  // no weight gradient
       elements = static_cast<double>(cost.params);
     }
     const double byte_elements =  // what bytes_per_element counts over
-        elements + (row->operand == "output_and_input" ? static_cast<double>(view.in(0).numel()) : 0);
+        elements + (operand == Operand::OutputAndInput ? static_cast<double>(view.in(0).numel()) : 0);
     if (elements <= 0) continue;
     std::vector<KernelShape>& list = row->backward ? out.backward : out.forward;
     for (int copy = 0; copy < row->count; ++copy)

@@ -26,26 +26,39 @@ int64_t CudaCachingAllocatorModel::segment_size(int64_t rounded) {
   return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
-void CudaCachingAllocatorModel::FreePool::drop_size(size_t at) {
-  sizes_.erase(sizes_.begin() + static_cast<std::ptrdiff_t>(at));
-  spare_.push_back(std::move(by_size_[at]));
-  by_size_.erase(by_size_.begin() + static_cast<std::ptrdiff_t>(at));
+void CudaCachingAllocatorModel::FreePool::emptied() {
+  if (++empty_ <= 16 || 2 * empty_ <= sizes_.size()) return;
+  size_t kept = 0;
+  for (size_t at = 0; at < sizes_.size(); ++at) {
+    if (by_size_[at].empty()) {
+      spare_.push_back(std::move(by_size_[at]));
+      continue;
+    }
+    sizes_[kept] = sizes_[at];
+    if (kept != at) by_size_[kept] = std::move(by_size_[at]);
+    ++kept;
+  }
+  sizes_.resize(kept);
+  by_size_.resize(kept);
+  empty_ = 0;
 }
 
 int CudaCachingAllocatorModel::FreePool::take_best_fit(int64_t size) {
-  const auto at = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
+  auto at = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
+  while (at < sizes_.size() && by_size_[at].empty()) ++at;
   if (at == sizes_.size()) return -1;
   std::vector<Entry>& blocks = by_size_[at];
   const int id = blocks.back().id;  // the lowest address
   blocks.pop_back();
-  if (blocks.empty()) drop_size(at);
+  if (blocks.empty()) emptied();
   return id;
 }
 
 void CudaCachingAllocatorModel::FreePool::insert(const Key& key) {
   auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
   const auto at = static_cast<size_t>(found - sizes_.begin());
-  if (found == sizes_.end() || *found != key.size) {
+  const bool listed = found != sizes_.end() && *found == key.size;
+  if (!listed) {
     sizes_.insert(found, key.size);
     std::vector<Entry> blocks;
     if (!spare_.empty()) {
@@ -55,6 +68,7 @@ void CudaCachingAllocatorModel::FreePool::insert(const Key& key) {
     by_size_.insert(by_size_.begin() + static_cast<std::ptrdiff_t>(at), std::move(blocks));
   }
   std::vector<Entry>& blocks = by_size_[at];
+  if (listed && blocks.empty()) --empty_;  // a listed size filled again
   auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
                                 [](const Entry& entry, int64_t address) { return entry.address > address; });
   blocks.insert(place, Entry{key.address, key.id});
@@ -69,7 +83,7 @@ void CudaCachingAllocatorModel::FreePool::erase(const Key& key) {
                                 [](const Entry& entry, int64_t address) { return entry.address > address; });
   DNNCAST_ASSERT(place != blocks.end() && place->id == key.id);
   blocks.erase(place);
-  if (blocks.empty()) drop_size(at);
+  if (blocks.empty()) emptied();
 }
 
 int CudaCachingAllocatorModel::new_block(const Block& block) {

@@ -43,7 +43,9 @@ class CudaCachingAllocatorModel {
   // lowest last). Best fit is the smallest size at or past the request, then its lowest address, as the order of
   // (size, address) gives it. A training step asks for few sizes (Llama-2-7B's QLoRA step: 20 rounded ones) while
   // a pool holds hundreds of blocks, so that is a binary search over a short array and a pop, where a std::set
-  // of (size, address) paid a node allocation and a rebalancing for every change.
+  // of (size, address) paid a node allocation and a rebalancing for every change. A size whose last block leaves
+  // stays listed, empty, as the same sizes come back layer after layer; the empty ones are dropped in one pass
+  // when they are over half the list (best fit skips them).
   class FreePool {
    public:
     int take_best_fit(int64_t size);  // the id of the best-fitting block, removed from the pool; -1 when none fits
@@ -55,10 +57,11 @@ class CudaCachingAllocatorModel {
       int64_t address = 0;
       int id = -1;
     };
-    void drop_size(size_t at);                 // an emptied size
+    void emptied();                            // a size's last block left: count it, compact when due
     std::vector<int64_t> sizes_;               // rising
     std::vector<std::vector<Entry>> by_size_;  // per size: falling address
     std::vector<std::vector<Entry>> spare_;    // emptied lists, kept for the next new size (no allocation)
+    size_t empty_ = 0;                         // sizes listed with no block
   };
   FreePool& pool(bool small) { return small ? small_free_ : large_free_; }
   int new_block(const Block& block);
