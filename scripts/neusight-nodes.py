@@ -11,7 +11,8 @@ attention module: the score products, scale, mask, softmax, dropout, copies), no
 MLP's activation, and gelu_new's eight kernels), embedding, and elementwise (residual adds, dropouts, the rest).
 A node's latency includes what timing one node alone costs: the file's median latency of nodes that launch no
 kernel (size, getitem, getattr) is taken off each node's forward and backward (never below zero). dnncast's side is
-`dnncast inspect CONFIG --seq S --batch B --device GPU --json`, its layers in the same kinds (their `gpu_kind`,
+`dnncast inspect CONFIG --seq S --batch B --device GPU --phase train|inference --json` (inference: eval mode, as
+NeuSight's inference labels ran, their dropouts timed at the no-kernel floor), its layers in the same kinds (their `gpu_kind`,
 src/gpu/network_kernels.cpp node_time_kind). Only the
 training GPUs' labels are read: NeuSight's test GPUs (H100, L4, A100 80GB) have no per-node file here.
 Prints, per GPU and kind, the sum over the GPU's label files of the measured and the forecast time, and their ratio;
@@ -91,7 +92,8 @@ def measured_by_kind(path, layers):
 
 def forecast_by_kind(build, config, seq, batch, gpu, train):
     out = subprocess.run([os.path.join(build, "dnncast"), "inspect", config, "--seq", str(seq), "--batch", str(batch),
-                          "--device", gpu, "--json"], capture_output=True, text=True, check=True)
+                          "--device", gpu, "--phase", "train" if train else "inference", "--json"],
+                         capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     total = {kind: 0.0 for kind in KINDS}
     for layer in doc["layers"]:

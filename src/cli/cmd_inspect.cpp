@@ -72,6 +72,10 @@ int run_inspect(const Args& args) {
                  "a GPU of `dnncast devices`: also each layer's forward and backward time on it (fp32, the per-kernel "
                  "model, docs/GPU.md)");
   app.add_option("--catalogue", catalogue_files, "an extra catalogue file (docs/DEVICES.md)");
+  std::string phase = "train";
+  app.add_option("--phase", phase,
+                 "with --device: train (default: the training step's forward and backward kernels) or inference (the "
+                 "model in eval mode: no dropout kernel, no backward)");
   app.add_flag("--list", list, "list the models of the zoo");
 
   if (!parse_args(app, args, "inspect")) return 0;
@@ -87,9 +91,11 @@ int run_inspect(const Args& args) {
       model_options.source(model, batch_option->count() > 0 ? std::optional<int64_t>(batch) : std::nullopt);
 
   check_name_option(app, "--device", device);
+  if (phase != "train" && phase != "inference")
+    throw InputError("--phase must be train or inference, got " + quote(phase));
   const Graph graph = source.build();  // a bad model is said before a bad device, as it was
   const forecast::Inspection inspection =
-      forecast::inspect(graph, forecast::resolve_inspect_device(device, catalogue_files));
+      forecast::inspect(graph, forecast::resolve_inspect_device(device, catalogue_files), phase == "train");
   for (const std::string& note : inspection.import_notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   if (as_json)
     std::cout << forecast::to_json(inspection).dump(1) << "\n";

@@ -218,10 +218,11 @@ struct LayerRow {
   double gpu_forward_ms = 0, gpu_backward_ms = 0;
   double gpu_recompute_ms = 0;  // of gpu_backward_ms: the forward run again for activation checkpointing
   std::string gpu_kind;         // gpu::node_time_kind: gemm, attention, norm, ... ("" without a GPU)
-  // Its kernels as the GPU model lists them (gpu::node_kernels): family, work and traffic of each.
+  // Its kernels as the GPU model lists them (gpu::node_kernels): family, work, traffic and time of each.
   struct Kernel {
     std::string family;  // gemm, conv, norm, softmax, elementwise
     double flops = 0, bytes = 0;
+    double ms = 0;  // the per-kernel model's time, at least the calibrated launch cost
   };
   std::vector<Kernel> gpu_forward_kernels, gpu_backward_kernels;
 };
@@ -248,7 +249,8 @@ struct Inspection {
 Inspection inspect(const Graph& graph);
 // The same with each layer's forward and backward time on the device's catalogued GPU (resolve_inspect_device), fp32,
 // from the per-kernel model (gpu/kernel_model.h; each kernel at least the calibrated launch cost); no GPU:
-// inspect(graph). InputError: a GPU without the peaks the model needs, no shipped per-kernel model.
-Inspection inspect(const Graph& graph, const ForecastDevice& device);
+// inspect(graph). InputError: a GPU without the peaks the model needs, no shipped per-kernel model. `training` false:
+// the model in eval mode, as inference runs it (no dropout kernel, no backward).
+Inspection inspect(const Graph& graph, const ForecastDevice& device, bool training = true);
 
 }  // namespace dnncast::forecast

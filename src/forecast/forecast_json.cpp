@@ -231,7 +231,8 @@ json layer_json(const LayerRow& row, bool gpu) {
     for (const auto& [phase, list] :
          {std::pair{"forward", &row.gpu_forward_kernels}, std::pair{"backward", &row.gpu_backward_kernels}})
       for (const LayerRow::Kernel& kernel : *list)
-        kernels[phase].push_back({{"family", kernel.family}, {"flops", kernel.flops}, {"bytes", kernel.bytes}});
+        kernels[phase].push_back(
+            {{"family", kernel.family}, {"flops", kernel.flops}, {"bytes", kernel.bytes}, {"ms", kernel.ms}});
     doc["gpu_kernels"] = kernels;
   }
   return doc;

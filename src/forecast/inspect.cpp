@@ -109,7 +109,7 @@ Inspection inspect(const Graph& graph) {
   return inspection;
 }
 
-Inspection inspect(const Graph& graph, const ForecastDevice& on) {
+Inspection inspect(const Graph& graph, const ForecastDevice& on, bool training) {
   Inspection inspection = inspect(graph);
   if (!on.gpu) return inspection;
   const hardware::GpuSpec& gpu = *on.gpu;
@@ -117,27 +117,42 @@ Inspection inspect(const Graph& graph, const ForecastDevice& on) {
   if (!model) throw InputError("no per-kernel GPU model (data/hardware/gpu_kernels): layer times on a GPU need it");
   const gpu::KernelDevice device = gpu::kernel_device(gpu);
   const double launch_s = gpu::load_gpu_calibration().kernel_launch_us * 1e-6;
+  auto kernel_ms = [&](const gpu::KernelShape& kernel) {
+    return 1e3 * std::max(model->seconds(kernel, device), launch_s);
+  };
   auto milliseconds = [&](const std::vector<gpu::KernelShape>& kernels) {
-    double seconds = 0;
-    for (const gpu::KernelShape& kernel : kernels) seconds += std::max(model->seconds(kernel, device), launch_s);
-    return 1e3 * seconds;
+    double ms = 0;
+    for (const gpu::KernelShape& kernel : kernels) ms += kernel_ms(kernel);
+    return ms;
   };
   inspection.gpu = gpu.name;
-  const std::vector<std::vector<double>> sums = gpu::gradient_sums(graph);
+  // As predict lists them (gpu_work): no backward kernel where no gradient reaches, autograd's gradient sums.
+  std::vector<char> requires_grad(static_cast<size_t>(graph.size()), 0);
   for (int index = 0; index < graph.size(); ++index) {
-    gpu::NodeKernels kernels = gpu::node_kernels(graph, index);
-    for (double elements : sums[static_cast<size_t>(index)])
-      kernels.backward.push_back(gpu::gradient_sum_kernel(elements));
+    const Node& node = graph.node(index);
+    if (OpRegistry::instance().get(node.op).category == "input") continue;
+    const OpCost cost = node_cost(graph, index);
+    requires_grad[static_cast<size_t>(index)] = gpu::requires_gradient(node, cost, requires_grad) ? 1 : 0;
+  }
+  const std::vector<std::vector<double>> sums = gpu::gradient_sums(graph, requires_grad);
+  for (int index = 0; index < graph.size(); ++index) {
+    gpu::NodeKernels kernels;
+    if (OpRegistry::instance().get(graph.node(index).op).category != "input")
+      kernels = gpu::node_kernels(graph, index, node_cost(graph, index), gpu::NodePart::Whole, 1, training);
+    if (!training || requires_grad[static_cast<size_t>(index)] == 0) kernels.backward.clear();
+    if (training)
+      for (double elements : sums[static_cast<size_t>(index)])
+        kernels.backward.push_back(gpu::gradient_sum_kernel(elements));
     LayerRow& row = inspection.layers[static_cast<size_t>(index)];
     row.gpu_forward_ms = milliseconds(kernels.forward);
     // A checkpointed block's layer runs its forward once more in the backward pass, as predict times it (gpu_work).
-    if (checkpoint_block(graph.node(index)) >= 0) row.gpu_recompute_ms = row.gpu_forward_ms;
+    if (training && checkpoint_block(graph.node(index)) >= 0) row.gpu_recompute_ms = row.gpu_forward_ms;
     row.gpu_backward_ms = milliseconds(kernels.backward) + row.gpu_recompute_ms;
     row.gpu_kind = gpu::node_time_kind(graph, index);
     for (const auto& [shapes, list] : {std::pair{&kernels.forward, &row.gpu_forward_kernels},
                                        std::pair{&kernels.backward, &row.gpu_backward_kernels}})
       for (const gpu::KernelShape& kernel : *shapes)
-        list->push_back({gpu::name(kernel.family), kernel.flops, kernel.bytes});
+        list->push_back({gpu::name(kernel.family), kernel.flops, kernel.bytes, kernel_ms(kernel)});
     if (!row.gpu_kind.empty()) {
       std::array<double, 2>& by_kind = inspection.gpu_by_kind[row.gpu_kind];
       by_kind[0] += row.gpu_forward_ms;

@@ -192,7 +192,7 @@ struct KernelCounts {
 // One pass over the graph: the forward kernels, the backward ones (a checkpointed block's forward again included),
 // the optimizer step's.
 std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision precision, Optimizer optimizer,
-                                          const GraphShare& share) {
+                                          const GraphShare& share, bool training = true) {
   // Autocast runs activations in 16 bits; fp32 master weights stay for the optimizer.
   const double activation_scale = precision == GpuPrecision::Fp16 || precision == GpuPrecision::Bf16 ? 0.5 : 1.0;
   std::array<KernelCounts, 3> counts;
@@ -226,7 +226,8 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
       params += cost.params - cost.frozen_params;
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
-    NodeKernels shaped = node_kernels(graph, static_cast<int>(index), node_work, part, share.tp);
+    if (!training && node.op == "Dropout") continue;  // eval mode: the identity
+    NodeKernels shaped = node_kernels(graph, static_cast<int>(index), node_work, part, share.tp, training);
     if (!gradient) shaped.backward.clear();  // autograd runs no backward for an output no gradient reaches
     if (activation_scale != 1.0) {
       // Under autocast the GEMMs, norms' inputs and elementwise kernels move 2-byte data; softmax runs in fp32.
@@ -301,7 +302,8 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
 
 GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer, bool with_optimizer_step,
                  bool with_backward, const GraphShare& share) {
-  std::array<KernelCounts, 3> counts = kernel_counts(graph, precision, optimizer, share);
+  // Inference runs the model in eval mode: its dropouts launch nothing.
+  std::array<KernelCounts, 3> counts = kernel_counts(graph, precision, optimizer, share, with_backward);
   if (with_backward) counts[0].add_all(counts[1]);
   if (with_backward && with_optimizer_step) counts[0].add_all(counts[2]);
   return counts[0].work();

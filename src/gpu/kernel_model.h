@@ -80,8 +80,11 @@ NodeKernels node_kernels(const Graph& graph, int node_index);
 // its input features (row).
 enum class NodePart : uint8_t { Whole, Skip, Split, Column, Row };
 NodeKernels node_kernels(const Graph& graph, int node_index, NodePart part, double tp);
-// The same, given the node's cost (node_cost), as a caller that has it at hand knows.
-NodeKernels node_kernels(const Graph& graph, int node_index, const OpCost& cost, NodePart part, double tp);
+// The same, given the node's cost (node_cost), as a caller that has it at hand knows. `training` false: the model in
+// eval mode, as inference runs it (model.eval(): dropout is the identity, no kernel; NeuSight's inference labels time
+// a dropout node at the floor of a node that launches nothing).
+NodeKernels node_kernels(const Graph& graph, int node_index, const OpCost& cost, NodePart part, double tp,
+                         bool training = true);
 // Per node, the gradient sums autograd runs right after its backward, as elementwise kernels (fp32: read two
 // gradients, write their sum): a tensor that requires a gradient and feeds several nodes (a residual stream, q, k
 // and v's shared input) has its gradients added as the second and later ones arrive. Backward runs in reverse, so

@@ -48,7 +48,7 @@ void matmul_kernels(const OpView& view, NodeKernels& out) {
   out.backward.push_back(gemm_kernel(batch, k, n, m));
 }
 
-void attention_kernels(const OpView& view, NodeKernels& out) {
+void attention_kernels(const OpView& view, bool training, NodeKernels& out) {
   const TensorShape& q = view.in(0);
   const TensorShape& v = view.in(2);
   const double heads = dim(q, 0) * dim(q, 1), l = dim(q, 2), d = dim(q, 3), s = dim(view.in(1), 2), dv = dim(v, 3);
@@ -71,7 +71,8 @@ void attention_kernels(const OpView& view, NodeKernels& out) {
   out.forward.push_back(row_kernel(KernelFamily::Softmax, heads * l, s, 5, 8));
   out.forward.push_back(gemm_kernel(heads, l, dv, s));  // P v
   if (view.node.attr_int("causal", 0) != 0) out.forward.push_back(elementwise_kernel(scores, scores, 8 * scores));
-  if (view.node.attr_float("dropout_p", 0.0) > 0) out.forward.push_back(elementwise_kernel(scores, scores, 9 * scores));
+  if (training && view.node.attr_float("dropout_p", 0.0) > 0)
+    out.forward.push_back(elementwise_kernel(scores, scores, 9 * scores));
   out.backward.push_back(gemm_kernel(heads, s, dv, l));                         // dV = P^T dO
   out.backward.push_back(gemm_kernel(heads, l, s, dv));                         // dP = dO V^T
   out.backward.push_back(elementwise_kernel(scores, 4 * scores, 12 * scores));  // softmax backward
@@ -104,7 +105,7 @@ bool conv_kernels(const OpView& view, const OpCost& cost, bool input_grad, NodeK
 
 // The family's eager kernels of this op (eager_kernels.h): the defaults' elementwise kernels dropped where a row
 // replaces them, each row's kernels added over its operand.
-void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& cost, NodeKernels& out) {
+void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& cost, bool training, NodeKernels& out) {
   const std::vector<const EagerKernel*>& rows = eager_kernels(graph.family, view.node.op);
   if (rows.empty()) return;
   const bool attention = view.node.op == "ScaledDotProductAttention";
@@ -118,7 +119,7 @@ void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& c
                                  }),
                   list->end());
   const bool causal = view.node.attr_int("causal", 0) != 0;
-  const bool dropout = view.node.attr_float("dropout_p", 0.0) > 0;
+  const bool dropout = training && view.node.attr_float("dropout_p", 0.0) > 0;
   const bool softcap = view.node.attr_float("softcap", 0.0) > 0;
   // More than one sequence: the heads of a permuted projection (batch x heads x L x d laid out as batch x L x heads x
   // d) cannot be merged into one batch of matrices without a copy, which the batched GEMM makes (at batch 1 they can).
@@ -282,11 +283,11 @@ NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp
   return node_kernels(graph, index, node_cost(graph, index), part, tp);
 }
 
-NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, NodePart part, double tp) {
+NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, NodePart part, double tp, bool training) {
   const Node& node = graph.nodes()[static_cast<size_t>(index)];
   const OpDef& def = OpRegistry::instance().get(node.op);
   NodeKernels out;
-  if (def.category == "input" || part == NodePart::Skip) return out;
+  if (def.category == "input" || part == NodePart::Skip || (!training && node.op == "Dropout")) return out;
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
   if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most kernels of its gradient
     const double elements = static_cast<double>(node.shape.numel());
@@ -314,7 +315,7 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
   } else if (node.op == "MatMul") {
     matmul_kernels(view, out);
   } else if (node.op == "ScaledDotProductAttention") {
-    attention_kernels(view, out);
+    attention_kernels(view, training, out);
   } else if (def.category == "conv" && conv_kernels(view, cost, graph.node(node.inputs.at(0)).op != "Input", out)) {
   } else {
     // Depthwise / grouped convolutions and every other op: memory-bound, traffic and work from the op's cost.
@@ -352,7 +353,7 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
           shaped(static_cast<double>(cost.flops_bwd), (def.category == "activation" ? 1.5 : 2) * bytes));
     }
   }
-  apply_eager_kernels(graph, view, cost, out);
+  apply_eager_kernels(graph, view, cost, training, out);
   if (node.op == "Linear" && node.attr_int("bias", 1) != 0 && !node.frozen()) {
     // The bias is added in the GEMM's epilogue (addmm); its gradient is a reduction over the rows.
     // Megatron keeps a row-parallel Linear's bias whole; a column-parallel one's is split with its outputs.

@@ -50,8 +50,9 @@ double bytes_of(const std::vector<KernelShape>& kernels, KernelFamily family) {
   return bytes;
 }
 
-// GPT2Attention._attn in training (dropout on, causal): forward the scale (8 B), torch.where (9 B) and the dropout
-// (9 B) over the S x S scores; backward the dropout's (9), softmax's (12), where's (9) and the scale's (8). At batch 2
+// GPT2Attention._attn in training (dropout on, causal): forward the scale (8 B), torch.where (8 B: its mask is
+// broadcast over batch and heads) and the dropout (9 B) over the S x S scores; backward the dropout's (9), softmax's
+// (12), where's (8) and the scale's (8). At batch 2
 // the batched GEMMs copy q, k and v forward and the output's gradient backward (8 B each over q's size).
 TEST(EagerKernels, Gpt2AttentionStreamsItsScoresOncePerKernel) {
   const Graph graph = gpt2(128, 2);
@@ -59,8 +60,14 @@ TEST(EagerKernels, Gpt2AttentionStreamsItsScoresOncePerKernel) {
   ASSERT_GE(index, 0);
   const NodeKernels kernels = node_kernels(graph, index);
   const double scores = 2.0 * 12 * 128 * 128, query = 2.0 * 128 * 768;
-  EXPECT_DOUBLE_EQ(bytes_of(kernels.forward, KernelFamily::Elementwise), (8 + 9 + 9) * scores + 3 * 8 * query);
-  EXPECT_DOUBLE_EQ(bytes_of(kernels.backward, KernelFamily::Elementwise), (9 + 12 + 9 + 8) * scores + 8 * query);
+  EXPECT_DOUBLE_EQ(bytes_of(kernels.forward, KernelFamily::Elementwise), (8 + 8 + 9) * scores + 3 * 8 * query);
+  EXPECT_DOUBLE_EQ(bytes_of(kernels.backward, KernelFamily::Elementwise), (9 + 12 + 8 + 8) * scores + 8 * query);
+  // In eval mode (inference) the dropout launches nothing.
+  const NodeKernels eval = node_kernels(graph, index, node_cost(graph, index), NodePart::Whole, 1, false);
+  EXPECT_DOUBLE_EQ(bytes_of(eval.forward, KernelFamily::Elementwise), (8 + 8) * scores + 3 * 8 * query);
+  EXPECT_TRUE(node_kernels(graph, node_named(graph, "h.0.attn.resid_dropout"),
+                           node_cost(graph, node_named(graph, "h.0.attn.resid_dropout")), NodePart::Whole, 1, false)
+                  .forward.empty());
   // The fused path launches none of them.
   const Graph fused = gpt2(128, 2, "sdpa");
   const NodeKernels none = node_kernels(fused, node_named(fused, "h.0.attn.attention"));
