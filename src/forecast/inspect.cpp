@@ -128,17 +128,18 @@ Inspection inspect(const Graph& graph, const ForecastDevice& on, bool training) 
   inspection.gpu = gpu.name;
   // As predict lists them (gpu_work): no backward kernel where no gradient reaches, autograd's gradient sums.
   std::vector<char> requires_grad(static_cast<size_t>(graph.size()), 0);
+  std::vector<std::optional<OpCost>> costs(static_cast<size_t>(graph.size()));  // none for an input
   for (int index = 0; index < graph.size(); ++index) {
     const Node& node = graph.node(index);
     if (OpRegistry::instance().get(node.op).category == "input") continue;
-    const OpCost cost = node_cost(graph, index);
+    const OpCost& cost = costs[static_cast<size_t>(index)].emplace(node_cost(graph, index));
     requires_grad[static_cast<size_t>(index)] = gpu::requires_gradient(node, cost, requires_grad) ? 1 : 0;
   }
   const std::vector<std::vector<double>> sums = gpu::gradient_sums(graph, requires_grad);
   for (int index = 0; index < graph.size(); ++index) {
     gpu::NodeKernels kernels;
-    if (OpRegistry::instance().get(graph.node(index).op).category != "input")
-      kernels = gpu::node_kernels(graph, index, node_cost(graph, index), gpu::NodePart::Whole, 1, training);
+    if (const std::optional<OpCost>& cost = costs[static_cast<size_t>(index)])
+      kernels = gpu::node_kernels(graph, index, *cost, gpu::NodePart::Whole, 1, training);
     if (!training || requires_grad[static_cast<size_t>(index)] == 0) kernels.backward.clear();
     if (training)
       for (double elements : sums[static_cast<size_t>(index)])

@@ -116,6 +116,42 @@ TEST(GpuKernelsCli, ABadPhaseIsOneLineAndExit2) {
   const cli_test::Result unknown = cli_test::run("inspect", {"resnet18", "--device", "h1000"}, dir.path());
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("h1000"), std::string::npos) << unknown.err;
+  const cli_test::Result inspect_bad =
+      cli_test::run("inspect", {"resnet18", "--device", "t4", "--phase", "eval"}, dir.path());
+  EXPECT_EQ(inspect_bad.exit_code, 2);
+  EXPECT_NE(inspect_bad.err.find("--phase must be train or inference, got 'eval'"), std::string::npos)
+      << inspect_bad.err;
+  EXPECT_EQ(inspect_bad.err.find('\n'), inspect_bad.err.size() - 1) << inspect_bad.err;
+}
+
+// Inference runs the model in eval mode, as NeuSight's inference labels were timed: a dropout launches nothing and
+// nothing runs backward; the training step's forward keeps its dropouts. inspect --phase inference lists it so, and
+// its layers add up to what predict --phase inference times for the kernels.
+TEST(GpuKernelsCli, InspectForInferenceListsTheModelInEvalMode) {
+  const std::vector<std::string> model = {"gpt2_small", "--batch", "2", "--seq", "128", "--device", "a100-40gb"};
+  std::vector<std::string> train_args = {"inspect"}, eval_args = {"inspect"};
+  train_args.insert(train_args.end(), model.begin(), model.end());
+  eval_args.insert(eval_args.end(), model.begin(), model.end());
+  eval_args.insert(eval_args.end(), {"--phase", "inference"});
+  const nlohmann::json train = answer(train_args), eval = answer(eval_args);
+  ASSERT_EQ(train["layers"].size(), eval["layers"].size());
+  int dropouts = 0;
+  for (size_t at = 0; at < eval["layers"].size(); ++at) {
+    const nlohmann::json &trained = train["layers"][at], &evaluated = eval["layers"][at];
+    EXPECT_EQ(evaluated["gpu_backward_ms"].get<double>(), 0) << evaluated["name"];
+    EXPECT_TRUE(evaluated["gpu_kernels"]["backward"].empty()) << evaluated["name"];
+    if (evaluated["op"] == "Dropout" && trained["gpu_forward_ms"].get<double>() > 0) {
+      ++dropouts;
+      EXPECT_EQ(evaluated["gpu_forward_ms"].get<double>(), 0) << evaluated["name"];
+    } else if (evaluated["op"] == "ScaledDotProductAttention") {  // its dropout over the scores goes too
+      EXPECT_LT(evaluated["gpu_kernels"]["forward"].size(), trained["gpu_kernels"]["forward"].size());
+    } else {
+      EXPECT_EQ(evaluated["gpu_forward_ms"].get<double>(), trained["gpu_forward_ms"].get<double>())
+          << evaluated["name"];
+    }
+  }
+  EXPECT_GT(dropouts, 20);  // GPT-2's residual, MLP and embedding dropouts
+  EXPECT_LT(eval["gpu_forward_ms"].get<double>(), train["gpu_forward_ms"].get<double>());
 }
 
 }  // namespace
