@@ -5,7 +5,8 @@ kernels dnncast's GPU model times for the same nodes (issue 45; docs/GPU.md, "Th
 The layer is written as Hugging Face's eager code runs it (LlamaRMSNorm, apply_rotary_pos_emb with rotate_half,
 eager_attention_forward with its additive causal mask, the SwiGLU MLP; fp32, training, attention dropout 0), at a
 small size. --family phi3 runs Phi3's instead: one qkv_proj sliced into q, k and v (three SliceBackward0s and the
-sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). --family gpt2 runs
+sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). --family gemma runs
+Gemma's (GemmaRMSNorm's weight an offset from 1, the tanh GELU). --family gpt2 runs
 GPT2Block's (LayerNorm, Conv1D's addmm, c_attn split into q, k and v, GPT2Attention._attn with its scale and
 torch.where causal mask, _merge_heads, NewGELUActivation; dropout 0). --family bert runs BertLayer's (separate q, k
 and v projections, transpose_for_scores, the scale and the extended mask added to the scores, erf GELU, post-norm).
@@ -23,7 +24,7 @@ dnncast's side is `dnncast inspect CONFIG --seq S --batch B --device a100-40gb -
 Only memory-bound kernels are compared (GEMMs are timed as GEMMs either way): per node and phase, their count and
 bytes.
 
-    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gpt2|bert|opt] [--kv-heads N] [--rows]
+    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gemma|gpt2|bert|opt] [--kv-heads N] [--rows]
                                    [--check]
 
 --check exits 1 when a node's count differs, or its bytes by more than --tolerance (default 10%).
@@ -86,12 +87,15 @@ def config_json(size):
                 "max_position_embeddings": 4 * size.seq, "vocab_size": 128, "word_embed_proj_dim": size.hidden,
                 "activation_function": "relu", "do_layer_norm_before": True, "enable_bias": True, "dropout": 0.0,
                 "attention_dropout": 0.0}
-    architecture = "Phi3ForCausalLM" if size.fused else "LlamaForCausalLM"
-    return {"model_type": size.family, "architectures": [architecture], "hidden_size": size.hidden,
-            "intermediate_size": size.intermediate, "num_attention_heads": size.heads,
-            "num_key_value_heads": size.kv_heads, "num_hidden_layers": 1, "vocab_size": 128,
-            "max_position_embeddings": 4 * size.seq, "rms_norm_eps": 1e-5, "hidden_act": "silu",
-            "tie_word_embeddings": False}
+    architecture = {"phi3": "Phi3ForCausalLM", "gemma": "GemmaForCausalLM"}.get(size.family, "LlamaForCausalLM")
+    config = {"model_type": size.family, "architectures": [architecture], "hidden_size": size.hidden,
+              "intermediate_size": size.intermediate, "num_attention_heads": size.heads,
+              "num_key_value_heads": size.kv_heads, "num_hidden_layers": 1, "vocab_size": 128,
+              "max_position_embeddings": 4 * size.seq, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+              "tie_word_embeddings": False}
+    if size.family == "gemma":
+        config.update({"head_dim": size.head_dim, "hidden_activation": "gelu_pytorch_tanh"})
+    return config
 
 
 def llama_layer(torch, size, state, tag):
@@ -130,6 +134,9 @@ def llama_layer(torch, size, state, tag):
         return value
 
     def rms_norm(x, gain):  # LlamaRMSNorm.forward
+        if size.family == "gemma":  # GemmaRMSNorm.forward: its weight is an offset from 1
+            normed = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)
+            return (normed * (1.0 + gain.float())).type_as(x)
         input_dtype = x.dtype
         x = x.to(torch.float32)
         variance = x.pow(2).mean(-1, keepdim=True)
@@ -187,7 +194,7 @@ def llama_layer(torch, size, state, tag):
             m = node("mlp.down_proj", lambda: F.linear(m, w["down"]))
             return node("add_2", lambda: x + m)
         gate = node("mlp.gate_proj", lambda: F.linear(y, w["gate"]))
-        gate = node("mlp.act_fn", lambda: F.silu(gate))
+        gate = node("mlp.act_fn", lambda: F.gelu(gate, approximate="tanh") if size.family == "gemma" else F.silu(gate))
         up = node("mlp.up_proj", lambda: F.linear(y, w["up"]))
         m = node("mlp.gate_times_up", lambda: gate * up)
         m = node("mlp.down_proj", lambda: F.linear(m, w["down"]))
@@ -469,7 +476,7 @@ def dnncast_kernels(dnncast, size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dnncast", default=os.path.join(ROOT, "build", "dnncast"))
-    parser.add_argument("--family", choices=("llama", "phi3", "gpt2", "bert", "opt"), default="llama")
+    parser.add_argument("--family", choices=("llama", "phi3", "gemma", "gpt2", "bert", "opt"), default="llama")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)

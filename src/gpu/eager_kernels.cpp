@@ -75,10 +75,11 @@ std::vector<EagerKernel> load_eager_kernels(const std::string& path) {
       static const std::map<std::string, EagerKernel::Condition> conditions = {
           {"", EagerKernel::Condition::Always},         {"dropout", EagerKernel::Condition::Dropout},
           {"causal", EagerKernel::Condition::Causal},   {"softcap", EagerKernel::Condition::Softcap},
-          {"batched", EagerKernel::Condition::Batched}, {"kv_views", EagerKernel::Condition::KvViews}};
+          {"batched", EagerKernel::Condition::Batched}, {"kv_views", EagerKernel::Condition::KvViews},
+          {"copies", EagerKernel::Condition::Copies}};
       const auto condition = conditions.find(row.condition);
       if (condition == conditions.end())
-        throw InputError("if must be empty, dropout, causal, softcap, batched or kv_views, got " +
+        throw InputError("if must be empty, dropout, causal, softcap, batched, kv_views or copies, got " +
                          quote(row.condition));
       row.condition_kind = condition->second;
       row.what = fields[9];

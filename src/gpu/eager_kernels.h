@@ -26,9 +26,9 @@ struct EagerKernel {
   double bytes_per_element = 0, flops_per_element = 0;
   bool replaces = false;  // the family's rows of this op replace its default elementwise and norm kernels
   // "" | dropout | causal | softcap | batched (the attention's batch over 1) | kv_views (batched, and keys and values
-  // not from repeat_kv)
+  // not from a repeat_kv that copies) | copies (a repeat_kv of more than one key head; one head is expanded as a view)
   std::string condition;
-  enum class Condition : uint8_t { Always, Dropout, Causal, Softcap, Batched, KvViews };
+  enum class Condition : uint8_t { Always, Dropout, Causal, Softcap, Batched, KvViews, Copies };
   Condition condition_kind = Condition::Always;  // the same, parsed
   std::string what;
 };

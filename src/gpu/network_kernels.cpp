@@ -125,7 +125,13 @@ void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& c
   // d) cannot be merged into one batch of matrices without a copy, which the batched GEMM makes (at batch 1 they can).
   // kv_views: so are the keys and values, straight from their head split rather than from repeat_kv's copy.
   const bool batched = attention && dim(view.in(0), 0) > 1;
-  const bool kv_views = batched && graph.node(view.node.inputs.at(1)).op != "RepeatInterleave";
+  // repeat_kv of one key head expands it without a copy (the batched GEMM copies it instead); of several, it copies.
+  auto repeat_copies = [&](const Node& node) {
+    return node.op == "RepeatInterleave" &&
+           dim(graph.node(node.inputs.at(0)).shape, static_cast<int>(node.attr_int("axis", 1))) > 1;
+  };
+  const bool kv_views = batched && !repeat_copies(graph.node(view.node.inputs.at(1)));
+  const bool copies = repeat_copies(view.node);
   using Operand = EagerKernel::Operand;
   using Condition = EagerKernel::Condition;
   const double output_elements = static_cast<double>(view.node.shape.numel());
@@ -133,7 +139,7 @@ void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& c
     const Condition condition = row->condition_kind;
     if ((condition == Condition::Causal && !causal) || (condition == Condition::Dropout && !dropout) ||
         (condition == Condition::Softcap && !softcap) || (condition == Condition::Batched && !batched) ||
-        (condition == Condition::KvViews && !kv_views))
+        (condition == Condition::KvViews && !kv_views) || (condition == Condition::Copies && !copies))
       continue;
     const Operand operand = row->operand_kind;
     double elements = output_elements;
@@ -145,7 +151,7 @@ void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& c
       const TensorShape& q = view.in(0);
       elements = dim(q, 0) * dim(q, 1) * dim(q, 2) * dim(view.in(1), 2);
     } else if (operand == Operand::Weight) {
-      if (view.node.frozen()) continue;  // no weight gradient
+      if (row->backward && view.node.frozen()) continue;  // no weight gradient
       elements = static_cast<double>(cost.params);
     }
     const double byte_elements =  // what bytes_per_element counts over
@@ -180,6 +186,32 @@ bool key_gradient_uncopied(const Graph& graph, int index) {
   int source = graph.node(index).inputs.at(0);
   if (graph.node(source).op == "Reshape") source = graph.node(source).inputs.at(0);
   return (graph.node(source).split_part() || dim(graph.node(index).shape, 0) == 1) && attention_key_only(graph, index);
+}
+
+// Whether a permute moves only dimensions of size 1 (one key head, N x L x 1 x d viewed as N x 1 x L x d): the
+// order of the others, and so the layout, stays; its gradient comes back without a copy (traced).
+bool keeps_order(const Graph& graph, int index) {
+  const Node& node = graph.node(index);
+  const TensorShape& in = graph.node(node.inputs.at(0)).shape;
+  std::vector<int64_t> dims;
+  if (node.op == "Permute") {
+    dims = node.attr_ints("dims");
+  } else {
+    for (int axis = 0; axis < in.rank(); ++axis) dims.push_back(axis);
+    auto axis = [&](const char* key) {
+      const int64_t value = node.attr_int(key);
+      return static_cast<size_t>(value < 0 ? value + in.rank() : value);
+    };
+    std::swap(dims.at(axis("dim0")), dims.at(axis("dim1")));
+  }
+  int64_t last = -1;
+  for (int64_t axis : dims) {
+    const int64_t normal = axis < 0 ? axis + in.rank() : axis;
+    if (normal < 0 || normal >= in.rank() || in[static_cast<int>(normal)] == 1) continue;
+    if (normal < last) return false;
+    last = normal;
+  }
+  return true;
 }
 
 // 1/parts of a kernel's work: its batch of matrices (or its rows) divided, as when attention heads or an MLP's
@@ -291,7 +323,8 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
   if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most kernels of its gradient
     const double elements = static_cast<double>(node.shape.numel());
-    if ((node.op == "Permute" || node.op == "Transpose") && !key_gradient_uncopied(graph, index)) {
+    if ((node.op == "Permute" || node.op == "Transpose") && !key_gradient_uncopied(graph, index) &&
+        !keeps_order(graph, index)) {
       // A permuted view hands its input a permuted gradient, which the op before it copies to read it whole (the
       // view of a head split: ViewBackward0's reshape; a GEMM's input): one copy, traced in PyTorch's eager backward
       // (scripts/eager-kernels-trace.py).

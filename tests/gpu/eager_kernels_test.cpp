@@ -177,7 +177,8 @@ TEST(EagerKernels, Gpt2GeluIsWhatNeuSightMeasuredOnAV100) {
 // in; two sums join them), gate and up chunked from another (one SplitBackward0: a cat). A GPT-2 block at batch 2
 // and 1 (c_attn split; the keys' gradient back from q k^T without a copy; LayerNorm's backward two kernels on a GPU;
 // gelu_new eight kernels forward, eleven backward). A BERT layer at batch 2 and 1 (its key projection copies the
-// keys' transposed gradient to flatten it over several sequences only). An OPT layer at batch 2 (torch.max's backward
+// keys' transposed gradient to flatten it over several sequences only). A Gemma layer (its RMSNorm's weight an
+// offset from 1). An OPT layer at batch 2 (torch.max's backward
 // five kernels; _shape's copies' gradients pass back through the head split's view).
 TEST(EagerKernels, DecoderLayersLaunchWhatPyTorchsDispatcherRuns) {
   const std::string script = std::string(DNNCAST_SOURCE_DIR) + "/scripts/eager-kernels-trace.py --check --dnncast " +
@@ -190,6 +191,8 @@ TEST(EagerKernels, DecoderLayersLaunchWhatPyTorchsDispatcherRuns) {
       {"", rms_norm},
       {" --hidden 128 --heads 8 --kv-heads 2 --seq 48 --batch 3 --intermediate 344", rms_norm},
       {" --family phi3 --kv-heads 2", rms_norm},
+      // GemmaRMSNorm adds its weight to 1 first: seven kernels.
+      {" --family gemma", "input_layernorm                              forward     7 /  7"},
       {" --family gpt2", gelu_new},
       {" --family gpt2 --batch 1", gelu_new},
       {" --family bert", layer_norm},
