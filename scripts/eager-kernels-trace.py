@@ -6,13 +6,14 @@ The layer is written as Hugging Face's eager code runs it (LlamaRMSNorm, apply_r
 eager_attention_forward with its additive causal mask, the SwiGLU MLP; fp32, training, attention dropout 0), at a
 small size. --family phi3 runs Phi3's instead: one qkv_proj sliced into q, k and v (three SliceBackward0s and the
 sums of their gradients), one gate_up_proj chunked into gate and up (one SplitBackward0, a cat). --family gemma runs
-Gemma's (GemmaRMSNorm's weight an offset from 1, the tanh GELU). --family gpt2 runs
-GPT2Block's (LayerNorm, Conv1D's addmm, c_attn split into q, k and v, GPT2Attention._attn with its scale and
-torch.where causal mask, _merge_heads, NewGELUActivation; dropout 0). --family bert runs BertLayer's (separate q, k
-and v projections, transpose_for_scores, the scale and the extended mask added to the scores, erf GELU, post-norm).
---family opt runs OPTDecoderLayer's (q scaled, _shape's contiguous copies, bmm, the causal mask added and clamped by
-torch.max, ReLU, pre-norm). A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op
-at a time: what an op calls inside itself is not seen (aten::mean is one kernel on a GPU, whatever it calls on a
+Gemma's (GemmaRMSNorm's weight an offset from 1, the tanh GELU). --family gpt2 runs GPT2Block's (LayerNorm, Conv1D's
+addmm, c_attn split into q, k and v, GPT2Attention._attn with its scale and torch.where causal mask, _merge_heads,
+NewGELUActivation; dropout 0). --family bert runs BertLayer's (separate q, k and v projections, transpose_for_scores,
+the scale and the extended mask added to the scores, erf GELU, post-norm). --family opt runs OPTDecoderLayer's (q
+scaled, _shape's contiguous copies, bmm, the causal mask added and clamped by torch.max, ReLU, pre-norm).
+
+A TorchDispatchMode sees every ATen op of one forward and one backward as the dispatcher runs it, an op at a time:
+what an op calls inside itself is not seen (aten::mean is one kernel on a GPU, whatever it calls on a
 CPU). An op is a kernel unless it only makes a view (its output shares an input's storage and it writes nothing),
 allocates, or has no tensor output, or reads nothing but single elements (the Python scalars ATen wraps launch
 nothing on a GPU). Forward kernels belong to the node whose region runs them; backward kernels to the node whose
@@ -24,8 +25,8 @@ dnncast's side is `dnncast inspect CONFIG --seq S --batch B --device a100-40gb -
 Only memory-bound kernels are compared (GEMMs are timed as GEMMs either way): per node and phase, their count and
 bytes.
 
-    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gemma|gpt2|bert|opt] [--kv-heads N] [--rows]
-                                   [--check]
+    scripts/eager-kernels-trace.py [--dnncast build/dnncast] [--family llama|phi3|gemma|gpt2|bert|opt]
+                                   [--kv-heads N] [--rows] [--check]
 
 --check exits 1 when a node's count differs, or its bytes by more than --tolerance (default 10%).
 """
@@ -98,6 +99,32 @@ def config_json(size):
     return config
 
 
+def parameter_maker(torch):
+    """weight(*shape): a parameter drawn from the seeded generator, as each layer below draws them in order."""
+    def weight(*shape):
+        return (torch.randn(*shape) * 0.05).requires_grad_()
+    return weight
+
+
+def layer_norms(torch, h, keys):
+    """Each key's LayerNorm weight (ones) and bias (zeros, key + "_b") of width h."""
+    params = {}
+    for key in keys:
+        params[key], params[key + "_b"] = torch.ones(h, requires_grad=True), torch.zeros(h, requires_grad=True)
+    return params
+
+
+def node_runner(size, state, tag):
+    """node(name, compute): runs compute as the region of the layer's node `name` (named as dnncast names it:
+    state["node"] while it runs) and marks the autograd functions it made as that node's (tag)."""
+    def node(name, compute):
+        state["node"] = layer_prefix(size) + name
+        value = compute()
+        tag(state["node"], value)
+        return value
+    return node
+
+
 def llama_layer(torch, size, state, tag):
     """Layer 0 of a LlamaForCausalLM as transformers' eager code runs it, each node's region named as dnncast names
     the node (state["node"] while it runs; tag(name, output) marks its autograd functions). Returns (forward
@@ -107,9 +134,7 @@ def llama_layer(torch, size, state, tag):
                                     size.intermediate)
     torch.manual_seed(0)
 
-    def weight(*shape):
-        return (torch.randn(*shape) * 0.05).requires_grad_()
-
+    weight = parameter_maker(torch)
     w = {"ln1": torch.ones(h, requires_grad=True), "ln2": torch.ones(h, requires_grad=True),
          "o": weight(h, heads * d), "down": weight(h, inter)}
     if size.fused:
@@ -127,11 +152,7 @@ def llama_layer(torch, size, state, tag):
     cos, sin = emb.cos().expand(n, s, d).contiguous(), emb.sin().expand(n, s, d).contiguous()
     mask = torch.full((s, s), torch.finfo(torch.float32).min).triu(1).expand(n, 1, s, s).contiguous()
 
-    def node(name, compute):
-        state["node"] = "model.layers.0." + name
-        value = compute()
-        tag(state["node"], value)
-        return value
+    node = node_runner(size, state, tag)
 
     def rms_norm(x, gain):  # LlamaRMSNorm.forward
         if size.family == "gemma":  # GemmaRMSNorm.forward: its weight is an offset from 1
@@ -211,20 +232,13 @@ def gpt2_layer(torch, size, state, tag):
     n, s, h, heads, d, inter = size.batch, size.seq, size.hidden, size.heads, size.head_dim, size.intermediate
     torch.manual_seed(0)
 
-    def weight(*shape):
-        return (torch.randn(*shape) * 0.05).requires_grad_()
-
-    w = {"ln1": torch.ones(h, requires_grad=True), "ln1_b": torch.zeros(h, requires_grad=True),
-         "ln2": torch.ones(h, requires_grad=True), "ln2_b": torch.zeros(h, requires_grad=True),
+    weight = parameter_maker(torch)
+    w = {**layer_norms(torch, h, ("ln1", "ln2")),
          "attn": weight(h, 3 * h), "attn_b": weight(3 * h), "proj": weight(h, h), "proj_b": weight(h),
          "fc": weight(h, inter), "fc_b": weight(inter), "fc_proj": weight(inter, h), "fc_proj_b": weight(h)}
     causal = torch.tril(torch.ones((4 * s, 4 * s), dtype=torch.bool)).view(1, 1, 4 * s, 4 * s)  # GPT2Attention.bias
 
-    def node(name, compute):
-        state["node"] = "transformer.h.0." + name
-        value = compute()
-        tag(state["node"], value)
-        return value
+    node = node_runner(size, state, tag)
 
     def conv1d(x, key):  # Conv1D.forward
         size_out = x.size()[:-1] + (w[key].size(-1),)
@@ -270,23 +284,16 @@ def bert_layer(torch, size, state, tag):
     n, s, h, heads, d, inter = size.batch, size.seq, size.hidden, size.heads, size.head_dim, size.intermediate
     torch.manual_seed(0)
 
-    def weight(*shape):
-        return (torch.randn(*shape) * 0.05).requires_grad_()
-
+    weight = parameter_maker(torch)
     w = {}
     for key, shape in (("query", (h, h)), ("key", (h, h)), ("value", (h, h)), ("attn_out", (h, h)),
                        ("inter", (inter, h)), ("out", (h, inter))):
         w[key], w[key + "_b"] = weight(*shape), weight(shape[0])
-    for key in ("ln1", "ln2"):
-        w[key], w[key + "_b"] = torch.ones(h, requires_grad=True), torch.zeros(h, requires_grad=True)
+    w.update(layer_norms(torch, h, ("ln1", "ln2")))
     # BertModel's extended attention mask, made once per model forward: (1 - mask) * min, batch x 1 x 1 x seq.
     mask = torch.zeros(n, 1, 1, s)
 
-    def node(name, compute):
-        state["node"] = "encoder.layer.0." + name
-        value = compute()
-        tag(state["node"], value)
-        return value
+    node = node_runner(size, state, tag)
 
     def forward(x):
         parts = {}
@@ -324,23 +331,16 @@ def opt_layer(torch, size, state, tag):
     n, s, h, heads, d, inter = size.batch, size.seq, size.hidden, size.heads, size.head_dim, size.intermediate
     torch.manual_seed(0)
 
-    def weight(*shape):
-        return (torch.randn(*shape) * 0.05).requires_grad_()
-
+    weight = parameter_maker(torch)
     w = {}
     for key, shape in (("q", (h, h)), ("k", (h, h)), ("v", (h, h)), ("out", (h, h)), ("fc1", (inter, h)),
                        ("fc2", (h, inter))):
         w[key], w[key + "_b"] = weight(*shape), weight(shape[0])
-    for key in ("ln1", "ln2"):
-        w[key], w[key + "_b"] = torch.ones(h, requires_grad=True), torch.zeros(h, requires_grad=True)
+    w.update(layer_norms(torch, h, ("ln1", "ln2")))
     # OPTDecoder's 4-D causal mask, made once per model forward: batch x 1 x seq x seq.
     mask = torch.full((s, s), torch.finfo(torch.float32).min).triu(1).expand(n, 1, s, s).contiguous()
 
-    def node(name, compute):
-        state["node"] = "model.decoder.layers.0." + name
-        value = compute()
-        tag(state["node"], value)
-        return value
+    node = node_runner(size, state, tag)
 
     def forward(x):
         y = node("self_attn_layer_norm", lambda: F.layer_norm(x, (h,), w["ln1"], w["ln1_b"]))
