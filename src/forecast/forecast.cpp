@@ -467,8 +467,12 @@ Forecast forecast(const ForecastRequest& request) {
     result.env_hash = calibration->environment.hash();
     result.host_match = match_host(host_environment(request.host_isa), {calibration->environment});
   } else if (environment.gpu_name.empty()) {
-    result.host_match = match_host(host_environment(request.host_isa), time_manifest.environments);
+    const records::EnvironmentRecord host = host_environment(request.host_isa);
+    result.host_match = match_host(host, time_manifest.environments);
     if (!result.host_match->exact) {
+      // The forecast is for this host, from another CPU's predictor: the header says both.
+      if (request.device.kind == ForecastDevice::Kind::ThisHost)
+        result.env = environment_label(host) + ", from the predictor of " + result.env;
       result.host_match->remedy =
           calibrate_remedy(request.predictor_dir, request.model.name, result.batch, result.input);
       // Carried as is to a CPU it was not trained on, the forecast can be 3x off (docs/RESULTS.md "Intervals

@@ -75,7 +75,8 @@ struct Forecast {
   std::string predictor;      // the set's folder
   std::string learner;        // the time predictor's
   double cv_mre = 0;          // the time predictor's cross-validated mean relative error
-  std::string env, env_hash;  // the set's environment: label, hash
+  // The set's environment: label (this host's first where the set was not trained on it or was calibrated here), hash
+  std::string env, env_hash;
   int feature_version = 0;
   std::optional<HostMatch> host_match;  // CPU sets: was the predictor trained on this host
   std::string calibration;              // the host calibration folder applied (host_calibration.h); "" none

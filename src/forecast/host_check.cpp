@@ -171,7 +171,7 @@ void save_host_check(const HostCheck& check) {
 std::string host_check_note(const HostCheck& check, double widen) {
   return "this host ran " + std::to_string(check.probes.size()) + " configurations of the shipped data at " +
          fixed(check.low, 2) + "-" + fixed(check.high, 2) + "x their forecast time (mean " + fixed(check.ratio, 2) +
-         "x; checked " + check.checked + "): a fingerprint that matches is not a speed. The forecast is scaled by " +
+         "x; checked " + check.checked + "): a CPU's fingerprint is not its speed. The forecast is scaled by " +
          fixed(check.ratio, 2) + " and its 90% interval widened " + fixed(widen, 1) + "x each way";
 }
 

@@ -58,6 +58,11 @@ records::LayerBenchRecord record_of(const models::LayerCase& c, const profile::L
 
 }  // namespace
 
+bool starts_another_slice(const LayerBenchOptions& options, double elapsed_s, double slowest_slice_s) {
+  if (options.stop_after_s <= 0) return true;
+  return elapsed_s + (options.stop_is_deadline ? slowest_slice_s : 0) < options.stop_after_s;
+}
+
 LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, const LayerBenchOptions& options) {
   Clock::time_point start = Clock::now();
   if (options.threads < 1) throw InputError("threads must be >= 1, got " + std::to_string(options.threads));
@@ -100,11 +105,13 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
   limits.memory_bytes = options.memory_limit_bytes;
   // In slices, so that --stop-after is looked at between them.
   const size_t kSlice = std::max<size_t>(1, options.slice);
+  double slowest_slice_s = 0;
   for (size_t first = 0; first < todo.size(); first += kSlice) {
-    if (options.stop_after_s > 0 && seconds_since(start) >= options.stop_after_s) {
+    if (!starts_another_slice(options, seconds_since(start), slowest_slice_s)) {
       summary.stopped_early = true;
       break;
     }
+    const double slice_start_s = seconds_since(start);
     std::vector<Graph> graphs;
     size_t end = std::min(todo.size(), first + kSlice);
     for (size_t index = first; index < end; ++index) graphs.push_back(todo[index]->graph);
@@ -117,6 +124,7 @@ LayerBenchSummary run_layer_bench(const std::vector<models::LayerCase>& cases, c
         std::fprintf(options.out, "  %s %s (%s): %s: %s\n", c.kind.c_str(), c.key.c_str(), c.origin.c_str(),
                      bench.status.c_str(), bench.message.c_str());
     });
+    slowest_slice_s = std::max(slowest_slice_s, seconds_since(start) - slice_start_s);
     std::fprintf(options.out, "  %lld/%zu measured, %.0f s\n", static_cast<long long>(summary.measured), todo.size(),
                  seconds_since(start));
     std::fflush(options.out);

@@ -17,15 +17,23 @@ namespace dnncast::measure {
 struct LayerBenchOptions {
   std::string db_path;
   int64_t threads = 1;
-  double time_budget_s = 0.2;         // warm passes of a case stop after this (at least 3)
-  double timeout_s = 120;             // a case without a result after this: status timeout
-  int64_t memory_limit_bytes = 0;     // 0 = 90% of the memory available
-  double stop_after_s = 0;            // stop starting cases after this (0 = never); a rerun resumes
-  size_t slice = 50;                  // cases per child process; stop_after_s is looked at between slices
+  double time_budget_s = 0.2;      // warm passes of a case stop after this (at least 3)
+  double timeout_s = 120;          // a case without a result after this: status timeout
+  int64_t memory_limit_bytes = 0;  // 0 = 90% of the memory available
+  double stop_after_s = 0;         // stop starting cases after this (0 = never); a rerun resumes
+  size_t slice = 50;               // cases per child process; stop_after_s is looked at between slices
+  // stop_after_s as a deadline: no slice starts that would end past it, judged by the slowest slice so far (a
+  // budget shared with what comes after, `calibrate`'s), rather than the time after which none starts.
+  bool stop_is_deadline = false;
   std::string plan = "bench-layers";  // stored with each row
   bool dry_run = false;               // count what would be measured; open the dataset read-only
   FILE* out = stdout;                 // progress and summary
 };
+
+// Whether another slice of cases may start `elapsed_s` into the bench, the slowest slice so far having taken
+// `slowest_slice_s` (0 before the first): always without stop_after_s; else before it, and with stop_is_deadline
+// early enough to end by it were it as slow as that one.
+bool starts_another_slice(const LayerBenchOptions& options, double elapsed_s, double slowest_slice_s);
 
 struct LayerBenchSummary {
   int64_t planned = 0, done_before = 0, measured = 0;

@@ -180,6 +180,8 @@ TEST(PredictHostMatch, AnotherIsaIsTheNearestWithANoteAndTheCalibrateCommand) {
   const json& match = forecast["host_match"];
   EXPECT_EQ(match["match"], "nearest") << match.dump();
   EXPECT_EQ(match["environment"], forecast["env_hash"]);
+  // The forecast is for this host, from another environment's predictor: its label says both.
+  EXPECT_NE(forecast["env"].get<std::string>().find(", from the predictor of "), std::string::npos) << forecast["env"];
   ASSERT_FALSE(match["differs"].empty());
   EXPECT_EQ(match["differs"][0], json({{"field", "isa"},
                                        {"host", "avx2"},
