@@ -18,7 +18,8 @@ activation byte, as `dnncast inspect --json` totals them) and the runs' intensit
 (host_calibration.h mix_anchors, session 34): the least-squares plane log(ratio) = a + b log(intensity) + c
 log(source ms), its two slopes held towards 0 by a ridge of 0.1, both inputs clamped to the anchors' range; each
 row's intensity from `BUILD/dnncast inspect MODEL --batch B --input I --json`; its interval x/1.50..x1.50
-(kMixLogSpread, session 35). Each rule also prints the width 90% of its rows needed. Exit 2 on bad usage.
+(kMixLogSpread, session 35), x/1.61..x1.61 farther than a factor of e in source time from every anchor
+(kMixFarLogSpread, session 40). Each rule also prints the width 90% of its rows needed. Exit 2 on bad usage.
 """
 import argparse
 import math
@@ -30,6 +31,14 @@ import sys
 
 RIDGE = 0.1  # kMixRidge (src/forecast/host_calibration.h)
 MIX_SPREAD = 0.405  # kMixLogSpread: the plane's 90% interval, x/1.50..x1.50
+MIX_FAR_SPREAD = 0.476  # kMixFarLogSpread: x/1.61..x1.61 farther than kMixNearLogDistance from every anchor
+MIX_NEAR_DISTANCE = 1.0  # kMixNearLogDistance: in log source time
+
+
+def mix_spread(mix, source_ms):
+    """The plane's interval half-width in log at source_ms (HostCalibration::plane_log_spread)."""
+    near = any(abs(math.log(source_ms / anchor[0])) <= MIX_NEAR_DISTANCE for anchor in mix)
+    return MIX_SPREAD if near else MIX_FAR_SPREAD
 
 
 def parse_pair(text, separator, what):
@@ -93,8 +102,8 @@ def intensity_of(build, model, batch, input_text):
     return (document["flops_fwd"] + document["flops_bwd"]) / document["activation_bytes"]
 
 
-def score(label, rows, scale_of, spread=None):
-    """MRE and the share inside the interval: the shipped one scaled, or x/exp(spread)..x exp(spread) where given.
+def score(label, rows, scale_of, spread_of=None):
+    """MRE and the share inside the interval: the shipped one scaled, or x/exp(s)..x exp(s), s = spread_of(shipped).
     Also the 90th percentile (nearest rank) of |log(measured / forecast)|, the width a 90% interval would need."""
     errors, ratios, inside = [], [], 0
     for row in rows:
@@ -103,13 +112,15 @@ def score(label, rows, scale_of, spread=None):
         forecast = shipped * scale
         errors.append(abs(forecast / measured - 1))
         ratios.append(measured / forecast)
-        if spread is None:
+        if spread_of is None:
             inside += low * scale <= measured <= high * scale
         else:
+            spread = spread_of(shipped)
             inside += forecast * math.exp(-spread) <= measured <= forecast * math.exp(spread)
     logs = sorted(abs(math.log(ratio)) for ratio in ratios)
     needed = math.exp(logs[math.ceil(0.9 * len(logs)) - 1])
-    interval = "scaled" if spread is None else f"x{math.exp(spread):.2f} each way"
+    interval = "scaled" if spread_of is None else (f"x{math.exp(MIX_SPREAD):.2f} each way, "
+                                                    f"x{math.exp(MIX_FAR_SPREAD):.2f} far from the anchors")
     print(f"{label}  MRE {100 * statistics.mean(errors):.1f}%, median measured/forecast "
           f"{statistics.geometric_mean(ratios):.2f}, inside the 90% interval ({interval}) {inside}/{len(rows)} "
           f"({100 * inside / len(rows):.0f}%), largest error {100 * max(errors):.0f}%, 90% of errors within "
@@ -160,7 +171,8 @@ def main():
             print("anchor-replay: the mix anchors do not make a plane (fewer than 4, or less than a factor of 2 "
                   "between their intensities)", file=sys.stderr)
             return 2
-        score("mix     ", rows, lambda row, shipped: plane(mix, shipped, row["intensity"]), MIX_SPREAD)
+        score("mix     ", rows, lambda row, shipped: plane(mix, shipped, row["intensity"]),
+              lambda shipped: mix_spread(mix, shipped))
     return 0
 
 

@@ -328,9 +328,11 @@ Estimate calibrated_time(const HostCalibration& calibration, const PredictorSet&
   const double spread = std::exp(calibration.log_spread);
   const double widen = anchored ? 1.0 : std::pow(kUnmatchedHostWiden, 1.0 - share);
   if (anchored && anchoring.plane()) {
-    // The plane's own error measured on two hosts (kMixLogSpread) for the share not timed here, the calibration's
-    // spread for the rest: the source's interval, made for the data's host, says nothing of this one.
-    const double width = std::max(calibration.log_spread, share * calibration.log_spread + (1 - share) * kMixLogSpread);
+    // The plane's own error measured on three hosts (kMixLogSpread, kMixFarLogSpread far from every anchor) for the
+    // share not timed here, the calibration's spread for the rest: the source's interval, made for the data's host,
+    // says nothing of this one.
+    const double plane_spread = calibration.plane_log_spread(time.value);
+    const double width = std::max(calibration.log_spread, share * calibration.log_spread + (1 - share) * plane_spread);
     time = {value, value * std::exp(-width), value * std::exp(width)};
   } else {
     // What the calibration has not seen keeps the uncertainty of carrying the data to this host: the share of the

@@ -188,6 +188,14 @@ HostCalibration::Anchoring HostCalibration::anchoring(double intensity) const {
   return {"size", size_anchors.size()};
 }
 
+double HostCalibration::plane_log_spread(double source_ms) const {
+  if (!(source_ms > 0)) return kMixFarLogSpread;
+  for (const MixAnchor& anchor : mix_anchors)
+    if (anchor.source_ms > 0 && std::abs(std::log(source_ms / anchor.source_ms)) <= kMixNearLogDistance)
+      return kMixLogSpread;
+  return kMixFarLogSpread;
+}
+
 double HostCalibration::anchored_ratio(double source_ms, double intensity) const {
   if (const std::optional<double> plane = mix_plane(mix_anchors, source_ms, intensity)) return *plane;
   if (size_anchors.empty() || !(source_ms > 0)) return 1;
