@@ -343,6 +343,8 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
     return out;
   }
   const OpView view = view_of(graph, index);
+  out.forward.reserve(4);  // a node's kernels, each list grown once rather than step by step
+  out.backward.reserve(8);
   if (node.op == "Linear") {
     linear_kernels(view, out, part, tp);
   } else if (node.op == "MatMul") {

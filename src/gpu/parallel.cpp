@@ -36,7 +36,7 @@ double parameter_share(const Node& node, NodePart part, double tp) {
   return 1.0;
 }
 
-bool is_head(const Graph& graph, int index, const std::vector<std::vector<int>>& consumers) {
+bool is_head(const Graph& graph, int index, const Consumers& consumers) {
   const Node& node = graph.node(index);
   if (node.op != "Linear" || memory::block_of(node) >= 0 || node.shape.rank() == 0) return false;
   // A language model's head: a large Linear outside the blocks whose result ends the graph.
@@ -109,7 +109,7 @@ std::vector<NodePart> tensor_parallel_parts(const Graph& graph, int64_t tp) {
   std::vector<NodePart> parts(static_cast<size_t>(graph.size()), NodePart::Whole);
   if (tp == 1) return parts;
   const std::string what = "tensor parallelism (tp=" + std::to_string(tp) + ") of " + quote(graph.name);
-  const std::vector<std::vector<int>> consumers = graph.consumers();
+  const Consumers consumers = graph.consumers();
   std::vector<bool> split(parts.size(), false);  // the node's output is split over the group
   bool blocks = false;
   for (int index = 0; index < graph.size(); ++index) {
@@ -246,7 +246,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
   };
   std::vector<Stage> per_stage(static_cast<size_t>(plan.pp));
   for (Stage& stage : per_stage) stage.nodes.assign(parts.size(), false);
-  const std::vector<std::vector<int>> consumers = micro.consumers();
+  const Consumers consumers = micro.consumers();
   std::set<std::vector<int>> column_inputs;  // what column-parallel Linears read: one all-reduce each
   std::map<std::string, std::pair<double, int64_t>> tp_collectives;  // what -> bytes, count per micro-batch
   for (int index = 0; index < micro.size(); ++index) {

@@ -32,7 +32,7 @@ std::vector<CheckpointSegment> checkpoint_segments(const Graph& graph) {
   for (const Node& node : graph.nodes()) any = any || checkpoint_block(node) >= 0;
   if (!any) return segments;
   std::map<int64_t, int> seen;  // block -> segment
-  const std::vector<std::vector<int>> consumers = graph.consumers();
+  const Consumers consumers = graph.consumers();
   std::vector<bool> is_output(static_cast<size_t>(graph.size()), false);
   for (int output : graph.outputs()) is_output[static_cast<size_t>(output)] = true;
   for (int index = 0; index < graph.size(); ++index) {

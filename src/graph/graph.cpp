@@ -66,9 +66,7 @@ std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<i
 
 int Graph::add(Node node) {
   if (node.name.empty()) throw InputError("a node of op " + quote(node.op) + " has no name");
-  // One search of the name index: its hint places the new name (a transformer's names share long prefixes).
-  const auto at = index_by_name_.lower_bound(node.name);
-  if (at != index_by_name_.end() && at->first == node.name) throw InputError("duplicate node name " + quote(node.name));
+  if (index_by_name_.count(node.name) != 0) throw InputError("duplicate node name " + quote(node.name));
   for (int input : node.inputs) {
     if (input < 0 || input >= size())
       throw InputError(where(node) + ": input index " + std::to_string(input) + " does not precede it");
@@ -78,7 +76,7 @@ int Graph::add(Node node) {
         "more than " + std::to_string(kMaxGraphNodes) +
         " nodes in one graph, more than dnncast forecasts (about 1 GB of memory per request at that size)");
   int index = size();
-  index_by_name_.emplace_hint(at, node.name, index);
+  index_by_name_.emplace(node.name, index);
   nodes_.push_back(std::move(node));
   return index;
 }
@@ -88,16 +86,15 @@ int Graph::find(const std::string& node_name) const {
   return found == index_by_name_.end() ? -1 : found->second;
 }
 
-std::vector<std::vector<int>> Graph::consumers() const {
-  // Counted first, so that each list is allocated once: every simulation asks for them (a few times).
-  std::vector<size_t> counts(nodes_.size(), 0);
-  for (const Node& node : nodes_)
-    for (int input : node.inputs) ++counts[static_cast<size_t>(input)];
-  std::vector<std::vector<int>> result(nodes_.size());
-  for (size_t index = 0; index < nodes_.size(); ++index) result[index].reserve(counts[index]);
-  for (int index = 0; index < size(); ++index)
-    for (int input : nodes_[static_cast<size_t>(index)].inputs) result[static_cast<size_t>(input)].push_back(index);
-  return result;
+Consumers::Consumers(const std::vector<Node>& nodes) : offsets_(nodes.size() + 1, 0) {
+  // Counted first, then each node's consumers placed in order of their index.
+  for (const Node& node : nodes)
+    for (int input : node.inputs) ++offsets_[static_cast<size_t>(input) + 1];
+  for (size_t index = 0; index < nodes.size(); ++index) offsets_[index + 1] += offsets_[index];
+  list_.resize(offsets_.back());
+  std::vector<size_t> next(offsets_.begin(), offsets_.end() - 1);
+  for (size_t index = 0; index < nodes.size(); ++index)
+    for (int input : nodes[index].inputs) list_[next[static_cast<size_t>(input)]++] = static_cast<int>(index);
 }
 
 std::vector<int> Graph::outputs() const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -41,6 +42,32 @@ struct Node {
 };
 inline const std::pair<const std::string, AttrValue> kSplitPart{"split", int64_t{1}};
 
+// Who consumes each node (Graph::consumers): every node's consumer indices, rising, in one flat list. Two
+// allocations for the whole graph where a list per node took one each (a simulation asks several times).
+class Consumers {
+ public:
+  class Range {
+   public:
+    Range(const int* first, const int* last) : first_(first), last_(last) {}
+    const int* begin() const { return first_; }
+    const int* end() const { return last_; }
+    size_t size() const { return static_cast<size_t>(last_ - first_); }
+    bool empty() const { return first_ == last_; }
+
+   private:
+    const int* first_;
+    const int* last_;
+  };
+  Consumers() = default;
+  explicit Consumers(const std::vector<Node>& nodes);
+  Range operator[](size_t index) const { return {list_.data() + offsets_[index], list_.data() + offsets_[index + 1]}; }
+  size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
+
+ private:
+  std::vector<size_t> offsets_;  // node i's consumers: list_[offsets_[i], offsets_[i + 1])
+  std::vector<int> list_;
+};
+
 class Graph {
  public:
   std::string name;    // model name ("resnet50", "synthetic:42")
@@ -64,7 +91,7 @@ class Graph {
   // Indices of "Input" nodes.
   std::vector<int> inputs() const;
   // Consumers of each node, by index.
-  std::vector<std::vector<int>> consumers() const;
+  Consumers consumers() const { return Consumers(nodes_); }
 
   // Runs every op's shape rule in order, filling Node::shape and Node::dtype.
   // Throws InputError("node 'x' (Conv2d): ...") on the first inconsistency.
@@ -96,7 +123,7 @@ class Graph {
   void check_totals() const;  // the graph's parameters, FLOPs and bytes within int64 (its nodes inferred)
   void check_ties() const;    // Linear tied_to an Embedding of its weight's shape
   std::vector<Node> nodes_;
-  std::map<std::string, int> index_by_name_;
+  std::unordered_map<std::string, int> index_by_name_;  // hashed: a transformer's names share long prefixes
 };
 
 }  // namespace dnncast

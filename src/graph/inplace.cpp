@@ -7,7 +7,7 @@ namespace dnncast {
 
 std::vector<bool> inplace_safe_nodes(const Graph& graph) {
   const OpRegistry& registry = OpRegistry::instance();
-  const std::vector<std::vector<int>> consumers = graph.consumers();
+  const Consumers consumers = graph.consumers();
   std::vector<bool> safe(static_cast<size_t>(graph.size()), false);
   for (int index = 0; index < graph.size(); ++index) {
     const Node& node = graph.node(index);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -106,23 +107,29 @@ struct Layout {
       if (order[static_cast<size_t>(slot)] != slot) return false;
     return true;
   }
-  // Memory order of the dimensions larger than one (the only ones strides constrain).
-  std::vector<int> significant(const std::vector<int64_t>& sizes) const {
-    std::vector<int> dims;
+  // Calls `visit(dim)` for the dimensions larger than one (the only ones strides constrain) in memory order, outermost
+  // first, until it returns false; returns whether every call returned true. (No list is built: this runs for
+  // most tensors of a memory forecast.)
+  template <typename Visit>
+  bool each_significant(const std::vector<int64_t>& sizes, Visit visit) const {
     if (rank == 0) {
       for (size_t dim = 0; dim < sizes.size(); ++dim)
-        if (sizes[dim] != 1) dims.push_back(static_cast<int>(dim));
-      return dims;
+        if (sizes[dim] != 1 && !visit(static_cast<int>(dim))) return false;
+      return true;
     }
     for (int slot = 0; slot < rank; ++slot) {
-      int dim = order[static_cast<size_t>(slot)];
-      if (static_cast<size_t>(dim) < sizes.size() && sizes[static_cast<size_t>(dim)] != 1) dims.push_back(dim);
+      const int dim = order[static_cast<size_t>(slot)];
+      if (static_cast<size_t>(dim) < sizes.size() && sizes[static_cast<size_t>(dim)] != 1 && !visit(dim)) return false;
     }
-    return dims;
+    return true;
   }
   bool contiguous(const std::vector<int64_t>& sizes) const {
-    std::vector<int> dims = significant(sizes);
-    return std::is_sorted(dims.begin(), dims.end());
+    int previous = -1;  // the significant dimensions in rising order
+    return each_significant(sizes, [&previous](int dim) {
+      if (dim < previous) return false;
+      previous = dim;
+      return true;
+    });
   }
   // NCHW sizes stored NHWC (channels-last), and not also plain-contiguous.
   bool channels_last(const std::vector<int64_t>& sizes) const {
@@ -132,10 +139,12 @@ struct Layout {
   // tensor whose H and W are 1 is both this and plain-contiguous).
   bool channels_last_contiguous(const std::vector<int64_t>& sizes) const {
     if (sizes.size() != 4) return false;
-    std::vector<int> dims = significant(sizes), expected;
+    std::array<int, 4> expected{};
+    size_t count = 0;
     for (int dim : {0, 2, 3, 1})
-      if (sizes[static_cast<size_t>(dim)] != 1) expected.push_back(dim);
-    return dims == expected;
+      if (sizes[static_cast<size_t>(dim)] != 1) expected[count++] = dim;
+    size_t seen = 0;
+    return each_significant(sizes, [&](int dim) { return seen < count && expected[seen++] == dim; }) && seen == count;
   }
   // What suggest_memory_format() says, and so whether a convolution takes its channels-last kernels:
   // c10's is_channels_last_strides_2d_s4 on the strides this memory order gives, size-1 dimensions
@@ -344,13 +353,52 @@ struct Edge {
   int target = -1;
 };
 
+// A short list held inline, on the heap only past N items: a grad node's saved buffers and edges (a few each, for
+// every node of every simulated iteration).
+template <typename T, size_t N>
+class ShortList {
+ public:
+  ShortList() = default;
+  ShortList(std::initializer_list<T> items) {
+    for (const T& item : items) push_back(item);
+  }
+  ShortList(const std::vector<T>& items) {  // NOLINT(google-explicit-constructor): make_node's callers pass either
+    for (const T& item : items) push_back(item);
+  }
+  void push_back(const T& item) {
+    if (size_ < N) {
+      inline_[size_] = item;
+    } else {
+      if (size_ == N) spill_.assign(inline_.begin(), inline_.end());
+      spill_.push_back(item);
+    }
+    ++size_;
+  }
+  const T* begin() const { return size_ <= N ? inline_.data() : spill_.data(); }
+  const T* end() const { return begin() + size_; }
+  const T& operator[](size_t index) const { return begin()[index]; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void clear() {
+    size_ = 0;
+    spill_.clear();
+  }
+
+ private:
+  std::array<T, N> inline_{};
+  std::vector<T> spill_;  // every item once there are more than N
+  size_t size_ = 0;
+};
+using SavedList = ShortList<int, 4>;
+using EdgeList = ShortList<Edge, 4>;
+
 class Trace;
 using BackwardFn = std::function<std::vector<Grad>(Trace& trace, const Grad& grad)>;
 
 struct GradNode {
   int ir_node = -1;
-  std::vector<int> saved;  // buffers held until this node's backward ran (one reference each)
-  std::vector<Edge> edges;
+  SavedList saved;  // buffers held until this node's backward ran (one reference each)
+  EdgeList edges;
   BackwardFn backward;
   Grad input;  // the incoming gradient, summed over consumers
   bool received = false;
@@ -781,6 +829,8 @@ class Trace {
     std::vector<size_t> pending(count);
     for (size_t index = 0; index < count; ++index) pending[index] = consumers_[index].size();
     size_t next_input = 0;
+    std::vector<Tensor> inputs;  // each node's, in one list reused (a node has a few)
+    inputs.reserve(8);
     for (int index = 0; index < graph_.size(); ++index) {
       const Node& node = graph_.node(index);
       if (segment_at_[static_cast<size_t>(index)] >= 0) {
@@ -788,7 +838,7 @@ class Trace {
         continue;
       }
       program_.set_node(index);
-      std::vector<Tensor> inputs;
+      inputs.clear();
       if (node.op == "Input") {
         Tensor input;
         input.buffer = input_buffers_.at(next_input++);
@@ -972,7 +1022,7 @@ class Trace {
 
   // Creates the node when any edge needs a gradient; takes over one reference of each saved
   // buffer (callers retain inputs they save; new buffers pass their creation reference).
-  int make_node(int ir_node, std::vector<int> saved, std::vector<Edge> edges, BackwardFn backward) {
+  int make_node(int ir_node, SavedList saved, EdgeList edges, BackwardFn backward) {
     bool needed = false;
     for (const Edge& edge : edges) needed = needed || edge.kind != Edge::None;
     needed = needed && grad_enabled_;
@@ -1090,7 +1140,9 @@ class Trace {
       program_.set_node(nodes_[static_cast<size_t>(index)].ir_node);
       Grad input = nodes_[static_cast<size_t>(index)].input;
       nodes_[static_cast<size_t>(index)].received = false;
-      const BackwardFn backward_fn = nodes_[static_cast<size_t>(index)].backward;
+      // Moved out, not copied (a copy allocates its captures): a node runs once, and its backward may add nodes
+      // (a checkpointed block's recomputation), which moves nodes_.
+      const BackwardFn backward_fn = std::move(nodes_[static_cast<size_t>(index)].backward);
       std::vector<Grad> grads = backward_fn(*this, input);
       GradNode& node = nodes_[static_cast<size_t>(index)];
       program_.release(input.buffer);
@@ -1158,6 +1210,7 @@ class Trace {
   void adam_step(Parameter& param, bool decoupled_weight_decay) {
     if (decoupled_weight_decay) scalar_temps(true, model_elem());  // AdamW: p.mul_(1 - lr * weight_decay)
     if (param.state.empty()) {
+      param.state.reserve(2);
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg"));
       param.state.push_back(program_.alloc(param.bytes, Category::OptimizerState, "exp_avg_sq"));
     }
@@ -1352,7 +1405,7 @@ class Trace {
   const Graph& graph_;
   TraceOptions options_;
   bool cpu_;
-  std::vector<std::vector<int>> consumers_;
+  Consumers consumers_;
   std::vector<bool> is_output_;
   std::vector<int> outputs_;
   std::vector<bool> inplace_safe_;

@@ -52,10 +52,11 @@ const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
 
 Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& in) {
   const OpRecipe& recipe = *recipes_[static_cast<size_t>(index)];
+  if (!amp_) return (this->*recipe.run)(index, node, in);
   const bool low_op = node.op == "MatMul";  // Linear casts its own arguments (run_linear_amp)
   const bool fp32_op =
       recipe.run == &Trace::run_cross_entropy || recipe.run == &Trace::run_mse || (!cpu_ && cuda_fp32_op(node));
-  if (!amp_ || (!low_op && !fp32_op)) return (this->*recipe.run)(index, node, in);
+  if (!low_op && !fp32_op) return (this->*recipe.run)(index, node, in);
   // autocast's casts of the tensor arguments, right to left; each goes when the op returns unless saved.
   std::vector<Tensor> args = in;
   std::vector<int> held;

@@ -218,7 +218,7 @@ namespace {
 
 // Graph inputs: random floats; i64 indices below the smallest table that reads them (2 otherwise).
 std::vector<at::Tensor> make_inputs(const Graph& graph, const at::Device& device) {
-  std::vector<std::vector<int>> consumers = graph.consumers();
+  const Consumers consumers = graph.consumers();
   std::vector<at::Tensor> inputs;
   for (int index : graph.inputs()) {
     const Node& node = graph.node(index);

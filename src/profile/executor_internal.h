@@ -319,7 +319,7 @@ class GraphModule {
   bool init_;
   std::vector<NodeState> states_;
   std::vector<const OpImpl*> impls_;
-  std::vector<std::vector<int>> consumers_;
+  Consumers consumers_;
   std::vector<bool> is_output_;
   std::vector<bool> inplace_safe_;
   std::vector<at::Tensor> parameters_;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "core/checked.h"
 #include "core/error.h"
 #include "graph/builder.h"
@@ -32,6 +34,33 @@ TEST(Graph, NodesPastTheLimitAreRefused) {
     EXPECT_NE(std::string(error.what()).find("more than 262144 nodes in one graph"), std::string::npos) << error.what();
   }
   EXPECT_EQ(b.finish().size(), kMaxGraphNodes);
+}
+
+// Graph::consumers' flat lists against a scan of every later node's inputs, a node read twice by one consumer
+// (x + x) listed twice, as autograd counts its uses.
+TEST(Graph, ConsumersListEachReaderInOrderOncePerUse) {
+  GraphBuilder b("t", "test");
+  const int x = b.input(TensorShape{1, 8});
+  const int left = b.act("left", "ReLU", x);
+  const int right = b.act("right", "GELU", x);
+  const int sum = b.add("sum", left, right);
+  const int twice = b.add("twice", sum, sum);
+  b.add("out", twice, x);
+  const Graph g = b.finish();
+  const Consumers consumers = g.consumers();
+  ASSERT_EQ(consumers.size(), static_cast<size_t>(g.size()));
+  for (int node = 0; node < g.size(); ++node) {
+    std::vector<int> scanned;
+    for (int reader = node + 1; reader < g.size(); ++reader)
+      for (int input : g.node(reader).inputs)
+        if (input == node) scanned.push_back(reader);
+    const Consumers::Range listed = consumers[static_cast<size_t>(node)];
+    EXPECT_EQ(std::vector<int>(listed.begin(), listed.end()), scanned) << g.node(node).name;
+    EXPECT_EQ(listed.empty(), scanned.empty());
+  }
+  EXPECT_EQ(consumers[static_cast<size_t>(sum)].size(), 2U);  // twice = sum + sum
+  EXPECT_TRUE(consumers[static_cast<size_t>(g.size() - 1)].empty());
+  EXPECT_EQ(Consumers().size(), 0U);
 }
 
 TEST(Graph, UnknownOpListsKnownOnes) {
