@@ -111,7 +111,7 @@ fuzz: fuzz-build
 	@bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-ci: fuzz-build
-	@bash scripts/fuzz.sh build-fuzz $(FUZZ_CI_SECONDS) $(FUZZ_TARGETS)
+	@FUZZ_JOBS=2 bash scripts/fuzz.sh build-fuzz $(FUZZ_CI_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	@rm -rf $(BUILD) build-asan build-fuzz

@@ -681,7 +681,9 @@ void forecast_parallel(const GpuForecastRequest& request, const GpuCalibration& 
     throw InputError("--gpus with --parallel: only the train phase (a full step) is timed on several GPUs");
   if (request.grad_accum > 1)
     throw InputError("--gpus with --parallel: give micro-batches with --micro-batches, not --grad-accum");
-  ParallelTiming timing = time_parallel(micro, plan, request.gpu, request.precision, request.optimizer, calibration);
+  const PlanLayout layout = plan_layout(micro, plan);  // for the timing and the memory
+  ParallelTiming timing =
+      time_parallel(micro, plan, layout, request.gpu, request.precision, request.optimizer, calibration);
   timing.micro_batch = micro_batch_of(request);
   timing.global_batch = batch * plan.dp;
   result.time_model = "per-kernel, several GPUs";
@@ -700,7 +702,7 @@ void forecast_parallel(const GpuForecastRequest& request, const GpuCalibration& 
     memory::MemoryConfig config = gpu_forecast_memory_config(request);
     config.keep_timeline = config.keep_events = false;  // the phases' peaks are what the plan re-divides
     const memory::MemoryReport single = memory::simulate_memory(micro, config);
-    timing.memory = parallel_memory(single, micro, plan);
+    timing.memory = parallel_memory(single, micro, plan, layout);
     result.required_bytes = timing.memory->required_bytes;
     if (request.gpu.memory_gib) {
       result.device_memory_bytes = gpu_memory_bytes(request.gpu);

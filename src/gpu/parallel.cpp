@@ -219,12 +219,25 @@ std::optional<double> collective_ms(CollectiveKind kind, double bytes, int64_t g
 
 }  // namespace
 
+PlanLayout plan_layout(const Graph& micro, const ParallelPlan& plan) {
+  PlanLayout layout;
+  layout.parts = tensor_parallel_parts(micro, plan.tp);
+  layout.stages = pipeline_stages(micro, plan.pp);
+  return layout;
+}
+
 ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const hardware::GpuSpec& gpu,
                              GpuPrecision precision, Optimizer optimizer, const GpuCalibration& calibration) {
+  return time_parallel(micro, plan, plan_layout(micro, plan), gpu, precision, optimizer, calibration);
+}
+
+ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const PlanLayout& layout,
+                             const hardware::GpuSpec& gpu, GpuPrecision precision, Optimizer optimizer,
+                             const GpuCalibration& calibration) {
   ParallelTiming out;
   out.plan = plan;
-  const std::vector<NodePart> parts = tensor_parallel_parts(micro, plan.tp);
-  const std::vector<int> stages = pipeline_stages(micro, plan.pp);
+  const std::vector<NodePart>& parts = layout.parts;
+  const std::vector<int>& stages = layout.stages;
   Timer timer{micro, gpu, precision, optimizer, calibration};
   timer.overhead_ms = timer.ms(GpuWork{});
   const double tp = static_cast<double>(plan.tp), elem = element_bytes(precision);
@@ -373,8 +386,13 @@ void time_collectives(std::vector<memory::Collective>& collectives, const hardwa
 }
 
 ParallelMemory parallel_memory(const memory::MemoryReport& single, const Graph& micro, const ParallelPlan& plan) {
-  const std::vector<NodePart> parts = tensor_parallel_parts(micro, plan.tp);
-  const std::vector<int> stages = pipeline_stages(micro, plan.pp);
+  return parallel_memory(single, micro, plan, plan_layout(micro, plan));
+}
+
+ParallelMemory parallel_memory(const memory::MemoryReport& single, const Graph& micro, const ParallelPlan& plan,
+                               const PlanLayout& layout) {
+  const std::vector<NodePart>& parts = layout.parts;
+  const std::vector<int>& stages = layout.stages;
   // Each stage's share of the parameters, of the trainable ones and of what the forward keeps for backward.
   struct Share {
     double parameters = 0, trainable = 0, saved = 0;

@@ -19,10 +19,22 @@
 
 namespace dnncast::gpu {
 
+// Where each node of `micro` falls under `plan`: its tensor-parallel part and its pipeline stage (parallel_plan.h),
+// found once for a forecast's timing and memory alike. Throws InputError for a plan the graph cannot take.
+struct PlanLayout {
+  std::vector<NodePart> parts;
+  std::vector<int> stages;
+};
+PlanLayout plan_layout(const Graph& micro, const ParallelPlan& plan);
+
 // `micro`: the graph at one micro-batch of one data-parallel replica. Throws InputError for a plan the graph cannot
-// take (parallel_plan.h) or a GPU whose catalogue row lacks a peak.
+// take (parallel_plan.h) or a GPU whose catalogue row lacks a peak. `layout`: plan_layout(micro, plan), when the
+// caller has it.
 ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const hardware::GpuSpec& gpu,
                              GpuPrecision precision, Optimizer optimizer, const GpuCalibration& calibration);
+ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const PlanLayout& layout,
+                             const hardware::GpuSpec& gpu, GpuPrecision precision, Optimizer optimizer,
+                             const GpuCalibration& calibration);
 
 // Times each of a sharded step's ring collectives (memory/sharding.h) by the collective model on `gpu`'s link, GPUs
 // beyond `gpus_per_node` across nodes; a GPU with no link catalogued leaves them untimed.
@@ -34,5 +46,7 @@ void time_collectives(std::vector<memory::Collective>& collectives, const hardwa
 // nodes (split ones divided by tp) times the micro-batches in flight, DDP's buckets for dp > 1; the largest stage. A
 // model: no multi-GPU run was measured.
 ParallelMemory parallel_memory(const memory::MemoryReport& single, const Graph& micro, const ParallelPlan& plan);
+ParallelMemory parallel_memory(const memory::MemoryReport& single, const Graph& micro, const ParallelPlan& plan,
+                               const PlanLayout& layout);
 
 }  // namespace dnncast::gpu
