@@ -43,7 +43,9 @@ struct Node {
 inline const std::pair<const std::string, AttrValue> kSplitPart{"split", int64_t{1}};
 
 // Who consumes each node (Graph::consumers): every node's consumer indices, rising, in one flat list. Two
-// allocations for the whole graph where a list per node took one each (a simulation asks several times).
+// allocations for the whole graph where a list per node took one each (a simulation asks several times). A Range
+// reads the Consumers it came from: name that first (`const Consumers consumers = graph.consumers();`), never loop
+// over `graph.consumers()[i]`, whose list is gone before the loop starts.
 class Consumers {
  public:
   class Range {
