@@ -95,7 +95,8 @@ tsan: setup
 
 # libFuzzer targets of fuzz/ (docs/FUZZING.md), built with clang, ASan and UBSan into build-fuzz/ from
 # only the libraries they read with (no libtorch). `make fuzz` runs each FUZZ_SECONDS; `make fuzz-ci`
-# each FUZZ_CI_SECONDS (the CI step). A finding stops with exit code 1 and its input in build-fuzz/artifacts/.
+# each FUZZ_CI_SECONDS, two at a time (the CI step). A finding stops with exit code 1 and its input in
+# build-fuzz/artifacts/.
 FUZZ_SECONDS ?= 600
 FUZZ_CI_SECONDS ?= 45
 FUZZ_TARGETS ?= graph_json plan csv_import predictor_manifest onnx schedule_files serve_request model_options
