@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/checked.h"
 #include "core/csv.h"
@@ -146,32 +148,61 @@ GpuWork gpu_work(const Graph& graph, GpuPrecision precision, Optimizer optimizer
 namespace {
 
 // Kernels as gpu_work collects them: identical ones merged, by class for the curves and by shape for the per-kernel
-// model.
+// model. Merged in hash tables (a 7B forecast adds thousands of kernels, a few hundred of them distinct) and listed in
+// the order of their keys, as ordered maps would list them, so that the sums over them add in the same order.
 struct KernelCounts {
-  std::map<std::tuple<int, double, double>, int64_t> merged;
-  std::map<std::array<double, 14>, std::pair<KernelShape, int64_t>> shaped;
+  using MergedKey = std::tuple<int, double, double>;
+  using ShapeKey = std::array<double, 14>;
+  // Hash of the values' bits; -0.0 is made +0.0 first (kernel_key), as the two compare equal.
+  struct HashDoubles {
+    template <size_t N>
+    size_t operator()(const std::array<double, N>& key) const {
+      uint64_t hash = 1469598103934665603ULL;
+      for (double value : key) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, &value, sizeof bits);
+        hash = (hash ^ bits) * 1099511628211ULL;
+        hash ^= hash >> 29;
+      }
+      return static_cast<size_t>(hash);
+    }
+    size_t operator()(const MergedKey& key) const {
+      return (*this)(
+          std::array<double, 3>{static_cast<double>(std::get<0>(key)), std::get<1>(key) + 0.0, std::get<2>(key) + 0.0});
+    }
+  };
+  std::unordered_map<MergedKey, int64_t, HashDoubles> merged;
+  std::unordered_map<ShapeKey, std::pair<KernelShape, int64_t>, HashDoubles> shaped;
 
+  static ShapeKey kernel_key(const KernelShape& kernel) {
+    return {static_cast<double>(kernel.family),
+            static_cast<double>(kernel.pass),
+            kernel.batch + 0.0,
+            kernel.m + 0.0,
+            kernel.n + 0.0,
+            kernel.k + 0.0,
+            kernel.channels + 0.0,
+            kernel.out_channels + 0.0,
+            kernel.kernel + 0.0,
+            kernel.size + 0.0,
+            kernel.stride + 0.0,
+            kernel.padding + 0.0,
+            kernel.flops + 0.0,
+            kernel.bytes + 0.0};
+  }
   void add(GpuKernel::Class kind, double flops, double bytes, int64_t count) {
-    merged[{static_cast<int>(kind), flops, bytes}] += count;
+    merged[{static_cast<int>(kind), flops + 0.0, bytes + 0.0}] += count;
   }
   void add_shaped(const KernelShape& kernel, int64_t count = 1) {
-    const std::array<double, 14> key = {static_cast<double>(kernel.family),
-                                        static_cast<double>(kernel.pass),
-                                        kernel.batch,
-                                        kernel.m,
-                                        kernel.n,
-                                        kernel.k,
-                                        kernel.channels,
-                                        kernel.out_channels,
-                                        kernel.kernel,
-                                        kernel.size,
-                                        kernel.stride,
-                                        kernel.padding,
-                                        kernel.flops,
-                                        kernel.bytes};
-    auto& [shape, counted] = shaped[key];
-    shape = kernel;
-    counted += count;
+    shaped.try_emplace(kernel_key(kernel), kernel, 0).first->second.second += count;
+  }
+  // The maps' order (operator<), made total: a NaN after every number, so that a sort is defined whatever comes.
+  static bool before(double a, double b) {
+    return std::isnan(a) || std::isnan(b) ? !std::isnan(a) && std::isnan(b) : a < b;
+  }
+  template <typename Values>
+  static bool key_less(const Values& a, const Values& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), before);
   }
   void add_all(const KernelCounts& other) {
     for (const auto& [key, count] : other.merged) merged[key] += count;
@@ -179,8 +210,20 @@ struct KernelCounts {
   }
   GpuWork work() const {
     GpuWork out;
-    for (const auto& [key, shape] : shaped) out.shaped.push_back(shape);
-    for (const auto& [key, count] : merged) {
+    std::vector<const std::pair<const ShapeKey, std::pair<KernelShape, int64_t>>*> shapes;
+    shapes.reserve(shaped.size());
+    for (const auto& entry : shaped) shapes.push_back(&entry);
+    std::sort(shapes.begin(), shapes.end(), [](const auto* a, const auto* b) { return key_less(a->first, b->first); });
+    out.shaped.reserve(shapes.size());
+    for (const auto* entry : shapes) out.shaped.push_back(entry->second);
+    std::vector<std::pair<MergedKey, int64_t>> kernels(merged.begin(), merged.end());
+    std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {
+      const auto& [a_kind, a_flops, a_bytes] = a.first;
+      const auto& [b_kind, b_flops, b_bytes] = b.first;
+      return key_less(std::array<double, 3>{static_cast<double>(a_kind), a_flops, a_bytes},
+                      std::array<double, 3>{static_cast<double>(b_kind), b_flops, b_bytes});
+    });
+    for (const auto& [key, count] : kernels) {
       out.kernels.push_back(
           {static_cast<GpuKernel::Class>(std::get<0>(key)), std::get<1>(key), std::get<2>(key), count});
       out.kernel_count += count;

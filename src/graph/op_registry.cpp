@@ -59,6 +59,7 @@ std::vector<std::string> OpRegistry::names() const {
 OpView view_of(const Graph& graph, int node_index) {
   const Node& node = graph.node(node_index);
   OpView view{node, {}};
+  view.inputs.reserve(node.inputs.size());
   for (int input : node.inputs) view.inputs.push_back(&graph.node(input));
   return view;
 }

@@ -11,7 +11,7 @@ Tensor Trace::run_reshape(int index, const Node& node, const std::vector<Tensor>
   const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
   if (op == "Flatten" && in_shape.rank() == node.shape.rank()) return view(x, x.bytes, x.contiguous);  // no-op
   const int64_t bytes = x.bytes;
-  const std::vector<int64_t> in_dims = in_shape.dims;
+  const std::vector<int64_t>& in_dims = in_shape.dims;
   // reshape: a view when the strides allow it (ATen's computeStride), a copy otherwise; the same
   // for the gradient on the way back.
   std::vector<int64_t> strides;
@@ -31,11 +31,16 @@ Tensor Trace::run_reshape(int index, const Node& node, const std::vector<Tensor>
   } else {
     out = new_output(bytes, "reshape copy");
   }
-  out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, out_dims, in_dims](Trace& t, const Grad& grad) {
+  // The shapes read from the graph when backward runs (it outlives the trace): a capture of two numbers fits in
+  // std::function without an allocation, where copies of both shapes took three allocations.
+  out.grad_fn = make_node(index, {}, {edge_of(x)}, [bytes, index](Trace& t, const Grad& grad) {
+    const Node& reshaped = t.graph_.node(index);
+    const std::vector<int64_t>& to = reshaped.shape.dims;
+    const std::vector<int64_t>& from = t.graph_.node(reshaped.inputs[0]).shape.dims;
     std::vector<int64_t> grad_strides;
-    if (grad.dense && view_strides(out_dims, dense_strides(out_dims, grad.layout), in_dims, grad_strides)) {
+    if (grad.dense && view_strides(to, dense_strides(to, grad.layout), from, grad_strides)) {
       Grad passed = t.share(grad, bytes, true);
-      with_layout(passed, layout_of_strides(grad_strides), in_dims);
+      with_layout(passed, layout_of_strides(grad_strides), from);
       return std::vector<Grad>{passed};
     }
     return std::vector<Grad>{t.new_grad(bytes, "reshape")};
