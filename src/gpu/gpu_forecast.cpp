@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -29,6 +30,8 @@
 #include "memory/simulator.h"
 
 namespace dnncast::gpu {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 namespace {
 
@@ -77,14 +80,14 @@ Enum parse_named(const std::vector<std::pair<Enum, std::vector<std::string>>>& t
 
 // A dense 3x3 stride-1 convolution: the shape cuDNN's Winograd kernels take at fp32.
 bool winograd_shaped(const OpView& view) {
-  if (view.node.op != "Conv2d" || view.node.attr_int("groups", 1) != 1) return false;
+  if (view.node.op != "Conv2d"sv || view.node.attr_int("groups", 1) != 1) return false;
   const auto kernel = ops::pair_attr(view, "kernel", 1), stride = ops::pair_attr(view, "stride", 1),
              dilation = ops::pair_attr(view, "dilation", 1);
   return kernel[0] == 3 && kernel[1] == 3 && stride[0] == 1 && stride[1] == 1 && dilation[0] == 1 && dilation[1] == 1;
 }
 
 bool is_matrix_category(const std::string& category) {
-  return category == "conv" || category == "linear" || category == "attention";
+  return category == "conv"sv || category == "linear"sv || category == "attention"sv;
 }
 
 }  // namespace
@@ -249,8 +252,9 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
   for (size_t index = 0; index < graph.nodes().size(); ++index) {
     const Node& node = graph.nodes()[index];
     const OpDef& def = registry.get(node.op);
-    if (def.category == "input") continue;
-    const OpCost node_work = node_cost(graph, static_cast<int>(index));
+    if (def.category == "input"sv) continue;
+    OpCost computed;
+    const OpCost& node_work = node_cost(graph, static_cast<int>(index), computed);
     const bool gradient = requires_gradient(node, node_work, requires_grad);
     requires_grad[index] = gradient ? 1 : 0;
     const NodePart part = share.parts.empty() ? NodePart::Whole : share.parts[index];
@@ -269,7 +273,7 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
       params += cost.params - cost.frozen_params;
       param_tensors += node.has_attr("bias") && node.attr_int("bias", 1) == 0 ? 1 : 2;
     }
-    if (!training && node.op == "Dropout") continue;  // eval mode: the identity
+    if (!training && node.op == "Dropout"sv) continue;  // eval mode: the identity
     NodeKernels shaped = node_kernels(graph, static_cast<int>(index), node_work, part, share.tp, training);
     if (!gradient) shaped.backward.clear();  // autograd runs no backward for an output no gradient reaches
     if (activation_scale != 1.0) {
@@ -293,7 +297,7 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
     for (const KernelShape& kernel : shaped.backward) backward.add_shaped(kernel);
     if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) continue;  // a view: no curve-timed work
     if (is_matrix_category(def.category)) {
-      const GpuKernel::Class kind = def.category != "conv" ? GpuKernel::Class::Gemm
+      const GpuKernel::Class kind = def.category != "conv"sv ? GpuKernel::Class::Gemm
                                     : winograd_shaped(view_of(graph, static_cast<int>(index)))
                                         ? GpuKernel::Class::Conv3x3
                                         : GpuKernel::Class::Conv;

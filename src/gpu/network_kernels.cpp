@@ -2,6 +2,7 @@
 // (kernel_model.h node_kernels). Matrix ops become the GEMMs / convolutions PyTorch launches; everything
 // else is memory-bound work in the family closest to it (norms, softmax, elementwise).
 #include <algorithm>
+#include <string_view>
 
 #include "gpu/eager_kernels.h"
 #include "gpu/kernel_model.h"
@@ -9,6 +10,8 @@
 #include "graph/op_registry.h"
 
 namespace dnncast::gpu {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 namespace {
 
@@ -86,7 +89,7 @@ void attention_kernels(const OpView& view, bool training, NodeKernels& out) {
 // implicit GEMM.
 bool conv_kernels(const OpView& view, const OpCost& cost, bool input_grad, NodeKernels& out) {
   const TensorShape& x = view.in(0);
-  if (x.rank() != 4 || view.node.op != "Conv2d") return false;
+  if (x.rank() != 4 || view.node.op != "Conv2d"sv) return false;
   const auto kernel = ops::pair_attr(view, "kernel", 1), stride = ops::pair_attr(view, "stride", 1),
              padding = ops::pair_attr(view, "padding", 0);
   if (view.node.attr_int("groups", 1) != 1 || kernel[0] != kernel[1] || stride[0] != stride[1] || x[2] != x[3] ||
@@ -108,7 +111,7 @@ bool conv_kernels(const OpView& view, const OpCost& cost, bool input_grad, NodeK
 void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& cost, bool training, NodeKernels& out) {
   const std::vector<const EagerKernel*>& rows = eager_kernels(graph.family, view.node.op);
   if (rows.empty()) return;
-  const bool attention = view.node.op == "ScaledDotProductAttention";
+  const bool attention = view.node.op == "ScaledDotProductAttention"sv;
   if (attention && view.node.attr_int("fused", 0) != 0) return;  // PyTorch 2's fused kernels: none of these
   const bool replace = std::any_of(rows.begin(), rows.end(), [](const EagerKernel* row) { return row->replaces; });
   if (replace)  // the GEMMs and the softmax stay
@@ -127,7 +130,7 @@ void apply_eager_kernels(const Graph& graph, const OpView& view, const OpCost& c
   const bool batched = attention && dim(view.in(0), 0) > 1;
   // repeat_kv of one key head expands it without a copy (the batched GEMM copies it instead); of several, it copies.
   auto repeat_copies = [&](const Node& node) {
-    return node.op == "RepeatInterleave" &&
+    return node.op == "RepeatInterleave"sv &&
            dim(graph.node(node.inputs.at(0)).shape, static_cast<int>(node.attr_int("axis", 1))) > 1;
   };
   const bool kv_views = batched && !repeat_copies(graph.node(view.node.inputs.at(1)));
@@ -172,7 +175,7 @@ bool attention_key_only(const Graph& graph, int index) {
     const Node& node = graph.node(later);
     for (size_t position = 0; position < node.inputs.size(); ++position) {
       if (node.inputs[position] != index) continue;
-      if (node.op != "ScaledDotProductAttention" || position != 1) return false;
+      if (node.op != "ScaledDotProductAttention"sv || position != 1) return false;
       consumed = true;
     }
   }
@@ -184,7 +187,7 @@ bool attention_key_only(const Graph& graph, int index) {
 // there is one sequence; a projection of its own flattens it over several with a copy (BERT's key: traced).
 bool key_gradient_uncopied(const Graph& graph, int index) {
   int source = graph.node(index).inputs.at(0);
-  if (graph.node(source).op == "Reshape") source = graph.node(source).inputs.at(0);
+  if (graph.node(source).op == "Reshape"sv) source = graph.node(source).inputs.at(0);
   return (graph.node(source).split_part() || dim(graph.node(index).shape, 0) == 1) && attention_key_only(graph, index);
 }
 
@@ -194,7 +197,7 @@ bool keeps_order(const Graph& graph, int index) {
   const Node& node = graph.node(index);
   const TensorShape& in = graph.node(node.inputs.at(0)).shape;
   std::vector<int64_t> dims;
-  if (node.op == "Permute") {
+  if (node.op == "Permute"sv) {
     dims = node.attr_ints("dims");
   } else {
     for (int axis = 0; axis < in.rank(); ++axis) dims.push_back(axis);
@@ -244,8 +247,10 @@ std::vector<std::vector<double>> gradient_sums(const Graph& graph) {
   std::vector<char> requires_grad(static_cast<size_t>(graph.size()), 0);
   for (size_t index = 0; index < requires_grad.size(); ++index) {
     const Node& node = graph.nodes()[index];
-    if (OpRegistry::instance().get(node.op).category == "input") continue;
-    requires_grad[index] = requires_gradient(node, node_cost(graph, static_cast<int>(index)), requires_grad) ? 1 : 0;
+    if (OpRegistry::instance().get(node.op).category == "input"sv) continue;
+    OpCost computed;
+    const OpCost& cost = node_cost(graph, static_cast<int>(index), computed);
+    requires_grad[index] = requires_gradient(node, cost, requires_grad) ? 1 : 0;
   }
   return gradient_sums(graph, requires_grad);
 }
@@ -291,27 +296,27 @@ std::vector<std::vector<double>> gradient_sums(const Graph& graph, const std::ve
 std::string node_time_kind(const Graph& graph, int index) {
   const Node& node = graph.node(index);
   const OpDef& def = OpRegistry::instance().get(node.op);
-  if (def.category == "input") return "";
-  if (node.op == "Linear" || node.op == "MatMul") return "gemm";
-  if (def.category == "conv") return "conv";
-  if (def.category == "loss") return "loss";
+  if (def.category == "input"sv) return "";
+  if (node.op == "Linear"sv || node.op == "MatMul"sv) return "gemm";
+  if (def.category == "conv"sv) return "conv";
+  if (def.category == "loss"sv) return "loss";
   const std::string& name = node.name;
-  if (node.op == "ScaledDotProductAttention" || name.find(".attn.") != std::string::npos ||
+  if (node.op == "ScaledDotProductAttention"sv || name.find(".attn.") != std::string::npos ||
       name.find(".attention.") != std::string::npos || name.find(".self_attn.") != std::string::npos)
     return "attention";
-  if (node.op == "LayerNorm" || node.op == "RMSNorm" || node.op == "GroupNorm" || node.op == "BatchNorm2d")
+  if (node.op == "LayerNorm"sv || node.op == "RMSNorm"sv || node.op == "GroupNorm"sv || node.op == "BatchNorm2d"sv)
     return "norm";
-  if (node.op == "GELU" || node.op == "ReLU" || node.op == "SiLU" || node.op == "Tanh" || node.op == "Sigmoid" ||
-      node.op == "HardSwish" || node.op == "HardSigmoid")
+  if (node.op == "GELU"sv || node.op == "ReLU"sv || node.op == "SiLU"sv || node.op == "Tanh"sv ||
+      node.op == "Sigmoid"sv || node.op == "HardSwish"sv || node.op == "HardSigmoid"sv)
     return "activation";
-  if (node.op == "Embedding" || node.op == "PositionEmbedding") return "embedding";
+  if (node.op == "Embedding"sv || node.op == "PositionEmbedding"sv) return "embedding";
   return "elementwise";
 }
 
 NodeKernels node_kernels(const Graph& graph, int index) { return node_kernels(graph, index, NodePart::Whole, 1); }
 
 NodeKernels node_kernels(const Graph& graph, int index, NodePart part, double tp) {
-  if (OpRegistry::instance().get(graph.node(index).op).category == "input") return {};
+  if (OpRegistry::instance().get(graph.node(index).op).category == "input"sv) return {};
   return node_kernels(graph, index, node_cost(graph, index), part, tp);
 }
 
@@ -319,17 +324,17 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
   const Node& node = graph.nodes()[static_cast<size_t>(index)];
   const OpDef& def = OpRegistry::instance().get(node.op);
   NodeKernels out;
-  if (def.category == "input" || part == NodePart::Skip || (!training && node.op == "Dropout")) return out;
+  if (def.category == "input"sv || part == NodePart::Skip || (!training && node.op == "Dropout"sv)) return out;
   const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
   if (bytes == 0 && cost.flops_fwd == 0 && cost.flops_bwd == 0) {  // a view: at most kernels of its gradient
     const double elements = static_cast<double>(node.shape.numel());
-    if ((node.op == "Permute" || node.op == "Transpose") && !key_gradient_uncopied(graph, index) &&
+    if ((node.op == "Permute"sv || node.op == "Transpose"sv) && !key_gradient_uncopied(graph, index) &&
         !keeps_order(graph, index)) {
       // A permuted view hands its input a permuted gradient, which the op before it copies to read it whole (the
       // view of a head split: ViewBackward0's reshape; a GEMM's input): one copy, traced in PyTorch's eager backward
       // (scripts/eager-kernels-trace.py).
       out.backward.push_back(elementwise_kernel(elements, 0, 8 * elements));
-    } else if (node.op == "Slice") {
+    } else if (node.op == "Slice"sv) {
       const double whole = static_cast<double>(graph.node(node.inputs.at(0)).shape.numel());
       if (!node.split_part()) {  // SliceBackward0: zeros of the input's size, then the part's gradient copied in
         out.backward.push_back(elementwise_kernel(whole, 0, 4 * whole));
@@ -345,22 +350,22 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
   const OpView view = view_of(graph, index);
   out.forward.reserve(4);  // a node's kernels, each list grown once rather than step by step
   out.backward.reserve(8);
-  if (node.op == "Linear") {
+  if (node.op == "Linear"sv) {
     linear_kernels(view, out, part, tp);
-  } else if (node.op == "MatMul") {
+  } else if (node.op == "MatMul"sv) {
     matmul_kernels(view, out);
-  } else if (node.op == "ScaledDotProductAttention") {
+  } else if (node.op == "ScaledDotProductAttention"sv) {
     attention_kernels(view, training, out);
-  } else if (def.category == "conv" && conv_kernels(view, cost, graph.node(node.inputs.at(0)).op != "Input", out)) {
+  } else if (def.category == "conv"sv && conv_kernels(view, cost, graph.node(node.inputs.at(0)).op != "Input"sv, out)) {
   } else {
     // Depthwise / grouped convolutions and every other op: memory-bound, traffic and work from the op's cost.
     const TensorShape& shape = node.shape;
     const double elements = static_cast<double>(shape.numel());
     const bool norm =
-        node.op == "LayerNorm" || node.op == "RMSNorm" || node.op == "GroupNorm" || node.op == "BatchNorm2d";
-    const KernelFamily family = norm                   ? KernelFamily::Norm
-                                : node.op == "Softmax" ? KernelFamily::Softmax
-                                                       : KernelFamily::Elementwise;
+        node.op == "LayerNorm"sv || node.op == "RMSNorm"sv || node.op == "GroupNorm"sv || node.op == "BatchNorm2d"sv;
+    const KernelFamily family = norm                     ? KernelFamily::Norm
+                                : node.op == "Softmax"sv ? KernelFamily::Softmax
+                                                         : KernelFamily::Elementwise;
     auto shaped = [&](double flops, double traffic) {
       if (family == KernelFamily::Elementwise) return elementwise_kernel(elements, flops, traffic);
       const double cols = std::max(1.0, dim(shape, -1)), rows = elements / cols;
@@ -369,27 +374,27 @@ NodeKernels node_kernels(const Graph& graph, int index, const OpCost& cost, Node
     out.forward.push_back(shaped(static_cast<double>(cost.flops_fwd), bytes));
     // Autograd's AddBackward0 hands the gradient to both inputs of a sum of equal shapes without a kernel, and a
     // permute made contiguous (.contiguous()'s clone) hands back a permuted view of it: no kernel either way.
-    const bool passes_gradient = (node.op == "Add" && view.in(0).dims == view.in(1).dims) ||
-                                 (node.op == "Permute" && node.attr_int("contiguous", 0) != 0);
+    const bool passes_gradient = (node.op == "Add"sv && view.in(0).dims == view.in(1).dims) ||
+                                 (node.op == "Permute"sv && node.attr_int("contiguous", 0) != 0);
     // An activation's backward reads the gradient and what it kept, and writes one (silu_backward, threshold_backward:
     // 1.5 times the forward's traffic); a product of two tensors computes each input's gradient in its own kernel.
-    const bool two_gradients = node.op == "Mul" && node.inputs.size() == 2 && view.in(0).dims == view.in(1).dims;
+    const bool two_gradients = node.op == "Mul"sv && node.inputs.size() == 2 && view.in(0).dims == view.in(1).dims;
     if (two_gradients) {
       out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) / 2, bytes));
       out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) / 2, bytes));
-    } else if (node.op == "LayerNorm") {
+    } else if (node.op == "LayerNorm"sv) {
       // CUDA's layer norm backward: the input's gradient (reads the gradient and the input, writes one), then the
       // weight's and bias's, reduced over the rows (reads both again) when they are trained.
       const bool affine_grad = cost.params > cost.frozen_params;
       out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) * (affine_grad ? 7.0 / 9 : 1), 1.5 * bytes));
       if (affine_grad) out.backward.push_back(shaped(static_cast<double>(cost.flops_bwd) * 2.0 / 9, bytes));
-    } else if ((cost.flops_bwd > 0 || def.category != "loss") && !passes_gradient) {
+    } else if ((cost.flops_bwd > 0 || def.category != "loss"sv) && !passes_gradient) {
       out.backward.push_back(
-          shaped(static_cast<double>(cost.flops_bwd), (def.category == "activation" ? 1.5 : 2) * bytes));
+          shaped(static_cast<double>(cost.flops_bwd), (def.category == "activation"sv ? 1.5 : 2) * bytes));
     }
   }
   apply_eager_kernels(graph, view, cost, training, out);
-  if (node.op == "Linear" && node.attr_int("bias", 1) != 0 && !node.frozen()) {
+  if (node.op == "Linear"sv && node.attr_int("bias", 1) != 0 && !node.frozen()) {
     // The bias is added in the GEMM's epilogue (addmm); its gradient is a reduction over the rows.
     // Megatron keeps a row-parallel Linear's bias whole; a column-parallel one's is split with its outputs.
     const double outputs = static_cast<double>(node.shape.numel()) / (part == NodePart::Column ? tp : 1);

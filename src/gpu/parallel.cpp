@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -14,6 +15,8 @@
 #include "memory/sharding.h"
 
 namespace dnncast::gpu {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 namespace {
 
@@ -32,13 +35,13 @@ int64_t parse_degree(const std::string& text, const std::string& what) {
 // The share of a node's parameters one GPU of a tensor-parallel group holds: split nodes' 1/tp, and the vocabulary-
 // parallel embedding's 1/tp too (it runs whole: each GPU looks its rows up and the output is all-reduced).
 double parameter_share(const Node& node, NodePart part, double tp) {
-  if (part != NodePart::Whole || (node.op == "Embedding" && memory::block_of(node) < 0)) return 1.0 / tp;
+  if (part != NodePart::Whole || (node.op == "Embedding"sv && memory::block_of(node) < 0)) return 1.0 / tp;
   return 1.0;
 }
 
 bool is_head(const Graph& graph, int index, const Consumers& consumers) {
   const Node& node = graph.node(index);
-  if (node.op != "Linear" || memory::block_of(node) >= 0 || node.shape.rank() == 0) return false;
+  if (node.op != "Linear"sv || memory::block_of(node) >= 0 || node.shape.rank() == 0) return false;
   // A language model's head: a large Linear outside the blocks whose result ends the graph.
   return consumers[static_cast<size_t>(index)].empty() && node.shape[node.shape.rank() - 1] >= 1024;
 }
@@ -114,7 +117,7 @@ std::vector<NodePart> tensor_parallel_parts(const Graph& graph, int64_t tp) {
   bool blocks = false;
   for (int index = 0; index < graph.size(); ++index) {
     const Node& node = graph.node(index);
-    if (node.op == "TopKRouting")
+    if (node.op == "TopKRouting"sv)
       throw InputError(what + ": a mixture of experts is not split (expert parallelism is not built); use dp or pp");
     if (ends_with(node.name, ".lora_A")) throw InputError(what + ": LoRA adapters are not split; use dp or pp");
     const bool in_block = memory::block_of(node) >= 0;
@@ -122,9 +125,9 @@ std::vector<NodePart> tensor_parallel_parts(const Graph& graph, int64_t tp) {
     const bool split_input = std::any_of(node.inputs.begin(), node.inputs.end(),
                                          [&](int input) { return split[static_cast<size_t>(input)]; });
     NodePart& part = parts[static_cast<size_t>(index)];
-    if (node.op == "Linear" && split_input) {
+    if (node.op == "Linear"sv && split_input) {
       part = NodePart::Row;
-    } else if (node.op == "Linear" && (in_block || is_head(graph, index, consumers))) {
+    } else if (node.op == "Linear"sv && (in_block || is_head(graph, index, consumers))) {
       part = NodePart::Column;
       const int64_t outputs = node.shape[node.shape.rank() - 1];
       if (in_block && outputs % tp != 0)
@@ -136,7 +139,7 @@ std::vector<NodePart> tensor_parallel_parts(const Graph& graph, int64_t tp) {
       split[static_cast<size_t>(index)] = in_block;
       // A projection viewed as heads (batch, sequence, heads, head size): the group splits whole heads, query and
       // key-value heads alike.
-      if (node.op == "Reshape" && node.shape.rank() == 4 && node.shape[2] % tp != 0)
+      if (node.op == "Reshape"sv && node.shape.rank() == 4 && node.shape[2] % tp != 0)
         throw InputError(what + ": " + quote(node.name) + " has " + std::to_string(node.shape[2]) +
                          " heads, not a multiple of " + std::to_string(tp));
     }
@@ -266,7 +269,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
     Stage& stage = per_stage[static_cast<size_t>(stages[static_cast<size_t>(index)])];
     stage.nodes[static_cast<size_t>(index)] = true;
     const Node& node = micro.node(index);
-    if (registry.get(node.op).category == "input") continue;
+    if (registry.get(node.op).category == "input"sv) continue;
     const NodePart part = parts[static_cast<size_t>(index)];
     if (plan.tp == 1) continue;
     if (part == NodePart::Row) {
@@ -279,7 +282,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
       auto& [bytes, count] = tp_collectives["backward all-reduce of a column-parallel Linear's input gradient"];
       bytes = numel(node.inputs[0]) * elem, ++count;
       stage.tp_ms += collective_ms(CollectiveKind::AllReduce, bytes, plan.tp, gpu, plan.gpus_per_node).value_or(0);
-    } else if (node.op == "Embedding" && memory::block_of(node) < 0) {
+    } else if (node.op == "Embedding"sv && memory::block_of(node) < 0) {
       auto& [bytes, count] = tp_collectives["forward all-reduce of the vocabulary-parallel embedding"];
       bytes = numel(index) * elem, ++count;
       stage.tp_ms += collective_ms(CollectiveKind::AllReduce, bytes, plan.tp, gpu, plan.gpus_per_node).value_or(0);
@@ -291,7 +294,7 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
   // Activations crossing from a stage to the next (and their gradients back).
   for (int index = 0; index < micro.size(); ++index) {
     const int from = stages[static_cast<size_t>(index)];
-    if (registry.get(micro.node(index).op).category == "input") continue;
+    if (registry.get(micro.node(index).op).category == "input"sv) continue;
     int to = from;
     for (int consumer : consumers[static_cast<size_t>(index)]) to = std::max(to, stages[static_cast<size_t>(consumer)]);
     for (int stage = from; stage < to; ++stage) per_stage[static_cast<size_t>(stage)].send_bytes += numel(index) * elem;
@@ -351,7 +354,8 @@ ParallelTiming time_parallel(const Graph& micro, const ParallelPlan& plan, const
         backward += time[1];
         for (size_t index = 0; index < nodes.size(); ++index) {
           if (!nodes[index]) continue;
-          const OpCost cost = node_cost(micro, static_cast<int>(index));
+          OpCost computed;
+          const OpCost& cost = node_cost(micro, static_cast<int>(index), computed);
           pending += 4.0 * static_cast<double>(cost.params - cost.frozen_params) *
                      parameter_share(micro.node(static_cast<int>(index)), parts[index], tp);
         }
@@ -400,7 +404,8 @@ ParallelMemory parallel_memory(const memory::MemoryReport& single, const Graph& 
   std::vector<Share> shares(static_cast<size_t>(plan.pp));
   Share total;
   for (int index = 0; index < micro.size(); ++index) {
-    const OpCost cost = node_cost(micro, index);
+    OpCost computed;
+    const OpCost& cost = node_cost(micro, index, computed);
     const NodePart part = parts[static_cast<size_t>(index)];
     const double fraction = part == NodePart::Whole ? 1.0 : 1.0 / static_cast<double>(plan.tp);
     const double params = parameter_share(micro.node(index), part, static_cast<double>(plan.tp));

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "graph/op_registry.h"
 
 namespace dnncast {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 bool has_blocks(const Graph& graph) {
   for (const Node& node : graph.nodes())
@@ -41,7 +44,7 @@ std::vector<CheckpointSegment> checkpoint_segments(const Graph& graph) {
     if (block < 0) continue;
     const std::string where =
         "node " + quote(node.name) + " (" + node.op + ") of checkpointed block " + std::to_string(block);
-    if (node.op == "Input" || OpRegistry::instance().get(node.op).category == "loss")
+    if (node.op == "Input"sv || OpRegistry::instance().get(node.op).category == "loss"sv)
       throw InputError(where + ": an input or a loss cannot be recomputed");
     if (segments.empty() || segments.back().block != block || segments.back().last != index - 1) {
       if (seen.count(block)) throw InputError(where + ": the block's nodes are not contiguous in graph order");

@@ -13,6 +13,8 @@
 
 namespace dnncast {
 
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
+
 namespace {
 
 std::string where(const Node& node) { return "node " + quote(node.name) + " (" + escape_control(node.op) + ")"; }
@@ -110,7 +112,7 @@ std::vector<int> Graph::outputs() const {
 std::vector<int> Graph::inputs() const {
   std::vector<int> result;
   for (int index = 0; index < size(); ++index)
-    if (nodes_[static_cast<size_t>(index)].op == "Input") result.push_back(index);
+    if (nodes_[static_cast<size_t>(index)].op == "Input"sv) result.push_back(index);
   return result;
 }
 
@@ -124,7 +126,8 @@ void Graph::check_totals() const {
   // every consumer (inspect's totals, features, the memory simulator) can add them freely.
   int64_t params = 0, flops = 0, bytes = 0;
   for (int index = 0; index < size(); ++index) {
-    OpCost cost = node_cost(*this, index);
+    OpCost computed;
+    const OpCost& cost = node_cost(*this, index, computed);
     try {
       params = checked_add(params, cost.params);
       flops = checked_sum({flops, cost.flops_fwd, cost.flops_bwd});
@@ -143,6 +146,7 @@ void Graph::infer_node(int index) {
   const OpRegistry& registry = OpRegistry::instance();
   {
     Node& node = nodes_[static_cast<size_t>(index)];
+    if (static_cast<size_t>(index) < cost_known_.size()) cost_known_[static_cast<size_t>(index)] = 0;
     const OpDef* def = nullptr;
     try {
       def = &registry.get(node.op);
@@ -160,6 +164,7 @@ void Graph::infer_node(int index) {
     for (const std::string& key : def->required_attrs)
       if (!node.has_attr(key)) throw InputError(where(node) + ": missing attribute " + quote(key));
     OpView view{node, {}};
+    view.inputs.reserve(node.inputs.size());
     for (int input : node.inputs) {
       if (input < 0 || input >= index)
         throw InputError(where(node) + ": input " + std::to_string(input) + " does not precede it");
@@ -181,6 +186,14 @@ void Graph::infer_node(int index) {
         throw InputError(where(node) + ": " + std::to_string(cost.params) + " parameters, more than " +
                          std::to_string(kMaxTensorElements));
       cost.saved_bytes();
+      count_frozen(*def, node, cost);
+      const auto at = static_cast<size_t>(index);
+      if (costs_.size() <= at) {
+        costs_.resize(nodes_.size());
+        cost_known_.resize(nodes_.size(), 0);
+      }
+      costs_[at] = std::move(cost);
+      cost_known_[at] = 1;
     } catch (const ArithmeticOverflow& error) {
       throw InputError(where(node) + ": shape or cost arithmetic: " + error.what());
     }
@@ -194,14 +207,15 @@ void Graph::validate() {
 }
 
 void Graph::validate_inferred() {
-  check_nodes();
+  check_nodes(false);  // every name went through add(), which refuses a duplicate, and none was changed since
   check_totals();
   check_ties();
 }
 
-void Graph::check_nodes() const {
+void Graph::check_nodes(bool names) const {
   if (nodes_.empty()) throw InputError("graph " + quote(name) + " has no nodes");
   if (inputs().empty()) throw InputError("graph " + quote(name) + " has no Input node");
+  if (!names) return;
   std::unordered_set<std::string_view> seen;  // hashed: a transformer's names share long prefixes
   seen.reserve(nodes_.size());
   for (const Node& node : nodes_)
@@ -213,10 +227,10 @@ void Graph::check_ties() const {
   // shape of this layer's weight, out_features x in_features.
   for (const Node& node : nodes_) {
     if (!node.has_attr("tied_to")) continue;
-    if (node.op != "Linear") throw InputError(where(node) + ": only Linear takes the attribute 'tied_to'");
+    if (node.op != "Linear"sv) throw InputError(where(node) + ": only Linear takes the attribute 'tied_to'");
     std::string target_name = node.attr_str("tied_to", "");
     int target = find(target_name);
-    if (target < 0 || nodes_[static_cast<size_t>(target)].op != "Embedding")
+    if (target < 0 || nodes_[static_cast<size_t>(target)].op != "Embedding"sv)
       throw InputError(where(node) + ": tied_to " + quote(target_name) + " is not an Embedding node of the graph");
     const Node& table = nodes_[static_cast<size_t>(target)];
     int64_t in_features = nodes_[static_cast<size_t>(node.inputs.at(0))].shape.dims.back();
@@ -279,7 +293,7 @@ std::string Graph::architecture_hash() const {
     text << node.op << '(';
     for (int input : node.inputs) text << input << ',';
     text << ")[";
-    if (node.op == "Input") {
+    if (node.op == "Input"sv) {
       text << "rank=" << node.attr_ints("shape", {}).size() << ";";
     } else {
       for (const auto& [key, value] : node.attrs) {

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/op_cost.h"
 #include "graph/tensor.h"
 
 namespace dnncast {
@@ -83,7 +84,12 @@ class Graph {
   int add(Node node);
 
   const std::vector<Node>& nodes() const { return nodes_; }
-  std::vector<Node>& mutable_nodes() { return nodes_; }
+  // Hands the nodes out to change: the costs infer_node kept are dropped (a changed attribute changes a cost).
+  std::vector<Node>& mutable_nodes() {
+    costs_.clear();
+    cost_known_.clear();
+    return nodes_;
+  }
   const Node& node(int index) const { return nodes_.at(static_cast<size_t>(index)); }
   int size() const { return static_cast<int>(nodes_.size()); }
   int find(const std::string& node_name) const;  // -1 when absent
@@ -94,6 +100,14 @@ class Graph {
   std::vector<int> inputs() const;
   // Consumers of each node, by index.
   Consumers consumers() const { return Consumers(nodes_); }
+
+  // Node `index`'s cost as infer_node computed it (node_cost's: frozen parameters counted), kept so that a forecast
+  // does not compute it again for every module that asks (the memory trace, the kernel list, the totals); nullptr
+  // where the node was not inferred since the graph last handed out mutable_nodes().
+  const OpCost* inferred_cost(int index) const {
+    const auto at = static_cast<size_t>(index);
+    return at < cost_known_.size() && cost_known_[at] != 0 ? &costs_[at] : nullptr;
+  }
 
   // Runs every op's shape rule in order, filling Node::shape and Node::dtype.
   // Throws InputError("node 'x' (Conv2d): ...") on the first inconsistency.
@@ -121,11 +135,13 @@ class Graph {
   std::string architecture_hash() const;
 
  private:
-  void check_nodes() const;   // some nodes, an Input, unique names
+  void check_nodes(bool names = true) const;  // some nodes, an Input, unique names (unless `names` is false)
   void check_totals() const;  // the graph's parameters, FLOPs and bytes within int64 (its nodes inferred)
   void check_ties() const;    // Linear tied_to an Embedding of its weight's shape
   std::vector<Node> nodes_;
   std::unordered_map<std::string, int> index_by_name_;  // hashed: a transformer's names share long prefixes
+  std::vector<OpCost> costs_;                           // by node, what infer_node computed (inferred_cost)
+  std::vector<char> cost_known_;                        // 1 where costs_ holds it
 };
 
 }  // namespace dnncast

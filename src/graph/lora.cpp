@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "core/error.h"
 #include "graph/op_registry.h"
 
 namespace dnncast {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 namespace {
 
@@ -59,7 +62,7 @@ double parse_number(const std::string& value, const std::string& what, const std
 std::string projection_names(const Graph& graph) {
   std::set<std::string> names;
   for (const Node& node : graph.nodes())
-    if (node.op == "Linear") names.insert(node.name.substr(node.name.find_last_of('.') + 1));
+    if (node.op == "Linear"sv) names.insert(node.name.substr(node.name.find_last_of('.') + 1));
   std::string list;
   for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
   return list;
@@ -116,7 +119,7 @@ Graph apply_lora(const Graph& graph, const LoraConfig& config) {
   if (config.rank < 1) throw InputError("LoRA rank r=" + std::to_string(config.rank) + " must be at least 1");
   for (const std::string& target : config.targets) {
     bool found = false;
-    for (const Node& node : graph.nodes()) found = found || (node.op == "Linear" && matches(node.name, target));
+    for (const Node& node : graph.nodes()) found = found || (node.op == "Linear"sv && matches(node.name, target));
     if (!found)
       throw InputError("LoRA target " + quote(target) + " matches no Linear of " + quote(graph.name) +
                        " (its projections: " + projection_names(graph) + ")");
@@ -135,11 +138,11 @@ Graph apply_lora(const Graph& graph, const LoraConfig& config) {
     Node node = graph.node(index);
     for (int& input : node.inputs) input = moved.at(static_cast<size_t>(input));
     const OpDef& def = OpRegistry::instance().get(node.op);
-    if (node_cost(graph, index).params > 0 && !(config.train_norms && def.category == "norm"))
+    if (node_cost(graph, index).params > 0 && !(config.train_norms && def.category == "norm"sv))
       node.attrs["frozen"] = int64_t{1};
     bool adapted = false;
     for (const std::string& target : config.targets)
-      adapted = adapted || (node.op == "Linear" && matches(node.name, target));
+      adapted = adapted || (node.op == "Linear"sv && matches(node.name, target));
     // A node carried over keeps the source's inferred shape and type: its inputs keep theirs (an adapted Linear's
     // sum has the Linear's) and `frozen` enters no shape rule, so it is not inferred again (a build of Llama-2-7B
     // a quarter faster).

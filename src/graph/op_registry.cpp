@@ -1,9 +1,13 @@
 #include "graph/op_registry.h"
 
+#include <string_view>
+
 #include "core/checked.h"
 #include "core/error.h"
 
 namespace dnncast {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 void OpView::fail(const std::string& message) const {
   throw InputError("node " + quote(node.name) + " (" + escape_control(node.op) + "): " + message);
@@ -65,18 +69,28 @@ OpView view_of(const Graph& graph, int node_index) {
 }
 
 OpCost node_cost(const Graph& graph, int node_index) {
+  if (const OpCost* known = graph.inferred_cost(node_index)) return *known;
   const OpView view = view_of(graph, node_index);
   return node_cost(OpRegistry::instance().get(view.node.op), view);
+}
+
+const OpCost& node_cost(const Graph& graph, int node_index, OpCost& computed) {
+  if (const OpCost* known = graph.inferred_cost(node_index)) return *known;
+  computed = node_cost(graph, node_index);
+  return computed;
+}
+
+void count_frozen(const OpDef& def, const Node& node, OpCost& cost) {
+  if (cost.params <= 0 || !node.frozen()) return;
+  cost.frozen_params = cost.params;
+  if (def.category == "linear"sv) cost.flops_bwd = checked_mul(2, cost.macs);
+  if (def.name == "Embedding"sv) cost.flops_bwd = 0;  // token ids take no gradient
 }
 
 OpCost node_cost(const OpDef& def, const OpView& view) {
   try {
     OpCost cost = def.cost(view);
-    if (cost.params > 0 && view.node.frozen()) {
-      cost.frozen_params = cost.params;
-      if (def.category == "linear") cost.flops_bwd = checked_mul(2, cost.macs);
-      if (def.name == "Embedding") cost.flops_bwd = 0;  // token ids take no gradient
-    }
+    count_frozen(def, view.node, cost);
     return cost;
   } catch (const ArithmeticOverflow& error) {
     view.fail(std::string("cost arithmetic: ") + error.what());

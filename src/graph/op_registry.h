@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/op_cost.h"
 
 namespace dnncast {
 
@@ -27,29 +28,6 @@ struct OpView {
   void check(bool condition, const char* message) const {
     if (!condition) fail(message);
   }
-};
-
-// A tensor kept alive from forward to backward.
-struct SavedTensor {
-  enum class Kind { Input, Output, Extra };
-  Kind kind;
-  int index;         // input position for Kind::Input; 0 otherwise
-  int64_t bytes;     // size of the saved tensor
-  std::string what;  // "input", "output", "mask", "indices", "mean+invstd", ...
-};
-
-struct OpCost {
-  int64_t macs = 0;                // multiply-accumulates of conv/linear/matmul, forward
-  int64_t flops_fwd = 0;           // floating point operations, forward (a MAC counts 2)
-  int64_t flops_bwd = 0;           // floating point operations, backward (input + weight grads)
-  int64_t params = 0;              // parameters the op owns (frozen ones included)
-  int64_t frozen_params = 0;       // of those, the ones that do not require grad (Node::frozen)
-  int64_t buffers = 0;             // non-trainable state (BatchNorm running stats), elements
-  int64_t bytes_read = 0;          // forward: inputs + parameters read
-  int64_t bytes_written = 0;       // forward: output written
-  std::vector<SavedTensor> saved;  // kept for backward
-
-  int64_t saved_bytes() const;
 };
 
 struct OpDef {
@@ -113,9 +91,13 @@ OpView view_of(const Graph& graph, int node_index);
 // A frozen node (Node::frozen) has frozen_params = params and no weight-gradient FLOPs in flops_bwd
 // (Linear: the input gradient's 2 MACs stay; Embedding: none).
 OpCost node_cost(const Graph& graph, int node_index);
+// The same without a copy where the graph kept the cost (Graph::inferred_cost); otherwise computed into `computed`.
+const OpCost& node_cost(const Graph& graph, int node_index, OpCost& computed);
 // The same for a caller that holds the node's op definition and view already (one registry lookup and one view
 // per node of a forecast, not two).
 OpCost node_cost(const OpDef& def, const OpView& view);
+// What node_cost adds to a rule's cost for a frozen node (above): its parameters counted frozen, no weight gradient.
+void count_frozen(const OpDef& def, const Node& node, OpCost& cost);
 // Parameters that require grad: what the optimizer updates (tied weights once).
 int64_t trainable_parameter_count(const Graph& graph);
 std::string node_kind(const Graph& graph, int node_index);

@@ -1,11 +1,14 @@
 #include "graph/quantize.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/text.h"
 
 namespace dnncast {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 namespace {
 
@@ -36,7 +39,7 @@ Graph apply_quantization(Graph graph, const std::string& kind) {
   for (int index = 0; index < graph.size(); ++index) {
     Node& node = graph.mutable_nodes()[static_cast<size_t>(index)];
     any_frozen = any_frozen || node.frozen();
-    if (node.op != "Linear" || !node.frozen() || is_adapter(node.name) || output[static_cast<size_t>(index)] ||
+    if (node.op != "Linear"sv || !node.frozen() || is_adapter(node.name) || output[static_cast<size_t>(index)] ||
         node.has_attr("tied_to"))
       continue;
     node.attrs["quantize"] = kind;

@@ -104,7 +104,7 @@ Tensor Trace::run_avg_pool(int index, const Node& node, const std::vector<Tensor
   const std::string& op = node.op;
   const int64_t out_bytes = bytes_of(node);
   const Tensor& x = in[0];
-  const bool mean = op == "AdaptiveAvgPool2d" && node.shape[2] == 1 && node.shape[3] == 1;
+  const bool mean = op == "AdaptiveAvgPool2d"sv && node.shape[2] == 1 && node.shape[3] == 1;
   Tensor out = new_output(out_bytes);
   if (mean && cpu_) scalar_temps();  // mean: sum, then div_ by the element count
   const int64_t in_bytes = x.bytes;

@@ -63,7 +63,8 @@ Tensor Trace::run_inplace_on_view(int index, const Tensor& x, bool saves_result)
 
 Tensor Trace::run_generic(int index, const Node& node, const std::vector<Tensor>& in) {
   // Approximation from the op's declaration: output, its saved tensors, one gradient per input.
-  OpCost cost = node_cost(graph_, index);
+  OpCost computed;
+  const OpCost& cost = node_cost(graph_, index, computed);
   Tensor out = new_output(bytes_of(node));
   std::vector<int> keep;
   for (const SavedTensor& saved_tensor : cost.saved) {
@@ -127,7 +128,7 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
   const std::string& op = node.op;
   const int64_t out_bytes = bytes_of(node);
   const Tensor& x = in[0];
-  if (op == "Mul" && in.size() == 1) {
+  if (op == "Mul"sv && in.size() == 1) {
     // x * scalar (LoRA's scaling) as libtorch runs it: the wrapped double and its f32 copy around the output;
     // MulBackward1 keeps nothing and computes grad * scalar the same way.
     int wrapped = cpu_ ? program_.alloc(8, Category::Transient, "scalar") : -1;
@@ -149,13 +150,13 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
     return out;
   }
   // LayerScale is gamma * x with gamma a parameter (the executor's operand order).
-  Tensor a = x, b = op == "Mul" ? in[1] : x;
-  if (op == "LayerScale") {
+  Tensor a = x, b = op == "Mul"sv ? in[1] : x;
+  if (op == "LayerScale"sv) {
     const int param = node_params_[static_cast<size_t>(index)][0];
     a = make_tensor(params_[static_cast<size_t>(param)].buffer, params_[static_cast<size_t>(param)].bytes, -1, param);
     b = x;
   }
-  const int promoted = op == "Mul" ? promoted_copy(node) : -1;
+  const int promoted = op == "Mul"sv ? promoted_copy(node) : -1;
   Tensor out = like(out_bytes, a.bytes == out_bytes ? a : b);
   program_.release(promoted);
   std::vector<int> keep;

@@ -9,7 +9,7 @@ Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& i
   const Tensor& x = in[0];
   const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
   int64_t rows = 0, normalized = 0;
-  if (op == "LayerNorm") {
+  if (op == "LayerNorm"sv) {
     normalized = TensorShape(node.attr_ints("normalized_shape")).numel();
     rows = in_shape.numel() / normalized;
   } else {

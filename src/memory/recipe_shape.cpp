@@ -9,7 +9,7 @@ Tensor Trace::run_reshape(int index, const Node& node, const std::vector<Tensor>
   const std::vector<int64_t>& out_dims = node.shape.dims;
   const Tensor& x = in[0];
   const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
-  if (op == "Flatten" && in_shape.rank() == node.shape.rank()) return view(x, x.bytes, x.contiguous);  // no-op
+  if (op == "Flatten"sv && in_shape.rank() == node.shape.rank()) return view(x, x.bytes, x.contiguous);  // no-op
   const int64_t bytes = x.bytes;
   const std::vector<int64_t>& in_dims = in_shape.dims;
   // reshape: a view when the strides allow it (ATen's computeStride), a copy otherwise; the same
@@ -105,7 +105,7 @@ Tensor Trace::run_permute(int index, const Node& node, const std::vector<Tensor>
   const Tensor& x = in[0];
   const TensorShape& in_shape = graph_.node(node.inputs[0]).shape;
   std::vector<int64_t> dims;
-  if (op == "Permute") {
+  if (op == "Permute"sv) {
     dims = node.attr_ints("dims");
   } else {
     for (int dim = 0; dim < in_shape.rank(); ++dim) dims.push_back(dim);

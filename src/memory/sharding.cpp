@@ -131,7 +131,8 @@ ParameterSizes parameter_sizes(const Graph& graph, int64_t element_bytes) {
   ParameterSizes sizes;
   std::map<int64_t, std::pair<int64_t, int64_t>> blocks;  // block -> (parameters, trainable)
   for (int index = 0; index < graph.size(); ++index) {
-    const OpCost cost = node_cost(graph, index);
+    OpCost computed;
+    const OpCost& cost = node_cost(graph, index, computed);
     if (cost.params == 0) continue;
     const int64_t bytes = cost.params * element_bytes, trainable = (cost.params - cost.frozen_params) * element_bytes;
     sizes.parameter_bytes += bytes;

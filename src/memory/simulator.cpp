@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "core/checked.h"
 #include "core/error.h"
@@ -10,6 +11,8 @@
 #include "memory/training_trace.h"
 
 namespace dnncast::memory {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 namespace {
 
@@ -43,8 +46,8 @@ hardware::CpuIsa resolve_isa(hardware::CpuIsa isa) {
 CudnnUse CudnnUse::of(const Graph& graph) {
   CudnnUse use;
   for (const Node& node : graph.nodes()) {
-    const bool conv = node.op == "Conv2d" || node.op == "ConvTranspose2d";
-    if (conv || node.op == "BatchNorm2d") use.loaded = true;
+    const bool conv = node.op == "Conv2d"sv || node.op == "ConvTranspose2d"sv;
+    if (conv || node.op == "BatchNorm2d"sv) use.loaded = true;
     if (!conv || node.inputs.empty() || node.attr_int("groups", 1) != 1) continue;
     const std::vector<int64_t> kernel = node.attr_ints("kernel");
     if (std::all_of(kernel.begin(), kernel.end(), [](int64_t k) { return k == 1; })) continue;

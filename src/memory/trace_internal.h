@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,8 @@
 #include "memory/training_trace.h"
 
 namespace dnncast::memory::detail {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 
 // A convolution's allocations come from kernels/cpu_conv (what libtorch's CPU kernels allocate).
 using hardware::conv_shape;
@@ -437,7 +440,8 @@ class Trace {
       // An activation: which tensor autograd keeps, as the op declares it (graph/ops_activation.cpp).
       bool saves_result = false;
       if (recipes_.back()->run == &Trace::run_activation) {
-        const std::vector<SavedTensor> kept = node_cost(graph, static_cast<int>(saves_result_.size())).saved;
+        OpCost computed;
+        const std::vector<SavedTensor>& kept = node_cost(graph, static_cast<int>(saves_result_.size()), computed).saved;
         DNNCAST_ASSERT(kept.size() == 1);
         saves_result = kept[0].kind == SavedTensor::Kind::Output;
       }
@@ -546,18 +550,19 @@ class Trace {
     for (size_t index = 0; index < count; ++index) {
       const Node& node = graph_.node(static_cast<int>(index));
       elems_[index] = pure_ && node.dtype == DType::F32 ? 2 : dtype_bytes(node.dtype);
-      if (!amp_ || node.op == "Input" || node.dtype == DType::I64) continue;
+      if (!amp_ || node.op == "Input"sv || node.dtype == DType::I64) continue;
       const std::string& recipe = defs_[index]->memory_recipe;
       int64_t widest = 0;
       for (int producer : node.inputs) widest = std::max(widest, elems_[static_cast<size_t>(producer)]);
-      if (node.op == "Linear" || node.op == "MatMul" || node.op == "ScaledDotProductAttention" || recipe == "conv")
+      if (node.op == "Linear"sv || node.op == "MatMul"sv || node.op == "ScaledDotProductAttention"sv ||
+          recipe == "conv")
         elems_[index] = low;
-      else if (recipe == "cross_entropy" || recipe == "mse" || node.op == "Embedding")
+      else if (recipe == "cross_entropy" || recipe == "mse" || node.op == "Embedding"sv)
         elems_[index] = kF32;
       else if (!cpu_ && cuda_fp32_op(node))
         elems_[index] = kF32;  // CUDA's autocast list runs norms and softmax in fp32 (unverified, as all of cuda)
-      else if (node.op == "PositionEmbedding" || node.op == "LayerScale" || node.op == "ClassToken" ||
-               node.op == "RotaryEmbedding" || node.op == "RMSNorm")
+      else if (node.op == "PositionEmbedding"sv || node.op == "LayerScale"sv || node.op == "ClassToken"sv ||
+               node.op == "RotaryEmbedding"sv || node.op == "RMSNorm"sv)
         elems_[index] = kF32;  // with an fp32 parameter (rotary: x * cos with fp32 tables; RMSNorm: weight * x)
       else if (widest > 0)
         elems_[index] = widest;
@@ -566,7 +571,7 @@ class Trace {
 
   // Ops CUDA's autocast (1.13) runs in fp32 that CPU's does not: layer_norm, group_norm, softmax.
   static bool cuda_fp32_op(const Node& node) {
-    return node.op == "LayerNorm" || node.op == "GroupNorm" || node.op == "Softmax";
+    return node.op == "LayerNorm"sv || node.op == "GroupNorm"sv || node.op == "Softmax"sv;
   }
   // What the autocast trace models: ops on low-precision tensors whose kernels were read off allocation logs.
   void check_amp_ops() const {
@@ -583,7 +588,7 @@ class Trace {
         why = "batch norm of a bf16 tensor is not modelled";
       else if (recipe.run == &Trace::run_norm && low_input && amp_)
         why = "a norm of a bf16 tensor under autocast (fp32 weights) fails in libtorch 1.13";
-      else if (node.op == "ScaledDotProductAttention" && amp_ && elem(node.inputs[2]) != 2)
+      else if (node.op == "ScaledDotProductAttention"sv && amp_ && elem(node.inputs[2]) != 2)
         why = "attention on an fp32 v under autocast is not modelled";
       if (!why.empty())
         throw InputError("precision " + precision + ": node " + quote(node.name) + " (" + node.op + "): " + why +
@@ -667,7 +672,7 @@ class Trace {
     // Loss targets of the LossFunction: class labels for an N x C output, a tensor for others.
     for (int output : outputs_) {
       const Node& node = graph_.node(output);
-      if (OpRegistry::instance().get(node.op).category == "loss") continue;
+      if (OpRegistry::instance().get(node.op).category == "loss"sv) continue;
       if (token_logits(node))
         targets_.push_back(
             program_.alloc(node.shape.numel() / node.shape.dims.back() * kI64, Category::State, "labels"));
@@ -685,7 +690,7 @@ class Trace {
   bool token_logits(const Node& node) const {
     if (node.shape.rank() < 3 || node.dtype == DType::I64) return false;
     for (const Node& other : graph_.nodes())
-      if (other.op == "Embedding" && other.attr_int("num_embeddings") == node.shape.dims.back()) return true;
+      if (other.op == "Embedding"sv && other.attr_int("num_embeddings") == node.shape.dims.back()) return true;
     return false;
   }
 
@@ -706,14 +711,14 @@ class Trace {
     auto in_shape = [&](int input) -> const TensorShape& {
       return graph_.node(node.inputs.at(static_cast<size_t>(input))).shape;
     };
-    if (op == "Conv2d" || op == "ConvTranspose2d") {
+    if (op == "Conv2d"sv || op == "ConvTranspose2d"sv) {
       int64_t in_channels = in_shape(0)[1];
       int64_t out_channels = node.attr_int("out_channels");
       int64_t groups = node.attr_int("groups", 1);
       std::vector<int64_t> kernel = pair_attr(node, "kernel", 1);
       ids.push_back(add_param(out_channels * (in_channels / groups) * kernel[0] * kernel[1] * kF32));
       if (node.attr_int("bias", 1) != 0) ids.push_back(add_param(out_channels * kF32));
-    } else if (op == "Linear") {
+    } else if (op == "Linear"sv) {
       int64_t in_features = in_shape(0).dims.back();
       int64_t out_features = node.attr_int("out_features");
       std::string tied = node.attr_str("tied_to", "");
@@ -726,51 +731,53 @@ class Trace {
       else
         ids.push_back(add_param(out_features * in_features * kF32));
       if (node.attr_int("bias", 1) != 0) ids.push_back(add_param(out_features * kF32));
-    } else if (op == "BatchNorm2d") {
+    } else if (op == "BatchNorm2d"sv) {
       int64_t channels = in_shape(0)[1];
       ids.push_back(add_param(channels * kF32));
       ids.push_back(add_param(channels * kF32));
       add_buffer(channels * model_elem(), "running_mean");
       add_buffer(channels * model_elem(), "running_var");
       add_buffer(kI64, "num_batches_tracked");
-    } else if (op == "LayerNorm") {
+    } else if (op == "LayerNorm"sv) {
       if (node.attr_int("elementwise_affine", 1) == 0) return;
       int64_t elements = TensorShape(node.attr_ints("normalized_shape")).numel();
       ids.push_back(add_param(elements * kF32));
       ids.push_back(add_param(elements * kF32));
-    } else if (op == "GroupNorm") {
+    } else if (op == "GroupNorm"sv) {
       if (node.attr_int("affine", 1) == 0) return;
       ids.push_back(add_param(in_shape(0)[1] * kF32));
       ids.push_back(add_param(in_shape(0)[1] * kF32));
-    } else if (op == "LayerScale" || op == "ClassToken" || op == "PositionEmbedding" || op == "Embedding" ||
-               op == "RMSNorm") {
-      int64_t params = node_cost(graph_, index).params;
-      if (op == "Embedding" || op == "PositionEmbedding") program_.temp(params * kF32, "randn");  // randn * std
+    } else if (op == "LayerScale"sv || op == "ClassToken"sv || op == "PositionEmbedding"sv || op == "Embedding"sv ||
+               op == "RMSNorm"sv) {
+      OpCost computed;
+      const int64_t params = node_cost(graph_, index, computed).params;
+      if (op == "Embedding"sv || op == "PositionEmbedding"sv) program_.temp(params * kF32, "randn");  // randn * std
       ids.push_back(add_param(params * kF32));
-    } else if (op == "ScaledDotProductAttention") {
+    } else if (op == "ScaledDotProductAttention"sv) {
       if (node.attr_int("causal", 0) != 0) {
         int64_t cells = in_shape(0)[2] * in_shape(1)[2];
         program_.temp(cells, "ones");
         add_buffer(cells, "causal_mask");
       }
-    } else if (op == "RotaryEmbedding") {
+    } else if (op == "RotaryEmbedding"sv) {
       const int64_t table_bytes = in_shape(0)[2] * node.attr_int("rotary_dim", in_shape(0)[3]) * kF32;
       add_buffer(table_bytes, "cos");
       add_buffer(table_bytes, "sin");
-    } else if (op == "ExpertGather" || op == "ExpertCombine") {
+    } else if (op == "ExpertGather"sv || op == "ExpertCombine"sv) {
       // the int64 indices of the expert's tokens (and, for the combine, of its routing weights)
       const int64_t index_bytes = node.attr_int("count") * kI64;
       add_buffer(index_bytes, "expert tokens");
-      if (op == "ExpertCombine") add_buffer(index_bytes, "expert slots");
-    } else if (op == "CrossEntropyLoss") {
+      if (op == "ExpertCombine"sv) add_buffer(index_bytes, "expert slots");
+    } else if (op == "CrossEntropyLoss"sv) {
       const TensorShape& logits = in_shape(0);
       add_buffer(logits.numel() / logits[1] * kI64, "labels");
-    } else if (op == "MSELoss") {
+    } else if (op == "MSELoss"sv) {
       if (node.inputs.size() == 1) add_buffer(in_shape(0).numel() * model_elem(), "target");
     } else {
       // Every other op the executor runs owns no parameters; a new op with parameters must get
       // a recipe here (the profiler checks the same count).
-      DNNCAST_ASSERT(node_cost(graph_, index).params == 0);
+      OpCost computed;
+      DNNCAST_ASSERT(node_cost(graph_, index, computed).params == 0);
     }
   }
 
@@ -839,7 +846,7 @@ class Trace {
       }
       program_.set_node(index);
       inputs.clear();
-      if (node.op == "Input") {
+      if (node.op == "Input"sv) {
         Tensor input;
         input.buffer = input_buffers_.at(next_input++);
         input.bytes = bytes_of(node);
@@ -1262,7 +1269,7 @@ class Trace {
     for (size_t index = 0; index < outputs.size(); ++index) {
       const Node& node = graph_.node(outputs_[index]);
       Tensor loss;
-      if (OpRegistry::instance().get(node.op).category == "loss") {
+      if (OpRegistry::instance().get(node.op).category == "loss"sv) {
         loss = outputs[index];
         program_.retain(loss.buffer);
       } else if (token_logits(node)) {

@@ -2,12 +2,15 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "graph/op_registry.h"
 #include "memory/trace_internal.h"
 
 namespace dnncast::memory {
+
+using namespace std::string_view_literals;  // op == "Linear"sv: a length check first, inline (no strlen, no call)
 namespace detail {
 
 // The recipes, by the name an op declares (OpDef::memory_recipe): one per op or family of ops,
@@ -53,7 +56,7 @@ const std::map<std::string, Trace::OpRecipe>& Trace::recipes() {
 Tensor Trace::run_node(int index, const Node& node, const std::vector<Tensor>& in) {
   const OpRecipe& recipe = *recipes_[static_cast<size_t>(index)];
   if (!amp_) return (this->*recipe.run)(index, node, in);
-  const bool low_op = node.op == "MatMul";  // Linear casts its own arguments (run_linear_amp)
+  const bool low_op = node.op == "MatMul"sv;  // Linear casts its own arguments (run_linear_amp)
   const bool fp32_op =
       recipe.run == &Trace::run_cross_entropy || recipe.run == &Trace::run_mse || (!cpu_ && cuda_fp32_op(node));
   if (!low_op && !fp32_op) return (this->*recipe.run)(index, node, in);
@@ -94,7 +97,7 @@ Program trace_training(const Graph& graph, const TraceOptions& options) {
                        ": the memory simulator models fp32 training only");
   if (options.device == Device::Cpu)
     for (const Node& node : graph.nodes())
-      if (node.op == "ScaledDotProductAttention" && node.attr_int("fused", 0) != 0)
+      if (node.op == "ScaledDotProductAttention"sv && node.attr_int("fused", 0) != 0)
         throw InputError("attention sdpa (node " + quote(node.name) +
                          "): fused attention is modelled on cuda only (libtorch 1.13 on cpu runs the math path: "
                          "--attention eager)");

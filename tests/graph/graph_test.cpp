@@ -102,5 +102,34 @@ TEST(Graph, FinishStillChecksTheWholeGraph) {
   }
 }
 
+// The cost infer_node keeps (Graph::inferred_cost, what node_cost answers from) is the op's rule computed afresh,
+// and a node changed through mutable_nodes() is costed as it now is: its parameters frozen once the attribute is set,
+// with or without inferring the graph again.
+TEST(Graph, AKeptCostIsTheRulesAndGoesWithAChange) {
+  GraphBuilder b("t", "test");
+  int x = b.input(TensorShape{2, 16});
+  const int fc = b.linear("fc", b.act("r", "ReLU", x), 8);
+  Graph graph = b.finish();
+  for (int index = 0; index < graph.size(); ++index) {
+    ASSERT_NE(graph.inferred_cost(index), nullptr) << index;
+    const OpView view = view_of(graph, index);
+    const OpCost fresh = OpRegistry::instance().get(view.node.op).cost(view);
+    const OpCost& kept = *graph.inferred_cost(index);
+    EXPECT_EQ(kept.macs, fresh.macs);
+    EXPECT_EQ(kept.flops_bwd, fresh.flops_bwd);
+    EXPECT_EQ(kept.params, fresh.params);
+    EXPECT_EQ(kept.frozen_params, 0);
+    EXPECT_EQ(kept.saved_bytes(), fresh.saved_bytes());
+  }
+  EXPECT_EQ(node_cost(graph, fc).params, 16 * 8 + 8);
+  graph.mutable_nodes()[static_cast<size_t>(fc)].attrs["frozen"] = int64_t{1};
+  EXPECT_EQ(graph.inferred_cost(fc), nullptr);
+  EXPECT_EQ(node_cost(graph, fc).frozen_params, 16 * 8 + 8);
+  EXPECT_EQ(node_cost(graph, fc).flops_bwd, 2 * 2 * 16 * 8);  // the input's gradient only: 2 FLOPs per MAC
+  graph.infer_shapes();
+  ASSERT_NE(graph.inferred_cost(fc), nullptr);
+  EXPECT_EQ(graph.inferred_cost(fc)->frozen_params, 16 * 8 + 8);
+}
+
 }  // namespace
 }  // namespace dnncast
