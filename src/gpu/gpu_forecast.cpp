@@ -261,7 +261,11 @@ std::array<KernelCounts, 3> kernel_counts(const Graph& graph, GpuPrecision preci
     if (part == NodePart::Skip) continue;
     const double fraction = part == NodePart::Whole ? 1.0 : 1.0 / share.tp;  // this GPU's share of the node's work
     share_of[index] = fraction;
-    OpCost cost = node_work;
+    // This GPU's part of the node's work (its fields alone: no copy of the saved tensors' list per node).
+    struct {
+      int64_t flops_fwd, flops_bwd, params, frozen_params, bytes_read, bytes_written;
+    } cost{node_work.flops_fwd,     node_work.flops_bwd,  node_work.params,
+           node_work.frozen_params, node_work.bytes_read, node_work.bytes_written};
     if (part != NodePart::Whole) {
       cost.flops_fwd = static_cast<int64_t>(static_cast<double>(cost.flops_fwd) * fraction);
       cost.flops_bwd = static_cast<int64_t>(static_cast<double>(cost.flops_bwd) * fraction);

@@ -30,27 +30,27 @@ void CudaCachingAllocatorModel::FreePool::emptied() {
   if (++empty_ <= 16 || 2 * empty_ <= sizes_.size()) return;
   size_t kept = 0;
   for (size_t at = 0; at < sizes_.size(); ++at) {
-    if (by_size_[at].empty()) {
-      spare_.push_back(std::move(by_size_[at]));
+    if (blocks(at).empty()) {
+      spare_.push_back(list_of_[at]);
       continue;
     }
     sizes_[kept] = sizes_[at];
-    if (kept != at) by_size_[kept] = std::move(by_size_[at]);
+    list_of_[kept] = list_of_[at];
     ++kept;
   }
   sizes_.resize(kept);
-  by_size_.resize(kept);
+  list_of_.resize(kept);
   empty_ = 0;
 }
 
 int CudaCachingAllocatorModel::FreePool::take_best_fit(int64_t size) {
   auto at = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
-  while (at < sizes_.size() && by_size_[at].empty()) ++at;
+  while (at < sizes_.size() && blocks(at).empty()) ++at;
   if (at == sizes_.size()) return -1;
-  std::vector<Entry>& blocks = by_size_[at];
-  const int id = blocks.back().id;  // the lowest address
-  blocks.pop_back();
-  if (blocks.empty()) emptied();
+  std::vector<Entry>& list = blocks(at);
+  const int id = list.back().id;  // the lowest address
+  list.pop_back();
+  if (list.empty()) emptied();
   return id;
 }
 
@@ -60,30 +60,32 @@ void CudaCachingAllocatorModel::FreePool::insert(const Key& key) {
   const bool listed = found != sizes_.end() && *found == key.size;
   if (!listed) {
     sizes_.insert(found, key.size);
-    std::vector<Entry> blocks;
-    if (!spare_.empty()) {
-      blocks = std::move(spare_.back());
+    int list = static_cast<int>(lists_.size());
+    if (spare_.empty()) {
+      lists_.emplace_back();
+    } else {
+      list = spare_.back();
       spare_.pop_back();
     }
-    by_size_.insert(by_size_.begin() + static_cast<std::ptrdiff_t>(at), std::move(blocks));
+    list_of_.insert(list_of_.begin() + static_cast<std::ptrdiff_t>(at), list);
   }
-  std::vector<Entry>& blocks = by_size_[at];
-  if (listed && blocks.empty()) --empty_;  // a listed size filled again
-  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+  std::vector<Entry>& list = blocks(at);
+  if (listed && list.empty()) --empty_;  // a listed size filled again
+  auto place = std::lower_bound(list.begin(), list.end(), key.address,
                                 [](const Entry& entry, int64_t address) { return entry.address > address; });
-  blocks.insert(place, Entry{key.address, key.id});
+  list.insert(place, Entry{key.address, key.id});
 }
 
 void CudaCachingAllocatorModel::FreePool::erase(const Key& key) {
   auto found = std::lower_bound(sizes_.begin(), sizes_.end(), key.size);
   DNNCAST_ASSERT(found != sizes_.end() && *found == key.size);
   const auto at = static_cast<size_t>(found - sizes_.begin());
-  std::vector<Entry>& blocks = by_size_[at];
-  auto place = std::lower_bound(blocks.begin(), blocks.end(), key.address,
+  std::vector<Entry>& list = blocks(at);
+  auto place = std::lower_bound(list.begin(), list.end(), key.address,
                                 [](const Entry& entry, int64_t address) { return entry.address > address; });
-  DNNCAST_ASSERT(place != blocks.end() && place->id == key.id);
-  blocks.erase(place);
-  if (blocks.empty()) emptied();
+  DNNCAST_ASSERT(place != list.end() && place->id == key.id);
+  list.erase(place);
+  if (list.empty()) emptied();
 }
 
 int CudaCachingAllocatorModel::new_block(const Block& block) {

@@ -57,11 +57,13 @@ class CudaCachingAllocatorModel {
       int64_t address = 0;
       int id = -1;
     };
-    void emptied();                            // a size's last block left: count it, compact when due
-    std::vector<int64_t> sizes_;               // rising
-    std::vector<std::vector<Entry>> by_size_;  // per size: falling address
-    std::vector<std::vector<Entry>> spare_;    // emptied lists, kept for the next new size (no allocation)
-    size_t empty_ = 0;                         // sizes listed with no block
+    void emptied();  // a size's last block left: count it, compact when due
+    std::vector<Entry>& blocks(size_t at) { return lists_[static_cast<size_t>(list_of_[at])]; }
+    std::vector<int64_t> sizes_;             // rising
+    std::vector<int> list_of_;               // per size: its list in lists_ (a new size moves ints, not lists)
+    std::vector<std::vector<Entry>> lists_;  // each size's blocks by falling address; a list never moves
+    std::vector<int> spare_;                 // lists of sizes no longer listed, empty, for the next new size
+    size_t empty_ = 0;                       // sizes listed with no block
   };
   FreePool& pool(bool small) { return small ? small_free_ : large_free_; }
   int new_block(const Block& block);
