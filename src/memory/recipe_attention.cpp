@@ -24,7 +24,7 @@ Tensor Trace::run_fused_attention(int index, const Node& node, const std::vector
                             Grad gk = k_grad ? t.new_grad(k_bytes) : Grad{};
                             Grad gv = v_grad ? t.new_grad(v_bytes) : Grad{};
                             t.program().release(row_sums.buffer);
-                            return std::vector<Grad>{gq, gk, gv};
+                            return GradList{gq, gk, gv};
                           });
   return out;
 }
@@ -36,17 +36,15 @@ Tensor Trace::attention_probabilities(int index, Tensor scores_tensor, int64_t s
                                       bool causal, double dropout_p, int& scores, int& probabilities) {
   if (causal) {
     int masked = program_.alloc(scores_bytes, Category::Activation, "masked scores");
-    int mask_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
-      return std::vector<Grad>{t.new_grad(scores_bytes)};
-    });
+    int mask_node = make_node(index, {}, {edge_of(scores_tensor)},
+                              [scores_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(scores_bytes)}; });
     program_.release(scores);
     scores = masked;
     scores_tensor = make_tensor(masked, scores_bytes, mask_node);
   }
   probabilities = program_.alloc(scores_bytes, Category::Activation, "softmax");
-  int softmax_node = make_node(index, {}, {edge_of(scores_tensor)}, [scores_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(scores_bytes)};
-  });
+  int softmax_node = make_node(index, {}, {edge_of(scores_tensor)},
+                               [scores_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(scores_bytes)}; });
   if (softmax_node >= 0) {  // none where neither q nor k needs a gradient (LoRA on v alone), nor in a checkpointed
                             // block's forward (no_grad)
     program_.retain(probabilities);
@@ -58,9 +56,8 @@ Tensor Trace::attention_probabilities(int index, Tensor scores_tensor, int64_t s
         program_.alloc(dropout_mask_bytes(scores_bytes), Category::Activation, cpu_ ? "dropout noise" : "dropout mask");
     if (cpu_) scalar_temps(true, elem_bytes);
     int dropped = program_.alloc(scores_bytes, Category::Activation, "dropout");
-    int drop_node = make_node(index, {noise}, {edge_of(probs)}, [scores_bytes](Trace& t, const Grad&) {
-      return std::vector<Grad>{t.new_grad(scores_bytes)};
-    });
+    int drop_node = make_node(index, {noise}, {edge_of(probs)},
+                              [scores_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(scores_bytes)}; });
     program_.release(probabilities);
     probabilities = dropped;
     probs = make_tensor(dropped, scores_bytes, drop_node);
@@ -73,17 +70,15 @@ Tensor Trace::attention_probabilities(int index, Tensor scores_tensor, int64_t s
 // Backward: the product's gradient times the scalar, tanh_backward, the quotient's gradient over the scalar.
 Tensor Trace::soft_cap(int index, const Tensor& scores_tensor, int64_t scores_bytes, int64_t elem_bytes, int& scores) {
   auto scalar_grad = [scores_bytes, elem_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{
-        make_grad(t.scalar_op(scores_bytes, Category::Transient, "grad", elem_bytes), scores_bytes, true)};
+    return GradList{make_grad(t.scalar_op(scores_bytes, Category::Transient, "grad", elem_bytes), scores_bytes, true)};
   };
   const int quotient = scalar_op(scores_bytes, Category::Activation, "scores / softcap", elem_bytes);
   const Tensor quotient_t =
       make_tensor(quotient, scores_bytes, make_node(index, {}, {edge_of(scores_tensor)}, scalar_grad));
   const int bounded = program_.alloc(scores_bytes, Category::Activation, "tanh");
   program_.retain(bounded);
-  const int tanh_node = make_node(index, {bounded}, {edge_of(quotient_t)}, [scores_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(scores_bytes)};
-  });
+  const int tanh_node = make_node(index, {bounded}, {edge_of(quotient_t)},
+                                  [scores_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(scores_bytes)}; });
   program_.release(quotient);
   const int capped = scalar_op(scores_bytes, Category::Activation, "tanh * softcap", elem_bytes);
   program_.release(scores);
@@ -118,7 +113,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
     Grad g = t.new_grad(q_bytes);
     t.program().release(scalar_f32);
     t.program().release(scalar);
-    return std::vector<Grad>{g};
+    return GradList{g};
   });
   Tensor scaled = make_tensor(scaled_q, q_bytes, scaled_node);
   // Autocast casts fp32 operands of the first matmul (rotary's fp32 q and k) to the low type, q' first; the
@@ -172,7 +167,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
                          }
                          Grad gq = q_grad ? t.new_grad(q_op_bytes) : Grad{};
                          if (q_grad) t.bf16_scratch(bh, lq, dq, lk, false, kt_plain);  // grad k
-                         return std::vector<Grad>{gq, gk};
+                         return GradList{gq, gk};
                        });
   if (cast_k) program_.release(k_op.buffer);
   if (cast_q) program_.release(q_op.buffer);
@@ -206,7 +201,7 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
                             if (v_grad) t.bf16_scratch(bh, lk, dv, lq, true, false);  // p^T grad
                             Grad gp = p_grad ? t.new_grad(scores_bytes) : Grad{};
                             if (p_grad) t.bf16_scratch(bh, lq, lk, dv, false, true);  // grad v^T
-                            return std::vector<Grad>{gp, gv};
+                            return GradList{gp, gv};
                           });
   // matmul's _unsafe_view of the 3-D product back to N x heads x L x head_dim: UnsafeViewBackward0 reshapes
   // the gradient, a copy when it arrives permuted (through the heads' merge).
@@ -217,8 +212,8 @@ Tensor Trace::run_attention(int index, const Node& node, const std::vector<Tenso
     std::vector<int64_t> strides;
     if (grad.dense &&
         view_strides(out_dims, dense_strides(out_dims, grad.layout), {batch, out_dims[2], out_dims[3]}, strides))
-      return std::vector<Grad>{t.share(grad, out_bytes, true)};
-    return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
+      return GradList{t.share(grad, out_bytes, true)};
+    return GradList{t.new_grad(out_bytes, "reshape")};
   });
   program_.release(probabilities);
   program_.release(scores);  // the local `scores` goes when the op returns
@@ -240,8 +235,7 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
   const int64_t part_bytes = full_bytes / head_dim * rotary_dim;
   const int64_t half_bytes = part_bytes / 2;
   auto slice_backward = [](int64_t input_bytes) {
-    return
-        [input_bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(input_bytes, "slice_backward")}; };
+    return [input_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(input_bytes, "slice_backward")}; };
   };
   auto narrowed = [&](const Tensor& source, int64_t input_bytes) {
     Tensor slice = source;  // a view; the storage is held by the executor until the op returns
@@ -255,16 +249,14 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
   // rotate_half: -part[..., h:] (a new tensor), part[..., :h], concatenated.
   Tensor upper = narrowed(part, part_bytes);
   int negated = program_.alloc(half_bytes, Category::Activation, "neg");
-  const int neg_node = make_node(index, {}, {edge_of(upper)}, [half_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(half_bytes)};
-  });
+  const int neg_node = make_node(index, {}, {edge_of(upper)},
+                                 [half_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(half_bytes)}; });
   Tensor lower = narrowed(part, part_bytes);
   int turned = program_.alloc(part_bytes, Category::Activation, "rotate_half");
-  const int cat_node =
-      make_node(index, {}, {edge_of(make_tensor(negated, half_bytes, neg_node)), edge_of(lower)},
-                [half_bytes](Trace& t, const Grad& grad) {
-                  return std::vector<Grad>{t.share(grad, half_bytes, false), t.share(grad, half_bytes, false)};
-                });
+  const int cat_node = make_node(index, {}, {edge_of(make_tensor(negated, half_bytes, neg_node)), edge_of(lower)},
+                                 [half_bytes](Trace& t, const Grad& grad) {
+                                   return GradList{t.share(grad, half_bytes, false), t.share(grad, half_bytes, false)};
+                                 });
   program_.release(negated);
   const Tensor turned_t = make_tensor(turned, part_bytes, cat_node);
   // Under autocast a bf16 x meets the fp32 tables: on the CPU TensorIterator copies each bf16 operand to fp32 first
@@ -286,7 +278,7 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
         t.program().release(g.buffer);
         g = narrow;
       }
-      return std::vector<Grad>{g};
+      return GradList{g};
     });
     return result;
   };
@@ -305,7 +297,7 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
     shared.shared_tensor = true;
     t.program().retain(grad.buffer);
     t.program().retain(grad.buffer);
-    return std::vector<Grad>{shared, shared};
+    return GradList{shared, shared};
   });
   program_.release(with_sin.buffer);
   program_.release(with_cos.buffer);
@@ -318,7 +310,7 @@ Tensor Trace::run_rotary(int index, const Node& node, const std::vector<Tensor>&
     const int64_t rest_bytes = (full_bytes - part_bytes) * widen;
     out.grad_fn =
         make_node(index, {}, {edge_of(rotated), edge_of(rest)}, [wide_bytes, rest_bytes](Trace& t, const Grad& grad) {
-          return std::vector<Grad>{t.share(grad, wide_bytes, false), t.share(grad, rest_bytes, false)};
+          return GradList{t.share(grad, wide_bytes, false), t.share(grad, rest_bytes, false)};
         });
     program_.release(rotated.buffer);
   }
@@ -339,15 +331,14 @@ Tensor Trace::run_repeat_kv(int index, const Node& node, const std::vector<Tenso
   const int64_t in_bytes = x.bytes, out_bytes = bytes_of(node);
   auto pass = [](Trace& t, const Grad& grad) {
     t.program().retain(grad.buffer);
-    return std::vector<Grad>{grad};
+    return GradList{grad};
   };
   Tensor unsqueezed = x;
   unsqueezed.param = -1;
   unsqueezed.grad_fn = make_node(index, {}, {edge_of(x)}, pass);
   Tensor expanded = unsqueezed;
-  expanded.grad_fn = make_node(index, {}, {edge_of(unsqueezed)}, [in_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(in_bytes, "sum_to")};
-  });
+  expanded.grad_fn = make_node(index, {}, {edge_of(unsqueezed)},
+                               [in_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(in_bytes, "sum_to")}; });
   // The expanded sizes and strides (the new axis has stride 0), and whether reshape can view them.
   std::vector<int64_t> sizes = shape.dims, strides;
   bool viewable = false;

@@ -42,7 +42,7 @@ Tensor Trace::run_conv(int index, const Node& node, const std::vector<Tensor>& i
                   if (shape.channels_last) with_layout(gi, Layout::nhwc(), in_dims);
                   Grad gw = result(kSlotGradWeight);
                   gw.contiguous = backward.weight_grad_contiguous;
-                  return std::vector<Grad>{gi, gw, result(kSlotGradBias)};
+                  return GradList{gi, gw, result(kSlotGradBias)};
                 });
   return out;
 }
@@ -84,7 +84,7 @@ Tensor Trace::run_batchnorm(int index, const Node& node, const std::vector<Tenso
                             Grad gi = t.new_grad(bytes);
                             p.release(first);
                             if (cpu && image_size == 1) p.temp(2 * nthreads * channel_bytes, "reduce buffer");
-                            return std::vector<Grad>{gi, gw, gb};
+                            return GradList{gi, gw, gb};
                           });
   return out;
 }
@@ -96,7 +96,7 @@ Tensor Trace::run_max_pool(int index, const Node& node, const std::vector<Tensor
   int indices = program_.alloc(node.shape.numel() * kI64, Category::Activation, "indices");
   const int64_t in_bytes = x.bytes;
   out.grad_fn = make_node(index, {saved(x), indices}, {edge_of(x)},
-                          [in_bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(in_bytes)}; });
+                          [in_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(in_bytes)}; });
   return out;
 }
 
@@ -110,14 +110,14 @@ Tensor Trace::run_avg_pool(int index, const Node& node, const std::vector<Tensor
   const int64_t in_bytes = x.bytes;
   const bool cpu = cpu_;
   out.grad_fn = make_node(index, {saved(x)}, {edge_of(x)}, [in_bytes, mean, cpu](Trace& t, const Grad&) {
-    if (!mean || !cpu) return std::vector<Grad>{t.new_grad(in_bytes)};
+    if (!mean || !cpu) return GradList{t.new_grad(in_bytes)};
     // grad.expand(sizes) / count
     int wrapped = t.program().alloc(8, Category::Transient, "scalar");
     int converted = t.program().alloc(4, Category::Transient, "scalar");
     Grad gi = t.new_grad(in_bytes);
     t.program().release(converted);
     t.program().release(wrapped);
-    return std::vector<Grad>{gi};
+    return GradList{gi};
   });
   return out;
 }

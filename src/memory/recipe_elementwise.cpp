@@ -12,7 +12,7 @@ Tensor Trace::run_activation(int index, const Node& /*node*/, const std::vector<
   auto grad_like_incoming = [bytes](Trace& t, const Grad& grad) {
     Grad out = t.new_grad(bytes);
     follow_layout(out, grad);
-    return std::vector<Grad>{out};
+    return GradList{out};
   };
   // Which tensor autograd keeps, as the op declares it: ReLU, Sigmoid, Tanh their result; the
   // others their input (an in-place variant keeps a clone of its input, except one that keeps its
@@ -52,11 +52,11 @@ Tensor Trace::run_inplace_on_view(int index, const Tensor& x, bool saves_result)
     int inner = t.program().alloc(bytes, Category::Transient, "grad");
     t.program().release(slice);
     t.program().release(inner);
-    return std::vector<Grad>{result};
+    return GradList{result};
   });
   Tensor out = rebased;
   out.grad_fn = make_node(index, {}, {edge_of(rebased)}, [bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(bytes, "as_strided_backward")};
+    return GradList{t.new_grad(bytes, "as_strided_backward")};
   });
   return out;  // the view's reference, which the executor holds
 }
@@ -87,7 +87,7 @@ Tensor Trace::run_generic(int index, const Node& node, const std::vector<Tensor>
     sizes.push_back(params_[static_cast<size_t>(node_params_[static_cast<size_t>(index)][position])].bytes);
   }
   out.grad_fn = make_node(index, keep, edges, [sizes](Trace& t, const Grad&) {
-    std::vector<Grad> grads;
+    GradList grads;
     for (int64_t bytes : sizes) grads.push_back(t.new_grad(bytes));
     return grads;
   });
@@ -119,7 +119,7 @@ Tensor Trace::run_add(int index, const Node& node, const std::vector<Tensor>& in
         };
         Grad ga = pass(a_bytes);
         Grad gb = pass(b_bytes);
-        return std::vector<Grad>{ga, gb};
+        return GradList{ga, gb};
       });
   return out;
 }
@@ -145,7 +145,7 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
       follow_layout(product, grad);
       t.program().release(scalar_f32);
       t.program().release(scalar);
-      return std::vector<Grad>{product};
+      return GradList{product};
     });
     return out;
   }
@@ -186,7 +186,7 @@ Tensor Trace::run_mul(int index, const Node& node, const std::vector<Tensor>& in
                               t.program().release(gb.buffer);
                               gb = reduced;
                             }
-                            return std::vector<Grad>{ga, gb};
+                            return GradList{ga, gb};
                           });
   return out;
 }
@@ -202,8 +202,8 @@ Tensor Trace::run_dropout(int index, const Node& node, const std::vector<Tensor>
   int noise = program_.alloc(dropout_mask_bytes(bytes), Category::Activation, cpu_ ? "dropout noise" : "dropout mask");
   if (cpu_) scalar_temps(true, elem(index));  // noise.div_(1 - p)
   Tensor out = like(bytes, x);
-  out.grad_fn = make_node(index, {noise}, {edge_of(x)},
-                          [bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(bytes)}; });
+  out.grad_fn =
+      make_node(index, {noise}, {edge_of(x)}, [bytes](Trace& t, const Grad&) { return GradList{t.new_grad(bytes)}; });
   return out;
 }
 

@@ -28,7 +28,7 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
     // runs first: the input's gradient is routed before the weight's AccumulateGrad runs.
     auto pass = [](Trace& t, const Grad& grad) {
       t.program().retain(grad.buffer);
-      return std::vector<Grad>{grad};
+      return GradList{grad};
     };
     Tensor transposed;
     transposed.grad_fn = make_node(index, {}, {weight_edge}, pass);
@@ -47,7 +47,7 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
           Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
           if (weight_grad) t.linear_weight_grad_scratch(dims);
           Grad gb = bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{};
-          return std::vector<Grad>{gb, gi, gw};
+          return GradList{gb, gi, gw};
         });
     return out;
   }
@@ -69,13 +69,13 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
                        if (weight_grad) t.linear_weight_grad_scratch(dims);
                        Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
                        if (input_grad) t.linear_input_grad_scratch(dims);
-                       return std::vector<Grad>{gi, gw};
+                       return GradList{gi, gw};
                      });
   Tensor mm_out = out;
   mm_out.grad_fn = mm;
   const std::vector<int64_t> out_dims = node.shape.dims;
   out.grad_fn = make_node(index, {}, {edge_of(mm_out)}, [out_bytes, out_dims](Trace& t, const Grad& grad) {
-    if (grad.contiguous) return std::vector<Grad>{t.share(grad, out_bytes, true)};
+    if (grad.contiguous) return GradList{t.share(grad, out_bytes, true)};
     // A strided gradient the 2-D view can still take (a batch of one): mm reads it as it is.
     std::vector<int64_t> strides;
     const int64_t features = out_dims.back();
@@ -85,9 +85,9 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
       Grad viewed = t.share(grad, out_bytes, false);
       with_layout(viewed, layout_of_strides(strides), {TensorShape(out_dims).numel() / features, features});
       viewed.dense = true;
-      return std::vector<Grad>{viewed};
+      return GradList{viewed};
     }
-    return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
+    return GradList{t.new_grad(out_bytes, "reshape")};
   });
   if (bias) {
     Tensor viewed = out;
@@ -95,7 +95,7 @@ Tensor Trace::run_linear(int index, const Node& node, const std::vector<Tensor>&
         make_node(index, {}, {edge_of(viewed), bias_edge}, [bias_bytes, bias_grad](Trace& t, const Grad& grad) {
           Grad passed = grad;
           t.program().retain(grad.buffer);
-          return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
+          return GradList{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
         });
   }
   return out;
@@ -131,7 +131,7 @@ Tensor Trace::run_linear_quantized(int index, const Node& node, const std::vecto
     int again = t.program().alloc(dequantized, Category::Transient, "dequantized weight");
     Grad gi = t.new_grad(in_bytes);
     t.program().release(again);
-    return std::vector<Grad>{gi};
+    return GradList{gi};
   });
   program_.release(x.buffer);
   return out;
@@ -175,7 +175,7 @@ Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tens
           Grad gw = weight_grad ? t.new_grad(weight_bytes) : Grad{};
           if (weight_grad) t.linear_weight_grad_scratch(dims);
           Grad gb = bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{};
-          return std::vector<Grad>{gb, gi, gw};
+          return GradList{gb, gi, gw};
         });
   } else {
     // matmul(input, weight.t()) [+ bias in place]: the fp32 recipe's nodes (run_linear).
@@ -193,13 +193,13 @@ Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tens
                          if (weight_grad) t.linear_weight_grad_scratch(dims);
                          Grad gi = input_grad ? t.new_grad(in_bytes) : Grad{};
                          if (input_grad) t.linear_input_grad_scratch(dims);
-                         return std::vector<Grad>{gi, gw};
+                         return GradList{gi, gw};
                        });
     Tensor mm_out = out;
     mm_out.grad_fn = mm;
     out.grad_fn = make_node(index, {}, {edge_of(mm_out)}, [out_bytes](Trace& t, const Grad& grad) {
-      if (grad.contiguous) return std::vector<Grad>{t.share(grad, out_bytes, true)};
-      return std::vector<Grad>{t.new_grad(out_bytes, "reshape")};
+      if (grad.contiguous) return GradList{t.share(grad, out_bytes, true)};
+      return GradList{t.new_grad(out_bytes, "reshape")};
     });
     if (bias) {
       Tensor viewed = out;
@@ -207,7 +207,7 @@ Tensor Trace::run_linear_amp(int index, const Node& node, const std::vector<Tens
           make_node(index, {}, {edge_of(viewed), edge_of(b)}, [bias_bytes, bias_grad](Trace& t, const Grad& grad) {
             Grad passed = grad;
             t.program().retain(grad.buffer);
-            return std::vector<Grad>{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
+            return GradList{passed, bias_grad ? t.new_grad(bias_bytes, "sum_to") : Grad{}};
           });
     }
   }
@@ -228,7 +228,7 @@ Tensor Trace::run_embedding(int index, const Node& node, const std::vector<Tenso
       make_node(index, {saved(in[0])}, {param_edge(index, 0)}, [table_bytes, out_bytes](Trace& t, const Grad& grad) {
         Grad table = t.new_grad(table_bytes, "embedding grad");
         if (!grad.contiguous) t.program().temp(out_bytes, "contiguous");
-        return std::vector<Grad>{table};
+        return GradList{table};
       });
   return out;
 }

@@ -23,14 +23,14 @@ Tensor Trace::run_topk_routing(int index, const Node& node, const std::vector<Te
   const int64_t probs_bytes = cells * kF32, picked_bytes = picked * kF32;
   Tensor probs = new_output(probs_bytes, "softmax");
   probs.grad_fn = make_node(index, {saved(probs)}, {edge_of(source)}, [probs_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(probs_bytes)};  // _softmax_backward_data
+    return GradList{t.new_grad(probs_bytes)};  // _softmax_backward_data
   });
   program_.release(converted);
   // topk: values, then the int64 indices TopkBackward0 keeps; its backward scatters into zeros of the input's size.
   Tensor values = new_output(picked_bytes, "topk values");
   const int indices = program_.alloc(picked * kI64, Category::Activation, "topk indices");
   values.grad_fn = make_node(index, {indices}, {edge_of(probs)}, [probs_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(probs_bytes, "scatter")};
+    return GradList{t.new_grad(probs_bytes, "scatter")};
   });
   program_.release(probs.buffer);
   Tensor weights = values;
@@ -40,7 +40,7 @@ Tensor Trace::run_topk_routing(int index, const Node& node, const std::vector<Te
     sum.grad_fn = make_node(index, {}, {edge_of(values)}, [picked_bytes](Trace& t, const Grad& grad) {
       Grad expanded = t.share(grad, picked_bytes, false);  // grad.expand(sizes): a view
       expanded.dense = false;
-      return std::vector<Grad>{expanded};
+      return GradList{expanded};
     });
     Tensor quotient = new_output(picked_bytes, "normalized");
     // DivBackward0 keeps self and other; other's gradient first: -grad * ((self / other) / other), summed to the
@@ -58,7 +58,7 @@ Tensor Trace::run_topk_routing(int index, const Node& node, const std::vector<Te
                                    Grad self = t.new_grad(picked_bytes);
                                    Grad reduced = t.new_grad(row_bytes, "sum_to");
                                    p.release(other.buffer);
-                                   return std::vector<Grad>{self, reduced};
+                                   return GradList{self, reduced};
                                  });
     program_.release(sum.buffer);
     program_.release(values.buffer);
@@ -74,7 +74,7 @@ Tensor Trace::run_topk_routing(int index, const Node& node, const std::vector<Te
       Grad product = t.new_grad(picked_bytes);
       t.program().release(converted_scalar);
       t.program().release(wrapped);
-      return std::vector<Grad>{product};
+      return GradList{product};
     });
     program_.release(weights.buffer);
     weights = scaled;
@@ -93,7 +93,7 @@ Tensor Trace::run_expert_gather(int index, const Node& node, const std::vector<T
   const int64_t full_bytes = graph_.node(node.inputs[0]).shape.numel() * elem(node.inputs[0]);
   Tensor out = new_output(bytes_of(node), "expert tokens");
   out.grad_fn = make_node(index, {}, {edge_of(in[0])}, [full_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(full_bytes, "index_select_backward")};
+    return GradList{t.new_grad(full_bytes, "index_select_backward")};
   });
   return out;
 }
@@ -112,7 +112,7 @@ Tensor Trace::run_expert_combine(int index, const Node& node, const std::vector<
   const int64_t selected_bytes = count * weight_elem, rows_bytes = count * width * wide;
   Tensor selected = new_output(selected_bytes, "routing weights");
   selected.grad_fn = make_node(index, {}, {edge_of(weights)}, [slots_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(slots_bytes, "index_select_backward")};
+    return GradList{t.new_grad(slots_bytes, "index_select_backward")};
   });
   const int promoted =
       cpu_ && out_elem != wide ? program_.alloc(rows_bytes, Category::Transient, "type promotion") : -1;
@@ -148,7 +148,7 @@ Tensor Trace::run_expert_combine(int index, const Node& node, const std::vector<
           p.release(other.buffer);
           other = reduced;
         }
-        return std::vector<Grad>{self, other};
+        return GradList{self, other};
       });
   program_.release(selected.buffer);
   const int64_t sum_bytes = bytes_of(node);
@@ -156,7 +156,7 @@ Tensor Trace::run_expert_combine(int index, const Node& node, const std::vector<
   const Edge previous = in.size() > 2 ? edge_of(in[2]) : Edge{};
   sum.grad_fn = make_node(index, {saved(product)}, {previous, edge_of(product)}, [rows_bytes](Trace& t, const Grad& g) {
     Grad passed = t.share(g, g.bytes, true);  // self: grad
-    return std::vector<Grad>{passed, t.new_grad(rows_bytes, "index_select")};
+    return GradList{passed, t.new_grad(rows_bytes, "index_select")};
   });
   program_.release(product.buffer);
   return sum;

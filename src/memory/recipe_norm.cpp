@@ -42,7 +42,7 @@ Tensor Trace::run_norm(int index, const Node& node, const std::vector<Tensor>& i
                   Grad gb = param_grad ? t.new_grad(param_bytes) : Grad{};
                   if (cpu && param_grad) t.program().temp(nthreads * 2 * normalized * in_elem, "dgamma buffer");
                   t.program().release(copy);
-                  return std::vector<Grad>{gi, gw, gb};
+                  return GradList{gi, gw, gb};
                 });
   return out;
 }
@@ -52,7 +52,7 @@ Tensor Trace::run_softmax(int index, const Node& node, const std::vector<Tensor>
   const Tensor& x = in[0];
   Tensor out = new_output(out_bytes);
   out.grad_fn = make_node(index, {saved(out)}, {edge_of(x)},
-                          [out_bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(out_bytes)}; });
+                          [out_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(out_bytes)}; });
   return out;
 }
 
@@ -137,7 +137,7 @@ Tensor Trace::weight_scale(int index, const Tensor& normalized, const ScaleStep&
                             Grad g_weight =
                                 weight_grad ? promoted_product(t, grad, step.out_bytes, step.promote) : Grad{};
                             finish_scale(t, step, g_weight, g_normalized, false);
-                            return std::vector<Grad>{g_weight, g_normalized};
+                            return GradList{g_weight, g_normalized};
                           });
   return out;
 }
@@ -150,7 +150,7 @@ Tensor Trace::offset_scale(int index, const Tensor& normalized, const ScaleStep&
   const int shifted = scalar_op(step.width_bytes, Category::Activation, "1 + weight", model_elem());
   const int add_node = make_node(index, {}, {weight_edge}, [](Trace& t, const Grad& grad) {
     t.program().retain(grad.buffer);
-    return std::vector<Grad>{grad};
+    return GradList{grad};
   });
   const Tensor shifted_t = make_tensor(shifted, step.width_bytes, add_node);
   Tensor out = scale_output(step, normalized);
@@ -164,7 +164,7 @@ Tensor Trace::offset_scale(int index, const Tensor& normalized, const ScaleStep&
                                 shifted_grad ? promoted_product(t, grad, step.out_bytes, step.promote) : Grad{};
                             Grad g_normalized = normalized_grad ? product_of(t, grad, step.out_bytes) : Grad{};
                             finish_scale(t, step, g_shifted, g_normalized, true);
-                            return std::vector<Grad>{g_normalized, g_shifted};
+                            return GradList{g_normalized, g_shifted};
                           });
   program_.release(shifted);  // the temporary 1 + weight
   return out;
@@ -192,7 +192,7 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
     Grad result = product(t, grad, bytes);
     t.program().release(doubled);
     t.program().release(linear);
-    return std::vector<Grad>{result};
+    return GradList{result};
   });
   Tensor squares_t = make_tensor(squares, bytes, pow_node);
   // mean(-1, keepdim): sum, then div_ by the width; MeanBackward1 keeps its input.
@@ -200,14 +200,14 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
   scalar_temps(true, e);
   program_.retain(squares);
   const int mean_node = make_node(index, {squares}, {edge_of(squares_t)}, [bytes, e](Trace& t, const Grad&) {
-    return std::vector<Grad>{make_grad(t.scalar_op(bytes, Category::Transient, "grad", e), bytes, true)};
+    return GradList{make_grad(t.scalar_op(bytes, Category::Transient, "grad", e), bytes, true)};
   });
   Tensor mean_t = make_tensor(mean, row_bytes, mean_node);
   // + eps: AddBackward1 passes the gradient on.
   int shifted = scalar_op(row_bytes, Category::Activation, "mean + eps", e);
   const int add_node = make_node(index, {}, {edge_of(mean_t)}, [](Trace& t, const Grad& grad) {
     t.program().retain(grad.buffer);
-    return std::vector<Grad>{grad};
+    return GradList{grad};
   });
   Tensor shifted_t = make_tensor(shifted, row_bytes, add_node);
   // rsqrt: RsqrtBackward0 keeps its result.
@@ -219,7 +219,7 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
     Grad result = t.new_grad(row_bytes);
     t.program().release(scaled);
     t.program().release(cube);
-    return std::vector<Grad>{result};
+    return GradList{result};
   });
   Tensor rstd_t = make_tensor(rstd, row_bytes, rsqrt_node);
   program_.release(shifted);
@@ -240,7 +240,7 @@ Tensor Trace::run_rms_norm(int index, const Node& node, const std::vector<Tensor
                                      t.program().release(g_rstd.buffer);
                                      g_rstd = reduced;
                                    }
-                                   return std::vector<Grad>{g_x, g_rstd};
+                                   return GradList{g_x, g_rstd};
                                  });
   ScaleStep step;
   step.bytes = bytes;

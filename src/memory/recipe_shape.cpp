@@ -41,9 +41,9 @@ Tensor Trace::run_reshape(int index, const Node& node, const std::vector<Tensor>
     if (grad.dense && view_strides(to, dense_strides(to, grad.layout), from, grad_strides)) {
       Grad passed = t.share(grad, bytes, true);
       with_layout(passed, layout_of_strides(grad_strides), from);
-      return std::vector<Grad>{passed};
+      return GradList{passed};
     }
-    return std::vector<Grad>{t.new_grad(bytes, "reshape")};
+    return GradList{t.new_grad(bytes, "reshape")};
   });
   return out;
 }
@@ -61,7 +61,7 @@ Tensor Trace::run_concat(int index, const Node& node, const std::vector<Tensor>&
     sizes.push_back(tensor.bytes);
   }
   out.grad_fn = make_node(index, {}, edges, [sizes, views_contiguous](Trace& t, const Grad& grad) {
-    std::vector<Grad> grads;
+    GradList grads;
     for (int64_t bytes : sizes) grads.push_back(t.share(grad, bytes, views_contiguous));
     return grads;
   });
@@ -84,7 +84,7 @@ Tensor Trace::run_slice(int index, const Node& node, const std::vector<Tensor>& 
     out.strides.clear();
   const int64_t in_bytes = x.bytes;
   out.grad_fn = make_node(index, {}, {edge_of(x)}, [in_bytes](Trace& t, const Grad&) {
-    return std::vector<Grad>{t.new_grad(in_bytes, "slice_backward")};
+    return GradList{t.new_grad(in_bytes, "slice_backward")};
   });
   return out;
 }
@@ -95,7 +95,7 @@ Tensor Trace::run_channel_shuffle(int index, const Node&, const std::vector<Tens
   const int64_t bytes = x.bytes;
   Tensor out = new_output(bytes, "shuffle copy");
   out.grad_fn = make_node(index, {}, {edge_of(x)},
-                          [bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(bytes, "reshape")}; });
+                          [bytes](Trace& t, const Grad&) { return GradList{t.new_grad(bytes, "reshape")}; });
   return out;
 }
 
@@ -145,7 +145,7 @@ Tensor Trace::run_permute(int index, const Node& node, const std::vector<Tensor>
     permuted.dense = grad.dense;
     Layout base = grad.layout.rank == 0 ? Layout::plain(static_cast<int>(in_dims.size())) : grad.layout;
     with_layout(permuted, base.permuted(inverse), in_dims);
-    return std::vector<Grad>{permuted};
+    return GradList{permuted};
   });
   return out;
 }
@@ -166,7 +166,7 @@ Tensor Trace::run_class_token(int index, const Node& node, const std::vector<Ten
                             // batch 1: expand was a no-op, the token's gradient is the view itself
                             Grad token =
                                 views_contiguous ? t.share(grad, token_bytes, true) : t.new_grad(token_bytes, "sum_to");
-                            return std::vector<Grad>{token, t.share(grad, x_bytes, views_contiguous)};
+                            return GradList{token, t.share(grad, x_bytes, views_contiguous)};
                           });
   return out;
 }
@@ -186,10 +186,10 @@ Tensor Trace::run_position_embedding(int index, const Node& node, const std::vec
         Grad passed = grad;
         passed.shared_tensor = same && table_grad;
         t.program().retain(grad.buffer);
-        if (!table_grad) return std::vector<Grad>{passed, Grad{}};
+        if (!table_grad) return GradList{passed, Grad{}};
         Grad table = same ? passed : t.new_grad(table_bytes, "sum_to");
         if (same) t.program().retain(grad.buffer);
-        return std::vector<Grad>{passed, table};
+        return GradList{passed, table};
       });
   return out;
 }

@@ -7,14 +7,18 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -394,9 +398,79 @@ class ShortList {
 };
 using SavedList = ShortList<int, 4>;
 using EdgeList = ShortList<Edge, 4>;
+using GradList = ShortList<Grad, 4>;  // a backward's gradients, one per edge
 
 class Trace;
-using BackwardFn = std::function<std::vector<Grad>(Trace& trace, const Grad& grad)>;
+// A grad node's backward (Trace& trace, const Grad& grad) -> GradList: the recipe's lambda held inline when its
+// captures fit in kInline bytes (a recipe's sizes, flags and a shape or two), on the heap past that. A std::function
+// allocated for every capture past 16 bytes: once for most autograd nodes of every simulated iteration. Moved, never
+// copied (a node's backward runs once).
+class BackwardFn {
+ public:
+  static constexpr size_t kInline = 96;
+  BackwardFn() = default;
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, BackwardFn>>>
+  BackwardFn(F&& function) {  // NOLINT(google-explicit-constructor): make_node takes the recipes' lambdas as they are
+    using Fn = std::decay_t<F>;
+    if constexpr (sizeof(Fn) <= kInline && alignof(Fn) <= alignof(std::max_align_t) &&
+                  std::is_nothrow_move_constructible_v<Fn>) {
+      new (storage_) Fn(std::forward<F>(function));
+      call_ = [](void* held, Trace& trace, const Grad& grad) -> GradList {
+        return (*static_cast<Fn*>(held))(trace, grad);
+      };
+      move_ = [](void* to, void* from) noexcept {
+        new (to) Fn(std::move(*static_cast<Fn*>(from)));
+        static_cast<Fn*>(from)->~Fn();
+      };
+      destroy_ = [](void* held) noexcept { static_cast<Fn*>(held)->~Fn(); };
+    } else {
+      Fn* outside = new Fn(std::forward<F>(function));
+      std::memcpy(storage_, &outside, sizeof(outside));
+      call_ = [](void* held, Trace& trace, const Grad& grad) -> GradList {
+        Fn* function_held = nullptr;
+        std::memcpy(&function_held, held, sizeof(function_held));
+        return (*function_held)(trace, grad);
+      };
+      move_ = [](void* to, void* from) noexcept { std::memcpy(to, from, sizeof(Fn*)); };
+      destroy_ = [](void* held) noexcept {
+        Fn* function_held = nullptr;
+        std::memcpy(&function_held, held, sizeof(function_held));
+        delete function_held;
+      };
+    }
+  }
+  BackwardFn(BackwardFn&& other) noexcept { take(other); }
+  BackwardFn& operator=(BackwardFn&& other) noexcept {
+    if (this != &other) {
+      reset();
+      take(other);
+    }
+    return *this;
+  }
+  BackwardFn(const BackwardFn&) = delete;
+  BackwardFn& operator=(const BackwardFn&) = delete;
+  ~BackwardFn() { reset(); }
+
+  GradList operator()(Trace& trace, const Grad& grad) { return call_(storage_, trace, grad); }
+
+ private:
+  void take(BackwardFn& other) noexcept {
+    if (other.call_ == nullptr) return;
+    other.move_(storage_, other.storage_);
+    call_ = other.call_;
+    move_ = other.move_;
+    destroy_ = other.destroy_;
+    other.call_ = nullptr;
+  }
+  void reset() noexcept {
+    if (call_ != nullptr) destroy_(storage_);
+    call_ = nullptr;
+  }
+  alignas(std::max_align_t) unsigned char storage_[kInline];
+  GradList (*call_)(void*, Trace&, const Grad&) = nullptr;
+  void (*move_)(void*, void*) noexcept = nullptr;
+  void (*destroy_)(void*) noexcept = nullptr;
+};
 
 struct GradNode {
   int ir_node = -1;
@@ -605,7 +679,7 @@ class Trace {
     out.grad_fn = make_node(ir_node, {}, {edge_of(x)}, [numel, from](Trace& t, const Grad& grad) {
       Grad back = t.new_grad(numel * from, "to_copy");
       follow_layout(back, grad);
-      return std::vector<Grad>{back};
+      return GradList{back};
     });
     return out;
   }
@@ -635,7 +709,7 @@ class Trace {
     if (cached == cast_cache_.end()) {
       Tensor copy = make_tensor(program_.alloc(numel * 2, Category::Activation, "autocast weight"), numel * 2, -1);
       copy.grad_fn = make_node(index, {}, {Edge{Edge::Param, id}}, [numel](Trace& t, const Grad&) {
-        return std::vector<Grad>{t.new_grad(numel * kF32, "to_copy")};
+        return GradList{t.new_grad(numel * kF32, "to_copy")};
       });
       cached = cast_cache_.emplace(id, copy).first;
     }
@@ -957,8 +1031,8 @@ class Trace {
   // and dropped, the block recomputed with grad on detached inputs (leaves: their gradients are summed by their
   // AccumulateGrad and stolen into .grad), a nested backward from the incoming gradient, the recomputed output
   // dropped on return; the inputs' .grad are the node's gradients.
-  std::vector<Grad> backward_checkpointed(size_t segment_index, const std::vector<Tensor>& inputs, bool anchored,
-                                          int rng, const Grad& grad) {
+  GradList backward_checkpointed(size_t segment_index, const std::vector<Tensor>& inputs, bool anchored, int rng,
+                                 const Grad& grad) {
     const CheckpointSegment& segment = segments_[segment_index];
     int fork = cpu_ ? program_.alloc(kCpuRngStateBytes, Category::Transient, "rng state") : -1;
     program_.release(rng);
@@ -981,7 +1055,7 @@ class Trace {
         // The leaf's AccumulateGrad: its incoming gradients summed in its input buffer, then stolen or cloned.
         leaf.grad_fn = make_node(-1, {}, {Edge{Edge::Param, leaf_params.back()}}, [](Trace& t, const Grad& g) {
           t.program().retain(g.buffer);
-          return std::vector<Grad>{g};
+          return GradList{g};
         });
       }
       detached.push_back(leaf);
@@ -1001,14 +1075,14 @@ class Trace {
     for (size_t index = static_cast<size_t>(begin); index < nodes_.size(); ++index)
       for (int buffer : nodes_[index].saved) program_.release(buffer);
     nodes_.resize(static_cast<size_t>(begin));
-    std::vector<Grad> grads;
+    GradList grads;
     for (size_t position = 0; position < inputs.size(); ++position) {
       const int id = leaf_params[position];
       const int buffer = id >= 0 ? params_[static_cast<size_t>(id)].grad : -1;
       if (buffer >= 0) program_.relabel(buffer, Category::Transient);
       grads.push_back(buffer >= 0 ? make_grad(buffer, inputs[position].bytes, true) : Grad{});
     }
-    if (anchored) grads.emplace_back();
+    if (anchored) grads.push_back(Grad{});
     params_.resize(first_param);
     program_.release(output.buffer);
     return grads;
@@ -1149,8 +1223,8 @@ class Trace {
       nodes_[static_cast<size_t>(index)].received = false;
       // Moved out, not copied (a copy allocates its captures): a node runs once, and its backward may add nodes
       // (a checkpointed block's recomputation), which moves nodes_.
-      const BackwardFn backward_fn = std::move(nodes_[static_cast<size_t>(index)].backward);
-      std::vector<Grad> grads = backward_fn(*this, input);
+      BackwardFn backward_fn = std::move(nodes_[static_cast<size_t>(index)].backward);
+      const GradList grads = backward_fn(*this, input);
       GradNode& node = nodes_[static_cast<size_t>(index)];
       program_.release(input.buffer);
       for (int buffer : node.saved) program_.release(buffer);
@@ -1238,7 +1312,7 @@ class Trace {
   Tensor cross_entropy(const Tensor& logits, int64_t logits_bytes, int labels) {
     int log_probs = program_.alloc(logits_bytes, Category::Activation, "log_softmax");
     int lsm = make_node(-1, {}, {edge_of(logits)},
-                        [logits_bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(logits_bytes)}; });
+                        [logits_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(logits_bytes)}; });
     Tensor log_probs_tensor = make_tensor(log_probs, logits_bytes, lsm);
     if (lsm >= 0) {
       program_.retain(log_probs);
@@ -1249,7 +1323,7 @@ class Trace {
     int total_weight = program_.alloc(model_elem(), Category::Activation, "total_weight");
     program_.retain(log_probs);
     int nll = make_node(-1, {log_probs, total_weight}, {edge_of(log_probs_tensor)},
-                        [logits_bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(logits_bytes)}; });
+                        [logits_bytes](Trace& t, const Grad&) { return GradList{t.new_grad(logits_bytes)}; });
     program_.release(log_probs);
     return make_tensor(output, model_elem(), nll);
   }
@@ -1259,7 +1333,7 @@ class Trace {
     int output = program_.alloc(model_elem(), Category::Activation, "loss");
     program_.retain(prediction.buffer);
     int node = make_node(-1, {prediction.buffer}, {edge_of(prediction)},
-                         [bytes](Trace& t, const Grad&) { return std::vector<Grad>{t.new_grad(bytes)}; });
+                         [bytes](Trace& t, const Grad&) { return GradList{t.new_grad(bytes)}; });
     return make_tensor(output, model_elem(), node);
   }
 
@@ -1297,7 +1371,7 @@ class Trace {
       int sum = program_.alloc(model_elem(), Category::Activation, "loss sum");
       int node_id =
           make_node(-1, {}, {edge_of(total), edge_of(loss)}, [elem_bytes = model_elem()](Trace& t, const Grad& grad) {
-            return std::vector<Grad>{t.share(grad, elem_bytes, true), t.share(grad, elem_bytes, true)};
+            return GradList{t.share(grad, elem_bytes, true), t.share(grad, elem_bytes, true)};
           });
       program_.release(total.buffer);
       program_.release(loss.buffer);
