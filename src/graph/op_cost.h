@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 namespace dnncast {
@@ -14,7 +13,8 @@ struct SavedTensor {
   Kind kind;
   int index;         // input position for Kind::Input; 0 otherwise
   int64_t bytes;     // size of the saved tensor
-  std::string what;  // "input", "output", "mask", "indices", "mean+invstd", ...
+  const char* what;  // a literal: "input", "output", "mask", "indices", "mean+invstd", ... (every node's cost holds a
+                     // few: a pointer keeps them trivially copied, 24 bytes each)
 };
 
 struct OpCost {

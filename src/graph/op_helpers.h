@@ -51,15 +51,13 @@ inline int64_t window_out(int64_t size, int64_t kernel, int64_t stride, int64_t 
   return out;
 }
 
-inline SavedTensor saved_input(const OpView& view, int index, const std::string& what = "input") {
+inline SavedTensor saved_input(const OpView& view, int index, const char* what = "input") {
   return {SavedTensor::Kind::Input, index, in_bytes(view, index), what};
 }
-inline SavedTensor saved_output(const OpView& view, const std::string& what = "output") {
+inline SavedTensor saved_output(const OpView& view, const char* what = "output") {
   return {SavedTensor::Kind::Output, 0, out_bytes(view), what};
 }
-inline SavedTensor saved_extra(int64_t bytes, const std::string& what) {
-  return {SavedTensor::Kind::Extra, 0, bytes, what};
-}
+inline SavedTensor saved_extra(int64_t bytes, const char* what) { return {SavedTensor::Kind::Extra, 0, bytes, what}; }
 
 // Axis in [-rank, rank) -> [0, rank); InputError naming the node otherwise.
 inline int normalize_axis(const OpView& view, int64_t axis, int rank) {
