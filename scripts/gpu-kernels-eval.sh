@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Refit the per-kernel GPU time model (src/gpu/kernel_model.h) to NeuSight's per-kernel measurements and DeepBench's
-# training convolutions (forward, input and weight gradients), judge it
+# training convolutions (forward, input and weight gradients) and GEMMs, judge it
 # per kernel with each training GPU held out and end to end on NeuSight's transformer labels of the training GPUs
 # (the test GPUs H100, L4 and A100 80GB, with the fit that never saw them, only when SCORE_TEST_GPUS=1: once,
 # when asked), then refit the end-to-end calibration on the public CNN tables with it and judge that with each GPU
@@ -29,7 +29,8 @@ mkdir -p "$out"
 score=()
 [[ "${SCORE_TEST_GPUS:-0}" == 1 ]] && score=(--score-test-gpus)
 "$dnncast" calibrate-gpu-kernels --ops "$public/neusight/ops/train" \
-  --deepbench "$public/gpu_benchmarks/deepbench_conv_train_fp32.csv" --leave-one-out --rows "${score[@]}" \
+  --deepbench "$public/gpu_benchmarks/deepbench_conv_train_fp32.csv" \
+  --deepbench-gemm "$public/gpu_benchmarks/deepbench_gemm_train_fp32.csv" --leave-one-out --rows "${score[@]}" \
   --labels "$public/gpu_benchmarks/neusight_transformer_latency_labels.csv" \
   --configs "$public/neusight/model_configs" --out "$kernels" | tee "$out/gpu-kernels.txt"
 # The calibration reads the shipped per-kernel model: refit it after the model.

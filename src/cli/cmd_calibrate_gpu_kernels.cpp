@@ -1,8 +1,9 @@
-// `dnncast calibrate-gpu-kernels [--ops DIR] [--deepbench FILE|none] [--leave-one-out] [--labels FILE] [--configs DIR]
-// [--out DIR]`: fits the per-kernel GPU time model (gpu/kernel_model.h) to NeuSight's per-kernel measurements and
-// DeepBench's training convolutions (forward and both gradients) and judges it
-// as NeuSight was judged: per kernel with each GPU held out, and end to end on its transformer labels (the
-// training GPUs' rows with their GPU held out, the test GPUs' rows with the fit that never saw them).
+// `dnncast calibrate-gpu-kernels [--ops DIR] [--deepbench FILE|none] [--deepbench-gemm FILE|none] [--leave-one-out]
+// [--held-out-rows FILE] [--labels FILE] [--configs DIR] [--out DIR]`: fits the per-kernel GPU time model
+// (gpu/kernel_model.h) to NeuSight's per-kernel measurements and DeepBench's training convolutions (forward and both
+// gradients) and GEMMs and judges it as NeuSight was judged: per kernel with each GPU held out, and end to end on its
+// transformer labels (the training GPUs' rows with their GPU held out, the test GPUs' rows with the fit that never
+// saw them).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -21,47 +22,6 @@ namespace dnncast::cli {
 
 using nlohmann::ordered_json;
 
-namespace {
-
-// `--half`: the half-precision model from Vidur's fp16 kernels (gpu/half_kernels.h), judged and written.
-int run_half(const std::string& vidur_dir, const hardware::Catalogue& catalogue, int rounds, bool score_test_gpus,
-             const std::string& out, bool as_json) {
-  const gpu::HalfKernelTables tables = gpu::load_vidur_kernels(catalogue, vidur_dir, score_test_gpus);
-  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
-  const bool print = !as_json;
-  int64_t training_rows = 0;
-  for (const gpu::KernelMeasurement& row : tables.rows) training_rows += gpu::is_held_out_test_gpu(row.gpu) ? 0 : 1;
-  ordered_json result = {{"vidur", tables.dir},
-                         {"training_rows", training_rows},
-                         {"held_out_test_gpu_rows", score_test_gpus ? 0 : tables.held_out}};
-  if (print)
-    std::printf(
-        "%lld fp16 kernel measurements of training GPUs from %s (%s)\n"
-        "per-kernel: the A40's rows with their model held out of the fit; a test GPU's with the fit on every A40 "
-        "row\n\n",
-        static_cast<long long>(training_rows), tables.dir.c_str(),
-        score_test_gpus
-            ? "the test GPUs A100 80GB and H100 scored, as asked"
-            : (std::to_string(tables.held_out) + " rows of the test GPUs A100 80GB and H100 left out").c_str());
-  result["errors"] = print_half_kernel_errors(gpu::judge_half_kernels(tables, catalogue, calibration, rounds), print);
-  if (!out.empty()) {
-    std::vector<gpu::KernelMeasurement> training;
-    for (const gpu::KernelMeasurement& row : tables.rows)
-      if (!gpu::is_held_out_test_gpu(row.gpu)) training.push_back(row);
-    gpu::GpuKernelModel::fit(training, catalogue, rounds, true)
-        .save(out,
-              "dnncast half-precision per-kernel GPU model (docs/GPU.md): written by `dnncast "
-              "calibrate-gpu-kernels --half --out " +
-                  out + "` from " + std::to_string(training.size()) +
-                  " of Vidur's fp16 kernel rows of the A40 (no row of its A100 80GB or H100)");
-    if (print) std::printf("wrote %s\n", out.c_str());
-  }
-  if (as_json) std::cout << result.dump(2) << "\n";
-  return 0;
-}
-
-}  // namespace
-
 int run_calibrate_gpu_kernels(const Args& args) {
   CLI::App app(
       std::string("Fit the per-kernel GPU time model to NeuSight's per-kernel measurements "
@@ -69,7 +29,7 @@ int run_calibrate_gpu_kernels(const Args& args) {
                   "NeuSight's transformer labels. The rows of\nits test GPUs (") +
           gpu::kTestGpusInWords + ") are never fitted on. --out writes the model `predict --device` reads.",
       "dnncast calibrate-gpu-kernels");
-  std::string ops_dir, labels, configs, out, deepbench;
+  std::string ops_dir, labels, configs, out, deepbench, deepbench_gemm, held_out_rows;
   std::vector<std::string> catalogue_files;
   std::string vidur_dir;
   bool leave_out = false, as_json = false, show_rows = false, score_test_gpus = false, half = false;
@@ -78,8 +38,13 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_option("--deepbench", deepbench,
                  "DeepBench's training convolutions, forward and both gradients (default: "
                  "../shared/data/public/gpu_benchmarks/deepbench_conv_train_fp32.csv), or none");
+  app.add_option("--deepbench-gemm", deepbench_gemm,
+                 "DeepBench's training GEMMs (default: "
+                 "../shared/data/public/gpu_benchmarks/deepbench_gemm_train_fp32.csv), or none");
   app.add_option("--catalogue", catalogue_files, "extra catalogue file (docs/DEVICES.md)");
   app.add_flag("--leave-one-out", leave_out, "judge per kernel with each GPU held out (and the labels of those GPUs)");
+  app.add_option("--held-out-rows", held_out_rows,
+                 "with --leave-one-out: write every held-out kernel row's measured, model and roofline seconds (CSV)");
   app.add_option("--labels", labels,
                  "end-to-end labels (gpu_benchmarks/neusight_transformer_latency_labels.csv); with --configs");
   app.add_option("--configs", configs, "the labels' model configs (neusight/model_configs)");
@@ -97,11 +62,14 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpu-kernels")) return 0;
   if (half) {
-    if (!labels.empty() || leave_out || !ops_dir.empty() || !deepbench.empty())
+    if (!labels.empty() || leave_out || !ops_dir.empty() || !deepbench.empty() || !deepbench_gemm.empty())
       throw InputError(
-          "--half judges Vidur's fp16 kernels: --ops, --deepbench, --labels and --leave-one-out are fp32's");
-    return run_half(vidur_dir, hardware::Catalogue::load(catalogue_files), rounds, score_test_gpus, out, as_json);
+          "--half judges Vidur's fp16 kernels: --ops, --deepbench, --deepbench-gemm, --labels and --leave-one-out are "
+          "fp32's");
+    return calibrate_half_kernels(vidur_dir, hardware::Catalogue::load(catalogue_files), rounds, score_test_gpus, out,
+                                  as_json);
   }
+  if (!held_out_rows.empty() && !leave_out) throw InputError("--held-out-rows needs --leave-one-out");
   if (!labels.empty() && configs.empty()) throw InputError("--labels needs --configs (neusight/model_configs)");
   const hardware::Catalogue catalogue = hardware::Catalogue::load(catalogue_files);
   gpu::KernelTables tables = gpu::load_kernel_tables(catalogue, ops_dir);
@@ -112,10 +80,12 @@ int run_calibrate_gpu_kernels(const Args& args) {
     std::printf("%zu kernel measurements from %s (%lld rows of the test GPUs H100, L4, A100 80GB left out)\n",
                 neusight_rows, tables.dir.c_str(), static_cast<long long>(tables.held_out));
   const gpu::DeepBenchLoad deep = add_deepbench(deepbench, catalogue, tables, print, result);
+  const gpu::DeepBenchLoad deep_gemms = add_deepbench_gemms(deepbench_gemm, catalogue, tables, print, result);
   result["held_out_test_gpu_rows"] = tables.held_out;
   gpu::KernelLeaveOneOut held;
   if (leave_out) {
-    held = gpu::leave_one_gpu_out(tables, catalogue, rounds, stride);
+    held = gpu::leave_one_gpu_out(tables, catalogue, rounds, stride, !held_out_rows.empty());
+    if (!held_out_rows.empty()) gpu::write_held_out_rows(held, held_out_rows);
     result["leave_one_gpu_out"] = print_kernel_errors(held, print);
     result["deepbench_conv_passes"] = print_conv_passes(held, print);
   }
@@ -137,8 +107,9 @@ int run_calibrate_gpu_kernels(const Args& args) {
     full.save(out, "dnncast per-kernel GPU model (docs/GPU.md): written by `dnncast calibrate-gpu-kernels --out " +
                        out + "` from " + std::to_string(neusight_rows) +
                        " NeuSight kernel rows (P4, P100, T4, V100, A100 40GB) and " + std::to_string(deep.rows) +
-                       " DeepBench convolution passes (V100, P100, T4, GTX 1080 Ti, TITAN Xp, TITAN X Pascal); no "
-                       "row of H100, L4 or A100 80GB");
+                       " DeepBench convolution passes and " + std::to_string(deep_gemms.rows) +
+                       " GEMMs (V100, P100, T4, GTX 1080 Ti, TITAN Xp, TITAN X Pascal); no row of H100, L4 or A100 "
+                       "80GB");
     if (print) std::printf("wrote %s\n", out.c_str());
   }
   if (as_json) std::cout << result.dump(2) << "\n";

@@ -24,7 +24,8 @@ using nlohmann::ordered_json;
 namespace {
 
 // The per-kernel model refitted without each GPU of the tables that it was fitted on (NeuSight's kernels and
-// DeepBench's convolutions, where found), for the held-out GPU's fold; none when the kernel tables are not found.
+// DeepBench's convolutions and GEMMs, where found), for the held-out GPU's fold; none when the kernel tables are not
+// found.
 std::map<std::string, gpu::GpuKernelModel> kernel_folds_of(const gpu::CalibrationSet& set,
                                                            const hardware::Catalogue& catalogue, bool print) {
   if (gpu::default_kernel_tables_dir().empty()) {
@@ -36,6 +37,8 @@ std::map<std::string, gpu::GpuKernelModel> kernel_folds_of(const gpu::Calibratio
   gpu::KernelTables tables = gpu::load_kernel_tables(catalogue);
   if (const std::string deepbench = gpu::default_deepbench_convolutions(); !deepbench.empty())
     gpu::load_deepbench_convolutions(catalogue, deepbench, tables);
+  if (const std::string gemms = gpu::default_deepbench_gemms(); !gemms.empty())
+    gpu::load_deepbench_gemms(catalogue, gemms, tables);
   std::vector<std::string> gpus;
   for (const gpu::PublicMeasurement& row : set.rows()) gpus.push_back(row.gpu);
   std::map<std::string, gpu::GpuKernelModel> folds = gpu::kernel_folds(tables, catalogue, gpus);

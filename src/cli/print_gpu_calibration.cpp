@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <string>
 
@@ -145,25 +146,47 @@ ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, bool print)
   return rows;
 }
 
-gpu::DeepBenchLoad add_deepbench(const std::string& path, const hardware::Catalogue& catalogue,
-                                 gpu::KernelTables& tables, bool print, ordered_json& result) {
-  const std::string file = path.empty() ? gpu::default_deepbench_convolutions() : path;
+namespace {
+
+// One of DeepBench's tables (`path`, or the default found beside the public data; "none" leaves it out) appended to
+// `tables` by `load`; its file, rows and what was left out go into `result` under `key` and, when `print`, to stdout.
+gpu::DeepBenchLoad add_deepbench_table(const std::string& path, const std::string& default_path,
+                                       gpu::DeepBenchLoad (*load)(const hardware::Catalogue&, const std::string&,
+                                                                  gpu::KernelTables&),
+                                       const hardware::Catalogue& catalogue, gpu::KernelTables& tables, const char* key,
+                                       const char* what, const char* option, bool print, ordered_json& result) {
+  const std::string file = path.empty() ? default_path : path;
   if (file.empty())
     std::fprintf(stderr,
-                 "calibrate-gpu-kernels: DeepBench's convolutions not found (../shared/data/public/gpu_benchmarks): "
-                 "fitting NeuSight's rows alone; --deepbench FILE names them\n");
+                 "calibrate-gpu-kernels: DeepBench's %s not found (../shared/data/public/gpu_benchmarks): fitting "
+                 "without them; %s FILE names them\n",
+                 what, option);
   gpu::DeepBenchLoad deep;
-  if (!file.empty() && file != "none") deep = gpu::load_deepbench_convolutions(catalogue, file, tables);
-  result["deepbench"] = file;
-  result["deepbench_rows"] = deep.rows;
-  for (const auto& [reason, count] : deep.skipped) result["deepbench_skipped"][reason] = count;
+  if (!file.empty() && file != "none") deep = load(catalogue, file, tables);
+  result[key] = file;
+  result[std::string(key) + "_rows"] = deep.rows;
+  for (const auto& [reason, count] : deep.skipped) result[std::string(key) + "_skipped"][reason] = count;
   if (print && (deep.rows > 0 || !deep.skipped.empty())) {
-    std::printf("%lld convolution passes (forward, input and weight gradients) from %s; left out:\n",
-                static_cast<long long>(deep.rows), file.c_str());
+    std::printf("%lld %s from %s; left out:\n", static_cast<long long>(deep.rows), what, file.c_str());
     for (const auto& [reason, count] : deep.skipped)
       std::printf("  %4lld  %s\n", static_cast<long long>(count), reason.c_str());
   }
   return deep;
+}
+
+}  // namespace
+
+gpu::DeepBenchLoad add_deepbench(const std::string& path, const hardware::Catalogue& catalogue,
+                                 gpu::KernelTables& tables, bool print, ordered_json& result) {
+  return add_deepbench_table(path, gpu::default_deepbench_convolutions(), gpu::load_deepbench_convolutions, catalogue,
+                             tables, "deepbench", "convolution passes (forward, input and weight gradients)",
+                             "--deepbench", print, result);
+}
+
+gpu::DeepBenchLoad add_deepbench_gemms(const std::string& path, const hardware::Catalogue& catalogue,
+                                       gpu::KernelTables& tables, bool print, ordered_json& result) {
+  return add_deepbench_table(path, gpu::default_deepbench_gemms(), gpu::load_deepbench_gemms, catalogue, tables,
+                             "deepbench_gemm", "GEMMs", "--deepbench-gemm", print, result);
 }
 
 ordered_json print_conv_passes(const gpu::KernelLeaveOneOut& held, bool print) {
@@ -289,6 +312,43 @@ std::string percent_text(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f%%", 100 * value);
   return text;
+}
+
+// `--half`: the half-precision model from Vidur's fp16 kernels (gpu/half_kernels.h), judged and written.
+int calibrate_half_kernels(const std::string& vidur_dir, const hardware::Catalogue& catalogue, int rounds,
+                           bool score_test_gpus, const std::string& out, bool as_json) {
+  const gpu::HalfKernelTables tables = gpu::load_vidur_kernels(catalogue, vidur_dir, score_test_gpus);
+  const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
+  const bool print = !as_json;
+  int64_t training_rows = 0;
+  for (const gpu::KernelMeasurement& row : tables.rows) training_rows += gpu::is_held_out_test_gpu(row.gpu) ? 0 : 1;
+  ordered_json result = {{"vidur", tables.dir},
+                         {"training_rows", training_rows},
+                         {"held_out_test_gpu_rows", score_test_gpus ? 0 : tables.held_out}};
+  if (print)
+    std::printf(
+        "%lld fp16 kernel measurements of training GPUs from %s (%s)\n"
+        "per-kernel: the A40's rows with their model held out of the fit; a test GPU's with the fit on every A40 "
+        "row\n\n",
+        static_cast<long long>(training_rows), tables.dir.c_str(),
+        score_test_gpus
+            ? "the test GPUs A100 80GB and H100 scored, as asked"
+            : (std::to_string(tables.held_out) + " rows of the test GPUs A100 80GB and H100 left out").c_str());
+  result["errors"] = print_half_kernel_errors(gpu::judge_half_kernels(tables, catalogue, calibration, rounds), print);
+  if (!out.empty()) {
+    std::vector<gpu::KernelMeasurement> training;
+    for (const gpu::KernelMeasurement& row : tables.rows)
+      if (!gpu::is_held_out_test_gpu(row.gpu)) training.push_back(row);
+    gpu::GpuKernelModel::fit(training, catalogue, rounds, true)
+        .save(out,
+              "dnncast half-precision per-kernel GPU model (docs/GPU.md): written by `dnncast "
+              "calibrate-gpu-kernels --half --out " +
+                  out + "` from " + std::to_string(training.size()) +
+                  " of Vidur's fp16 kernel rows of the A40 (no row of its A100 80GB or H100)");
+    if (print) std::printf("wrote %s\n", out.c_str());
+  }
+  if (as_json) std::cout << result.dump(2) << "\n";
+  return 0;
 }
 
 }  // namespace dnncast::cli

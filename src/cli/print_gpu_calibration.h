@@ -27,6 +27,9 @@ nlohmann::ordered_json print_kernel_errors(const gpu::KernelLeaveOneOut& held, b
 // found; "none": not read), what was read and left out printed and put in `result`.
 gpu::DeepBenchLoad add_deepbench(const std::string& path, const hardware::Catalogue& catalogue,
                                  gpu::KernelTables& tables, bool print, nlohmann::ordered_json& result);
+// The same for DeepBench's training GEMMs (`--deepbench-gemm`; default deepbench_gemm_train_fp32.csv beside it).
+gpu::DeepBenchLoad add_deepbench_gemms(const std::string& path, const hardware::Catalogue& catalogue,
+                                       gpu::KernelTables& tables, bool print, nlohmann::ordered_json& result);
 // ... and DeepBench's convolutions by pass against pricing every pass as its forward shape (empty without them).
 nlohmann::ordered_json print_conv_passes(const gpu::KernelLeaveOneOut& held, bool print);
 // calibrate-gpu-kernels --half: the half-precision model's, the curves' and the roofline's errors by GPU and family.
@@ -45,5 +48,10 @@ std::vector<std::string> memory_score_row(const std::string& name, const gpu::Gp
 nlohmann::ordered_json memory_score_json(const gpu::GpuMemoryScore& score);
 // 0.123 -> "12.3%".
 std::string percent_text(double fraction);
+
+// `calibrate-gpu-kernels --half`: the half-precision model from Vidur's fp16 kernels (gpu/half_kernels.h), judged,
+// and written to `out` when given; prints (or, `as_json`, writes JSON) and returns the exit code.
+int calibrate_half_kernels(const std::string& vidur_dir, const hardware::Catalogue& catalogue, int rounds,
+                           bool score_test_gpus, const std::string& out, bool as_json);
 
 }  // namespace dnncast::cli

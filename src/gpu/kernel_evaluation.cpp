@@ -15,7 +15,7 @@
 namespace dnncast::gpu {
 
 KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::Catalogue& catalogue, int rounds,
-                                    int stride) {
+                                    int stride, bool keep_rows) {
   std::set<std::string> gpus;
   for (const KernelMeasurement& row : tables.rows) gpus.insert(row.gpu);
   if (gpus.size() < 2) throw InputError("leaving one GPU out needs kernel rows of two GPUs or more");
@@ -39,8 +39,9 @@ KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::
       error.source = source;
       ++error.rows;
       const double model_s =
-          row.timed_alone ? model.timed_alone_seconds(row.shape, device, held) : model.seconds(row.shape, device);
+          row.timed_alone ? model.timed_alone_seconds(row.shape, device, held) : model.seconds(row.shape, device, true);
       const double roofline_s = roofline_seconds(row.shape, device);
+      if (keep_rows) result.rows.push_back({&row, model_s, roofline_s});
       error.model_mre += std::abs(model_s / row.seconds - 1);
       error.roofline_mre += std::abs(roofline_s / row.seconds - 1);
       if (row.timed_alone || row.shape.family != KernelFamily::Conv) continue;
@@ -59,7 +60,7 @@ KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::
       pass.pass = shape.pass;
       ++pass.rows;
       pass.model_mre += std::abs(model_s / row.seconds - 1);
-      pass.forward_shape_mre += std::abs(forward_only->seconds(forward, device) / row.seconds - 1);
+      pass.forward_shape_mre += std::abs(forward_only->seconds(forward, device, true) / row.seconds - 1);
       pass.roofline_mre += std::abs(roofline_s / row.seconds - 1);
     }
     for (auto& [key, error] : errors) {
@@ -76,6 +77,22 @@ KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::
     result.models.emplace(held, std::move(model));
   }
   return result;
+}
+
+void write_held_out_rows(const KernelLeaveOneOut& held, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write " + quote(path));
+  out << "gpu,family,source,pass,batch,m,n,k,flops,bytes,measured_s,model_s,roofline_s\n";
+  out.precision(9);
+  for (const KernelRowForecast& forecast : held.rows) {
+    const KernelMeasurement& row = *forecast.row;
+    const KernelShape& shape = row.shape;
+    out << row.gpu << ',' << name(shape.family) << ',' << (row.group.empty() ? "neusight" : row.group) << ','
+        << (shape.family == KernelFamily::Conv ? name(shape.pass) : "") << ',' << shape.batch << ',' << shape.m << ','
+        << shape.n << ',' << shape.k << ',' << shape.flops << ',' << shape.bytes << ',' << row.seconds << ','
+        << forecast.model_s << ',' << forecast.roofline_s << '\n';
+  }
+  if (!out) throw InputError("cannot write " + quote(path));
 }
 
 std::map<std::string, GpuKernelModel> kernel_folds(const KernelTables& tables, const hardware::Catalogue& catalogue,

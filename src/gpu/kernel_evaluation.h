@@ -33,14 +33,23 @@ struct ConvPassError {
   int64_t rows = 0;
   double model_mre = 0, forward_shape_mre = 0, roofline_mre = 0;
 };
+// One held-out row's forecasts (kept when asked: `calibrate-gpu-kernels --held-out-rows FILE`).
+struct KernelRowForecast {
+  const KernelMeasurement* row = nullptr;  // into the tables judged
+  double model_s = 0, roofline_s = 0;
+};
 struct KernelLeaveOneOut {
   std::vector<KernelFamilyError> errors;
+  std::vector<KernelRowForecast> rows;           // every held-out row, when `keep_rows`
   std::vector<ConvPassError> conv_passes;        // empty without DeepBench rows
   std::map<std::string, GpuKernelModel> models;  // held-out GPU -> the model fitted without it
 };
 // `stride` > 1 fits on every stride-th row of each family (a quicker check); errors are over all rows.
 KernelLeaveOneOut leave_one_gpu_out(const KernelTables& tables, const hardware::Catalogue& catalogue, int rounds,
-                                    int stride = 1);
+                                    int stride = 1, bool keep_rows = false);
+// Writes `held.rows` as CSV (gpu, family, source, pass, batch, m, n, k, flops, bytes, measured, model and roofline
+// seconds); InputError when the file cannot be written.
+void write_held_out_rows(const KernelLeaveOneOut& held, const std::string& path);
 
 // For each of `gpus` that `tables` has rows of, the model fitted on every other GPU's rows (the per-kernel model of
 // that GPU's fold when an end-to-end table holds it out: gpu_calibration.h leave_one_gpu_out).

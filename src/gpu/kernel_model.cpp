@@ -149,7 +149,7 @@ double roofline_seconds(const KernelShape& shape, const KernelDevice& device) {
   return std::max(shape.flops / device.fp32_flops, shape.bytes / device.bandwidth);
 }
 
-std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice& device) {
+std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice& device, bool queued) {
   std::vector<float> out;
   out.reserve(24);
   switch (shape.family) {
@@ -165,6 +165,7 @@ std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice&
     default:
       row_features(shape, device, out);
   }
+  out.push_back(queued ? 1.f : 0.f);
   return out;
 }
 
@@ -205,10 +206,14 @@ double busy_from_ratio(const KernelShape& shape, double roof, double log_ratio) 
 }  // namespace
 
 double GpuKernelModel::seconds(const KernelShape& shape, const KernelDevice& device) const {
+  return seconds(shape, device, false);
+}
+
+double GpuKernelModel::seconds(const KernelShape& shape, const KernelDevice& device, bool queued) const {
   const double roof = roofline_seconds(shape, device);
   const auto& learner = learners_[static_cast<size_t>(shape.family)];
   if (!learner) return roof;
-  const std::vector<float> features = kernel_features(shape, device);
+  const std::vector<float> features = kernel_features(shape, device, queued);
   double log_ratio = 0;
   learner->predict_rows(features.data(), 1, static_cast<int64_t>(features.size()), &log_ratio);
   return busy_from_ratio(shape, roof, log_ratio);
@@ -296,7 +301,7 @@ GpuKernelModel GpuKernelModel::fit(const std::vector<KernelMeasurement>& rows, c
     for (size_t index = 0; index < mine.size(); ++index) {
       const KernelMeasurement& row = *mine[index];
       const KernelDevice& device = devices.at(row.gpu);
-      const std::vector<float> features = kernel_features(row.shape, device);
+      const std::vector<float> features = kernel_features(row.shape, device, !row.timed_alone);
       for (int column = 0; column < columns; ++column)
         x(static_cast<Eigen::Index>(index), column) = features[static_cast<size_t>(column)];
       const size_t gpu =

@@ -16,8 +16,10 @@
 // below the roofline but for 3x3 convolutions, which cuDNN runs as Winograd). NeuSight's convolutions are all 3x3
 // forward passes; DeepBench's training convolutions (1x1, strided, 5x5, 7x7; forward, input gradient and weight
 // gradient, queued calls: their latency is the busy time) add the other kernel sizes and both backward passes, each
-// pass its own implicit GEMM and a feature. Fitted by `dnncast calibrate-gpu-kernels`; shipped in
-// data/hardware/gpu_kernels/.
+// pass its own implicit GEMM and a feature; DeepBench's training GEMMs add the GTX 1080 Ti, TITAN Xp and TITAN X
+// Pascal to the GEMMs'. DeepBench's rows are of another regime (calls queued back to back, CUDA 8-10, where large
+// GEMMs run nearer the peak), told apart by a feature; a forecast is made in NeuSight's. Fitted by `dnncast
+// calibrate-gpu-kernels`; shipped in data/hardware/gpu_kernels/.
 //
 // What rests on no per-kernel measurement, and is said where it is used: GEMM backward kernels (costed as the
 // GEMMs of the shapes they run), depthwise and grouped convolutions (PyTorch runs them
@@ -111,7 +113,10 @@ struct KernelDevice {
 KernelDevice kernel_device(const hardware::GpuSpec& gpu);
 
 double roofline_seconds(const KernelShape& shape, const KernelDevice& device);
-std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice& device);
+// `queued`: the regime of the rows timed as the mean of calls queued back to back (DeepBench's, CUDA 8-10), a
+// feature so that the two regimes are told apart; false: the regime of the rows timed one call at a time
+// (NeuSight's, PyTorch 2.1 and CUDA 12.1, the launch floor taken off), the one forecasts are made in.
+std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice& device, bool queued = false);
 int kernel_feature_count(KernelFamily family);
 
 // One public measurement: a kernel, the catalogue GPU it ran on, its latency.
@@ -142,9 +147,11 @@ class GpuKernelModel {
   static std::string default_dir();
   void save(const std::string& dir, const std::string& header) const;
 
-  // Busy seconds on the GPU (no launch floor): roofline x the predicted ratio, at least the roofline (a 3x3
-  // convolution may go below it, as Winograd does in the measurements).
+  // Busy seconds on the GPU (no launch floor) in the regime of NeuSight's rows (kernel_features): roofline x the
+  // predicted ratio, at least the roofline (a 3x3 convolution may go below it, as Winograd does in the measurements).
   double seconds(const KernelShape& shape, const KernelDevice& device) const;
+  // The same in either regime (kernel_features): `queued`, as DeepBench's rows were timed.
+  double seconds(const KernelShape& shape, const KernelDevice& device, bool queued) const;
   // The same for many kernels, each family's rows predicted in one pass over its trees (issue 37): equal to
   // seconds() of each, to the bit.
   std::vector<double> seconds_many(const std::vector<const KernelShape*>& shapes, const KernelDevice& device) const;
@@ -192,6 +199,12 @@ struct DeepBenchLoad {
 DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, const std::string& path,
                                           KernelTables& tables);
 std::string default_deepbench_convolutions();  // "" when the public folder is not found
+// DeepBench's fp32 training GEMMs (../shared/data/public/gpu_benchmarks/deepbench_gemm_train_fp32.csv: C = A.B of M x K
+// and K x N, cuBLAS, the mean of calls queued back to back) on its NVIDIA GPUs, appended to `tables` as queued
+// Gemm rows of the catalogue's GPUs (filed as the convolutions are); the M40 is counted in `skipped`. The transposes
+// are not a feature (the model's GEMMs carry none). InputError names a malformed file and line.
+DeepBenchLoad load_deepbench_gemms(const hardware::Catalogue& catalogue, const std::string& path, KernelTables& tables);
+std::string default_deepbench_gemms();  // "" when the public folder is not found
 // $VARIABLE, else the nearest shared/data/public/RELATIVE beside or above the executable's folder; "" when neither.
 std::string shared_public_dir(const char* variable, const std::string& relative);
 // The text of a table file; a .xz file through `xz -dc` (xz-utils is part of every Debian system). InputError

@@ -1,6 +1,7 @@
 // NeuSight's per-kernel measurements (kernel_model.h load_kernel_tables): ops/train/OP/GPU.csv[.xz], one
 // kernel call a row, fp32, latency in ms (../shared/data/public/neusight/README.md); and DeepBench's training
-// convolutions, each pass of each row a kernel (load_deepbench_convolutions).
+// convolutions, each pass of each row a kernel (load_deepbench_convolutions), and its training GEMMs
+// (load_deepbench_gemms).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -161,11 +162,10 @@ std::string default_deepbench_convolutions() {
   return fs::is_regular_file(path, error) ? path.string() : "";
 }
 
-DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, const std::string& path,
-                                          KernelTables& tables) {
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot read " + quote(path));
-  // DeepBench's device column prefixes, and the catalogue GPU each is filed under (kernel_model.h).
+namespace {
+
+// DeepBench's device column prefixes, and the catalogue GPU each is filed under (kernel_model.h).
+const std::vector<std::pair<std::string, std::string>>& deepbench_devices() {
   static const std::vector<std::pair<std::string, std::string>> devices = {{"V100", "v100-32gb"},
                                                                            {"P100", "p100"},
                                                                            {"1080Ti", "gtx1080ti"},
@@ -173,15 +173,87 @@ DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, 
                                                                            {"T4", "t4"},
                                                                            {"M40", "m40"},
                                                                            {"TitanX_Pascal", "titan-x-pascal"}};
+  return devices;
+}
+
+// Reads up to the header row (the first not commented), which must start with `first`.
+std::vector<std::string> deepbench_header(std::istream& in, int64_t& line, const std::string& path, const char* first,
+                                          const char* named) {
+  std::vector<std::string> header;
+  while (read_csv_record(in, header, line))
+    if (!header.empty() && !header[0].empty() && header[0][0] != '#') break;
+  if (header.empty() || header[0] != first) throw InputError(path + ": no header row starting with " + named);
+  return header;
+}
+
+// One DeepBench time of a catalogue GPU: a queued row (its latency is the busy time), or a test GPU's, counted out.
+void add_queued_row(const KernelShape& shape, const std::string& gpu, double ms, KernelTables& tables,
+                    DeepBenchLoad& load) {
+  if (is_held_out_test_gpu(gpu)) {
+    ++tables.held_out;
+    return;
+  }
+  KernelMeasurement row;
+  row.shape = shape;
+  row.gpu = gpu;
+  row.seconds = ms * 1e-3;
+  row.group = "deepbench";
+  row.timed_alone = false;
+  tables.rows.push_back(row);
+  ++load.rows;
+}
+
+}  // namespace
+
+std::string default_deepbench_gemms() {
+  const std::string dir = shared_public_dir("DNNCAST_PUBLIC_DATA", "gpu_benchmarks");
+  if (dir.empty()) return "";
+  const fs::path path = fs::path(dir) / "deepbench_gemm_train_fp32.csv";
+  std::error_code error;
+  return fs::is_regular_file(path, error) ? path.string() : "";
+}
+
+DeepBenchLoad load_deepbench_gemms(const hardware::Catalogue& catalogue, const std::string& path,
+                                   KernelTables& tables) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read " + quote(path));
+  DeepBenchLoad load;
+  std::vector<std::string> fields;
+  int64_t line = 0;
+  const std::vector<std::string> header = deepbench_header(in, line, path, "M", "M,N,K");
+  while (read_csv_record(in, fields, line)) {
+    if (fields.empty() || (fields.size() == 1 && fields[0].empty())) continue;
+    const std::string where = path + " line " + std::to_string(line);
+    const double m = number(header, fields, "M", where), n = number(header, fields, "N", where),
+                 k = number(header, fields, "K", where);
+    for (const auto& [prefix, listed] : deepbench_devices()) {
+      const auto at = std::find(header.begin(), header.end(), prefix + "_ms");
+      if (at == header.end()) continue;
+      const size_t column = static_cast<size_t>(at - header.begin());
+      if (column >= fields.size() || fields[column].empty()) continue;  // not run
+      const double ms = number(header, fields, *at, where);
+      const hardware::GpuSpec* gpu = catalogue.find(listed);
+      if (!gpu) {
+        ++load.skipped[prefix + ": not in the catalogue"];
+        continue;
+      }
+      add_queued_row(gemm_kernel(1, m, n, k), gpu->name, ms, tables, load);
+    }
+  }
+  return load;
+}
+
+DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, const std::string& path,
+                                          KernelTables& tables) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read " + quote(path));
   static const std::array<std::pair<const char*, ConvPass>, 3> passes = {{{"_fwd_ms", ConvPass::Forward},
                                                                           {"_bwd_data_ms", ConvPass::InputGrad},
                                                                           {"_bwd_filter_ms", ConvPass::WeightGrad}}};
   DeepBenchLoad load;
-  std::vector<std::string> header, fields;
+  std::vector<std::string> fields;
   int64_t line = 0;
-  while (read_csv_record(in, header, line))
-    if (!header.empty() && !header[0].empty() && header[0][0] != '#') break;
-  if (header.empty() || header[0] != "W") throw InputError(path + ": no header row starting with W,H,C,N,K");
+  const std::vector<std::string> header = deepbench_header(in, line, path, "W", "W,H,C,N,K");
   auto column = [&](const std::string& name) -> int {
     const auto at = std::find(header.begin(), header.end(), name);
     return at == header.end() ? -1 : static_cast<int>(at - header.begin());
@@ -195,7 +267,7 @@ DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, 
                  stride_h = get("stride_h");
     const double pad_w = get("pad_w"), pad_h = get("pad_h");
     const bool square = width == height && kernel_w == kernel_h && stride_w == stride_h && pad_w == pad_h;
-    for (const auto& [prefix, listed] : devices) {
+    for (const auto& [prefix, listed] : deepbench_devices()) {
       const hardware::GpuSpec* gpu = catalogue.find(listed);
       for (const auto& [suffix, pass] : passes) {
         const int at = column(prefix + suffix);
@@ -211,18 +283,8 @@ DeepBenchLoad load_deepbench_convolutions(const hardware::Catalogue& catalogue, 
           ++load.skipped["non-square kernel, input, stride or padding"];
           continue;
         }
-        if (is_held_out_test_gpu(gpu->name)) {
-          ++tables.held_out;
-          continue;
-        }
-        KernelMeasurement row;
-        row.shape = conv_kernel(batch, channels, out, kernel_w, width, stride_w, pad_w, pass);
-        row.gpu = gpu->name;
-        row.seconds = ms * 1e-3;
-        row.group = "deepbench";
-        row.timed_alone = false;
-        tables.rows.push_back(row);
-        ++load.rows;
+        add_queued_row(conv_kernel(batch, channels, out, kernel_w, width, stride_w, pad_w, pass), gpu->name, ms, tables,
+                       load);
       }
     }
   }
