@@ -52,7 +52,6 @@ void gemm_features(double batch, double m, double n, double k, const KernelShape
   }
   const double ridge = device.fp32_flops / device.bandwidth;
   out.push_back(static_cast<float>(log2_of(shape.flops / std::max(shape.bytes, 1.0) / ridge)));
-  out.push_back(static_cast<float>(log2_of(shape.bytes / std::max(device.l2_bytes, 1.0))));
 }
 
 void row_features(const KernelShape& shape, const KernelDevice& device, std::vector<float>& out) {
@@ -60,7 +59,6 @@ void row_features(const KernelShape& shape, const KernelDevice& device, std::vec
   for (double value : {shape.m, shape.n, elements}) out.push_back(static_cast<float>(log2_of(value)));
   out.push_back(static_cast<float>(shape.flops / std::max(elements, 1.0)));
   out.push_back(static_cast<float>(shape.bytes / std::max(elements, 1.0)));
-  out.push_back(static_cast<float>(log2_of(shape.bytes / std::max(device.l2_bytes, 1.0))));
   const auto [count, fill] = waves(elements / 2048.0, device.sms);
   out.push_back(static_cast<float>(count));
   out.push_back(static_cast<float>(fill));
@@ -140,8 +138,6 @@ KernelDevice kernel_device(const hardware::GpuSpec& gpu) {
   device.fp32_flops = *gpu.fp32_tflops * 1e12;
   device.bandwidth = *gpu.bandwidth_gbs * 1e9;
   device.sms = static_cast<double>(*gpu.sm_count);
-  device.l2_bytes = gpu.l2_mib.value_or(0) * double(1 << 20);
-  device.tdp_w = gpu.tdp_w.value_or(0);
   return device;
 }
 
@@ -172,7 +168,7 @@ std::vector<float> kernel_features(const KernelShape& shape, const KernelDevice&
 int kernel_feature_count(KernelFamily family) {
   KernelShape shape;
   shape.family = family;
-  KernelDevice device{1e12, 1e9, 1, 1, 0};
+  KernelDevice device{1e12, 1e9, 1};
   return static_cast<int>(kernel_features(shape, device).size());
 }
 

@@ -6,8 +6,9 @@
 // own way: per kernel family (GEMM, convolution, LayerNorm, softmax, elementwise) a gradient-boosted tree
 // ensemble predicts log(busy time / roofline time) from features that carry across GPUs because each is
 // measured against the GPU: the problem's size in waves of 128x128 (and 64x64) tiles over the SMs and the
-// last wave's fill, arithmetic intensity beside the GPU's ridge point, and the working set beside its L2.
-// No feature names the GPU itself (peaks, SM count, power): with five training GPUs such features let the
+// last wave's fill, and arithmetic intensity beside the GPU's ridge point. Not the working set beside the L2: the
+// A100's 40 MB are five times the others', and the trees read each GPU's L2 as its name (leave-one-GPU-out chose this,
+// issue 45). No feature names the GPU itself (peaks, SM count, power): with five training GPUs such features let the
 // trees mistake a new GPU for one of them -- leave-one-GPU-out chose this (docs/RESULTS.md, issue 34), and
 // a new GPU gets the utilisation the five reach on the same normalised problem. Busy time is the measured
 // latency less the GPU's launch floor
@@ -108,7 +109,7 @@ std::string node_time_kind(const Graph& graph, int node_index);
 
 // The GPU specs the model reads (catalogue columns); InputError names a missing one.
 struct KernelDevice {
-  double fp32_flops = 0, bandwidth = 0, sms = 0, l2_bytes = 0, tdp_w = 0;  // tdp 0: unknown
+  double fp32_flops = 0, bandwidth = 0, sms = 0;
 };
 KernelDevice kernel_device(const hardware::GpuSpec& gpu);
 
