@@ -7,13 +7,12 @@
 // ensemble predicts log(busy time / roofline time) from features that carry across GPUs because each is
 // measured against the GPU: the problem's size in waves of 128x128 (and 64x64) tiles over the SMs and the
 // last wave's fill, and arithmetic intensity beside the GPU's ridge point. Not the working set beside the L2: the
-// A100's 40 MB are five times the others', and the trees read each GPU's L2 as its name (leave-one-GPU-out chose this,
-// issue 45). No feature names the GPU itself (peaks, SM count, power): with five training GPUs such features let the
-// trees mistake a new GPU for one of them -- leave-one-GPU-out chose this (docs/RESULTS.md, issue 34), and
-// a new GPU gets the utilisation the five reach on the same normalised problem. Busy time is the measured
-// latency less the GPU's launch floor
-// (what a kernel of no work took when timed alone), so that kernels queued back to back in a training step
-// add their work, not their floors. The forecast is the roofline time times the predicted ratio (never
+// A100's 40 MB lie past the others' 2-6 MB, and the trees read each GPU's L2 as its name (leave-one-GPU-out chose
+// this, issue 45). No feature names the GPU itself (peaks, SM count, power): with five training GPUs such features let
+// the trees mistake a new GPU for one of them -- leave-one-GPU-out chose this (docs/RESULTS.md, issue 34), and a new
+// GPU gets the utilisation the five reach on the same normalised problem. Busy time is the measured latency less the
+// GPU's launch floor (what a kernel of no work took when timed alone), so that kernels queued back to back in a
+// training step add their work, not their floors. The forecast is the roofline time times the predicted ratio (never
 // below the roofline but for 3x3 convolutions, which cuDNN runs as Winograd). NeuSight's convolutions are all 3x3
 // forward passes; DeepBench's training convolutions (1x1, strided, 5x5, 7x7; forward, input gradient and weight
 // gradient, queued calls: their latency is the busy time) add the other kernel sizes and both backward passes, each
