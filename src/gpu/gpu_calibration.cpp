@@ -288,17 +288,16 @@ namespace {
 double logistic(double x) { return 1 / (1 + std::exp(-x)); }
 double logit(double p) { return std::log(p / (1 - p)); }
 
-constexpr size_t kParameters = 18;
-constexpr double kConvCeilingMax = 3;
-constexpr double kHuber =
-    0.3;  // log-ratio beyond which the loss grows linearly  // Winograd and FFT kernels beat the direct FLOP count
+constexpr size_t kParameters = 19;
+constexpr double kConvCeilingMax = 3;  // fp32 Winograd and FFT kernels beat the direct FLOP count
+constexpr double kHuber = 0.3;         // log-ratio beyond which the loss grows linearly
 using Point = std::array<double, kParameters>;
 
 // Unbounded coordinates -> constants: ceilings and memory efficiency in (0, 1), the rest positive.
 GpuCalibration decode(const Point& x) {
   GpuCalibration c;
   c.conv_fp32 = {kConvCeilingMax * logistic(x[0]), std::exp(x[1])};
-  c.conv_tensor = {kConvCeilingMax * logistic(x[2]), std::exp(x[3])};
+  c.conv_tensor = {logistic(x[2]), std::exp(x[3])};
   c.gemm_fp32 = {logistic(x[4]), std::exp(x[5])};
   c.gemm_tensor = {logistic(x[6]), std::exp(x[7])};
   c.memory_efficiency = logistic(x[8]);
@@ -309,6 +308,7 @@ GpuCalibration decode(const Point& x) {
   c.conv3x3_fp32 = {kConvCeilingMax * logistic(x[13]), std::exp(x[14])};
   c.conv_tf32 = {kConvCeilingMax * logistic(x[15]), std::exp(x[16])};
   c.tensorflow_iteration_us = std::exp(x[17]);
+  c.tensor_vector_share = std::exp(x[18]);
   c.source = "fit";
   return c;
 }
@@ -316,7 +316,7 @@ GpuCalibration decode(const Point& x) {
 Point start_point() {
   return {logit(0.6 / kConvCeilingMax),
           std::log(2e8),
-          logit(0.4 / kConvCeilingMax),
+          logit(0.4),
           std::log(2e8),
           logit(0.6),
           std::log(2e8),
@@ -331,7 +331,8 @@ Point start_point() {
           std::log(2e8),
           logit(0.4 / kConvCeilingMax),
           std::log(2e8),
-          std::log(1000.0)};
+          std::log(1000.0),
+          std::log(0.02)};
 }
 
 // Nelder-Mead (reflection 1, expansion 2, contraction 0.5, shrink 0.5), `iterations` steps.

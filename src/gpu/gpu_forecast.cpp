@@ -514,6 +514,7 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
       const double eff = std::max(1e-6, efficiency(curve, kernel.flops / peaks.sms));
       peak_compute_s = kernel.flops / peaks.matrix;
       compute_s = peak_compute_s / eff;
+      if (peaks.tensor) compute_s += calibration.tensor_vector_share * kernel.flops / peaks.vector;
     }
     const double count = static_cast<double>(kernel.count);
     // A kernel's compute and memory traffic do not overlap (a fitted (c^p + m^p)^(1/p) gave p = 1.00).
@@ -547,6 +548,7 @@ const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>
       {"gemm_tensor_ceiling", [](GpuCalibration& c) -> double& { return c.gemm_tensor.ceiling; }},
       {"gemm_tensor_half_work_flops", [](GpuCalibration& c) -> double& { return c.gemm_tensor.half_work; }},
       {"memory_efficiency", [](GpuCalibration& c) -> double& { return c.memory_efficiency; }},
+      {"tensor_vector_share", [](GpuCalibration& c) -> double& { return c.tensor_vector_share; }},
       {"kernel_launch_us", [](GpuCalibration& c) -> double& { return c.kernel_launch_us; }},
       {"iteration_us", [](GpuCalibration& c) -> double& { return c.iteration_us; }},
       {"tensorflow_iteration_us", [](GpuCalibration& c) -> double& { return c.tensorflow_iteration_us; }},
@@ -590,8 +592,10 @@ GpuCalibration load_gpu_calibration(const std::string& given) {
     if (!known) throw InputError(where + ": unknown key " + quote(fields[0]));
     seen[fields[0]] = true;
   }
+  // A calibration written before tensor_vector_share existed reads as the model it was fitted with (share 0).
   for (const auto& [key, field] : calibration_keys())
-    if (!seen.count(key)) throw InputError(path + ": key " + quote(key) + " is missing");
+    if (!seen.count(key) && key != "tensor_vector_share")
+      throw InputError(path + ": key " + quote(key) + " is missing");
   return calibration;
 }
 

@@ -2,7 +2,8 @@
 //
 // Time: per op of the graph, forward and backward, its compute time (FLOPs over the device's peak,
 // hardware/catalogue.h, divided by an efficiency that grows with the op's work per SM -- the wave /
-// occupancy regime of small problems -- up to a ceiling per op class) plus its memory time (bytes
+// occupancy regime of small problems -- up to a ceiling per op class; on tensor cores plus a fitted share
+// of the FLOPs at the SM's FP32 rate, which a tensor peak alone does not see) plus its memory time (bytes
 // over the bandwidth): a fitted soft maximum (c^p + m^p)^(1/p) came out at p = 1.00, no overlap. Plus
 // a per-kernel launch cost (a kernel takes at least that), the optimizer step as a memory-bound pass
 // over the parameters, and a per-iteration host overhead. The curves and overheads are calibrated on
@@ -51,9 +52,12 @@ struct GpuCalibration {
   };
   // conv3x3: 3x3 stride-1 dense convolutions at fp32, which cuDNN runs as Winograd (fewer FLOPs than
   // the direct count: their ceiling may exceed 1); conv: the other convolutions.
-  // tf32: convolutions on TF32 tensor cores; tensor: on fp16 / bf16 ones.
+  // tf32: convolutions on TF32 tensor cores; tensor: on fp16 / bf16 ones (implicit GEMMs: ceiling at most 1).
   Curve conv3x3_fp32, conv_fp32, conv_tf32, conv_tensor, gemm_fp32, gemm_tensor;
-  double memory_efficiency = 1;                     // fraction of peak bandwidth that memory-bound kernels reach
+  double memory_efficiency = 1;  // fraction of peak bandwidth that memory-bound kernels reach
+  // A tensor-core kernel's share of its FLOPs priced at the SM's vector (FP32) rate on top of its tensor time: the
+  // operand staging and epilogue its tensor cores wait on, which the tensor peak alone does not see.
+  double tensor_vector_share = 0;
   double kernel_launch_us = 0;                      // host time per kernel: a kernel takes at least this long
   double iteration_us = 0;                          // per iteration: host work, loss, synchronisation (PyTorch, Torch7)
   double tensorflow_iteration_us = 0;               // the same in TensorFlow (tf_cnn_benchmarks' step)

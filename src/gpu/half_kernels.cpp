@@ -163,7 +163,7 @@ double curve_kernel_seconds(const KernelShape& shape, const hardware::GpuSpec& g
         shape.family == KernelFamily::Gemm ? calibration.gemm_tensor : calibration.conv_tensor;
     const double work_per_sm = shape.flops / device.sms;
     const double efficiency = std::max(1e-6, curve.ceiling * work_per_sm / (work_per_sm + curve.half_work));
-    compute_s = shape.flops / device.fp32_flops / efficiency;
+    compute_s = shape.flops / device.fp32_flops / efficiency + calibration.tensor_vector_share * shape.flops / vector;
   }
   return std::max(compute_s + memory_s, calibration.kernel_launch_us * 1e-6);
 }
