@@ -154,13 +154,20 @@ KernelTables load_kernel_tables(const hardware::Catalogue& catalogue, const std:
   return tables;
 }
 
-std::string default_deepbench_convolutions() {
+namespace {
+
+// A file of the public GPU benchmarks' folder, or "" when the folder or the file is not found.
+std::string public_benchmark_file(const std::string& name) {
   const std::string dir = shared_public_dir("DNNCAST_PUBLIC_DATA", "gpu_benchmarks");
   if (dir.empty()) return "";
-  const fs::path path = fs::path(dir) / "deepbench_conv_train_fp32.csv";
+  const fs::path path = fs::path(dir) / name;
   std::error_code error;
   return fs::is_regular_file(path, error) ? path.string() : "";
 }
+
+}  // namespace
+
+std::string default_deepbench_convolutions() { return public_benchmark_file("deepbench_conv_train_fp32.csv"); }
 
 namespace {
 
@@ -205,13 +212,7 @@ void add_queued_row(const KernelShape& shape, const std::string& gpu, double ms,
 
 }  // namespace
 
-std::string default_deepbench_gemms() {
-  const std::string dir = shared_public_dir("DNNCAST_PUBLIC_DATA", "gpu_benchmarks");
-  if (dir.empty()) return "";
-  const fs::path path = fs::path(dir) / "deepbench_gemm_train_fp32.csv";
-  std::error_code error;
-  return fs::is_regular_file(path, error) ? path.string() : "";
-}
+std::string default_deepbench_gemms() { return public_benchmark_file("deepbench_gemm_train_fp32.csv"); }
 
 DeepBenchLoad load_deepbench_gemms(const hardware::Catalogue& catalogue, const std::string& path,
                                    KernelTables& tables) {

@@ -9,7 +9,6 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
-#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
