@@ -165,12 +165,6 @@ std::string public_benchmark_file(const std::string& name) {
   return fs::is_regular_file(path, error) ? path.string() : "";
 }
 
-}  // namespace
-
-std::string default_deepbench_convolutions() { return public_benchmark_file("deepbench_conv_train_fp32.csv"); }
-
-namespace {
-
 // DeepBench's device column prefixes, and the catalogue GPU each is filed under (kernel_model.h).
 const std::vector<std::pair<std::string, std::string>>& deepbench_devices() {
   static const std::vector<std::pair<std::string, std::string>> devices = {{"V100", "v100-32gb"},
@@ -212,6 +206,7 @@ void add_queued_row(const KernelShape& shape, const std::string& gpu, double ms,
 
 }  // namespace
 
+std::string default_deepbench_convolutions() { return public_benchmark_file("deepbench_conv_train_fp32.csv"); }
 std::string default_deepbench_gemms() { return public_benchmark_file("deepbench_gemm_train_fp32.csv"); }
 
 DeepBenchLoad load_deepbench_gemms(const hardware::Catalogue& catalogue, const std::string& path,

@@ -109,10 +109,6 @@ TEST(GpuCalibration, ShippedFileIsAFreshFitOfThePublicTables) {
   EXPECT_GT(set.size(), 250u);
 }
 
-// The residuals the scheduler's replay draws from (data/hardware/gpu_forecast_residuals.csv, written by
-// `calibrate-gpus --residuals`) are the public rows with the shipped calibration's forecasts: one row per
-// row of the set, in order, the fit column within 1% of the shipped calibration's forecast (the file was
-// written from a fresh fit; the held-out columns come from the same leave-one-out the docs quote).
 // Tensor-core kernels also wait on the SM's FP32 pipes: the GeForce Ampere cards (FP32 doubled per SM, tensor peak
 // at the FP32-accumulate rate) run fp16 CNNs faster than their tensor peak says, the A100 (tensor 16x its FP32 peak)
 // slower. Fitted without the three GeForce cards, their fp16 rows are forecast 1.28x their time (median; 32% off),
@@ -139,6 +135,10 @@ TEST(GpuCalibration, TensorCoreTimeFollowsTheFp32PipesOfAGpuNotInTheFit) {
   EXPECT_LT(error / static_cast<double>(ratios.size()), 0.45);
 }
 
+// The residuals the scheduler's replay draws from (data/hardware/gpu_forecast_residuals.csv, written by
+// `calibrate-gpus --residuals`) are the public rows with the shipped calibration's forecasts: one row per
+// row of the set, in order, the fit column within 1% of the shipped calibration's forecast (the file was
+// written from a fresh fit; the held-out columns come from the same leave-one-out the docs quote).
 TEST(GpuCalibration, ShippedResidualsAreThePublicRowsWithTheShippedForecasts) {
   const PublicTables tables = load_public_tables(catalogue());
   const CalibrationSet set(tables.rows, catalogue());
@@ -295,6 +295,31 @@ TEST(GpuForecast, BadInputNamesWhatIsWrong) {
   EXPECT_THROW(parse_gpu_precision("fp8"), InputError);
   EXPECT_THROW(parse_framework("torch7"), InputError);  // calibration-only
   EXPECT_THROW(load_gpu_calibration("/nonexistent/gpu_calibration.csv"), InputError);
+}
+
+// A calibration file written before tensor_vector_share existed still loads, as the model it was fitted with (share
+// 0); any other key missing is refused, naming it.
+TEST(GpuCalibration, AFileWithoutTheTensorShareReadsAsZeroAndOtherMissingKeysAreRefused) {
+  std::ifstream shipped(default_gpu_calibration_path());
+  std::string line, without_share, without_launch;
+  while (std::getline(shipped, line)) {
+    if (line.rfind("tensor_vector_share,", 0) != 0) without_share += line + "\n";
+    if (line.rfind("kernel_launch_us,", 0) != 0) without_launch += line + "\n";
+  }
+  const std::string dir = ::testing::TempDir();
+  const std::string old_file = dir + "/gpu_calibration_without_share.csv";
+  const std::string broken_file = dir + "/gpu_calibration_without_launch.csv";
+  std::ofstream(old_file) << without_share;
+  std::ofstream(broken_file) << without_launch;
+  const GpuCalibration old = load_gpu_calibration(old_file);
+  EXPECT_EQ(old.tensor_vector_share, 0);
+  EXPECT_EQ(old.conv_tensor.ceiling, load_gpu_calibration().conv_tensor.ceiling);
+  try {
+    load_gpu_calibration(broken_file);
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("kernel_launch_us"), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace
