@@ -125,7 +125,7 @@ int run_calibrate_gpus(const Args& args) {
   if (leave_out == "model" || leave_out == "both")
     result["leave_one_model_out"] = print_held_out(set, held_model, print, scored);
   if (!residuals.empty()) {
-    gpu::write_residuals(set, calibration, held_gpu, held_model, residuals);
+    gpu::write_residuals(set, calibration, held_gpu, held_model, residuals, score_test_gpus);
     if (print) std::printf("wrote %s\n", residuals.c_str());
   }
   if (!out.empty()) {

@@ -34,7 +34,7 @@ inline constexpr double kBrokenFactor = 4;
 
 struct ForecastErrors {
   std::vector<double> calibrated, specs;  // log(measured / held-out forecast), broken and test-GPU rows left out
-  std::vector<ResidualRow> rows;          // all, broken ones too
+  std::vector<ResidualRow> rows;          // all but the test GPUs', broken ones too
   std::string source;                     // the file read
   const std::vector<double>& for_basis(const std::string& basis) const;
 };

@@ -511,13 +511,16 @@ std::pair<double, int64_t> duplicate_spread(const CalibrationSet& set) {
 
 // Every row: measured, the fit on all rows, held out by GPU and by model, and the plain roofline.
 void write_residuals(const CalibrationSet& set, const GpuCalibration& calibration, const HeldOut& held_gpu,
-                     const HeldOut& held_model, const std::string& path) {
+                     const HeldOut& held_model, const std::string& path, bool with_test_gpus) {
   std::ofstream out(path);
   if (!out) throw InputError("--residuals " + quote(path) + ": cannot write the file");
   out << "# dnncast GPU forecast residuals: written by `dnncast calibrate-gpus --residuals " << path
       << "`; per public row (../shared/data/public/gpu_benchmarks) the measured time per iteration, the forecast "
          "fitted on all rows, the forecast with the row's GPU held out of the fit, with its model held out, and "
-         "the plain roofline (ms)\n";
+         "the plain roofline (ms)"
+      << (with_test_gpus ? ""
+                         : "; the three forecasts of NeuSight's test GPUs' rows empty (--score-test-gpus writes them)")
+      << "\n";
   write_csv_record(out, {"table", "line", "gpu", "model", "batch", "precision", "framework", "measured_ms", "fit_ms",
                          "held_gpu_ms", "held_model_ms", "roofline_ms"});
   char number[5][32];
@@ -526,8 +529,11 @@ void write_residuals(const CalibrationSet& set, const GpuCalibration& calibratio
     const GpuTiming timing = set.time(index, calibration);
     const double values[5] = {row.measured_ms, timing.time_ms, held_gpu.forecast_ms[index],
                               held_model.forecast_ms[index], timing.roofline_ms};
-    for (int column = 0; column < 5; ++column)
+    const bool hidden = !with_test_gpus && is_held_out_test_gpu(row.gpu);
+    for (int column = 0; column < 5; ++column) {
       std::snprintf(number[column], sizeof number[column], "%.6g", values[column]);
+      if (hidden && column >= 1 && column <= 3) number[column][0] = '\0';
+    }
     write_csv_record(out,
                      {row.table, std::to_string(row.line), row.gpu, row.model, std::to_string(row.spec.batch),
                       name(row.precision), name(row.framework), number[0], number[1], number[2], number[3], number[4]});

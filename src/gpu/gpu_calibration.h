@@ -97,7 +97,9 @@ HeldOut leave_one_gpu_out(const CalibrationSet& set, const hardware::Catalogue& 
 std::pair<double, int64_t> duplicate_spread(const CalibrationSet& set);
 // Every row's measured time beside the fit on all rows, the forecasts with its GPU and its model held out of
 // the fit, and the plain roofline, as CSV (`calibrate-gpus --residuals`); InputError when PATH cannot be written.
+// A row of NeuSight's test GPUs keeps its three forecasts empty unless `with_test_gpus` (their score is asked for
+// once, `--score-test-gpus`; a shipped file does not carry it).
 void write_residuals(const CalibrationSet& set, const GpuCalibration& calibration, const HeldOut& held_gpu,
-                     const HeldOut& held_model, const std::string& path);
+                     const HeldOut& held_model, const std::string& path, bool with_test_gpus = false);
 
 }  // namespace dnncast::gpu
