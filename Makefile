@@ -102,7 +102,7 @@ tsan: setup
 # each FUZZ_CI_SECONDS, two at a time (the CI step). A finding stops with exit code 1 and its input in
 # build-fuzz/artifacts/.
 FUZZ_SECONDS ?= 600
-FUZZ_CI_SECONDS ?= 45
+FUZZ_CI_SECONDS ?= 30
 FUZZ_TARGETS ?= graph_json plan csv_import predictor_manifest onnx schedule_files serve_request model_options
 fuzz-build: setup
 	@mkdir -p build-fuzz
