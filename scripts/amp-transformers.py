@@ -2,6 +2,7 @@
 """Mixed-precision transformer training end to end: dnncast's GPU forecasts beside the public BERT SQuAD rows (issue 45).
 
     scripts/amp-transformers.py [--build BUILD] [--public DIR] [--before HARDWARE_DIR] [--score-test-gpus] [--rows]
+                                [--json]
 
 The rows: ../shared/data/public/gpu_benchmarks/lambda_pytorch_dle_1gpu.csv, NVIDIA DeepLearningExamples' BERT-base and
 BERT-large fine-tuning on SQuAD (sequence 384) in NGC PyTorch containers, one GPU, amp (fp16 autocast) and the
@@ -14,7 +15,10 @@ of data/hardware without gpu_kernels_fp16: the calibrated curves) for a before /
 NeuSight's test GPUs and ours (H100 in every form and its family: GH200, H200; A100 80GB; L4) are scored only with
 --score-test-gpus (once, when asked). Rows of GPUs the catalogue lacks are counted and left out.
 Noise floor: rows of the same GPU, model, precision and batch measured more than once (other hosts or versions of
-the benchmark) -- their mean deviation from their group's mean. Exit 2 on bad usage or a missing file.
+the benchmark) -- their mean deviation from their group's mean; and between software versions, the same GPU, model and
+precision timed in two NGC containers (time per sequence). Each summary is also split by container: NGC 20.01's rows
+(Turing and Volta, PyTorch 1.4 with apex) run older software than the per-kernel models' measurements (PyTorch 2.x).
+Exit 2 on bad usage or a missing file.
 """
 import argparse
 import csv
@@ -63,6 +67,7 @@ def main():
     parser.add_argument("--before", help="a data/hardware copy without gpu_kernels_fp16: the curves' forecasts")
     parser.add_argument("--score-test-gpus", action="store_true")
     parser.add_argument("--rows", action="store_true", help="print every row")
+    parser.add_argument("--json", action="store_true", help="print the scored rows as JSON instead (no summary)")
     args = parser.parse_args()
     dnncast = os.path.join(args.build, "dnncast")
     table = os.path.join(args.public, "lambda_pytorch_dle_1gpu.csv")
@@ -116,15 +121,20 @@ def main():
         before = predict(dnncast, configs[r["model"]], r, precision, args.before)[0] if args.before else None
         measured = float(r["ms_per_iter_derived"])
         results.append({"gpu": device, "model": r["model"], "precision": precision, "batch": int(r["batch_size"]),
+                        "container": r["container"],
                         "measured": measured, "after": after["time_ms"], "model_used": after["time_model"],
                         "before": before["time_ms"] if before else None, "test": test})
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return 0
     if args.rows:
-        print(f"{'gpu':16s} {'model':17s} {'prec':5s} {'batch':>5s} {'measured':>9s} {'before':>9s} {'after':>9s}"
-              f" {'error':>7s}  timed by")
+        print(f"{'gpu':16s} {'model':17s} {'prec':5s} {'batch':>5s} {'container':10s} {'measured':>9s} {'before':>9s}"
+              f" {'after':>9s} {'error':>7s}  timed by")
         for x in results:
             before = f"{x['before']:9.1f}" if x["before"] is not None else f"{'-':>9s}"
-            print(f"{x['gpu']:16s} {x['model']:17s} {x['precision']:5s} {x['batch']:5d} {x['measured']:9.1f} {before}"
-                  f" {x['after']:9.1f} {100 * (x['after'] / x['measured'] - 1):+6.1f}%  {x['model_used']}")
+            print(f"{x['gpu']:16s} {x['model']:17s} {x['precision']:5s} {x['batch']:5d} {x['container']:10s}"
+                  f" {x['measured']:9.1f} {before} {x['after']:9.1f} {100 * (x['after'] / x['measured'] - 1):+6.1f}%"
+                  f"  {x['model_used']}")
         print()
 
     def summary(subset, label):
@@ -145,6 +155,19 @@ def main():
         print(f"  left out, {count} rows: {reason}")
     print(f"noise floor: {100 * statistics.mean(deviations):.1f}% over {len(deviations)} repeated rows"
           if deviations else "noise floor: no repeated rows")
+    # Between software versions: the same GPU, model and precision timed in two NGC containers (at the batch each
+    # version chose), time per sequence against the mean of its group's containers.
+    versions = {}
+    for x in results:
+        versions.setdefault((x["gpu"], x["model"], x["precision"], x["container"]), []).append(
+            x["measured"] / x["batch"])
+    by_group = {}
+    for (gpu, model, precision, container), values in versions.items():
+        by_group.setdefault((gpu, model, precision), []).append(statistics.mean(values))
+    spread = [abs(v / statistics.mean(g) - 1) for g in by_group.values() if len(g) > 1 for v in g]
+    if spread:
+        print(f"between NGC containers (time per sequence, same GPU, model and precision): {100 * statistics.mean(spread):.1f}%"
+              f" over {len(spread)} container rows")
     for precision in ("amp", "tf32"):
         for test in (False, True):
             subset = [x for x in results if x["precision"] == precision and x["test"] == test]
@@ -153,6 +176,8 @@ def main():
                 part = [x for x in subset if x["model_used"] == timed]
                 if part and len(part) != len(subset):
                     summary(part, f"  of which timed by {timed}")
+            for container in sorted({x["container"] for x in subset}):
+                summary([x for x in subset if x["container"] == container], f"  in {container}")
     return 0
 
 

@@ -34,6 +34,7 @@ int run_calibrate_gpu_kernels(const Args& args) {
   std::string vidur_dir;
   bool leave_out = false, as_json = false, show_rows = false, score_test_gpus = false, half = false;
   int rounds = 200, stride = 1;
+  double gemm_vector_share = -1;
   app.add_option("--ops", ops_dir, "NeuSight's ops/train folder (default: ../shared/data/public/neusight/ops/train)");
   app.add_option("--deepbench", deepbench,
                  "DeepBench's training convolutions, forward and both gradients (default: "
@@ -58,6 +59,10 @@ int run_calibrate_gpu_kernels(const Args& args) {
   app.add_flag("--half", half,
                "the half-precision model instead, from Vidur's fp16 kernels: judged per family (the A40 with each "
                "model held out), --out writes data/hardware/gpu_kernels_fp16");
+  app.add_option("--gemm-vector-share", gemm_vector_share,
+                 "with --half: a GEMM's share of its FLOPs at the FP32 rate on top of the tensor-core peak, which the "
+                 "model keeps (docs/GPU.md; default: the shipped model's)")
+      ->check(CLI::Range(0.0, 10.0));
   app.add_option("--vidur", vidur_dir, "Vidur's compute folder (default: ../shared/data/public/vidur/compute)");
   app.add_flag("--json", as_json, "print JSON");
   if (!parse_args(app, args, "calibrate-gpu-kernels")) return 0;
@@ -66,9 +71,14 @@ int run_calibrate_gpu_kernels(const Args& args) {
       throw InputError(
           "--half judges Vidur's fp16 kernels: --ops, --deepbench, --deepbench-gemm, --labels and --leave-one-out are "
           "fp32's");
+    if (gemm_vector_share < 0) {
+      const gpu::GpuKernelModel* shipped = gpu::shipped_half_kernel_model();
+      gemm_vector_share = shipped ? shipped->gemm_vector_share() : 0;
+    }
     return calibrate_half_kernels(vidur_dir, hardware::Catalogue::load(catalogue_files), rounds, score_test_gpus, out,
-                                  as_json);
+                                  as_json, gemm_vector_share);
   }
+  if (gemm_vector_share >= 0) throw InputError("--gemm-vector-share is the half-precision model's: use it with --half");
   if (!held_out_rows.empty() && !leave_out) throw InputError("--held-out-rows needs --leave-one-out");
   if (!labels.empty() && configs.empty()) throw InputError("--labels needs --configs (neusight/model_configs)");
   const hardware::Catalogue catalogue = hardware::Catalogue::load(catalogue_files);

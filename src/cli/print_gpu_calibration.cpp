@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "gpu/kernel_model.h"
@@ -316,7 +317,7 @@ std::string percent_text(double value) {
 
 // `--half`: the half-precision model from Vidur's fp16 kernels (gpu/half_kernels.h), judged and written.
 int calibrate_half_kernels(const std::string& vidur_dir, const hardware::Catalogue& catalogue, int rounds,
-                           bool score_test_gpus, const std::string& out, bool as_json) {
+                           bool score_test_gpus, const std::string& out, bool as_json, double gemm_vector_share) {
   const gpu::HalfKernelTables tables = gpu::load_vidur_kernels(catalogue, vidur_dir, score_test_gpus);
   const gpu::GpuCalibration calibration = gpu::load_gpu_calibration();
   const bool print = !as_json;
@@ -324,26 +325,32 @@ int calibrate_half_kernels(const std::string& vidur_dir, const hardware::Catalog
   for (const gpu::KernelMeasurement& row : tables.rows) training_rows += gpu::is_held_out_test_gpu(row.gpu) ? 0 : 1;
   ordered_json result = {{"vidur", tables.dir},
                          {"training_rows", training_rows},
-                         {"held_out_test_gpu_rows", score_test_gpus ? 0 : tables.held_out}};
+                         {"held_out_test_gpu_rows", score_test_gpus ? 0 : tables.held_out},
+                         {"gemm_vector_share", gemm_vector_share}};
   if (print)
     std::printf(
         "%lld fp16 kernel measurements of training GPUs from %s (%s)\n"
         "per-kernel: the A40's rows with their model held out of the fit; a test GPU's with the fit on every A40 "
-        "row\n\n",
+        "row; GEMMs at the tensor peak with %.4g of their FLOPs at the FP32 rate\n\n",
         static_cast<long long>(training_rows), tables.dir.c_str(),
         score_test_gpus
             ? "the test GPUs A100 80GB and H100 scored, as asked"
-            : (std::to_string(tables.held_out) + " rows of the test GPUs A100 80GB and H100 left out").c_str());
-  result["errors"] = print_half_kernel_errors(gpu::judge_half_kernels(tables, catalogue, calibration, rounds), print);
+            : (std::to_string(tables.held_out) + " rows of the test GPUs A100 80GB and H100 left out").c_str(),
+        gemm_vector_share);
+  result["errors"] = print_half_kernel_errors(
+      gpu::judge_half_kernels(tables, catalogue, calibration, rounds, gemm_vector_share), print);
   if (!out.empty()) {
     std::vector<gpu::KernelMeasurement> training;
     for (const gpu::KernelMeasurement& row : tables.rows)
       if (!gpu::is_held_out_test_gpu(row.gpu)) training.push_back(row);
-    gpu::GpuKernelModel::fit(training, catalogue, rounds, true)
+    std::ostringstream share;
+    share << gemm_vector_share;
+    const std::string share_text = share.str();
+    gpu::GpuKernelModel::fit(training, catalogue, rounds, true, gemm_vector_share)
         .save(out,
               "dnncast half-precision per-kernel GPU model (docs/GPU.md): written by `dnncast "
-              "calibrate-gpu-kernels --half --out " +
-                  out + "` from " + std::to_string(training.size()) +
+              "calibrate-gpu-kernels --half --gemm-vector-share " +
+                  share_text + " --out " + out + "` from " + std::to_string(training.size()) +
                   " of Vidur's fp16 kernel rows of the A40 (no row of its A100 80GB or H100)");
     if (print) std::printf("wrote %s\n", out.c_str());
   }

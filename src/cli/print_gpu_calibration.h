@@ -50,8 +50,9 @@ nlohmann::ordered_json memory_score_json(const gpu::GpuMemoryScore& score);
 std::string percent_text(double fraction);
 
 // `calibrate-gpu-kernels --half`: the half-precision model from Vidur's fp16 kernels (gpu/half_kernels.h), judged,
-// and written to `out` when given; prints (or, `as_json`, writes JSON) and returns the exit code.
+// and written to `out` when given, with `gemm_vector_share` (half_kernel_device); prints (or, `as_json`, writes JSON)
+// and returns the exit code.
 int calibrate_half_kernels(const std::string& vidur_dir, const hardware::Catalogue& catalogue, int rounds,
-                           bool score_test_gpus, const std::string& out, bool as_json);
+                           bool score_test_gpus, const std::string& out, bool as_json, double gemm_vector_share);
 
 }  // namespace dnncast::cli

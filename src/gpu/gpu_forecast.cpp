@@ -464,18 +464,27 @@ bool times_per_kernel(const hardware::GpuSpec& gpu, GpuPrecision precision) {
 
 KernelBusy half_kernel_busy(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision,
                             const GpuKernelModel& half, const GpuKernelModel& fp32) {
-  const KernelDevice tensor = half_kernel_device(gpu, precision), plain = kernel_device(gpu);
-  std::vector<const KernelShape*> on_tensor, in_fp32;
-  for (const auto& [shape, count] : work.shaped)
-    (shape.family == KernelFamily::Softmax || shape.family == KernelFamily::Conv ? in_fp32 : on_tensor)
-        .push_back(&shape);
-  const std::vector<double> tensor_s = half.seconds_many(on_tensor, tensor), fp32_s = fp32.seconds_many(in_fp32, plain);
+  // Three groups, each family's trees walked once per group: softmax and convolutions in fp32 (fp32's model), GEMMs
+  // at the tensor peak slowed by the model's FP32 share, the rest at the tensor peak (half_kernel_device).
+  const std::array<KernelDevice, 3> devices = {
+      kernel_device(gpu), half_kernel_device(gpu, precision, KernelFamily::Gemm, half.gemm_vector_share()),
+      half_kernel_device(gpu, precision)};
+  auto group_of = [](const KernelShape& shape) {
+    return shape.family == KernelFamily::Softmax || shape.family == KernelFamily::Conv ? 0
+           : shape.family == KernelFamily::Gemm                                        ? 1
+                                                                                       : 2;
+  };
+  std::array<std::vector<const KernelShape*>, 3> groups;
+  for (const auto& [shape, count] : work.shaped) groups[static_cast<size_t>(group_of(shape))].push_back(&shape);
+  std::array<std::vector<double>, 3> seconds;
+  for (size_t group = 0; group < groups.size(); ++group)
+    seconds[group] = (group == 0 ? fp32 : half).seconds_many(groups[group], devices[group]);
   KernelBusy busy;
-  size_t next_tensor = 0, next_fp32 = 0;
+  std::array<size_t, 3> next = {0, 0, 0};
   for (const auto& [shape, count] : work.shaped) {
-    const bool fp32_kernel = shape.family == KernelFamily::Softmax || shape.family == KernelFamily::Conv;
-    busy.kernels.push_back({fp32_kernel ? fp32_s[next_fp32++] : tensor_s[next_tensor++], count});
-    busy.roofline_s += static_cast<double>(count) * roofline_seconds(shape, fp32_kernel ? plain : tensor);
+    const size_t group = static_cast<size_t>(group_of(shape));
+    busy.kernels.push_back({seconds[group][next[group]++], count});
+    busy.roofline_s += static_cast<double>(count) * roofline_seconds(shape, devices[group == 0 ? 0 : 2]);
   }
   return busy;
 }

@@ -88,6 +88,14 @@ KernelDevice half_kernel_device(const hardware::GpuSpec& gpu, GpuPrecision preci
   return device;
 }
 
+KernelDevice half_kernel_device(const hardware::GpuSpec& gpu, GpuPrecision precision, KernelFamily family,
+                                double gemm_vector_share) {
+  KernelDevice device = half_kernel_device(gpu, precision);
+  if (family == KernelFamily::Gemm && gemm_vector_share > 0)
+    device.fp32_flops = 1 / (1 / device.fp32_flops + gemm_vector_share / (*gpu.fp32_tflops * 1e12));
+  return device;
+}
+
 std::string default_vidur_dir() { return shared_public_dir("DNNCAST_VIDUR_DATA", "vidur/compute"); }
 
 HalfKernelTables load_vidur_kernels(const hardware::Catalogue& catalogue, const std::string& given,
@@ -169,7 +177,8 @@ double curve_kernel_seconds(const KernelShape& shape, const hardware::GpuSpec& g
 }
 
 std::vector<HalfKernelError> judge_half_kernels(const HalfKernelTables& tables, const hardware::Catalogue& catalogue,
-                                                const GpuCalibration& calibration, int rounds) {
+                                                const GpuCalibration& calibration, int rounds,
+                                                double gemm_vector_share) {
   std::vector<KernelMeasurement> training;
   std::set<std::string> groups;
   for (const KernelMeasurement& row : tables.rows)
@@ -181,7 +190,7 @@ std::vector<HalfKernelError> judge_half_kernels(const HalfKernelTables& tables, 
     std::vector<KernelMeasurement> rest;
     for (const KernelMeasurement& row : training)
       if (row.group != group) rest.push_back(row);
-    without.emplace(group, GpuKernelModel::fit(rest, catalogue, rounds, true));
+    without.emplace(group, GpuKernelModel::fit(rest, catalogue, rounds, true, gemm_vector_share));
   }
   std::unique_ptr<GpuKernelModel> all;
   struct Sum {
@@ -191,10 +200,12 @@ std::vector<HalfKernelError> judge_half_kernels(const HalfKernelTables& tables, 
   std::map<std::pair<std::string, int>, Sum> sums;
   for (const KernelMeasurement& row : tables.rows) {
     const bool test = is_held_out_test_gpu(row.gpu);
-    if (test && !all) all = std::make_unique<GpuKernelModel>(GpuKernelModel::fit(training, catalogue, rounds, true));
+    if (test && !all)
+      all = std::make_unique<GpuKernelModel>(GpuKernelModel::fit(training, catalogue, rounds, true, gemm_vector_share));
     const GpuKernelModel& model = test ? *all : without.at(row.group);
     const hardware::GpuSpec& gpu = catalogue.gpu(row.gpu);
-    const KernelDevice device = half_kernel_device(gpu, GpuPrecision::Fp16);
+    const KernelDevice device =
+        half_kernel_device(gpu, GpuPrecision::Fp16, row.shape.family, model.gemm_vector_share());
     Sum& sum = sums[{row.gpu, static_cast<int>(row.shape.family)}];
     ++sum.rows;
     sum.model += relative_error(model.timed_alone_seconds(row.shape, device, row.gpu), row.seconds);

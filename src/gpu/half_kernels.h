@@ -30,6 +30,14 @@ namespace dnncast::gpu {
 // The GPU as the half-precision model sees it: the tensor-core peak of `precision` (fp16 or bf16) in place of the
 // FP32 one. InputError names a missing catalogue column.
 KernelDevice half_kernel_device(const hardware::GpuSpec& gpu, GpuPrecision precision);
+// The same for one kernel of `family` as a half-precision model of GEMM share `gemm_vector_share` sees it
+// (GpuKernelModel::gemm_vector_share): a GEMM's compute peak is the tensor-core peak slowed by that share of its FLOPs
+// run at the FP32 rate, 1 / (1 / tensor + share / fp32) -- the work a tensor-core GEMM's tiles wait on in the SM's
+// other pipes (address arithmetic, the epilogue, loads), which the tensor peak alone does not see. GPUs whose tensor
+// peak is many times their FP32 one (A100 16x, V100 and Turing 8x at fp16) lose more of it than the A40 (4x) the
+// model is learned on. Other families see the tensor peak.
+KernelDevice half_kernel_device(const hardware::GpuSpec& gpu, GpuPrecision precision, KernelFamily family,
+                                double gemm_vector_share);
 
 // Vidur's compute folder: every kernel row as a half-precision KernelMeasurement (bytes at 2 per element), its
 // `group` the model. Vidur's GPU names map to the catalogue (a100 -> a100-80gb, a40 -> a40, h100 -> h100-sxm); rows
@@ -60,7 +68,8 @@ struct HalfKernelError {
   bool test_gpu = false;
 };
 std::vector<HalfKernelError> judge_half_kernels(const HalfKernelTables& tables, const hardware::Catalogue& catalogue,
-                                                const GpuCalibration& calibration, int rounds);
+                                                const GpuCalibration& calibration, int rounds,
+                                                double gemm_vector_share = 0);
 
 // The shipped half-precision model (data/hardware/gpu_kernels_fp16), read once; none when its folder is absent.
 const GpuKernelModel* shipped_half_kernel_model();

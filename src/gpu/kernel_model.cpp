@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -262,15 +263,21 @@ double GpuKernelModel::timed_alone_seconds(const KernelShape& shape, const Kerne
 }
 
 GpuKernelModel GpuKernelModel::fit(const std::vector<KernelMeasurement>& rows, const hardware::Catalogue& catalogue,
-                                   int rounds, bool half) {
+                                   int rounds, bool half, double gemm_vector_share) {
+  if (!(gemm_vector_share >= 0 && gemm_vector_share < 10))
+    throw InputError("a GEMM share at the FP32 rate of " + std::to_string(gemm_vector_share) +
+                     ": expected a number from 0 to 10");
   GpuKernelModel model;
-  std::map<std::string, KernelDevice> devices;
+  model.gemm_vector_share_ = half ? gemm_vector_share : 0;
+  std::map<std::string, KernelDevice> devices, gemm_devices;
   for (const KernelMeasurement& row : rows) {
     if (is_held_out_test_gpu(row.gpu))
       throw InputError("a row of " + row.gpu + ", a test GPU of NeuSight's protocol, reached the fit");
     if (!devices.count(row.gpu)) {
-      devices[row.gpu] =
-          half ? half_kernel_device(catalogue.gpu(row.gpu), GpuPrecision::Fp16) : kernel_device(catalogue.gpu(row.gpu));
+      const hardware::GpuSpec& gpu = catalogue.gpu(row.gpu);
+      devices[row.gpu] = half ? half_kernel_device(gpu, GpuPrecision::Fp16) : kernel_device(gpu);
+      gemm_devices[row.gpu] =
+          half ? half_kernel_device(gpu, GpuPrecision::Fp16, KernelFamily::Gemm, gemm_vector_share) : devices[row.gpu];
       model.gpus_.push_back(row.gpu);
     }
   }
@@ -296,7 +303,8 @@ GpuKernelModel GpuKernelModel::fit(const std::vector<KernelMeasurement>& rows, c
     learn::Vector y(static_cast<Eigen::Index>(mine.size()));
     for (size_t index = 0; index < mine.size(); ++index) {
       const KernelMeasurement& row = *mine[index];
-      const KernelDevice& device = devices.at(row.gpu);
+      const KernelDevice& device =
+          (family == static_cast<int>(KernelFamily::Gemm) ? gemm_devices : devices).at(row.gpu);
       const std::vector<float> features = kernel_features(row.shape, device, !row.timed_alone);
       for (int column = 0; column < columns; ++column)
         x(static_cast<Eigen::Index>(index), column) = features[static_cast<size_t>(column)];
@@ -346,6 +354,16 @@ void GpuKernelModel::save(const std::string& dir, const std::string& header) con
     }
   }
   if (!floors) throw InputError("cannot write the per-kernel model into " + quote(dir));
+  if (gemm_vector_share_ > 0) {
+    std::ofstream share((fs::path(dir) / "tensor_gemm.csv").string());
+    std::ostringstream value;
+    value.precision(6);
+    value << gemm_vector_share_;
+    share << "# a GEMM's share of its FLOPs at the FP32 rate on top of the tensor-core peak (half_kernels.h)\n";
+    write_csv_record(share, {"key", "value"});
+    write_csv_record(share, {"gemm_vector_share", value.str()});
+    if (!share) throw InputError("cannot write the per-kernel model into " + quote(dir));
+  }
 }
 
 GpuKernelModel GpuKernelModel::load(const std::string& given) {
@@ -374,6 +392,19 @@ GpuKernelModel GpuKernelModel::load(const std::string& given) {
     auto& values = model.floors_[static_cast<size_t>(family - family_names().begin())];
     values.resize(model.gpus_.size(), 0);
     values[static_cast<size_t>(gpu - model.gpus_.begin())] = floor_us * 1e-6;
+  }
+  const fs::path share_path = fs::path(dir) / "tensor_gemm.csv";
+  std::ifstream share(share_path.string());
+  line = 0;
+  while (share && read_csv_record(share, fields, line)) {
+    if (fields.empty() || fields[0].empty() || fields[0][0] == '#' || fields[0] == "key") continue;
+    const std::string where = share_path.string() + " line " + std::to_string(line);
+    char* end = nullptr;
+    const double value = fields.size() == 2 ? std::strtod(fields[1].c_str(), &end) : -1;
+    if (fields.size() != 2 || fields[0] != "gemm_vector_share" || end == fields[1].c_str() || *end != '\0' ||
+        !(value >= 0 && value < 10))
+      throw InputError(where + ": expected gemm_vector_share,VALUE (a number from 0 to 10)");
+    model.gemm_vector_share_ = value;
   }
   for (int family = 0; family < kKernelFamilies; ++family) {
     model.floors_[static_cast<size_t>(family)].resize(model.gpus_.size(), 0);

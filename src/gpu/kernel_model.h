@@ -139,9 +139,10 @@ class GpuKernelModel {
   GpuKernelModel& operator=(GpuKernelModel&&) noexcept;
 
   // Fits every family from `rows` (those of NeuSight's test GPUs are refused: InputError).
-  // `half`: the rows are half-precision kernels (half_kernels.h), their GEMMs judged against the tensor-core peak.
+  // `half`: the rows are half-precision kernels (half_kernels.h), their GEMMs judged against the tensor-core peak
+  // slowed by `gemm_vector_share` of their FLOPs at the FP32 rate (half_kernel_device), which the model keeps.
   static GpuKernelModel fit(const std::vector<KernelMeasurement>& rows, const hardware::Catalogue& catalogue,
-                            int rounds = 200, bool half = false);
+                            int rounds = 200, bool half = false, double gemm_vector_share = 0);
   // data/hardware/gpu_kernels (or `dir`); InputError for a missing or malformed folder.
   static GpuKernelModel load(const std::string& dir = "");
   static std::string default_dir();
@@ -161,6 +162,9 @@ class GpuKernelModel {
   bool has(KernelFamily family) const;
   const std::vector<std::string>& gpus() const { return gpus_; }  // the GPUs fitted on
   const std::string& source() const { return source_; }
+  // A half-precision model's share of a GEMM's FLOPs at the FP32 rate (fit; tensor_gemm.csv in its folder, 0 when
+  // the folder has none, as a model written before it was fitted).
+  double gemm_vector_share() const { return gemm_vector_share_; }
 
  private:
   std::array<std::unique_ptr<learn::Learner>, kKernelFamilies> learners_;
@@ -168,6 +172,7 @@ class GpuKernelModel {
   std::vector<std::string> gpus_;
   std::array<std::vector<double>, kKernelFamilies> floors_;
   std::string source_;
+  double gemm_vector_share_ = 0;
 };
 
 // NeuSight's test GPUs (the H100 in every form and the chips of its family, the L4, the A100 80GB): left out of every

@@ -91,6 +91,50 @@ TEST(HalfKernels, LearnedWithoutAModelItTimesThatModelsGemms) {
   EXPECT_LT(model_error / rows, 0.2 * curve_error / rows);  // the curves fitted on CNN tables miss these by 4x
 }
 
+TEST(HalfKernels, AGemmsShareAtTheFp32RateStaysWithTheModelAndCostsMoreWhereTensorCoresOutrunTheFp32Pipes) {
+  // The A100's datasheet: 312 TFLOPS of FP16 tensor math, 19.5 of FP32 (16x); the A40's 149.7 and 37.4 (4x).
+  const hardware::GpuSpec &a100 = catalogue().gpu("a100-40gb"), &a40 = catalogue().gpu("a40");
+  const KernelDevice gemm = half_kernel_device(a100, GpuPrecision::Fp16, KernelFamily::Gemm, 0.05);
+  EXPECT_NEAR(gemm.fp32_flops / (1 / (1 / 312e12 + 0.05 / 19.5e12)), 1.0, 0.002);
+  EXPECT_DOUBLE_EQ(half_kernel_device(a100, GpuPrecision::Fp16, KernelFamily::Norm, 0.05).fp32_flops, 312e12);
+  EXPECT_DOUBLE_EQ(half_kernel_device(a100, GpuPrecision::Fp16, KernelFamily::Gemm, 0).fp32_flops, 312e12);
+  if (!vidur()) GTEST_SKIP() << "no ../shared/data/public/vidur/compute";
+  std::vector<KernelMeasurement> rows;
+  for (size_t index = 0; index < vidur()->rows.size(); index += 4) rows.push_back(vidur()->rows[index]);
+  const GpuKernelModel plain = GpuKernelModel::fit(rows, catalogue(), 40, true, 0);
+  const GpuKernelModel shared = GpuKernelModel::fit(rows, catalogue(), 40, true, 0.05);
+  EXPECT_EQ(plain.gemm_vector_share(), 0);
+  EXPECT_EQ(shared.gemm_vector_share(), 0.05);
+  EXPECT_THROW(GpuKernelModel::fit(rows, catalogue(), 1, true, -0.1), InputError);
+  // Learned on the A40 alone, the share moves a large GEMM's time on the A40 little and slows it on the A100, whose
+  // tensor cores wait four times as long on the FP32 pipes for the same FLOPs.
+  const KernelShape large = gemm_kernel(1, 8192, 8192, 8192, true);
+  auto seconds = [&](const GpuKernelModel& model, const hardware::GpuSpec& gpu) {
+    return model.seconds(large,
+                         half_kernel_device(gpu, GpuPrecision::Fp16, KernelFamily::Gemm, model.gemm_vector_share()));
+  };
+  const double on_a40 = seconds(shared, a40) / seconds(plain, a40),
+               on_a100 = seconds(shared, a100) / seconds(plain, a100);
+  EXPECT_NEAR(on_a40, 1.0, 0.15);
+  EXPECT_GT(on_a100, on_a40 * 1.2);
+  // Written and read back with the model; a folder without the file is a model of share 0; a bad value is refused.
+  const fs::path dir = fs::temp_directory_path() / ("dnncast-half-share-" + std::to_string(::getpid()));
+  shared.save(dir.string(), "test");
+  const GpuKernelModel loaded = GpuKernelModel::load(dir.string());
+  EXPECT_EQ(loaded.gemm_vector_share(), 0.05);
+  EXPECT_EQ(seconds(loaded, a100), seconds(shared, a100));
+  fs::remove(dir / "tensor_gemm.csv");
+  EXPECT_EQ(GpuKernelModel::load(dir.string()).gemm_vector_share(), 0);
+  std::ofstream(dir / "tensor_gemm.csv") << "key,value\ngemm_vector_share,lots\n";
+  try {
+    GpuKernelModel::load(dir.string());
+    ADD_FAILURE() << "a share 'lots' was read";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("tensor_gemm.csv line 2"), std::string::npos) << error.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(HalfKernels, AmpTransformersAreTimedByThemNearAPublishedStep) {
   if (!shipped_half_kernel_model()) GTEST_SKIP() << "no data/hardware/gpu_kernels_fp16";
   const fs::path config = fs::temp_directory_path() / ("dnncast-bert-squad-" + std::to_string(::getpid()) + ".json");
