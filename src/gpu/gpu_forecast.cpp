@@ -496,6 +496,12 @@ bool times_half_per_kernel(const GpuWork& work, const hardware::GpuSpec& gpu, Gp
   return true;
 }
 
+double curve_compute_seconds(double flops, const GpuCalibration::Curve& curve, double matrix, double vector, double sms,
+                             bool tensor, const GpuCalibration& calibration) {
+  const double seconds = flops / matrix / std::max(1e-6, efficiency(curve, flops / sms));
+  return tensor ? seconds + calibration.tensor_vector_share * flops / vector : seconds;
+}
+
 GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrecision precision, Framework framework,
                       const GpuCalibration& calibration, const GpuKernelModel* kernels,
                       const GpuKernelModel* half_kernels) {
@@ -520,10 +526,9 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
                                            : kernel.kind == GpuKernel::Class::Conv3x3 && !peaks.tensor
                                                ? calibration.conv3x3_fp32
                                                : conv;
-      const double eff = std::max(1e-6, efficiency(curve, kernel.flops / peaks.sms));
       peak_compute_s = kernel.flops / peaks.matrix;
-      compute_s = peak_compute_s / eff;
-      if (peaks.tensor) compute_s += calibration.tensor_vector_share * kernel.flops / peaks.vector;
+      compute_s =
+          curve_compute_seconds(kernel.flops, curve, peaks.matrix, peaks.vector, peaks.sms, peaks.tensor, calibration);
     }
     const double count = static_cast<double>(kernel.count);
     // A kernel's compute and memory traffic do not overlap (a fitted (c^p + m^p)^(1/p) gave p = 1.00).
@@ -542,8 +547,16 @@ GpuTiming time_on_gpu(const GpuWork& work, const hardware::GpuSpec& gpu, GpuPrec
 
 namespace {
 
-const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>>>& calibration_keys() {
-  static const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>>> keys = {
+// A key of the file and its field. `optional`: a file written before the key existed reads the field's default, the
+// model it was fitted with (tensor_vector_share: 0, no FP32 share); any other missing key is refused.
+struct CalibrationKey {
+  std::string name;
+  std::function<double&(GpuCalibration&)> field;
+  bool optional = false;
+};
+
+const std::vector<CalibrationKey>& calibration_keys() {
+  static const std::vector<CalibrationKey> keys = {
       {"conv3x3_fp32_ceiling", [](GpuCalibration& c) -> double& { return c.conv3x3_fp32.ceiling; }},
       {"conv3x3_fp32_half_work_flops", [](GpuCalibration& c) -> double& { return c.conv3x3_fp32.half_work; }},
       {"conv_fp32_ceiling", [](GpuCalibration& c) -> double& { return c.conv_fp32.ceiling; }},
@@ -557,7 +570,7 @@ const std::vector<std::pair<std::string, std::function<double&(GpuCalibration&)>
       {"gemm_tensor_ceiling", [](GpuCalibration& c) -> double& { return c.gemm_tensor.ceiling; }},
       {"gemm_tensor_half_work_flops", [](GpuCalibration& c) -> double& { return c.gemm_tensor.half_work; }},
       {"memory_efficiency", [](GpuCalibration& c) -> double& { return c.memory_efficiency; }},
-      {"tensor_vector_share", [](GpuCalibration& c) -> double& { return c.tensor_vector_share; }},
+      {"tensor_vector_share", [](GpuCalibration& c) -> double& { return c.tensor_vector_share; }, true},
       {"kernel_launch_us", [](GpuCalibration& c) -> double& { return c.kernel_launch_us; }},
       {"iteration_us", [](GpuCalibration& c) -> double& { return c.iteration_us; }},
       {"tensorflow_iteration_us", [](GpuCalibration& c) -> double& { return c.tensorflow_iteration_us; }},
@@ -596,15 +609,13 @@ GpuCalibration load_gpu_calibration(const std::string& given) {
       continue;
     }
     bool known = false;
-    for (const auto& [key, field] : calibration_keys())
-      if (key == fields[0]) field(calibration) = value, known = true;
+    for (const CalibrationKey& key : calibration_keys())
+      if (key.name == fields[0]) key.field(calibration) = value, known = true;
     if (!known) throw InputError(where + ": unknown key " + quote(fields[0]));
     seen[fields[0]] = true;
   }
-  // A calibration written before tensor_vector_share existed reads as the model it was fitted with (share 0).
-  for (const auto& [key, field] : calibration_keys())
-    if (!seen.count(key) && key != "tensor_vector_share")
-      throw InputError(path + ": key " + quote(key) + " is missing");
+  for (const CalibrationKey& key : calibration_keys())
+    if (!seen.count(key.name) && !key.optional) throw InputError(path + ": key " + quote(key.name) + " is missing");
   return calibration;
 }
 
@@ -614,11 +625,11 @@ void write_gpu_calibration(const GpuCalibration& calibration, const std::string&
   out << "# " << header << "\n";
   write_csv_record(out, {"key", "value", "detail"});
   GpuCalibration copy = calibration;
-  for (const auto& [key, field] : calibration_keys()) {
+  for (const CalibrationKey& key : calibration_keys()) {
     std::ostringstream value;
     value.precision(6);
-    value << field(copy);
-    write_csv_record(out, {key, value.str(), ""});
+    value << key.field(copy);
+    write_csv_record(out, {key.name, value.str(), ""});
   }
   for (const auto& [gpu, coverage] : calibration.gpus)
     write_csv_record(out, {"gpu:" + gpu, std::to_string(coverage.rows), coverage.tables});

@@ -143,6 +143,12 @@ bool times_per_kernel(const hardware::GpuSpec& gpu, GpuPrecision precision);
 // The shipped per-kernel model (data/hardware/gpu_kernels), read once per process; null when it is absent.
 const GpuKernelModel* shipped_kernel_model();
 
+// One compute-bound kernel's compute seconds by the calibrated curves (time_on_gpu's arithmetic, and the half-precision
+// judge's curves column): its FLOPs at the `matrix` peak over the curve's efficiency at its work per SM, plus, on
+// tensor cores, the calibration's share of them at the FP32 `vector` peak.
+double curve_compute_seconds(double flops, const GpuCalibration::Curve& curve, double matrix, double vector, double sms,
+                             bool tensor, const GpuCalibration& calibration);
+
 // With `kernels`, fp32 work (and tf32 on a GPU without TF32 tensor cores) is timed kernel by kernel by the
 // per-kernel model; the calibration gives the launch cost and the per-iteration overhead.
 // With `half_kernels` too (half_kernels.h), tf32 / amp / bf16 work of a graph without convolutions is timed kernel

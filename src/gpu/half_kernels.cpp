@@ -169,9 +169,7 @@ double curve_kernel_seconds(const KernelShape& shape, const hardware::GpuSpec& g
   if (shape.family == KernelFamily::Gemm || shape.family == KernelFamily::Conv) {
     const GpuCalibration::Curve& curve =
         shape.family == KernelFamily::Gemm ? calibration.gemm_tensor : calibration.conv_tensor;
-    const double work_per_sm = shape.flops / device.sms;
-    const double efficiency = std::max(1e-6, curve.ceiling * work_per_sm / (work_per_sm + curve.half_work));
-    compute_s = shape.flops / device.fp32_flops / efficiency + calibration.tensor_vector_share * shape.flops / vector;
+    compute_s = curve_compute_seconds(shape.flops, curve, device.fp32_flops, vector, device.sms, true, calibration);
   }
   return std::max(compute_s + memory_s, calibration.kernel_launch_us * 1e-6);
 }

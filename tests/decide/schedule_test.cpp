@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "decide/schedule_study.h"
@@ -231,17 +232,12 @@ TEST(ScheduleStudy, DrawsNoErrorFromATestGpusRow) {
   // The file's rows as text: table,line,gpu,...,measured_ms,fit_ms,held_gpu_ms,held_model_ms,roofline_ms.
   std::ifstream in(errors.source);
   size_t test_rows = 0;
-  for (std::string text; std::getline(in, text);) {
-    std::vector<std::string> cells(1);
-    for (char c : text) {
-      if (c == ',')
-        cells.emplace_back();
-      else
-        cells.back().push_back(c);
-    }
+  std::vector<std::string> cells;
+  int64_t line = 0;
+  while (read_csv_record(in, cells, line)) {
     if (cells.size() != 12 || !gpu::is_held_out_test_gpu(cells[2])) continue;
     ++test_rows;
-    EXPECT_EQ(cells[8] + cells[9] + cells[10], "") << text;
+    EXPECT_EQ(cells[8] + cells[9] + cells[10], "") << errors.source << " line " << line;
   }
   EXPECT_GT(test_rows, 0u);
 }
