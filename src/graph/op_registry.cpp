@@ -76,7 +76,8 @@ OpCost node_cost(const Graph& graph, int node_index) {
 
 const OpCost& node_cost(const Graph& graph, int node_index, OpCost& computed) {
   if (const OpCost* known = graph.inferred_cost(node_index)) return *known;
-  computed = node_cost(graph, node_index);
+  const OpView view = view_of(graph, node_index);
+  computed = node_cost(OpRegistry::instance().get(view.node.op), view);
   return computed;
 }
 
