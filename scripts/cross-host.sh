@@ -16,13 +16,15 @@ BUILD=${1:-build}
 DNNCAST=$BUILD/dnncast
 WORK=${WORK:-/tmp/dnncast-cross-host}
 mkdir -p "$WORK"
-for name in dnncast-cpu2 dnncast-zen3-avx2 calibrate-intel-xeon zoo-224-intel-xeon layers-epyc-avx512 layers-zen3-avx2 \
-            layers-intel-xeon; do
+for name in dnncast-cpu2 dnncast-zen3-avx2 zoo-quick-intel-xeon-f6m167 zoo-224-intel-xeon layers-epyc-avx512 \
+            layers-zen3-avx2 layers-intel-xeon; do
   [ -f "$WORK/$name.db" ] || xz -dkc "data/$name.db.xz" >"$WORK/$name.db"
 done
-# The Intel host's whole runs: zoo-quick (32-96 px) and zoo-224-host (224 px, batches 16-64), one dataset.
-[ -f "$WORK/intel-xeon.db" ] || "$DNNCAST" dataset merge "$WORK/calibrate-intel-xeon.db" "$WORK/zoo-224-intel-xeon.db" \
-  -o "$WORK/intel-xeon.db" >/dev/null
+# The Intel host's whole runs, one dataset: every 1-thread configuration of zoo-quick (32-96 px, batches 1-8; session
+# 47, as the Zen 3's) and zoo-224-host (224 px, batches 16-64; session 19). Until session 46 the first part was the 24
+# runs of zoo-quick in data/calibrate-intel-xeon.db.xz.
+[ -f "$WORK/intel-xeon.db" ] || "$DNNCAST" dataset merge "$WORK/zoo-quick-intel-xeon-f6m167.db" \
+  "$WORK/zoo-224-intel-xeon.db" -o "$WORK/intel-xeon.db" >/dev/null
 train() {  # NAME DB LAYERS
   [ -f "$WORK/set-$1/time/manifest.json" ] ||
     "$DNNCAST" train --db "$2" --layer-bench "$3" --out "$WORK/set-$1" --budget-s 60 --quiet >"$WORK/train-$1.log" 2>&1
