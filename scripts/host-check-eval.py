@@ -12,12 +12,14 @@ other configurations). Prints per configuration the measurement and both forecas
 error, the share inside the 90% interval and how many forecasts said the host is off. --out keeps the rows (TSV) with
 this host's CPU fingerprint in a comment line. --measured FILE.tsv (an earlier --out of this host) takes the
 measurements from there instead of timing them again: the forecasts alone are made anew (a calibration refitted with
-`dnncast calibrate --refit DIR`, judged on the same measurements). Exit 2 on bad usage.
+`dnncast calibrate --refit DIR`, judged on the same measurements). --leave-out-db DATA.db leaves out the configurations
+a dataset measured (a predictor set trained on it has seen them). Exit 2 on bad usage.
 """
 import argparse
 import datetime
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -51,7 +53,17 @@ def main():
     parser.add_argument("--budget", type=float, default=1.0, help="profile --budget per configuration (s)")
     parser.add_argument("--out", help="write the rows here (TSV)")
     parser.add_argument("--measured", help="take the measurements from this earlier --out (TSV) of this host")
+    parser.add_argument("--leave-out-db", help="leave out the configurations this dataset (SQLite) has runs of")
     args = parser.parse_args()
+    seen = set()
+    if args.leave_out_db:
+        try:
+            with sqlite3.connect(f"file:{args.leave_out_db}?mode=ro", uri=True) as db:
+                seen = set(db.execute("SELECT n.name, r.batch, r.input, r.optimizer FROM runs r JOIN networks n "
+                                      "ON n.id = r.network_id WHERE r.status = 'ok' AND r.threads = 1").fetchall())
+        except sqlite3.Error as error:
+            print(f"host-check-eval: --leave-out-db {args.leave_out_db}: {error}", file=sys.stderr)
+            return 2
     dnncast = os.path.join(args.build, "dnncast")
     if not os.path.exists(dnncast):
         print(f"host-check-eval: no {dnncast}", file=sys.stderr)
@@ -76,7 +88,12 @@ def main():
                   file=sys.stderr)
             return 2
     rows = []
+    left_out = [config for config in CONFIGS if config in seen]
+    if left_out:
+        print(f"left out, measured in {args.leave_out_db}: " + ", ".join(f"{m} b{b} {i} {o}" for m, b, i, o in left_out))
     for model, batch, shape, optimizer in CONFIGS:
+        if (model, batch, shape, optimizer) in seen:
+            continue
         common = [model, "--batch", str(batch), "--input", shape, "--optimizer", optimizer]
         try:
             if args.measured:
