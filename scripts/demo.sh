@@ -27,38 +27,47 @@ else
   off=$("$dnncast" host-check --json 2>/dev/null | jq -r 'if (.off | type) == "boolean" then .off else "unknown" end' \
     2>/dev/null || true)
 fi
+# Why the forecast above is what it is, decided once: an earlier calibration, the check turned off, a host in line
+# with a set of its own CPU, a host off the data's speed, another CPU's set, or a check that could not run.
 if [ -n "$calibrated" ]; then
-  echo
-  echo "demo: the forecast above uses this host's calibration ($calibrated): made by an earlier run"
-elif { [ "$off" = "true" ] || { [ "$off" = "false" ] && [ "$match" != "exact" ]; }; } &&
-  [ "${DNNCAST_DEMO_CALIBRATE:-yes}" != "no" ]; then
-  echo
-  if [ "$off" = "true" ]; then
-    echo "demo: the host check found this host off the shipped data's speed; calibrating resnet50 here (2 minutes):"
-  else
-    echo "demo: no shipped predictor was trained on this host's CPU (the note above; the host check's small" \
-      "configurations are in line, a large model need not be); calibrating resnet50 here (2 minutes):"
-  fi
-  echo "\$ dnncast calibrate $model --minutes 2"
-  # shellcheck disable=SC2086
-  "$dnncast" calibrate $model --minutes 2 2>&1 | tail -n 4
-  echo
-  echo "\$ dnncast predict $model    # now from this host's calibration"
-  # shellcheck disable=SC2086
-  "$dnncast" predict $model
+  reason=calibrated
 elif [ "$off" = "disabled" ]; then
-  echo
-  echo "demo: DNNCAST_HOST_CHECK=$DNNCAST_HOST_CHECK: the forecast is not checked against this host"
-elif [ "$off" = "false" ] && [ "$match" = "exact" ]; then
-  echo
-  echo "demo: the host check found this host in line with the shipped data: no calibration needed"
-elif [ "$off" = "false" ]; then
-  echo
-  echo "demo: no shipped predictor was trained on this host's CPU (DNNCAST_DEMO_CALIBRATE=no: not calibrated)"
+  reason=disabled
 elif [ "$off" = "true" ]; then
-  echo
-  echo "demo: the host check found this host off the shipped data's speed (DNNCAST_DEMO_CALIBRATE=no: not calibrated)"
+  reason=host-off
+elif [ "$off" = "false" ] && [ "$match" = "exact" ]; then
+  reason=in-line
+elif [ "$off" = "false" ]; then
+  reason=other-cpu
 else
-  echo
-  echo "demo: the host check could not run here (see \`dnncast host-check\`): the forecast is not checked against this host"
+  reason=unknown
 fi
+echo
+case "$reason" in
+  calibrated) echo "demo: the forecast above uses this host's calibration ($calibrated): made by an earlier run" ;;
+  disabled) echo "demo: DNNCAST_HOST_CHECK=$DNNCAST_HOST_CHECK: the forecast is not checked against this host" ;;
+  in-line) echo "demo: the host check found this host in line with the shipped data: no calibration needed" ;;
+  unknown)
+    echo "demo: the host check could not run here (see \`dnncast host-check\`): the forecast is not checked against" \
+      "this host"
+    ;;
+  *) # host-off, other-cpu: calibrate here
+    if [ "$reason" = host-off ]; then
+      why="the host check found this host off the shipped data's speed"
+    else
+      why="no shipped predictor was trained on this host's CPU (the note above; the host check's small configurations are in line, a large model need not be)"
+    fi
+    if [ "${DNNCAST_DEMO_CALIBRATE:-yes}" = "no" ]; then
+      echo "demo: $why (DNNCAST_DEMO_CALIBRATE=no: not calibrated)"
+    else
+      echo "demo: $why; calibrating resnet50 here (2 minutes):"
+      echo "\$ dnncast calibrate $model --minutes 2"
+      # shellcheck disable=SC2086
+      "$dnncast" calibrate $model --minutes 2 2>&1 | tail -n 4
+      echo
+      echo "\$ dnncast predict $model    # now from this host's calibration"
+      # shellcheck disable=SC2086
+      "$dnncast" predict $model
+    fi
+    ;;
+esac

@@ -41,6 +41,7 @@ def _pixels(forecast):
 CHANGED_TIME_MODELS = {"corrected layer-wise": lambda forecast: _pixels(forecast) >= 224 * 224}
 WIDEN_NOTE = "the 90% interval is widened "  # followed by "3x each way: ..."
 FROM_PREDICTOR = ", from the predictor of "  # env on a host no predictor was trained on: "<host>, from ... <set>"
+WITH_ISA = " with ISA "  # "<host> with ISA avx2, from the predictor of <set> with ISA ..." where the labels agree
 TIME_KEYS = {"time_ms", "time_ms_low", "time_ms_high", "learner", "cv_mre", "notes", "time_model", "epoch_s"}
 # Other strings name files of the checkout (a remedy's --plan): the checkout's root is written as $ROOT.
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -234,8 +235,11 @@ def main():
         old = before.get(key, {}).get("predict", {}).get("json")
         if not isinstance(now, dict) or not isinstance(old, dict):
             continue
-        if isinstance(now.get("env"), str) and now["env"].endswith(FROM_PREDICTOR + str(old.get("env"))):
-            now["env"] = old["env"]
+        # Session 48: where the two CPUs read alike (an AVX2 dispatch of the set's own CPU), each side adds its ISA.
+        if isinstance(now.get("env"), str) and FROM_PREDICTOR in now["env"]:
+            source = now["env"].split(FROM_PREDICTOR, 1)[1]
+            if source == str(old.get("env")) or source.startswith(str(old.get("env")) + WITH_ISA):
+                now["env"] = old["env"]
         widened = [n for n in now.get("notes", []) if n.startswith(WIDEN_NOTE)]
         if not widened:
             continue

@@ -20,6 +20,10 @@ inline const std::string& binary() {
   return path;
 }
 
+// The predictor set shipped for the AMD EPYC with AVX-512 (family 26 model 2): the host the oldest shipped
+// measurements come from, and the set the tests that hold forecasts to those measurements name with --predictor.
+inline std::string epyc_predictor() { return std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu"; }
+
 struct Result {
   int exit_code = -1;
   std::string out, err;

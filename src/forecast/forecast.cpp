@@ -473,8 +473,16 @@ Forecast forecast(const ForecastRequest& request) {
     result.host_match = match_host(host, time_manifest.environments);
     if (!result.host_match->exact) {
       // The forecast is for this host, from another CPU's predictor: the header says both.
-      if (request.device.kind == ForecastDevice::Kind::ThisHost)
-        result.env = environment_label(host) + ", from the predictor of " + result.env;
+      if (request.device.kind == ForecastDevice::Kind::ThisHost) {
+        // The same CPU under another dispatch (ONEDNN_MAX_CPU_ISA, --host-isa) reads the same label twice: the ISA
+        // is what differs, so each side says its own.
+        std::string here = environment_label(host);
+        if (here == result.env) {
+          here += " with ISA " + isa_text(host);
+          result.env += " with ISA " + isa_text(environment);
+        }
+        result.env = here + ", from the predictor of " + result.env;
+      }
       result.host_match->remedy =
           calibrate_remedy(request.predictor_dir, request.model.name, result.batch, result.input);
       // Carried as is to a CPU it was not trained on, the forecast can be 3x off (docs/RESULTS.md "Intervals

@@ -85,7 +85,7 @@ class BadInput : public ::testing::Test {
     EXPECT_EQ(sqlite3_changes(db), 1);
     sqlite3_close(db);
     // The shipped time predictor with its XGBoost model missing, cut short, or noise.
-    const std::string shipped = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu/time";
+    const std::string shipped = cli_test::epyc_predictor() + "/time";
     std::string model = cli_test::read_text(shipped + "/xgboost.json");
     ASSERT_GT(model.size(), 1000u);
     for (const char* kind : {"missing", "truncated", "garbage"}) {

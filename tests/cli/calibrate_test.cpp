@@ -87,7 +87,7 @@ TEST(Calibrate, ProfilesOnlyTheBudgetAndWritesABundlePredictLoads) {
     "measure": {"time_budget_s": 0.2, "warmup_budget_s": 0.2, "min_iterations": 3, "timeout_s": 120},
     "models": ["squeezenet1_1", "shufflenet_v2_x0_5", {"synthetic": [0, 3]}],
     "inputs": [32], "batches": [1, 2, 4], "optimizers": ["sgd"], "threads": [1], "sampling": "grid"})";
-  const std::string predictor = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu";
+  const std::string predictor = cli_test::epyc_predictor();
   const std::vector<std::string> args{"--predictor", predictor,
                                       "--plan",      plan,
                                       "--budget",    "5",
@@ -133,7 +133,7 @@ TEST(Calibrate, ProfilesOnlyTheBudgetAndWritesABundlePredictLoads) {
 }
 
 const std::string kShippedPilotDb = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/pilot-data/pilot.db";
-const std::string kShippedPredictor = std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu";
+const std::string kShippedPredictor = cli_test::epyc_predictor();
 
 // The shipped pilot dataset (schema 1) copied into `dir` and migrated by a merge into itself: a
 // dataset of 42 ok configurations, 2 repeats each.

@@ -60,7 +60,7 @@ TEST(TrainCli, LayerBenchAddsALayerWiseModelThatPredictUsesPastTheTrainedBatches
     EXPECT_TRUE(result.out.empty()) << result.out;
   }
   namespace fs = std::filesystem;
-  fs::copy(std::string(DNNCAST_SOURCE_DIR) + "/data/predictors/amd-epyc-2cpu", set, fs::copy_options::recursive);
+  fs::copy(cli_test::epyc_predictor(), set, fs::copy_options::recursive);
   fs::remove_all(set + "/time/layers");
   cli_test::Result missing =
       cli_test::run("train", {"--db", db, "--out", set, "--layer-bench", bench, "--layers-only"}, dir.path());
