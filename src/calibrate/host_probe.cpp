@@ -2,6 +2,7 @@
 #include "calibrate/host_probe.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "core/error.h"
 #include "forecast/forecast.h"
@@ -47,11 +48,26 @@ forecast::HostCheck run_host_check(const std::function<void(const std::string&)>
     limits.min_iterations = 3;
     limits.ci_target = 0.05;
     limits.timeout_s = 60;
-    const profile::Measurement measured = profile::measure_isolated(source.build(), config, limits);
-    if (measured.status != "ok")
-      throw InputError("host check: " + probe.model + " did not measure (" + measured.status + ": " + measured.message +
-                       ")");
+    // Measured again while another process held its CPU; the attempt that waited least is kept.
+    profile::Measurement measured;
+    for (int attempt = 0; attempt < forecast::kHostCheckAttempts; ++attempt) {
+      profile::Measurement again = profile::measure_isolated(source.build(), config, limits);
+      if (again.status != "ok")
+        throw InputError("host check: " + probe.model + " did not measure (" + again.status + ": " + again.message +
+                         ")");
+      if (attempt == 0 || again.cpu_wait_share < measured.cpu_wait_share) measured = std::move(again);
+      if (measured.cpu_wait_share <= forecast::kHostCheckMaxWaitShare) break;
+    }
+    if (measured.cpu_wait_share > forecast::kHostCheckMaxWaitShare) {
+      char line[320];
+      std::snprintf(line, sizeof line,
+                    "host check: %s waited for its CPU %.0f%% of its time in each of %d tries (another process is "
+                    "running on this CPU): not checked; run `dnncast host-check` again when the CPU is free",
+                    probe.model.c_str(), 100 * measured.cpu_wait_share, forecast::kHostCheckAttempts);
+      throw InputError(line);
+    }
     probe.measured_ms = measured.time_ms.median;
+    probe.wait_share = measured.cpu_wait_share;
     check.probes.push_back(probe);
     if (progress) {
       char line[200];

@@ -39,7 +39,10 @@ void print_summary(const std::string& model, const Graph& graph, const profile::
     std::printf("energy       %.3f J/iteration (%s)\n", *m.energy_j, m.energy_note.c_str());
   else
     std::printf("energy       n/a (%s)\n", m.energy_note.c_str());
-  std::printf("other load   %.2f CPUs busy with other processes while timing\n", m.load_other_cpus);
+  std::printf(
+      "other load   %.2f CPUs busy with other processes while timing; %.0f%% of its own runnable time waiting "
+      "for a CPU another task held\n",
+      m.load_other_cpus, 100 * m.cpu_wait_share);
   if (repeats.size() > 1) {
     std::printf("repeats     ");
     std::vector<double> medians;

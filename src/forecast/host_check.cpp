@@ -63,7 +63,8 @@ nlohmann::json HostCheck::to_json() const {
                     {"input", probe.input},
                     {"optimizer", probe.optimizer},
                     {"measured_ms", probe.measured_ms},
-                    {"forecast_ms", probe.forecast_ms}});
+                    {"forecast_ms", probe.forecast_ms},
+                    {"wait_share", probe.wait_share}});
   return {{"format", "dnncast-host-check/1"},
           {"key", key},
           {"checked", checked},
@@ -90,6 +91,7 @@ HostCheck HostCheck::from_json(const nlohmann::json& document) {
       probe.optimizer = item.at("optimizer").get<std::string>();
       probe.measured_ms = item.at("measured_ms").get<double>();
       probe.forecast_ms = item.at("forecast_ms").get<double>();
+      probe.wait_share = item.value("wait_share", 0.0);  // a cache written before it was recorded
       check.probes.push_back(probe);
     }
   } catch (const nlohmann::json::exception& error) {

@@ -31,12 +31,20 @@ inline constexpr double kHostCheckTolerance = 1.3;
 // configurations were measured beside it (EPYC family 26 model 2, family 25 model 17), x1.5 held 21 and 24 of 24
 // (94%), x1.25 20 and 23 (90%), x2.5 (an unknown host's, used before) all 48 (docs/RESULTS.md "The host check").
 inline constexpr double kHostCheckWiden = 1.5;
+// A probe whose thread waited for its CPU more than this share of its runnable time (another process on the same CPU,
+// profile::Measurement::cpu_wait_share) timed that process as much as this host: it is measured again, up to
+// kHostCheckAttempts times, and where every attempt waited more the check is not made (nothing cached, nothing
+// scaled) rather than cache a host "off" for the whole boot. One busy process sharing the CPU makes it about 0.5;
+// 0.2 inflates a time by at most 1.25x, inside kHostCheckTolerance.
+inline constexpr double kHostCheckMaxWaitShare = 0.2;
+inline constexpr int kHostCheckAttempts = 3;
 
 struct HostProbe {
   std::string model, input, optimizer;
   int64_t batch = 1;
   double measured_ms = 0;  // here, the profiler's median
   double forecast_ms = 0;  // the shipped predictor's forecast (no host check applied)
+  double wait_share = 0;   // of the measurement's runnable time, the share it waited for its CPU
 };
 
 struct HostCheck {

@@ -8,8 +8,11 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "hardware/fingerprint.h"
 #include "profile/internal.h"
@@ -32,6 +35,22 @@ double process_cpu_s() {
   timespec now{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
   return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// Summed over this process's threads (/proc/self/task/*/schedstat: nanoseconds on a CPU, then waiting on a run queue
+// while runnable): {run, wait} in seconds; {0, 0} where the kernel keeps no scheduler statistics.
+std::pair<double, double> own_run_and_wait_s() {
+  double run_ns = 0, wait_ns = 0;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream file(task.path() / "schedstat");
+    double run = 0, wait = 0;
+    if (file >> run >> wait) {
+      run_ns += run;
+      wait_ns += wait;
+    }
+  }
+  return {1e-9 * run_ns, 1e-9 * wait_ns};
 }
 
 int64_t meminfo_field(const std::string& key) {
@@ -98,8 +117,14 @@ CpuSample sample_cpu() {
     sample.machine_busy_s = busy_ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
   }
   sample.own_cpu_s = process_cpu_s();
+  std::tie(sample.own_run_s, sample.own_wait_s) = own_run_and_wait_s();
   sample.wall_s = monotonic_s();
   return sample;
+}
+
+double cpu_wait_share(const CpuSample& before, const CpuSample& after) {
+  const double run = after.own_run_s - before.own_run_s, wait = after.own_wait_s - before.own_wait_s;
+  return run + wait > 0 ? std::max(0.0, wait) / (run + wait) : 0;
 }
 
 double other_busy_cpus(const CpuSample& before, const CpuSample& after) {

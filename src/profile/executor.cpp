@@ -937,6 +937,7 @@ Measurement measure_in_process(const Graph& graph, const TrainConfig& config_in,
     detail::CpuSample cpu_after = detail::sample_cpu();
     m.loadavg_after = detail::loadavg_1min();
     m.load_other_cpus = detail::other_busy_cpus(cpu_before, cpu_after);
+    m.cpu_wait_share = detail::cpu_wait_share(cpu_before, cpu_after);
     if (energy.available()) m.energy_j = (energy_after - energy_before) / static_cast<double>(m.iteration_ms.size());
 
     m.peak_bytes = detail::tracked_peak_bytes() - m.baseline_bytes;

@@ -40,10 +40,15 @@ int64_t mem_total_bytes();
 struct CpuSample {
   double machine_busy_s = 0;  // non-idle time summed over all CPUs
   double own_cpu_s = 0;       // this process (all threads)
+  double own_run_s = 0;       // this process's threads on a CPU, and runnable but waiting for one
+  double own_wait_s = 0;      // (/proc/self/task/*/schedstat; 0 where the kernel keeps none)
   double wall_s = 0;          // monotonic clock
 };
 CpuSample sample_cpu();
 double other_busy_cpus(const CpuSample& before, const CpuSample& after);
+// Of the time this process's threads were runnable over the interval, the share they waited for a CPU another task
+// held: about 0.5 where one busy process shares the one CPU a measurement is pinned to, about 0 on an idle CPU.
+double cpu_wait_share(const CpuSample& before, const CpuSample& after);
 double loadavg_1min();
 
 // Energy counter: RAPL package 0 on CPU (/sys/class/powercap/intel-rapl:0/energy_uj), NVML's total

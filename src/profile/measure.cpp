@@ -171,8 +171,10 @@ json to_json(const Measurement& m) {
     doc["iteration_loss_ms"] = m.iteration_loss_ms;
     doc["layer_gap_ms"] = m.layer_gap_ms;
   }
-  doc["load"] = {
-      {"other_cpus", m.load_other_cpus}, {"loadavg_before", m.loadavg_before}, {"loadavg_after", m.loadavg_after}};
+  doc["load"] = {{"other_cpus", m.load_other_cpus},
+                 {"cpu_wait_share", m.cpu_wait_share},
+                 {"loadavg_before", m.loadavg_before},
+                 {"loadavg_after", m.loadavg_after}};
   doc["wall_s"] = m.wall_s;
   doc["env"] = to_json(m.env);
   return doc;
@@ -223,6 +225,7 @@ Measurement measurement_from_json(const json& doc) {
   }
   if (doc.contains("load") && doc["load"].is_object()) {
     m.load_other_cpus = number_or(doc["load"], "other_cpus", 0);
+    m.cpu_wait_share = number_or(doc["load"], "cpu_wait_share", 0);
     m.loadavg_before = number_or(doc["load"], "loadavg_before", 0);
     m.loadavg_after = number_or(doc["load"], "loadavg_after", 0);
   }
@@ -763,6 +766,7 @@ Measurement combine_repeats(const std::vector<Measurement>& repeats) {
         combined.time_ms.median - combined.layer_sum_ms - combined.optimizer_step_ms - combined.zero_grad_ms;
   }
   combined.load_other_cpus = mean_of([](const Measurement& m) { return m.load_other_cpus; });
+  combined.cpu_wait_share = mean_of([](const Measurement& m) { return m.cpu_wait_share; });
   combined.loadavg_before = first.loadavg_before;
   combined.loadavg_after = ok.back()->loadavg_after;
   combined.wall_s = wall;

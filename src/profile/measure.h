@@ -114,6 +114,9 @@ struct Measurement {
   // Load: CPUs kept busy by other processes while timing (from /proc/stat, ours subtracted),
   // and /proc/loadavg's 1-minute value before and after.
   double load_other_cpus = 0;
+  // Of the time the timed iterations' threads were runnable, the share they waited for a CPU another task held
+  // (/proc/self/task/*/schedstat): where it is large the times are another process's as much as the network's.
+  double cpu_wait_share = 0;
   double loadavg_before = 0, loadavg_after = 0;
   double wall_s = 0;  // whole child: start, build, warm-up, timing, probes
 
