@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "calibrate/host_probe.h"
 #include "core/error.h"
@@ -263,9 +264,10 @@ void load_layer_ms(const std::string& db_path, forecast::HostCalibration& calibr
 }
 
 // Every real iteration timed in DB_PATH beside the source forecast scaled by the layer factor, for the
-// whole-iteration shift; each also as a row of `report`. Fills calibration.layer_ms with every timed layer.
+// whole-iteration shift; each also as a row of `report`. Fills calibration.layer_ms with every timed layer. A run that
+// shared its CPU with another process (records::kSharedCpuWaitShare) is left out, a row of `left_out`.
 std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const forecast::PredictorSet& set,
-                                               forecast::HostCalibration& calibration, json& report) {
+                                               forecast::HostCalibration& calibration, json& report, json& left_out) {
   std::vector<forecast::WholeRatio> whole;
   std::map<std::string, std::vector<double>> model_logs;  // architecture hash -> log(measured / adjusted)
   load_layer_ms(db_path, calibration);
@@ -274,6 +276,14 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
   for (const records::NetworkRecord& network : store.networks(false)) sources[network.hash] = network.source;
   for (const records::RunRecord& run : store.runs()) {
     if (run.plan != "calibrate-whole" || run.result.status != "ok" || !run.result.time_ms_median) continue;
+    if (run.result.cpu_wait_share.value_or(0) > records::kSharedCpuWaitShare) {
+      left_out.push_back({{"network", run.network_hash},
+                          {"batch", run.config.batch},
+                          {"input", run.config.input_text()},
+                          {"measured_ms", *run.result.time_ms_median},
+                          {"cpu_wait_share", *run.result.cpu_wait_share}});
+      continue;
+    }
     const std::string& source = sources[run.network_hash];
     if (source.rfind("file:", 0) != 0) continue;
     models::ModelSpec spec;
@@ -311,13 +321,26 @@ std::vector<forecast::WholeRatio> whole_ratios(const std::string& db_path, const
 
 // The fit on everything DB_PATH holds (the layers and real iterations of every model calibrated into its folder so
 // far): the kind scales, then the whole-iteration shift and the size anchors. Returns the whole runs, one report row
-// each.
+// each; the runs left out for sharing their CPU go into `report` ("whole_runs_left_out") where there are any.
 json fit_from_dataset(const std::string& db_path, const forecast::PredictorSet& set,
-                      forecast::HostCalibration& calibration) {
+                      forecast::HostCalibration& calibration, json& report) {
   fit_layer_scales(db_path, set, calibration);
-  json whole_report = json::array();
-  forecast::fit_whole_shift(whole_ratios(db_path, set, calibration, whole_report), calibration);
+  json whole_report = json::array(), left_out = json::array();
+  forecast::fit_whole_shift(whole_ratios(db_path, set, calibration, whole_report, left_out), calibration);
+  report.erase("whole_runs_left_out");
+  if (!left_out.empty()) report["whole_runs_left_out"] = left_out;
   return whole_report;
+}
+
+// The report's note where no real iteration carries the fit (none where one does).
+void note_whole_runs(const json& whole_runs, json& report) {
+  report.erase("note");
+  if (!whole_runs.empty()) return;
+  report["note"] = report.contains("whole_runs_left_out")
+                       ? "every real iteration timed shared its CPU with another process and is left out: the "
+                         "forecast carries the layers' scale alone (calibrate again when the CPU is free)"
+                       : "no real iteration fitted the budget: the forecast carries the layers' scale alone (give "
+                         "more --minutes)";
 }
 
 // What a fitted calibration adds to the report printed (not kept in its file's report).
@@ -424,7 +447,8 @@ json calibrate_model(const ModelCalibrateOptions& options) {
 
   if (check) record_host_check(*check, calibration);
   // The fit, on everything this calibration's dataset holds (a later `calibrate` of another model adds to it).
-  const json whole_report = fit_from_dataset(db_path, set, calibration);
+  json left_out = json::object();
+  const json whole_report = fit_from_dataset(db_path, set, calibration, left_out);
   double covered = 0;
   const double factor = calibration.layer_factor(graph, requested.sites, requested.row_ms, &covered);
   json report = {
@@ -451,9 +475,8 @@ json calibrate_model(const ModelCalibrateOptions& options) {
                             {"high", check->high},
                             {"source_ms", calibration.host_check_source_ms},
                             {"checked", check->checked}};
-  if (whole_report.empty())
-    report["note"] =
-        "no real iteration fitted the budget: the forecast carries the layers' scale alone (give more --minutes)";
+  report.update(left_out);
+  note_whole_runs(whole_report, report);
   calibration.report = report;
   calibration.save(out_dir);
   report["dir"] = out_dir;
@@ -485,7 +508,9 @@ json refit_calibration(const std::string& dir) {
       record_host_check(*check, calibration);
   }
   calibration.report = before.report;
-  calibration.report["whole_runs"] = fit_from_dataset(db_path, set, calibration);
+  json whole_runs = fit_from_dataset(db_path, set, calibration, calibration.report);
+  note_whole_runs(whole_runs, calibration.report);
+  calibration.report["whole_runs"] = std::move(whole_runs);
   calibration.report["refitted"] = records::utc_now();
   calibration.report.erase("dir");
   calibration.save(dir);

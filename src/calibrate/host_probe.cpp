@@ -60,10 +60,11 @@ forecast::HostCheck run_host_check(const std::function<void(const std::string&)>
     }
     if (measured.cpu_wait_share > forecast::kHostCheckMaxWaitShare) {
       char line[320];
-      std::snprintf(line, sizeof line,
-                    "host check: %s waited for its CPU %.0f%% of its time in each of %d tries (another process is "
-                    "running on this CPU): not checked; run `dnncast host-check` again when the CPU is free",
-                    probe.model.c_str(), 100 * measured.cpu_wait_share, forecast::kHostCheckAttempts);
+      std::snprintf(
+          line, sizeof line,
+          "host check: %s waited for its CPU at least %.0f%% of its time in each of %d tries (another process is "
+          "running on this CPU): not checked; run `dnncast host-check` again when the CPU is free",
+          probe.model.c_str(), 100 * measured.cpu_wait_share, forecast::kHostCheckAttempts);
       throw InputError(line);
     }
     probe.measured_ms = measured.time_ms.median;

@@ -19,6 +19,15 @@ void print_anchors(const nlohmann::json& report) {
               probes > 0 ? (" (the host check's " + std::to_string(probes) + " probes among them)").c_str() : "");
 }
 
+void print_left_out(const nlohmann::json& report) {
+  for (const nlohmann::json& run : report.value("whole_runs_left_out", nlohmann::json::array()))
+    std::printf(
+        "left out: real iterations at batch %lld, %s: %.4g ms, waiting for their CPU %.0f%% of their time (another "
+        "process ran there); `dnncast calibrate` again when the CPU is free measures them anew\n",
+        run["batch"].get<long long>(), run["input"].get<std::string>().c_str(), run["measured_ms"].get<double>(),
+        100 * run["cpu_wait_share"].get<double>());
+}
+
 int run_calibrate_refit(const Args& args) {
   CLI::App app(
       "Fit a host calibration again from the measurements its folder keeps (calibration.db), as this version of\n"
@@ -40,6 +49,8 @@ int run_calibrate_refit(const Args& args) {
     std::printf(" %s %.3g (%lld)", kind.c_str(), scale.get<double>(), report["kind_layers"][kind].get<long long>());
   std::printf("\nwhole-iteration shift: %s over %zu real runs\n", report["shift"]["map"].get<std::string>().c_str(),
               report["whole_runs"].size());
+  print_left_out(report);
+  if (report.contains("note")) std::printf("note: %s\n", report["note"].get<std::string>().c_str());
   print_anchors(report);
   return 0;
 }

@@ -68,6 +68,7 @@ int run_calibrate_model(const Args& args) {
         "real iterations of %s at batch %lld: %.4g ms measured; the source forecast %.4g ms x layer scale %.3g\n",
         run["model"].get<std::string>().c_str(), run["batch"].get<long long>(), run["measured_ms"].get<double>(),
         run["source_ms"].get<double>(), run["layer_factor"].get<double>());
+  print_left_out(report);
   if (report.contains("note")) std::printf("note: %s\n", report["note"].get<std::string>().c_str());
   std::printf("whole-iteration shift: %s; forecast here %.4g ms (the source's %.4g ms)\n",
               report["shift"]["map"].get<std::string>().c_str(), requested["calibrated_ms"].get<double>(),

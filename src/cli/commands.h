@@ -31,6 +31,8 @@ int run_calibrate_refit(const Args& args);
 bool calibrate_other_form(const Args& args, int& exit_code);
 // The line of a calibration's report saying how it carries the configurations it did not measure (its "anchors").
 void print_anchors(const nlohmann::json& report);
+// The lines of the real runs a calibration left out for sharing their CPU with another process ("whole_runs_left_out").
+void print_left_out(const nlohmann::json& report);
 int run_devices(const Args& args);                // devices [--instances]: the GPU catalogue and cloud instances
 int run_calibrate_gpu_kernels(const Args& args);  // fit and judge the per-kernel GPU model
 int run_calibrate_gpus(const Args& args);         // fit and judge the GPU time model on the public tables

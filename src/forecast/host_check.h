@@ -35,8 +35,8 @@ inline constexpr double kHostCheckWiden = 1.5;
 // profile::Measurement::cpu_wait_share) timed that process as much as this host: it is measured again, up to
 // kHostCheckAttempts times, and where every attempt waited more the check is not made (nothing cached, nothing
 // scaled) rather than cache a host "off" for the whole boot. One busy process sharing the CPU makes it about 0.5;
-// 0.2 inflates a time by at most 1.25x, inside kHostCheckTolerance.
-inline constexpr double kHostCheckMaxWaitShare = 0.2;
+// 0.2 inflates a time by at most 1.25x, inside kHostCheckTolerance (records::kSharedCpuWaitShare).
+inline constexpr double kHostCheckMaxWaitShare = records::kSharedCpuWaitShare;
 inline constexpr int kHostCheckAttempts = 3;
 
 struct HostProbe {

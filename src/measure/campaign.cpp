@@ -69,6 +69,13 @@ std::string result_text(const records::RunResult& result) {
                   static_cast<long long>(result.iterations),
                   format_bytes(static_cast<double>(result.peak_bytes.value_or(0)), ByteStyle::FixedKiB).c_str(),
                   result.load_other_cpus.value_or(0), result.wall_s.value_or(0));
+    // A run that shared its CPU with another process says so: its times are that process's as much as its own.
+    if (result.cpu_wait_share.value_or(0) > records::kSharedCpuWaitShare) {
+      char shared[96];
+      std::snprintf(shared, sizeof shared, "; waited for its CPU %.0f%% of its time (another process ran there)",
+                    100 * *result.cpu_wait_share);
+      return std::string(buffer) + shared;
+    }
     return buffer;
   }
   std::string message = result.message.substr(0, 120);
@@ -188,7 +195,10 @@ records::RunResult result_of(const profile::Measurement& measurement) {
   if (measurement.status == "ok" || measurement.peak_bytes > 0) result.peak_bytes = measurement.peak_bytes;
   if (measurement.status == "ok" || measurement.baseline_bytes > 0) result.baseline_bytes = measurement.baseline_bytes;
   result.energy_j = measurement.energy_j;
-  if (measurement.time_ms.n > 0) result.load_other_cpus = measurement.load_other_cpus;  // measured while timing
+  if (measurement.time_ms.n > 0) {  // measured while timing
+    result.load_other_cpus = measurement.load_other_cpus;
+    result.cpu_wait_share = measurement.cpu_wait_share;
+  }
   result.wall_s = measurement.wall_s;
   if (!measurement.layers.empty()) {
     for (const profile::LayerTime& layer : measurement.layers)

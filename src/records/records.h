@@ -93,6 +93,12 @@ inline constexpr const char* kOptimizerStepOp = "OptimizerStep";
 inline constexpr const char* kZeroGradOp = "ZeroGrad";
 inline constexpr const char* kLossOp = "Loss";
 
+// A run whose threads waited for their CPU more than this share of their runnable time shared that CPU with another
+// process (RunResult::cpu_wait_share): its times are the other process's as much as its own. 0.2 inflates a time by
+// at most 1/(1 - 0.2) = 1.25x. The host check measures such a probe again (forecast/host_check.h), `calibrate` leaves
+// such a whole run out of its fit, a campaign's progress line says so.
+inline constexpr double kSharedCpuWaitShare = 0.2;
+
 // What was measured (docs/MEASUREMENT.md "One measurement"). Unset optionals are NULL in the file.
 struct RunResult {
   std::string status = "ok";  // ok | oom | error | timeout
@@ -107,7 +113,10 @@ struct RunResult {
   std::optional<int64_t> baseline_bytes;                  // live bytes before the first iteration (parameters, inputs)
   std::optional<double> energy_j;                         // per iteration, where the hardware measures it
   std::optional<double> load_other_cpus;                  // mean CPUs kept busy by other processes while measuring
-  std::optional<double> wall_s;                           // whole measurement including warm-up and process start
+  // Of its threads' runnable time while timing, the share they waited for a CPU another task held (about 0.5 with one
+  // busy process on the same CPU; profile::Measurement::cpu_wait_share); none where not recorded (schema < 5).
+  std::optional<double> cpu_wait_share;
+  std::optional<double> wall_s;     // whole measurement including warm-up and process start
   std::vector<LayerTiming> layers;  // per-layer runs only; Store::runs() leaves it empty (Store::layer_times())
 };
 

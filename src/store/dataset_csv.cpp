@@ -144,6 +144,7 @@ void read_run_fields(const Row& row, records::RunRecord& run) {
   result.baseline_bytes = row.optional_integer("baseline_bytes");
   result.energy_j = row.optional_number("energy_j");
   result.load_other_cpus = row.optional_number("load_other_cpus");
+  result.cpu_wait_share = row.optional_number("cpu_wait_share");  // a CSV written before schema 5 has none
   result.wall_s = row.optional_number("wall_s");
   run.cpus = row.text("cpus");
   run.host = row.text("host");
@@ -208,6 +209,7 @@ const std::vector<std::string>& csv_columns() {
                                                 "host",
                                                 "plan",
                                                 "measured_at",
+                                                "cpu_wait_share",
                                                 "graph_json"};
   return columns;
 }
@@ -278,7 +280,8 @@ void export_csv(Store& store, std::ostream& out, bool with_graphs) {
                                     run.cpus,
                                     run.host,
                                     run.plan,
-                                    run.measured_at};
+                                    run.measured_at,
+                                    optional_text(result.cpu_wait_share)};
     if (with_graphs) fields.push_back(network.graph_json);
     DNNCAST_ASSERT(fields.size() == column_count);
     write_csv_record(out, fields);

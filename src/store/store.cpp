@@ -135,6 +135,11 @@ CREATE TABLE layer_benchmarks (
   UNIQUE (environment_id, key, threads)
 );
 )sql",
+      // 4 -> 5: of a run's runnable time while timing, the share its threads waited for a CPU another task held
+      // (profile::Measurement::cpu_wait_share); NULL = not recorded (runs stored before it).
+      R"sql(
+ALTER TABLE runs ADD COLUMN cpu_wait_share REAL;
+)sql",
   };
   return steps;
 }
@@ -144,7 +149,7 @@ const char* kRunColumns =
     "r.threads, r.device, r.repeat_index, r.status, r.message, r.time_ms_median, r.time_ms_p10, r.time_ms_p90, "
     "r.time_ms_mean, r.iterations, r.time_rel_ci, r.warmup_iterations, r.time_ms_normalised, r.probe_ms_before, "
     "r.probe_ms_after, r.peak_bytes, r.baseline_bytes, r.energy_j, r.load_other_cpus, r.wall_s, r.cpus, r.host, "
-    "r.plan, r.measured_at";
+    "r.plan, r.measured_at, r.cpu_wait_share";
 
 records::RunRecord read_run(const Statement& row) {
   records::RunRecord run;
@@ -184,6 +189,7 @@ records::RunRecord read_run(const Statement& row) {
   run.host = row.get_text(col++);
   run.plan = row.get_text(col++);
   run.measured_at = row.get_text(col++);
+  result.cpu_wait_share = row.get_optional_double(col++);
   return run;
 }
 
@@ -339,8 +345,9 @@ bool Store::insert_run(const records::NetworkRecord& network, const records::Run
       "INSERT INTO runs (network_id, environment_id, batch, input, seq_len, optimizer, precision, threads, device, "
       "repeat_index, status, message, time_ms_median, time_ms_p10, time_ms_p90, time_ms_mean, iterations, "
       "time_rel_ci, warmup_iterations, time_ms_normalised, probe_ms_before, probe_ms_after, peak_bytes, "
-      "baseline_bytes, energy_j, load_other_cpus, wall_s, cpus, host, plan, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
-      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (network_id, "
+      "baseline_bytes, energy_j, load_other_cpus, wall_s, cpus, host, plan, measured_at, cpu_wait_share) VALUES (?, ?, "
+      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT "
+      "(network_id, "
       "environment_id, batch, input, seq_len, optimizer, precision, threads, "
       "device, repeat_index) DO NOTHING");
   int col = 1;
@@ -375,7 +382,8 @@ bool Store::insert_run(const records::NetworkRecord& network, const records::Run
   insert.bind(col++, run.host);
   insert.bind(col++, run.plan);
   insert.bind(col++, run.measured_at.empty() ? records::utc_now() : run.measured_at);
-  DNNCAST_ASSERT(col == 32);
+  insert.bind(col++, result.cpu_wait_share);
+  DNNCAST_ASSERT(col == 33);
   insert.run();
   bool inserted = db_.changes() > 0;
   if (inserted && !result.layers.empty()) {

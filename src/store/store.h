@@ -19,7 +19,7 @@
 namespace dnncast::store {
 
 // Version of the schema this build writes; older files are migrated on open, newer ones refused.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 class Store {
  public:

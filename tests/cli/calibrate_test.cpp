@@ -70,6 +70,26 @@ TEST(CalibrateModel, TimesTheModelHereAndPredictForecastsWhatItMeasured) {
       "predict", {"squeezenet1_1", "--batch", "4", "--input", "3x32x32", "--predictor", out, "--json"}, dir.path());
   ASSERT_EQ(forecast.exit_code, 0) << forecast.err;
   EXPECT_NEAR(json::parse(forecast.out)["time_ms"].get<double>(), batch4_ms, 1e-9 * batch4_ms);
+
+  // A real run that waited for its CPU (another process ran there; marked so in the folder's dataset, as a campaign
+  // records it) is left out of the fit, and the report says so: no whole run then carries the forecast.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((out + "/calibration.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET cpu_wait_share = 0.5 WHERE plan = 'calibrate-whole'", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  refit = cli_test::run("calibrate", {"--refit", out, "--json"}, dir.path());
+  ASSERT_EQ(refit.exit_code, 0) << refit.err;
+  const json shared = json::parse(refit.out);
+  EXPECT_TRUE(shared["whole_runs"].empty()) << shared.dump();
+  ASSERT_EQ(shared["whole_runs_left_out"].size(), 1u) << shared.dump();
+  EXPECT_EQ(shared["whole_runs_left_out"][0]["cpu_wait_share"], 0.5);
+  EXPECT_NE(shared["note"].get<std::string>().find("shared its CPU"), std::string::npos) << shared.dump();
+  refit = cli_test::run("calibrate", {"--refit", out}, dir.path());
+  ASSERT_EQ(refit.exit_code, 0) << refit.err;
+  EXPECT_NE(refit.out.find("left out: real iterations at batch 2, 3x32x32"), std::string::npos) << refit.out;
+
   cli_test::Result missing = cli_test::run("calibrate", {"--refit", dir.path() + "/nothing"}, dir.path());
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("no host calibration at"), std::string::npos) << missing.err;

@@ -192,6 +192,9 @@ TEST(Campaign, SurvivesSigkillAndResumesWithoutLossOrDuplicates) {
       EXPECT_GT(run.result.peak_bytes.value_or(0), 0);
       EXPECT_GE(run.result.iterations, 2);
       EXPECT_TRUE(run.result.load_other_cpus.has_value());
+      ASSERT_TRUE(run.result.cpu_wait_share.has_value());  // recorded with every timed run
+      EXPECT_GE(*run.result.cpu_wait_share, 0.0);
+      EXPECT_LE(*run.result.cpu_wait_share, 1.0);
     }
   }
   std::set<std::string> planned;

@@ -114,6 +114,7 @@ TEST(Fingerprint, MigratesSchemaTwoToThreeAsNotRecorded) {
     Store store = Store::open(path);
     store_one_run(store, old);
     testing::drop_fingerprint_columns(store.db());
+    testing::drop_wait_share_column(store.db());
     store.db().exec("DROP TABLE layer_benchmarks; PRAGMA user_version = 2");
   }
   {

@@ -46,6 +46,7 @@ records::RunRecord sample_run(int64_t environment_id, int64_t batch, int64_t rep
   run.result.iterations = 17;
   run.result.peak_bytes = int64_t{123456789} * batch;
   run.result.load_other_cpus = 0.03;
+  run.result.cpu_wait_share = 0.0123;
   run.cpus = "0-1";
   run.host = "node01";
   run.plan = "unit";
@@ -97,6 +98,7 @@ TEST(Store, RoundTripsEveryField) {
     EXPECT_EQ(b.result.peak_bytes, a.result.peak_bytes);
     EXPECT_EQ(b.result.energy_j.has_value(), false);
     EXPECT_EQ(b.result.load_other_cpus, a.result.load_other_cpus);
+    EXPECT_EQ(b.result.cpu_wait_share, a.result.cpu_wait_share);
     EXPECT_EQ(b.cpus, a.cpus);
     EXPECT_EQ(b.plan, a.plan);
     EXPECT_EQ(b.measured_at, a.measured_at);
@@ -213,17 +215,23 @@ TEST(Store, LayerTimesRoundTripAndMerge) {
   }
 }
 
+// A file holding one run (batch 2) as schema VERSION had it: the tables and columns added after it dropped.
+std::string file_of_schema(ScratchDir& dir, const std::string& name, int version) {
+  const std::string path = dir.file(name);
+  Store store = Store::open(path);
+  store.insert_run(resnet18_at_32(), sample_run(store.ensure_environment(test_environment()), 2, 0));
+  if (version < 5) testing::drop_wait_share_column(store.db());
+  if (version < 4) store.db().exec("DROP TABLE layer_benchmarks");
+  if (version < 3) testing::drop_fingerprint_columns(store.db());
+  if (version < 2) store.db().exec("DROP TABLE layer_times");
+  store.db().exec("PRAGMA user_version = " + std::to_string(version));
+  return path;
+}
+
 // A file of schema 1 (before layer_times) is migrated on open for writing, its runs kept.
 TEST(Store, MigratesSchemaOneToTwo) {
   ScratchDir dir;
-  std::string path = dir.file("v1.db");
-  records::NetworkRecord network = resnet18_at_32();
-  {
-    Store store = Store::open(path);
-    store.insert_run(network, sample_run(store.ensure_environment(test_environment()), 2, 0));
-    testing::drop_fingerprint_columns(store.db());  // as schema 1 had them: not yet
-    store.db().exec("DROP TABLE layer_benchmarks; DROP TABLE layer_times; PRAGMA user_version = 1");
-  }
+  const std::string path = file_of_schema(dir, "v1.db", 1);
   {
     Store reader = Store::open(path, Database::Mode::ReadOnly);  // migrates a copy in memory only
     EXPECT_EQ(reader.schema_version(), kSchemaVersion);
@@ -234,6 +242,26 @@ TEST(Store, MigratesSchemaOneToTwo) {
   EXPECT_EQ(store.schema_version(), kSchemaVersion);
   EXPECT_EQ(store.run_count(), 1);
   EXPECT_TRUE(store.layer_times().empty());
+}
+
+// A file of schema 4 (before runs.cpu_wait_share): read through an in-memory copy, migrated on open for writing, its
+// runs kept with the share not recorded; a run stored after keeps its own.
+TEST(Store, MigratesSchemaFourToFiveAsNotRecorded) {
+  ScratchDir dir;
+  const std::string path = file_of_schema(dir, "v4.db", 4);
+  {
+    Store reader = Store::open(path, Database::Mode::ReadOnly);
+    ASSERT_EQ(reader.runs().size(), 1u);
+    EXPECT_FALSE(reader.runs()[0].result.cpu_wait_share.has_value());
+    EXPECT_EQ(reader.runs()[0].result.load_other_cpus, 0.03);
+  }
+  Store store = Store::open(path);
+  EXPECT_EQ(store.schema_version(), kSchemaVersion);
+  store.insert_run(resnet18_at_32(), sample_run(store.ensure_environment(test_environment()), 4, 0));
+  std::vector<records::RunRecord> runs = store.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_FALSE(runs[0].result.cpu_wait_share.has_value());
+  EXPECT_EQ(runs[1].result.cpu_wait_share, 0.0123);
 }
 
 // Layer benchmarks (schema 4): every field back, one row per environment + key + threads, keys for resume.

@@ -48,6 +48,9 @@ inline void drop_fingerprint_columns(store::Database& db) {
     db.exec(std::string("ALTER TABLE environments DROP COLUMN ") + column);
 }
 
+// As schema 4 had runs: without cpu_wait_share (schema 5).
+inline void drop_wait_share_column(store::Database& db) { db.exec("ALTER TABLE runs DROP COLUMN cpu_wait_share"); }
+
 // An environment with every fingerprint field recorded (an AVX2-only Zen 3 EPYC).
 inline records::EnvironmentRecord fingerprinted_environment() {
   records::EnvironmentRecord environment;
